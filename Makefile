@@ -1,0 +1,39 @@
+# Two commands for a new user:  `make book`  and  `make test`.  Both call `make install` first.
+PYTHON  ?= python3
+VENV    ?= .venv
+PY      := $(VENV)/bin/python
+PROFILE ?= quick
+# Extra arguments for the executor (e.g. ARGS='-p linear:max_depth 200') and for pytest.
+ARGS    ?=
+PYTEST_ARGS ?=
+# The install is redone only when the pins (or the package metadata) change.
+PINS_HASH := $(shell cat requirements.lock pyproject.toml | sha256sum | cut -c1-16)
+STAMP   := $(VENV)/.installed-$(PINS_HASH)
+
+.PHONY: install book test lock clean
+
+install: $(STAMP)
+
+$(STAMP):
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.lock
+	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
+	@rm -f $(VENV)/.installed-*
+	@touch $@
+	@echo "environment ready: $(VENV) (pins $(PINS_HASH))"
+
+book: install
+	$(PY) -m resnet_theory.book execute --profile $(PROFILE) $(ARGS)
+
+test: install
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+# Re-resolve requirements.in into requirements.lock (maintainers only).
+lock:
+	rm -rf .lock-venv && $(PYTHON) -m venv .lock-venv
+	.lock-venv/bin/pip install --quiet -r requirements.in
+	{ sed -n '1,2p' requirements.lock; .lock-venv/bin/pip freeze --all | grep -v "^pip==" | sed -e 's/^torch==\([0-9.]*\)+.*/torch==\1/'; } > requirements.lock.new
+	mv requirements.lock.new requirements.lock && rm -rf .lock-venv
+
+clean:
+	rm -rf _build
