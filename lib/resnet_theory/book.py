@@ -176,6 +176,10 @@ def plan_chapters(root: Path, entries: list[str], profile: str, overrides: list[
             if name == "profile":
                 raise BookError("give the profile with --profile, not -p profile")
             targets = [p for p in plans if name in defined.get(p.entry, {})]
+            if not targets and len(plans) == 1:
+                only = plans[0]
+                raise BookError(f"-p {name}: {only.source.relative_to(root)} does not define {name!r} in its "
+                                f"parameters cell (it defines: {', '.join(defined.get(only.entry, {})) or 'nothing'})")
             if not targets:
                 raise BookError(f"-p {name}: no chapter in this run defines {name!r} in its parameters cell")
             for plan in targets:
@@ -255,11 +259,11 @@ def execute_chapter(plan: ChapterPlan, output: Path, build_dir: Path | None, pro
         status = "ok"
     except papermill.PapermillExecutionError as exc:
         status = "failed"
-        error = {"cell_index": exc.cell_index, "execution_count": exc.exec_count, "ename": exc.ename,
-                 "evalue": exc.evalue, "cell_source": exc.source[:2000]}
+        error = {"code_cell": source_code_cell(nb, exc.source), "execution_count": exc.exec_count,
+                 "ename": exc.ename, "evalue": exc.evalue, "cell_source": exc.source[:2000]}
     except Exception as exc:  # kernel died, notebook could not be written, ...
         status = "failed"
-        error = {"cell_index": None, "execution_count": None, "ename": type(exc).__name__, "evalue": str(exc),
+        error = {"code_cell": None, "execution_count": None, "ename": type(exc).__name__, "evalue": str(exc),
                  "cell_source": ""}
     finally:
         for k, v in saved.items():
@@ -272,9 +276,19 @@ def execute_chapter(plan: ChapterPlan, output: Path, build_dir: Path | None, pro
                          str(output), error)
 
 
+def source_code_cell(notebook, source: str) -> int | None:
+    """1-based position of the code cell with this source among the chapter's own code cells."""
+    code_cells = [c for c in notebook.cells if c.cell_type == "code"]
+    for number, cell in enumerate(code_cells, start=1):
+        if cell.source.strip() == source.strip():
+            return number
+    return None
+
+
 def describe_failure(result: ChapterResult) -> str:
     err = result.error or {}
-    where = f"cell {err.get('cell_index')}" if err.get("cell_index") is not None else "before any cell ran"
+    where = (f"code cell {err.get('code_cell')}" if err.get("code_cell") is not None
+             else "a cell" if err.get("execution_count") is not None else "before any cell ran")
     if err.get("execution_count") is not None:
         where += f" (execution count {err['execution_count']})"
     source = (err.get("cell_source") or "").strip().splitlines()

@@ -20,7 +20,7 @@ def status_html(report: dict) -> str:
         note = ""
         if ch.get("error"):
             err = ch["error"]
-            note = html.escape(f"cell {err.get('cell_index')}: {err.get('ename')}: {err.get('evalue')}")
+            note = html.escape(f"code cell {err.get('code_cell')}: {err.get('ename')}: {err.get('evalue')}")
         params = ", ".join(f"{k}={v!r}" for k, v in ch["parameters"].items() if k != "profile")
         seconds = f"{ch['seconds']:.1f}" if status != "static" else "n/a"
         rows.append(f"<tr><td>{html.escape(ch['chapter'])}</td><td><strong style='color:{colour}'>{status}</strong></td>"

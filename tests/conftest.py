@@ -1,0 +1,41 @@
+"""Shared fixtures: the whole book executed and built once per test session (quick profile)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@dataclass
+class BuiltBook:
+    returncode: int
+    output: str
+    build_dir: Path
+    seconds: float
+
+    @property
+    def html(self) -> Path:
+        return self.build_dir / "html"
+
+
+@pytest.fixture(scope="session")
+def built_book(tmp_path_factory) -> BuiltBook:
+    """``python -m resnet_theory.book execute`` over the real book, into a fresh build folder."""
+    build_dir = tmp_path_factory.mktemp("book-build")
+    env = dict(os.environ)
+    start = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "resnet_theory.book", "execute", "--build-dir", str(build_dir)],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=40 * 60)
+    seconds = time.perf_counter() - start
+    output = proc.stdout + proc.stderr
+    (build_dir / "execute.log").write_text(output)
+    print(f"\n[book] executed and built in {seconds:.0f} s (exit {proc.returncode})")
+    return BuiltBook(proc.returncode, output, build_dir, seconds)
