@@ -150,7 +150,7 @@ def plan_chapters(root: Path, entries: list[str], profile: str, overrides: list[
     defined: dict[str, dict[str, Any]] = {}
     for entry in entries:
         source = chapter_source(root, entry)
-        nb = jupytext.read(source)
+        nb = jupytext.read(source, fmt="md:myst")
         executes = has_code(nb)
         if executes:
             names = defined_parameters(nb)
@@ -238,7 +238,7 @@ def execute_chapter(plan: ChapterPlan, output: Path, build_dir: Path | None, pro
     import papermill
 
     output.parent.mkdir(parents=True, exist_ok=True)
-    nb = jupytext.read(plan.source)
+    nb = jupytext.read(plan.source, fmt="md:myst")
     start = time.perf_counter()
     if not plan.executes:
         nbformat.write(nb, output)
@@ -257,6 +257,7 @@ def execute_chapter(plan: ChapterPlan, output: Path, build_dir: Path | None, pro
         papermill.execute_notebook(nb, str(output), parameters=plan.parameters, kernel_name="python3",
                                    cwd=str(plan.source.parent), progress_bar=False, log_output=False)
         status = "ok"
+        hide_default_parameters(output, plan.parameters, defined_parameters(nb))
     except papermill.PapermillExecutionError as exc:
         status = "failed"
         error = {"code_cell": source_code_cell(nb, exc.source), "execution_count": exc.exec_count,
@@ -283,6 +284,24 @@ def source_code_cell(notebook, source: str) -> int | None:
         if cell.source.strip() == source.strip():
             return number
     return None
+
+
+def hide_default_parameters(path: Path, injected: dict, defaults: dict) -> None:
+    """Hide papermill's injected-parameters cell when it only restates the chapter's defaults.
+
+    A reader of the rendered page then sees the chapter's own parameters cell; a run with other values keeps
+    the injected cell visible, so the page shows what it was executed with.
+    """
+    import nbformat
+
+    if any(defaults.get(k, object()) != v for k, v in injected.items()):
+        return
+    nb = nbformat.read(path, as_version=4)
+    for cell in nb.cells:
+        tags = cell.metadata.get("tags", [])
+        if "injected-parameters" in tags and "remove-cell" not in tags:
+            cell.metadata["tags"] = [*tags, "remove-cell"]
+    nbformat.write(nb, path)
 
 
 def describe_failure(result: ChapterResult) -> str:
@@ -315,6 +334,7 @@ def load_report(build_dir: str | os.PathLike | None = None) -> dict | None:
 
 
 BOOK_FILES = ("_config.yml", "_toc.yml", "references.bib")
+BOOK_FOLDERS = ("_static",)
 
 
 def stage_book(root: Path, executed: Path) -> None:
@@ -322,6 +342,9 @@ def stage_book(root: Path, executed: Path) -> None:
     for name in BOOK_FILES:
         if (root / name).is_file():
             shutil.copy2(root / name, executed / name)
+    for name in BOOK_FOLDERS:
+        if (root / name).is_dir():
+            shutil.copytree(root / name, executed / name, dirs_exist_ok=True)
     book = root / "book"
     if book.is_dir():
         for path in book.rglob("*"):

@@ -32,8 +32,8 @@ def status_html(report: dict) -> str:
     packages = "".join(f"<tr><td>{html.escape(k)}</td><td>{html.escape(str(v))}</td></tr>"
                        for k, v in env["packages"].items())
     return (f'<table class="book-status">{head}{"".join(rows)}</table>'
-            f"<p>Executed with the <strong>{html.escape(report['profile'])}</strong> profile, last page finished "
-            f"{html.escape(report['finished'])}.</p>"
+            f"<p>Executed with the <strong>{html.escape(report['profile'])}</strong> profile; the last page above "
+            f"finished {html.escape(report['finished'])}. This page runs last and is not in its own table.</p>"
             f"<table class='book-environment'><tr><th>item</th><th>version</th></tr>"
             f"<tr><td>Python</td><td>{html.escape(env['python'])}</td></tr>"
             f"<tr><td>platform</td><td>{html.escape(env['platform'])}</td></tr>"

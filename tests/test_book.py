@@ -1,0 +1,64 @@
+"""The whole book, executed with the quick profile and built with warnings as errors, then read in Chromium."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from resnet_theory.book import toc_files
+from resnet_theory.browser import book_pages, check_page, find_chromium
+from resnet_theory.ledger import VERDICTS, load_claims
+
+from conftest import ROOT
+
+pytestmark = pytest.mark.book
+
+
+def test_every_chapter_executes_and_the_html_builds_with_warnings_as_errors(built_book):
+    assert built_book.returncode == 0, built_book.output[-6000:]
+    report = json.loads((built_book.build_dir / "executed" / "report.json").read_text())
+    status = {c["chapter"]: c for c in report["chapters"]}
+    assert set(status) == set(toc_files(ROOT))
+    for name, entry in status.items():
+        assert entry["status"] in ("ok", "static"), f"{name}: {entry}"
+        assert entry["profile"] == "quick"
+    assert (built_book.html / "index.html").is_file()
+    print("\nchapter times (s): " + ", ".join(f"{k}: {v['seconds']}" for k, v in status.items()))
+
+
+def test_every_chapter_recorded_its_claims_and_the_ledger_page_shows_them(built_book):
+    claims = load_claims(built_book.build_dir / "executed")
+    chapters = {c.chapter for c in claims}
+    assert {"linear", "expressivity", "smooth_maps", "linear_predictors", "experiments"} <= chapters
+    assert all(c.verdict in VERDICTS for c in claims)
+    page = (built_book.html / "book" / "ledger.html").read_text()
+    for claim in claims:
+        assert claim.id in page
+        assert f'href="{claim.chapter}.html#{claim.section}"' in page
+        target = (built_book.html / "book" / f"{claim.chapter}.html").read_text()
+        assert f'id="{claim.section}"' in target, f"{claim.id}: no section {claim.section} in {claim.chapter}.html"
+
+
+def test_mathjax_is_served_from_the_build_not_a_cdn(built_book):
+    assert (built_book.html / "_static" / "mathjax" / "tex-chtml.js").is_file()
+    for page in (built_book.html / "book").glob("*.html"):
+        text = page.read_text()
+        assert "cdn.jsdelivr.net" not in text and "mathjax@3" not in text, page.name
+
+
+def test_every_page_renders_in_headless_chromium(built_book):
+    chromium = find_chromium()
+    if chromium is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("Chromium is required in CI (.ci/run installs Debian's chromium)")
+        pytest.skip("no Chromium on this machine (apt-get install chromium); the browser check did not run")
+    problems = []
+    for page in book_pages(built_book.html, toc_files(ROOT)):
+        report = check_page(chromium, page)
+        if not report.ok:
+            problems.append(f"{page.name}: {report.problems}")
+        if page.stem not in ("references", "status", "ledger"):
+            assert report.has_math and report.mathjax_elements > 0, f"{page.name}: no rendered math"
+    assert not problems, "\n".join(problems)

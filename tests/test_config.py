@@ -1,0 +1,116 @@
+"""The project's configuration stays consistent: pins, TOC, chapter conventions, the two commands."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import yaml
+
+from resnet_theory.book import defined_parameters, toc_files
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _name(requirement: str) -> str:
+    return re.split(r"[<>=!~ \[]", requirement.strip(), maxsplit=1)[0].lower().replace("_", "-")
+
+
+def lock_pins() -> dict[str, str]:
+    pins = {}
+    for line in (ROOT / "requirements.lock").read_text().splitlines():
+        line = line.split("#")[0].strip()
+        if line:
+            assert "==" in line, f"requirements.lock: {line!r} is not an exact pin"
+            name, version = line.split("==")
+            pins[_name(name)] = version
+    return pins
+
+
+def top_level() -> list[str]:
+    names = []
+    for line in (ROOT / "requirements.in").read_text().splitlines():
+        line = line.split("#")[0].strip()
+        if line:
+            names.append(_name(line))
+    return names
+
+
+def test_every_top_level_requirement_is_pinned_and_torch_is_the_tested_build():
+    pins = lock_pins()
+    missing = [n for n in top_level() if n not in pins]
+    assert not missing, f"in requirements.in but not pinned in requirements.lock: {missing}"
+    assert pins["torch"] == "2.13.0"
+    assert pins["jupyter-book"].startswith("1."), "Jupyter Book 2 cannot build offline"
+
+
+def test_environment_yml_lists_the_same_packages_and_versions():
+    env = yaml.safe_load((ROOT / "environment.yml").read_text())
+    pip_section = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict))
+    conda_pins = {_name(r): r.split("==")[1] for r in pip_section if "==" in r}
+    pins = lock_pins()
+    expected = {n: pins[n] for n in top_level()}
+    assert conda_pins == expected
+    assert any(d == "python=3.11" for d in env["dependencies"] if isinstance(d, str))
+
+
+def test_every_chapter_is_in_the_toc_and_every_toc_entry_exists():
+    entries = toc_files(ROOT)
+    sources = {p.relative_to(ROOT).with_suffix("").as_posix() for p in (ROOT / "book").glob("**/*.md")}
+    assert sources == set(entries), f"not in TOC: {sources - set(entries)}; missing files: {set(entries) - sources}"
+    assert entries[-1] == "book/status", "the status page must execute last"
+    assert entries.index("book/ledger") > max(entries.index(f"book/{c}") for c in
+                                               ("linear", "expressivity", "smooth_maps", "linear_predictors", "experiments"))
+
+
+def test_chapters_follow_the_parameter_convention():
+    import jupytext
+
+    for entry in toc_files(ROOT):
+        nb = jupytext.read(ROOT / f"{entry}.md", fmt="md:myst")
+        if any(c.cell_type == "code" for c in nb.cells):
+            params = defined_parameters(nb)
+            assert params.get("profile") == "quick", f"{entry}: the default profile must be 'quick'"
+            assert "seed" in params, f"{entry}: the parameters cell must define seed"
+
+
+def test_chapters_do_not_edit_sys_path_or_set_a_figure_dropping_backend():
+    for path in (ROOT / "book").glob("*.md"):
+        text = path.read_text()
+        assert "sys.path" not in text, f"{path.name} edits sys.path"
+        assert "MPLBACKEND" not in text, f"{path.name} sets MPLBACKEND"
+
+
+def test_config_builds_from_executed_notebooks_and_excludes_non_book_folders():
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    assert config["execute"]["execute_notebooks"] == "off"
+    excluded = set(config["sphinx"]["config"]["exclude_patterns"])
+    assert {"_build", ".venv", "lib", "tests", ".pytest_cache"} <= excluded
+    assert "resnet_theory.offline_mathjax" in config["sphinx"]["extra_extensions"]
+
+
+def test_readme_starts_with_the_two_commands_and_ci_calls_make_test():
+    readme = (ROOT / "README.md").read_text()
+    first_section = readme.split("\n## ", 2)[1]
+    assert "make book" in first_section and "make test" in first_section
+    ci = [line for line in (ROOT / ".ci" / "run").read_text().splitlines()
+          if line.strip() and not line.lstrip().startswith("#")]
+    assert ci[-1].strip() in ("make test", "exec make test")
+    assert not any("pytest" in line for line in ci), ".ci/run must go through make test"
+
+
+def test_bibliography_has_the_required_entries():
+    bib = (ROOT / "references.bib").read_text()
+    keys = set(re.findall(r"@\w+\{([^,]+),", bib))
+    required = {"hardt2017identity", "bartlett2018representing", "bartlett2018gradient", "shamir2018resnets",
+                "he2016deep", "he2016identity", "ioffe2015batch", "springenberg2015striving", "huang2017densely",
+                "karimi2016linear", "krizhevsky2009learning"}
+    assert required <= keys
+    for entry in re.findall(r"@\w+\{[^@]+", bib):
+        for field in ("author", "title", "year"):
+            assert re.search(rf"^\s*{field}\s*=", entry, re.M), f"{entry.splitlines()[0]} lacks {field}"
+    cited = set()
+    for path in (ROOT / "book").glob("*.md"):
+        cited |= {k.strip() for group in re.findall(r"\{cite(?::\w+)?\}`([^`]+)`", path.read_text())
+                  for k in group.split(",")}
+    assert cited <= keys, f"cited but not in references.bib: {cited - keys}"
