@@ -1,0 +1,884 @@
+"""Shamir (2018), "Are ResNets provably better than linear predictors?" (NeurIPS; arXiv 1804.06739).
+
+The paper's own text was not available to the book: the statements implemented and tested here follow
+the seminar review of the paper (``seeds/003``) and are checked numerically, not trusted.
+
+Contents, in the order of the chapter ``book/linear_predictors.md``:
+
+- Example 1 (why the bounds must depend on the norms): :func:`example1_symbolic`, :func:`example1_saddle`,
+  :func:`example1_objective` (torch, for autograd and finite differences).
+- The landscapes of the review's figure: :func:`landscape_value`, :func:`find_local_minima` (multi-start,
+  every candidate verified; saddles are rejected) and :func:`critical_points` (every critical point found
+  by root finding on the gradient, with its classification).
+- The residual predictor ``x -> w^T (x + V f_theta(x))`` (Section 2 of the paper as the review gives it):
+  :func:`residual_predictions`, :func:`residual_objective`, :func:`linear_objective`,
+  :func:`best_linear_predictor`, :func:`objective_derivatives` (gradient and Hessian in ``(w, V)``),
+  :func:`theorem1_sides`, :func:`theorem2_sides`, :func:`random_theorem_instance`.
+- Theorem 4 (a skip connection to the output): :class:`OutputSkipNet` ``x -> w^T x + v^T f_theta(x)``,
+  :class:`ResidualNet` (the original architecture, for contrast), :class:`LogisticLinearSource` (a data
+  distribution whose best predictor is linear) and :func:`projected_sgd`.
+
+Norms: ``||V||`` is the spectral norm (the smaller of the usual matrix norms, so the inequalities tested
+with it are the stronger ones); vectors use the Euclidean norm.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Callable
+
+import numpy as np
+import sympy as sp
+import torch
+from scipy import optimize
+
+LOSSES = ("squared", "logistic")
+
+
+# --- input validation ------------------------------------------------------------------------------
+def _positive_number(x, name: str, allow_zero: bool = False) -> float:
+    if isinstance(x, bool) or not isinstance(x, (numbers.Real, sp.Basic)):
+        raise TypeError(f"{name} must be a real number, got {type(x).__name__}")
+    value = float(x)
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be finite, got {value}")
+    if value < 0 or (value == 0 and not allow_zero):
+        raise ValueError(f"{name} must be {'non-negative' if allow_zero else 'positive'}, got {value}")
+    return value
+
+
+def _positive_int(x, name: str, minimum: int = 1) -> int:
+    if isinstance(x, bool) or not isinstance(x, numbers.Integral):
+        raise TypeError(f"{name} must be an integer, got {type(x).__name__}")
+    if x < minimum:
+        raise ValueError(f"{name} must be at least {minimum}, got {x}")
+    return int(x)
+
+
+def _seed(seed) -> int:
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
+        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+    return int(seed)
+
+
+def _check_loss(loss: str) -> str:
+    if loss not in LOSSES:
+        raise ValueError(f"loss must be one of {LOSSES}, got {loss!r}")
+    return loss
+
+
+def _tensor(x, name: str, ndim: int) -> torch.Tensor:
+    if isinstance(x, torch.Tensor):
+        t = x.detach().to(torch.float64)
+    else:
+        try:
+            t = torch.as_tensor(np.asarray(x, dtype=np.float64))
+        except (TypeError, ValueError) as err:
+            raise TypeError(f"{name} must be an array of numbers") from err
+    if t.ndim != ndim:
+        raise ValueError(f"{name} must have {ndim} dimension(s), got shape {tuple(t.shape)}")
+    if not torch.isfinite(t).all():
+        raise ValueError(f"{name} contains NaN or infinite entries")
+    return t
+
+
+# --- Example 1 -------------------------------------------------------------------------------------
+def _exact(eps) -> sp.Rational:
+    """eps as an exact SymPy number: floats through their shortest decimal (0.1 -> 1/10)."""
+    _positive_number(eps, "eps")
+    if isinstance(eps, sp.Basic):
+        return sp.nsimplify(eps)
+    if isinstance(eps, (Fraction, numbers.Integral)):
+        return sp.Rational(eps)
+    return sp.Rational(repr(float(eps)))
+
+
+def example1_symbolic() -> dict:
+    """Example 1 exactly: ``F(w, v) = 1/2 (w (1 + eps v) - 1)^2`` with its gradient and Hessian in ``(w, v)``.
+
+    Scalars ``x = y = 1``, ``w* = 1``, ``f_theta(x) = eps x`` and the squared loss (review 003). Returns a dict
+    with ``symbols`` ``(w, v, eps)``, ``objective``, ``gradient`` (2x1 SymPy matrix) and ``hessian`` (2x2).
+    """
+    w, v = sp.symbols("w v", real=True)
+    eps = sp.Symbol("eps", positive=True)
+    F = sp.Rational(1, 2) * (w * (1 + eps * v) - 1) ** 2
+    gradient = sp.Matrix([sp.diff(F, w), sp.diff(F, v)]).applyfunc(sp.factor)
+    hessian = sp.hessian(F, (w, v)).applyfunc(sp.factor)
+    return {"symbols": (w, v, eps), "objective": F, "gradient": gradient, "hessian": hessian}
+
+
+def example1_review_formulas() -> dict:
+    """The gradient and Hessian of Example 1 as the review prints them (to compare with SymPy)."""
+    w, v = sp.symbols("w v", real=True)
+    eps = sp.Symbol("eps", positive=True)
+    r = w - 1 + eps * w * v
+    gradient = sp.Matrix([r * (1 + eps * v), r * eps * w])
+    off = eps * (2 * w + 2 * eps * w * v - 1)
+    hessian = sp.Matrix([[(1 + eps * v) ** 2, off], [off, eps ** 2 * w ** 2]])
+    return {"symbols": (w, v, eps), "gradient": gradient, "hessian": hessian}
+
+
+def example1_saddle(eps) -> dict:
+    """The point ``(0, -1/eps)`` of Example 1 with its value, gradient, Hessian and eigenvalues, exactly.
+
+    ``eps`` must be positive; floats are read through their shortest decimal form (``0.1`` is ``1/10``).
+    Eigenvalues are sorted ascending.
+    """
+    e = _exact(eps)
+    sym = example1_symbolic()
+    w, v, eps_s = sym["symbols"]
+    point = (sp.Integer(0), -1 / e)
+    subs = {w: point[0], v: point[1], eps_s: e}
+    hessian = sym["hessian"].subs(subs).applyfunc(sp.simplify)
+    eigenvalues = sorted(hessian.eigenvals(multiple=True), key=lambda z: float(z))
+    return {"point": point,
+            "value": sp.simplify(sym["objective"].subs(subs)),
+            "gradient": sym["gradient"].subs(subs).applyfunc(sp.simplify),
+            "hessian": hessian,
+            "eigenvalues": [sp.simplify(z) for z in eigenvalues]}
+
+
+def example1_objective(eps: float, penalty: float = 0.0) -> Callable[[torch.Tensor], torch.Tensor]:
+    """``F(w, v) + (penalty/2)(w^2 + v^2)`` as a torch function of the vector ``(w, v)``."""
+    eps = _positive_number(eps, "eps")
+    penalty = _positive_number(penalty, "penalty", allow_zero=True)
+
+    def F(z: torch.Tensor) -> torch.Tensor:
+        if z.shape != (2,):
+            raise ValueError(f"the point must be a vector (w, v), got shape {tuple(z.shape)}")
+        w, v = z[0], z[1]
+        return 0.5 * (w * (1 + eps * v) - 1) ** 2 + 0.5 * penalty * (w ** 2 + v ** 2)
+
+    return F
+
+
+# --- the landscapes --------------------------------------------------------------------------------
+def _landscape(eps: float, penalty: float):
+    """Value, gradient and Hessian of ``F + (penalty/2)|z|^2`` in numpy (closed forms of the review)."""
+
+    def value(z):
+        w, v = z[..., 0], z[..., 1]
+        return 0.5 * (w * (1 + eps * v) - 1) ** 2 + 0.5 * penalty * (w ** 2 + v ** 2)
+
+    def gradient(z):
+        w, v = z
+        r = w * (1 + eps * v) - 1
+        return np.array([r * (1 + eps * v) + penalty * w, r * eps * w + penalty * v])
+
+    def hessian(z):
+        w, v = z
+        a = 1 + eps * v
+        off = eps * (2 * w * a - 1)
+        return np.array([[a * a + penalty, off], [off, eps * eps * w * w + penalty]])
+
+    return value, gradient, hessian
+
+
+def landscape_value(eps: float, penalty: float, w, v):
+    """``F(w, v) + (penalty/2)(w^2 + v^2)`` on arrays ``w, v`` (for contour plots)."""
+    eps = _positive_number(eps, "eps")
+    penalty = _positive_number(penalty, "penalty", allow_zero=True)
+    w = np.asarray(w, dtype=float)
+    v = np.asarray(v, dtype=float)
+    if w.shape != v.shape:
+        raise ValueError(f"w and v must have the same shape, got {w.shape} and {v.shape}")
+    if not (np.all(np.isfinite(w)) and np.all(np.isfinite(v))):
+        raise ValueError("w and v must be finite")
+    return _landscape(eps, penalty)[0](np.stack([w, v], axis=-1))
+
+
+def _check_landscape_args(eps, penalty, radius, n_starts, box):
+    eps = _positive_number(eps, "eps")
+    penalty = _positive_number(penalty, "penalty", allow_zero=True)
+    if radius is not None:
+        radius = _positive_number(radius, "radius")
+    n_starts = _positive_int(n_starts, "n_starts", minimum=4)
+    box = _positive_number(box, "box")
+    return eps, penalty, radius, n_starts, box
+
+
+def _starts(n_starts: int, box: float, radius: float | None) -> np.ndarray:
+    side = int(math.ceil(math.sqrt(n_starts)))
+    half = box if radius is None else min(box, radius)
+    g = np.linspace(-half, half, side)
+    pts = np.array([(a, b) for a in g for b in g])
+    if radius is not None:
+        pts = pts[np.linalg.norm(pts, axis=1) < radius]
+    return pts
+
+
+@dataclass
+class CriticalPoint:
+    """A critical point of the (possibly constrained) landscape and what the verification found."""
+
+    point: np.ndarray
+    value: float
+    on_boundary: bool
+    residual: float                 # |gradient|, or the KKT residual on the boundary
+    multiplier: float               # KKT multiplier (0 in the interior)
+    min_curvature: float            # smallest Hessian eigenvalue, or the tangential curvature on the boundary
+    lower_nearby: float             # lowest value found in a small feasible neighbourhood minus the value
+    kind: str = field(default="")   # "local minimum", "saddle", "not stationary", ...
+
+
+def _classify(z, eps, penalty, radius, tol, neighbourhood, rng) -> CriticalPoint:
+    value, gradient, hessian = _landscape(eps, penalty)
+    z = np.asarray(z, dtype=float)
+    f0 = float(value(z))
+    g = gradient(z)
+    H = hessian(z)
+    on_boundary = radius is not None and abs(np.linalg.norm(z) - radius) <= 1e-7 * max(1.0, radius)
+    if on_boundary:
+        # KKT: grad + mu z = 0 with mu >= 0; curvature of F + (mu/2)|z|^2 along the tangent.
+        mu = -float(g @ z) / radius ** 2
+        residual = float(np.linalg.norm(g + mu * z))
+        t = np.array([-z[1], z[0]]) / radius
+        curvature = float(t @ H @ t + mu)
+        scale = 1.0 + abs(mu)
+    else:
+        mu = 0.0
+        residual = float(np.linalg.norm(g))
+        curvature = float(np.linalg.eigvalsh(H)[0])
+        scale = 1.0 + float(np.max(np.abs(H)))
+    # No lower value nearby: random feasible points at several small distances.
+    dirs = rng.normal(size=(400, 2))
+    dirs /= np.linalg.norm(dirs, axis=1, keepdims=True)
+    radii = neighbourhood * np.repeat(np.geomspace(1e-3, 1.0, 8), 50)[:, None]
+    near = z + radii * dirs
+    if radius is not None:
+        norms = np.linalg.norm(near, axis=1)
+        near = near[norms <= radius]
+    lower = float(np.min(value(near)) - f0) if len(near) else 0.0
+    stationary = residual <= tol * scale
+    if not stationary:
+        kind = "not stationary"
+    elif on_boundary and mu < -tol * scale:
+        kind = "boundary point with a descent direction into the ball"
+    elif curvature < -tol * scale or lower < -tol * max(1.0, abs(f0)):
+        kind = "saddle" if not on_boundary else "boundary saddle or maximum"
+    else:
+        kind = "local minimum"
+    return CriticalPoint(z, f0, bool(on_boundary), residual, mu, curvature, lower, kind)
+
+
+def _polish(z, eps, penalty, radius, tol):
+    """Newton on the gradient (interior) or on the angle (boundary) to reach machine precision."""
+    _, gradient, hessian = _landscape(eps, penalty)
+    z = np.asarray(z, dtype=float)
+    if radius is not None and np.linalg.norm(z) >= radius * (1 - 1e-6):
+        phi = math.atan2(z[1], z[0])
+        for _ in range(50):
+            c, s = math.cos(phi), math.sin(phi)
+            p = radius * np.array([c, s])
+            dp = radius * np.array([-s, c])
+            g1 = float(gradient(p) @ dp)
+            g2 = float(dp @ hessian(p) @ dp - gradient(p) @ p)
+            if g2 == 0:
+                break
+            step = g1 / g2
+            phi -= step
+            if abs(step) < 1e-15:
+                break
+        return radius * np.array([math.cos(phi), math.sin(phi)])
+    for _ in range(50):
+        H = hessian(z)
+        try:
+            step = np.linalg.solve(H, gradient(z))
+        except np.linalg.LinAlgError:
+            break
+        if not np.all(np.isfinite(step)) or np.linalg.norm(step) > 1.0:
+            break
+        z = z - step
+        if np.linalg.norm(step) < 1e-15:
+            break
+    return z
+
+
+def critical_points(eps, penalty=0.0, radius=None, *, n_starts: int = 400, box: float = 3.0,
+                    tol: float = 1e-8, neighbourhood: float = 1e-2, seed: int = 0) -> list[CriticalPoint]:
+    """Every critical point found by root finding from a grid of starts, each classified.
+
+    Interior: roots of the gradient (Newton-type root finding converges to saddles as readily as to
+    minima). On the circle of the given ``radius``: critical points of the objective restricted to it.
+    Returned sorted by value, with duplicates (closer than ``1e-5``) removed.
+    """
+    eps, penalty, radius, n_starts, box = _check_landscape_args(eps, penalty, radius, n_starts, box)
+    _, gradient, hessian = _landscape(eps, penalty)
+    rng = np.random.default_rng(_seed(seed))
+    cands = []
+    for z0 in _starts(n_starts, box, radius):
+        sol = optimize.root(gradient, z0, jac=hessian, method="hybr")
+        if sol.success and (radius is None or np.linalg.norm(sol.x) < radius):
+            cands.append(_polish(sol.x, eps, penalty, None, tol))
+    if radius is not None:
+        for phi0 in np.linspace(-math.pi, math.pi, max(16, n_starts // 4), endpoint=False):
+            def dg(phi):
+                p = radius * np.array([math.cos(phi[0]), math.sin(phi[0])])
+                return [float(gradient(p) @ np.array([-p[1], p[0]]))]
+            sol = optimize.root(dg, [phi0], method="hybr")
+            if sol.success:
+                cands.append(_polish(radius * np.array([math.cos(sol.x[0]), math.sin(sol.x[0])]),
+                                     eps, penalty, radius, tol))
+    return _dedupe([_classify(z, eps, penalty, radius, tol, neighbourhood, rng) for z in cands], 1e-5)
+
+
+def _dedupe(points: list[CriticalPoint], separation: float) -> list[CriticalPoint]:
+    kept: list[CriticalPoint] = []
+    for p in sorted(points, key=lambda p: (p.value, p.residual)):
+        if all(np.linalg.norm(p.point - q.point) > separation for q in kept):
+            kept.append(p)
+    return kept
+
+
+def find_local_minima(eps, penalty=0.0, radius=None, *, n_starts: int = 400, box: float = 3.0,
+                      tol: float = 1e-8, neighbourhood: float = 1e-2, separation: float = 0.05,
+                      seed: int = 0, details: bool = False) -> list[dict]:
+    """All distinct local minima of ``F(w, v) + (penalty/2)(w^2 + v^2)``, optionally on the ball ``|z| <= radius``.
+
+    Local minimisation (a trust-region Newton method, or SLSQP on the ball) from a grid of ``n_starts``
+    points in ``[-box, box]^2``; every candidate is polished and verified: gradient (or KKT residual with a
+    non-negative multiplier) at most ``tol`` relative to the scale, no direction of negative curvature, and
+    no lower feasible value at random points within ``neighbourhood``. Saddles fail the last two tests.
+    Minima closer than ``separation`` are merged, so a curve of global minima (no penalty) is reported by
+    representatives. Returns dicts with ``point`` and ``value`` (and, with ``details``, the verification
+    numbers), sorted by value.
+    """
+    eps, penalty, radius, n_starts, box = _check_landscape_args(eps, penalty, radius, n_starts, box)
+    separation = _positive_number(separation, "separation")
+    value, gradient, hessian = _landscape(eps, penalty)
+    rng = np.random.default_rng(_seed(seed))
+    found = []
+    for z0 in _starts(n_starts, box, radius):
+        if radius is None:
+            sol = optimize.minimize(value, z0, jac=gradient, hess=hessian, method="trust-exact",
+                                    options={"gtol": 1e-12})
+        else:
+            cons = {"type": "ineq", "fun": lambda z: radius ** 2 - z @ z, "jac": lambda z: -2 * z}
+            sol = optimize.minimize(value, z0, jac=gradient, method="SLSQP", constraints=[cons],
+                                    options={"ftol": 1e-14, "maxiter": 500})
+            if np.linalg.norm(sol.x) > radius * (1 - 1e-6):
+                sol.x = sol.x * radius / np.linalg.norm(sol.x)
+        z = _polish(sol.x, eps, penalty, radius, tol)
+        if radius is not None and np.linalg.norm(z) > radius * (1 + 1e-9):
+            continue
+        cp = _classify(z, eps, penalty, radius, tol, neighbourhood, rng)
+        if cp.kind == "local minimum":
+            found.append(cp)
+    out = []
+    for cp in _dedupe(found, separation):
+        d = {"point": cp.point, "value": cp.value}
+        if details:
+            d.update(on_boundary=cp.on_boundary, residual=cp.residual, multiplier=cp.multiplier,
+                     min_curvature=cp.min_curvature, hessian=hessian(cp.point), lower_nearby=cp.lower_nearby)
+        out.append(d)
+    return out
+
+
+# --- the residual predictor and its objective -------------------------------------------------------
+def _features(f_theta, X: torch.Tensor) -> torch.Tensor:
+    """``f_theta(X)`` as a float64 (n, k) tensor, with theta fixed (no gradient through it)."""
+    if not callable(f_theta):
+        raise TypeError(f"f_theta must be callable (a torch module or function), got {type(f_theta).__name__}")
+    dtype = X.dtype
+    if isinstance(f_theta, torch.nn.Module):
+        params = list(f_theta.parameters())
+        if params:
+            dtype = params[0].dtype
+    with torch.no_grad():
+        Z = f_theta(X.to(dtype))
+    if not isinstance(Z, torch.Tensor):
+        raise TypeError("f_theta must return a torch tensor")
+    Z = Z.detach().to(torch.float64)
+    if Z.ndim != 2 or Z.shape[0] != X.shape[0]:
+        raise ValueError(f"f_theta(X) must have shape (n, k) with n = {X.shape[0]}, got {tuple(Z.shape)}")
+    if not torch.isfinite(Z).all():
+        raise ValueError("f_theta(X) contains NaN or infinite entries")
+    return Z
+
+
+def _data(X, y, loss):
+    loss = _check_loss(loss)
+    X = _tensor(X, "X", 2)
+    y = _tensor(y, "y", 1)
+    if X.shape[0] == 0:
+        raise ValueError("the sample must not be empty")
+    if y.shape[0] != X.shape[0]:
+        raise ValueError(f"X has {X.shape[0]} rows but y has {y.shape[0]} entries")
+    if loss == "logistic" and not torch.all((y == 1) | (y == -1)):
+        raise ValueError("the logistic loss needs labels y in {-1, +1}")
+    return X, y, loss
+
+
+def _wV(w, V, d: int, k: int):
+    w = _tensor(w, "w", 1)
+    V = _tensor(V, "V", 2)
+    if w.shape[0] != d:
+        raise ValueError(f"w must have {d} entries (the input dimension), got {w.shape[0]}")
+    if V.shape != (d, k):
+        raise ValueError(f"V must have shape ({d}, {k}) (input dimension, width of f_theta), got {tuple(V.shape)}")
+    return w, V
+
+
+def loss_values(p: torch.Tensor, y: torch.Tensor, loss: str) -> torch.Tensor:
+    """``l(p; y)``: squared ``(p - y)^2 / 2`` or logistic ``log(1 + exp(-y p))``, elementwise."""
+    _check_loss(loss)
+    if not isinstance(p, torch.Tensor) or not isinstance(y, torch.Tensor):
+        raise TypeError("p and y must be torch tensors")
+    if p.shape != y.shape:
+        raise ValueError(f"p and y must have the same shape, got {tuple(p.shape)} and {tuple(y.shape)}")
+    if loss == "squared":
+        return 0.5 * (p - y) ** 2
+    return torch.nn.functional.softplus(-y * p)
+
+
+def residual_predictions(X, w, V, f_theta) -> torch.Tensor:
+    """The residual predictor ``x -> w^T (x + V f_theta(x))`` on the rows of ``X`` (float64)."""
+    X = _tensor(X, "X", 2)
+    Z = _features(f_theta, X)
+    w, V = _wV(w, V, X.shape[1], Z.shape[1])
+    return (X + Z @ V.T) @ w
+
+
+def residual_objective(X, y, w, V, f_theta, loss: str = "squared") -> float:
+    """``F(w, V, theta)``: the mean loss of the residual predictor on the sample ``(X, y)``."""
+    X, y, loss = _data(X, y, loss)
+    return float(loss_values(residual_predictions(X, w, V, f_theta), y, loss).mean())
+
+
+def linear_objective(X, y, w, loss: str = "squared") -> float:
+    """``F_lin(w) = F(w, 0, theta)``: the mean loss of the linear predictor ``x -> w^T x``."""
+    X, y, loss = _data(X, y, loss)
+    w = _tensor(w, "w", 1)
+    if w.shape[0] != X.shape[1]:
+        raise ValueError(f"w must have {X.shape[1]} entries, got {w.shape[0]}")
+    return float(loss_values(X @ w, y, loss).mean())
+
+
+def best_linear_predictor(X, y, loss: str = "squared", radius=None) -> dict:
+    """``argmin F_lin`` on the sample (over the ball ``|w| <= radius`` when given): dict ``w``, ``value``.
+
+    Squared loss without a radius: least squares. Otherwise a Newton-type method (SLSQP on the ball);
+    raises ValueError when the unconstrained logistic problem has no minimiser (separable data).
+    """
+    X, y, loss = _data(X, y, loss)
+    if radius is not None:
+        radius = _positive_number(radius, "radius")
+    Xn, yn = X.numpy(), y.numpy()
+    n, d = Xn.shape
+    if loss == "squared" and radius is None:
+        w = np.linalg.lstsq(Xn, yn, rcond=None)[0]
+        return {"w": w, "value": linear_objective(X, y, w, loss)}
+
+    def value(w):
+        p = Xn @ w
+        return float(np.mean(0.5 * (p - yn) ** 2 if loss == "squared" else np.logaddexp(0, -yn * p)))
+
+    def grad(w):
+        p = Xn @ w
+        dl = (p - yn) if loss == "squared" else -yn / (1 + np.exp(yn * p))
+        return Xn.T @ dl / n
+
+    def hess(w):
+        p = Xn @ w
+        d2 = np.ones(n) if loss == "squared" else 0.25 / np.cosh(yn * p / 2) ** 2
+        return (Xn.T * d2) @ Xn / n
+
+    if radius is None:
+        if loss == "logistic" and _has_recession_direction(Xn, yn):
+            raise ValueError("the logistic F_lin has no minimiser on this sample (a direction separates "
+                             "the data): give a radius")
+        sol = optimize.minimize(value, np.zeros(d), jac=grad, hess=hess, method="trust-exact",
+                                options={"gtol": 1e-11, "maxiter": 2000})
+        if not sol.success:
+            raise ValueError(f"the minimisation of F_lin failed: {sol.message}")
+        w = sol.x
+    else:
+        cons = {"type": "ineq", "fun": lambda w: radius ** 2 - w @ w, "jac": lambda w: -2 * w}
+        sol = optimize.minimize(value, np.zeros(d), jac=grad, method="SLSQP", constraints=[cons],
+                                options={"ftol": 1e-15, "maxiter": 1000})
+        w = sol.x
+        if np.linalg.norm(w) > radius:
+            w = w * radius / np.linalg.norm(w)
+    return {"w": w, "value": value(w)}
+
+
+def _has_recession_direction(X: np.ndarray, y: np.ndarray) -> bool:
+    """Whether some u has ``y_i u^T x_i >= 0`` for all i with a positive sum (then the logistic F_lin
+    keeps decreasing along u and has no minimiser). A linear programme over the box ``|u|_inf <= 1``."""
+    A = y[:, None] * X
+    res = optimize.linprog(-A.sum(axis=0), A_ub=-A, b_ub=np.zeros(len(y)), bounds=[(-1, 1)] * X.shape[1],
+                           method="highs")
+    return bool(res.status == 0 and -res.fun > 1e-9)
+
+
+def objective_derivatives(X, y, w, V, f_theta, loss: str = "squared") -> dict:
+    """Value, gradient and Hessian of ``F_theta(w, V)`` in the flat parameters ``(w, vec V)`` (row-major V).
+
+    Also returns the blocks ``hessian_ww`` (d x d) and the split gradients ``gradient_w``, ``gradient_V``.
+    Computed by torch autograd in float64 with theta fixed.
+    """
+    X, y, loss = _data(X, y, loss)
+    Z = _features(f_theta, X)
+    w, V = _wV(w, V, X.shape[1], Z.shape[1])
+    d, k = V.shape
+
+    def F(z):
+        return loss_values((X + Z @ z[d:].reshape(d, k).T) @ z[:d], y, loss).mean()
+
+    z = torch.cat([w, V.reshape(-1)])
+    zg = z.clone().requires_grad_(True)
+    value = F(zg)
+    (g,) = torch.autograd.grad(value, zg)
+    H = torch.autograd.functional.hessian(F, z)
+    g, H = g.numpy(), H.numpy()
+    return {"value": float(value.detach()), "gradient": g, "hessian": H, "gradient_w": g[:d],
+            "gradient_V": g[d:].reshape(d, k), "hessian_ww": H[:d, :d], "function": F}
+
+
+def _w_star(w_star, d):
+    w_star = _tensor(w_star, "w_star", 1).numpy()
+    if w_star.shape[0] != d:
+        raise ValueError(f"w_star must have {d} entries, got {w_star.shape[0]}")
+    return w_star
+
+
+def theorem1_sides(X, y, w, V, f_theta, w_star, loss: str = "squared") -> dict:
+    """Both sides of Theorem 1 at ``(w, V, theta)`` with ``w != 0``, against the linear predictor ``w_star``.
+
+    ``lhs = |grad F_theta(w, V)|`` and
+    ``rhs = (F(w, V, theta) - F_lin(w_star)) / sqrt(2|w|^2 + |w_star|^2 (2 + |V|^2 / |w|^2))`` with the spectral
+    norm of ``V`` (``rhs_frobenius`` uses the Frobenius norm, a weaker statement).
+    """
+    X, y, loss = _data(X, y, loss)
+    der = objective_derivatives(X, y, w, V, f_theta, loss)
+    w = _tensor(w, "w", 1).numpy()
+    V = _tensor(V, "V", 2).numpy()
+    w_star = _w_star(w_star, X.shape[1])
+    nw2 = float(w @ w)
+    if nw2 == 0:
+        raise ValueError("Theorem 1 needs w != 0 (use theorem2_sides at w = 0)")
+    F_lin = linear_objective(X, y, w_star, loss)
+    gap = der["value"] - F_lin
+    ns2 = float(w_star @ w_star)
+
+    def rhs(normV):
+        return gap / math.sqrt(2 * nw2 + ns2 * (2 + normV ** 2 / nw2))
+
+    return {"lhs": float(np.linalg.norm(der["gradient"])), "rhs": rhs(np.linalg.norm(V, 2)),
+            "rhs_frobenius": rhs(np.linalg.norm(V)), "F": der["value"], "F_lin": F_lin,
+            "norm_w": math.sqrt(nw2), "norm_V": float(np.linalg.norm(V, 2))}
+
+
+def theorem2_sides(X, y, V, f_theta, w_star, loss: str = "squared") -> dict:
+    """Both parts of Theorem 2 at ``w = 0``.
+
+    ``lambda_min`` of the Hessian in ``(w, V)`` (the theorem says it is at most 0), and
+    ``lhs = |grad F_theta(0, V)| + |V| sqrt(|lambda_min| |d^2F/dw^2| + lambda_min^2)`` against
+    ``rhs = (F(0, V, theta) - F_lin(w_star)) / |w_star|`` (spectral norms; ``w_star != 0``).
+    """
+    X, y, loss = _data(X, y, loss)
+    V = _tensor(V, "V", 2)
+    w_star = _w_star(w_star, X.shape[1])
+    if not np.any(w_star):
+        raise ValueError("Theorem 2 needs w_star != 0")
+    der = objective_derivatives(X, y, torch.zeros(X.shape[1], dtype=torch.float64), V, f_theta, loss)
+    lam = float(np.linalg.eigvalsh(der["hessian"])[0])
+    Hww = float(np.linalg.norm(der["hessian_ww"], 2))
+    normV = float(np.linalg.norm(V.numpy(), 2))
+    lhs = float(np.linalg.norm(der["gradient"])) + normV * math.sqrt(abs(lam) * Hww + lam ** 2)
+    F_lin = linear_objective(X, y, w_star, loss)
+    return {"lambda_min": lam, "lhs": lhs, "rhs": (der["value"] - F_lin) / float(np.linalg.norm(w_star)),
+            "F": der["value"], "F_lin": F_lin, "norm_V": normV, "hessian_ww_norm": Hww}
+
+
+def random_mlp(d: int, k: int, width: int, depth: int, generator: torch.Generator,
+               final: str = "none") -> torch.nn.Sequential:
+    """A random float64 ReLU network ``R^d -> R^k`` with ``depth`` linear layers (He-scaled Gaussian weights)."""
+    d, k = _positive_int(d, "d"), _positive_int(k, "k")
+    width, depth = _positive_int(width, "width"), _positive_int(depth, "depth")
+    if final not in ("none", "tanh"):
+        raise ValueError(f"final must be 'none' or 'tanh', got {final!r}")
+    if not isinstance(generator, torch.Generator):
+        raise TypeError("generator must be a torch.Generator")
+    dims = [d] + [width] * (depth - 1) + [k]
+    layers: list[torch.nn.Module] = []
+    for i, (a, b) in enumerate(zip(dims[:-1], dims[1:])):
+        lin = torch.nn.Linear(a, b, dtype=torch.float64)
+        with torch.no_grad():
+            lin.weight.copy_(torch.randn(b, a, generator=generator, dtype=torch.float64) * math.sqrt(2.0 / a))
+            lin.bias.copy_(0.1 * torch.randn(b, generator=generator, dtype=torch.float64))
+        layers.append(lin)
+        if i < depth - 1:
+            layers.append(torch.nn.ReLU())
+    if final == "tanh":
+        layers.append(torch.nn.Tanh())
+    return torch.nn.Sequential(*layers)
+
+
+def random_theorem_instance(seed: int, loss: str = "squared", n: int = 30, d: int = 3, k: int = 3,
+                            width: int = 8, depth: int = 3, w_zero: bool = False) -> dict:
+    """A random instance for Theorems 1 and 2: data, a random deep ``f_theta``, a point ``(w, V)``, ``w_star``.
+
+    Data ``x ~ N(0, I)``; targets a nonlinear function of ``x`` plus noise (squared loss) or its sign with
+    20% of labels flipped (logistic). ``w`` and ``V`` have random scales spread over three decades; with
+    ``w_zero`` the point has ``w = 0``. ``w_star`` is the best linear predictor on the sample (over the
+    ball of radius 10 for the logistic loss), so the right-hand sides are as large as they can be.
+    """
+    seed = _seed(seed)
+    loss = _check_loss(loss)
+    for name, val in (("n", n), ("d", d), ("k", k), ("width", width), ("depth", depth)):
+        _positive_int(val, name)
+    gen = torch.Generator().manual_seed(int(seed))
+    rng = np.random.default_rng(seed)
+    X = torch.randn(n, d, generator=gen, dtype=torch.float64)
+    signal = torch.sin(X @ torch.randn(d, generator=gen, dtype=torch.float64)) + 0.5 * X[:, 0] ** 2
+    if loss == "squared":
+        y = signal + 0.3 * torch.randn(n, generator=gen, dtype=torch.float64)
+    else:
+        y = torch.where(signal >= signal.median(), 1.0, -1.0).to(torch.float64)
+        flip = torch.rand(n, generator=gen) < 0.2
+        y = torch.where(flip, -y, y)
+    f_theta = random_mlp(d, k, width, depth, gen)
+    scale_w, scale_V = 10 ** rng.uniform(-2, 1), 10 ** rng.uniform(-2, 1)
+    w = np.zeros(d) if w_zero else scale_w * rng.normal(size=d) / math.sqrt(d)
+    V = scale_V * rng.normal(size=(d, k)) / math.sqrt(d * k)
+    w_star = best_linear_predictor(X, y, loss, radius=None if loss == "squared" else 10.0)["w"]
+    return {"X": X, "y": y, "f_theta": f_theta, "w": w, "V": V, "w_star": w_star, "loss": loss}
+
+
+# --- Theorem 4: a skip connection to the output, and projected SGD ----------------------------------
+class OutputSkipNet(torch.nn.Module):
+    """``x -> w^T x + v^T f_theta(x)``: linear in ``(w, v)`` for every ``theta`` (Theorem 4's architecture).
+
+    ``f_theta`` is a random ReLU network ending in tanh, so ``|f_theta(x)|_inf <= 1`` and the loss stays
+    Lipschitz in ``(w, v)``. ``(w, v)`` start at 0.
+    """
+
+    def __init__(self, d: int, k: int, width: int, depth: int, seed: int = 0):
+        super().__init__()
+        gen = torch.Generator().manual_seed(_seed(seed))
+        self.f_theta = random_mlp(d, k, width, depth, gen, final="tanh")
+        self.w = torch.nn.Parameter(torch.zeros(d, dtype=torch.float64))
+        self.v = torch.nn.Parameter(torch.zeros(k, dtype=torch.float64))
+
+    def forward(self, X: torch.Tensor) -> torch.Tensor:
+        return X @ self.w + self.f_theta(X) @ self.v
+
+    def output_parameters(self) -> list[torch.nn.Parameter]:
+        """The parameters projected onto the ball ``M_1`` (here ``(w, v)``)."""
+        return [self.w, self.v]
+
+
+class ResidualNet(torch.nn.Module):
+    """The original architecture ``x -> w^T (x + V f_theta(x))``, same ``f_theta`` as :class:`OutputSkipNet`.
+
+    ``w`` starts at 0 and ``V`` at 0, the same start as the output-skip network.
+    """
+
+    def __init__(self, d: int, k: int, width: int, depth: int, seed: int = 0):
+        super().__init__()
+        gen = torch.Generator().manual_seed(_seed(seed))
+        self.f_theta = random_mlp(d, k, width, depth, gen, final="tanh")
+        self.w = torch.nn.Parameter(torch.zeros(d, dtype=torch.float64))
+        self.V = torch.nn.Parameter(torch.zeros(d, k, dtype=torch.float64))
+
+    def forward(self, X: torch.Tensor) -> torch.Tensor:
+        return (X + self.f_theta(X) @ self.V.T) @ self.w
+
+    def output_parameters(self) -> list[torch.nn.Parameter]:
+        return [self.w, self.V]
+
+
+class LogisticLinearSource:
+    """``x`` uniform in the unit ball of ``R^d``; ``P(y = 1 | x) = sigmoid(u*^T x)`` with ``y in {-1, +1}``.
+
+    The Bayes-optimal predictor is the linear ``u*``, so no network beats the best linear predictor in
+    population and the gap of Theorem 4 is non-negative: its decay can be read on log-log axes.
+    """
+
+    def __init__(self, u_star, seed: int = 0):
+        self.u_star = _tensor(u_star, "u_star", 1)
+        self.d = self.u_star.shape[0]
+        self.gen = torch.Generator().manual_seed(_seed(seed))
+
+    def sample(self, n: int) -> tuple[torch.Tensor, torch.Tensor]:
+        n = _positive_int(n, "n")
+        g = torch.randn(n, self.d, generator=self.gen, dtype=torch.float64)
+        g /= g.norm(dim=1, keepdim=True)
+        r = torch.rand(n, 1, generator=self.gen, dtype=torch.float64) ** (1.0 / self.d)
+        X = g * r
+        p = torch.sigmoid(X @ self.u_star)
+        y = torch.where(torch.rand(n, generator=self.gen, dtype=torch.float64) < p, 1.0, -1.0)
+        return X, y.to(torch.float64)
+
+
+def _project(params: list[torch.nn.Parameter], radius: float) -> None:
+    with torch.no_grad():
+        norm = math.sqrt(sum(float((p ** 2).sum()) for p in params))
+        if norm > radius:
+            for p in params:
+                p.mul_(radius / norm)
+
+
+def projected_sgd(model: torch.nn.Module, source: LogisticLinearSource, steps: int, radius: float,
+                  lipschitz: float, lr_theta: float = 0.05, X_test=None, y_test=None) -> dict:
+    """Projected SGD on the logistic loss, one fresh sample per step (Theorem 4's procedure).
+
+    The output parameters (``model.output_parameters()``) take steps ``eta_t = D / (G sqrt(t))`` with
+    ``D = 2 radius`` (the diameter of the ball ``M_1``) and ``G = lipschitz`` (a bound on the loss's gradient
+    in them), then are projected back onto the ball of ``radius``; ``theta`` takes steps
+    ``lr_theta / sqrt(t)`` and is not projected (``M_2`` is the whole space). Returns numpy arrays: the
+    samples, the online losses ``l_t(w_t, v_t, theta_t)`` (before the step on sample t) and, when a test
+    sample is given, the risk of every iterate on it.
+    """
+    if not isinstance(model, torch.nn.Module) or not hasattr(model, "output_parameters"):
+        raise TypeError("model must be an OutputSkipNet or ResidualNet (a module with output_parameters())")
+    if not isinstance(source, LogisticLinearSource):
+        raise TypeError("source must be a LogisticLinearSource")
+    steps = _positive_int(steps, "steps")
+    radius = _positive_number(radius, "radius")
+    lipschitz = _positive_number(lipschitz, "lipschitz")
+    lr_theta = _positive_number(lr_theta, "lr_theta", allow_zero=True)
+    if (X_test is None) != (y_test is None):
+        raise ValueError("give both X_test and y_test, or neither")
+    if X_test is not None:
+        X_test, y_test, _ = _data(X_test, y_test, "logistic")
+    out_params = model.output_parameters()
+    out_ids = {id(p) for p in out_params}
+    theta = [p for p in model.parameters() if id(p) not in out_ids]
+    X, y = source.sample(steps)
+    online = np.empty(steps)
+    risks = np.empty(steps) if X_test is not None else None
+    for t in range(steps):
+        if risks is not None:
+            with torch.no_grad():
+                risks[t] = float(loss_values(model(X_test), y_test, "logistic").mean())
+        loss = loss_values(model(X[t:t + 1]), y[t:t + 1], "logistic").sum()
+        model.zero_grad()
+        loss.backward()
+        online[t] = float(loss.detach())
+        eta = 2 * radius / (lipschitz * math.sqrt(t + 1))
+        with torch.no_grad():
+            for p in out_params:
+                p -= eta * p.grad
+            for p in theta:
+                if p.grad is not None:
+                    p -= lr_theta / math.sqrt(t + 1) * p.grad
+        _project(out_params, radius)
+    return {"X": X.numpy(), "y": y.numpy(), "online_losses": online, "risks": risks}
+
+
+def theorem4_bound(T, radius: float, lipschitz: float, loss_bound: float, delta: float) -> np.ndarray:
+    """Our explicit form of Theorem 4's ``O(.)`` for projected SGD with steps ``D / (G sqrt(t))``.
+
+    ``1.5 D G / sqrt(T)`` (online gradient descent's regret, ``D = 2 radius``) plus
+    ``r sqrt(2 log(2/delta) / T)`` (Azuma-Hoeffding for the iterates' risks and Hoeffding for the comparator,
+    each at level ``delta/2``), for losses in ``[0, r]``. [derived: not the paper's constant]
+    """
+    T = np.asarray(T, dtype=float)
+    if T.size == 0 or np.any(~np.isfinite(T)) or np.any(T < 1):
+        raise ValueError("T must be finite and at least 1")
+    radius = _positive_number(radius, "radius")
+    lipschitz = _positive_number(lipschitz, "lipschitz")
+    loss_bound = _positive_number(loss_bound, "loss_bound")
+    delta = _positive_number(delta, "delta")
+    if delta >= 1:
+        raise ValueError(f"delta must lie in (0, 1), got {delta}")
+    return 1.5 * 2 * radius * lipschitz / np.sqrt(T) + loss_bound * np.sqrt(2 * math.log(2 / delta) / T)
+
+
+def average_regret(X, y, online_losses, radius: float, horizons) -> np.ndarray:
+    """``(1/T) sum_{t<=T} l_t(iterate_t) - min_{|u|<=radius} (1/T) sum_{t<=T} l(u^T x_t; y_t)`` for each T.
+
+    The comparator is the best fixed linear predictor in hindsight on the same samples (logistic loss).
+    Online gradient descent guarantees at most ``1.5 D G / sqrt(T)`` for any sequence of convex losses.
+    """
+    X, y, _ = _data(X, y, "logistic")
+    online = np.asarray(online_losses, dtype=float)
+    if online.shape != (X.shape[0],) or not np.all(np.isfinite(online)):
+        raise ValueError("online_losses must be finite, one per sample")
+    radius = _positive_number(radius, "radius")
+    horizons = np.asarray(horizons)
+    if horizons.size == 0 or not np.issubdtype(horizons.dtype, np.integer) or \
+            np.any(horizons < 1) or np.any(horizons > X.shape[0]):
+        raise ValueError(f"horizons must be integers in [1, {X.shape[0]}]")
+    out = []
+    for T in horizons:
+        best = best_linear_predictor(X[:T], y[:T], "logistic", radius=radius)["value"]
+        out.append(online[:T].mean() - best)
+    return np.array(out)
+
+
+# --- searching for trouble: adversarial points for Theorem 1, local minima for Corollary 1 -----------
+def theorem1_adversarial(X, y, f_theta, w_star, w0, V0, loss: str = "squared", steps: int = 200,
+                         lr: float = 0.03) -> dict:
+    """Minimise the ratio ``lhs / rhs`` of Theorem 1 over ``(w, V)`` by Adam, starting at ``(w0, V0)``.
+
+    A search for violations: the theorem says the ratio never drops below 1 where ``rhs > 0``. Returns the
+    smallest ratio met (and the point), computed again with :func:`theorem1_sides` at that point.
+    """
+    X, y, loss = _data(X, y, loss)
+    Z = _features(f_theta, X)
+    w0, V0 = _wV(w0, V0, X.shape[1], Z.shape[1])
+    w_star_t = torch.as_tensor(_w_star(w_star, X.shape[1]))
+    steps = _positive_int(steps, "steps")
+    lr = _positive_number(lr, "lr")
+    F_lin = loss_values(X @ w_star_t, y, loss).mean()
+    ns2 = float(w_star_t @ w_star_t)
+    w = w0.clone().requires_grad_(True)
+    V = V0.clone().requires_grad_(True)
+    opt = torch.optim.Adam([w, V], lr=lr)
+    best = (math.inf, w0.numpy().copy(), V0.numpy().copy())
+    for _ in range(steps):
+        F = loss_values((X + Z @ V.T) @ w, y, loss).mean()
+        gw, gV = torch.autograd.grad(F, (w, V), create_graph=True)
+        lhs = torch.sqrt((gw ** 2).sum() + (gV ** 2).sum())
+        nw2 = (w ** 2).sum()
+        normV = torch.linalg.matrix_norm(V, ord=2)
+        rhs = (F - F_lin) / torch.sqrt(2 * nw2 + ns2 * (2 + normV ** 2 / nw2))
+        if not bool(rhs > 0):
+            break
+        ratio = lhs / rhs
+        if float(ratio.detach()) < best[0]:
+            best = (float(ratio.detach()), w.detach().numpy().copy(), V.detach().numpy().copy())
+        opt.zero_grad()
+        torch.log(ratio).backward()
+        opt.step()
+    sides = theorem1_sides(X, y, best[1], best[2], f_theta, w_star, loss)
+    return {"w": best[1], "V": best[2], **sides,
+            "ratio": sides["lhs"] / sides["rhs"] if sides["rhs"] > 0 else math.inf}
+
+
+def minimize_residual_objective(X, y, f_theta, loss: str = "squared", seed: int = 0) -> dict:
+    """A local minimum of ``F_theta(w, V)`` (theta fixed) by a trust-region Newton method from a random start.
+
+    Returns the point, the value, the gradient norm and the smallest Hessian eigenvalue there, so that the
+    caller can verify it is (numerically) a second-order stationary point.
+    """
+    X, y, loss = _data(X, y, loss)
+    Z = _features(f_theta, X)
+    d, k = X.shape[1], Z.shape[1]
+    rng = np.random.default_rng(_seed(seed))
+
+    def unpack(z):
+        return z[:d], z[d:].reshape(d, k)
+
+    def val(z):
+        return objective_derivatives(X, y, *unpack(z), f_theta, loss)["value"]
+
+    def grad(z):
+        return objective_derivatives(X, y, *unpack(z), f_theta, loss)["gradient"]
+
+    def hess(z):
+        return objective_derivatives(X, y, *unpack(z), f_theta, loss)["hessian"]
+
+    z0 = rng.normal(size=d + d * k) * 0.5
+    sol = optimize.minimize(val, z0, jac=grad, hess=hess, method="trust-exact",
+                            options={"gtol": 1e-10, "maxiter": 500})
+    der = objective_derivatives(X, y, *unpack(sol.x), f_theta, loss)
+    w, V = unpack(sol.x)
+    return {"w": w, "V": V, "value": der["value"], "gradient_norm": float(np.linalg.norm(der["gradient"])),
+            "lambda_min": float(np.linalg.eigvalsh(der["hessian"])[0])}
