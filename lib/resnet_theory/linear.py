@@ -1,0 +1,639 @@
+"""Linear residual networks: Hardt & Ma (2017), Section 2, and Bartlett, Helmbold & Long (2018).
+
+Hardt & Ma study the linear residual network ``x -> (I + A_l) ... (I + A_1) x`` fitted to
+``y = R x + xi`` with ``xi ~ N(0, I_d)`` and ``Sigma = E[x x^T]``. This module implements
+
+- the Theorem 2.1 construction (:func:`factorize_near_identity`, :func:`factorization_plan`,
+  :func:`compose`), the constant ``gamma(R)`` and both published bounds on ``max_i ||A_i||``
+  (:func:`theorem_2_1_bound`, camera-ready; :func:`theorem_2_1_bound_early`, early arXiv version);
+- the population risk of Claim 2.3 (:func:`risk`), its gradient (Lemma 2.4) in the order the chain rule
+  gives (:func:`risk_gradient`) and in the order the ICLR text prints (:func:`risk_gradient_printed_order`);
+- the gradient lower bound of eq. (2.3) as printed (:func:`gradient_lower_bound_printed`) and as its
+  proof actually yields it (:func:`gradient_lower_bound`);
+- gradient descent on the risk (:func:`risk_gradient_descent`) and, for Bartlett, Helmbold & Long,
+  gradient descent from the identity on ``1/2 ||Theta_L ... Theta_1 - Phi||_F^2`` with an optional
+  regulariser toward the identity (:func:`identity_init_gd`, numpy or torch, CPU or GPU).
+
+Conventions: a network is an array ``A`` of shape ``(depth, d, d)``; ``A[0]`` acts first, so the network's
+matrix is ``compose(A) = (I + A[depth-1]) ... (I + A[0])``. Norms ``||.||`` are spectral norms unless
+written ``||.||_F``.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.linalg
+
+__all__ = [
+    "FactorizationPlan", "GDResult", "compose", "factorization_plan", "factorize_near_identity", "gamma",
+    "gradient_lower_bound", "gradient_lower_bound_printed", "identity_init_gd", "layer_norms",
+    "risk", "risk_gradient", "risk_gradient_descent", "risk_gradient_printed_order", "random_rotation",
+    "random_matrix_with_gamma", "theorem_2_1_bound", "theorem_2_1_bound_early", "theorem_2_1_bound_integer", "theorem_2_1_min_depth",
+]
+
+# Relative tolerance for deciding that a matrix is symmetric / a singular value equals one.
+_SYMMETRY_RTOL = 1e-12
+
+
+# --- input validation --------------------------------------------------------------------------------
+def _as_square_matrix(M, name: str) -> np.ndarray:
+    if isinstance(M, (str, bytes)) or M is None:
+        raise TypeError(f"{name} must be a real square matrix (array-like), got {type(M).__name__}")
+    try:
+        arr = np.asarray(M, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name} must be a real square matrix of numbers: {exc}") from None
+    if arr.ndim != 2:
+        raise ValueError(f"{name} must be a 2-D matrix, got an array with {arr.ndim} dimension(s), shape {arr.shape}")
+    if arr.shape[0] != arr.shape[1]:
+        raise ValueError(f"{name} must be square, got shape {arr.shape}")
+    if arr.shape[0] == 0:
+        raise ValueError(f"{name} must have dimension d >= 1, got shape {arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} contains NaN or inf")
+    return arr
+
+
+def _as_depth(depth, name: str = "depth") -> int:
+    if isinstance(depth, bool) or not isinstance(depth, numbers.Integral):
+        raise TypeError(f"{name} must be an integer, got {type(depth).__name__}")
+    depth = int(depth)
+    if depth < 1:
+        raise ValueError(f"{name} must be at least 1, got {depth}")
+    return depth
+
+
+def _as_layers(A, name: str = "A") -> np.ndarray:
+    if isinstance(A, (str, bytes)) or A is None:
+        raise TypeError(f"{name} must be an array of shape (depth, d, d), got {type(A).__name__}")
+    try:
+        arr = np.asarray(A, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name} must be an array of numbers of shape (depth, d, d): {exc}") from None
+    if arr.ndim != 3 or arr.shape[1] != arr.shape[2]:
+        raise ValueError(f"{name} must have shape (depth, d, d), got shape {arr.shape}")
+    if arr.shape[0] < 1 or arr.shape[1] < 1:
+        raise ValueError(f"{name} needs depth >= 1 and d >= 1, got shape {arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} contains NaN or inf")
+    return arr
+
+
+def _as_covariance(Sigma, d: int) -> np.ndarray:
+    S = _as_square_matrix(Sigma, "Sigma")
+    if S.shape[0] != d:
+        raise ValueError(f"Sigma must be {d} x {d} to match the layers, got shape {S.shape}")
+    scale = max(1.0, float(np.max(np.abs(S))))
+    if np.max(np.abs(S - S.T)) > _SYMMETRY_RTOL * scale * 1e3:
+        raise ValueError("Sigma = E[x x^T] must be symmetric")
+    if np.min(np.linalg.eigvalsh((S + S.T) / 2)) < -1e-12 * scale:
+        raise ValueError("Sigma = E[x x^T] must be positive semidefinite (it has a negative eigenvalue)")
+    return (S + S.T) / 2
+
+
+def _check_risk_inputs(A, R, Sigma):
+    A = _as_layers(A)
+    R = _as_square_matrix(R, "R")
+    if R.shape[0] != A.shape[1]:
+        raise ValueError(f"R is {R.shape[0]} x {R.shape[0]} but the layers are {A.shape[1]} x {A.shape[2]}")
+    return A, R, _as_covariance(Sigma, A.shape[1])
+
+
+# --- products ------------------------------------------------------------------------------------------
+def compose(A) -> np.ndarray:
+    """The network's matrix ``(I + A[depth-1]) ... (I + A[0])`` for layers ``A`` of shape ``(depth, d, d)``."""
+    A = _as_layers(A)
+    d = A.shape[1]
+    P = np.eye(d)
+    for layer in A:
+        P = P + layer @ P  # (I + A_i) P
+    return P
+
+
+def layer_norms(A) -> np.ndarray:
+    """Spectral norms ``||A_i||`` of every layer (identical layers are computed once)."""
+    A = _as_layers(A)
+    unique, inverse = np.unique(A.reshape(A.shape[0], -1), axis=0, return_inverse=True)
+    norms = np.linalg.norm(unique.reshape(-1, A.shape[1], A.shape[2]), ord=2, axis=(1, 2))
+    return norms[np.asarray(inverse).ravel()]
+
+
+def _prefix_suffix(A):
+    """``right[i] = (I+A_{i-1})...(I+A_0)`` and ``left[i] = (I+A_{l-1})...(I+A_{i+1})`` (0-based)."""
+    depth, d, _ = A.shape
+    right = np.empty_like(A)
+    left = np.empty_like(A)
+    P = np.eye(d)
+    for i in range(depth):
+        right[i] = P
+        P = P + A[i] @ P
+    Q = np.eye(d)
+    for i in range(depth - 1, -1, -1):
+        left[i] = Q
+        Q = Q + Q @ A[i]
+    return right, left, P
+
+
+# --- Theorem 2.1 -------------------------------------------------------------------------------------
+def gamma(R) -> float:
+    """``gamma(R) = max(|log s_max(R)|, |log s_min(R)|)`` for an invertible square ``R``."""
+    R = _as_square_matrix(R, "R")
+    s = np.linalg.svd(R, compute_uv=False)
+    if s[-1] <= 0 or s[-1] <= s[0] * np.finfo(float).eps * R.shape[0]:
+        raise ValueError("R is singular (its smallest singular value is zero), so gamma(R) is infinite")
+    return float(max(abs(math.log(s[0])), abs(math.log(s[-1]))))
+
+
+def theorem_2_1_bound(R, depth) -> float:
+    """The camera-ready (ICLR 2017) bound ``2 (sqrt(pi) + sqrt(3 gamma))^2 / depth`` on ``max_i ||A_i||``."""
+    depth = _as_depth(depth)
+    g = gamma(R)
+    return 2.0 * (math.sqrt(math.pi) + math.sqrt(3.0 * g)) ** 2 / depth
+
+
+def theorem_2_1_bound_early(R, depth) -> float:
+    """The early arXiv bound ``(4 pi + 3 gamma) / depth`` on ``max_i ||A_i||``."""
+    depth = _as_depth(depth)
+    return (4.0 * math.pi + 3.0 * gamma(R)) / depth
+
+
+def theorem_2_1_bound_integer(R, depth) -> float:
+    """What the construction guarantees with whole-number layer counts (our correction, not in the paper).
+
+    The proof takes ``q = l sqrt(pi) / (2 (sqrt(pi) + sqrt(3 gamma)))`` rotation layers per side and
+    ``p = l - 2q`` scaling layers as if they were real numbers. Rounding q down loses at most one layer per
+    side, which amounts to replacing ``l`` by ``l - 2 (1 + sqrt(3 gamma / pi))``:
+    ``max_i ||A_i|| <= 2 (sqrt(pi) + sqrt(3 gamma))^2 / (l - 2 - 2 sqrt(3 gamma / pi))`` for
+    ``l >= 3 gamma`` and ``l > 2 + 2 sqrt(3 gamma / pi)``; ``inf`` for smaller ``l``.
+    """
+    depth = _as_depth(depth)
+    g = gamma(R)
+    a, b = math.sqrt(math.pi), math.sqrt(3.0 * g)
+    effective = depth - 2.0 * (a + b) / a
+    if effective <= 0:
+        return math.inf
+    return 2.0 * (a + b) ** 2 / effective
+
+
+def theorem_2_1_min_depth(R) -> int:
+    """The smallest integer depth with ``depth >= 3 gamma(R)`` (the theorem's hypothesis), at least 1."""
+    return max(1, math.ceil(3.0 * gamma(R) - 1e-12))
+
+
+@dataclass
+class FactorizationPlan:
+    """How :func:`factorize_near_identity` splits ``depth`` layers.
+
+    ``kind`` is ``"psd"`` (symmetric positive definite R: every layer the same root), ``"svd"`` (q layers
+    for V^T, p scaling layers, q layers for U, ``2q + p = depth``), ``"depth-1"`` (one layer ``R - I``) or
+    ``"depth-2"`` (``K^(1/2) V^T`` then ``U K^(1/2)``). ``rotation_norm`` and ``scaling_norm`` are the exact
+    spectral norms of the rotation and scaling layers (0 when there are none).
+    """
+
+    kind: str
+    depth: int
+    q: int
+    p: int
+    rotation_norm: float
+    scaling_norm: float
+    rotation_angles: np.ndarray = field(repr=False, default_factory=lambda: np.zeros(0))
+
+    @property
+    def max_norm(self) -> float:
+        return max(self.rotation_norm, self.scaling_norm)
+
+
+def _check_invertible_oriented(R: np.ndarray) -> None:
+    sign, logabsdet = np.linalg.slogdet(R)
+    s = np.linalg.svd(R, compute_uv=False)
+    if sign == 0 or s[-1] <= s[0] * np.finfo(float).eps * R.shape[0]:
+        raise ValueError("R is singular (det R = 0): a product of invertible factors I + A_i cannot equal it")
+    if sign < 0:
+        raise ValueError(
+            "det R < 0: no near-identity factorisation exists. Every factor I + A with ||A|| < 1 has "
+            "det(I + A) > 0 (t -> det(I + tA) never vanishes on [0, 1] and starts at 1), so any product of "
+            "such factors has positive determinant")
+
+
+def _rotation_generator(Q: np.ndarray):
+    """Real Schur form of ``Q`` in SO(d): ``Q = Z blockdiag(rot(theta_k), 1, ...) Z^T``.
+
+    Returns ``Z`` and a list of ``(i, j, theta)``: the plane spanned by columns i, j of Z is rotated by theta.
+    Pairs of -1 eigenvalues that LAPACK returns as two 1x1 blocks are paired into a rotation by pi.
+    """
+    d = Q.shape[0]
+    T, Z = scipy.linalg.schur(Q, output="real")
+    planes, minus_ones = [], []
+    i = 0
+    while i < d:
+        if i + 1 < d and abs(T[i + 1, i]) > 1e-13:
+            planes.append((i, i + 1))
+            i += 2
+        else:
+            if T[i, i] < 0:
+                minus_ones.append(i)
+            i += 1
+    if len(minus_ones) % 2:
+        raise ValueError("internal: an orientation-reversing factor reached the rotation step")  # pragma: no cover
+    planes += [(minus_ones[k], minus_ones[k + 1]) for k in range(0, len(minus_ones), 2)]
+    rotations = []
+    for a, b in planes:
+        M = T[np.ix_([a, b], [a, b])]
+        rotations.append((a, b, math.atan2(M[1, 0] - M[0, 1], M[0, 0] + M[1, 1])))
+    return Z, rotations
+
+
+def _rotation_root(Z, rotations, q: int) -> np.ndarray:
+    """``S W S^T`` with W rotating each plane by theta / q, so that its q-th power is the rotation."""
+    W = np.eye(Z.shape[0])
+    for a, b, theta in rotations:
+        c, s = math.cos(theta / q), math.sin(theta / q)
+        W[a, a], W[a, b], W[b, a], W[b, b] = c, -s, s, c
+    return Z @ W @ Z.T
+
+
+def _rotation_norm(angles: np.ndarray, q: int) -> float:
+    return float(np.max(2 * np.abs(np.sin(angles / (2 * q))))) if angles.size else 0.0
+
+
+def _scaling_norm(k: np.ndarray, p: int) -> float:
+    return float(np.max(np.abs(k ** (1.0 / p) - 1.0)))
+
+
+def _is_spd(R: np.ndarray) -> bool:
+    if np.max(np.abs(R - R.T)) > _SYMMETRY_RTOL * np.max(np.abs(R)):
+        return False
+    return bool(np.min(np.linalg.eigvalsh((R + R.T) / 2)) > 0)
+
+
+def _svd_oriented(R: np.ndarray):
+    U, k, Vt = np.linalg.svd(R)
+    if np.linalg.det(U) < 0:  # det R > 0 means det U = det V; flip one column of both
+        U[:, -1] *= -1
+        Vt[-1, :] *= -1
+    return U, k, Vt
+
+
+def _plan(R: np.ndarray, depth: int):
+    """Validated inputs -> (plan, pieces needed to build the layers)."""
+    _check_invertible_oriented(R)
+    d = R.shape[0]
+    if depth == 1:
+        return FactorizationPlan("depth-1", 1, 0, 0, float(np.linalg.norm(R - np.eye(d), 2)), 0.0), None
+    if _is_spd(R):
+        z, E = np.linalg.eigh((R + R.T) / 2)
+        return FactorizationPlan("psd", depth, 0, depth, 0.0, _scaling_norm(z, depth)), (z, E)
+    U, k, Vt = _svd_oriented(R)
+    if depth == 2:
+        half = np.sqrt(k)
+        A1, A2 = half[:, None] * Vt - np.eye(d), U * half[None, :] - np.eye(d)
+        norm = float(max(np.linalg.norm(A1, 2), np.linalg.norm(A2, 2)))
+        return FactorizationPlan("depth-2", 2, 1, 0, norm, 0.0), (A1, A2)
+    ZU, rotU = _rotation_generator(U)
+    ZV, rotV = _rotation_generator(Vt)
+    angles = np.abs(np.array([t for *_, t in rotU + rotV], dtype=float))
+    scaling_trivial = float(np.max(np.abs(np.log(k)))) <= 1e-12
+    # Integer split 2q + p = depth: among all admissible (q, p) take the one whose largest layer norm is
+    # smallest (q >= 1; p >= 1 unless K = I up to rounding, in which case K is folded into a U layer).
+    best = None
+    for q in range(1, depth // 2 + 1):
+        p = depth - 2 * q
+        if p == 0 and not scaling_trivial:
+            continue
+        rot, sca = _rotation_norm(angles, q), (_scaling_norm(k, p) if p else 0.0)
+        if best is None or max(rot, sca) < best[0] - 1e-15:
+            best = (max(rot, sca), q, p, rot, sca)
+    _, q, p, rot, sca = best
+    plan = FactorizationPlan("svd", depth, q, p, rot, sca, angles)
+    return plan, (U, k, Vt, ZU, rotU, ZV, rotV)
+
+
+def factorization_plan(R, depth) -> FactorizationPlan:
+    """The split :func:`factorize_near_identity` uses for ``R`` at ``depth``, with the exact layer norms."""
+    R = _as_square_matrix(R, "R")
+    depth = _as_depth(depth)
+    return _plan(R, depth)[0]
+
+
+def factorize_near_identity(R, depth) -> np.ndarray:
+    """Layers ``A`` of shape ``(depth, d, d)`` with ``compose(A) = R`` and small ``max_i ||A_i||``.
+
+    The Theorem 2.1 construction of Hardt & Ma: for symmetric positive definite ``R = E diag(z) E^T`` every
+    layer is ``E diag(z^(1/depth)) E^T - I``. Otherwise take the SVD ``R = U K V^T`` with U, V rotations
+    (det R > 0 allows this), write each rotation in real Schur form and split its angles into q equal parts,
+    and split K into p equal roots: q layers for ``V^T``, p for K, q for U, ``2q + p = depth``. The integer
+    split is the admissible one with the smallest largest layer norm (:func:`factorization_plan`).
+    Depth 1 gives ``R - I``; depth 2 gives ``K^(1/2) V^T - I`` and ``U K^(1/2) - I``.
+
+    Raises ``ValueError`` for a non-square, non-2-D or non-finite ``R``, for ``det R <= 0`` and for
+    ``depth < 1``; ``TypeError`` for a non-integer depth.
+    """
+    R = _as_square_matrix(R, "R")
+    depth = _as_depth(depth)
+    plan, pieces = _plan(R, depth)
+    d = R.shape[0]
+    I = np.eye(d)
+    if plan.kind == "depth-1":
+        return (R - I)[None].copy()
+    if plan.kind == "depth-2":
+        return np.stack(pieces)
+    if plan.kind == "psd":
+        z, E = pieces
+        layer = (E * z ** (1.0 / depth)) @ E.T - I
+        return np.repeat(layer[None], depth, axis=0)
+    U, k, Vt, ZU, rotU, ZV, rotV = pieces
+    q, p = plan.q, plan.p
+    BV = _rotation_root(ZV, rotV, q) - I
+    BU = _rotation_root(ZU, rotU, q) - I
+    A = np.empty((depth, d, d))
+    A[:q] = BV
+    if p:
+        A[q:q + p] = np.diag(k ** (1.0 / p)) - I
+    A[q + p:] = BU
+    if not p:  # K = I up to rounding: fold it into the first U layer
+        A[q] = (BU + I) @ np.diag(k) - I
+    return A
+
+
+# --- the risk (Claim 2.3) and its gradient (Lemma 2.4) ---------------------------------------------------
+def risk(A, R, Sigma) -> float:
+    """Population risk ``E ||(I + A_l)...(I + A_1) x - y||^2`` for ``y = R x + xi``, ``xi ~ N(0, I_d)``.
+
+    Equals ``||E Sigma^(1/2)||_F^2 + d = tr(E Sigma E^T) + d`` with ``E = compose(A) - R`` (Claim 2.3;
+    the noise contributes ``E ||xi||^2 = d``).
+    """
+    A, R, Sigma = _check_risk_inputs(A, R, Sigma)
+    E = compose(A) - R
+    return float(np.trace(E @ Sigma @ E.T)) + A.shape[1]
+
+
+def risk_gradient(A, R, Sigma) -> np.ndarray:
+    """``d risk / d A_i = 2 (I+A_{i+1})^T ... (I+A_l)^T E Sigma (I+A_1)^T ... (I+A_{i-1})^T``, shape (depth, d, d).
+
+    That is ``2 L_i^T E Sigma R_i^T`` with ``L_i = (I+A_l)...(I+A_{i+1})`` and ``R_i = (I+A_{i-1})...(I+A_1)``.
+    """
+    A, R, Sigma = _check_risk_inputs(A, R, Sigma)
+    right, left, P = _prefix_suffix(A)
+    G = (P - R) @ Sigma
+    return 2.0 * np.einsum("lji,jk,lmk->lim", left, G, right)
+
+
+def risk_gradient_printed_order(A, R, Sigma) -> np.ndarray:
+    """Lemma 2.4 as the ICLR text prints it: the transposed factors on each side in the opposite order,
+    ``2 (I+A_l)^T ... (I+A_{i+1})^T E Sigma (I+A_{i-1})^T ... (I+A_1)^T``. Not the gradient when depth >= 3."""
+    A, R, Sigma = _check_risk_inputs(A, R, Sigma)
+    depth, d, _ = A.shape
+    _, _, P = _prefix_suffix(A)
+    G = (P - R) @ Sigma
+    out = np.empty_like(A)
+    for i in range(depth):
+        left = np.eye(d)
+        for j in range(depth - 1, i, -1):  # (I+A_l)^T (I+A_{l-1})^T ... (I+A_{i+1})^T
+            left = left @ (np.eye(d) + A[j]).T
+        right = np.eye(d)
+        for j in range(i - 1, -1, -1):  # (I+A_{i-1})^T ... (I+A_1)^T
+            right = right @ (np.eye(d) + A[j]).T
+        out[i] = 2.0 * left @ G @ right
+    return out
+
+
+# --- eq. (2.3): the gradient lower bound ------------------------------------------------------------------
+def _bound_inputs(A, R, Sigma, tau):
+    A, R, Sigma = _check_risk_inputs(A, R, Sigma)
+    if isinstance(tau, bool) or not isinstance(tau, numbers.Real):
+        raise TypeError(f"tau must be a real number, got {type(tau).__name__}")
+    tau = float(tau)
+    if not (0.0 <= tau < 1.0):
+        raise ValueError(f"tau must satisfy 0 <= tau < 1, got {tau}")
+    norm = float(np.max(layer_norms(A)))
+    if norm > tau * (1 + 1e-12) + 1e-15:
+        raise ValueError(f"A is outside the tau-ball: max_i ||A_i|| = {norm:.6g} > tau = {tau:.6g}")
+    s_min = float(np.min(np.linalg.eigvalsh(Sigma)))
+    excess = risk(A, R, Sigma) - A.shape[1]  # C_opt = d: the product can equal R, leaving only the noise
+    return A.shape[0], tau, max(s_min, 0.0), excess
+
+
+def gradient_lower_bound(A, R, Sigma, tau) -> float:
+    """What the proof of eq. (2.3) yields on ``max_i ||A_i|| <= tau``:
+    ``||grad f(A)||_F^2 >= 4 l (1 - tau)^(2(l-1)) s_min(Sigma) (f(A) - C_opt)``, with ``C_opt = d``."""
+    depth, tau, s_min, excess = _bound_inputs(A, R, Sigma, tau)
+    return 4.0 * depth * (1.0 - tau) ** (2 * (depth - 1)) * s_min * excess
+
+
+def gradient_lower_bound_printed(A, R, Sigma, tau) -> float:
+    """Eq. (2.3) as printed: ``4 l (1 - tau)^(l-1) s_min(Sigma)^2 (f(A) - C_opt)``. It fails, e.g. at
+    ``A = 0`` with ``Sigma = c I``, ``c > 1``."""
+    depth, tau, s_min, excess = _bound_inputs(A, R, Sigma, tau)
+    return 4.0 * depth * (1.0 - tau) ** (depth - 1) * s_min ** 2 * excess
+
+
+# --- gradient descent ------------------------------------------------------------------------------------
+def risk_gradient_descent(A0, R, Sigma, steps, lr):
+    """Plain gradient descent on :func:`risk` from layers ``A0``; returns ``(excess_risks, A)``.
+
+    ``excess_risks[t]`` is ``f(A) - d`` after ``t`` steps (length ``steps + 1``). Starting at ``A0 = -I``
+    in every layer is the plain parameterisation ``W_l ... W_1`` started at ``W = 0``.
+    """
+    A, R, Sigma = _check_risk_inputs(A0, R, Sigma)
+    steps = _as_steps(steps)
+    lr = _as_lr(lr)
+    A = A.copy()
+    d = A.shape[1]
+    out = np.empty(steps + 1)
+    out[0] = risk(A, R, Sigma) - d
+    for t in range(steps):
+        A -= lr * risk_gradient(A, R, Sigma)
+        out[t + 1] = risk(A, R, Sigma) - d
+        if not np.isfinite(out[t + 1]):
+            raise FloatingPointError(f"gradient descent diverged at step {t + 1}; lower the learning rate {lr}")
+    return out, A
+
+
+def _as_steps(steps) -> int:
+    if isinstance(steps, bool) or not isinstance(steps, numbers.Integral):
+        raise TypeError(f"steps must be an integer, got {type(steps).__name__}")
+    if steps < 1:
+        raise ValueError(f"steps must be at least 1, got {steps}")
+    return int(steps)
+
+
+def _as_lr(lr) -> float:
+    if isinstance(lr, bool) or not isinstance(lr, numbers.Real):
+        raise TypeError(f"lr must be a real number, got {type(lr).__name__}")
+    if not (math.isfinite(lr) and lr > 0):
+        raise ValueError(f"lr must be a finite positive number, got {lr}")
+    return float(lr)
+
+
+@dataclass
+class GDResult:
+    """Gradient descent from the identity (:func:`identity_init_gd`).
+
+    ``losses[t]`` is ``1/2 ||Theta_L ... Theta_1 - Phi||_F^2`` after step ``t + 1`` (one entry per step;
+    the regulariser is not included, ``objectives`` includes it); ``initial_loss`` is the loss at the
+    identity; ``layers`` has shape ``(depth, d, d)`` (numpy, on the CPU).
+    """
+
+    losses: np.ndarray
+    objectives: np.ndarray
+    initial_loss: float
+    layers: np.ndarray
+    backend: str
+    device: str
+
+    @property
+    def product(self) -> np.ndarray:
+        P = np.eye(self.layers.shape[1])
+        for layer in self.layers:
+            P = layer @ P
+        return P
+
+
+def identity_init_gd(Phi, depth, steps, lr, reg=0.0, *, backend="numpy", device=None, dtype=None) -> GDResult:
+    """Gradient descent from ``Theta_i = I`` on ``1/2 ||Theta_L ... Theta_1 - Phi||_F^2 + reg sum_i ||Theta_i - I||_F^2``.
+
+    Bartlett, Helmbold & Long's setting (isotropic inputs, so the population loss is this Frobenius loss).
+    The gradient in layer i is ``L_i^T (P - Phi) R_i^T + 2 reg (Theta_i - I)`` (products of the layers above
+    and below). ``backend="torch"`` runs the same updates in torch on ``device`` (default: CUDA if available),
+    in ``dtype`` (default float64). Raises ``FloatingPointError`` if the loss stops being finite.
+    """
+    Phi = _as_square_matrix(Phi, "Phi")
+    depth = _as_depth(depth)
+    steps = _as_steps(steps)
+    lr = _as_lr(lr)
+    if isinstance(reg, bool) or not isinstance(reg, numbers.Real) or not math.isfinite(reg) or reg < 0:
+        raise ValueError(f"reg must be a finite number >= 0, got {reg!r}")
+    if backend == "numpy":
+        if device not in (None, "cpu"):
+            raise ValueError(f"the numpy backend runs on the CPU only, got device={device!r}")
+        return _gd_numpy(Phi, depth, steps, lr, float(reg))
+    if backend == "torch":
+        return _gd_torch(Phi, depth, steps, lr, float(reg), device, dtype)
+    raise ValueError(f"backend must be 'numpy' or 'torch', got {backend!r}")
+
+
+def _gd_numpy(Phi, depth, steps, lr, reg) -> GDResult:
+    d = Phi.shape[0]
+    I = np.eye(d)
+    T = np.repeat(I[None], depth, axis=0)
+    losses, objectives = np.empty(steps), np.empty(steps)
+    initial = 0.5 * float(np.sum((I - Phi) ** 2))
+
+    def products(T):
+        right = np.empty_like(T)
+        P = I
+        for i in range(depth):
+            right[i] = P
+            P = T[i] @ P
+        return right, P
+
+    right, P = products(T)
+    with np.errstate(over="ignore", invalid="ignore"):  # divergence is reported below, not warned about
+        T = _gd_numpy_loop(T, I, Phi, depth, steps, lr, reg, right, P, products, losses, objectives)
+    return GDResult(losses, objectives, initial, T, "numpy", "cpu")
+
+
+def _gd_numpy_loop(T, I, Phi, depth, steps, lr, reg, right, P, products, losses, objectives):
+    for t in range(steps):
+        G = P - Phi
+        grads = np.empty_like(T)
+        Q = I
+        for i in range(depth - 1, -1, -1):  # Q = Theta_L ... Theta_{i+1}
+            grads[i] = Q.T @ G @ right[i].T
+            Q = Q @ T[i]
+        if reg:
+            grads += 2 * reg * (T - I)
+        T = T - lr * grads
+        right, P = products(T)
+        losses[t] = 0.5 * float(np.sum((P - Phi) ** 2))
+        objectives[t] = losses[t] + reg * float(np.sum((T - I) ** 2))
+        if not np.isfinite(objectives[t]):
+            raise FloatingPointError(f"identity_init_gd diverged at step {t + 1}; lower the learning rate {lr}")
+    return T
+
+
+def _gd_torch(Phi, depth, steps, lr, reg, device, dtype) -> GDResult:
+    import torch
+
+    if device is None:
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    try:
+        device = torch.device(device)
+    except (RuntimeError, TypeError) as exc:
+        raise ValueError(f"unknown torch device {device!r}: {exc}") from None
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError("device 'cuda' was requested but CUDA is not available here")
+    dtype = dtype or torch.float64
+    if dtype not in (torch.float32, torch.float64):
+        raise ValueError(f"dtype must be torch.float32 or torch.float64, got {dtype!r}")
+    d = Phi.shape[0]
+    Phi_t = torch.as_tensor(Phi, dtype=dtype, device=device)
+    I = torch.eye(d, dtype=dtype, device=device)
+    T = I.expand(depth, d, d).clone()
+    losses = torch.empty(steps, dtype=dtype, device=device)
+    objectives = torch.empty(steps, dtype=dtype, device=device)
+    with torch.no_grad():
+        for t in range(steps):
+            right = torch.empty_like(T)
+            P = I
+            for i in range(depth):
+                right[i] = P
+                P = T[i] @ P
+            G = P - Phi_t
+            grads = torch.empty_like(T)
+            Q = I
+            for i in range(depth - 1, -1, -1):
+                grads[i] = Q.T @ G @ right[i].T
+                Q = Q @ T[i]
+            if reg:
+                grads += 2 * reg * (T - I)
+            T = T - lr * grads
+            P = I
+            for i in range(depth):
+                P = T[i] @ P
+            losses[t] = 0.5 * torch.sum((P - Phi_t) ** 2)
+            objectives[t] = losses[t] + reg * torch.sum((T - I) ** 2)
+    objectives_np = objectives.cpu().numpy().astype(np.float64)
+    if not np.all(np.isfinite(objectives_np)):
+        bad = int(np.argmin(np.isfinite(objectives_np))) + 1
+        raise FloatingPointError(f"identity_init_gd diverged at step {bad}; lower the learning rate {lr}")
+    initial = 0.5 * float(np.sum((np.eye(d) - Phi) ** 2))
+    return GDResult(losses.cpu().numpy().astype(np.float64), objectives_np, initial,
+                    T.cpu().numpy().astype(np.float64), "torch", str(device))
+
+
+# --- random instances ----------------------------------------------------------------------------------
+def _rng(seed):
+    return seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+
+
+def random_rotation(d, seed=None) -> np.ndarray:
+    """A Haar-random matrix in SO(d)."""
+    d = _as_depth(d, "d")
+    Q, Rm = np.linalg.qr(_rng(seed).standard_normal((d, d)))
+    Q = Q * np.sign(np.diag(Rm))[None, :]
+    if np.linalg.det(Q) < 0:
+        Q[:, 0] *= -1
+    return Q
+
+
+def random_matrix_with_gamma(d, target_gamma, seed=None, psd=False) -> np.ndarray:
+    """A random ``R = U diag(s) V^T`` with ``det R > 0`` and ``gamma(R) = target_gamma`` exactly (up to rounding).
+
+    The singular values are log-uniform in ``[e^-gamma, e^gamma]`` with one endpoint attained; ``psd=True``
+    takes ``V = U`` (symmetric positive definite).
+    """
+    d = _as_depth(d, "d")
+    if isinstance(target_gamma, bool) or not isinstance(target_gamma, numbers.Real) \
+            or not math.isfinite(target_gamma) or target_gamma < 0:
+        raise ValueError(f"target_gamma must be a finite number >= 0, got {target_gamma!r}")
+    rng = _rng(seed)
+    logs = rng.uniform(-target_gamma, target_gamma, size=d)
+    logs[0] = target_gamma if rng.random() < 0.5 else -target_gamma
+    U = random_rotation(d, rng)
+    V = U if psd else random_rotation(d, rng)
+    return (U * np.exp(logs)[None, :]) @ V.T

@@ -1,0 +1,360 @@
+"""Tests for resnet_theory.linear: Hardt & Ma Section 2 and Bartlett, Helmbold & Long (identity-initialised GD)."""
+
+import math
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import sympy as sp
+import torch
+from hypothesis import given, settings, strategies as st
+
+from resnet_theory import checks
+from resnet_theory.linear import (
+    compose, factorization_plan, factorize_near_identity, gamma, gradient_lower_bound,
+    gradient_lower_bound_printed, identity_init_gd, layer_norms, random_matrix_with_gamma, random_rotation,
+    risk, risk_gradient, risk_gradient_descent, risk_gradient_printed_order, theorem_2_1_bound,
+    theorem_2_1_bound_early, theorem_2_1_bound_integer, theorem_2_1_min_depth,
+)
+
+torch.set_num_threads(1)
+FAST = settings(max_examples=25, deadline=None)
+
+
+@st.composite
+def oriented_matrices(draw, max_d=6):
+    """Random R with det R > 0: dimension, gamma (tiny to large), PSD or not."""
+    d = draw(st.integers(1, max_d))
+    log_gamma = draw(st.floats(-7.0, 2.3))
+    psd = draw(st.booleans())
+    seed = draw(st.integers(0, 2**32 - 1))
+    return random_matrix_with_gamma(d, math.exp(log_gamma), seed=seed, psd=psd)
+
+
+def rel_err(M, R):
+    return np.linalg.norm(M - R) / np.linalg.norm(R)
+
+
+# --- Theorem 2.1 --------------------------------------------------------------------------------
+@FAST
+@given(oriented_matrices(), st.integers(1, 400))
+def test_product_equals_R(R, depth):
+    A = factorize_near_identity(R, depth)
+    assert A.shape == (depth,) + R.shape
+    assert rel_err(compose(A), R) <= 1e-9
+
+
+@FAST
+@given(oriented_matrices(), st.integers(1, 400))
+def test_plan_norms_are_the_layer_norms(R, depth):
+    A = factorize_near_identity(R, depth)
+    plan = factorization_plan(R, depth)
+    assert np.max(layer_norms(A)) == pytest.approx(plan.max_norm, rel=1e-7, abs=1e-12)
+    if plan.kind == "svd":
+        assert 2 * plan.q + plan.p == depth and plan.q >= 1
+
+
+@FAST
+@given(oriented_matrices(), st.integers(1, 400))
+def test_early_and_integer_bounds_hold_when_depth_at_least_3_gamma(R, depth):
+    if depth < 3 * gamma(R):
+        depth = theorem_2_1_min_depth(R)
+    top = np.max(layer_norms(factorize_near_identity(R, depth)))
+    assert top <= theorem_2_1_bound_early(R, depth) * (1 + 1e-12)
+    assert top <= theorem_2_1_bound_integer(R, depth) * (1 + 1e-12)
+
+
+@pytest.mark.parametrize("d", [2, 3, 4, 7])
+@pytest.mark.parametrize("depth", [12, 50, 200])
+def test_camera_ready_bound_holds_for_moderate_gamma(d, depth):
+    # gamma = 0.5: the rounding loss 2 (1 + sqrt(3 gamma / pi)) layers is small next to these depths
+    for seed in range(5):
+        R = random_matrix_with_gamma(d, 0.5, seed=seed)
+        top = np.max(layer_norms(factorize_near_identity(R, depth)))
+        assert top <= theorem_2_1_bound(R, depth)
+
+
+def test_camera_ready_bound_fails_with_integer_layer_counts():
+    # a rotation by nearly pi with a 1% stretch: gamma is tiny, so the theorem allows any depth, but the SVD
+    # construction needs p >= 1 scaling layers and so only one rotation layer per side at depth 4
+    c, s = math.cos(3.1), math.sin(3.1)
+    R = np.array([[c, -s, 0], [s, c, 0], [0, 0, 1.01]])
+    assert 4 >= 3 * gamma(R)
+    plan = factorization_plan(R, 4)
+    assert (plan.q, plan.p) == (1, 2)
+    assert plan.max_norm > theorem_2_1_bound(R, 4)
+    assert plan.max_norm <= theorem_2_1_bound_early(R, 4)
+
+
+def test_psd_fast_path_gives_equal_layers():
+    R = random_matrix_with_gamma(5, 1.0, seed=3, psd=True)
+    A = factorize_near_identity(R, 30)
+    assert factorization_plan(R, 30).kind == "psd"
+    assert np.allclose(A, A[0])
+    assert rel_err(compose(A), R) <= 1e-9
+    assert np.max(layer_norms(A)) <= 3 * gamma(R) / 30
+
+
+@pytest.mark.parametrize("R", [np.diag([-1.0, -1.0, 1.0]), np.diag([-1.0, -1.0, -1.0, -1.0]), -np.eye(2),
+                               np.array([[0.0, -1.0], [1.0, 0.0]])])
+def test_rotations_with_minus_one_eigenvalues(R):
+    for depth in (2, 3, 4, 9):
+        A = factorize_near_identity(R, depth)
+        assert rel_err(compose(A), R) <= 1e-9
+
+
+def test_gamma_and_bounds_values():
+    R = np.diag([math.e ** 2, 1.0, math.e ** -0.5])
+    assert gamma(R) == pytest.approx(2.0)
+    assert theorem_2_1_bound(R, 10) == pytest.approx(2 * (math.sqrt(math.pi) + math.sqrt(6)) ** 2 / 10)
+    assert theorem_2_1_bound_early(R, 10) == pytest.approx((4 * math.pi + 6) / 10)
+    assert theorem_2_1_min_depth(R) == 6
+    assert theorem_2_1_bound_integer(R, 2) == math.inf
+
+
+# --- bad inputs ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("fn", [factorize_near_identity, factorization_plan])
+def test_factorize_rejects_bad_input(fn):
+    with pytest.raises(ValueError, match="square"):
+        fn(np.ones((2, 3)), 3)
+    with pytest.raises(ValueError, match="2-D"):
+        fn(np.ones(3), 3)
+    with pytest.raises(ValueError, match="NaN or inf"):
+        fn(np.array([[1.0, np.nan], [0.0, 1.0]]), 3)
+    with pytest.raises(ValueError, match="NaN or inf"):
+        fn(np.array([[1.0, np.inf], [0.0, 1.0]]), 3)
+    with pytest.raises(ValueError, match=r"det R < 0.*positive determinant"):
+        fn(np.diag([1.0, -1.0]), 3)
+    with pytest.raises(ValueError, match="singular"):
+        fn(np.diag([1.0, 0.0]), 3)
+    with pytest.raises(ValueError, match="at least 1"):
+        fn(np.eye(2), 0)
+    with pytest.raises(TypeError, match="integer"):
+        fn(np.eye(2), 2.5)
+    with pytest.raises(TypeError):
+        fn("abc", 2)
+
+
+def test_other_functions_reject_bad_input():
+    with pytest.raises(ValueError, match="singular"):
+        gamma(np.zeros((2, 2)))
+    with pytest.raises(ValueError, match="square"):
+        gamma(np.ones((2, 3)))
+    with pytest.raises(ValueError, match="at least 1"):
+        theorem_2_1_bound(np.eye(2), 0)
+    with pytest.raises(ValueError, match="at least 1"):
+        theorem_2_1_bound_early(np.eye(2), -3)
+    with pytest.raises(TypeError):
+        theorem_2_1_bound_integer(np.eye(2), "3")
+    with pytest.raises(ValueError, match="NaN"):
+        theorem_2_1_min_depth(np.array([[np.nan]]))
+    with pytest.raises(ValueError, match=r"shape \(depth, d, d\)"):
+        compose(np.ones((2, 3)))
+    with pytest.raises(ValueError, match=r"shape \(depth, d, d\)"):
+        layer_norms(np.ones((2, 3, 4)))
+    with pytest.raises(ValueError, match="NaN"):
+        compose(np.full((1, 2, 2), np.nan))
+
+
+def test_risk_functions_reject_bad_input():
+    A, R, S = np.zeros((2, 3, 3)), np.eye(3), np.eye(3)
+    for fn in (risk, risk_gradient, risk_gradient_printed_order):
+        with pytest.raises(ValueError, match="R is 2 x 2"):
+            fn(A, np.eye(2), S)
+        with pytest.raises(ValueError, match="Sigma must be 3 x 3"):
+            fn(A, R, np.eye(2))
+        with pytest.raises(ValueError, match="symmetric"):
+            fn(A, R, np.triu(np.ones((3, 3))))
+        with pytest.raises(ValueError, match="positive semidefinite"):
+            fn(A, R, -np.eye(3))
+        with pytest.raises(ValueError, match="NaN"):
+            fn(A, np.full((3, 3), np.inf), S)
+    for fn in (gradient_lower_bound, gradient_lower_bound_printed):
+        with pytest.raises(ValueError, match="0 <= tau < 1"):
+            fn(A, R, S, 1.0)
+        with pytest.raises(ValueError, match="0 <= tau < 1"):
+            fn(A, R, S, -0.1)
+        with pytest.raises(TypeError, match="tau"):
+            fn(A, R, S, "0.5")
+        with pytest.raises(ValueError, match="outside the tau-ball"):
+            fn(np.full((2, 3, 3), 0.5), R, S, 0.2)
+    with pytest.raises(ValueError, match="lr"):
+        risk_gradient_descent(A, R, S, 10, 0.0)
+    with pytest.raises(ValueError, match="steps"):
+        risk_gradient_descent(A, R, S, 0, 0.1)
+
+
+def test_identity_init_gd_rejects_bad_input():
+    Phi = np.eye(2)
+    with pytest.raises(ValueError, match="at least 1"):
+        identity_init_gd(Phi, 0, 10, 0.1)
+    with pytest.raises(ValueError, match="steps"):
+        identity_init_gd(Phi, 2, 0, 0.1)
+    with pytest.raises(TypeError, match="steps"):
+        identity_init_gd(Phi, 2, 1.5, 0.1)
+    with pytest.raises(ValueError, match="lr"):
+        identity_init_gd(Phi, 2, 10, -0.1)
+    with pytest.raises(ValueError, match="lr"):
+        identity_init_gd(Phi, 2, 10, float("nan"))
+    with pytest.raises(ValueError, match="reg"):
+        identity_init_gd(Phi, 2, 10, 0.1, reg=-1.0)
+    with pytest.raises(ValueError, match="backend"):
+        identity_init_gd(Phi, 2, 10, 0.1, backend="jax")
+    with pytest.raises(ValueError, match="CPU only"):
+        identity_init_gd(Phi, 2, 10, 0.1, device="cuda")
+    with pytest.raises(ValueError, match="square"):
+        identity_init_gd(np.ones((2, 3)), 2, 10, 0.1)
+    with pytest.raises(ValueError, match="dtype"):
+        identity_init_gd(Phi, 2, 10, 0.1, backend="torch", device="cpu", dtype=torch.int64)
+    with pytest.raises(FloatingPointError, match="diverged"):
+        identity_init_gd(10 * np.eye(2), 4, 50, 5.0)
+    with pytest.raises(ValueError):
+        random_matrix_with_gamma(3, -1.0)
+    with pytest.raises(ValueError):
+        random_rotation(0)
+
+
+# --- Claim 2.3 and Lemma 2.4 ----------------------------------------------------------------------
+def test_risk_matches_monte_carlo():
+    rng = np.random.default_rng(0)
+    d, n = 3, 200_000
+    A = 0.2 * rng.standard_normal((3, d, d))
+    R = rng.standard_normal((d, d))
+    L = rng.standard_normal((d, d))
+    Sigma = L @ L.T
+    x = rng.standard_normal((n, d)) @ L.T
+    y = x @ R.T + rng.standard_normal((n, d))
+    losses = np.sum((x @ compose(A).T - y) ** 2, axis=1)
+    se = losses.std() / math.sqrt(n)
+    assert abs(losses.mean() - risk(A, R, Sigma)) <= 5 * se
+
+
+def _torch_risk(depth, d, R, Sigma):
+    R_t, S_t = torch.as_tensor(R), torch.as_tensor(Sigma)
+
+    def f(v):
+        A = v.reshape(depth, d, d)
+        P = torch.eye(d, dtype=v.dtype)
+        for i in range(depth):
+            P = (torch.eye(d, dtype=v.dtype) + A[i]) @ P
+        E = P - R_t
+        return torch.trace(E @ S_t @ E.T) + d
+    return f
+
+
+@settings(max_examples=10, deadline=None)
+@given(st.integers(1, 4), st.integers(1, 5), st.integers(0, 2**32 - 1))
+def test_gradient_three_witnesses(d, depth, seed):
+    rng = np.random.default_rng(seed)
+    R = rng.standard_normal((d, d))
+    L = rng.standard_normal((d, d))
+    Sigma = L @ L.T
+    points = [0.3 * rng.standard_normal(depth * d * d) for _ in range(2)]
+    report = checks.compare_gradients(
+        _torch_risk(depth, d, R, Sigma), points,
+        closed_form={"Lemma 2.4": lambda v: risk_gradient(v.reshape(depth, d, d), R, Sigma)})
+    assert report.check().holds, report.max_rel_error
+
+
+def test_gradient_against_sympy_and_printed_order_disagrees():
+    d, depth = 2, 3
+    syms = sp.symbols(f"a0:{depth * d * d}")
+    R = sp.Matrix([[1, 2], [-1, 1]])
+    Sigma = sp.Matrix([[2, 1], [1, 3]])
+    mats = [sp.Matrix(d, d, syms[i * d * d:(i + 1) * d * d]) for i in range(depth)]
+    P = sp.eye(d)
+    for M in mats:
+        P = (sp.eye(d) + M) * P
+    E = P - R
+    sd = checks.sympy_derivatives((E * Sigma * E.T).trace() + d, syms, simplify=False)
+    Rn, Sn = np.array(R, dtype=float), np.array(Sigma, dtype=float)
+    rng = np.random.default_rng(1)
+    points = [0.3 * rng.standard_normal(len(syms)) for _ in range(3)]
+    for v in points:
+        exact = sd.gradient(v)
+        ours = risk_gradient(v.reshape(depth, d, d), Rn, Sn).ravel()
+        printed = risk_gradient_printed_order(v.reshape(depth, d, d), Rn, Sn).ravel()
+        assert np.max(np.abs(ours - exact)) <= 1e-10 * max(1, np.max(np.abs(exact)))
+        assert np.max(np.abs(printed - exact)) > 1e-3 * np.max(np.abs(exact))
+        assert sd.value(v) == pytest.approx(risk(v.reshape(depth, d, d), Rn, Sn), rel=1e-12)
+
+
+def test_printed_order_agrees_when_depth_at_most_two():
+    rng = np.random.default_rng(2)
+    A = 0.3 * rng.standard_normal((2, 3, 3))
+    R, S = rng.standard_normal((3, 3)), np.eye(3)
+    assert np.allclose(risk_gradient(A, R, S), risk_gradient_printed_order(A, R, S), rtol=1e-12, atol=1e-13)
+
+
+# --- eq. (2.3) ----------------------------------------------------------------------------------
+@pytest.mark.parametrize("c", [1.5, 2.0, 10.0])
+def test_printed_gradient_bound_counterexample(c):
+    d, depth = 3, 4
+    R = random_matrix_with_gamma(d, 0.7, seed=5)
+    A, Sigma = np.zeros((depth, d, d)), c * np.eye(d)
+    grad_sq = np.sum(risk_gradient(A, R, Sigma) ** 2)
+    assert grad_sq < gradient_lower_bound_printed(A, R, Sigma, 0.0)
+    assert grad_sq == pytest.approx(gradient_lower_bound(A, R, Sigma, 0.0), rel=1e-10)
+
+
+@FAST
+@given(st.integers(1, 5), st.integers(1, 6), st.floats(0.0, 0.9), st.integers(0, 2**32 - 1))
+def test_corrected_gradient_bound_on_random_points(d, depth, tau, seed):
+    rng = np.random.default_rng(seed)
+    A = rng.standard_normal((depth, d, d))
+    A *= (tau * rng.uniform(0, 1, depth) / np.linalg.norm(A, 2, axis=(1, 2)))[:, None, None]
+    R = rng.standard_normal((d, d))
+    L = rng.standard_normal((d, d))
+    Sigma = L @ L.T + 0.1 * np.eye(d)
+    grad_sq = np.sum(risk_gradient(A, R, Sigma) ** 2)
+    assert grad_sq >= gradient_lower_bound(A, R, Sigma, tau) * (1 - 1e-9)
+
+
+def test_gd_from_zero_reaches_global_minimum_but_plain_zero_is_stuck():
+    d, depth = 3, 6
+    R = random_matrix_with_gamma(d, 0.4, seed=8)
+    Sigma = np.eye(d)
+    residual, A = risk_gradient_descent(np.zeros((depth, d, d)), R, Sigma, 400, 0.02)
+    assert residual[-1] < 1e-8 * residual[0]
+    assert np.max(layer_norms(A)) < 1
+    plain, _ = risk_gradient_descent(-np.tile(np.eye(d), (depth, 1, 1)), R, Sigma, 50, 0.02)
+    assert np.all(plain == plain[0])
+
+
+# --- Bartlett, Helmbold & Long -------------------------------------------------------------------
+def test_identity_gd_converges_on_spd_target():
+    Phi = random_matrix_with_gamma(4, 1.0, seed=2, psd=True)
+    result = identity_init_gd(Phi, 5, 3000, 0.05)
+    assert result.losses.shape == (3000,)
+    assert result.losses[-1] < 1e-10
+    assert np.allclose(result.product, Phi, atol=1e-5)
+
+
+@pytest.mark.parametrize("reg", [0.0, 0.05])
+@settings(max_examples=8, deadline=None)
+@given(lam=st.floats(-2.0, -0.05), seed=st.integers(0, 2**32 - 1))
+def test_identity_gd_plateaus_with_negative_eigenvalue(reg, lam, seed):
+    d = 3
+    Q = random_rotation(d, seed)
+    Phi = Q @ np.diag([lam, 1.0, 0.5]) @ Q.T
+    result = identity_init_gd(Phi, 4, 300, 0.05, reg=reg)
+    assert np.min(result.losses) >= lam ** 2 / 2 * (1 - 1e-9)
+    assert np.linalg.det(result.product) > 0
+
+
+def test_torch_backend_matches_numpy():
+    Phi = random_matrix_with_gamma(3, 0.8, seed=4)
+    a = identity_init_gd(Phi, 4, 60, 0.05, reg=0.01)
+    b = identity_init_gd(Phi, 4, 60, 0.05, reg=0.01, backend="torch", device="cpu")
+    assert b.backend == "torch" and b.device == "cpu"
+    assert np.allclose(a.losses, b.losses, rtol=1e-10, atol=1e-14)
+    assert np.allclose(a.layers, b.layers, rtol=1e-10, atol=1e-14)
+
+
+# --- the benchmark runs ---------------------------------------------------------------------------
+def test_benchmark_runs_small():
+    out = subprocess.run([sys.executable, "-m", "resnet_theory.benchmarks.linear", "--d", "8", "--depth", "20"],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "relative error" in out.stdout
