@@ -10,6 +10,7 @@ import nbformat
 import pytest
 
 from resnet_theory import book
+from resnet_theory.status import status_html
 
 HEADER = textwrap.dedent("""\
     ---
@@ -80,6 +81,9 @@ def test_failing_chapter_is_named_with_its_cell_and_others_still_run(small_book,
     for entry in status.values():
         assert entry["profile"] == "quick" and entry["device"]
         assert entry["seconds"] >= 0
+    page = status_html(report)
+    assert "book/bad" in page and "failed" in page and "code cell 3: RuntimeError: deliberate failure" in page
+    assert report["environment"]["python"] and "torch" in report["environment"]["packages"]
 
 
 def test_parameters_reach_the_notebook(small_book, tmp_path):
@@ -89,7 +93,17 @@ def test_parameters_reach_the_notebook(small_book, tmp_path):
     assert code == 0
     assert "n times two = 42" in outputs(out)
     nb = nbformat.read(out, as_version=4)
-    assert any("injected-parameters" in c.metadata.get("tags", []) for c in nb.cells)
+    injected = [c for c in nb.cells if "injected-parameters" in c.metadata.get("tags", [])]
+    assert len(injected) == 1 and "n = 21" in injected[0].source
+    # A value other than the default stays visible on the rendered page ...
+    assert "remove-cell" not in injected[0].metadata["tags"]
+    # ... while a run with the defaults hides the cell that only restates them.
+    default_out = tmp_path / "default.ipynb"
+    assert book.main(["run", str(small_book / "book" / "good.md"), "--root", str(small_book), "-o", str(default_out),
+                      "--build-dir", str(tmp_path / "b")]) == 0
+    nb = nbformat.read(default_out, as_version=4)
+    injected = [c for c in nb.cells if "injected-parameters" in c.metadata.get("tags", [])]
+    assert "remove-cell" in injected[0].metadata["tags"]
 
 
 def test_scoped_parameter_and_profile_reach_only_their_chapter(small_book, tmp_path):
