@@ -14,7 +14,8 @@ from resnet_theory import checks
 from resnet_theory.linear import (
     compose, factorization_plan, factorize_near_identity, gamma, gradient_lower_bound,
     gradient_lower_bound_printed, identity_init_gd, layer_norms, random_matrix_with_gamma, random_rotation,
-    risk, risk_gradient, risk_gradient_descent, risk_gradient_printed_order, theorem_2_1_bound,
+    random_layers_in_ball, risk, risk_gradient, risk_gradient_descent, risk_gradient_printed_order,
+    theorem_2_1_bound, theorem_2_1_sweep,
     theorem_2_1_bound_early, theorem_2_1_bound_integer, theorem_2_1_min_depth,
 )
 
@@ -213,6 +214,25 @@ def test_identity_init_gd_rejects_bad_input():
         random_matrix_with_gamma(3, -1.0)
     with pytest.raises(ValueError):
         random_rotation(0)
+    with pytest.raises(ValueError, match="tau"):
+        random_layers_in_ball(2, 3, -0.5)
+    with pytest.raises(ValueError, match="at least 1"):
+        random_layers_in_ball(0, 3, 0.5)
+    with pytest.raises(ValueError, match="at least one depth"):
+        theorem_2_1_sweep(np.eye(2), [])
+    with pytest.raises(ValueError, match="det R < 0"):
+        theorem_2_1_sweep(-np.eye(3), [4])
+    with pytest.raises(TypeError, match="integer"):
+        theorem_2_1_sweep(np.eye(2), [2.5])
+
+
+def test_sweep_and_ball_sampler():
+    R = random_matrix_with_gamma(3, 0.5, seed=1)
+    sweep = theorem_2_1_sweep(R, [1, 5, 40])
+    assert np.all(sweep["relative_error"] <= 1e-9)
+    assert np.all(2 * sweep["q"][1:] + sweep["p"][1:] == sweep["depth"][1:])
+    A = random_layers_in_ball(6, 4, 0.3, seed=2)
+    assert A.shape == (6, 4, 4) and np.max(layer_norms(A)) <= 0.3 + 1e-12
 
 
 # --- Claim 2.3 and Lemma 2.4 ----------------------------------------------------------------------
@@ -302,8 +322,7 @@ def test_printed_gradient_bound_counterexample(c):
 @given(st.integers(1, 5), st.integers(1, 6), st.floats(0.0, 0.9), st.integers(0, 2**32 - 1))
 def test_corrected_gradient_bound_on_random_points(d, depth, tau, seed):
     rng = np.random.default_rng(seed)
-    A = rng.standard_normal((depth, d, d))
-    A *= (tau * rng.uniform(0, 1, depth) / np.linalg.norm(A, 2, axis=(1, 2)))[:, None, None]
+    A = random_layers_in_ball(depth, d, tau, rng)
     R = rng.standard_normal((d, d))
     L = rng.standard_normal((d, d))
     Sigma = L @ L.T + 0.1 * np.eye(d)

@@ -32,7 +32,7 @@ __all__ = [
     "FactorizationPlan", "GDResult", "compose", "factorization_plan", "factorize_near_identity", "gamma",
     "gradient_lower_bound", "gradient_lower_bound_printed", "identity_init_gd", "layer_norms",
     "risk", "risk_gradient", "risk_gradient_descent", "risk_gradient_printed_order", "random_rotation",
-    "random_matrix_with_gamma", "theorem_2_1_bound", "theorem_2_1_bound_early", "theorem_2_1_bound_integer", "theorem_2_1_min_depth",
+    "random_matrix_with_gamma", "random_layers_in_ball", "theorem_2_1_sweep", "theorem_2_1_bound", "theorem_2_1_bound_early", "theorem_2_1_bound_integer", "theorem_2_1_min_depth",
 ]
 
 # Relative tolerance for deciding that a matrix is symmetric / a singular value equals one.
@@ -637,3 +637,38 @@ def random_matrix_with_gamma(d, target_gamma, seed=None, psd=False) -> np.ndarra
     U = random_rotation(d, rng)
     V = U if psd else random_rotation(d, rng)
     return (U * np.exp(logs)[None, :]) @ V.T
+
+
+def random_layers_in_ball(depth, d, tau, seed=None) -> np.ndarray:
+    """Random layers ``A`` of shape ``(depth, d, d)`` with ``||A_i|| = tau * u_i``, ``u_i ~ U(0, 1)``,
+    Gaussian directions: random points of the ball ``max_i ||A_i|| <= tau`` (not uniform in it)."""
+    depth = _as_depth(depth)
+    d = _as_depth(d, "d")
+    if isinstance(tau, bool) or not isinstance(tau, numbers.Real) or not (0.0 <= tau < math.inf):
+        raise ValueError(f"tau must be a finite number >= 0, got {tau!r}")
+    rng = _rng(seed)
+    A = rng.standard_normal((depth, d, d))
+    scale = tau * rng.uniform(0.0, 1.0, depth) / np.linalg.norm(A, 2, axis=(1, 2))
+    return A * scale[:, None, None]
+
+
+def theorem_2_1_sweep(R, depths) -> dict:
+    """Factorise ``R`` at each depth; return arrays of the measured largest layer norm, the product's relative
+    error, the three bounds (camera-ready, early, whole-number layer counts) and the split (q, p)."""
+    R = _as_square_matrix(R, "R")
+    depths = [_as_depth(depth) for depth in depths]
+    if not depths:
+        raise ValueError("depths must contain at least one depth")
+    out = {k: [] for k in ("depth", "max_norm", "relative_error", "camera_ready", "early", "integer", "q", "p")}
+    for depth in depths:
+        A = factorize_near_identity(R, depth)
+        plan = factorization_plan(R, depth)
+        out["depth"].append(depth)
+        out["max_norm"].append(float(np.max(layer_norms(A))))
+        out["relative_error"].append(float(np.linalg.norm(compose(A) - R) / np.linalg.norm(R)))
+        out["camera_ready"].append(theorem_2_1_bound(R, depth))
+        out["early"].append(theorem_2_1_bound_early(R, depth))
+        out["integer"].append(theorem_2_1_bound_integer(R, depth))
+        out["q"].append(plan.q)
+        out["p"].append(plan.p)
+    return {k: np.asarray(v) for k, v in out.items()}
