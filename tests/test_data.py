@@ -205,3 +205,287 @@ def test_bad_augmentation_input():
     with pytest.raises(ValueError, match=r"rows must have shape \(2,\)"):
         crop_and_flip(torch.zeros(2, 1, 4, 4), torch.zeros(3, dtype=torch.long), torch.zeros(2, dtype=torch.long),
                       torch.zeros(2, dtype=torch.bool), pad=1)
+
+
+# --- CIFAR binary archives ------------------------------------------------------------------------------
+import hashlib  # noqa: E402
+import os  # noqa: E402
+import http.server  # noqa: E402
+import io  # noqa: E402
+import socket  # noqa: E402
+import tarfile  # noqa: E402
+import threading  # noqa: E402
+import time  # noqa: E402
+from functools import partial  # noqa: E402
+
+from resnet_theory.data import (  # noqa: E402
+    CIFAR_LAYOUTS, EXPECTED_MD5, DatasetDownloadError, DatasetError, DatasetNotFoundError, file_md5, load_cifar)
+
+
+def make_records(n, labels_per_record, rng):
+    """n CIFAR records written byte by byte as the format describes, and the pixels they hold.
+
+    A record: the label bytes, then the red plane, green plane, blue plane, each 32 rows of 32 bytes."""
+    data = bytearray()
+    pixels = rng.integers(0, 256, size=(n, 3, 32, 32)).tolist()  # pixels[i][channel][row][col]
+    labels = []
+    for i in range(n):
+        record_labels = [int(rng.integers(0, k)) for k in labels_per_record]
+        labels.append(record_labels)
+        data.extend(record_labels)
+        for channel in range(3):
+            for row in range(32):
+                for col in range(32):
+                    data.append(pixels[i][channel][row][col])
+    return bytes(data), pixels, labels
+
+
+class Kind:
+    def __init__(self, type):
+        self.type = type
+
+
+def write_tar(path, members):
+    """members: list of (name, bytes) for files, or (name, Kind(tarfile type)) for directories and links."""
+    with tarfile.open(path, "w:gz") as tar:
+        for name, content in members:
+            info = tarfile.TarInfo(name)
+            if isinstance(content, bytes):
+                info.size = len(content)
+                tar.addfile(info, io.BytesIO(content))
+            else:
+                info.type = content.type
+                info.linkname = "/etc/passwd"
+                tar.addfile(info)
+
+
+def cifar_members(name, rng, counts=None):
+    """Members of a small archive in the official layout, and the expected arrays."""
+    layout = CIFAR_LAYOUTS[name]
+    per_record = (10,) if name == "cifar10" else (20, 100)
+    files = layout.train + layout.test
+    counts = counts or [2 + i % 3 for i in range(len(files))]
+    members, expected = [(layout.folder + "/", Kind(tarfile.DIRTYPE))], {}
+    for file, n in zip(files, counts):
+        data, pixels, labels = make_records(n, per_record, rng)
+        members.append((f"{layout.folder}/{file}", data))
+        expected[file] = (pixels, labels)
+    members.append((f"{layout.folder}/readme.txt", b"not a batch"))
+    return members, expected
+
+
+def check_loaded(loaded, expected, name):
+    layout = CIFAR_LAYOUTS[name]
+    for split, files in (("train", layout.train), ("test", layout.test)):
+        images, labels = loaded[split]
+        pixels = [p for f in files for p in expected[f][0]]
+        label_bytes = [lab for f in files for lab in expected[f][1]]
+        assert images.dtype == np.uint8 and images.shape == (len(pixels), 3, 32, 32)
+        assert labels.dtype == np.int64 and labels.tolist() == [lab[-1] for lab in label_bytes]  # fine label
+        assert images.tolist() == pixels
+        # spot checks of the byte order: byte 1 of the pixels is red (row 0, col 1); byte 1024 + 32 is
+        # green (row 1, col 0); byte 2048 + 33 is blue (row 1, col 1)
+        assert images[0, 0, 0, 1] == pixels[0][0][0][1]
+        assert images[0, 1, 1, 0] == pixels[0][1][1][0]
+        assert images[0, 2, 1, 1] == pixels[0][2][1][1]
+
+
+def test_record_layout_by_hand():
+    # one CIFAR-10 record: label 7, red = 1 everywhere but (0, 1) = 200, green = 2, blue = 3
+    record = bytes([7]) + bytes([1, 200] + [1] * 1022) + bytes([2] * 1024) + bytes([3] * 1024)
+    from resnet_theory.data import read_cifar_records
+
+    images, labels = read_cifar_records(record, CIFAR_LAYOUTS["cifar10"], "test record")
+    assert labels.tolist() == [7]
+    assert images[0, 0, 0, 1] == 200 and images[0, 0, 0, 0] == 1 and images[0, 0, 1, 1] == 1
+    assert (images[0, 1] == 2).all() and (images[0, 2] == 3).all()
+
+
+def leftovers(root, *keep):
+    return sorted(p.name for p in root.iterdir() if p.name not in keep)
+
+
+@pytest.mark.parametrize("name", ["cifar10", "cifar100"])
+def test_cifar_from_archive_and_from_folder(tmp_path, name):
+    layout = CIFAR_LAYOUTS[name]
+    members, expected = cifar_members(name, np.random.default_rng(0))
+    archive = tmp_path / layout.archive
+    write_tar(archive, members)
+    loaded = load_cifar(tmp_path, name, md5=file_md5(archive))
+    check_loaded(loaded, expected, name)
+    # extracted into place, no temporary folder left
+    assert leftovers(tmp_path) == sorted([layout.archive, layout.folder])
+    assert (tmp_path / layout.folder / "readme.txt").read_bytes() == b"not a batch"
+    # the second call reads the extracted folder; the archive is no longer needed
+    archive.unlink()
+    check_loaded(load_cifar(tmp_path, name), expected, name)
+
+
+def test_file_md5_and_published_checksums(tmp_path):
+    path = tmp_path / "x.bin"
+    path.write_bytes(b"abc" * 100_000)
+    assert file_md5(path) == hashlib.md5(b"abc" * 100_000).hexdigest()
+    assert EXPECTED_MD5 == {"cifar-10-binary.tar.gz": "c32a1d4ab5d03f1284b67883e8d87530",
+                            "cifar-100-binary.tar.gz": "03b5dce01913d631647c71ecec9e9cb8"}
+
+
+def test_wrong_checksum_is_refused(tmp_path):
+    members, _ = cifar_members("cifar10", np.random.default_rng(1))
+    write_tar(tmp_path / "cifar-10-binary.tar.gz", members)
+    # the default: the published checksum of the real archive, which this small one cannot match
+    with pytest.raises(DatasetError, match=r"cifar-10-binary\.tar\.gz: MD5 checksum mismatch .*expected "
+                                           r"c32a1d4ab5d03f1284b67883e8d87530"):
+        load_cifar(tmp_path, "cifar10")
+    with pytest.raises(DatasetError, match="MD5 checksum mismatch"):
+        load_cifar(tmp_path, "cifar10", md5="0" * 32)
+    assert leftovers(tmp_path) == ["cifar-10-binary.tar.gz"]
+
+
+@pytest.mark.parametrize("name", ["cifar10", "cifar100"])
+def test_truncated_member_is_refused(tmp_path, name):
+    layout = CIFAR_LAYOUTS[name]
+    members, _ = cifar_members(name, np.random.default_rng(2))
+    victim = members[1][0]
+    members[1] = (victim, members[1][1][:-7])
+    archive = tmp_path / layout.archive
+    write_tar(archive, members)
+    with pytest.raises(DatasetError, match=rf"member {victim}: \d+ bytes is not a whole number of "
+                                           rf"{layout.label_bytes + 3072}-byte"):
+        load_cifar(tmp_path, name, md5=file_md5(archive))
+    assert leftovers(tmp_path) == [layout.archive]  # nothing half-extracted
+
+
+def test_truncated_file_in_extracted_folder(tmp_path):
+    members, _ = cifar_members("cifar10", np.random.default_rng(3))
+    folder = tmp_path / "cifar-10-batches-bin"
+    folder.mkdir()
+    for member, content in members[1:]:
+        (tmp_path / member).write_bytes(content)
+    (folder / "test_batch.bin").write_bytes((folder / "test_batch.bin").read_bytes()[:3073 + 100])
+    with pytest.raises(DatasetError, match=r"test_batch\.bin: 3173 bytes is not a whole number"):
+        load_cifar(tmp_path, "cifar10")
+    (folder / "test_batch.bin").unlink()
+    with pytest.raises(DatasetError, match=r"test_batch\.bin: missing"):
+        load_cifar(tmp_path, "cifar10")
+
+
+def test_label_out_of_range_is_refused(tmp_path):
+    # a CIFAR-100 record read as CIFAR-10: coarse label 15 is no CIFAR-10 class
+    folder = tmp_path / "cifar-10-batches-bin"
+    folder.mkdir()
+    record = bytes([15]) + bytes(3072)
+    for name in CIFAR_LAYOUTS["cifar10"].train + CIFAR_LAYOUTS["cifar10"].test:
+        (folder / name).write_bytes(record)
+    with pytest.raises(DatasetError, match=r"data_batch_1\.bin: label byte 0 has value 15, but CIFAR-10 has 10"):
+        load_cifar(tmp_path, "cifar10")
+
+
+def test_missing_member_is_refused(tmp_path):
+    members, _ = cifar_members("cifar100", np.random.default_rng(4))
+    members = [m for m in members if not m[0].endswith("test.bin")]
+    archive = tmp_path / "cifar-100-binary.tar.gz"
+    write_tar(archive, members)
+    with pytest.raises(DatasetError, match=r"cifar-100-binary\.tar\.gz: missing member cifar-100-binary/test\.bin"):
+        load_cifar(tmp_path, "cifar100", md5=file_md5(archive))
+    assert leftovers(tmp_path) == ["cifar-100-binary.tar.gz"]
+
+
+@pytest.mark.parametrize("evil", [("cifar-10-batches-bin/../../escaped.bin", b"x"), ("../escaped.bin", b"x"),
+                                  ("/tmp/escaped-cifar-test.bin", b"x"),
+                                  ("cifar-10-batches-bin/link", Kind(tarfile.SYMTYPE)),
+                                  ("cifar-10-batches-bin/hard", Kind(tarfile.LNKTYPE))])
+def test_path_traversal_and_links_are_refused(tmp_path, evil):
+    root = tmp_path / "data"
+    root.mkdir()
+    members, _ = cifar_members("cifar10", np.random.default_rng(5))
+    members.insert(2, evil)
+    archive = root / "cifar-10-binary.tar.gz"
+    write_tar(archive, members)
+    with pytest.raises(DatasetError, match=r"cifar-10-binary\.tar\.gz: member .*(path traversal|link or special)"):
+        load_cifar(root, "cifar10", md5=file_md5(archive))
+    assert leftovers(root) == ["cifar-10-binary.tar.gz"]
+    assert leftovers(tmp_path) == ["data"]
+    assert not list(tmp_path.rglob("escaped*"))
+    assert not os.path.exists("/tmp/escaped-cifar-test.bin")
+
+
+def test_damaged_archive_is_refused(tmp_path):
+    members, _ = cifar_members("cifar10", np.random.default_rng(6))
+    archive = tmp_path / "cifar-10-binary.tar.gz"
+    write_tar(archive, members)
+    archive.write_bytes(archive.read_bytes()[: archive.stat().st_size // 2])
+    # even with a checksum that matches the damaged file, reading it fails cleanly
+    with pytest.raises(DatasetError, match=r"cifar-10-binary\.tar\.gz: cannot read the archive"):
+        load_cifar(tmp_path, "cifar10", md5=file_md5(archive))
+    assert leftovers(tmp_path) == ["cifar-10-binary.tar.gz"]
+
+
+def test_nothing_there_says_where_to_put_the_archive(tmp_path):
+    with pytest.raises(DatasetNotFoundError, match=rf"put it at {tmp_path}/cifar-100-binary\.tar\.gz"):
+        load_cifar(tmp_path, "cifar100")
+
+
+def _closed_local_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_download_without_network_fails_fast_with_instructions(tmp_path):
+    url = f"http://127.0.0.1:{_closed_local_port()}/cifar-10-binary.tar.gz"
+    start = time.perf_counter()
+    with pytest.raises(DatasetDownloadError) as info:
+        load_cifar(tmp_path / "data", "cifar10", download=True, url=url, timeout=2)
+    assert time.perf_counter() - start < 5
+    message = str(info.value)
+    assert f"could not download {url}" in message
+    assert "https://www.cs.toronto.edu/~kriz/cifar-10-binary.tar.gz" in message
+    assert f"put it at {tmp_path / 'data' / 'cifar-10-binary.tar.gz'}" in message
+    assert "c32a1d4ab5d03f1284b67883e8d87530" in message
+    assert leftovers(tmp_path / "data") == []  # no partial download
+    assert isinstance(info.value, OSError)
+
+
+class QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture()
+def local_server(tmp_path):
+    served = tmp_path / "served"
+    served.mkdir()
+    handler = partial(QuietHandler, directory=str(served))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield served, f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+def test_download_verifies_then_extracts(tmp_path, local_server):
+    served, base = local_server
+    members, expected = cifar_members("cifar10", np.random.default_rng(7))
+    write_tar(served / "cifar-10-binary.tar.gz", members)
+    md5 = file_md5(served / "cifar-10-binary.tar.gz")
+    root = tmp_path / "data"
+    with pytest.raises(DatasetError, match="the downloaded file has MD5"):
+        load_cifar(root, "cifar10", download=True, url=f"{base}/cifar-10-binary.tar.gz", md5="f" * 32)
+    assert leftovers(root) == []
+    loaded = load_cifar(root, "cifar10", download=True, url=f"{base}/cifar-10-binary.tar.gz", md5=md5)
+    check_loaded(loaded, expected, "cifar10")
+    assert leftovers(root) == ["cifar-10-batches-bin", "cifar-10-binary.tar.gz"]
+    with pytest.raises(DatasetDownloadError, match="404"):
+        load_cifar(tmp_path / "other", "cifar10", download=True, url=f"{base}/missing.tar.gz", md5=md5)
+
+
+def test_bad_cifar_arguments(tmp_path):
+    with pytest.raises(ValueError, match="name must be one of"):
+        load_cifar(tmp_path, "cifar1000")
+    with pytest.raises(TypeError, match="root must be a path"):
+        load_cifar(42)
+    with pytest.raises(ValueError, match="md5 must be 32 hexadecimal"):
+        load_cifar(tmp_path, md5="xyz")
+    with pytest.raises(ValueError, match="timeout"):
+        load_cifar(tmp_path, download=True, timeout=0)

@@ -2,7 +2,8 @@
 
 - :func:`load_digits_images`: scikit-learn's bundled 8x8 handwritten digits as a fixed train/test split
   (the CPU datasets of the book: no download needed).
-- :func:`load_cifar`: CIFAR-10 / CIFAR-100 from the official *binary* archives (see its docstring).
+- :func:`load_cifar`: CIFAR-10 / CIFAR-100 from the official *binary* archives or their extracted folders,
+  checksummed, parsed record by record with numpy (never unpickled), extracted safely (see below).
 - :class:`DeviceData` and :func:`augment_batch`: the whole split lives on the device as normalised float
   tensors; batches are drawn and augmented (random crop after zero padding, horizontal flip) with batched
   tensor operations, with no per-image Python work in the training loop.
@@ -19,7 +20,17 @@ augmentation"); 4-pixel padding, 32x32 random crops and left-right flips are the
 
 from __future__ import annotations
 
+import hashlib
 import math
+import os
+import shutil
+import tarfile
+import tempfile
+import urllib.error
+import urllib.request
+import zlib
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
 from typing import Iterator, Sequence
 
 import numpy as np
@@ -47,6 +58,238 @@ def load_digits_images() -> dict[str, tuple[np.ndarray, np.ndarray]]:
     x_train, x_test, y_train, y_test = train_test_split(
         images, labels, test_size=DIGITS_TEST_FRACTION, stratify=labels, random_state=DIGITS_SPLIT_SEED)
     return {"train": (np.ascontiguousarray(x_train), y_train), "test": (np.ascontiguousarray(x_test), y_test)}
+
+
+# --- CIFAR-10 / CIFAR-100 from the binary archives ------------------------------------------------------
+class DatasetError(Exception):
+    """A dataset file is damaged, truncated, unsafe or otherwise not what it should be (the message names it)."""
+
+
+class DatasetNotFoundError(DatasetError, FileNotFoundError):
+    """Neither the archive nor its extracted folder is there (the message says where to put them)."""
+
+
+class DatasetDownloadError(DatasetError, ConnectionError):
+    """The download failed (no network, unreachable host, ...); the message says where to put the archive."""
+
+
+@dataclass(frozen=True)
+class CifarLayout:
+    """Where one CIFAR variant lives and how its records look."""
+
+    title: str
+    archive: str           # file name of the official binary archive
+    url: str               # the dataset authors' address for it
+    folder: str            # the folder the archive extracts to
+    train: tuple           # member files of the training split, in order
+    test: tuple
+    label_bytes: int       # 1 (CIFAR-10) or 2 (CIFAR-100: coarse, then fine)
+    classes: tuple         # number of classes of each label byte, in record order
+
+
+CIFAR_LAYOUTS = {
+    "cifar10": CifarLayout("CIFAR-10", "cifar-10-binary.tar.gz", "https://www.cs.toronto.edu/~kriz/cifar-10-binary.tar.gz",
+                           "cifar-10-batches-bin", tuple(f"data_batch_{i}.bin" for i in range(1, 6)),
+                           ("test_batch.bin",), 1, (10,)),
+    "cifar100": CifarLayout("CIFAR-100", "cifar-100-binary.tar.gz",
+                            "https://www.cs.toronto.edu/~kriz/cifar-100-binary.tar.gz",
+                            "cifar-100-binary", ("train.bin",), ("test.bin",), 2, (20, 100)),
+}
+
+#: Published MD5 checksums of the archives, keyed by file name. :func:`load_cifar` looks the expected sum
+#: up here unless it is given ``md5=...`` (which the tests use, on small archives they write themselves,
+#: so that they run the same checksum code as a real archive does).
+EXPECTED_MD5 = {
+    "cifar-10-binary.tar.gz": "c32a1d4ab5d03f1284b67883e8d87530",
+    "cifar-100-binary.tar.gz": "03b5dce01913d631647c71ecec9e9cb8",
+}
+
+IMAGE_BYTES = 3 * 32 * 32
+
+
+def file_md5(path: str | os.PathLike) -> str:
+    """Hex MD5 of a file, read in 1 MiB chunks."""
+    digest = hashlib.md5()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def read_cifar_records(data: bytes, layout: CifarLayout, source: str) -> tuple[np.ndarray, np.ndarray]:
+    """Parse CIFAR binary records: ``label_bytes`` label bytes, then 3,072 pixel bytes (1,024 red, 1,024
+    green, 1,024 blue, each plane row-major). Returns uint8 images ``(N, 3, 32, 32)`` and int64 labels
+    (the last label byte: the fine label for CIFAR-100). ``source`` names the file in error messages."""
+    record = layout.label_bytes + IMAGE_BYTES
+    if len(data) == 0 or len(data) % record:
+        raise DatasetError(f"{source}: {len(data)} bytes is not a whole number of {record}-byte "
+                           f"{layout.title} records (the file is truncated or not a {layout.title} batch)")
+    rows = np.frombuffer(data, dtype=np.uint8).reshape(-1, record)
+    for byte, classes in enumerate(layout.classes):
+        if rows[:, byte].max() >= classes:
+            raise DatasetError(f"{source}: label byte {byte} has value {int(rows[:, byte].max())}, but "
+                               f"{layout.title} has {classes} classes there (not a {layout.title} file?)")
+    labels = rows[:, layout.label_bytes - 1].astype(np.int64)
+    images = rows[:, layout.label_bytes:].reshape(-1, 3, 32, 32).copy()
+    return images, labels
+
+
+def _read_split(folder: Path, files: Sequence[str], layout: CifarLayout, describe) -> tuple[np.ndarray, np.ndarray]:
+    parts = []
+    for name in files:
+        path = folder / name
+        if not path.is_file():
+            raise DatasetError(f"{describe(name)}: missing (expected {layout.title} batch {name!r} in {folder})")
+        parts.append(read_cifar_records(path.read_bytes(), layout, describe(name)))
+    return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
+
+
+def _read_folder(folder: Path, layout: CifarLayout, describe=None) -> dict:
+    describe = describe or (lambda name: str(folder / name))
+    return {"train": _read_split(folder, layout.train, layout, describe),
+            "test": _read_split(folder, layout.test, layout, describe)}
+
+
+def _safe_members(tar: tarfile.TarFile, archive: Path) -> list[tarfile.TarInfo]:
+    """Every member, after checking that none is a link or device and none would land outside the folder."""
+    members = tar.getmembers()
+    for m in members:
+        path = PurePosixPath(m.name)
+        if not path.parts and m.isdir():  # "./": the extraction folder itself
+            continue
+        if (not path.parts or path.is_absolute() or ".." in path.parts or m.name.startswith(("/", "\\"))
+                or ":" in path.parts[0]):
+            raise DatasetError(f"{archive}: member {m.name!r} would be written outside the extraction folder "
+                               "(path traversal); refusing to extract anything")
+        if not (m.isfile() or m.isdir()):
+            raise DatasetError(f"{archive}: member {m.name!r} is a link or special file; refusing to extract anything")
+    return members
+
+
+def _extract_archive(archive: Path, root: Path, layout: CifarLayout) -> dict:
+    """Extract into a temporary folder beside the target, check every batch, then rename into place.
+
+    On any error the temporary folder is removed: nothing half-written is left behind."""
+    tmp = Path(tempfile.mkdtemp(prefix=f".{layout.folder}.extracting-", dir=root))
+    try:
+        try:
+            with tarfile.open(archive, "r:*") as tar:
+                members = _safe_members(tar, archive)
+                names = {PurePosixPath(m.name).as_posix() for m in members if m.isfile()}
+                for name in layout.train + layout.test:
+                    if f"{layout.folder}/{name}" not in names:
+                        raise DatasetError(f"{archive}: missing member {layout.folder}/{name}")
+                for m in members:
+                    target = tmp.joinpath(*PurePosixPath(m.name).parts)
+                    if tmp.resolve() not in target.resolve().parents and target.resolve() != tmp.resolve():
+                        raise DatasetError(f"{archive}: member {m.name!r} would be written outside the extraction "
+                                           "folder (path traversal); refusing to extract anything")
+                    if m.isdir():
+                        target.mkdir(parents=True, exist_ok=True)
+                        continue
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    with tar.extractfile(m) as src, open(target, "wb") as dst:
+                        shutil.copyfileobj(src, dst, 1 << 20)
+        except (tarfile.TarError, EOFError, zlib.error, OSError) as exc:
+            raise DatasetError(f"{archive}: cannot read the archive ({type(exc).__name__}: {exc}); it is damaged "
+                               "or truncated: delete it and download it again") from exc
+        data = _read_folder(tmp / layout.folder, layout,
+                            describe=lambda name: f"{archive}: member {layout.folder}/{name}")
+        final = root / layout.folder
+        try:
+            os.rename(tmp / layout.folder, final)
+        except OSError:
+            if not final.is_dir():  # another process may have extracted it meanwhile: then use theirs
+                raise
+        return data
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _where_to_put_it(root: Path, layout: CifarLayout, md5: str) -> str:
+    return (f"Without network access, download {layout.archive} on a machine that has it (from {layout.url}, "
+            f"MD5 {md5}) and put it at {root / layout.archive}, or put its extracted folder at "
+            f"{root / layout.folder}; then call load_cifar again.")
+
+
+def download_archive(url: str, destination: str | os.PathLike, md5: str, timeout: float = 10.0) -> Path:
+    """Download ``url`` to ``destination`` (through a temporary file beside it), verify its MD5, then rename.
+
+    Raises :class:`DatasetDownloadError` when the download fails (``timeout`` seconds per network
+    operation) and :class:`DatasetError` when the checksum differs; no partial file is left either way."""
+    if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or not timeout > 0:
+        raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
+    destination = Path(destination)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{destination.name}.", suffix=".part", dir=destination.parent)
+    tmp = Path(tmp_name)
+    try:
+        digest = hashlib.md5()
+        try:
+            with os.fdopen(fd, "wb") as out, urllib.request.urlopen(url, timeout=timeout) as response:
+                for chunk in iter(lambda: response.read(1 << 20), b""):
+                    digest.update(chunk)
+                    out.write(chunk)
+        except (urllib.error.URLError, OSError, ValueError) as exc:
+            reason = (f"HTTP {exc.code} {exc.reason}" if isinstance(exc, urllib.error.HTTPError)
+                      else getattr(exc, "reason", exc))
+            raise DatasetDownloadError(f"could not download {url}: {reason}") from exc
+        if digest.hexdigest() != md5:
+            raise DatasetError(f"{url}: the downloaded file has MD5 {digest.hexdigest()}, expected {md5}; "
+                               "it was not kept")
+        os.replace(tmp, destination)
+        return destination
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def load_cifar(root: str | os.PathLike, name: str = "cifar10", download: bool = False, *, md5: str | None = None,
+               url: str | None = None, timeout: float = 10.0) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """CIFAR-10 or CIFAR-100 as ``{"train": (images, labels), "test": (images, labels)}``.
+
+    Images are uint8 ``(N, 3, 32, 32)`` in file order (training batches 1..5 concatenated for CIFAR-10),
+    labels int64 ``(N,)`` (CIFAR-100: the fine labels, 0..99).
+
+    Looks in ``root`` for, in this order:
+
+    1. the extracted folder (``cifar-10-batches-bin/`` or ``cifar-100-binary/``): read directly (no
+       checksum is published for the members; each file is checked to be whole records with valid labels);
+    2. the official binary archive (``cifar-10-binary.tar.gz`` / ``cifar-100-binary.tar.gz``): its MD5 is
+       checked against ``md5`` (default: :data:`EXPECTED_MD5` for its file name), then it is extracted
+       into a temporary folder in ``root``, every batch is checked, and the folder is renamed into place;
+       a link, a special file or a member path leaving the folder makes it refuse the whole archive;
+    3. with ``download=True``: the archive is fetched from ``url`` (default: the dataset authors' address in
+       :data:`CIFAR_LAYOUTS`), verified, kept in ``root``, then extracted as in 2.
+
+    Every problem raises a :class:`DatasetError` naming the file (and member) at fault; nothing
+    half-written is left in ``root``. Records are parsed with numpy; nothing is ever unpickled.
+    """
+    if name not in CIFAR_LAYOUTS:
+        raise ValueError(f"name must be one of {sorted(CIFAR_LAYOUTS)}, got {name!r}")
+    if not isinstance(root, (str, os.PathLike)):
+        raise TypeError(f"root must be a path, got {type(root).__name__}")
+    layout = CIFAR_LAYOUTS[name]
+    root = Path(root)
+    expected = (md5 if md5 is not None else EXPECTED_MD5[layout.archive]).lower()
+    if len(expected) != 32 or any(ch not in "0123456789abcdef" for ch in expected):
+        raise ValueError(f"md5 must be 32 hexadecimal digits, got {md5!r}")
+    folder, archive = root / layout.folder, root / layout.archive
+    if folder.is_dir():
+        return _read_folder(folder, layout)
+    if not archive.is_file():
+        if not download:
+            raise DatasetNotFoundError(f"{layout.title} not found: neither {folder} nor {archive} exists. Call "
+                                       f"load_cifar(..., download=True) to fetch it from {layout.url}. "
+                                       + _where_to_put_it(root, layout, expected))
+        root.mkdir(parents=True, exist_ok=True)
+        try:
+            download_archive(url or layout.url, archive, expected, timeout)
+        except DatasetDownloadError as exc:
+            raise DatasetDownloadError(f"{exc}. " + _where_to_put_it(root, layout, expected)) from exc
+    actual = file_md5(archive)
+    if actual != expected:
+        raise DatasetError(f"{archive}: MD5 checksum mismatch (got {actual}, expected {expected}); the file is "
+                           "damaged or incomplete: delete it and download it again")
+    return _extract_archive(archive, root, layout)
 
 
 # --- augmentation on the device -------------------------------------------------------------------
