@@ -1,0 +1,325 @@
+"""Tests for resnet_theory.expressivity (Hardt & Ma, Section 3 / Appendix B): the checks the chapter makes."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings, strategies as st
+
+from resnet_theory import expressivity as ex
+from resnet_theory.benchmarks import expressivity as bench
+
+SETTINGS = settings(max_examples=25, deadline=None)
+
+
+def sphere(n, d, rng):
+    X = rng.standard_normal((n, d))
+    return X / np.linalg.norm(X, axis=1, keepdims=True)
+
+
+def assert_fits(net, X, y):
+    out = net.forward(X)
+    onehot = np.eye(net.num_classes)[y]
+    assert out.shape == (X.shape[0], net.num_classes)
+    assert np.abs(out - onehot).max() <= ex.FIT_TOLERANCE    # rounding only; the labels are exact
+    assert np.array_equal(net.predict(X), y)
+
+
+# --- exact fit -----------------------------------------------------------------------------------
+@SETTINGS
+@given(n=st.integers(1, 150), d=st.integers(1, 9), r=st.integers(1, 6), seed=st.integers(0, 10_000),
+       unit=st.booleans(), spread=st.floats(0.0, 6.0), dup=st.integers(0, 5))
+def test_fits_random_data_exactly(n, d, r, seed, unit, spread, dup):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d)) * np.exp(rng.uniform(-spread, spread, n))[:, None]
+    if unit:
+        X /= np.linalg.norm(X, axis=1, keepdims=True)
+    _, inverse = np.unique(X, axis=0, return_inverse=True)   # (d = 1 unit vectors are +-1: equal rows)
+    y = rng.integers(0, r, n)[inverse.ravel()]
+    if dup and n > 1:                        # identical inputs with the same label are allowed
+        idx = rng.integers(0, n, dup)
+        X = np.concatenate([X, X[idx]])
+        y = np.concatenate([y, y[idx]])
+    net = ex.build_interpolating_resnet(X, y, num_classes=r, seed=seed)
+    assert_fits(net, X, y)
+    n_unique = np.unique(X, axis=0).shape[0]
+    assert net.depth == math.ceil(n_unique / net.k)
+    assert np.all(net.margins > 0) and net.output_margin > 0
+
+
+@SETTINGS
+@given(seed=st.integers(0, 10_000), n=st.integers(20, 200))
+def test_fits_sphere_points_with_many_classes(seed, n):
+    rng = np.random.default_rng(seed)
+    X = sphere(n, 16, rng)
+    y = rng.integers(0, 10, n)
+    net = ex.build_interpolating_resnet(X, y, seed=seed)
+    assert not net.normaliser.lifted and net.k == 16
+    assert_fits(net, X, y)
+
+
+def test_scaled_copies_stay_distinct():
+    # Dividing by the norm would merge x and 2x; the lift keeps them apart.
+    x = np.array([[1.0, 2.0, -0.5]])
+    X = np.concatenate([x, 2 * x, 3 * x, -x])
+    y = np.array([0, 1, 2, 1])
+    net = ex.build_interpolating_resnet(X, y)
+    assert net.normaliser.lifted
+    Xn = net.normaliser.transform(X)
+    assert np.allclose(np.linalg.norm(Xn, axis=1), 1.0)
+    assert ex.separation(Xn) > 0
+    assert_fits(net, X, y)
+
+
+def test_digits_fit_exactly():
+    from sklearn.datasets import load_digits
+
+    digits = load_digits()
+    net = ex.build_interpolating_resnet(digits.data, digits.target)
+    assert net.k == 65 and net.normalised_dim == 65
+    assert_fits(net, digits.data, digits.target)
+
+
+# --- torch module and parameter counts -----------------------------------------------------------
+@settings(max_examples=10, deadline=None)
+@given(seed=st.integers(0, 10_000), lifted=st.booleans())
+def test_torch_module_matches_forward(seed, lifted):
+    rng = np.random.default_rng(seed)
+    X = sphere(60, 5, rng) * (rng.uniform(0.5, 3.0, (60, 1)) if lifted else 1.0)
+    y = rng.integers(0, 4, 60)
+    net = ex.build_interpolating_resnet(X, y, num_classes=4, seed=seed)
+    module = net.as_torch_module()
+    assert isinstance(module, torch.nn.Module)
+    assert len(module.blocks) == net.depth
+    probe = np.concatenate([X, 2.0 * rng.standard_normal((40, 5))])    # training and new points
+    with torch.no_grad():
+        out = module(torch.from_numpy(probe)).numpy()
+    reference = net.forward(probe)
+    assert np.all(np.abs(out - reference) <= 1e-8 * np.maximum(1.0, np.abs(reference)))
+    assert sum(p.numel() for p in module.parameters()) == net.num_parameters_with_biases
+
+
+@pytest.mark.parametrize("n,d,r,k", [(50, 3, 2, None), (200, 8, 5, 12), (31, 4, 3, 7), (1, 2, 1, None)])
+def test_parameter_counts_match_the_formula(n, d, r, k):
+    rng = np.random.default_rng(n)
+    X = rng.standard_normal((n, d))
+    y = rng.integers(0, r, n)
+    net = ex.build_interpolating_resnet(X, y, num_classes=r, k=k)
+    K, D, depth = net.k, net.normalised_dim, net.depth
+    assert D == d + 1
+    assert depth == math.ceil(n / K)
+    assert net.num_parameters == K * D + depth * 2 * K * K + K * r + r * r
+    assert net.num_parameters_with_biases == net.num_parameters + depth * K + r
+    assert sum(a.size for a in net.weight_arrays()) == net.num_parameters
+
+
+# --- Lemma B.1 -----------------------------------------------------------------------------------
+@SETTINGS
+@given(seed=st.integers(0, 10_000), k=st.integers(2, 12), m=st.integers(1, 12), others=st.integers(0, 40))
+def test_lemma_b1_block_moves_exactly_its_group(seed, k, m, others):
+    rng = np.random.default_rng(seed)
+    m = min(m, k)
+    pts = sphere(m + others, k, rng)
+    A, H = pts[:m], pts[m:]
+    B = rng.standard_normal((m, k))
+    U, V, s, cond = ex.lemma_b1_block(A, B, H)
+    assert cond.holds                          # distinct unit vectors always satisfy it
+    assert np.allclose(ex.apply_block(A, U, V, s), B, atol=1e-9)
+    assert np.array_equal(ex.apply_block(H, U, V, s), H)   # every other point exactly unchanged
+
+
+@pytest.mark.parametrize("rho_prime", [0.01, 0.05, 0.2])
+def test_printed_distance_condition_is_not_enough(rho_prime):
+    # Unit vectors at squared distance 2 rho' (our reading of the printed hypothesis) have inner product
+    # 1 - rho' > 1 - 2 rho' = t, so the printed threshold fires on the wrong rows.
+    k = 4
+    A = np.zeros((k, k + 1))
+    A[:, 0] = math.sqrt(1 - rho_prime)
+    A[np.arange(k), np.arange(1, k + 1)] = math.sqrt(rho_prime)
+    dist = ((A[:, None] - A[None]) ** 2).sum(-1)[~np.eye(k, dtype=bool)]
+    assert np.allclose(dist, 2 * rho_prime)
+    alphas = A                                  # k points in R^{k+1}
+    betas = np.eye(k + 1)[1:]
+    U, V, s, cond = ex.lemma_b1_block(alphas, betas, threshold=1 - 2 * rho_prime)
+    assert np.abs(ex.apply_block(alphas, U, V, s) - betas).max() > 0.1
+    # The corrected (inner-product) condition holds for these vectors, and its threshold works.
+    U, V, s, cond = ex.lemma_b1_block(alphas, betas)
+    assert cond.holds and cond.lower == pytest.approx(1 - rho_prime)
+    assert np.allclose(ex.apply_block(alphas, U, V, s), betas, atol=1e-9)
+
+
+def test_block_condition_reports_failure():
+    A = np.array([[1.0, 0.0], [0.5, 0.0]])      # <a_0, a_1> = 0.5 >= ||a_1||^2 = 0.25
+    cond = ex.block_condition(A, np.zeros((0, 2)))
+    assert not cond.holds and cond.upper == pytest.approx(0.25) and cond.lower == pytest.approx(0.5)
+    with pytest.raises(ex.ConstructionError, match="Lemma B.1"):
+        ex.lemma_b1_block(A, np.zeros((2, 2)))
+
+
+# --- k: honoured or refused ----------------------------------------------------------------------
+def test_explicit_k_is_honoured():
+    rng = np.random.default_rng(1)
+    X = sphere(40, 6, rng)
+    y = rng.integers(0, 3, 40)
+    for k in (6, 9, 40, 64):
+        net = ex.build_interpolating_resnet(X, y, k=k)
+        assert net.k == k and net.depth == math.ceil(40 / k)
+        assert_fits(net, X, y)
+
+
+def test_gaussian_projection_works_for_separated_high_dimensional_data():
+    rng = np.random.default_rng(2)
+    X = sphere(30, 400, rng)
+    y = rng.integers(0, 3, 30)
+    rho = ex.separation(X)
+    k = ex.jl_k(30, rho)
+    assert k < 400 and ex.paper_k(30, rho) < 400
+    net = ex.build_interpolating_resnet(X, y, k=k)
+    assert net.k == k and net.A0.shape == (k, 400)
+    assert_fits(net, X, y)
+
+
+def test_too_small_k_is_refused_with_condition_and_indices():
+    rng = np.random.default_rng(3)
+    X = sphere(200, 30, rng)
+    y = rng.integers(0, 4, 200)
+    with pytest.raises(ex.ConstructionError) as info:
+        ex.build_interpolating_resnet(X, y, k=3)
+    assert info.value.condition in ("lemma-b1", "output-block", "verification")
+    assert "draws" in str(info.value)
+    assert info.value.indices and all(0 <= i < 200 for i in info.value.indices)
+
+
+def test_k1_refused_for_three_classes():
+    X = np.arange(6.0).reshape(3, 2)
+    with pytest.raises(ValueError, match="k=1 is refused"):
+        ex.build_interpolating_resnet(X, [0, 1, 2], k=1)
+
+
+def test_huge_k_refused():
+    X = np.eye(3)
+    with pytest.raises(ValueError, match="refused"):
+        ex.build_interpolating_resnet(X, [0, 1, 0], k=50_000)
+
+
+# --- projection, surrogates, k formulas ----------------------------------------------------------
+def test_projection_scales():
+    rng = np.random.default_rng(4)
+    x = sphere(500, 20, rng)
+    for kind, k, expected in (("gaussian", 10, 1.0), ("printed", 10, 10.0), ("orthonormal", 30, 1.0)):
+        A = ex.random_projection(20, k, rng, kind)
+        norms = np.linalg.norm(x @ A.T, axis=1) ** 2
+        assert norms.mean() == pytest.approx(expected, rel=0.15)
+    A = ex.random_projection(20, 30, rng, "orthonormal")
+    assert np.allclose(A.T @ A, np.eye(20))
+
+
+def test_k_formulas():
+    assert ex.paper_k(100, 0.5) == math.ceil(10 * math.log(100) / 0.25)
+    eps = 0.5 / 4.5
+    assert ex.jl_k(100, 0.5) == math.ceil(4 * math.log(101) / (eps ** 2 / 2 - eps ** 3 / 3))
+    assert ex.default_k(1) == 2 and ex.default_k(65) == 65
+    rng = np.random.default_rng(5)
+    X = rng.standard_normal((30, 3))
+    brute = min(((X[i] - X[j]) ** 2).sum() for i in range(30) for j in range(30) if i != j)
+    assert ex.separation(X, chunk=7) == pytest.approx(brute)
+    Q = ex.surrogate_labels(5, 8, rng)
+    assert np.allclose(np.linalg.norm(Q, axis=1), 1.0)
+
+
+def test_benchmark_runs():
+    rows = bench.main(["--sizes", "50", "120", "--dim", "8", "--classes", "3"])
+    assert [r["n"] for r in rows] == [50, 120] and all(r["fits"] for r in rows)
+
+
+# --- bad input -----------------------------------------------------------------------------------
+GOOD_X = np.arange(12.0).reshape(4, 3)
+GOOD_Y = np.array([0, 1, 0, 1])
+
+
+@pytest.mark.parametrize("X,y,kwargs,error,match", [
+    (GOOD_X, GOOD_Y[:3], {}, ValueError, "4 points but y has 3"),
+    (np.zeros((0, 3)), np.zeros(0, int), {}, ValueError, "empty"),
+    (np.zeros((3, 0)), np.zeros(3, int), {}, ValueError, "empty"),
+    (np.where(GOOD_X == 4.0, np.nan, GOOD_X), GOOD_Y, {}, ValueError, "NaN or inf"),
+    (np.where(GOOD_X == 4.0, np.inf, GOOD_X), GOOD_Y, {}, ValueError, "NaN or inf"),
+    (GOOD_X, np.array([0, 1, -1, 1]), {}, ValueError, "0..r-1"),
+    (GOOD_X, np.array([0, 1, 2, 1]), {"num_classes": 2}, ValueError, r"0\.\.1"),
+    (GOOD_X, np.array([0, 1, 0.5, 1]), {}, ValueError, "integer"),
+    (GOOD_X, np.array([0, 1, np.nan, 1]), {}, ValueError, "NaN"),
+    (GOOD_X[0], GOOD_Y, {}, ValueError, "2-D"),
+    (GOOD_X, GOOD_Y.reshape(2, 2), {}, ValueError, "1-D"),
+    ("abc", GOOD_Y, {}, TypeError, "2-D array"),
+    (np.array([["a", "b"]]), [0], {}, TypeError, "numbers"),
+    (GOOD_X, GOOD_Y, {"num_classes": 1.5}, TypeError, "num_classes"),
+    (GOOD_X, GOOD_Y, {"num_classes": 0}, ValueError, "num_classes"),
+    (GOOD_X, GOOD_Y, {"k": 0}, ValueError, "k must be at least 1"),
+    (GOOD_X, GOOD_Y, {"k": 2.5}, TypeError, "k must be a positive integer"),
+    (GOOD_X, GOOD_Y, {"seed": "x"}, TypeError, "seed"),
+    (GOOD_X, ["a", "b", "c", "d"], {}, TypeError, "integer labels"),
+])
+def test_bad_input(X, y, kwargs, error, match):
+    with pytest.raises(error, match=match):
+        ex.build_interpolating_resnet(X, y, **kwargs)
+
+
+def test_identical_inputs_with_different_labels_are_named():
+    X = np.array([[1.0, 2.0], [3.0, 4.0], [1.0, 2.0]])
+    with pytest.raises(ValueError, match="inputs 0 and 2 are identical but have different labels"):
+        ex.build_interpolating_resnet(X, [0, 1, 1])
+    net = ex.build_interpolating_resnet(X, [0, 1, 0])        # same label: fine
+    assert_fits(net, X, np.array([0, 1, 0]))
+
+
+def test_bad_input_to_network_methods_and_helpers():
+    net = ex.build_interpolating_resnet(GOOD_X, GOOD_Y)
+    rng = np.random.default_rng(0)
+    with pytest.raises(ValueError, match="built for 3"):
+        net.predict(np.zeros((2, 4)))
+    with pytest.raises(ValueError, match="NaN or inf"):
+        net.forward(np.full((1, 3), np.nan))
+    with pytest.raises(ValueError, match="upto"):
+        net.hidden(GOOD_X, upto=net.depth + 1)
+    with pytest.raises(ValueError, match="shape"):
+        net.output_block(np.zeros((2, net.k + 1)))
+    with pytest.raises(ValueError, match="unknown projection"):
+        ex.random_projection(3, 2, rng, "bogus")
+    with pytest.raises(ValueError, match="k >= D"):
+        ex.random_projection(5, 2, rng, "orthonormal")
+    with pytest.raises(TypeError, match="Generator"):
+        ex.random_projection(3, 2, 0)
+    with pytest.raises(TypeError, match="Generator"):
+        ex.surrogate_labels(3, 2, None)
+    with pytest.raises(ValueError, match="at least 1"):
+        ex.surrogate_labels(0, 2, rng)
+    with pytest.raises(ValueError, match="two points"):
+        ex.separation(np.zeros((1, 3)))
+    with pytest.raises(ValueError, match="rho"):
+        ex.paper_k(10, 0.0)
+    with pytest.raises(ValueError, match="c must"):
+        ex.paper_k(10, 0.5, c=-1)
+    with pytest.raises(ValueError, match="rho"):
+        ex.jl_k(10, 5.0)
+    with pytest.raises(ValueError, match="depth"):
+        ex.paper_parameter_count(2, 3, -1, 2)
+    with pytest.raises(ValueError, match="same shape"):
+        ex.lemma_b1_block(np.eye(2), np.eye(3))
+    with pytest.raises(ValueError, match="at most 2 points"):
+        ex.lemma_b1_block(np.ones((3, 2)), np.ones((3, 2)))
+    with pytest.raises(ValueError, match="NaN or inf"):
+        ex.block_condition(np.array([[np.nan, 1.0]]), np.zeros((0, 2)))
+    with pytest.raises(ValueError, match="at least one point"):
+        ex.block_condition(np.zeros((0, 2)), np.zeros((0, 2)))
+    with pytest.raises(ValueError, match="4 points but y has shape"):
+        ex.unique_points(GOOD_X, GOOD_Y[:2])
+    with pytest.raises(ValueError, match="attempts"):
+        ex.construct_interpolating_resnet(GOOD_X, GOOD_Y, k=3, attempts=0)
+    with pytest.raises(ValueError, match="unknown projection"):
+        ex.construct_interpolating_resnet(GOOD_X, GOOD_Y, k=3, projection="bogus")
+    with pytest.raises(ValueError, match="orthonormal projection needs"):
+        ex.construct_interpolating_resnet(GOOD_X, GOOD_Y, k=2, projection="orthonormal")
+    with pytest.raises(ValueError, match="sizes"):
+        bench.time_builds([])
