@@ -1,0 +1,316 @@
+"""Tests of the training engine (resnet_theory.train): the paper's recipe as the default, exact resumption after
+SIGKILL, the NaN/divergence guard, two-process DistributedDataParallel, and clear errors for bad configurations.
+
+Every run here is a tiny network on the real 8x8 digits, on the CPU with one thread per process.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from resnet_theory import allconv, data, train
+from resnet_theory.train import ConfigError, TrainConfig, TrainingDiverged
+
+ROOT = Path(__file__).resolve().parents[1]
+TINY = dict(dataset="digits", stem_channels=4, widths=(4, 8), blocks_per_stage=1, batch_size=32, lr=0.05,
+            lr_milestones=(1000,), eval_every=0, log_every=5, checkpoint_every=0, progress=False)
+
+
+def tiny(**changes) -> TrainConfig:
+    return TrainConfig(**{**TINY, **changes})
+
+
+def cli_args(config: TrainConfig) -> list[str]:
+    """The command-line form of a configuration (the inverse of the CLI's parser)."""
+    args = []
+    for key, value in config.to_dict().items():
+        if value is None:
+            continue
+        flag = "--" + key.replace("_", "-")
+        if isinstance(value, bool):
+            args.append(flag if value else "--no-" + key.replace("_", "-"))
+        elif isinstance(value, list):
+            args += [flag, ",".join(map(str, value))]
+        else:
+            args += [flag, str(value)]
+    return args
+
+
+def one_thread_env() -> dict:
+    return {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
+
+
+def load_ckpt(path) -> dict:
+    return torch.load(path, map_location="cpu", weights_only=False)
+
+
+def assert_bitwise_equal(a: dict, b: dict) -> None:
+    assert a.keys() == b.keys()
+    for k in a:
+        assert torch.equal(a[k], b[k]), f"{k} differs (max |diff| {(a[k] - b[k]).abs().max().item():.3g})"
+
+
+# --- the paper's recipe ---------------------------------------------------------------------------------
+def test_defaults_are_the_papers_recipe():
+    c = TrainConfig()
+    assert (c.dataset, c.batch_size, c.lr, c.momentum, c.weight_decay) == ("cifar10", 128, 0.05, 0.9, 1e-4)
+    assert c.lr_milestones == (30_000, 50_000) and c.lr_gamma == 0.1
+    assert (c.widths, c.blocks_per_stage, c.stem_channels, c.init, c.skip, c.trainable_head) == \
+        ((64, 128, 256), 9, 16, "small", True, False)
+    assert c.augmentation == (True, 4, True)
+    assert c.compile is False  # torch.compile only when asked
+    expected = {0: 0.05, 29_999: 0.05, 30_000: 0.005, 49_999: 0.005, 50_000: 0.0005, 63_999: 0.0005}
+    for step, lr in expected.items():
+        assert math.isclose(train.learning_rate(c, step), lr, rel_tol=1e-12)
+
+
+@given(milestones=st.lists(st.integers(1, 500), min_size=0, max_size=4, unique=True).map(sorted),
+       gamma=st.floats(0.01, 0.99), step=st.integers(0, 600))
+def test_learning_rate_is_piecewise_constant(milestones, gamma, step):
+    c = TrainConfig(lr=0.3, lr_milestones=tuple(milestones), lr_gamma=gamma)
+    passed = sum(step >= m for m in milestones)
+    assert math.isclose(train.learning_rate(c, step), 0.3 * gamma ** passed, rel_tol=1e-12)
+    assert train.learning_rate(c, step + 1) <= train.learning_rate(c, step)
+
+
+@pytest.mark.parametrize("trainable_head", [False, True])
+def test_weight_decay_only_on_conv_weights(trainable_head):
+    model = allconv.AllConvResNet(in_channels=1, stem_channels=4, widths=(4, 8), blocks_per_stage=2,
+                                  trainable_head=trainable_head)
+    decay, *rest = train.parameter_groups(model, 1e-4)
+    conv_weights = {id(p) for p in allconv.conv_weight_parameters(model)}
+    assert {id(p) for p in decay["params"]} == conv_weights and decay["weight_decay"] == 1e-4
+    others = {id(p) for g in rest for p in g["params"]}
+    assert all(g["weight_decay"] == 0.0 for g in rest)
+    trainable = {id(p) for p in model.parameters() if p.requires_grad}
+    assert conv_weights | others == trainable and not conv_weights & others
+    assert (id(model.head.weight) in others) == trainable_head  # a fixed head is not optimised at all
+
+
+# --- bad configurations ----------------------------------------------------------------------------------
+@pytest.mark.parametrize("changes, words", [
+    (dict(dataset="mnist"), "unknown dataset 'mnist'"),
+    (dict(steps=0), "steps must be an integer >= 1"),
+    (dict(steps=2.5), "steps must be an integer >= 1"),
+    (dict(batch_size=0), "batch_size must be an integer >= 1"),
+    (dict(lr=-0.1), "lr must be a finite number > 0"),
+    (dict(lr=float("nan")), "lr must be a finite number > 0"),
+    (dict(momentum=1.0), "momentum must be in [0, 1)"),
+    (dict(weight_decay=-1.0), "weight_decay must be"),
+    (dict(lr_milestones=(50, 10)), "lr_milestones must be increasing"),
+    (dict(lr_milestones=(0,)), "lr_milestones must be increasing"),
+    (dict(init="xavier"), "init must be 'small' or 'standard'"),
+    (dict(widths=()), "widths must be one or more positive integers"),
+    (dict(kernel_size=4), "kernel_size must be odd"),
+    (dict(eval_every=-1), "eval_every must be an integer >= 0"),
+    (dict(augment_pad=-1), "augment_pad must be an integer >= 0"),
+    (dict(max_loss=0.0), "max_loss must be > 0"),
+    (dict(on_divergence="ignore"), "on_divergence must be 'raise' or 'stop'"),
+    (dict(resume=True), "resume=True needs out_dir"),
+    (dict(device="tpu"), "device must be 'auto', 'cpu' or a CUDA device"),
+    (dict(batch_size=5000), "smaller than one batch of 5000"),
+])
+def test_bad_configurations_fail_clearly(changes, words):
+    with pytest.raises(ConfigError) as info:
+        train.train(tiny(**changes))
+    assert words in str(info.value)
+
+
+def test_uneven_split_between_processes_is_refused():
+    with pytest.raises(ConfigError, match="does not split evenly between 3 processes"):
+        tiny(batch_size=32).validate(world_size=3)
+
+
+def test_cifar_without_data_says_where_to_put_it(tmp_path):
+    with pytest.raises(ConfigError) as info:
+        train.train(tiny(dataset="cifar10"))
+    assert "cifar-10-binary.tar.gz" in str(info.value) and "data_dir" in str(info.value)
+    empty = tmp_path / "nothing-here"
+    empty.mkdir()
+    with pytest.raises(ConfigError) as info:
+        train.train(tiny(dataset="cifar100", data_dir=str(empty)))
+    assert str(empty) in str(info.value) and "cifar-100-binary.tar.gz" in str(info.value)
+
+
+def test_cli_reports_bad_configuration_and_exits_2(capsys):
+    assert train.main(["--dataset", "mnist", "--steps", "3"]) == 2
+    assert "error: unknown dataset 'mnist'" in capsys.readouterr().err
+    assert train.main(["--dataset", "digits", "--steps", "0"]) == 2
+    assert "steps must be an integer >= 1" in capsys.readouterr().err
+
+
+def test_resume_without_checkpoint_or_with_another_config_is_refused(tmp_path):
+    with pytest.raises(ConfigError, match="no checkpoint at"):
+        train.train(tiny(out_dir=str(tmp_path), resume=True, steps=4))
+    train.train(tiny(out_dir=str(tmp_path), steps=4))
+    with pytest.raises(ConfigError, match=r"different configuration \(lr: checkpoint 0.05, now 0.1"):
+        train.train(tiny(out_dir=str(tmp_path), resume=True, steps=8, lr=0.1))
+
+
+# --- training, metrics, checkpoints -------------------------------------------------------------------
+def test_training_learns_and_records_everything(tmp_path):
+    config = tiny(steps=120, init="standard", eval_every=40, checkpoint_every=40, out_dir=str(tmp_path))
+    result = train.train(config)
+    steps, losses = result.curve("train", "loss")
+    assert steps[-1] == 120 and result.steps_done == 120
+    assert losses[-1] < 0.5 * losses[0], losses
+    _, accuracy = result.curve("eval", "test_accuracy")
+    assert accuracy[0] < 0.3 and result.final_test_accuracy == accuracy[-1] > 0.6, accuracy
+    records = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert records == json.loads(json.dumps(result.history))
+    assert records[0]["kind"] == "start" and records[-1]["kind"] == "end"
+    assert all(r["images_per_s"] > 0 for r in records if r["kind"] == "train")
+    ckpt = load_ckpt(result.checkpoint_path)
+    assert ckpt["step"] == 120 and set(ckpt["random_states"]) >= {"torch_cpu", "numpy", "python"}
+    assert set(ckpt["data_stream"]) == {"epoch", "consumed", "epoch_start_state", "generator_state"}
+    assert ckpt["optimizer"]["state"], "momentum buffers are saved"
+    assert_bitwise_equal(ckpt["model"], result.model.state_dict())
+    assert not [p for p in tmp_path.iterdir() if p.name not in ("checkpoint.pt", "metrics.jsonl")]
+
+
+def test_save_checkpoint_is_atomic(tmp_path):
+    path = tmp_path / "checkpoint.pt"
+    train.save_checkpoint(path, {"step": 1, "w": torch.ones(3)})
+    with pytest.raises(Exception):
+        train.save_checkpoint(path, {"step": 2, "bad": lambda: None})  # cannot be pickled: the write fails
+    assert load_ckpt(path)["step"] == 1  # the previous checkpoint is intact
+    assert [p.name for p in tmp_path.iterdir()] == ["checkpoint.pt"]  # and no temporary file is left
+
+
+@settings(max_examples=25, deadline=None)
+@given(n=st.integers(4, 40), batch=st.integers(1, 6), augment=st.booleans(), taken=st.integers(0, 30),
+       seed=st.integers(0, 2**31))
+def test_batch_stream_resumes_where_it_stopped(n, batch, augment, taken, seed):
+    if n < batch:
+        return
+    rng = np.random.default_rng(seed)
+    split = data.DeviceData(rng.integers(0, 256, (n, 1, 5, 5), dtype=np.uint8), rng.integers(0, 3, n), "cpu")
+    stream = train.BatchStream(split, batch, torch.Generator().manual_seed(seed), augment, 1, True)
+    for _ in range(taken):
+        next(stream)
+    state = stream.state()
+    expected = [next(stream) for _ in range(7)]
+    other = train.BatchStream(split, batch, torch.Generator().manual_seed(seed + 1), augment, 1, True)
+    other.restore(state)
+    for (x, y), (x2, y2) in zip(expected, (next(other) for _ in range(7))):
+        assert torch.equal(x, x2) and torch.equal(y, y2)
+
+
+def test_resume_in_process_matches_uninterrupted_run_bitwise(tmp_path):
+    # 1,437 training digits, batches of 32: 44 per epoch, so the interruption at step 25 is mid-epoch and the
+    # runs cross an epoch boundary; augmentation is on so that its draws must be replayed too.
+    base = tiny(steps=60, augment=True, checkpoint_every=25)
+    whole = train.train(replace(base, out_dir=str(tmp_path / "whole")))
+    train.train(replace(base, steps=35, out_dir=str(tmp_path / "split")))  # checkpoints at 25 and 35
+    resumed = train.train(replace(base, out_dir=str(tmp_path / "split"), resume=True))
+    assert [r["step"] for r in resumed.history if r["kind"] == "resume"] == [35]
+    assert_bitwise_equal(whole.model.state_dict(), resumed.model.state_dict())
+    assert whole.curve("train", "loss")[1].tolist() == resumed.curve("train", "loss")[1].tolist()
+
+
+def test_sigkill_mid_run_then_resume_gives_bitwise_the_same_weights(tmp_path):
+    """Real processes: one runs through; one is killed with SIGKILL after its first checkpoint, then resumed."""
+    config = tiny(steps=400, checkpoint_every=20, log_every=20, augment=True)
+    command = [sys.executable, "-m", "resnet_theory.train"]
+    whole_dir, killed_dir = tmp_path / "whole", tmp_path / "killed"
+    whole = subprocess.Popen(command + cli_args(replace(config, out_dir=str(whole_dir))), env=one_thread_env(),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    victim = subprocess.Popen(command + cli_args(replace(config, out_dir=str(killed_dir))), env=one_thread_env(),
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    checkpoint = killed_dir / "checkpoint.pt"
+    deadline = time.monotonic() + 120
+    while not checkpoint.exists() and victim.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    os.kill(victim.pid, signal.SIGKILL)
+    assert victim.wait(timeout=30) == -signal.SIGKILL, "the run finished before it could be killed"
+    killed_at = load_ckpt(checkpoint)["step"]
+    assert 0 < killed_at < config.steps
+    out, err = whole.communicate(timeout=300)
+    assert whole.returncode == 0, err
+    resume = subprocess.run(command + cli_args(replace(config, out_dir=str(killed_dir), resume=True)),
+                            env=one_thread_env(), capture_output=True, text=True, timeout=300)
+    assert resume.returncode == 0, resume.stderr
+    a, b = load_ckpt(whole_dir / "checkpoint.pt"), load_ckpt(checkpoint)
+    assert a["step"] == b["step"] == config.steps
+    assert_bitwise_equal(a["model"], b["model"])
+    for pa, pb in zip(a["optimizer"]["state"].values(), b["optimizer"]["state"].values()):
+        assert torch.equal(pa["momentum_buffer"], pb["momentum_buffer"])
+    assert json.loads(out.splitlines()[-1])["test_accuracy"] == json.loads(resume.stdout.splitlines()[-1])["test_accuracy"]
+    steps = [json.loads(line)["step"] for line in (killed_dir / "metrics.jsonl").read_text().splitlines()
+             if json.loads(line)["kind"] == "train"]
+    assert steps == sorted(set(steps)), "records after the checkpoint were dropped on resume, not duplicated"
+
+
+# --- the divergence guard ------------------------------------------------------------------------------
+def test_diverging_run_stops_and_keeps_last_good_checkpoint(tmp_path):
+    # The learning rate jumps from 0.05 to 5e7 at step 20: the loss blows up right after.
+    config = tiny(steps=60, lr_milestones=(20,), lr_gamma=1e9, checkpoint_every=10, log_every=5,
+                  init="standard", out_dir=str(tmp_path))
+    with pytest.raises(TrainingDiverged) as info:
+        train.train(config)
+    message = str(info.value)
+    assert "training diverged at step" in message and "last good checkpoint" in message
+    stopped_at = info.value.result.steps_done
+    assert 20 < stopped_at <= 30 and info.value.result.diverged
+    ckpt = load_ckpt(tmp_path / "checkpoint.pt")
+    assert ckpt["step"] == 20
+    assert all(torch.isfinite(t).all() for t in ckpt["model"].values())
+    assert json.loads((tmp_path / "metrics.jsonl").read_text().splitlines()[-1])["kind"] == "diverged"
+    # on_divergence="stop" returns instead of raising; the CLI exits with status 3 and the message
+    result = train.train(replace(config, on_divergence="stop", out_dir=str(tmp_path / "stop")))
+    assert result.diverged and math.isnan(result.final_test_accuracy) and result.steps_done == stopped_at
+
+
+def test_cli_exits_3_on_divergence(tmp_path, capsys):
+    args = cli_args(tiny(steps=30, lr_milestones=(5,), lr_gamma=1e9, init="standard", out_dir=str(tmp_path)))
+    assert train.main(args) == 3
+    assert "error: training diverged at step" in capsys.readouterr().err
+
+
+def test_nan_loss_is_caught(tmp_path):
+    # A NaN in one weight turns every loss after it into NaN: the guard must name it and stop.
+    config = tiny(steps=40, max_loss=1e30, checkpoint_every=10, out_dir=str(tmp_path))
+    train.train(replace(config, steps=10))
+    ckpt = load_ckpt(tmp_path / "checkpoint.pt")
+    next(iter(ckpt["model"].values())).view(-1)[0] = float("nan")
+    train.save_checkpoint(tmp_path / "checkpoint.pt", ckpt)
+    with pytest.raises(TrainingDiverged, match=r"mean training loss nan over steps 11-15"):
+        train.train(replace(config, resume=True))
+
+
+# --- several processes ------------------------------------------------------------------------------------
+def test_two_processes_with_torchrun_match_one_process(tmp_path):
+    config = tiny(steps=24, batch_size=32, augment=True, eval_every=12, checkpoint_every=12)
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
+               "-m", "resnet_theory.train"] + cli_args(replace(config, out_dir=str(tmp_path / "ddp")))
+    proc = subprocess.run(command, env=one_thread_env(), capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    torch.set_num_threads(1)
+    try:
+        single = train.train(replace(config, out_dir=str(tmp_path / "single")))
+    finally:
+        torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", os.cpu_count() or 1)))
+    records = [json.loads(line) for line in (tmp_path / "ddp" / "metrics.jsonl").read_text().splitlines()]
+    assert records[0]["world_size"] == 2 and records[0]["local_batch_size"] == 16
+    ddp = load_ckpt(tmp_path / "ddp" / "checkpoint.pt")
+    assert ddp["step"] == 24
+    for name, value in single.model.state_dict().items():
+        torch.testing.assert_close(ddp["model"][name], value, rtol=1e-4, atol=1e-5, msg=name)
+    ddp_loss = [r["loss"] for r in records if r["kind"] == "train"]
+    assert np.allclose(ddp_loss, single.curve("train", "loss")[1], rtol=1e-4)
+    ddp_eval = [r["test_accuracy"] for r in records if r["kind"] == "eval"]
+    assert np.allclose(ddp_eval, single.curve("eval", "test_accuracy")[1], atol=1 / 360 + 1e-9)
