@@ -136,13 +136,10 @@ def test_printed_distance_condition_is_not_enough(rho_prime):
     # Unit vectors at squared distance 2 rho' (our reading of the printed hypothesis) have inner product
     # 1 - rho' > 1 - 2 rho' = t, so the printed threshold fires on the wrong rows.
     k = 4
-    A = np.zeros((k, k + 1))
-    A[:, 0] = math.sqrt(1 - rho_prime)
-    A[np.arange(k), np.arange(1, k + 1)] = math.sqrt(rho_prime)
-    dist = ((A[:, None] - A[None]) ** 2).sum(-1)[~np.eye(k, dtype=bool)]
+    alphas, betas = ex.printed_condition_counterexample(k, rho_prime)
+    assert np.allclose(np.linalg.norm(alphas, axis=1), 1.0)
+    dist = ((alphas[:, None] - alphas[None]) ** 2).sum(-1)[~np.eye(k, dtype=bool)]
     assert np.allclose(dist, 2 * rho_prime)
-    alphas = A                                  # k points in R^{k+1}
-    betas = np.eye(k + 1)[1:]
     U, V, s, cond = ex.lemma_b1_block(alphas, betas, threshold=1 - 2 * rho_prime)
     assert np.abs(ex.apply_block(alphas, U, V, s) - betas).max() > 0.1
     # The corrected (inner-product) condition holds for these vectors, and its threshold works.
@@ -228,6 +225,14 @@ def test_k_formulas():
     assert ex.separation(X, chunk=7) == pytest.approx(brute)
     Q = ex.surrogate_labels(5, 8, rng)
     assert np.allclose(np.linalg.norm(Q, axis=1), 1.0)
+
+
+def test_success_rate_counts_draws():
+    rng = np.random.default_rng(6)
+    X = sphere(60, 20, rng)
+    y = rng.integers(0, 3, 60)
+    assert ex.success_rate(X, y, 2, range(3)) == 0.0          # far too small for a Gaussian projection
+    assert ex.success_rate(X, y, 20, range(3), projection="orthonormal") == 1.0
 
 
 def test_benchmark_runs():
@@ -321,5 +326,9 @@ def test_bad_input_to_network_methods_and_helpers():
         ex.construct_interpolating_resnet(GOOD_X, GOOD_Y, k=3, projection="bogus")
     with pytest.raises(ValueError, match="orthonormal projection needs"):
         ex.construct_interpolating_resnet(GOOD_X, GOOD_Y, k=2, projection="orthonormal")
+    with pytest.raises(ValueError, match="at least one seed"):
+        ex.success_rate(GOOD_X, GOOD_Y, 3, [])
+    with pytest.raises(ValueError, match="rho_prime"):
+        ex.printed_condition_counterexample(3, 1.5)
     with pytest.raises(ValueError, match="sizes"):
         bench.time_builds([])

@@ -671,3 +671,35 @@ def build_interpolating_resnet(X, y, num_classes=None, k=None, seed=0) -> Interp
     if k is None:
         k = default_k(InputNormaliser.fit(X).output_dim(X.shape[1]))
     return construct_interpolating_resnet(X, labels, k=k, num_classes=r, seed=seed, projection="auto")
+
+
+# --- helpers for the chapter's experiments --------------------------------------------------------
+def success_rate(X, y, k: int, seeds, *, projection: str = "gaussian", num_classes=None) -> float:
+    """Fraction of ``seeds`` for which one draw (no retries) builds a network that fits ``(X, y)``."""
+    seeds = list(seeds)
+    if not seeds:
+        raise ValueError("success_rate needs at least one seed")
+    ok = 0
+    for seed in seeds:
+        try:
+            construct_interpolating_resnet(X, y, k=k, num_classes=num_classes, seed=seed,
+                                           projection=projection, attempts=1)
+            ok += 1
+        except ConstructionError:
+            pass
+    return ok / len(seeds)
+
+
+def printed_condition_counterexample(k: int, rho_prime: float) -> tuple[np.ndarray, np.ndarray]:
+    """``k`` unit vectors in ``R^{k+1}`` at pairwise squared distance exactly ``2 rho'``, and targets.
+
+    ``alpha_i = sqrt(1 - rho') e_0 + sqrt(rho') e_i``: their inner products are ``1 - rho'``, above the
+    printed threshold ``1 - 2 rho'``. The targets are ``e_1 .. e_k``.
+    """
+    k = _check_k(k)
+    if not (np.isfinite(rho_prime) and 0 < rho_prime < 1):
+        raise ValueError(f"rho_prime must lie in (0, 1), got {rho_prime}")
+    alphas = np.zeros((k, k + 1))
+    alphas[:, 0] = math.sqrt(1.0 - rho_prime)
+    alphas[np.arange(k), np.arange(1, k + 1)] = math.sqrt(rho_prime)
+    return alphas, np.eye(k + 1)[1:]
