@@ -5,10 +5,12 @@ Theorem 3.2 of the paper says that a residual network of ReLU blocks ``h -> h + 
 The proof is a construction, built and verified here:
 
 1. **Normalise** the inputs (:class:`InputNormaliser`). Inputs that already have unit norm (the paper's
-   Assumption 3.1) are used as given. Otherwise they are centred, divided by the largest norm ``R`` and
-   lifted onto the unit sphere of ``R^{d+1}``: ``z = (x - mu) / R``, ``x~ = (z, sqrt(1 - ||z||^2))``. The
-   first ``d`` coordinates are an affine bijection of ``x``, so distinct inputs stay distinct (plain
-   division by the norm would merge ``x`` and ``2x``).
+   Assumption 3.1) are used as given. Otherwise they are centred, divided by ``R = sqrt(2)`` times the
+   largest centred norm and lifted onto the unit sphere of ``R^{d+1}``: ``z = (x - mu) / R``,
+   ``x~ = (z, sqrt(1 - ||z||^2))``. The first ``d`` coordinates are an affine bijection of ``x``, so distinct
+   inputs stay distinct (plain division by the norm would merge ``x`` and ``2x``). The factor ``sqrt(2)``
+   keeps the lifted coordinate at least ``1/sqrt(2)``: at 0 the square root would turn rounding errors of
+   ``1e-16`` into ``1e-8``.
 2. **Project** to ``R^k`` with ``A_0`` (:func:`random_projection`): a Gaussian matrix with entries of
    variance ``1/k`` (the scale that preserves norms; the paper leaves it out), and, when ``k >= D`` (``D``
    the normalised dimension), the same matrix with its columns orthonormalised, an exact isometry.
@@ -179,7 +181,7 @@ class InputNormaliser:
         if np.all(np.abs(norms - 1.0) <= tol):
             return InputNormaliser(None, 1.0)
         mean = X.mean(axis=0)
-        radius = float(np.linalg.norm(X - mean, axis=1).max())
+        radius = math.sqrt(2.0) * float(np.linalg.norm(X - mean, axis=1).max())
         return InputNormaliser(mean, radius if radius > 0 else 1.0)
 
     def output_dim(self, d: int) -> int:
@@ -703,3 +705,30 @@ def printed_condition_counterexample(k: int, rho_prime: float) -> tuple[np.ndarr
     alphas[:, 0] = math.sqrt(1.0 - rho_prime)
     alphas[np.arange(k), np.arange(1, k + 1)] = math.sqrt(rho_prime)
     return alphas, np.eye(k + 1)[1:]
+
+
+def html_table(headers, rows, digits: int = 4) -> str:
+    """A small HTML table (numbers to ``digits`` significant figures) for the chapter's results."""
+    import html as _html
+
+    headers = list(headers)
+    if not headers:
+        raise ValueError("html_table needs at least one column")
+    out = ["<table><tr>" + "".join(f"<th>{_html.escape(str(h))}</th>" for h in headers) + "</tr>"]
+    for row in rows:
+        row = list(row)
+        if len(row) != len(headers):
+            raise ValueError(f"a row has {len(row)} entries for {len(headers)} columns")
+        cells = []
+        for v in row:
+            if isinstance(v, (bool, np.bool_)):
+                text = str(bool(v))
+            elif isinstance(v, numbers.Integral):
+                text = f"{int(v):,}"
+            elif isinstance(v, numbers.Real):
+                text = f"{float(v):.{digits}g}"
+            else:
+                text = str(v)
+            cells.append(f"<td>{_html.escape(text)}</td>")
+        out.append("<tr>" + "".join(cells) + "</tr>")
+    return "".join(out) + "</table>"
