@@ -6,15 +6,15 @@ import sys
 
 import numpy as np
 import pytest
-import sympy as sp
 import torch
 from hypothesis import given, settings, strategies as st
 
 from resnet_theory import checks
 from resnet_theory.linear import (
+    ResultsTable,
     compose, factorization_plan, factorize_near_identity, gamma, gradient_lower_bound,
     gradient_lower_bound_printed, identity_init_gd, layer_norms, random_matrix_with_gamma, random_rotation,
-    random_layers_in_ball, risk, risk_gradient, risk_gradient_descent, risk_gradient_printed_order,
+    random_layers_in_ball, sympy_risk, torch_risk, risk, risk_gradient, risk_gradient_descent, risk_gradient_printed_order,
     theorem_2_1_bound, theorem_2_1_sweep,
     theorem_2_1_bound_early, theorem_2_1_bound_integer, theorem_2_1_min_depth,
 )
@@ -180,6 +180,12 @@ def test_risk_functions_reject_bad_input():
             fn(A, R, S, "0.5")
         with pytest.raises(ValueError, match="outside the tau-ball"):
             fn(np.full((2, 3, 3), 0.5), R, S, 0.2)
+    with pytest.raises(ValueError, match="R is 2 x 2"):
+        torch_risk(2, 3, np.eye(2), S)
+    with pytest.raises(ValueError, match="positive semidefinite"):
+        sympy_risk(2, 3, R, -S)
+    with pytest.raises(ValueError, match="expected 18 parameters"):
+        torch_risk(2, 3, R, S)(torch.zeros(5, dtype=torch.float64))
     with pytest.raises(ValueError, match="lr"):
         risk_gradient_descent(A, R, S, 10, 0.0)
     with pytest.raises(ValueError, match="steps"):
@@ -250,19 +256,6 @@ def test_risk_matches_monte_carlo():
     assert abs(losses.mean() - risk(A, R, Sigma)) <= 5 * se
 
 
-def _torch_risk(depth, d, R, Sigma):
-    R_t, S_t = torch.as_tensor(R), torch.as_tensor(Sigma)
-
-    def f(v):
-        A = v.reshape(depth, d, d)
-        P = torch.eye(d, dtype=v.dtype)
-        for i in range(depth):
-            P = (torch.eye(d, dtype=v.dtype) + A[i]) @ P
-        E = P - R_t
-        return torch.trace(E @ S_t @ E.T) + d
-    return f
-
-
 @settings(max_examples=10, deadline=None)
 @given(st.integers(1, 4), st.integers(1, 5), st.integers(0, 2**32 - 1))
 def test_gradient_three_witnesses(d, depth, seed):
@@ -272,23 +265,16 @@ def test_gradient_three_witnesses(d, depth, seed):
     Sigma = L @ L.T
     points = [0.3 * rng.standard_normal(depth * d * d) for _ in range(2)]
     report = checks.compare_gradients(
-        _torch_risk(depth, d, R, Sigma), points,
+        torch_risk(depth, d, R, Sigma), points,
         closed_form={"Lemma 2.4": lambda v: risk_gradient(v.reshape(depth, d, d), R, Sigma)})
     assert report.check().holds, report.max_rel_error
 
 
 def test_gradient_against_sympy_and_printed_order_disagrees():
     d, depth = 2, 3
-    syms = sp.symbols(f"a0:{depth * d * d}")
-    R = sp.Matrix([[1, 2], [-1, 1]])
-    Sigma = sp.Matrix([[2, 1], [1, 3]])
-    mats = [sp.Matrix(d, d, syms[i * d * d:(i + 1) * d * d]) for i in range(depth)]
-    P = sp.eye(d)
-    for M in mats:
-        P = (sp.eye(d) + M) * P
-    E = P - R
-    sd = checks.sympy_derivatives((E * Sigma * E.T).trace() + d, syms, simplify=False)
-    Rn, Sn = np.array(R, dtype=float), np.array(Sigma, dtype=float)
+    Rn, Sn = np.array([[1.0, 2.0], [-1.0, 1.0]]), np.array([[2.0, 1.0], [1.0, 3.0]])
+    expr, syms = sympy_risk(depth, d, Rn, Sn)
+    sd = checks.sympy_derivatives(expr, syms, simplify=False)
     rng = np.random.default_rng(1)
     points = [0.3 * rng.standard_normal(len(syms)) for _ in range(3)]
     for v in points:
@@ -298,6 +284,8 @@ def test_gradient_against_sympy_and_printed_order_disagrees():
         assert np.max(np.abs(ours - exact)) <= 1e-10 * max(1, np.max(np.abs(exact)))
         assert np.max(np.abs(printed - exact)) > 1e-3 * np.max(np.abs(exact))
         assert sd.value(v) == pytest.approx(risk(v.reshape(depth, d, d), Rn, Sn), rel=1e-12)
+    report = checks.compare_gradients(torch_risk(depth, d, Rn, Sn), points, closed_form={"sympy": sd.gradient})
+    assert report.check().holds
 
 
 def test_printed_order_agrees_when_depth_at_most_two():
@@ -377,3 +365,17 @@ def test_benchmark_runs_small():
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert "relative error" in out.stdout
+
+
+def test_results_table():
+    table = ResultsTable([{"a": 1, "b": 0.123456}, {"a": 2, "b": None}], digits=3)
+    assert list(table.column("a")) == [1, 2]
+    assert "0.123" in table._repr_html_() and "none in the grid" in table._repr_html_()
+    with pytest.raises(ValueError, match="non-empty"):
+        ResultsTable([])
+    with pytest.raises(ValueError, match="same keys"):
+        ResultsTable([{"a": 1}, {"b": 2}])
+    with pytest.raises(ValueError, match="digits"):
+        ResultsTable([{"a": 1}], digits=0)
+    with pytest.raises(KeyError, match="no column"):
+        table.column("c")

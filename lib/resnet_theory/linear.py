@@ -32,7 +32,7 @@ __all__ = [
     "FactorizationPlan", "GDResult", "compose", "factorization_plan", "factorize_near_identity", "gamma",
     "gradient_lower_bound", "gradient_lower_bound_printed", "identity_init_gd", "layer_norms",
     "risk", "risk_gradient", "risk_gradient_descent", "risk_gradient_printed_order", "random_rotation",
-    "random_matrix_with_gamma", "random_layers_in_ball", "theorem_2_1_sweep", "theorem_2_1_bound", "theorem_2_1_bound_early", "theorem_2_1_bound_integer", "theorem_2_1_min_depth",
+    "ResultsTable", "random_matrix_with_gamma", "random_layers_in_ball", "sympy_risk", "torch_risk", "theorem_2_1_sweep", "theorem_2_1_bound", "theorem_2_1_bound_early", "theorem_2_1_bound_integer", "theorem_2_1_min_depth",
 ]
 
 # Relative tolerance for deciding that a matrix is symmetric / a singular value equals one.
@@ -401,6 +401,45 @@ def risk_gradient_printed_order(A, R, Sigma) -> np.ndarray:
     return out
 
 
+def torch_risk(depth, d, R, Sigma):
+    """The risk as a torch function of one flat float64 vector of ``depth * d * d`` layer entries
+    (``A[0]`` first, row-major), for the autograd and finite-difference witnesses of :mod:`resnet_theory.checks`."""
+    import torch
+
+    depth, d = _as_depth(depth), _as_depth(d, "d")
+    _, R, Sigma = _check_risk_inputs(np.zeros((depth, d, d)), R, Sigma)
+    R_t, S_t = torch.as_tensor(R), torch.as_tensor(Sigma)
+
+    def f(v):
+        if v.numel() != depth * d * d:
+            raise ValueError(f"expected {depth * d * d} parameters, got {v.numel()}")
+        A = v.reshape(depth, d, d)
+        I = torch.eye(d, dtype=v.dtype)
+        P = I
+        for i in range(depth):
+            P = (I + A[i]) @ P
+        E = P - R_t
+        return torch.trace(E @ S_t @ E.T) + d
+    return f
+
+
+def sympy_risk(depth, d, R, Sigma):
+    """The risk ``tr(E Sigma E^T) + d`` as an exact SymPy expression in ``depth * d * d`` symbols ``a0, a1, ...``
+    (same order as :func:`torch_risk`); ``R`` and ``Sigma`` are converted to exact rationals."""
+    import sympy as sp
+
+    depth, d = _as_depth(depth), _as_depth(d, "d")
+    _check_risk_inputs(np.zeros((depth, d, d)), R, Sigma)
+    Rs = sp.Matrix(np.asarray(R, dtype=float).tolist()).applyfunc(sp.nsimplify)
+    Ss = sp.Matrix(np.asarray(Sigma, dtype=float).tolist()).applyfunc(sp.nsimplify)
+    symbols = sp.symbols(f"a0:{depth * d * d}")
+    P = sp.eye(d)
+    for i in range(depth):
+        P = (sp.eye(d) + sp.Matrix(d, d, symbols[i * d * d:(i + 1) * d * d])) * P
+    E = P - Rs
+    return sp.expand((E * Ss * E.T).trace()) + d, symbols
+
+
 # --- eq. (2.3): the gradient lower bound ------------------------------------------------------------------
 def _bound_inputs(A, R, Sigma, tau):
     A, R, Sigma = _check_risk_inputs(A, R, Sigma)
@@ -672,3 +711,45 @@ def theorem_2_1_sweep(R, depths) -> dict:
         out["q"].append(plan.q)
         out["p"].append(plan.p)
     return {k: np.asarray(v) for k, v in out.items()}
+
+
+# --- tables for the chapter ------------------------------------------------------------------------------
+class ResultsTable:
+    """Rows of computed numbers shown as an HTML table (the book has no pandas). ``rows`` are dicts with the
+    same keys; ``column(name)`` returns one column as a numpy array."""
+
+    def __init__(self, rows, digits: int = 4):
+        rows = list(rows)
+        if not rows or not all(isinstance(r, dict) for r in rows):
+            raise ValueError("ResultsTable needs a non-empty list of dicts")
+        keys = list(rows[0])
+        if any(list(r) != keys for r in rows):
+            raise ValueError("every row of a ResultsTable must have the same keys in the same order")
+        if isinstance(digits, bool) or not isinstance(digits, numbers.Integral) or digits < 1:
+            raise ValueError(f"digits must be a positive integer, got {digits!r}")
+        self.rows, self.keys, self.digits = rows, keys, int(digits)
+
+    def column(self, name) -> np.ndarray:
+        if name not in self.keys:
+            raise KeyError(f"no column {name!r}; columns: {self.keys}")
+        return np.asarray([r[name] for r in self.rows])
+
+    def _cell(self, v) -> str:
+        import html
+
+        if v is None:
+            return "none in the grid"
+        if isinstance(v, (float, np.floating)):
+            return f"{v:.{self.digits}g}"
+        return html.escape(str(v))
+
+    def _repr_html_(self) -> str:
+        import html
+
+        head = "".join(f"<th>{html.escape(str(k))}</th>" for k in self.keys)
+        body = "".join("<tr>" + "".join(f"<td>{self._cell(r[k])}</td>" for k in self.keys) + "</tr>" for r in self.rows)
+        return f"<table><tr>{head}</tr>{body}</table>"
+
+    def __repr__(self) -> str:
+        return "\n".join([" | ".join(map(str, self.keys))] +
+                         [" | ".join(self._cell(r[k]) for k in self.keys) for r in self.rows])
