@@ -1,0 +1,862 @@
+"""Smooth invertible maps as compositions of near-identity maps.
+
+Bartlett, Evans & Long (2018), "Representing smooth functions as compositions of near-identity functions
+with implications for deep network optimization" (arXiv 1804.05012), as summarised in its abstract and in
+Bartlett's 2017 talk (review 002 in the project's seeds). The paper's full text was not available; the
+construction below is our reconstruction of the rescaling idea described in the talk.
+
+Representation (the talk's main result, our reconstruction of the construction):
+
+- A smooth map ``h: R^d -> R^d`` with ``det h'(x) > 0`` is normalised to ``g(x) = A^{-1} (h(x) - h(0))`` with
+  ``A = h'(0)``, so ``g(0) = 0`` and ``g'(0) = I``.
+- ``G_a(x) = g(a x) / a`` interpolates between ``G_0 = Id`` (the limit ``a -> 0``) and ``G_1 = g``.
+- The linear part ``A = (I + A_m) ... (I + A_1)`` is factorised near the identity (Hardt & Ma's construction,
+  :func:`resnet_theory.linear.factorize_near_identity`); ``B_i`` is the partial product of the first i factors.
+- With scales ``0 = a_0 < a_1 < ... < a_m = 1`` and ``Phi_i = B_i o G_{a_i}`` (so ``Phi_0 = Id`` and
+  ``Phi_m = h - h(0)``), the layers are ``h_i = Phi_i o Phi_{i-1}^{-1}`` (plus the translation ``h(0)`` in the
+  last layer). The composition telescopes to ``h`` exactly (:func:`near_identity_factors`).
+- ``||h_i - Id||_L`` is measured by :func:`factor_deviations` (cheap, from ``h'`` alone) and, for any map,
+  by :func:`lipschitz_constant` (a lower estimate from Jacobians).
+
+Optimisation (the talk's theorem on ``Q(h) = 1/2 E ||h(X) - Y||^2``), on an empirical distribution:
+:func:`random_residual_blocks` builds residual MLP blocks with a *certified* ``||h_i - Id||_L <= eps`` and
+:func:`functional_gradient` computes the Frechet derivative of Q with respect to each block in ``L2`` of the
+sample. :func:`sigmoid_saddle_example` is our own instance of the abstract's negative result in parameter space.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import numpy as np
+import scipy.linalg
+import torch
+
+TorchMap = Callable[[torch.Tensor], torch.Tensor]
+DTYPE = torch.float64
+
+
+class NewtonConvergenceError(ArithmeticError):
+    """A numerical inverse needed by the construction did not converge."""
+
+
+# --- input checks ------------------------------------------------------------------------------------
+def _as_positive_int(value, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+    if value < 1:
+        raise ValueError(f"{name} must be >= 1, got {value}")
+    return int(value)
+
+
+def _as_positive_float(value, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ValueError(f"{name} must be a positive real number, got {value!r}")
+    value = float(value)
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(f"{name} must be a positive finite number, got {value}")
+    return value
+
+
+def _check_callable(f, name: str) -> None:
+    if not callable(f):
+        raise ValueError(f"{name} must be a callable mapping a torch tensor (N, dim) to (N, dim), "
+                         f"got {type(f).__name__}")
+
+
+def ball_points(n: int, dim: int, radius: float, generator: torch.Generator | None = None) -> torch.Tensor:
+    """``n`` points uniform in the closed ball of ``radius`` in ``R^dim`` (float64)."""
+    n = _as_positive_int(n, "n")
+    dim = _as_positive_int(dim, "dim")
+    radius = _as_positive_float(radius, "radius")
+    direction = torch.randn(n, dim, dtype=DTYPE, generator=generator)
+    direction /= direction.norm(dim=1, keepdim=True).clamp_min(1e-300)
+    r = torch.rand(n, 1, dtype=DTYPE, generator=generator) ** (1.0 / dim)
+    return radius * r * direction
+
+
+def _test_points(dim: int, radius: float, n: int, seed: int) -> torch.Tensor:
+    """The origin, the 2*dim axis points on the sphere, and n random points in the ball."""
+    gen = torch.Generator().manual_seed(seed)
+    eye = torch.eye(dim, dtype=DTYPE)
+    return torch.cat([torch.zeros(1, dim, dtype=DTYPE), radius * eye, -radius * eye,
+                      ball_points(n, dim, radius, gen)])
+
+
+def _apply_checked(f: TorchMap, x: torch.Tensor, name: str, out_dim: int | None = None) -> torch.Tensor:
+    try:
+        y = f(x)
+    except Exception as exc:  # a wrong-shape map usually fails inside its own matmul
+        raise ValueError(f"{name} failed on a batch of shape {tuple(x.shape)}: {exc}") from exc
+    if not isinstance(y, torch.Tensor):
+        raise ValueError(f"{name} must return a torch tensor, got {type(y).__name__}")
+    expected = (x.shape[0], x.shape[1] if out_dim is None else out_dim)
+    if tuple(y.shape) != expected:
+        raise ValueError(f"{name} maps a batch of shape {tuple(x.shape)} to {tuple(y.shape)}; "
+                         f"expected {expected}")
+    return y
+
+
+def batch_jacobian(f: TorchMap, x: torch.Tensor, create_graph: bool = False) -> torch.Tensor:
+    """Jacobians ``f'(x_n)`` of a row-wise map, shape ``(N, out, dim)``, by one backward pass per output.
+
+    ``f`` must act on each row independently (true of every map in this module); that is what makes the
+    gradient of ``f(x)[:, k].sum()`` the k-th Jacobian row at every point at once.
+    """
+    if not isinstance(x, torch.Tensor) or x.ndim != 2:
+        raise ValueError("batch_jacobian needs a 2-D torch tensor of points (N, dim)")
+    with torch.enable_grad():
+        x = x if (create_graph and x.requires_grad) else x.detach().clone().requires_grad_(True)
+        y = f(x)
+        if y.ndim != 2 or y.shape[0] != x.shape[0]:
+            raise ValueError(f"the map must return (N, out) for N = {x.shape[0]} points, got {tuple(y.shape)}")
+        rows = []
+        for k in range(y.shape[1]):
+            (g,) = torch.autograd.grad(y[:, k].sum(), x, create_graph=create_graph, retain_graph=True,
+                                       allow_unused=True)
+            rows.append(torch.zeros_like(x) if g is None else g)
+        return torch.stack(rows, dim=1)
+
+
+def check_positive_orientation(h: TorchMap, dim: int, domain_radius: float = 1.0, n_points: int = 256,
+                               seed: int = 0) -> float:
+    """Smallest ``det h'(x)`` over test points of the ball; ``ValueError`` naming the point if it is <= 0.
+
+    Also rejects a non-callable ``h`` and one that changes the shape of its input.
+    """
+    _check_callable(h, "h")
+    dim = _as_positive_int(dim, "dim")
+    domain_radius = _as_positive_float(domain_radius, "domain_radius")
+    x = _test_points(dim, domain_radius, n_points, seed)
+    with torch.no_grad():
+        y = _apply_checked(h, x, "h")
+    if not torch.all(torch.isfinite(y)):
+        bad = int(torch.nonzero(~torch.isfinite(y).all(dim=1))[0])
+        raise ValueError(f"h is not finite at the point {x[bad].tolist()}")
+    dets = torch.linalg.det(batch_jacobian(h, x))
+    worst = int(torch.argmin(dets))
+    if not dets[worst] > 0:
+        raise ValueError(f"the Jacobian determinant of h is {float(dets[worst]):.3g} <= 0 at the point "
+                         f"{x[worst].tolist()}: h must be positively oriented on the ball")
+    return float(dets[worst])
+
+
+# --- the linear part ----------------------------------------------------------------------------------
+def _orthogonal_log(Q: np.ndarray) -> np.ndarray:
+    """A real skew-symmetric S with ``expm(S) = Q`` for an orthogonal Q with det +1 (real Schur form)."""
+    T, Z = scipy.linalg.schur(Q, output="real")
+    d = Q.shape[0]
+    S = np.zeros((d, d))
+    minus_ones = []
+    i = 0
+    while i < d:
+        if i + 1 < d and abs(T[i + 1, i]) > 1e-12:
+            theta = math.atan2(T[i + 1, i], T[i, i])
+            S[i, i + 1], S[i + 1, i] = -theta, theta
+            i += 2
+        else:
+            if T[i, i] < 0:
+                minus_ones.append(i)
+            i += 1
+    for p, q in zip(minus_ones[::2], minus_ones[1::2]):  # det +1: the -1 eigenvalues come in pairs
+        S[p, q], S[q, p] = -math.pi, math.pi
+    return Z @ S @ Z.T
+
+
+def _fallback_factorize(R: np.ndarray, depth: int) -> np.ndarray:
+    """Layers with ``(I + A[depth-1]) ... (I + A[0]) = R``: the polar split R = Q P, equal roots of each."""
+    d = R.shape[0]
+    eye = np.eye(d)
+    if depth == 1:
+        return (R - eye)[None]
+    U, s, Vt = np.linalg.svd(R)
+    Q = U @ Vt
+    log_P = (Vt.T * np.log(s)) @ Vt
+    log_Q = _orthogonal_log(Q)
+    p = depth // 2
+    q = depth - p
+    A = np.empty((depth, d, d))
+    A[:p] = scipy.linalg.expm(log_P / p) - eye   # P acts first
+    A[p:] = scipy.linalg.expm(log_Q / q) - eye
+    return A
+
+
+LINEAR_METHODS = ("hardt-ma", "logarithm")
+
+
+def _logarithm_factorize(R: np.ndarray, depth: int) -> np.ndarray:
+    """Equal layers ``expm(log(R)/depth) - I`` with the principal real logarithm, when R has one."""
+    L = scipy.linalg.logm(R)
+    scale = max(1.0, float(np.max(np.abs(L))))
+    if np.iscomplexobj(L):
+        if np.max(np.abs(L.imag)) > 1e-10 * scale:
+            return _fallback_factorize(R, depth)   # an eigenvalue on the negative real axis
+        L = L.real
+    return np.repeat((scipy.linalg.expm(L / depth) - np.eye(R.shape[0]))[None], depth, axis=0)
+
+
+def linear_near_identity_factors(R, depth: int, method: str = "hardt-ma") -> tuple[np.ndarray, str]:
+    """Layers ``A`` (depth, d, d) with ``(I + A[depth-1]) ... (I + A[0]) = R`` for det R > 0, and their source.
+
+    ``method="hardt-ma"``: Hardt & Ma's construction, :func:`resnet_theory.linear.factorize_near_identity`
+    (the linear chapter's implementation) when the package has it, else a local polar-decomposition fallback.
+    ``method="logarithm"``: equal layers ``expm(log(R)/depth) - I`` from the principal real logarithm (the polar
+    fallback when R has a negative real eigenvalue). Both are ``O(1/depth)``; the constants differ. The product
+    is verified either way.
+    """
+    R = np.asarray(R, dtype=float)
+    if R.ndim != 2 or R.shape[0] != R.shape[1] or not np.all(np.isfinite(R)):
+        raise ValueError(f"R must be a finite square matrix, got shape {R.shape}")
+    depth = _as_positive_int(depth, "depth")
+    if method not in LINEAR_METHODS:
+        raise ValueError(f"unknown linear method {method!r}; choose one of {LINEAR_METHODS}")
+    det = np.linalg.det(R)
+    if not det > 0:
+        raise ValueError(f"R must have a positive determinant, got {det:.3g}")
+    if method == "logarithm":
+        A, source = _logarithm_factorize(R, depth), "principal logarithm"
+    else:
+        try:
+            from .linear import factorize_near_identity
+            A, source = np.asarray(factorize_near_identity(R, depth), dtype=float), "resnet_theory.linear"
+        except ImportError:
+            A, source = _fallback_factorize(R, depth), "local polar fallback"
+    product = np.eye(R.shape[0])
+    for layer in A:
+        product = (np.eye(R.shape[0]) + layer) @ product
+    err = np.max(np.abs(product - R))
+    if A.shape != (depth, *R.shape) or not err <= 1e-9 * max(1.0, np.max(np.abs(R))):
+        raise ArithmeticError(f"the linear factorisation ({source}) does not reproduce R (error {err:.2e})")
+    return A, source
+
+
+# --- scales a_0 < ... < a_m --------------------------------------------------------------------------
+SPACINGS = ("uniform", "geometric")
+
+
+def scale_schedule(m: int, spacing="uniform") -> np.ndarray:
+    """Scales ``0 = a_0 < a_1 < ... < a_m = 1`` (length m + 1).
+
+    ``"uniform"``: ``a_i = i / m``. ``"geometric"``: ``a_1 = 1/m`` and a constant ratio up to ``a_m = 1``,
+    i.e. ``a_i = m^{-(m-i)/(m-1)}`` (the spacing whose analysis gives ``log m / m``). An array of length
+    ``m + 1`` is checked and returned as is.
+    """
+    m = _as_positive_int(m, "m")
+    if isinstance(spacing, str):
+        if spacing == "uniform":
+            return np.arange(m + 1) / m
+        if spacing == "geometric":
+            if m == 1:
+                return np.array([0.0, 1.0])
+            i = np.arange(1, m + 1)
+            return np.concatenate([[0.0], float(m) ** (-(m - i) / (m - 1))])
+        raise ValueError(f"unknown spacing {spacing!r}; choose one of {SPACINGS} or pass an array")
+    a = np.asarray(spacing, dtype=float)
+    if a.shape != (m + 1,) or a[0] != 0 or a[-1] != 1 or not np.all(np.diff(a) > 0):
+        raise ValueError(f"scales must be an increasing array of length m + 1 = {m + 1} from 0 to 1")
+    return a
+
+
+# --- the rescaling construction ----------------------------------------------------------------------
+class _RescalingPath:
+    """``Phi_i = B_i o G_{a_i}`` with ``G_a(x) = g(a x)/a``, ``g = A^{-1}(h - h(0))``; see the module docstring."""
+
+    def __init__(self, h: TorchMap, m: int, dim: int, scales: np.ndarray, newton_tol: float,
+                 newton_max_iter: int, linear: str):
+        self.h, self.m, self.dim = h, m, dim
+        origin = torch.zeros(1, dim, dtype=DTYPE)
+        with torch.no_grad():
+            self.h0 = h(origin)[0]
+        A = batch_jacobian(h, origin)[0].numpy()
+        self.A = torch.as_tensor(A)
+        self.A_inv = torch.as_tensor(np.linalg.inv(A))
+        layers, self.linear_source = linear_near_identity_factors(A, m, linear)
+        partial = [np.eye(dim)]
+        for layer in layers:
+            partial.append((np.eye(dim) + layer) @ partial[-1])
+        partial[-1] = A  # exact at the end, so that Phi_m = h - h(0) up to the inverse's accuracy
+        self.B = [torch.as_tensor(P) for P in partial]
+        self.B_inv = [torch.as_tensor(np.linalg.inv(P)) for P in partial]
+        self.scales = [float(a) for a in scales]
+        self.newton_tol, self.newton_max_iter = newton_tol, newton_max_iter
+
+    def g(self, x):
+        return (self.h(x) - self.h0) @ self.A_inv.T
+
+    def G(self, i, x):
+        a = self.scales[i]
+        return x if a == 0 else self.g(a * x) / a
+
+    def phi(self, i, x):
+        return self.G(i, x) @ self.B[i].T
+
+    def h_inverse(self, z):
+        return newton_inverse(self.h, z, x0=(z - self.h0) @ self.A_inv.T, tol=self.newton_tol,
+                              max_iter=self.newton_max_iter)
+
+    def phi_inverse(self, i, y):
+        a = self.scales[i]
+        w = y @ self.B_inv[i].T
+        if a == 0:
+            return w
+        return self.h_inverse(self.h0 + (a * w) @ self.A.T) / a
+
+    def factor(self, i):
+        def h_i(y):
+            out = self.phi(i, self.phi_inverse(i - 1, y))
+            return out + self.h0 if i == self.m else out
+        h_i.__name__ = f"h_{i}"
+        h_i.__doc__ = f"Layer {i} of {self.m}: Phi_{i} o Phi_{i - 1}^-1" + (" plus h(0)" if i == self.m else "")
+        return h_i
+
+
+def _damped_newton(h: TorchMap, target: torch.Tensor, x: torch.Tensor, tol: float, max_iter: int):
+    """Damped Newton on ``h(x) = target`` (no autograd graph kept); returns x and the residual norms."""
+    scale = 1.0 + target.norm(dim=1)
+
+    def residual(x):
+        with torch.no_grad():
+            return h(x) - target
+
+    r = residual(x)
+    for _ in range(max_iter):
+        rn = r.norm(dim=1)
+        active = rn > tol * scale
+        if not bool(active.any()):
+            break
+        J = batch_jacobian(h, x)
+        step, info = torch.linalg.solve_ex(J, r.unsqueeze(-1))
+        step = step.squeeze(-1)
+        usable = active[:, None] & (info == 0)[:, None] & torch.isfinite(step).all(dim=1, keepdim=True)
+        step = torch.where(usable, step, 0.0)
+        t = torch.ones(x.shape[0], 1, dtype=x.dtype)
+        for _ in range(30):  # backtrack where the residual would grow
+            x_new = x - t * step
+            r_new = residual(x_new)
+            worse = ~(r_new.norm(dim=1) < rn) & active
+            if not bool(worse.any()):
+                break
+            t[worse] /= 2
+        x, r = x_new, r_new
+    return x, r.norm(dim=1)
+
+
+def newton_inverse(h: TorchMap, z: torch.Tensor, x0: torch.Tensor | None = None, tol: float = 1e-12,
+                   max_iter: int = 60) -> torch.Tensor:
+    """Solve ``h(x) = z`` row by row with damped Newton; differentiable in ``z``.
+
+    Rows where Newton from ``x0`` fails are solved again by continuation: Newton along the targets
+    ``(1 - s) h(x0) + s z`` for ``s = 1/K, ..., 1`` with K = 8, 32, 128. The iterations run without autograd;
+    two final Newton steps are recorded, so derivatives of the result with respect to ``z`` (first and
+    second order) are those of the true inverse. Raises :class:`NewtonConvergenceError` naming the worst
+    target when the residual stays above ``tol * (1 + |z|)``.
+    """
+    _check_callable(h, "h")
+    if not isinstance(z, torch.Tensor) or z.ndim != 2:
+        raise ValueError("z must be a 2-D torch tensor (N, dim)")
+    start = (z if x0 is None else x0).detach().clone()
+    target = z.detach()
+    scale = 1.0 + target.norm(dim=1)
+    x, rn = _damped_newton(h, target, start, tol, max_iter)
+    for stages in (8, 32, 128):
+        failed = ~(rn <= tol * scale) | ~torch.isfinite(x).all(dim=1)
+        if not bool(failed.any()):
+            break
+        xs = start[failed]
+        with torch.no_grad():
+            origin = h(xs)
+        for s in np.arange(1, stages + 1) / stages:
+            stage_target = (1 - s) * origin + s * target[failed]
+            xs, rs = _damped_newton(h, stage_target, xs, tol, min(max_iter, 20))
+            if not bool(torch.all(rs <= tol * (1.0 + stage_target.norm(dim=1)))):
+                break  # lost the path: try more stages
+        x, rn = x.clone(), rn.clone()
+        x[failed], rn[failed] = xs, rs
+    if not bool(torch.all(rn <= tol * scale)) or not bool(torch.all(torch.isfinite(x))):
+        worst = int(torch.argmax(torch.nan_to_num(rn / scale, nan=np.inf)))
+        raise NewtonConvergenceError(
+            f"Newton's method did not invert h at the target {target[worst].tolist()} (residual "
+            f"{float(rn[worst]):.2e}, also with continuation): is h invertible there?")
+    for _ in range(2):  # recorded steps: derivatives in z come out right to second order
+        x = x.detach() if not z.requires_grad else x
+        with torch.enable_grad():
+            xr = x if x.requires_grad else x.detach().requires_grad_(True)
+            J = batch_jacobian(h, xr, create_graph=z.requires_grad)
+            x = xr - torch.linalg.solve(J, (h(xr) - z).unsqueeze(-1)).squeeze(-1)
+        if not z.requires_grad:
+            x = x.detach()
+    return x
+
+
+def near_identity_factors(h: TorchMap, m: int, dim: int, domain_radius: float = 1.0, *, spacing="uniform",
+                          linear: str = "hardt-ma", n_check: int = 256, newton_tol: float = 1e-12, newton_max_iter: int = 60,
+                          seed: int = 0) -> list[TorchMap]:
+    """Layers ``h_1, ..., h_m`` with ``h_m(... h_1(x)) = h(x)`` on the ball of ``domain_radius``.
+
+    ``h`` maps a float64 torch tensor ``(N, dim)`` to ``(N, dim)``, is smooth, invertible, with positive
+    Jacobian determinant. The construction (module docstring): move ``h(0)`` to 0, factor ``A = h'(0)`` with
+    the linear near-identity factorisation (``linear``: see :func:`linear_near_identity_factors`), and interpolate the rest by rescaling, ``G_a(x) = g(a x)/a``, at the
+    scales of :func:`scale_schedule` (``spacing``: ``"uniform"``, ``"geometric"`` or an array ``a_0..a_m``).
+    ``h_1`` is explicit; every later layer inverts ``h`` by Newton's method (:func:`newton_inverse`), which
+    raises :class:`NewtonConvergenceError` for points where it cannot.
+
+    Raises ``ValueError`` for ``m < 1``, a non-callable or shape-changing ``h``, and an ``h`` whose Jacobian
+    determinant is not positive at one of ``n_check`` test points of the ball (the message names the point).
+    """
+    _check_callable(h, "h")
+    m = _as_positive_int(m, "m")
+    dim = _as_positive_int(dim, "dim")
+    domain_radius = _as_positive_float(domain_radius, "domain_radius")
+    scales = scale_schedule(m, spacing)
+    check_positive_orientation(h, dim, domain_radius, n_check, seed)
+    path = _RescalingPath(h, m, dim, scales, newton_tol, _as_positive_int(newton_max_iter, "newton_max_iter"),
+                          linear)
+    return [path.factor(i) for i in range(1, m + 1)]
+
+
+def compose(factors: Sequence[TorchMap], x: torch.Tensor) -> torch.Tensor:
+    """``h_m(... h_1(x))`` for factors ``[h_1, ..., h_m]``."""
+    if len(factors) == 0:
+        raise ValueError("compose needs at least one factor")
+    for f in factors:
+        _check_callable(f, "every factor")
+        x = f(x)
+    return x
+
+
+def alternating_split(h: TorchMap, m: int, dim: int, *, newton_tol: float = 1e-12) -> list[TorchMap]:
+    """A plain split of ``h`` that is nowhere near the identity: ``h, h^{-1}, h, ..., h`` (m odd).
+
+    Every layer moves points as much as h does, whatever m is: the contrast to :func:`near_identity_factors`.
+    """
+    _check_callable(h, "h")
+    m = _as_positive_int(m, "m")
+    dim = _as_positive_int(dim, "dim")
+    if m % 2 == 0:
+        raise ValueError(f"the alternating split needs an odd number of layers, got m = {m}")
+    origin = torch.zeros(1, dim, dtype=DTYPE)
+    _apply_checked(h, origin, "h")
+    h0 = h(origin).detach()
+    A_inv = torch.linalg.inv(batch_jacobian(h, origin)[0])
+
+    def h_inv(z):
+        return newton_inverse(h, z, x0=(z - h0) @ A_inv.T, tol=newton_tol)
+
+    return [h if i % 2 == 0 else h_inv for i in range(m)]
+
+
+# --- Lipschitz constants -----------------------------------------------------------------------------
+def _spectral_norms(J: torch.Tensor) -> torch.Tensor:
+    return torch.linalg.matrix_norm(J, ord=2)
+
+
+def _ascend(objective: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor, radius: float, steps: int,
+            lr: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """Projected Adam ascent of a per-point objective on the ball; returns the best values and points seen."""
+    x = x.detach().clone().requires_grad_(True)
+    opt = torch.optim.Adam([x], lr=lr)
+    best = torch.full((x.shape[0],), -np.inf, dtype=DTYPE)
+    best_x = x.detach().clone()
+    for _ in range(steps + 1):
+        opt.zero_grad()
+        values = objective(x)
+        better = values.detach() > best
+        best = torch.where(better, values.detach(), best)
+        best_x[better] = x.detach()[better]
+        if not values.requires_grad:  # the objective does not depend on x (e.g. a linear map)
+            break
+        (-values.sum()).backward()
+        opt.step()
+        with torch.no_grad():
+            norms = x.norm(dim=1, keepdim=True)
+            x.mul_(torch.clamp(radius / norms.clamp_min(1e-300), max=1.0))
+    return best, best_x
+
+
+@dataclass
+class LipschitzEstimate:
+    """The largest Jacobian spectral norm found, where, and how much the ascent added to the sampling."""
+
+    value: float
+    point: np.ndarray
+    sampled: float
+
+
+def lipschitz_constant(f: TorchMap, dim: int, domain_radius: float, *, n_points: int = 1024, n_refine: int = 8,
+                       refine_steps: int = 25, lr: float | None = None, seed: int = 0,
+                       return_details: bool = False):
+    """A lower estimate of the Lipschitz constant of ``f`` on the ball of ``domain_radius`` in ``R^dim``.
+
+    On a convex set the Lipschitz constant of a C^1 map is ``sup_x ||f'(x)||_2``. We evaluate the Jacobian
+    spectral norm by autograd at the origin, the axis points on the sphere and ``n_points`` random points, then
+    run projected gradient ascent from the ``n_refine`` worst ones. Every value returned is attained, so this
+    is a **lower** estimate; it is not a certificate. Certified upper bounds exist for special maps, e.g.
+    ``||W2|| ||W1||`` for the residual part ``x -> W2 s(W1 x + b)`` of a block with a 1-Lipschitz activation
+    s (:func:`residual_block_lipschitz_bound`), or ``||M||`` for a linear map.
+
+    ``f`` maps ``(N, dim)`` to ``(N, k)`` row by row. Returns a float, or a :class:`LipschitzEstimate` with
+    ``return_details=True``.
+    """
+    _check_callable(f, "f")
+    dim = _as_positive_int(dim, "dim")
+    domain_radius = _as_positive_float(domain_radius, "domain_radius")
+    n_points = _as_positive_int(n_points, "n_points")
+    if isinstance(n_refine, bool) or not isinstance(n_refine, numbers.Integral) or n_refine < 0:
+        raise ValueError(f"n_refine must be an integer >= 0, got {n_refine!r}")
+    if isinstance(refine_steps, bool) or not isinstance(refine_steps, numbers.Integral) or refine_steps < 0:
+        raise ValueError(f"refine_steps must be an integer >= 0, got {refine_steps!r}")
+    lr = 0.05 * domain_radius if lr is None else _as_positive_float(lr, "lr")
+    x = _test_points(dim, domain_radius, n_points, seed)
+    try:
+        with torch.no_grad():
+            y = f(x[:2])
+    except Exception as exc:
+        raise ValueError(f"f failed on a batch of shape (2, {dim}): {exc}") from exc
+    if not isinstance(y, torch.Tensor) or y.ndim != 2 or y.shape[0] != 2:
+        raise ValueError(f"f must map a batch (N, {dim}) to a batch (N, k)")
+    norms = _spectral_norms(batch_jacobian(f, x))
+    k = min(n_refine, x.shape[0])
+    sampled = float(norms.max())
+    best_value, best_point = sampled, x[int(torch.argmax(norms))]
+    if k and refine_steps:
+        start = x[torch.topk(norms, k).indices]
+        values, points = _ascend(lambda z: _spectral_norms(batch_jacobian(f, z, create_graph=True)),
+                                 start, domain_radius, refine_steps, lr)
+        j = int(torch.argmax(values))
+        if float(values[j]) > best_value:
+            best_value, best_point = float(values[j]), points[j]
+    if not math.isfinite(best_value):
+        raise ValueError("the Jacobian of f is not finite on the ball")
+    if return_details:
+        return LipschitzEstimate(best_value, best_point.detach().numpy(), sampled)
+    return best_value
+
+
+def factor_deviations(h: TorchMap, m: int, dim: int, domain_radius: float = 1.0, *, spacing="uniform",
+                      linear: str = "hardt-ma", n_points: int = 512, n_refine: int = 4, refine_steps: int = 15, seed: int = 0) -> np.ndarray:
+    """``eps_i``, an estimate of ``||h_i - Id||_L`` on the layer's input set, for the layers of
+    :func:`near_identity_factors` (same ``h, m, spacing``), without any inverse.
+
+    The input set of ``h_i`` is ``D_{i-1} = Phi_{i-1}(ball)`` and at ``y = Phi_{i-1}(x)`` the chain rule gives
+    ``h_i'(y) = B_i g'(a_i x) g'(a_{i-1} x)^{-1} B_{i-1}^{-1}`` with ``g' = A^{-1} h'``. We take the largest
+    ``||h_i'(y) - I||_2`` over sampled x in the ball, refined by projected ascent. This is the Lipschitz
+    constant of ``h_i - Id`` for the path metric of ``D_{i-1}``; :func:`lipschitz_constant` on a ball containing
+    ``D_{i-1}`` gives the Euclidean one on that ball (the tests compare the two).
+    """
+    _check_callable(h, "h")
+    m = _as_positive_int(m, "m")
+    dim = _as_positive_int(dim, "dim")
+    domain_radius = _as_positive_float(domain_radius, "domain_radius")
+    scales = torch.as_tensor(scale_schedule(m, spacing))
+    check_positive_orientation(h, dim, domain_radius, 64, seed)
+    origin = torch.zeros(1, dim, dtype=DTYPE)
+    A = batch_jacobian(h, origin)[0].numpy()
+    layers, _ = linear_near_identity_factors(A, m, linear)
+    B = [np.eye(dim)]
+    for layer in layers:
+        B.append((np.eye(dim) + layer) @ B[-1])
+    B[-1] = A
+    B = torch.as_tensor(np.stack(B))                                   # (m+1, d, d)
+    B_inv = torch.linalg.inv(B)
+    A_inv = torch.as_tensor(np.linalg.inv(A))
+    eye = torch.eye(dim, dtype=DTYPE)
+
+    def deviations(x, create_graph=False):
+        """``||h_i'(Phi_{i-1}(x_i)) - I||`` for points x of shape (N, d) (every layer) or (m, N, d) (layer i at x_i)."""
+        xs = x.expand(m, -1, -1) if x.ndim == 2 else x
+        pts = torch.stack([scales[1:, None, None] * xs, scales[:-1, None, None] * xs])   # (2, m, N, d)
+        Jg = A_inv @ batch_jacobian(h, pts.reshape(-1, dim), create_graph=create_graph)   # g'(a x)
+        Jg = Jg.reshape(2, m, xs.shape[1], dim, dim)
+        outer = B[1:, None] @ Jg[0]                                    # B_i g'(a_i x)
+        inner = B[:-1, None] @ Jg[1]                                   # B_{i-1} g'(a_{i-1} x)
+        Ji = torch.linalg.solve(inner, outer, left=False)              # outer @ inner^{-1}
+        return _spectral_norms(Ji - eye)                               # (m, N)
+
+    x = _test_points(dim, domain_radius, _as_positive_int(n_points, "n_points"), seed)
+    values = deviations(x)                                             # (m, N)
+    best = values.max(dim=1).values
+    if n_refine and refine_steps:
+        k = min(n_refine, x.shape[0])
+        starts = x[torch.topk(values, k, dim=1).indices]               # (m, k, d)
+        v, _ = _ascend(lambda z: deviations(z.reshape(m, k, dim), create_graph=True).reshape(-1),
+                       starts.reshape(m * k, dim), domain_radius, refine_steps, 0.05 * domain_radius)
+        best = torch.maximum(best, v.reshape(m, k).max(dim=1).values)
+    return best.detach().numpy()
+
+
+def equidistributed_scales(h: TorchMap, m: int, dim: int, domain_radius: float = 1.0, *, iterations: int = 2,
+                           linear: str = "hardt-ma", n_points: int = 256, seed: int = 0) -> np.ndarray:
+    """Scales ``a_0..a_m`` chosen so that every layer deviates from the identity by about the same amount.
+
+    Start from uniform scales, read off the local rate ``rho = eps_i / (a_i - a_{i-1})`` of each interval from
+    :func:`factor_deviations`, and place the new scales at equal quantiles of ``int rho da`` (mesh
+    equidistribution); repeat ``iterations`` times.
+    """
+    m = _as_positive_int(m, "m")
+    iterations = _as_positive_int(iterations, "iterations")
+    a = scale_schedule(m, "uniform")
+    for _ in range(iterations):
+        eps = factor_deviations(h, m, dim, domain_radius, spacing=a, linear=linear, n_points=n_points, n_refine=0,
+                                seed=seed)
+        rho = np.maximum(eps, 1e-12) / np.diff(a)
+        cumulative = np.concatenate([[0.0], np.cumsum(rho * np.diff(a))])
+        cumulative /= cumulative[-1]
+        a = np.interp(np.arange(m + 1) / m, cumulative, a)
+        a[0], a[-1] = 0.0, 1.0
+        if not np.all(np.diff(a) > 0):
+            raise ArithmeticError("equidistribution produced non-increasing scales")
+    return a
+
+
+# --- example maps ------------------------------------------------------------------------------------
+EXAMPLE_MAPS = ("swirl", "sine-shear", "tanh-residual")
+
+
+def example_map(name: str, dim: int, seed: int = 0, strength: float = 0.6) -> TorchMap:
+    """Smooth, globally invertible, positively oriented maps of ``R^dim`` used by the chapter and tests.
+
+    - ``"swirl"`` (dim 2): rotate by ``2 strength |x|^2`` radians, then a fixed linear map with det > 0 and a shift.
+    - ``"sine-shear"``: ``M (x + (strength/2) sin(2 P x)) + c`` with P a cyclic shift of coordinates.
+    - ``"tanh-residual"``: ``M (x + W2 tanh(W1 x + b)) + c``, random with ``||W2|| ||W1|| = strength``.
+
+    With ``strength < 1`` the two residual maps are globally invertible (their residual parts are
+    ``strength``-Lipschitz), M has positive determinant, so all three are bi-Lipschitz diffeomorphisms.
+    """
+    if name not in EXAMPLE_MAPS:
+        raise ValueError(f"unknown map {name!r}; choose one of {EXAMPLE_MAPS}")
+    dim = _as_positive_int(dim, "dim")
+    strength = _as_positive_float(strength, "strength")
+    if name != "swirl" and strength >= 1:
+        raise ValueError(f"strength must be < 1 for {name!r} to be invertible, got {strength}")
+    gen = torch.Generator().manual_seed(seed)
+    M = torch.linalg.matrix_exp(0.4 * torch.randn(dim, dim, dtype=DTYPE, generator=gen) / math.sqrt(dim))
+    c = 0.2 * torch.randn(dim, dtype=DTYPE, generator=gen)
+    if name == "swirl":
+        if dim != 2:
+            raise ValueError(f"the swirl map lives in the plane (dim 2), got dim {dim}")
+        M = torch.tensor([[1.1, 0.25], [-0.15, 0.9]], dtype=DTYPE)
+
+        def h(x):
+            angle = 2 * strength * (x ** 2).sum(dim=1, keepdim=True)
+            cos, sin = torch.cos(angle), torch.sin(angle)
+            rotated = torch.cat([cos * x[:, :1] - sin * x[:, 1:], sin * x[:, :1] + cos * x[:, 1:]], dim=1)
+            return rotated @ M.T + c
+    elif name == "sine-shear":
+        perm = [(k + 1) % dim for k in range(dim)]
+
+        def h(x):
+            return (x + 0.5 * strength * torch.sin(2 * x[:, perm])) @ M.T + c
+    else:
+        width = 2 * dim + 2
+        W1 = torch.randn(width, dim, dtype=DTYPE, generator=gen)
+        W2 = torch.randn(dim, width, dtype=DTYPE, generator=gen)
+        W1 *= 1.5 / torch.linalg.matrix_norm(W1, ord=2)
+        W2 *= strength / 1.5 / torch.linalg.matrix_norm(W2, ord=2)
+        b = 0.5 * torch.randn(width, dtype=DTYPE, generator=gen)
+
+        def h(x):
+            return (x + torch.tanh(x @ W1.T + b) @ W2.T) @ M.T + c
+    h.__name__ = name.replace("-", "_")
+    return h
+
+
+# --- optimisation: the functional gradient on an empirical distribution ------------------------------
+@dataclass
+class ResidualBlock:
+    """``z -> z + W2 tanh(W1 z + b)``; ``||block - Id||_L <= ||W2|| ||W1||`` since tanh is 1-Lipschitz."""
+
+    W1: torch.Tensor
+    b: torch.Tensor
+    W2: torch.Tensor
+
+    def __call__(self, z):
+        return z + torch.tanh(z @ self.W1.T + self.b) @ self.W2.T
+
+    def jacobian(self, z):
+        """``I + W2 diag(1 - tanh^2(W1 z + b)) W1`` at each row of z, closed form, shape (N, d, d)."""
+        s = 1 - torch.tanh(z @ self.W1.T + self.b) ** 2
+        return torch.eye(z.shape[1], dtype=z.dtype) + (self.W2[None] * s[:, None, :]) @ self.W1
+
+
+def residual_block_lipschitz_bound(W1, W2) -> float:
+    """The certified bound ``||W2||_2 ||W1||_2`` on ``||x -> W2 s(W1 x + b)||_L`` for a 1-Lipschitz s."""
+    W1 = torch.as_tensor(W1, dtype=DTYPE)
+    W2 = torch.as_tensor(W2, dtype=DTYPE)
+    if W1.ndim != 2 or W2.ndim != 2 or W2.shape[1] != W1.shape[0]:
+        raise ValueError(f"need W1 (width, d) and W2 (d', width), got {tuple(W1.shape)} and {tuple(W2.shape)}")
+    return float(torch.linalg.matrix_norm(W2, ord=2) * torch.linalg.matrix_norm(W1, ord=2))
+
+
+def random_residual_blocks(m: int, dim: int, width: int, eps: float, generator: torch.Generator | None = None
+                           ) -> list[ResidualBlock]:
+    """m random blocks, each rescaled so that its certified bound ``||W2|| ||W1||`` equals ``eps`` exactly."""
+    m, dim, width = (_as_positive_int(v, n) for v, n in ((m, "m"), (dim, "dim"), (width, "width")))
+    eps = _as_positive_float(eps, "eps")
+    blocks = []
+    for _ in range(m):
+        W1 = torch.randn(width, dim, dtype=DTYPE, generator=generator)
+        W2 = torch.randn(dim, width, dtype=DTYPE, generator=generator)
+        b = torch.randn(width, dtype=DTYPE, generator=generator)
+        W1 /= torch.linalg.matrix_norm(W1, ord=2)
+        W2 *= eps / torch.linalg.matrix_norm(W2, ord=2)
+        blocks.append(ResidualBlock(W1, b, W2))
+    return blocks
+
+
+@dataclass
+class EmpiricalProblem:
+    """An empirical distribution: distinct inputs ``atoms`` (K, d) with weights, and samples (x_j, y_j).
+
+    ``h*`` (the minimiser of Q over all functions) is the mean of y over the samples at each atom.
+    """
+
+    atoms: torch.Tensor
+    weights: torch.Tensor
+    index: torch.Tensor
+    y: torch.Tensor
+
+    @property
+    def h_star(self) -> torch.Tensor:
+        sums = torch.zeros_like(self.atoms).index_add_(0, self.index, self.y)
+        return sums / (self.weights[:, None] * self.y.shape[0])
+
+
+def random_empirical_problem(n_atoms: int, dim: int, generator: torch.Generator | None = None,
+                             max_repeats: int = 3, noise: float = 0.5) -> EmpiricalProblem:
+    """Random atoms in ``R^dim``, each seen 1..max_repeats times with noisy labels (so ``Q(h*) > 0``)."""
+    n_atoms, dim, max_repeats = (_as_positive_int(v, n) for v, n in
+                                 ((n_atoms, "n_atoms"), (dim, "dim"), (max_repeats, "max_repeats")))
+    atoms = torch.randn(n_atoms, dim, dtype=DTYPE, generator=generator)
+    counts = torch.randint(1, max_repeats + 1, (n_atoms,), generator=generator)
+    index = torch.repeat_interleave(torch.arange(n_atoms), counts)
+    target = torch.sin(2 * atoms) + atoms.flip(1) ** 2 / 2
+    y = target[index] + noise * torch.randn(len(index), dim, dtype=DTYPE, generator=generator)
+    return EmpiricalProblem(atoms, counts.to(DTYPE) / len(index), index, y)
+
+
+@dataclass
+class FunctionalGradient:
+    """Norms of ``D_{h_i} Q(h)`` in the dual of ``L2(P_i)`` and the quantities of the talk's bound."""
+
+    norms: np.ndarray          # (m,) ||D_{h_i} Q(h)||
+    excess_risk: float         # Q(h) - Q(h*)
+    distance: float            # ||h - h*||_{L2(P)}
+    gradients: list            # (K, d) arrays dQ/d delta_i at the atoms (autograd)
+
+    def printed_bound(self, eps: float) -> float:
+        """``(1 - eps)^(m-1) (Q(h) - Q(h*)) / ||h - h*||``, the bound as review 002 reports it."""
+        m = len(self.norms)
+        return (1 - eps) ** (m - 1) * self.excess_risk / self.distance
+
+    def sharper_bounds(self, eps: float) -> np.ndarray:
+        """Our derivation: ``||D_{h_i} Q|| >= (1 - eps)^(m-i) ||h - h*|| = 2 (1-eps)^(m-i) (Q - Q*)/||h - h*||``."""
+        m = len(self.norms)
+        return (1 - eps) ** (m - np.arange(1, m + 1)) * self.distance
+
+
+def empirical_risk(blocks: Sequence[Callable], problem: EmpiricalProblem,
+                   perturbations: Sequence[torch.Tensor] | None = None) -> torch.Tensor:
+    """``Q = 1/(2n) sum_j ||h(x_j) - y_j||^2`` with ``h_i`` replaced by ``h_i + delta_i`` at the atoms' images."""
+    z = problem.atoms
+    for i, block in enumerate(blocks):
+        z = block(z)
+        if perturbations is not None:
+            z = z + perturbations[i]
+    residual = z[problem.index] - problem.y
+    return 0.5 * (residual ** 2).sum() / residual.shape[0]
+
+
+def functional_gradient(blocks: Sequence[Callable], problem: EmpiricalProblem) -> FunctionalGradient:
+    """The Frechet derivative of Q with respect to each layer, in ``L2`` of the sample.
+
+    A perturbation of layer i is a function ``delta`` on the layer's inputs; only its values at the K atoms'
+    images matter, and ``||delta||^2 = sum_k w_k |delta_k|^2`` (the ``L2(P)`` norm pushed through the earlier
+    layers, which are injective). The derivative's norm is the dual one, ``(sum_k |dQ/d delta_k|^2 / w_k)^(1/2)``;
+    ``||h - h*||`` is the ``L2(P)`` norm as well, the norm in which ``Q(h) - Q(h*) = ||h - h*||^2 / 2``.
+    """
+    if len(blocks) == 0:
+        raise ValueError("need at least one layer")
+    if not isinstance(problem, EmpiricalProblem):
+        raise ValueError("problem must be an EmpiricalProblem")
+    deltas = [torch.zeros_like(problem.atoms, requires_grad=True) for _ in blocks]
+    with torch.enable_grad():
+        Q = empirical_risk(blocks, problem, deltas)
+        grads = torch.autograd.grad(Q, deltas)
+    w = problem.weights
+    norms = np.array([float(torch.sqrt(((g ** 2).sum(dim=1) / w).sum())) for g in grads])
+    with torch.no_grad():
+        h_atoms = problem.atoms
+        for block in blocks:
+            h_atoms = block(h_atoms)
+        distance = float(torch.sqrt((w * ((h_atoms - problem.h_star) ** 2).sum(dim=1)).sum()))
+        q_star = float(empirical_risk([lambda z: problem.h_star], problem))
+        excess = float(empirical_risk(blocks, problem)) - q_star
+    return FunctionalGradient(norms, excess, distance, [g.detach().numpy() for g in grads])
+
+
+def functional_gradient_closed_form(blocks: Sequence[ResidualBlock], problem: EmpiricalProblem, i: int) -> np.ndarray:
+    """``dQ/d delta_k = w_k (h_m o ... o h_{i+1})'(z_k)^T (h(u_k) - h*(u_k))`` from the blocks' Jacobians.
+
+    ``i`` is 1-based; this is the closed-form witness for the autograd gradient of :func:`functional_gradient`.
+    """
+    m = len(blocks)
+    if isinstance(i, bool) or not isinstance(i, numbers.Integral) or not 1 <= i <= m:
+        raise ValueError(f"layer index must be in 1..{m}, got {i!r}")
+    with torch.no_grad():
+        z = problem.atoms
+        inputs = []
+        for block in blocks:
+            inputs.append(z)
+            z = block(z)
+        J = torch.eye(z.shape[1], dtype=DTYPE).expand(z.shape[0], -1, -1)
+        for j in range(i, m):                       # blocks i+1..m (0-based i..m-1)
+            J = blocks[j].jacobian(inputs[j]) @ J
+        r = z - problem.h_star
+        return (problem.weights[:, None] * (J.transpose(1, 2) @ r.unsqueeze(-1)).squeeze(-1)).numpy()
+
+
+# --- the negative result in parameter space ----------------------------------------------------------
+@dataclass
+class SigmoidSaddle:
+    """A one-block residual network ``x + sum_k V_k sigmoid(W_k x + b_k)`` on the line, data and a critical point.
+
+    Parameters are a flat vector ``theta = (V_1, V_2, W_1, W_2, b_1, b_2)``. The target is realisable:
+    ``y = x + v (sigmoid(w x) - sigmoid(-w x))`` is the network at ``theta_star = (v, -v, w, -w, 0, 0)``.
+    ``theta_critical = (0, 0, 0, 0, b_1, b_2)`` computes the identity; it is a critical point because the
+    data are symmetric, so the target's residual averages to zero and every other derivative carries a factor V.
+    """
+
+    x: torch.Tensor
+    y: torch.Tensor
+    theta_star: np.ndarray
+    theta_critical: np.ndarray
+
+    @staticmethod
+    def network(theta: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        V, W, b = theta[0:2], theta[2:4], theta[4:6]
+        return x + (torch.sigmoid(x[:, None] * W + b) * V).sum(dim=1)
+
+    def loss(self, theta) -> torch.Tensor:
+        theta = torch.as_tensor(theta, dtype=DTYPE)
+        return 0.5 * ((self.network(theta, self.x) - self.y) ** 2).mean()
+
+
+def sigmoid_saddle_example(n: int = 8, v: float = 0.8, w: float = 2.0, b=(0.3, -0.7)) -> SigmoidSaddle:
+    """:class:`SigmoidSaddle` with ``n`` points symmetric about 0 in ``[-1, 1]`` (n even, v, w nonzero)."""
+    n = _as_positive_int(n, "n")
+    if n % 2:
+        raise ValueError(f"n must be even so that the inputs are symmetric about 0, got {n}")
+    for value, name in ((v, "v"), (w, "w")):
+        if isinstance(value, bool) or not isinstance(value, numbers.Real) or value == 0 or not math.isfinite(value):
+            raise ValueError(f"{name} must be a nonzero finite number, got {value!r}")
+    b = tuple(float(t) for t in b)
+    if len(b) != 2:
+        raise ValueError("b must hold two biases")
+    half = torch.linspace(1.0 / (n // 2), 1.0, n // 2, dtype=DTYPE)
+    x = torch.cat([-half.flip(0), half])
+    theta_star = np.array([v, -v, w, -w, 0.0, 0.0])
+    y = SigmoidSaddle.network(torch.as_tensor(theta_star), x)
+    return SigmoidSaddle(x, y.detach(), theta_star, np.array([0.0, 0.0, 0.0, 0.0, *b]))
