@@ -1,0 +1,397 @@
+"""Training throughput of Hardt & Ma's all-convolutional ResNet (ICLR 2017, Section 4): device-resident
+data against a conventional DataLoader, in one run.
+
+    python -m resnet_theory.bench [--model small|full] [--data digits|cifar] [--steps N] [--warmup N]
+                                  [--batch-size 128] [--device cpu|cuda] [--compile] [--compile-mode MODE]
+                                  [--workers N] [--images N] [--pipelines device,dataloader] [--threads N]
+                                  [--ceiling-size N] [--seed N] [--json PATH]
+
+Two input pipelines feed the same training step (forward, cross-entropy, backward, SGD with momentum 0.9,
+lr 0.05, weight decay 1e-4 on conv weights; a fresh network with the same seed for each):
+
+- ``device``: the whole split on the device as normalised floats (:class:`resnet_theory.data.DeviceData`);
+  batches drawn and augmented there with batched tensor operations (random crop after zero padding, flip).
+- ``dataloader``: the conventional pipeline, a ``torch.utils.data.DataLoader`` over a ``Dataset`` that
+  normalises, pads, crops and flips one image at a time on the CPU (``--workers`` processes; pinned memory
+  and non-blocking copies on CUDA).
+
+The data are synthetic (random uint8 images and labels, no dataset needed) with the shape of the real data:
+``digits`` is 1x8x8 (1,437 images, as the digits training split; pad 1, no flip, since a mirrored digit is
+another symbol), ``cifar`` is 3x32x32 (50,000 images on CUDA, 2,048 on CPU; pad 4, flip). Defaults: on CUDA
+the full CIFAR network on CIFAR-shaped data at batch 128 with bf16 autocast and channels_last; on CPU the
+small network (:data:`resnet_theory.allconv.SMALL_CONFIG`) on digits-shaped data in float32, few steps.
+
+FLOPs come from :func:`resnet_theory.allconv.flops_per_image` (2 FLOPs per multiply-add, convolutions and
+head only); a training step is counted as 3x the forward pass. The ceiling is a measured dense matrix
+product in the run's precision (bf16 on CUDA, float32 on CPU). The fast path (``--compile``: ``torch.compile``
+with ``--compile-mode``, where ``reduce-overhead`` and ``max-autotune`` use CUDA graphs; fused SGD) is used
+on CUDA only: on CPU ``--compile`` is ignored, with a note, so CPU runs and tests stay eager.
+Warm-up steps (compilation included) are not timed; the timed loop has no host synchronisation.
+
+Output format
+-------------
+One ``key: value`` line per fact, then one line per pipeline, then the ratio::
+
+    resnet_theory.bench: training throughput, device-resident data vs DataLoader
+    device: cpu (CPU: x86_64, 2 cores, 2 torch threads) | torch 2.13.0+cpu | precision float32 | channels_last off | compile off
+    model: small AllConvResNet: widths 16-32-64, 3 blocks per stage, 268,096 trainable parameters
+    data: synthetic digits-shaped uint8 images (1x8x8), 1,437 held; augmentation pad 1, flip off
+    flops: 5,033,216 forward per image; 15,099,648 per training image (3x forward)
+    run: batch 128, 2 warm-up + 10 timed steps per pipeline
+    ceiling: float32 matmul 0.042 TFLOP/s (measured: 1024x1024 by 1024x1024, 5 repetitions)
+    pipeline device: 3,101.2 images/s | 41.27 ms/step | 0.047 TFLOP/s | 111.4% of ceiling | 64k-step schedule 44.0 min | last loss 2.31
+    pipeline dataloader: 1,598.7 images/s | 80.06 ms/step | 0.024 TFLOP/s | 57.4% of ceiling | 64k-step schedule 85.4 min | last loss 2.30
+    ratio: device / dataloader = 1.94x images per second
+
+(numbers illustrative). ``images/s`` counts training images (after augmentation) per second of the timed
+loop, data loading included; ``TFLOP/s`` = images/s x training FLOPs per image; ``of ceiling`` = that over
+the measured matmul rate; ``64k-step schedule`` = the time 64,000 steps of 128 images (the paper's schedule)
+would take at this rate; ``last loss`` is the loss of the last timed step (random labels: about ln(classes)).
+``--json PATH`` writes the same figures as JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from resnet_theory.allconv import SMALL_CONFIG, AllConvResNet, conv_weight_parameters, count_parameters, flops_per_image
+from resnet_theory.data import DeviceData
+
+#: The paper's schedule: 64,000 steps of 128 images.
+PAPER_STEPS, PAPER_BATCH = 64_000, 128
+DATA_SHAPES = {"digits": (1, 8, 8), "cifar": (3, 32, 32)}
+AUGMENTATION = {"digits": dict(pad=1, flip=False), "cifar": dict(pad=4, flip=True)}
+PIPELINES = ("device", "dataloader")
+
+
+# --- the conventional pipeline ----------------------------------------------------------------------------
+class PerImageAugmentedDataset(torch.utils.data.Dataset):
+    """A conventional ``Dataset``: one image at a time on the CPU, normalised, zero-padded, randomly
+    cropped and flipped (PyTorch's global generator, reseeded per worker by the DataLoader)."""
+
+    def __init__(self, images_uint8: np.ndarray, labels: np.ndarray, mean, std, pad: int, flip: bool):
+        self.images, self.labels = images_uint8, torch.as_tensor(labels, dtype=torch.int64)
+        self.mean = torch.as_tensor(mean, dtype=torch.float32).view(-1, 1, 1)
+        self.std = torch.as_tensor(std, dtype=torch.float32).view(-1, 1, 1)
+        self.pad, self.flip = pad, flip
+
+    def __len__(self) -> int:
+        return len(self.images)
+
+    def __getitem__(self, i):
+        image = (torch.from_numpy(self.images[i]).float() / 255.0 - self.mean) / self.std
+        _, h, w = image.shape
+        if self.pad:
+            image = F.pad(image, (self.pad,) * 4)
+            top, left = torch.randint(0, 2 * self.pad + 1, (2,)).tolist()
+            image = image[:, top:top + h, left:left + w]
+        if self.flip and torch.rand(()) < 0.5:
+            image = image.flip(-1)
+        return image, self.labels[i]
+
+
+# --- the training step ---------------------------------------------------------------------------------------
+def make_optimizer(model: torch.nn.Module, device: torch.device, lr: float = 0.05, momentum: float = 0.9,
+                   weight_decay: float = 1e-4) -> torch.optim.Optimizer:
+    """SGD with momentum; weight decay on conv weights only (as in the paper); fused on CUDA when available."""
+    decay = {id(p) for p in conv_weight_parameters(model)}
+    params = [p for p in model.parameters() if p.requires_grad]
+    groups = [{"params": [p for p in params if id(p) in decay], "weight_decay": weight_decay},
+              {"params": [p for p in params if id(p) not in decay], "weight_decay": 0.0}]
+    groups = [g for g in groups if g["params"]]
+    if device.type == "cuda":
+        try:
+            return torch.optim.SGD(groups, lr=lr, momentum=momentum, fused=True)
+        except (TypeError, RuntimeError):  # pragma: no cover - older torch without fused SGD
+            pass
+    return torch.optim.SGD(groups, lr=lr, momentum=momentum)
+
+
+def make_train_step(model, optimizer, device: torch.device, bf16: bool, channels_last: bool):
+    """One training step ``step(x, y) -> loss`` (a tensor; no host synchronisation)."""
+
+    def step(x, y):
+        if channels_last:
+            x = x.contiguous(memory_format=torch.channels_last)
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
+            loss = F.cross_entropy(model(x), y)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        return loss.detach()
+
+    return step
+
+
+def synchronize(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def matmul_ceiling(device: torch.device, dtype: torch.dtype, size: int, repetitions: int) -> float:
+    """Measured TFLOP/s of a dense ``size x size`` matrix product in ``dtype`` (2 size^3 FLOPs each)."""
+    gen = torch.Generator(device=device).manual_seed(0)
+    a = torch.randn(size, size, device=device, dtype=dtype, generator=gen)
+    b = torch.randn(size, size, device=device, dtype=dtype, generator=gen)
+    for _ in range(2):
+        a @ b
+    synchronize(device)
+    start = time.perf_counter()
+    for _ in range(repetitions):
+        a @ b
+    synchronize(device)
+    return 2 * size ** 3 * repetitions / (time.perf_counter() - start) / 1e12
+
+
+# --- the benchmark -------------------------------------------------------------------------------------------
+@dataclass
+class BenchResult:
+    """Everything the benchmark measured (see the module docstring for the meaning of each figure)."""
+
+    device: str
+    device_name: str
+    torch_version: str
+    precision: str
+    channels_last: bool
+    compile: str
+    model: str
+    model_description: str
+    trainable_parameters: int
+    data: str
+    input_shape: tuple
+    images_held: int
+    pad: int
+    flip: bool
+    batch_size: int
+    warmup: int
+    steps: int
+    forward_flops_per_image: int
+    training_flops_per_image: int
+    ceiling_tflops: float
+    ceiling_description: str
+    notes: list = field(default_factory=list)
+    pipelines: dict = field(default_factory=dict)  # name -> figures
+    ratio: float | None = None
+
+
+def _device_name(device: torch.device) -> str:
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    return (f"CPU: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+            f"{torch.get_num_threads()} torch threads")
+
+
+def build_model(model: str, data: str, seed: int) -> AllConvResNet:
+    """The full CIFAR network (``model="full"``) or the small one, for ``data``'s channel count."""
+    torch.manual_seed(seed)
+    channels = DATA_SHAPES[data][0]
+    if model == "full":
+        return AllConvResNet(num_classes=10, in_channels=channels)
+    return AllConvResNet(**{**SMALL_CONFIG, "in_channels": channels})
+
+
+def _check_positive(value, name):
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    return value
+
+
+def run_benchmark(model: str | None = None, data: str | None = None, steps: int | None = None,
+                  warmup: int | None = None, batch_size: int = 128, device: str | None = None,
+                  compile: bool = False, compile_mode: str = "max-autotune", workers: int | None = None,
+                  images: int | None = None, pipelines=PIPELINES, seed: int = 0,
+                  ceiling_size: int | None = None, threads: int | None = None) -> BenchResult:
+    """Run the benchmark (see the module docstring); ``None`` picks the device's default.
+
+    ``threads`` sets ``torch.set_num_threads`` for the run (restored afterwards); on a busy shared CPU one
+    thread avoids the stalls of several spinning threads competing for the same cores."""
+    if threads is not None:
+        _check_positive(threads, "threads")
+        saved = torch.get_num_threads()
+        torch.set_num_threads(threads)
+        try:
+            return run_benchmark(model, data, steps, warmup, batch_size, device, compile, compile_mode, workers,
+                                 images, pipelines, seed, ceiling_size, threads=None)
+        finally:
+            torch.set_num_threads(saved)
+    device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    if device.type not in ("cpu", "cuda"):
+        raise ValueError(f"device must be cpu or cuda, got {device}")
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError("device cuda requested but torch.cuda.is_available() is False")
+    on_gpu = device.type == "cuda"
+    model = model or ("full" if on_gpu else "small")
+    if model not in ("small", "full"):
+        raise ValueError(f"model must be small or full, got {model!r}")
+    data = data or ("cifar" if model == "full" else "digits")
+    if data not in DATA_SHAPES:
+        raise ValueError(f"data must be one of {sorted(DATA_SHAPES)}, got {data!r}")
+    pipelines = tuple(pipelines)
+    if not pipelines or any(p not in PIPELINES for p in pipelines):
+        raise ValueError(f"pipelines must be a non-empty selection of {PIPELINES}, got {pipelines!r}")
+    steps = _check_positive(steps if steps is not None else (100 if on_gpu else 10), "steps")
+    warmup = warmup if warmup is not None else ((20 if compile else 5) if on_gpu else 2)
+    if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
+        raise ValueError(f"warmup must be a non-negative integer, got {warmup!r}")
+    batch_size = _check_positive(batch_size, "batch_size")
+    workers = workers if workers is not None else (min(8, os.cpu_count() or 1) if on_gpu else 0)
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 0:
+        raise ValueError(f"workers must be a non-negative integer, got {workers!r}")
+    default_images = {"digits": 1437, "cifar": 50_000 if on_gpu else 2048}[data]
+    images = _check_positive(images if images is not None else max(default_images, batch_size), "images")
+    if images < batch_size:
+        raise ValueError(f"images ({images}) must be at least one batch ({batch_size})")
+    ceiling_size = _check_positive(ceiling_size if ceiling_size is not None else (8192 if on_gpu else 1024),
+                                   "ceiling_size")
+
+    shape, aug = DATA_SHAPES[data], AUGMENTATION[data]
+    notes = []
+    use_compile = compile and on_gpu
+    if compile and not on_gpu:
+        notes.append("--compile ignored on CPU: the fast path (torch.compile, CUDA graphs) is for CUDA only")
+    bf16 = channels_last = on_gpu
+    net = build_model(model, data, seed)
+    forward = flops_per_image(net, shape)
+    desc = (f"{model} AllConvResNet: widths {'-'.join(map(str, net.widths))}, {net.blocks_per_stage[0]} blocks per "
+            f"stage, {count_parameters(net):,} trainable parameters")
+    dtype = torch.bfloat16 if bf16 else torch.float32
+    reps = 20 if on_gpu else 5
+    ceiling = matmul_ceiling(device, dtype, ceiling_size, reps)
+    result = BenchResult(
+        device=str(device), device_name=_device_name(device), torch_version=torch.__version__,
+        precision="bf16 autocast" if bf16 else "float32", channels_last=channels_last,
+        compile=f"torch.compile mode={compile_mode}" if use_compile else "off", model=model,
+        model_description=desc, trainable_parameters=count_parameters(net), data=data, input_shape=shape,
+        images_held=images, pad=aug["pad"], flip=aug["flip"], batch_size=batch_size, warmup=warmup, steps=steps,
+        forward_flops_per_image=forward, training_flops_per_image=3 * forward, ceiling_tflops=ceiling,
+        ceiling_description=(f"{'bf16' if bf16 else 'float32'} matmul, measured: {ceiling_size}x{ceiling_size} by "
+                             f"{ceiling_size}x{ceiling_size}, {reps} repetitions"), notes=notes)
+
+    gen = torch.Generator().manual_seed(seed)
+    raw = torch.randint(0, 256, (images, *shape), dtype=torch.uint8, generator=gen).numpy()
+    labels = torch.randint(0, net.num_classes, (images,), generator=gen).numpy()
+    resident = DeviceData(raw, labels, device)
+
+    for name in pipelines:
+        net = build_model(model, data, seed).to(device)
+        if channels_last:
+            net = net.to(memory_format=torch.channels_last)
+        optimizer = make_optimizer(net, device)
+        runnable = torch.compile(net, mode=compile_mode) if use_compile else net
+        step = make_train_step(runnable, optimizer, device, bf16, channels_last)
+        if name == "device":
+            batch_gen = torch.Generator(device=device).manual_seed(seed)
+
+            def epochs():
+                while True:
+                    yield from resident.batches(batch_size, batch_gen, augment=True, **aug)
+        else:
+            dataset = PerImageAugmentedDataset(raw, labels, resident.mean, resident.std, **aug)
+            loader = torch.utils.data.DataLoader(
+                dataset, batch_size=batch_size, shuffle=True, drop_last=True, num_workers=workers,
+                pin_memory=on_gpu, persistent_workers=workers > 0,
+                generator=torch.Generator().manual_seed(seed))
+
+            def epochs():
+                while True:
+                    for x, y in loader:
+                        yield x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+        batches = epochs()
+        for _ in range(warmup):
+            step(*next(batches))
+        synchronize(device)
+        start = time.perf_counter()
+        for _ in range(steps):
+            loss = step(*next(batches))
+        synchronize(device)
+        elapsed = time.perf_counter() - start
+        per_second = steps * batch_size / elapsed
+        tflops = per_second * result.training_flops_per_image / 1e12
+        result.pipelines[name] = {
+            "images_per_second": per_second, "ms_per_step": 1e3 * elapsed / steps, "tflops": tflops,
+            "fraction_of_ceiling": tflops / ceiling, "schedule_minutes": PAPER_STEPS * PAPER_BATCH / per_second / 60,
+            "last_loss": float(loss)}
+        del batches
+    if len(result.pipelines) == 2:
+        result.ratio = (result.pipelines["device"]["images_per_second"]
+                        / result.pipelines["dataloader"]["images_per_second"])
+    return result
+
+
+def format_report(result: BenchResult) -> str:
+    """The text the CLI prints (format in the module docstring)."""
+    r = result
+    c, h, w = r.input_shape
+    lines = [
+        "resnet_theory.bench: training throughput, device-resident data vs DataLoader",
+        f"device: {r.device} ({r.device_name}) | torch {r.torch_version} | precision {r.precision} | "
+        f"channels_last {'on' if r.channels_last else 'off'} | compile {r.compile}",
+        f"model: {r.model_description}",
+        f"data: synthetic {r.data}-shaped uint8 images ({c}x{h}x{w}), {r.images_held:,} held; "
+        f"augmentation pad {r.pad}, flip {'on' if r.flip else 'off'}",
+        f"flops: {r.forward_flops_per_image:,} forward per image; {r.training_flops_per_image:,} per training "
+        "image (3x forward)",
+        f"run: batch {r.batch_size}, {r.warmup} warm-up + {r.steps} timed steps per pipeline",
+        f"ceiling: {r.ceiling_tflops:.3f} TFLOP/s ({r.ceiling_description})",
+    ]
+    lines += [f"note: {n}" for n in r.notes]
+    for name, p in r.pipelines.items():
+        minutes = p["schedule_minutes"]
+        schedule = f"{minutes:.1f} min" if minutes < 120 else f"{minutes / 60:.1f} h"
+        lines.append(f"pipeline {name}: {p['images_per_second']:,.1f} images/s | {p['ms_per_step']:.2f} ms/step | "
+                     f"{p['tflops']:.3f} TFLOP/s | {100 * p['fraction_of_ceiling']:.1f}% of ceiling | "
+                     f"64k-step schedule {schedule} | last loss {p['last_loss']:.3g}")
+    if r.ratio is not None:
+        lines.append(f"ratio: device / dataloader = {r.ratio:.2f}x images per second")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m resnet_theory.bench", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", choices=["small", "full"], help="default: full on CUDA, small on CPU")
+    parser.add_argument("--data", choices=sorted(DATA_SHAPES), help="shape of the synthetic images "
+                        "(default: cifar for the full model, digits for the small one)")
+    parser.add_argument("--steps", type=int, help="timed steps per pipeline (default: 100 on CUDA, 10 on CPU)")
+    parser.add_argument("--warmup", type=int, help="untimed steps first (default: 5 on CUDA, 20 with --compile, 2 on CPU)")
+    parser.add_argument("--batch-size", type=int, default=128)
+    parser.add_argument("--device", choices=["cpu", "cuda"], help="default: cuda when available")
+    parser.add_argument("--compile", action="store_true", help="torch.compile the model (CUDA only)")
+    parser.add_argument("--compile-mode", default="max-autotune",
+                        choices=["default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"])
+    parser.add_argument("--workers", type=int, help="DataLoader worker processes (default: min(8, cores) on CUDA, 0 on CPU)")
+    parser.add_argument("--images", type=int, help="synthetic images held (default: 1,437 digits; 50,000 CIFAR on "
+                        "CUDA, 2,048 on CPU)")
+    parser.add_argument("--pipelines", default=",".join(PIPELINES), help="comma-separated subset of device,dataloader")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--ceiling-size", type=int, help="matrix size for the matmul ceiling (default 8192 CUDA, 1024 CPU)")
+    parser.add_argument("--threads", type=int, help="torch CPU threads (default: torch's choice)")
+    parser.add_argument("--json", help="also write the figures as JSON to this path")
+    args = parser.parse_args(argv)
+    try:
+        result = run_benchmark(model=args.model, data=args.data, steps=args.steps, warmup=args.warmup,
+                               batch_size=args.batch_size, device=args.device, compile=args.compile,
+                               compile_mode=args.compile_mode, workers=args.workers, images=args.images,
+                               pipelines=[p.strip() for p in args.pipelines.split(",") if p.strip()],
+                               seed=args.seed, ceiling_size=args.ceiling_size, threads=args.threads)
+    except ValueError as exc:
+        parser.error(str(exc))
+    print(format_report(result), flush=True)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(asdict(result), f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

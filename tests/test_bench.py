@@ -1,0 +1,151 @@
+"""Tests for resnet_theory.bench: the throughput benchmark (device-resident data vs a DataLoader)."""
+
+import json
+import math
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+from resnet_theory.allconv import SMALL_CONFIG, AllConvResNet, conv_weight_parameters, flops_per_image
+from resnet_theory.bench import (
+    PerImageAugmentedDataset, build_model, format_report, main, make_optimizer, make_train_step, matmul_ceiling,
+    run_benchmark)
+
+TINY = ["--device", "cpu", "--steps", "2", "--warmup", "1", "--images", "64", "--batch-size", "16",
+        "--ceiling-size", "128", "--threads", "1"]
+PIPELINE_LINE = re.compile(r"^pipeline (device|dataloader): ([\d,.]+) images/s \| ([\d.]+) ms/step \| ([\d.]+) TFLOP/s"
+                           r" \| ([\d.]+)% of ceiling \| 64k-step schedule ([\d.]+) (min|h) \| last loss ([\d.]+)$",
+                           re.MULTILINE)
+
+
+def test_cli_runs_end_to_end_and_prints_the_ratio():
+    proc = subprocess.run([sys.executable, "-m", "resnet_theory.bench", *TINY], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert f"torch {torch.__version__}" in out and "device: cpu" in out
+    assert "synthetic digits-shaped uint8 images (1x8x8)" in out  # the CPU default says what it ran on
+    assert re.search(r"^ratio: device / dataloader = \d+\.\d\dx images per second$", out, re.MULTILINE)
+    found = PIPELINE_LINE.findall(out)
+    assert [f[0] for f in found] == ["device", "dataloader"]
+    for f in found:
+        assert float(f[1].replace(",", "")) > 0 and math.isfinite(float(f[7]))
+
+
+def test_figures_are_consistent(tmp_path):
+    path = tmp_path / "bench.json"
+    assert main([*TINY, "--json", str(path)]) == 0
+    result = json.loads(path.read_text())
+    model = AllConvResNet(**SMALL_CONFIG)
+    assert result["forward_flops_per_image"] == flops_per_image(model, (1, 8, 8))
+    assert result["training_flops_per_image"] == 3 * result["forward_flops_per_image"]
+    assert result["model"] == "small" and result["data"] == "digits" and result["precision"] == "float32"
+    assert result["pad"] == 1 and result["flip"] is False
+    for p in result["pipelines"].values():
+        assert p["tflops"] == pytest.approx(p["images_per_second"] * result["training_flops_per_image"] / 1e12)
+        assert p["fraction_of_ceiling"] == pytest.approx(p["tflops"] / result["ceiling_tflops"])
+        assert p["ms_per_step"] == pytest.approx(1e3 * 16 / p["images_per_second"])
+        assert p["schedule_minutes"] == pytest.approx(64_000 * 128 / p["images_per_second"] / 60)
+        assert 0 < p["last_loss"] < 10
+    assert result["ratio"] == pytest.approx(result["pipelines"]["device"]["images_per_second"]
+                                            / result["pipelines"]["dataloader"]["images_per_second"])
+
+
+def test_compile_is_guarded_on_cpu(capsys):
+    assert main([*TINY, "--compile", "--pipelines", "device"]) == 0
+    out = capsys.readouterr().out
+    assert "compile off" in out and "note: --compile ignored on CPU" in out
+    assert "ratio:" not in out  # one pipeline only: no ratio to print
+
+
+def test_cifar_shaped_small_model_report():
+    threads = torch.get_num_threads()
+    result = run_benchmark(device="cpu", data="cifar", steps=1, warmup=0, batch_size=4, images=8,
+                           pipelines=["device"], ceiling_size=64, threads=1)
+    assert torch.get_num_threads() == threads  # restored
+    assert "1 torch threads" in result.device_name
+    assert result.input_shape == (3, 32, 32) and result.pad == 4 and result.flip is True
+    assert result.forward_flops_per_image == flops_per_image(build_model("small", "cifar", 0), (3, 32, 32))
+    text = format_report(result)
+    assert "synthetic cifar-shaped uint8 images (3x32x32), 8 held; augmentation pad 4, flip on" in text
+
+
+def test_full_model_is_the_paper_network():
+    model = build_model("full", "cifar", 0)
+    assert model.widths == (64, 128, 256) and model.blocks_per_stage == (9, 9, 9) and model.in_channels == 3
+
+
+def test_conventional_dataset_does_the_same_crop_and_flip():
+    rng = np.random.default_rng(0)
+    raw = rng.integers(0, 256, (40, 2, 5, 5), dtype=np.uint8)
+    mean, std = [0.4, 0.6], [0.2, 0.3]
+    dataset = PerImageAugmentedDataset(raw, np.arange(40), mean, std, pad=2, flip=True)
+    torch.manual_seed(0)
+    flipped = set()
+    for i in range(len(dataset)):
+        image, label = dataset[i]
+        assert label == i and image.shape == (2, 5, 5)
+        normalised = (torch.from_numpy(raw[i]).float() / 255 - torch.tensor(mean).view(2, 1, 1)) / torch.tensor(std).view(2, 1, 1)
+        padded = torch.nn.functional.pad(normalised, (2, 2, 2, 2))
+        matches = [f for r in range(5) for q in range(5) for f in (False, True)
+                   if torch.allclose(image, padded[:, r:r + 5, q:q + 5].flip(-1) if f else padded[:, r:r + 5, q:q + 5])]
+        assert matches, f"item {i} is not a (mirrored) window of its padded image"
+        flipped.update(matches)
+    assert flipped == {False, True}
+
+
+def test_optimizer_decays_conv_weights_only_and_step_trains():
+    torch.manual_seed(0)
+    model = AllConvResNet(**SMALL_CONFIG)
+    opt = make_optimizer(model, torch.device("cpu"))
+    decayed = {id(p) for g in opt.param_groups if g["weight_decay"] > 0 for p in g["params"]}
+    assert decayed == {id(p) for p in conv_weight_parameters(model)}
+    assert all(g["momentum"] == 0.9 and g["lr"] == 0.05 for g in opt.param_groups)
+    step = make_train_step(model, opt, torch.device("cpu"), bf16=False, channels_last=False)
+    head, stem = model.head.weight.clone(), model.stem.weight.clone()
+    loss = step(torch.randn(8, 1, 8, 8), torch.arange(8))
+    assert loss.shape == () and not loss.requires_grad
+    assert torch.equal(model.head.weight, head) and not torch.equal(model.stem.weight, stem)
+
+
+def test_matmul_ceiling_is_a_positive_rate():
+    rate = matmul_ceiling(torch.device("cpu"), torch.float32, 64, 2)
+    assert math.isfinite(rate) and rate > 0
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(model="huge"), "model must be small or full"),
+    (dict(data="imagenet"), "data must be one of"),
+    (dict(steps=0), "steps must be a positive integer"),
+    (dict(warmup=-1), "warmup must be a non-negative integer"),
+    (dict(batch_size=0), "batch_size must be a positive integer"),
+    (dict(images=8, batch_size=16), r"images \(8\) must be at least one batch \(16\)"),
+    (dict(workers=-2), "workers must be a non-negative integer"),
+    (dict(pipelines=("gpu",)), "pipelines must be a non-empty selection"),
+    (dict(pipelines=()), "pipelines must be a non-empty selection"),
+    (dict(device="meta"), "device must be cpu or cuda"),
+    (dict(ceiling_size=0), "ceiling_size must be a positive integer"),
+    (dict(threads=0), "threads must be a positive integer"),
+])
+def test_bad_benchmark_arguments(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        run_benchmark(**{"device": "cpu", **kwargs})
+
+
+def test_cuda_request_without_cuda():
+    if torch.cuda.is_available():  # on a GPU machine the request is valid: check it picks the paper network
+        assert build_model("full", "cifar", 0).widths == (64, 128, 256)
+    else:
+        with pytest.raises(ValueError, match="cuda requested but"):
+            run_benchmark(device="cuda")
+
+
+def test_cli_reports_bad_arguments(capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["--device", "cpu", "--steps", "0"])
+    assert info.value.code == 2
+    assert "steps must be a positive integer" in capsys.readouterr().err
