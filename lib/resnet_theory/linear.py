@@ -481,12 +481,16 @@ def risk_gradient_descent(A0, R, Sigma, steps, lr):
     steps = _as_steps(steps)
     lr = _as_lr(lr)
     A = A.copy()
-    d = A.shape[1]
+
+    def excess(A):  # tr(E Sigma E^T) directly: risk(A) - d would lose everything below d * 1e-16
+        E = compose(A) - R
+        return float(np.trace(E @ Sigma @ E.T))
+
     out = np.empty(steps + 1)
-    out[0] = risk(A, R, Sigma) - d
+    out[0] = excess(A)
     for t in range(steps):
         A -= lr * risk_gradient(A, R, Sigma)
-        out[t + 1] = risk(A, R, Sigma) - d
+        out[t + 1] = excess(A)
         if not np.isfinite(out[t + 1]):
             raise FloatingPointError(f"gradient descent diverged at step {t + 1}; lower the learning rate {lr}")
     return out, A
