@@ -67,7 +67,7 @@ def test_cifar_shaped_small_model_report():
     result = run_benchmark(device="cpu", data="cifar", steps=1, warmup=0, batch_size=4, images=8,
                            pipelines=["device"], ceiling_size=64, threads=1)
     assert torch.get_num_threads() == threads  # restored
-    assert "1 torch threads" in result.device_name
+    assert "torch threads 1" in result.device_name
     assert result.input_shape == (3, 32, 32) and result.pad == 4 and result.flip is True
     assert result.forward_flops_per_image == flops_per_image(build_model("small", "cifar", 0), (3, 32, 32))
     text = format_report(result)
@@ -136,9 +136,11 @@ def test_bad_benchmark_arguments(kwargs, message):
         run_benchmark(**{"device": "cpu", **kwargs})
 
 
-def test_cuda_request_without_cuda():
-    if torch.cuda.is_available():  # on a GPU machine the request is valid: check it picks the paper network
-        assert build_model("full", "cifar", 0).widths == (64, 128, 256)
+def test_cuda_request():
+    if torch.cuda.is_available():  # on a GPU machine: a tiny run on the fast path's precision and layout
+        result = run_benchmark(device="cuda", model="small", data="digits", steps=1, warmup=1, images=64,
+                               batch_size=16, ceiling_size=256, workers=0)
+        assert result.precision == "bf16 autocast" and result.channels_last and result.ratio > 0
     else:
         with pytest.raises(ValueError, match="cuda requested but"):
             run_benchmark(device="cuda")

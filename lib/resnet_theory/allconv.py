@@ -57,7 +57,7 @@ from __future__ import annotations
 
 import copy
 import math
-from typing import Iterable, Sequence
+from typing import Sequence
 
 import torch
 import torch.nn.functional as F
