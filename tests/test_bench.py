@@ -55,11 +55,14 @@ def test_figures_are_consistent(tmp_path):
                                             / result["pipelines"]["dataloader"]["images_per_second"])
 
 
-def test_compile_is_guarded_on_cpu(capsys):
-    assert main([*TINY, "--compile", "--pipelines", "device"]) == 0
+def test_compile_is_guarded_on_cpu_and_profile_is_printed(capsys):
+    assert main([*TINY, "--compile", "--pipelines", "device", "--profile-steps", "1"]) == 0
     out = capsys.readouterr().out
     assert "compile off" in out and "note: --compile ignored on CPU" in out
     assert "ratio:" not in out  # one pipeline only: no ratio to print
+    profile = out.split("profile (device pipeline): ", 1)[1]
+    assert profile.startswith("1 steps,") and "sorted by self_cpu_time_total" in profile
+    assert "aten::mkldnn_convolution" in profile or "aten::convolution" in profile
 
 
 def test_cifar_shaped_small_model_report():
@@ -130,6 +133,7 @@ def test_matmul_ceiling_is_a_positive_rate():
     (dict(device="meta"), "device must be cpu or cuda"),
     (dict(ceiling_size=0), "ceiling_size must be a positive integer"),
     (dict(threads=0), "threads must be a positive integer"),
+    (dict(profile_steps=-1), "profile_steps must be a non-negative integer"),
 ])
 def test_bad_benchmark_arguments(kwargs, message):
     with pytest.raises(ValueError, match=message):

@@ -4,7 +4,7 @@ data against a conventional DataLoader, in one run.
     python -m resnet_theory.bench [--model small|full] [--data digits|cifar] [--steps N] [--warmup N]
                                   [--batch-size 128] [--device cpu|cuda] [--compile] [--compile-mode MODE]
                                   [--workers N] [--images N] [--pipelines device,dataloader] [--threads N]
-                                  [--ceiling-size N] [--seed N] [--json PATH]
+                                  [--ceiling-size N] [--seed N] [--profile-steps N] [--json PATH]
 
 Two input pipelines feed the same training step (forward, cross-entropy, backward, SGD with momentum 0.9,
 lr 0.05, weight decay 1e-4 on conv weights; a fresh network with the same seed for each):
@@ -49,7 +49,9 @@ included; ``TFLOP/s`` = images/s x training FLOPs per image; ``of ceiling`` = th
 rate (small convolutions on a busy CPU can come close to, or pass, a noisy ceiling); ``64k-step schedule``
 = the time 64,000 steps of 128 images (the paper's schedule) would take at this rate, for the model and data
 of the run; ``last loss`` is the loss of the last timed step (random labels: about ln(classes)).
-``--json PATH`` writes the same figures as JSON.
+``--json PATH`` writes the same figures as JSON. ``--profile-steps N`` appends a ``profile (device pipeline):``
+section: N more steps under ``torch.profiler``, the top operations by self device time (CUDA) or self CPU
+time, to see where a step's time goes (convolution kernels, other kernels, launch overhead).
 """
 
 from __future__ import annotations
@@ -159,6 +161,24 @@ def matmul_ceiling(device: torch.device, dtype: torch.dtype, size: int, repetiti
     return 2 * size ** 3 * repetitions / best / 1e12
 
 
+def profile_table(step, batches, steps: int, device: torch.device, rows: int = 12) -> str:
+    """Run ``steps`` training steps under ``torch.profiler``; the top ``rows`` operations by self time on
+    the device (CUDA kernels) or, on CPU, by self CPU time, with the wall time per step."""
+    from torch.profiler import ProfilerActivity, profile
+
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
+    synchronize(device)
+    start = time.perf_counter()
+    with profile(activities=activities) as prof:
+        for _ in range(steps):
+            step(*next(batches))
+        synchronize(device)
+    wall = (time.perf_counter() - start) / steps
+    sort = "self_device_time_total" if device.type == "cuda" else "self_cpu_time_total"
+    table = prof.key_averages().table(sort_by=sort, row_limit=rows, max_name_column_width=60)
+    return f"{steps} steps, {1e3 * wall:.2f} ms per step under the profiler; sorted by {sort}\n{table}"
+
+
 # --- the benchmark -------------------------------------------------------------------------------------------
 @dataclass
 class BenchResult:
@@ -188,6 +208,7 @@ class BenchResult:
     notes: list = field(default_factory=list)
     pipelines: dict = field(default_factory=dict)  # name -> figures
     ratio: float | None = None
+    profile: str | None = None  # torch.profiler table of the device pipeline, with --profile-steps
 
 
 def _device_name(device: torch.device) -> str:
@@ -216,18 +237,20 @@ def run_benchmark(model: str | None = None, data: str | None = None, steps: int 
                   warmup: int | None = None, batch_size: int = 128, device: str | None = None,
                   compile: bool = False, compile_mode: str = "max-autotune", workers: int | None = None,
                   images: int | None = None, pipelines=PIPELINES, seed: int = 0,
-                  ceiling_size: int | None = None, threads: int | None = None) -> BenchResult:
+                  ceiling_size: int | None = None, threads: int | None = None,
+                  profile_steps: int = 0) -> BenchResult:
     """Run the benchmark (see the module docstring); ``None`` picks the device's default.
 
     ``threads`` sets ``torch.set_num_threads`` for the run (restored afterwards); on a busy shared CPU one
-    thread avoids the stalls of several spinning threads competing for the same cores."""
+    thread avoids the stalls of several spinning threads competing for the same cores. ``profile_steps``
+    more steps of the device pipeline run under ``torch.profiler`` after its timed loop (not timed)."""
     if threads is not None:
         _check_positive(threads, "threads")
         saved = torch.get_num_threads()
         torch.set_num_threads(threads)
         try:
             return run_benchmark(model, data, steps, warmup, batch_size, device, compile, compile_mode, workers,
-                                 images, pipelines, seed, ceiling_size, threads=None)
+                                 images, pipelines, seed, ceiling_size, threads=None, profile_steps=profile_steps)
         finally:
             torch.set_num_threads(saved)
     device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
@@ -257,6 +280,8 @@ def run_benchmark(model: str | None = None, data: str | None = None, steps: int 
     images = _check_positive(images if images is not None else max(default_images, batch_size), "images")
     if images < batch_size:
         raise ValueError(f"images ({images}) must be at least one batch ({batch_size})")
+    if isinstance(profile_steps, bool) or not isinstance(profile_steps, int) or profile_steps < 0:
+        raise ValueError(f"profile_steps must be a non-negative integer, got {profile_steps!r}")
     ceiling_size = _check_positive(ceiling_size if ceiling_size is not None else (8192 if on_gpu else 1024),
                                    "ceiling_size")
 
@@ -327,6 +352,8 @@ def run_benchmark(model: str | None = None, data: str | None = None, steps: int 
             "images_per_second": per_second, "ms_per_step": 1e3 * elapsed / steps, "tflops": tflops,
             "fraction_of_ceiling": tflops / ceiling, "schedule_minutes": PAPER_STEPS * PAPER_BATCH / per_second / 60,
             "last_loss": float(loss)}
+        if profile_steps and name == "device":
+            result.profile = profile_table(step, batches, profile_steps, device)
         del batches
     if len(result.pipelines) == 2:
         result.ratio = (result.pipelines["device"]["images_per_second"]
@@ -359,6 +386,8 @@ def format_report(result: BenchResult) -> str:
                      f"64k-step schedule {schedule} | last loss {p['last_loss']:.3g}")
     if r.ratio is not None:
         lines.append(f"ratio: device / dataloader = {r.ratio:.2f}x images per second")
+    if r.profile is not None:
+        lines.append(f"profile (device pipeline): {r.profile}")
     return "\n".join(lines)
 
 
@@ -381,6 +410,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--ceiling-size", type=int, help="matrix size for the matmul ceiling (default 8192 CUDA, 1024 CPU)")
     parser.add_argument("--threads", type=int, help="torch CPU threads (default: torch's choice)")
+    parser.add_argument("--profile-steps", type=int, default=0,
+                        help="then profile this many steps of the device pipeline (torch.profiler table)")
     parser.add_argument("--json", help="also write the figures as JSON to this path")
     args = parser.parse_args(argv)
     try:
@@ -388,7 +419,8 @@ def main(argv: list[str] | None = None) -> int:
                                batch_size=args.batch_size, device=args.device, compile=args.compile,
                                compile_mode=args.compile_mode, workers=args.workers, images=args.images,
                                pipelines=[p.strip() for p in args.pipelines.split(",") if p.strip()],
-                               seed=args.seed, ceiling_size=args.ceiling_size, threads=args.threads)
+                               seed=args.seed, ceiling_size=args.ceiling_size, threads=args.threads,
+                               profile_steps=args.profile_steps)
     except ValueError as exc:
         parser.error(str(exc))
     print(format_report(result), flush=True)
