@@ -173,7 +173,7 @@ class WitnessReport:
             f"<tr><td>{html.escape(p)}</td><td>{self.max_abs_error[p]:.2e}</td><td>{self.max_rel_error[p]:.2e}</td>"
             f"<td>{self.tolerances[p]:.0e}</td><td>{'yes' if self.max_rel_error[p] <= self.tolerances[p] else 'NO'}</td></tr>"
             for p in sorted(self.max_rel_error))
-        return (f"<p>{html.escape(self.quantity)} at {self.points} points</p><table><tr><th>witnesses</th>"
+        return (f"<p>{html.escape(self.quantity)} at {self.points} points</p><table class=\"book-table\"><tr><th>witnesses</th>"
                 f"<th>max abs error</th><th>max rel error</th><th>tolerance</th><th>agree</th></tr>{rows}</table>")
 
 
