@@ -161,7 +161,8 @@ def test_linear_factorisation_reproduces_R(dim, depth, seed, method):
 def test_fallback_handles_negative_eigenvalues_and_half_turns():
     R = np.diag([-1.0, -2.0, 3.0])
     A, source = S.linear_near_identity_factors(R, 6, "logarithm")
-    assert source == "principal logarithm"
+    assert source == "polar fallback (no real logarithm)"
+    assert S.linear_near_identity_factors(np.diag([2.0, 0.5]), 3, "logarithm")[1] == "principal logarithm"
     product = np.eye(3)
     for layer in A:
         product = (np.eye(3) + layer) @ product

@@ -187,15 +187,16 @@ def _fallback_factorize(R: np.ndarray, depth: int) -> np.ndarray:
 LINEAR_METHODS = ("hardt-ma", "logarithm")
 
 
-def _logarithm_factorize(R: np.ndarray, depth: int) -> np.ndarray:
+def _logarithm_factorize(R: np.ndarray, depth: int) -> tuple[np.ndarray, str]:
     """Equal layers ``expm(log(R)/depth) - I`` with the principal real logarithm, when R has one."""
     L = scipy.linalg.logm(R)
     scale = max(1.0, float(np.max(np.abs(L))))
     if np.iscomplexobj(L):
-        if np.max(np.abs(L.imag)) > 1e-10 * scale:
-            return _fallback_factorize(R, depth)   # an eigenvalue on the negative real axis
+        if np.max(np.abs(L.imag)) > 1e-10 * scale:   # an eigenvalue on the negative real axis
+            return _fallback_factorize(R, depth), "polar fallback (no real logarithm)"
         L = L.real
-    return np.repeat((scipy.linalg.expm(L / depth) - np.eye(R.shape[0]))[None], depth, axis=0)
+    layers = np.repeat((scipy.linalg.expm(L / depth) - np.eye(R.shape[0]))[None], depth, axis=0)
+    return layers, "principal logarithm"
 
 
 def linear_near_identity_factors(R, depth: int, method: str = "hardt-ma") -> tuple[np.ndarray, str]:
@@ -217,7 +218,7 @@ def linear_near_identity_factors(R, depth: int, method: str = "hardt-ma") -> tup
     if not det > 0:
         raise ValueError(f"R must have a positive determinant, got {det:.3g}")
     if method == "logarithm":
-        A, source = _logarithm_factorize(R, depth), "principal logarithm"
+        A, source = _logarithm_factorize(R, depth)
     else:
         try:
             from .linear import factorize_near_identity
@@ -860,3 +861,98 @@ def sigmoid_saddle_example(n: int = 8, v: float = 0.8, w: float = 2.0, b=(0.3, -
     theta_star = np.array([v, -v, w, -w, 0.0, 0.0])
     y = SigmoidSaddle.network(torch.as_tensor(theta_star), x)
     return SigmoidSaddle(x, y.detach(), theta_star, np.array([0.0, 0.0, 0.0, 0.0, *b]))
+
+
+# --- helpers for the chapter: rates, grids, tables ---------------------------------------------------
+RATE_SPACINGS = ("uniform", "geometric", "equidistributed")
+
+
+@dataclass
+class RateResult:
+    """``eps(m) = max_i ||h_i - Id||_L`` (via :func:`factor_deviations`) over depths ``ms`` for one map and spacing."""
+
+    map_name: str
+    dim: int
+    spacing: str
+    ms: np.ndarray
+    eps: np.ndarray
+
+    @property
+    def slope(self) -> float:
+        """Least-squares exponent p of ``eps ~ c m^p`` on log-log axes."""
+        p, _ = np.polyfit(np.log(self.ms), np.log(self.eps), 1)
+        return float(p)
+
+    @property
+    def label(self) -> str:
+        return f"{self.map_name}, d={self.dim}"
+
+
+def deviation_rates(cases: Sequence[tuple[str, int]], ms: Sequence[int], spacings: Sequence[str] = RATE_SPACINGS,
+                    *, linear: str = "logarithm", domain_radius: float = 1.0, n_points: int = 256,
+                    seed: int = 0) -> list[RateResult]:
+    """:class:`RateResult` for every (map name, dim) in ``cases`` (maps of :func:`example_map`) and spacing.
+
+    ``"equidistributed"`` uses :func:`equidistributed_scales` at each m; the others :func:`scale_schedule`.
+    """
+    ms = np.asarray([_as_positive_int(int(m), "m") for m in ms])
+    if len(ms) < 2:
+        raise ValueError("need at least two depths to measure a rate")
+    for spacing in spacings:
+        if spacing not in RATE_SPACINGS:
+            raise ValueError(f"unknown spacing {spacing!r}; choose from {RATE_SPACINGS}")
+    results = []
+    for name, dim in cases:
+        h = example_map(name, dim, seed=seed)
+        for spacing in spacings:
+            eps = []
+            for m in ms:
+                scales = (equidistributed_scales(h, int(m), dim, domain_radius, linear=linear, n_points=n_points,
+                                                 seed=seed) if spacing == "equidistributed" else spacing)
+                eps.append(factor_deviations(h, int(m), dim, domain_radius, spacing=scales, linear=linear,
+                                             n_points=n_points, seed=seed).max())
+            results.append(RateResult(name, dim, spacing, ms, np.array(eps)))
+    return results
+
+
+def grid_lines(half_width: float = 0.7, n_lines: int = 9, n_points: int = 81) -> list[torch.Tensor]:
+    """Horizontal and vertical lines of a square grid in the plane, each ``(n_points, 2)``."""
+    half_width = _as_positive_float(half_width, "half_width")
+    n_lines, n_points = _as_positive_int(n_lines, "n_lines"), _as_positive_int(n_points, "n_points")
+    ticks = torch.linspace(-half_width, half_width, n_lines, dtype=DTYPE)
+    t = torch.linspace(-half_width, half_width, n_points, dtype=DTYPE)
+    return ([torch.stack([t, torch.full_like(t, c)], dim=1) for c in ticks]
+            + [torch.stack([torch.full_like(t, c), t], dim=1) for c in ticks])
+
+
+def carry_grid(factors: Sequence[TorchMap], lines: Sequence[torch.Tensor]) -> list[list[np.ndarray]]:
+    """The grid after 0, 1, ..., m layers: ``out[k][j]`` is line j after layers ``h_1 .. h_k``."""
+    if len(factors) == 0:
+        raise ValueError("need at least one factor")
+    points = torch.cat(list(lines))
+    sizes = [len(line) for line in lines]
+    stages = [points]
+    with torch.no_grad():
+        for f in factors:
+            stages.append(f(stages[-1]))
+    return [[part.numpy() for part in torch.split(stage, sizes)] for stage in stages]
+
+
+class HtmlTable:
+    """A small table that renders as HTML in the executed notebook (numbers formatted with ``fmt``)."""
+
+    def __init__(self, columns: Sequence[str], rows: Sequence[Sequence], fmt: str = "{:.3g}"):
+        self.columns, self.rows, self.fmt = list(columns), [list(r) for r in rows], fmt
+        if any(len(r) != len(self.columns) for r in self.rows):
+            raise ValueError("every row needs one entry per column")
+
+    def _cell(self, value) -> str:
+        import html as _html
+        if isinstance(value, (float, np.floating)):
+            return self.fmt.format(value)
+        return _html.escape(str(value))
+
+    def _repr_html_(self) -> str:
+        head = "".join(f"<th>{self._cell(c)}</th>" for c in self.columns)
+        body = "".join("<tr>" + "".join(f"<td>{self._cell(v)}</td>" for v in r) + "</tr>" for r in self.rows)
+        return f"<table><tr>{head}</tr>{body}</table>"
