@@ -190,6 +190,24 @@ def test_too_small_k_is_refused_with_condition_and_indices():
     assert info.value.indices and all(0 <= i < 200 for i in info.value.indices)
 
 
+def test_failed_draws_are_retried_then_refused():
+    rng = np.random.default_rng(7)
+    X = sphere(60, 20, rng)
+    y = rng.integers(0, 3, 60)
+    attempts = []
+    for seed in range(10):
+        try:
+            net = ex.construct_interpolating_resnet(X, y, k=150, seed=seed, projection="gaussian")
+        except ex.ConstructionError:
+            continue
+        assert_fits(net, X, y)
+        attempts.append(net.attempts)
+    assert max(attempts) > 1                    # some first draws failed and a later one was used
+    assert max(attempts) <= ex.DEFAULT_ATTEMPTS
+    with pytest.raises(ex.ConstructionError, match="no network after 1 draws"):
+        ex.construct_interpolating_resnet(X, y, k=150, seed=2, projection="gaussian", attempts=1)
+
+
 def test_k1_refused_for_three_classes():
     X = np.arange(6.0).reshape(3, 2)
     with pytest.raises(ValueError, match="k=1 is refused"):

@@ -541,7 +541,7 @@ def _torch_module(net: InterpolatingResNet):
             return torch.where(sq > 1.0, out / torch.sqrt(sq), out)
 
         def forward(self, x):
-            h = self.projection(self.normalise(x.to(self.mean.dtype)))
+            h = self.projection(self.normalise(x.to(device=self.mean.device, dtype=self.mean.dtype)))
             for block in self.blocks:
                 h = block(h)
             return self.output_out(torch.relu(self.output_in(h)))
