@@ -104,6 +104,15 @@ def test_cifar_forward_shapes(cifar10):
         assert cifar100(x).shape == (1, 100)
 
 
+def test_numpy_integers_are_accepted():
+    import numpy as np
+
+    torch.manual_seed(0)
+    model = AllConvResNet(num_classes=np.int64(3), in_channels=1, widths=np.array([16, 32]),
+                          blocks_per_stage=np.int64(2))
+    assert model.blocks_per_stage == (2, 2) and model(torch.randn(1, 1, 8, 8)).shape == (1, 3)
+
+
 def test_digits_forward_shape():
     model = small_model()
     out = model(torch.randn(5, 1, 8, 8))
@@ -275,6 +284,9 @@ def test_architecture_table(cifar10):
     (dict(init="xavier"), "init must be one of"),
     (dict(kernel_size=2), "odd"),
     (dict(num_classes=2.5), "num_classes"),
+    (dict(blocks_per_stage=1.0), "blocks_per_stage"),
+    (dict(widths=(64, 128, None)), "width"),
+    (dict(skip="yes"), "skip"),
 ])
 def test_bad_model_arguments(kwargs, message):
     with pytest.raises(ValueError, match=message):

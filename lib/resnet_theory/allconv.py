@@ -57,6 +57,7 @@ from __future__ import annotations
 
 import copy
 import math
+import numbers
 from typing import Sequence
 
 import torch
@@ -75,9 +76,15 @@ INITS = ("small", "standard")
 
 
 def _positive_int(value, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
         raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    return value
+    return int(value)
+
+
+def _flag(value, name: str) -> bool:
+    if not any(value is v or (type(value).__name__ == "bool_" and value == v) for v in (True, False)):
+        raise ValueError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
 
 
 def small_init_std(kernel_size: int, out_channels: int) -> float:
@@ -174,25 +181,22 @@ class AllConvResNet(nn.Module):
                  init: str = "small", skip: bool = True, trainable_head: bool = False, kernel_size: int = 3,
                  bias: bool = True):
         super().__init__()
-        _positive_int(num_classes, "num_classes")
-        _positive_int(in_channels, "in_channels")
-        _positive_int(stem_channels, "stem_channels")
-        _positive_int(kernel_size, "kernel_size")
+        num_classes = _positive_int(num_classes, "num_classes")
+        in_channels = _positive_int(in_channels, "in_channels")
+        stem_channels = _positive_int(stem_channels, "stem_channels")
+        kernel_size = _positive_int(kernel_size, "kernel_size")
         if kernel_size % 2 == 0:
             raise ValueError(f"kernel_size must be odd so that 'same' padding exists, got {kernel_size}")
-        widths = tuple(widths)
+        skip, trainable_head, bias = _flag(skip, "skip"), _flag(trainable_head, "trainable_head"), _flag(bias, "bias")
+        widths = tuple(_positive_int(w, "every stage width") for w in widths)
         if not widths:
             raise ValueError("widths must list at least one stage width")
-        for w in widths:
-            _positive_int(w, "every stage width")
-        if isinstance(blocks_per_stage, int):
+        if isinstance(blocks_per_stage, (numbers.Integral, float)):
             blocks = (_positive_int(blocks_per_stage, "blocks_per_stage"),) * len(widths)
         else:
-            blocks = tuple(blocks_per_stage)
+            blocks = tuple(_positive_int(b, "every entry of blocks_per_stage") for b in blocks_per_stage)
             if len(blocks) != len(widths):
                 raise ValueError(f"blocks_per_stage has {len(blocks)} entries but there are {len(widths)} stages")
-            for b in blocks:
-                _positive_int(b, "every entry of blocks_per_stage")
         if skip:
             chain = (stem_channels,) + widths
             if any(b < a for a, b in zip(chain, chain[1:])):
