@@ -134,6 +134,7 @@ def test_matmul_ceiling_is_a_positive_rate():
     (dict(ceiling_size=0), "ceiling_size must be a positive integer"),
     (dict(threads=0), "threads must be a positive integer"),
     (dict(profile_steps=-1), "profile_steps must be a non-negative integer"),
+    (dict(compile_mode="fastest"), "compile_mode must be one of"),
 ])
 def test_bad_benchmark_arguments(kwargs, message):
     with pytest.raises(ValueError, match=message):

@@ -76,6 +76,7 @@ PAPER_STEPS, PAPER_BATCH = 64_000, 128
 DATA_SHAPES = {"digits": (1, 8, 8), "cifar": (3, 32, 32)}
 AUGMENTATION = {"digits": dict(pad=1, flip=False), "cifar": dict(pad=4, flip=True)}
 PIPELINES = ("device", "dataloader")
+COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 
 
 # --- the conventional pipeline ----------------------------------------------------------------------------
@@ -235,7 +236,7 @@ def _check_positive(value, name):
 
 def run_benchmark(model: str | None = None, data: str | None = None, steps: int | None = None,
                   warmup: int | None = None, batch_size: int = 128, device: str | None = None,
-                  compile: bool = False, compile_mode: str = "max-autotune", workers: int | None = None,
+                  compile: bool = False, compile_mode: str = "default", workers: int | None = None,
                   images: int | None = None, pipelines=PIPELINES, seed: int = 0,
                   ceiling_size: int | None = None, threads: int | None = None,
                   profile_steps: int = 0) -> BenchResult:
@@ -280,6 +281,8 @@ def run_benchmark(model: str | None = None, data: str | None = None, steps: int 
     images = _check_positive(images if images is not None else max(default_images, batch_size), "images")
     if images < batch_size:
         raise ValueError(f"images ({images}) must be at least one batch ({batch_size})")
+    if compile_mode not in COMPILE_MODES:
+        raise ValueError(f"compile_mode must be one of {COMPILE_MODES}, got {compile_mode!r}")
     if isinstance(profile_steps, bool) or not isinstance(profile_steps, int) or profile_steps < 0:
         raise ValueError(f"profile_steps must be a non-negative integer, got {profile_steps!r}")
     ceiling_size = _check_positive(ceiling_size if ceiling_size is not None else (8192 if on_gpu else 1024),
@@ -401,8 +404,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch-size", type=int, default=128)
     parser.add_argument("--device", choices=["cpu", "cuda"], help="default: cuda when available")
     parser.add_argument("--compile", action="store_true", help="torch.compile the model (CUDA only)")
-    parser.add_argument("--compile-mode", default="max-autotune",
-                        choices=["default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"])
+    parser.add_argument("--compile-mode", default="default",
+                        choices=COMPILE_MODES,
+                        help="torch.compile mode (reduce-overhead and max-autotune add CUDA graphs; "
+                        "max-autotune tunes kernels, compiling for minutes)")
     parser.add_argument("--workers", type=int, help="DataLoader worker processes (default: min(8, cores) on CUDA, 0 on CPU)")
     parser.add_argument("--images", type=int, help="synthetic images held (default: 1,437 digits; 50,000 CIFAR on "
                         "CUDA, 2,048 on CPU)")
