@@ -133,6 +133,19 @@ def test_rate_uniform_is_one_over_m_and_geometric_is_slower():
     assert geometric[-1] * ms[-1] > 1.5 * geometric[0] * ms[0]
 
 
+def test_deviation_rates_and_alternating_split():
+    rates = S.deviation_rates([("sine-shear", 1)], [4, 8], ["uniform", "equidistributed"], n_points=64)
+    assert [r.spacing for r in rates] == ["uniform", "equidistributed"]
+    for r in rates:
+        assert r.slope == pytest.approx(fit_power_law(r.ms, r.eps)[0]) and r.label == "sine-shear, d=1"
+    h = S.example_map("swirl", 2, seed=2)
+    x = _points(40, 2)
+    assert (S.compose(S.alternating_split(h, 5, 2), x) - h(x)).abs().max().item() < 1e-9
+    stages = S.carry_grid(S.alternating_split(h, 3, 2), S.grid_lines(0.5, 3, 5))
+    assert len(stages) == 4 and len(stages[0]) == 6 and stages[1][0].shape == (5, 2)
+    assert "<table>" in S.HtmlTable(["a", "b"], [[1.0, "x"]])._repr_html_()
+
+
 def test_equidistributed_scales_do_not_lose_to_uniform():
     h = S.example_map("swirl", 2, seed=1)
     a = S.equidistributed_scales(h, 12, 2, linear="logarithm")
@@ -355,3 +368,18 @@ def test_other_functions_reject_bad_inputs():
         S.factor_deviations(None, 3, 2)
     with pytest.raises(ValueError, match="determinant"):
         S.check_positive_orientation(lambda x: -x, 1)
+    with pytest.raises(ValueError, match="two depths"):
+        S.deviation_rates([("swirl", 2)], [4])
+    with pytest.raises(ValueError, match="unknown spacing"):
+        S.deviation_rates([("swirl", 2)], [4, 8], ["random"])
+    with pytest.raises(ValueError, match="half_width"):
+        S.grid_lines(-1.0)
+    with pytest.raises(ValueError, match="at least one factor"):
+        S.carry_grid([], S.grid_lines())
+    with pytest.raises(ValueError, match="one entry per column"):
+        S.HtmlTable(["a", "b"], [[1.0]])
+    problem = S.random_empirical_problem(3, 2)
+    with pytest.raises(ValueError, match="at least one layer"):
+        S.empirical_risk([], problem)
+    with pytest.raises(ValueError, match="one perturbation per layer"):
+        S.empirical_risk(S.random_residual_blocks(2, 2, 3, 0.5), problem, [torch.zeros(3, 2, dtype=DT)])

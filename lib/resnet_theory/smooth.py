@@ -761,6 +761,12 @@ class FunctionalGradient:
 def empirical_risk(blocks: Sequence[Callable], problem: EmpiricalProblem,
                    perturbations: Sequence[torch.Tensor] | None = None) -> torch.Tensor:
     """``Q = 1/(2n) sum_j ||h(x_j) - y_j||^2`` with ``h_i`` replaced by ``h_i + delta_i`` at the atoms' images."""
+    if len(blocks) == 0:
+        raise ValueError("need at least one layer")
+    if not isinstance(problem, EmpiricalProblem):
+        raise ValueError("problem must be an EmpiricalProblem")
+    if perturbations is not None and len(perturbations) != len(blocks):
+        raise ValueError(f"need one perturbation per layer ({len(blocks)}), got {len(perturbations)}")
     z = problem.atoms
     for i, block in enumerate(blocks):
         z = block(z)
