@@ -276,6 +276,38 @@ def test_theorem4_bound_decreases_like_one_over_root_T():
     assert np.allclose(b * np.sqrt(T), b[0])
 
 
+# --- the chapter's experiment helpers -------------------------------------------------------------
+def test_survey_theorems_small():
+    r = S.survey_theorems(3, seed=4)
+    assert len(r["t1_lhs"]) == 6 and set(r["t1_loss"]) == set(S.LOSSES)
+    assert np.all(r["t1_lhs"] >= r["t1_rhs"] - 1e-12) and np.all(r["t2_lhs"] >= r["t2_rhs"] - 1e-12)
+    assert np.all(r["t2_lambda_min"] <= 1e-12)
+
+
+def test_theorem4_experiment_small():
+    e = S.theorem4_experiment(64, 1, d=3, k=2, width=4, depth=2, n_test=200)
+    assert list(e["horizons"]) == [8, 16, 32, 64]
+    for name in ("output skip", "original"):
+        assert e[name]["gaps"].shape == (1, 4) and e[name]["regret"].shape == (1, 4)
+    assert np.all(e["output skip"]["gaps"] <= e["bound"])
+
+
+def test_logistic_loss_values():
+    p = torch.tensor([-2.0, 0.0, 3.0], dtype=torch.float64)
+    y = torch.tensor([1.0, -1.0, -1.0], dtype=torch.float64)
+    assert torch.allclose(S.loss_values(p, y, "logistic"), torch.log1p(torch.exp(-y * p)))
+
+
+def test_html_table_and_landscape_panel():
+    from matplotlib.figure import Figure
+
+    t = S.html_table(["a", "b"], [[1.23456789, "x<y"]])
+    assert "1.235" in t and "x&lt;y" in t
+    ax = Figure().subplots()
+    S.landscape_panel(ax, 1.0, 0.25, 2.0, S.find_local_minima(1.0, 0.25, n_starts=36), "test")
+    assert ax.get_title() == "test" and len(ax.lines) >= 3
+
+
 # --- bad inputs ------------------------------------------------------------------------------------
 def _inst():
     return S.random_theorem_instance(0, "squared")
@@ -346,6 +378,15 @@ BAD = [
     (ValueError, lambda: S.theorem1_adversarial(_inst()["X"], _inst()["y"], _inst()["f_theta"], _inst()["w_star"],
                                                 _inst()["w"], _inst()["V"], steps=0)),
     (ValueError, lambda: S.minimize_residual_objective(_inst()["X"], _inst()["y"], _inst()["f_theta"], seed=-1)),
+    (ValueError, lambda: S.survey_theorems(0)),
+    (ValueError, lambda: S.survey_theorems(2, losses="squared")),
+    (ValueError, lambda: S.survey_theorems(2, losses=["hinge"])),
+    (ValueError, lambda: S.theorem4_experiment(8, 1)),
+    (ValueError, lambda: S.theorem4_experiment(64, 0)),
+    (ValueError, lambda: S.theorem4_experiment(64, 1, radius=-2.0)),
+    (ValueError, lambda: S.html_table(["a", "b"], [[1]])),
+    (ValueError, lambda: S.landscape_panel(None, 1.0, 0.0, None, [], "x")),
+    (ValueError, lambda: S.landscape_panel(None, -1.0, 0.0, None, [{"point": np.zeros(2), "value": 0.5}], "x")),
 ]
 
 

@@ -882,3 +882,106 @@ def minimize_residual_objective(X, y, f_theta, loss: str = "squared", seed: int 
     w, V = unpack(sol.x)
     return {"w": w, "V": V, "value": der["value"], "gradient_norm": float(np.linalg.norm(der["gradient"])),
             "lambda_min": float(np.linalg.eigvalsh(der["hessian"])[0])}
+
+
+# --- experiments the chapter runs (kept here so that the chapter's cells stay short) ----------------
+def survey_theorems(n_instances: int, seed: int = 0, losses=LOSSES) -> dict:
+    """Both sides of Theorems 1 and 2 on ``n_instances`` random instances per loss.
+
+    Theorem 1 at a random ``(w, V)``; Theorem 2 at ``(0, V)`` of an independent instance. Returns numpy
+    arrays ``t1_lhs, t1_rhs, t1_loss, t2_lhs, t2_rhs, t2_lambda_min, t2_loss``.
+    """
+    n_instances = _positive_int(n_instances, "n_instances")
+    seed = _seed(seed)
+    if isinstance(losses, str) or not losses or any(l not in LOSSES for l in losses):
+        raise ValueError(f"losses must be a non-empty sequence drawn from {LOSSES}")
+    rows1, rows2 = [], []
+    for loss in losses:
+        for i in range(n_instances):
+            a = random_theorem_instance(seed + 2 * i, loss)
+            s1 = theorem1_sides(a["X"], a["y"], a["w"], a["V"], a["f_theta"], a["w_star"], loss)
+            rows1.append((s1["lhs"], s1["rhs"], loss))
+            b = random_theorem_instance(seed + 2 * i + 1, loss, w_zero=True)
+            s2 = theorem2_sides(b["X"], b["y"], b["V"], b["f_theta"], b["w_star"], loss)
+            rows2.append((s2["lhs"], s2["rhs"], s2["lambda_min"], loss))
+    return {"t1_lhs": np.array([r[0] for r in rows1]), "t1_rhs": np.array([r[1] for r in rows1]),
+            "t1_loss": np.array([r[2] for r in rows1]), "t2_lhs": np.array([r[0] for r in rows2]),
+            "t2_rhs": np.array([r[1] for r in rows2]), "t2_lambda_min": np.array([r[2] for r in rows2]),
+            "t2_loss": np.array([r[3] for r in rows2])}
+
+
+def theorem4_experiment(steps: int, n_seeds: int, seed: int = 0, d: int = 5, k: int = 4, width: int = 16,
+                        depth: int = 3, radius: float = 2.0, n_test: int = 2000, delta: float = 0.05) -> dict:
+    """Projected SGD on both architectures for ``steps`` steps, ``n_seeds`` runs each (Theorem 4).
+
+    Data from :class:`LogisticLinearSource` with ``|u*| = 1.5 <= radius``; risks on a test sample of
+    ``n_test`` points. For horizons ``T = 8, 16, ..., <= steps`` returns per architecture the gap
+    ``(1/T) sum_t risk(iterate_t) - min_{|u| <= radius} F_lin(u)`` (mean over runs, and every run), the
+    average regret against the best linear predictor in hindsight, and our explicit bound
+    :func:`theorem4_bound` (``G = sqrt(1 + k)``: ``|x| <= 1`` and ``|f_theta(x)|_inf <= 1``;
+    ``r = log(1 + exp(radius G))``).
+    """
+    steps = _positive_int(steps, "steps", minimum=16)
+    n_seeds = _positive_int(n_seeds, "n_seeds")
+    seed = _seed(seed)
+    radius = _positive_number(radius, "radius")
+    n_test = _positive_int(n_test, "n_test")
+    u_star = np.full(d, 1.5 / math.sqrt(d))
+    X_test, y_test = LogisticLinearSource(u_star, seed=seed + 10_000).sample(n_test)
+    best = best_linear_predictor(X_test, y_test, "logistic", radius=radius)
+    G = math.sqrt(1 + k)
+    r = math.log1p(math.exp(radius * G))
+    horizons = 2 ** np.arange(3, int(math.log2(steps)) + 1)
+    out = {"horizons": horizons, "best_linear": best["value"], "lipschitz": G, "loss_bound": r,
+           "bound": theorem4_bound(horizons, radius, G, r, delta), "radius": radius, "delta": delta}
+    for name, arch in (("output skip", OutputSkipNet), ("original", ResidualNet)):
+        gaps, regrets = [], []
+        for s in range(n_seeds):
+            model = arch(d, k, width, depth, seed=seed + s)
+            run = projected_sgd(model, LogisticLinearSource(u_star, seed=seed + 100 + s), steps, radius, G,
+                                X_test=X_test, y_test=y_test)
+            avg_risk = np.cumsum(run["risks"]) / np.arange(1, steps + 1)
+            gaps.append(avg_risk[horizons - 1] - best["value"])
+            regrets.append(average_regret(run["X"], run["y"], run["online_losses"], radius, horizons))
+        out[name] = {"gap": np.mean(gaps, axis=0), "gaps": np.array(gaps), "regret": np.array(regrets)}
+    return out
+
+
+def landscape_panel(ax, eps: float, penalty: float, radius, minima: list[dict], title: str,
+                    box: float = 3.0, levels: int = 30) -> None:
+    """Contours of ``F + (penalty/2)|z|^2`` over ``[-box, box]^2`` with the ball and the minima marked."""
+    if not minima or not all(isinstance(m, dict) and "point" in m and "value" in m for m in minima):
+        raise ValueError("minima must be a non-empty list of dicts with 'point' and 'value'")
+    if radius is not None:
+        radius = _positive_number(radius, "radius")
+    box = _positive_number(box, "box")
+    g = np.linspace(-box, box, 301)
+    W, V = np.meshgrid(g, g)
+    F = landscape_value(eps, penalty, W, V)
+    ax.contour(W, V, np.log10(F + 1e-3), levels=levels, linewidths=0.6, cmap="viridis")
+    if radius is not None:
+        t = np.linspace(0, 2 * np.pi, 200)
+        ax.plot(radius * np.cos(t), radius * np.sin(t), color="k", linewidth=1.2)
+    best = min(m["value"] for m in minima)
+    for m in minima:
+        spurious = m["value"] > best + 1e-9
+        ax.plot(*m["point"], marker="X" if spurious else "o", color="#cc4125" if spurious else "#0b5394",
+                markersize=9 if spurious else 4, linestyle="none")
+    ax.set(xlabel="w", ylabel="v", title=title, xlim=(-box, box), ylim=(-box, box), aspect="equal")
+
+
+def html_table(headers, rows, digits: int = 4) -> str:
+    """A small HTML table; floats are shown with ``digits`` significant digits."""
+    import html as _html
+
+    if not headers or any(len(r) != len(headers) for r in rows):
+        raise ValueError("every row must have one entry per header")
+
+    def cell(x):
+        if isinstance(x, (float, np.floating)):
+            return f"{x:.{digits}g}"
+        return _html.escape(str(x))
+
+    head = "".join(f"<th>{_html.escape(str(h))}</th>" for h in headers)
+    body = "".join("<tr>" + "".join(f"<td>{cell(x)}</td>" for x in r) + "</tr>" for r in rows)
+    return f"<table><tr>{head}</tr>{body}</table>"
