@@ -588,9 +588,11 @@ def theorem2_sides(X, y, V, f_theta, w_star, loss: str = "squared") -> dict:
     lam = float(np.linalg.eigvalsh(der["hessian"])[0])
     Hww = float(np.linalg.norm(der["hessian_ww"], 2))
     normV = float(np.linalg.norm(V.numpy(), 2))
-    lhs = float(np.linalg.norm(der["gradient"])) + normV * math.sqrt(abs(lam) * Hww + lam ** 2)
+    gradient_norm = float(np.linalg.norm(der["gradient"]))
+    curvature_term = math.sqrt(abs(lam) * Hww + lam ** 2)
+    lhs = gradient_norm + normV * curvature_term
     F_lin = linear_objective(X, y, w_star, loss)
-    return {"lambda_min": lam, "lhs": lhs, "rhs": (der["value"] - F_lin) / float(np.linalg.norm(w_star)),
+    return {"lambda_min": lam, "lhs": lhs, "gradient_norm": gradient_norm, "curvature_term": curvature_term, "rhs": (der["value"] - F_lin) / float(np.linalg.norm(w_star)),
             "F": der["value"], "F_lin": F_lin, "norm_V": normV, "hessian_ww_norm": Hww}
 
 
