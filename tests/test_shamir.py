@@ -229,6 +229,32 @@ def test_example1_is_a_residual_instance():
     assert sides["lhs"] >= sides["rhs"] - 1e-12
 
 
+def test_theorem2_needs_the_norm_factor():
+    # Example 1 at its saddle: with the factor |V| = 1/eps the bound holds; without it the left side is eps < 1/2
+    X, y = torch.ones(1, 1, dtype=torch.float64), torch.ones(1, dtype=torch.float64)
+    for eps in (0.4, 0.1, 0.01):
+        s = S.theorem2_sides(X, y, [[-1 / eps]], lambda x, eps=eps: eps * x, [1.0])
+        assert s["gradient_norm"] == pytest.approx(0.0, abs=1e-12)
+        assert s["lhs"] >= s["rhs"]
+        assert s["gradient_norm"] + s["curvature_term"] == pytest.approx(eps)
+        assert s["gradient_norm"] + s["curvature_term"] < s["rhs"]
+
+
+def test_minima_agree_with_the_classified_critical_points():
+    for penalty, radius in ((0.25, None), (0.1, None), (0.0, 2.0), (0.0, 1.5)):
+        found = S.find_local_minima(1.0, penalty, radius, n_starts=144)
+        cps = [c for c in S.critical_points(1.0, penalty, radius, n_starts=144) if c.kind == "local minimum"]
+        if penalty > 0:  # isolated minima: the two searches must find the same points
+            assert len(found) == len(cps)
+            for m in found:
+                assert min(np.linalg.norm(m["point"] - c.point) for c in cps) < 1e-6
+        else:  # on the ball: the spurious boundary minimum is met by both
+            spurious = [m for m in found if m["value"] > 1e-9]
+            assert spurious
+            for m in spurious:
+                assert min(np.linalg.norm(m["point"] - c.point) for c in cps) < 1e-6
+
+
 def test_corollary1_on_a_local_minimum():
     inst = S.random_theorem_instance(2, "squared")
     m = S.minimize_residual_objective(inst["X"], inst["y"], inst["f_theta"], "squared", seed=0)
