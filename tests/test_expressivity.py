@@ -253,15 +253,6 @@ def test_success_rate_counts_draws():
     assert ex.success_rate(X, y, 20, range(3), projection="orthonormal") == 1.0
 
 
-def test_html_table():
-    text = ex.html_table(["a", "b"], [[1234, 0.123456789], ["x<y", True]])
-    assert "1,234" in text and "0.1235" in text and "x&lt;y" in text and "True" in text
-    with pytest.raises(ValueError, match="2 columns"):
-        ex.html_table(["a", "b"], [[1]])
-    with pytest.raises(ValueError, match="at least one column"):
-        ex.html_table([], [])
-
-
 def test_benchmark_runs():
     rows = bench.main(["--sizes", "50", "120", "--dim", "8", "--classes", "3"])
     assert [r["n"] for r in rows] == [50, 120] and all(r["fits"] for r in rows)

@@ -11,7 +11,6 @@ from hypothesis import given, settings, strategies as st
 
 from resnet_theory import checks
 from resnet_theory.linear import (
-    ResultsTable,
     compose, factorization_plan, factorize_near_identity, gamma, gradient_lower_bound,
     gradient_lower_bound_printed, identity_init_gd, layer_norms, random_matrix_with_gamma, random_rotation,
     random_layers_in_ball, sympy_risk, torch_risk, risk, risk_gradient, risk_gradient_descent, risk_gradient_printed_order,
@@ -367,15 +366,3 @@ def test_benchmark_runs_small():
     assert "relative error" in out.stdout
 
 
-def test_results_table():
-    table = ResultsTable([{"a": 1, "b": 0.123456}, {"a": 2, "b": None}], digits=3)
-    assert list(table.column("a")) == [1, 2]
-    assert "0.123" in table._repr_html_() and "none in the grid" in table._repr_html_()
-    with pytest.raises(ValueError, match="non-empty"):
-        ResultsTable([])
-    with pytest.raises(ValueError, match="same keys"):
-        ResultsTable([{"a": 1}, {"b": 2}])
-    with pytest.raises(ValueError, match="digits"):
-        ResultsTable([{"a": 1}], digits=0)
-    with pytest.raises(KeyError, match="no column"):
-        table.column("c")

@@ -324,11 +324,9 @@ def test_logistic_loss_values():
     assert torch.allclose(S.loss_values(p, y, "logistic"), torch.log1p(torch.exp(-y * p)))
 
 
-def test_html_table_and_landscape_panel():
+def test_landscape_panel():
     from matplotlib.figure import Figure
 
-    t = S.html_table(["a", "b"], [[1.23456789, "x<y"]])
-    assert "1.235" in t and "x&lt;y" in t
     ax = Figure().subplots()
     S.landscape_panel(ax, 1.0, 0.25, 2.0, S.find_local_minima(1.0, 0.25, n_starts=36), "test")
     assert ax.get_title() == "test" and len(ax.lines) >= 3
@@ -410,7 +408,6 @@ BAD = [
     (ValueError, lambda: S.theorem4_experiment(8, 1)),
     (ValueError, lambda: S.theorem4_experiment(64, 0)),
     (ValueError, lambda: S.theorem4_experiment(64, 1, radius=-2.0)),
-    (ValueError, lambda: S.html_table(["a", "b"], [[1]])),
     (ValueError, lambda: S.landscape_panel(None, 1.0, 0.0, None, [], "x")),
     (ValueError, lambda: S.landscape_panel(None, -1.0, 0.0, None, [{"point": np.zeros(2), "value": 0.5}], "x")),
 ]

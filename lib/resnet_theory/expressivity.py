@@ -707,28 +707,3 @@ def printed_condition_counterexample(k: int, rho_prime: float) -> tuple[np.ndarr
     return alphas, np.eye(k + 1)[1:]
 
 
-def html_table(headers, rows, digits: int = 4) -> str:
-    """A small HTML table (numbers to ``digits`` significant figures) for the chapter's results."""
-    import html as _html
-
-    headers = list(headers)
-    if not headers:
-        raise ValueError("html_table needs at least one column")
-    out = ["<table><tr>" + "".join(f"<th>{_html.escape(str(h))}</th>" for h in headers) + "</tr>"]
-    for row in rows:
-        row = list(row)
-        if len(row) != len(headers):
-            raise ValueError(f"a row has {len(row)} entries for {len(headers)} columns")
-        cells = []
-        for v in row:
-            if isinstance(v, (bool, np.bool_)):
-                text = str(bool(v))
-            elif isinstance(v, numbers.Integral):
-                text = f"{int(v):,}"
-            elif isinstance(v, numbers.Real):
-                text = f"{float(v):.{digits}g}"
-            else:
-                text = str(v)
-            cells.append(f"<td>{_html.escape(text)}</td>")
-        out.append("<tr>" + "".join(cells) + "</tr>")
-    return "".join(out) + "</table>"

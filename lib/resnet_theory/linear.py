@@ -32,7 +32,7 @@ __all__ = [
     "FactorizationPlan", "GDResult", "compose", "factorization_plan", "factorize_near_identity", "gamma",
     "gradient_lower_bound", "gradient_lower_bound_printed", "identity_init_gd", "layer_norms",
     "risk", "risk_gradient", "risk_gradient_descent", "risk_gradient_printed_order", "random_rotation",
-    "ResultsTable", "random_matrix_with_gamma", "random_layers_in_ball", "sympy_risk", "torch_risk", "theorem_2_1_sweep", "theorem_2_1_bound", "theorem_2_1_bound_early", "theorem_2_1_bound_integer", "theorem_2_1_min_depth",
+    "random_matrix_with_gamma", "random_layers_in_ball", "sympy_risk", "torch_risk", "theorem_2_1_sweep", "theorem_2_1_bound", "theorem_2_1_bound_early", "theorem_2_1_bound_integer", "theorem_2_1_min_depth",
 ]
 
 # Relative tolerance for deciding that a matrix is symmetric / a singular value equals one.
@@ -717,43 +717,3 @@ def theorem_2_1_sweep(R, depths) -> dict:
     return {k: np.asarray(v) for k, v in out.items()}
 
 
-# --- tables for the chapter ------------------------------------------------------------------------------
-class ResultsTable:
-    """Rows of computed numbers shown as an HTML table (the book has no pandas). ``rows`` are dicts with the
-    same keys; ``column(name)`` returns one column as a numpy array."""
-
-    def __init__(self, rows, digits: int = 4):
-        rows = list(rows)
-        if not rows or not all(isinstance(r, dict) for r in rows):
-            raise ValueError("ResultsTable needs a non-empty list of dicts")
-        keys = list(rows[0])
-        if any(list(r) != keys for r in rows):
-            raise ValueError("every row of a ResultsTable must have the same keys in the same order")
-        if isinstance(digits, bool) or not isinstance(digits, numbers.Integral) or digits < 1:
-            raise ValueError(f"digits must be a positive integer, got {digits!r}")
-        self.rows, self.keys, self.digits = rows, keys, int(digits)
-
-    def column(self, name) -> np.ndarray:
-        if name not in self.keys:
-            raise KeyError(f"no column {name!r}; columns: {self.keys}")
-        return np.asarray([r[name] for r in self.rows])
-
-    def _cell(self, v) -> str:
-        import html
-
-        if v is None:
-            return "none in the grid"
-        if isinstance(v, (float, np.floating)):
-            return f"{v:.{self.digits}g}"
-        return html.escape(str(v))
-
-    def _repr_html_(self) -> str:
-        import html
-
-        head = "".join(f"<th>{html.escape(str(k))}</th>" for k in self.keys)
-        body = "".join("<tr>" + "".join(f"<td>{self._cell(r[k])}</td>" for k in self.keys) + "</tr>" for r in self.rows)
-        return f"<table><tr>{head}</tr>{body}</table>"
-
-    def __repr__(self) -> str:
-        return "\n".join([" | ".join(map(str, self.keys))] +
-                         [" | ".join(self._cell(r[k]) for k in self.keys) for r in self.rows])

@@ -972,18 +972,3 @@ def landscape_panel(ax, eps: float, penalty: float, radius, minima: list[dict], 
     ax.set(xlabel="w", ylabel="v", title=title, xlim=(-box, box), ylim=(-box, box), aspect="equal")
 
 
-def html_table(headers, rows, digits: int = 4) -> str:
-    """A small HTML table; floats are shown with ``digits`` significant digits."""
-    import html as _html
-
-    if not headers or any(len(r) != len(headers) for r in rows):
-        raise ValueError("every row must have one entry per header")
-
-    def cell(x):
-        if isinstance(x, (float, np.floating)):
-            return f"{x:.{digits}g}"
-        return _html.escape(str(x))
-
-    head = "".join(f"<th>{_html.escape(str(h))}</th>" for h in headers)
-    body = "".join("<tr>" + "".join(f"<td>{cell(x)}</td>" for x in r) + "</tr>" for r in rows)
-    return f"<table><tr>{head}</tr>{body}</table>"

@@ -1,0 +1,76 @@
+"""Tables of computed numbers for the chapters (the book does not depend on pandas).
+
+:func:`html_table` renders rows under headers; :class:`ResultsTable` keeps rows as dicts, gives columns back
+as arrays, and renders itself in a notebook. Both use the book's table style (``_static/book.css``).
+"""
+
+from __future__ import annotations
+
+import html
+import numbers
+
+import numpy as np
+
+
+def format_cell(value, digits: int = 4, none_text: str = "n/a") -> str:
+    """One cell as text: integers with thousands separators, reals to ``digits`` significant digits."""
+    if value is None:
+        return none_text
+    if isinstance(value, (bool, np.bool_)):
+        return str(bool(value))
+    if isinstance(value, numbers.Integral):
+        return f"{int(value):,}"
+    if isinstance(value, numbers.Real):
+        return f"{float(value):.{digits}g}"
+    return str(value)
+
+
+def _check_digits(digits) -> int:
+    if isinstance(digits, bool) or not isinstance(digits, numbers.Integral) or digits < 1:
+        raise ValueError(f"digits must be a positive integer, got {digits!r}")
+    return int(digits)
+
+
+def html_table(headers, rows, digits: int = 4, none_text: str = "n/a") -> str:
+    """An HTML table; every row needs one entry per header."""
+    headers = list(headers)
+    digits = _check_digits(digits)
+    if not headers:
+        raise ValueError("html_table needs at least one column")
+    out = ['<table class="book-table"><tr>' + "".join(f"<th>{html.escape(str(h))}</th>" for h in headers) + "</tr>"]
+    for row in rows:
+        row = list(row)
+        if len(row) != len(headers):
+            raise ValueError(f"a row has {len(row)} entries for {len(headers)} columns")
+        out.append("<tr>" + "".join(f"<td>{html.escape(format_cell(v, digits, none_text))}</td>" for v in row)
+                   + "</tr>")
+    return "".join(out) + "</table>"
+
+
+class ResultsTable:
+    """Rows of computed numbers (dicts with the same keys, in the same order) shown as an HTML table.
+
+    ``column(name)`` returns one column as a numpy array, so a chapter can compute from what it shows.
+    """
+
+    def __init__(self, rows, digits: int = 4, none_text: str = "n/a"):
+        rows = list(rows)
+        if not rows or not all(isinstance(r, dict) for r in rows):
+            raise ValueError("ResultsTable needs a non-empty list of dicts")
+        keys = list(rows[0])
+        if any(list(r) != keys for r in rows):
+            raise ValueError("every row of a ResultsTable must have the same keys in the same order")
+        self.rows, self.keys = rows, keys
+        self.digits, self.none_text = _check_digits(digits), none_text
+
+    def column(self, name) -> np.ndarray:
+        if name not in self.keys:
+            raise KeyError(f"no column {name!r}; columns: {self.keys}")
+        return np.asarray([r[name] for r in self.rows])
+
+    def _repr_html_(self) -> str:
+        return html_table(self.keys, ([r[k] for k in self.keys] for r in self.rows), self.digits, self.none_text)
+
+    def __repr__(self) -> str:
+        cell = lambda v: format_cell(v, self.digits, self.none_text)  # noqa: E731
+        return "\n".join([" | ".join(map(str, self.keys))] + [" | ".join(cell(r[k]) for k in self.keys) for r in self.rows])

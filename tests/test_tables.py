@@ -1,0 +1,42 @@
+"""Chapter tables: formatting, escaping, and clear errors for malformed rows."""
+
+import numpy as np
+import pytest
+
+from resnet_theory.tables import ResultsTable, format_cell, html_table
+
+
+def test_cells_are_formatted_by_type():
+    assert format_cell(1234) == "1,234"
+    assert format_cell(np.int64(7)) == "7"
+    assert format_cell(0.123456789) == "0.1235"
+    assert format_cell(np.float64(2.5e-9), digits=2) == "2.5e-09"
+    assert format_cell(True) == "True" and format_cell(np.bool_(False)) == "False"
+    assert format_cell(None, none_text="none in the grid") == "none in the grid"
+
+
+def test_html_table_escapes_and_checks_shapes():
+    text = html_table(["a", "b"], [[1234, 0.123456789], ["x<y", True]])
+    assert 'class="book-table"' in text
+    assert "1,234" in text and "0.1235" in text and "x&lt;y" in text and "True" in text
+    with pytest.raises(ValueError, match="2 columns"):
+        html_table(["a", "b"], [[1]])
+    with pytest.raises(ValueError, match="at least one column"):
+        html_table([], [])
+    with pytest.raises(ValueError, match="digits"):
+        html_table(["a"], [[1]], digits=0)
+
+
+def test_results_table_columns_and_errors():
+    table = ResultsTable([{"a": 1, "b": 0.123456}, {"a": 2, "b": None}], digits=3, none_text="none in the grid")
+    assert list(table.column("a")) == [1, 2]
+    assert "0.123" in table._repr_html_() and "none in the grid" in table._repr_html_()
+    assert "a | b" in repr(table)
+    with pytest.raises(ValueError, match="non-empty"):
+        ResultsTable([])
+    with pytest.raises(ValueError, match="same keys"):
+        ResultsTable([{"a": 1}, {"b": 2}])
+    with pytest.raises(ValueError, match="digits"):
+        ResultsTable([{"a": 1}], digits=0)
+    with pytest.raises(KeyError, match="no column"):
+        table.column("c")
