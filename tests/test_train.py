@@ -314,3 +314,22 @@ def test_two_processes_with_torchrun_match_one_process(tmp_path):
     assert np.allclose(ddp_loss, single.curve("train", "loss")[1], rtol=1e-4)
     ddp_eval = [r["test_accuracy"] for r in records if r["kind"] == "eval"]
     assert np.allclose(ddp_eval, single.curve("eval", "test_accuracy")[1], atol=1 / 360 + 1e-9)
+
+
+# --- helpers for the chapter's ablations ---------------------------------------------------------------------
+def test_seed_runs_and_their_summary():
+    runs = train.train_seeds(tiny(steps=10, init="standard"), [3, 4])
+    assert [r.config.seed for r in runs] == [3, 4] and not any(r.diverged for r in runs)
+    assert runs[0].final_test_accuracy != runs[1].final_test_accuracy or \
+        not torch.equal(runs[0].model.stem.weight, runs[1].model.stem.weight)
+    blown = train.train_seeds(tiny(steps=20, lr_milestones=(5,), lr_gamma=1e9, init="standard"), [0])
+    assert blown[0].diverged and train.scored_accuracy(blown[0]) == 0.1  # chance for ten classes
+    summary = train.summarise_runs(runs + blown)
+    acc = [runs[0].final_test_accuracy, runs[1].final_test_accuracy, 0.1]
+    assert summary["runs"] == 3 and summary["diverged"] == 1
+    assert math.isclose(summary["mean"], np.mean(acc)) and math.isclose(summary["median"], np.median(acc))
+    assert math.isclose(summary["std"], np.std(acc, ddof=1)) and summary["min"] == min(acc)
+    with pytest.raises(ValueError, match="at least one"):
+        train.summarise_runs([])
+    with pytest.raises(ValueError, match="at least one seed"):
+        train.train_seeds(tiny(), [])

@@ -630,6 +630,31 @@ def _train(config: TrainConfig, data_module, rank: int, world: int, device: torc
     return result
 
 
+# --- several runs: seeds and variants (the chapter's ablations) -------------------------------------------
+def train_seeds(config: TrainConfig, seeds) -> list[TrainResult]:
+    """One run per seed, otherwise identical; a diverging run is kept (``on_divergence`` is set to "stop")."""
+    seeds = [int(s) for s in seeds]
+    if not seeds:
+        raise ValueError("train_seeds needs at least one seed")
+    return [train(dataclasses.replace(config, seed=s, on_divergence="stop")) for s in seeds]
+
+
+def scored_accuracy(result: TrainResult) -> float:
+    """The final test accuracy, with a diverged run scored at chance (1 / classes): it learned nothing usable."""
+    return 1.0 / result.config.num_classes if result.diverged else float(result.final_test_accuracy)
+
+
+def summarise_runs(results: list[TrainResult]) -> dict:
+    """Test accuracy over seeds (diverged runs at chance): mean, standard deviation, median, min, max, and how
+    many runs diverged."""
+    if not results:
+        raise ValueError("summarise_runs needs at least one result")
+    acc = np.array([scored_accuracy(r) for r in results])
+    return {"runs": len(results), "diverged": int(sum(r.diverged for r in results)), "mean": float(acc.mean()),
+            "std": float(np.std(acc - acc[0], ddof=1)) if len(acc) > 1 else 0.0, "median": float(np.median(acc)),
+            "min": float(acc.min()), "max": float(acc.max()), "accuracies": acc.tolist()}
+
+
 # --- command line ---------------------------------------------------------------------------------------------
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
