@@ -146,6 +146,16 @@ def test_cifar_without_data_says_where_to_put_it(tmp_path):
     assert str(empty) in str(info.value) and "cifar-100-binary.tar.gz" in str(info.value)
 
 
+def test_damaged_cifar_file_is_reported_by_the_cli(tmp_path, capsys):
+    folder = tmp_path / "cifar-10-batches-bin"
+    folder.mkdir()
+    for name in [f"data_batch_{i}.bin" for i in range(1, 6)] + ["test_batch.bin"]:
+        (folder / name).write_bytes(bytes(3073 * 2 + 100))  # not a whole number of records
+    assert train.main(["--dataset", "cifar10", "--data-dir", str(tmp_path), "--steps", "1", "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "data_batch_1.bin" in err
+
+
 def test_cli_reports_bad_configuration_and_exits_2(capsys):
     assert train.main(["--dataset", "mnist", "--steps", "3"]) == 2
     assert "error: unknown dataset 'mnist'" in capsys.readouterr().err

@@ -361,6 +361,7 @@ def save_checkpoint(path: Path, payload: dict) -> None:
 
 
 def load_checkpoint(path: Path, config: TrainConfig) -> dict:
+    """A checkpoint written by :func:`train` (it holds pickled random states: load only your own files)."""
     if not path.is_file():
         raise ConfigError(f"resume=True but there is no checkpoint at {path}")
     payload = torch.load(path, map_location="cpu", weights_only=False)
@@ -437,19 +438,20 @@ def train(config: TrainConfig) -> TrainResult:
     config.validate(world)
     device = _device(config, local_rank, world)
     flush = config.flush_denormal and device.type == "cpu" and torch.set_flush_denormal(True)
+    own_group = False
     if world > 1:
         import torch.distributed as dist
         if not dist.is_initialized():
             dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
+            own_group = True
     try:
         return _train(config, data_module, rank, world, device)
     finally:
         if flush:
             torch.set_flush_denormal(False)
-        if world > 1:
+        if own_group:
             import torch.distributed as dist
-            if dist.is_initialized():
-                dist.destroy_process_group()
+            dist.destroy_process_group()
 
 
 def _train(config: TrainConfig, data_module, rank: int, world: int, device: torch.device) -> TrainResult:
@@ -690,15 +692,15 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except TrainingDiverged as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 3
     except Exception as exc:  # a damaged dataset file: the data module's message names it
         from resnet_theory.data import DatasetError
         if not isinstance(exc, DatasetError):
             raise
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    except TrainingDiverged as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 3
     if rank == 0:
         print(json.dumps({"steps": result.steps_done, "test_accuracy": result.final_test_accuracy,
                           "test_loss": result.final_test_loss, "train_loss": result.final_train_loss,
