@@ -156,3 +156,14 @@ def test_cli_reports_bad_arguments(capsys):
         main(["--device", "cpu", "--steps", "0"])
     assert info.value.code == 2
     assert "steps must be a positive integer" in capsys.readouterr().err
+
+
+def test_cpu_runs_flush_subnormals_like_the_engine_and_restore_the_setting():
+    from resnet_theory.bench import run_benchmark
+
+    tiny = dict(steps=1, warmup=0, images=128, pipelines=("device",), threads=1, ceiling_size=64)
+    result = run_benchmark(device="cpu", **tiny)
+    assert any("subnormal" in n for n in result.notes)
+    assert torch.tensor(1e-40).item() != 0.0, "the flush must be switched off again after the run"
+    kept = run_benchmark(device="cpu", flush_denormal=False, **tiny)
+    assert not any("subnormal" in n for n in kept.notes)

@@ -239,21 +239,34 @@ def run_benchmark(model: str | None = None, data: str | None = None, steps: int 
                   compile: bool = False, compile_mode: str = "default", workers: int | None = None,
                   images: int | None = None, pipelines=PIPELINES, seed: int = 0,
                   ceiling_size: int | None = None, threads: int | None = None,
-                  profile_steps: int = 0) -> BenchResult:
+                  profile_steps: int = 0, flush_denormal: bool = True) -> BenchResult:
     """Run the benchmark (see the module docstring); ``None`` picks the device's default.
 
     ``threads`` sets ``torch.set_num_threads`` for the run (restored afterwards); on a busy shared CPU one
     thread avoids the stalls of several spinning threads competing for the same cores. ``profile_steps``
-    more steps of the device pipeline run under ``torch.profiler`` after its timed loop (not timed)."""
+    more steps of the device pipeline run under ``torch.profiler`` after its timed loop (not timed).
+    ``flush_denormal`` (CPU only) flushes subnormal floats to zero during the run, as the training engine does:
+    the paper's small initialisation makes many values subnormal, which x86 CPUs process far more slowly."""
     if threads is not None:
         _check_positive(threads, "threads")
         saved = torch.get_num_threads()
         torch.set_num_threads(threads)
         try:
             return run_benchmark(model, data, steps, warmup, batch_size, device, compile, compile_mode, workers,
-                                 images, pipelines, seed, ceiling_size, threads=None, profile_steps=profile_steps)
+                                 images, pipelines, seed, ceiling_size, threads=None, profile_steps=profile_steps,
+                                 flush_denormal=flush_denormal)
         finally:
             torch.set_num_threads(saved)
+    on_cpu = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu")).type == "cpu"
+    if flush_denormal and on_cpu and torch.set_flush_denormal(True):
+        try:
+            result = run_benchmark(model, data, steps, warmup, batch_size, device, compile, compile_mode, workers,
+                                   images, pipelines, seed, ceiling_size, threads=None, profile_steps=profile_steps,
+                                   flush_denormal=False)
+        finally:
+            torch.set_flush_denormal(False)
+        result.notes.append("subnormal floats flushed to zero on the CPU during the run, as in the training engine")
+        return result
     device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
     if device.type not in ("cpu", "cuda"):
         raise ValueError(f"device must be cpu or cuda, got {device}")
@@ -415,6 +428,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--ceiling-size", type=int, help="matrix size for the matmul ceiling (default 8192 CUDA, 1024 CPU)")
     parser.add_argument("--threads", type=int, help="torch CPU threads (default: torch's choice)")
+    parser.add_argument("--keep-denormals", action="store_true",
+                        help="CPU: do not flush subnormal floats to zero (the engine flushes them)")
     parser.add_argument("--profile-steps", type=int, default=0,
                         help="then profile this many steps of the device pipeline (torch.profiler table)")
     parser.add_argument("--json", help="also write the figures as JSON to this path")
@@ -425,7 +440,7 @@ def main(argv: list[str] | None = None) -> int:
                                compile_mode=args.compile_mode, workers=args.workers, images=args.images,
                                pipelines=[p.strip() for p in args.pipelines.split(",") if p.strip()],
                                seed=args.seed, ceiling_size=args.ceiling_size, threads=args.threads,
-                               profile_steps=args.profile_steps)
+                               profile_steps=args.profile_steps, flush_denormal=not args.keep_denormals)
     except ValueError as exc:
         parser.error(str(exc))
     print(format_report(result), flush=True)
