@@ -944,21 +944,3 @@ def carry_grid(factors: Sequence[TorchMap], lines: Sequence[torch.Tensor]) -> li
     return [[part.numpy() for part in torch.split(stage, sizes)] for stage in stages]
 
 
-class HtmlTable:
-    """A small table that renders as HTML in the executed notebook (numbers formatted with ``fmt``)."""
-
-    def __init__(self, columns: Sequence[str], rows: Sequence[Sequence], fmt: str = "{:.3g}"):
-        self.columns, self.rows, self.fmt = list(columns), [list(r) for r in rows], fmt
-        if any(len(r) != len(self.columns) for r in self.rows):
-            raise ValueError("every row needs one entry per column")
-
-    def _cell(self, value) -> str:
-        import html as _html
-        if isinstance(value, (float, np.floating)):
-            return self.fmt.format(value)
-        return _html.escape(str(value))
-
-    def _repr_html_(self) -> str:
-        head = "".join(f"<th>{self._cell(c)}</th>" for c in self.columns)
-        body = "".join("<tr>" + "".join(f"<td>{self._cell(v)}</td>" for v in r) + "</tr>" for r in self.rows)
-        return f"<table><tr>{head}</tr>{body}</table>"
