@@ -156,6 +156,13 @@ def test_augmented_batches_from_device_data():
     gen = torch.Generator().manual_seed(0)
     x, y = next(iter(data.batches(128, gen, augment=True, pad=1, flip=False)))
     assert x.shape == (128, 1, 8, 8) and y.shape == (128,) and y.dtype == torch.int64
+    # the same seed draws the same permutation first, so the unaugmented batch holds the same images
+    plain, labels = next(iter(data.batches(128, torch.Generator().manual_seed(0))))
+    assert torch.equal(y, labels)
+    padded = torch.nn.functional.pad(plain, (1, 1, 1, 1))
+    for i in range(128):
+        assert any(torch.equal(x[i], padded[i, :, r:r + 8, q:q + 8]) for r in range(3) for q in range(3)), i
+    assert not torch.equal(x, plain)  # the crops did shift some images
 
 
 # --- bad input ---------------------------------------------------------------------------------------------
