@@ -42,9 +42,9 @@ CLAIMS_FILE_ENV = "RESNET_THEORY_CLAIMS_FILE"
 BUILD_DIR_ENV = "RESNET_THEORY_BUILD_DIR"
 
 
-def _finite_float(x: Any) -> float:
-    value = float(x)
-    return value
+def _as_float(x: Any) -> float:
+    """A plain float for the JSON record (NaN and infinities are kept: they make a check fail, visibly)."""
+    return float(x)
 
 
 def _fmt(x: float) -> str:
@@ -78,11 +78,11 @@ class Check:
         ok = np.isfinite(v) & np.isfinite(b) & (slack >= 0)
         worst = int(np.argmin(np.where(np.isfinite(slack), slack, -np.inf)))
         nums = {"cases": int(v.size), "violations": int((~ok).sum()),
-                "worst_value": _finite_float(v[worst]), "worst_bound": _finite_float(b[worst])}
+                "worst_value": _as_float(v[worst]), "worst_bound": _as_float(b[worst])}
         with np.errstate(divide="ignore", invalid="ignore"):
             ratio = v / b
         if np.all(b > 0):
-            nums["max_ratio"] = _finite_float(np.max(ratio))
+            nums["max_ratio"] = _as_float(np.max(ratio))
         summary = (f"{what}: {nums['violations']} of {v.size} cases violate value <= bound; "
                    f"tightest case {_fmt(nums['worst_value'])} vs {_fmt(nums['worst_bound'])}")
         if "max_ratio" in nums:
@@ -100,11 +100,11 @@ class Check:
         ok = np.isfinite(v) & np.isfinite(b) & (slack >= 0)
         worst = int(np.argmin(np.where(np.isfinite(slack), slack, -np.inf)))
         nums = {"cases": int(v.size), "violations": int((~ok).sum()),
-                "worst_value": _finite_float(v[worst]), "worst_bound": _finite_float(b[worst])}
+                "worst_value": _as_float(v[worst]), "worst_bound": _as_float(b[worst])}
         with np.errstate(divide="ignore", invalid="ignore"):
             ratio = v / b
         if np.all(b > 0):
-            nums["min_ratio"] = _finite_float(np.min(ratio))
+            nums["min_ratio"] = _as_float(np.min(ratio))
         summary = (f"{what}: {nums['violations']} of {v.size} cases violate value >= bound; "
                    f"tightest case {_fmt(nums['worst_value'])} vs {_fmt(nums['worst_bound'])}")
         if "min_ratio" in nums:
@@ -122,10 +122,10 @@ class Check:
         err = np.abs(a - e)
         tol = atol + rtol * np.abs(e)
         ok = bool(np.all(np.isfinite(a)) and np.all(err <= tol))
-        max_err = _finite_float(np.max(err)) if err.size else 0.0
+        max_err = _as_float(np.max(err)) if err.size else 0.0
         denom = np.max(np.abs(e)) if e.size else 0.0
         rel = max_err / denom if denom > 0 else max_err
-        nums = {"cases": int(a.size), "max_abs_error": max_err, "max_rel_error": _finite_float(rel)}
+        nums = {"cases": int(a.size), "max_abs_error": max_err, "max_rel_error": _as_float(rel)}
         summary = (f"{what}: largest error {_fmt(max_err)} (relative {_fmt(rel)}) over {a.size} entries, "
                    f"tolerance atol={atol:g}, rtol={rtol:g}")
         return Check(ok, summary, nums)
