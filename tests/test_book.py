@@ -15,6 +15,8 @@ from conftest import ROOT
 
 pytestmark = pytest.mark.book
 
+REVIEWS = ("linear", "expressivity", "smooth_maps", "linear_predictors", "experiments")
+
 
 def test_every_chapter_executes_and_the_html_builds_with_warnings_as_errors(built_book):
     assert built_book.returncode == 0, built_book.output[-6000:]
@@ -25,13 +27,16 @@ def test_every_chapter_executes_and_the_html_builds_with_warnings_as_errors(buil
         assert entry["status"] in ("ok", "static"), f"{name}: {entry}"
         assert entry["profile"] == "quick"
     assert (built_book.html / "index.html").is_file()
+    for chapter in REVIEWS:  # figures survive execution and land in the page as images
+        page = (built_book.html / "book" / f"{chapter}.html").read_text()
+        assert page.count("<img") >= 1, f"{chapter}.html has no figure"
     print("\nchapter times (s): " + ", ".join(f"{k}: {v['seconds']}" for k, v in status.items()))
 
 
 def test_every_chapter_recorded_its_claims_and_the_ledger_page_shows_them(built_book):
     claims = load_claims(built_book.build_dir / "executed")
     chapters = {c.chapter for c in claims}
-    assert {"linear", "expressivity", "smooth_maps", "linear_predictors", "experiments"} <= chapters
+    assert set(REVIEWS) <= chapters
     assert all(c.verdict in VERDICTS for c in claims)
     page = (built_book.html / "book" / "ledger.html").read_text()
     for claim in claims:
@@ -59,6 +64,8 @@ def test_every_page_renders_in_headless_chromium(built_book):
         report = check_page(chromium, page)
         if not report.ok:
             problems.append(f"{page.name}: {report.problems}")
-        if page.stem not in ("references", "status", "ledger"):
+        if page.stem in REVIEWS or page.stem == "intro":
             assert report.has_math and report.mathjax_elements > 0, f"{page.name}: no rendered math"
+        if page.stem in REVIEWS:
+            assert report.images > 0, f"{page.name}: no figure in the browser"
     assert not problems, "\n".join(problems)
