@@ -64,7 +64,12 @@ def test_failing_chapter_is_named_with_its_cell_and_others_still_run(small_book,
     build = tmp_path / "build"
     code = book.main(["execute", "--root", str(small_book), "--build-dir", str(build), "--no-html"])
     assert code == 1
-    err = capsys.readouterr().err
+    captured = capsys.readouterr()
+    err = captured.err
+    summary = [line.split() for line in captured.out.splitlines()]
+    assert ["book/good", "ok"] == summary[[row[:1] for row in summary].index(["book/good"])][:2]
+    assert ["book/bad", "failed"] == summary[[row[:1] for row in summary].index(["book/bad"])][:2]
+    assert any(row[:1] == ["total"] for row in summary)
     assert "book/bad.md failed in code cell 3" in err and "RuntimeError: deliberate failure" in err
     report = json.loads((build / "executed" / "report.json").read_text())
     status = {c["chapter"]: c for c in report["chapters"]}

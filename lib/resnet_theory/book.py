@@ -315,6 +315,17 @@ def describe_failure(result: ChapterResult) -> str:
     return f"chapter {result.source} failed in {where}: {err.get('ename')}: {err.get('evalue')}{first}"
 
 
+def summary_table(results: list[ChapterResult]) -> str:
+    """A plain-text table of the run: one line per page, then the total time."""
+    width = max((len(r.chapter) for r in results), default=4)
+    lines = [f"{'page':<{width}}  {'status':<7} {'seconds':>8}"]
+    for r in results:
+        seconds = f"{r.seconds:8.1f}" if r.status != "static" else f"{'-':>8}"
+        lines.append(f"{r.chapter:<{width}}  {r.status:<7} {seconds}")
+    lines.append(f"{'total':<{width}}  {'':<7} {sum(r.seconds for r in results):8.1f}")
+    return "\n".join(lines)
+
+
 def write_report(path: Path, results: list[ChapterResult], profile: str, env: dict) -> None:
     data = {"profile": profile, "environment": env, "finished": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
             "chapters": [asdict(r) for r in results]}
@@ -405,6 +416,7 @@ def execute_book(root: Path, build_dir: Path, profile: str, overrides: list[tupl
             print(f"[book] HTML built: {index.resolve()}")
         else:
             print(f"[book] the HTML build failed (exit {code}); see the warnings above", file=sys.stderr)
+    print(summary_table(results))
     for r in failures:
         print(f"[book] FAILED: {describe_failure(r)}", file=sys.stderr)
     print(f"[book] report: {report.resolve()}")
