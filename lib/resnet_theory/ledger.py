@@ -68,48 +68,37 @@ class Check:
     numbers: dict = field(default_factory=dict)
 
     @staticmethod
-    def at_most(value, bound, *, what: str, rtol: float = 0.0, atol: float = 0.0) -> "Check":
-        """``value <= bound`` elementwise (up to ``rtol``/``atol`` for rounding); NaN never holds."""
+    def _bound(value, bound, *, what: str, rtol: float, atol: float, upper: bool) -> "Check":
+        """``value <= bound`` (``upper``) or ``value >= bound`` elementwise, with slack ``rtol |bound| + atol``."""
+        name = "at_most" if upper else "at_least"
         v = np.asarray(value, dtype=float).ravel()
         b = np.broadcast_to(np.asarray(bound, dtype=float), np.asarray(value).shape).ravel()
         if v.size == 0:
-            raise ValueError("Check.at_most needs at least one value")
-        slack = b + rtol * np.abs(b) + atol - v
+            raise ValueError(f"Check.{name} needs at least one value")
+        slack = (b - v if upper else v - b) + rtol * np.abs(b) + atol
         ok = np.isfinite(v) & np.isfinite(b) & (slack >= 0)
         worst = int(np.argmin(np.where(np.isfinite(slack), slack, -np.inf)))
         nums = {"cases": int(v.size), "violations": int((~ok).sum()),
                 "worst_value": _as_float(v[worst]), "worst_bound": _as_float(b[worst])}
-        with np.errstate(divide="ignore", invalid="ignore"):
-            ratio = v / b
+        relation, key, extreme, label = ("<=", "max_ratio", np.max, "largest") if upper else (">=", "min_ratio", np.min, "smallest")
         if np.all(b > 0):
-            nums["max_ratio"] = _as_float(np.max(ratio))
-        summary = (f"{what}: {nums['violations']} of {v.size} cases violate value <= bound; "
+            with np.errstate(divide="ignore", invalid="ignore"):
+                nums[key] = _as_float(extreme(v / b))
+        summary = (f"{what}: {nums['violations']} of {v.size} cases violate value {relation} bound; "
                    f"tightest case {_fmt(nums['worst_value'])} vs {_fmt(nums['worst_bound'])}")
-        if "max_ratio" in nums:
-            summary += f" (largest value/bound {_fmt(nums['max_ratio'])})"
+        if key in nums:
+            summary += f" ({label} value/bound {_fmt(nums[key])})"
         return Check(bool(ok.all()), summary, nums)
+
+    @staticmethod
+    def at_most(value, bound, *, what: str, rtol: float = 0.0, atol: float = 0.0) -> "Check":
+        """``value <= bound`` elementwise (up to ``rtol``/``atol`` for rounding); NaN never holds."""
+        return Check._bound(value, bound, what=what, rtol=rtol, atol=atol, upper=True)
 
     @staticmethod
     def at_least(value, bound, *, what: str, rtol: float = 0.0, atol: float = 0.0) -> "Check":
         """``value >= bound`` elementwise (up to ``rtol``/``atol``); NaN never holds."""
-        v = np.asarray(value, dtype=float).ravel()
-        b = np.broadcast_to(np.asarray(bound, dtype=float), np.asarray(value).shape).ravel()
-        if v.size == 0:
-            raise ValueError("Check.at_least needs at least one value")
-        slack = v - b + rtol * np.abs(b) + atol
-        ok = np.isfinite(v) & np.isfinite(b) & (slack >= 0)
-        worst = int(np.argmin(np.where(np.isfinite(slack), slack, -np.inf)))
-        nums = {"cases": int(v.size), "violations": int((~ok).sum()),
-                "worst_value": _as_float(v[worst]), "worst_bound": _as_float(b[worst])}
-        with np.errstate(divide="ignore", invalid="ignore"):
-            ratio = v / b
-        if np.all(b > 0):
-            nums["min_ratio"] = _as_float(np.min(ratio))
-        summary = (f"{what}: {nums['violations']} of {v.size} cases violate value >= bound; "
-                   f"tightest case {_fmt(nums['worst_value'])} vs {_fmt(nums['worst_bound'])}")
-        if "min_ratio" in nums:
-            summary += f" (smallest value/bound {_fmt(nums['min_ratio'])})"
-        return Check(bool(ok.all()), summary, nums)
+        return Check._bound(value, bound, what=what, rtol=rtol, atol=atol, upper=False)
 
     @staticmethod
     def close(actual, expected, *, what: str, rtol: float = 1e-7, atol: float = 0.0) -> "Check":
