@@ -199,6 +199,22 @@ def _compare(quantity: str, witnesses: dict[str, list[Array]], tolerances: dict[
     return report
 
 
+def _witness_report(quantity: str, caller: str, points: Sequence[Array], closed_form: dict[str, Callable[[Array], Array]],
+                    numerical: dict[str, Callable[[Array], Array]], flat: bool, exact_tol: float,
+                    fd_tol: float) -> WitnessReport:
+    points = [np.asarray(p, dtype=np.float64) for p in points]
+    if not points:
+        raise ValueError(f"{caller} needs at least one point")
+    shape = (lambda a: a.reshape(-1)) if flat else (lambda a: a)
+    witnesses: dict[str, list[Array]] = {name: [shape(np.asarray(fn(p), dtype=float)) for p in points]
+                                         for name, fn in closed_form.items()}
+    for name, fn in numerical.items():
+        witnesses[name] = [fn(p) for p in points]
+    tolerances = {(a, b): fd_tol if "finite differences" in (a, b) else exact_tol
+                  for a, b in itertools.combinations(witnesses, 2)}
+    return _compare(quantity, witnesses, tolerances)
+
+
 def compare_gradients(f: TorchScalarFn, points: Sequence[Array], closed_form: dict[str, Callable[[Array], Array]] | None = None,
                       fd_step: float = 1e-6, exact_tol: float = 1e-10, fd_tol: float = 1e-6,
                       quantity: str = "gradient") -> WitnessReport:
@@ -207,33 +223,15 @@ def compare_gradients(f: TorchScalarFn, points: Sequence[Array], closed_form: di
     Exact witnesses (autograd and closed forms) must agree to ``exact_tol`` relative to the gradient's
     scale; finite differences to ``fd_tol``.
     """
-    closed_form = closed_form or {}
-    points = [np.asarray(p, dtype=np.float64) for p in points]
-    if not points:
-        raise ValueError("compare_gradients needs at least one point")
-    witnesses: dict[str, list[Array]] = {name: [np.asarray(g(p), dtype=float).reshape(-1) for p in points]
-                                         for name, g in closed_form.items()}
-    witnesses["autograd"] = [autograd_gradient(f, p) for p in points]
-    witnesses["finite differences"] = [finite_difference_gradient(f, p, fd_step) for p in points]
-    tolerances = {}
-    for a, b in itertools.combinations(witnesses, 2):
-        tolerances[(a, b)] = fd_tol if "finite differences" in (a, b) else exact_tol
-    return _compare(quantity, witnesses, tolerances)
+    numerical = {"autograd": lambda p: autograd_gradient(f, p),
+                 "finite differences": lambda p: finite_difference_gradient(f, p, fd_step)}
+    return _witness_report(quantity, "compare_gradients", points, closed_form or {}, numerical, True, exact_tol, fd_tol)
 
 
 def compare_hessians(f: TorchScalarFn, points: Sequence[Array], closed_form: dict[str, Callable[[Array], Array]] | None = None,
                      fd_step: float = 1e-4, exact_tol: float = 1e-10, fd_tol: float = 1e-5,
                      quantity: str = "Hessian") -> WitnessReport:
     """Like :func:`compare_gradients` for Hessians (finite differences of ``f`` itself)."""
-    closed_form = closed_form or {}
-    points = [np.asarray(p, dtype=np.float64) for p in points]
-    if not points:
-        raise ValueError("compare_hessians needs at least one point")
-    witnesses: dict[str, list[Array]] = {name: [np.asarray(h(p), dtype=float) for p in points]
-                                         for name, h in closed_form.items()}
-    witnesses["autograd"] = [autograd_hessian(f, p) for p in points]
-    witnesses["finite differences"] = [finite_difference_hessian(f, p, fd_step) for p in points]
-    tolerances = {}
-    for a, b in itertools.combinations(witnesses, 2):
-        tolerances[(a, b)] = fd_tol if "finite differences" in (a, b) else exact_tol
-    return _compare(quantity, witnesses, tolerances)
+    numerical = {"autograd": lambda p: autograd_hessian(f, p),
+                 "finite differences": lambda p: finite_difference_hessian(f, p, fd_step)}
+    return _witness_report(quantity, "compare_hessians", points, closed_form or {}, numerical, False, exact_tol, fd_tol)

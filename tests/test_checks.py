@@ -1,0 +1,67 @@
+"""The three derivative witnesses: they agree on correct derivatives and expose a wrong closed form."""
+
+import numpy as np
+import pytest
+import sympy as sp
+import torch
+
+from resnet_theory.checks import (autograd_gradient, compare_gradients, compare_hessians, finite_difference_gradient,
+                                  finite_difference_hessian, flatten, sympy_derivatives, unflatten)
+
+x, y = sp.symbols("x y")
+EXPR = sp.sin(x) * y ** 2 + sp.exp(x * y) / 3
+
+
+def torch_f(v):
+    return torch.sin(v[0]) * v[1] ** 2 + torch.exp(v[0] * v[1]) / 3
+
+
+POINTS = [np.array([0.3, -0.7]), np.array([-1.2, 0.4]), np.array([0.0, 1.1])]
+
+
+def test_sympy_autograd_and_finite_differences_agree_on_gradient_and_hessian():
+    sd = sympy_derivatives(EXPR, (x, y))
+    grad = compare_gradients(torch_f, POINTS, closed_form={"sympy": sd.gradient})
+    hess = compare_hessians(torch_f, POINTS, closed_form={"sympy": sd.hessian})
+    assert grad.check().holds and hess.check().holds
+    assert grad.max_rel_error["sympy vs autograd"] < 1e-12
+    assert set(grad.max_rel_error) == {"sympy vs autograd", "sympy vs finite differences",
+                                       "autograd vs finite differences"}
+    assert "book-table" in grad._repr_html_()
+    # exact values against a hand derivation at one point
+    px, py = POINTS[0]
+    expected = [np.cos(px) * py ** 2 + py * np.exp(px * py) / 3, 2 * np.sin(px) * py + px * np.exp(px * py) / 3]
+    np.testing.assert_allclose(autograd_gradient(torch_f, POINTS[0]), expected, rtol=1e-13)
+    np.testing.assert_allclose(finite_difference_gradient(torch_f, POINTS[0]), expected, rtol=1e-7)
+    np.testing.assert_allclose(finite_difference_hessian(torch_f, POINTS[0]), sd.hessian(POINTS[0]), rtol=1e-5, atol=1e-6)
+
+
+def test_a_wrong_closed_form_is_caught():
+    sd = sympy_derivatives(EXPR, (x, y))
+    wrong = lambda v: sd.gradient(v) * np.array([1.0, 1.01])  # noqa: E731 - a 1% slip in one component
+    report = compare_gradients(torch_f, POINTS, closed_form={"wrong": wrong})
+    check = report.check("wrong gradient")
+    assert not check.holds
+    assert report.max_rel_error["autograd vs finite differences"] < 1e-6
+    assert report.max_rel_error["wrong vs autograd"] > 1e-3
+    bad_hessian = lambda v: sd.hessian(v).T + np.array([[0.0, 1e-3], [0.0, 0.0]])  # noqa: E731
+    assert not compare_hessians(torch_f, POINTS, closed_form={"bad": bad_hessian}).check().holds
+
+
+def test_bad_input_is_refused_clearly():
+    with pytest.raises(ValueError, match="at least one point"):
+        compare_gradients(torch_f, [])
+    with pytest.raises(ValueError, match="at least one point"):
+        compare_hessians(torch_f, [])
+    with pytest.raises(ValueError, match="scalar"):
+        autograd_gradient(lambda v: v * 2, POINTS[0])
+    with pytest.raises(ValueError, match="shapes differ"):
+        compare_gradients(torch_f, POINTS, closed_form={"short": lambda v: np.zeros(3)})
+    with pytest.raises(ValueError, match="the shapes need"):
+        unflatten(np.zeros(5), [(2, 2)])
+
+
+def test_flatten_round_trip():
+    arrays = [np.arange(6.0).reshape(2, 3), np.array([[7.0]])]
+    back = unflatten(flatten(arrays), [(2, 3), (1, 1)])
+    assert all(np.array_equal(a, b) for a, b in zip(arrays, back))
