@@ -294,10 +294,11 @@ def _check_input_shape(input_shape) -> tuple[int, int, int]:
     return shape
 
 
-def _meta_forward(model: nn.Module, input_shape, hook_types: tuple, hook) -> None:
-    """Run ``model`` on a (1, *input_shape) batch on the meta device with ``hook`` on ``hook_types``."""
+def _meta_forward(model: nn.Module, input_shape, select, hook) -> None:
+    """Run ``model`` on a (1, *input_shape) batch on the meta device (shapes only, no arithmetic), with
+    ``hook`` on the modules ``select(meta_copy)`` returns, in that order."""
     meta = copy.deepcopy(model).to("meta")
-    handles = [m.register_forward_hook(hook) for m in meta.modules() if isinstance(m, hook_types)]
+    handles = [m.register_forward_hook(hook) for m in select(meta)]
     try:
         with torch.no_grad():
             meta(torch.zeros((1, *input_shape), device="meta"))
@@ -325,7 +326,8 @@ def flops_per_image(model: nn.Module, input_shape: Sequence[int] = (3, 32, 32)) 
             rows = inputs[0].numel() // inputs[0].shape[-1]
             total += 2 * module.weight.numel() * rows
 
-    _meta_forward(model, shape, (nn.Conv2d, nn.Linear, RandomProjection), hook)
+    counted = (nn.Conv2d, nn.Linear, RandomProjection)
+    _meta_forward(model, shape, lambda meta: [m for m in meta.modules() if isinstance(m, counted)], hook)
     return total
 
 
@@ -353,14 +355,7 @@ def architecture_table(model: AllConvResNet, input_shape: Sequence[int] = (3, 32
     def hook(module, inputs, output):
         sizes.append(tuple(output.shape[2:]))
 
-    meta = copy.deepcopy(model).to("meta")  # shapes only, no arithmetic
-    handles = [part.register_forward_hook(hook) for part in [meta.stem, *meta.stages]]
-    try:
-        with torch.no_grad():
-            meta(torch.zeros((1, *shape), device="meta"))
-    finally:
-        for h in handles:
-            h.remove()
+    _meta_forward(model, shape, lambda meta: [meta.stem, *meta.stages], hook)
 
     def trainable(module):
         return sum(p.numel() for p in module.parameters() if p.requires_grad)
