@@ -224,10 +224,13 @@ def test_huge_k_refused():
 def test_projection_scales():
     rng = np.random.default_rng(4)
     x = sphere(500, 20, rng)
-    for kind, k, expected in (("gaussian", 10, 1.0), ("printed", 10, 10.0), ("orthonormal", 30, 1.0)):
-        A = ex.random_projection(20, k, rng, kind)
-        norms = np.linalg.norm(x @ A.T, axis=1) ** 2
-        assert norms.mean() == pytest.approx(expected, rel=0.15)
+    # One Gaussian draw scatters the mean by about sqrt(2 / (k d)) = 0.1 here; 200 independent draws bring that
+    # to about 0.007, so a 5% tolerance is many standard errors wide and still far from the printed scale (10x).
+    for kind, k, expected in (("gaussian", 10, 1.0), ("printed", 10, 10.0)):
+        means = [np.mean(np.linalg.norm(x @ ex.random_projection(20, k, rng, kind).T, axis=1) ** 2) for _ in range(200)]
+        assert np.mean(means) == pytest.approx(expected, rel=0.05)
+    A = ex.random_projection(20, 30, rng, "orthonormal")  # an isometry: every norm is kept exactly
+    np.testing.assert_allclose(np.linalg.norm(x @ A.T, axis=1), 1.0, rtol=1e-12)
     A = ex.random_projection(20, 30, rng, "orthonormal")
     assert np.allclose(A.T @ A, np.eye(20))
 
