@@ -46,6 +46,36 @@ def test_every_chapter_recorded_its_claims_and_the_ledger_page_shows_them(built_
         assert f'id="{claim.section}"' in target, f"{claim.id}: no section {claim.section} in {claim.chapter}.html"
 
 
+def test_every_checkable_claim_has_a_negative_control_that_fails(built_book):
+    claims = load_claims(built_book.build_dir / "executed")
+    assert claims
+    missing, holding = [], []
+    for c in claims:
+        checked = c.verdict != "not-checkable-here" or c.evidence  # an undecided statistical check still ran
+        if not checked:
+            assert c.reason, f"{c.id}: not checkable here without a reason"
+            continue
+        if c.control is None:
+            missing.append(c.id)
+        elif c.control["holds"] is not False or not c.control["summary"]:
+            holding.append(f"{c.id}: {c.control}")
+    assert not missing, f"checkable claims without a negative control: {missing}"
+    assert not holding, "negative controls that hold:\n" + "\n".join(holding)
+
+
+def test_errata_are_proof_gaps_or_corrections_with_their_evidence(built_book):
+    claims = load_claims(built_book.build_dir / "executed")
+    page = (built_book.html / "book" / "ledger.html").read_text()
+    for c in claims:
+        if c.verdict == "corrected":
+            assert c.corrected_statement and not c.evidence["printed"]["holds"] and c.evidence["corrected"]["holds"]
+        if c.verdict == "proof-gap":
+            assert c.evidence["printed"]["holds"] and not c.evidence["proof_step"]["holds"]
+            assert c.evidence["repair"]["holds"] and c.proof_step and c.repair
+        if c.verdict in ("corrected", "proof-gap"):
+            assert c.id in page.split("Every claim")[0], f"{c.id} missing from the errata list"
+
+
 def test_mathjax_is_served_from_the_build_not_a_cdn(built_book):
     assert (built_book.html / "_static" / "mathjax" / "tex-chtml.js").is_file()
     for page in (built_book.html / "book").glob("*.html"):

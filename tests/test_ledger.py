@@ -6,8 +6,8 @@ import math
 import numpy as np
 import pytest
 
-from resnet_theory.ledger import (VERDICTS, Check, Ledger, claims_table_html, derive_verdict, load_claims,
-                                  render_ledger, verdict_counts)
+from resnet_theory.ledger import (VERDICTS, Check, Ledger, LedgerDefect, claims_table_html, derive_verdict,
+                                  errata_html, load_claims, render_ledger, verdict_counts, verdict_key)
 
 
 def test_check_at_most_and_at_least_compute_holds():
@@ -51,17 +51,82 @@ def test_verdict_table():
     assert derive_verdict(bad, bad) == "refuted"
     assert derive_verdict(bad) == "refuted"
     assert derive_verdict(None) == "not-checkable-here"
+    assert derive_verdict(ok, proof_step=bad) == "proof-gap"
+    assert derive_verdict(ok, proof_step=ok) == "confirmed"
+    assert derive_verdict(bad, ok, proof_step=bad) == "corrected"  # a counterexample to the statement wins
+
+
+def test_statistical_checks_decide_only_outside_two_standard_errors():
+    c = Check.statistical(0.93, 0.01, 0.90, what="accuracy", test="median of 10 seeds", n=10)
+    assert c.holds and c.decisive and c.numbers["margin_standard_errors"] == pytest.approx(3.0)
+    assert "+3.00 standard errors" in c.summary
+    close = Check.statistical(0.911, 0.01, 0.90, what="accuracy", test="median of 3 seeds", n=3)
+    assert close.holds and not close.decisive and "not decisive" in close.summary
+    below = Check.statistical(0.5, 0.01, 0.9, what="loss", test="mean", n=10, above=False)
+    assert below.holds and below.decisive
+    assert derive_verdict(close) == "not-checkable-here"
+    assert not Check.combine([c, close], what="both").decisive
+    with pytest.raises(ValueError):
+        Check.statistical(1.0, math.nan, 0.0, what="x", test="t", n=1)
+
+
+def test_undecided_statistical_claim_gets_no_verdict():
+    ledger = Ledger("x")
+    claim = ledger.claim("a", paper="shamir", ref="r", statement="s", section="x-a",
+                         printed=Check.statistical(0.911, 0.01, 0.90, what="acc", test="median", n=3),
+                         control=Check.statistical(0.911, 0.01, 0.95, what="acc vs a higher bar", test="median", n=3))
+    assert claim.verdict == "not-checkable-here" and "does not decide" in claim.reason
+
+
+def test_proof_gap_records_step_and_repair_and_shows_in_errata():
+    ledger = Ledger("linear")
+    claim = ledger.claim("hardt-ma/thm", paper="hardt-ma", ref="Theorem 2.1", statement="bound holds",
+                         section="linear-a", printed=Check.at_most([0.5], 1.0, what="best construction"),
+                         control=Check.at_most([0.5], 0.4, what="bound scaled to 0.4"),
+                         proof_step=Check.at_most([1.1], 1.0, what="proof's construction"),
+                         proof_step_statement="integer layer counts meet the constant",
+                         repair=Check.at_most([0.9], 1.0, what="polar split"), repair_statement="use a polar split")
+    assert claim.verdict == "proof-gap"
+    page = errata_html(ledger.claims)
+    assert "integer layer counts" in page and "polar split" in page and "proof-gap" in page
+    with pytest.raises(ValueError, match="repair"):
+        ledger.claim("hardt-ma/thm2", paper="hardt-ma", ref="r", statement="s", section="linear-a",
+                     printed=Check.at_most([0.5], 1.0, what="x"), control=NO,
+                     proof_step=Check.at_most([1.1], 1.0, what="step"), proof_step_statement="step",
+                     repair=Check.at_most([1.1], 1.0, what="repair"), repair_statement="repair")
+
+
+def test_a_control_that_holds_is_a_defect_that_stops_the_chapter(tmp_path, monkeypatch):
+    monkeypatch.setenv("RESNET_THEORY_CLAIMS_FILE", str(tmp_path / "x.claims.json"))
+    ledger = Ledger("x")
+    ledger.claim("a", paper="shamir", ref="r", statement="s", section="x-a", printed=Check.equal(1, 1, what="w"),
+                 control=Check.equal(1, 1, what="a control that cannot fail"))
+    assert ledger.defects() and "a control that cannot fail" in ledger.defects()[0]
+    with pytest.raises(LedgerDefect, match="negative control"):
+        ledger.show()
+    several = Ledger("y")
+    several.claim("b", paper="shamir", ref="r", statement="s", section="x-b", printed=Check.equal(1, 1, what="w"),
+                  control=[NO, Check.equal(2, 2, what="second control holds")])
+    assert several.claims[0].control["holds"]
+
+
+def test_summary_sentence_and_verdict_keys():
+    ledger = _ledger()
+    assert ledger.summary_sentence() == "4 claims: 1 confirmed, 1 corrected, 1 refuted, 1 not checkable here"
+    assert verdict_key("hardt-ma/thm-2.1") == "verdict_hardt_ma_thm_2_1"
 
 
 def _ledger():
     ledger = Ledger("linear")
     ledger.claim("hardt-ma/thm-2.1", paper="hardt-ma", ref="Theorem 2.1", statement="s1", section="linear-a",
-                 printed=Check.at_most([0.5], 1.0, what="norm"))
+                 printed=Check.at_most([0.5], 1.0, what="norm"),
+                 control=Check.at_most([0.5], 0.4, what="norm vs the bound scaled below the worst case"))
     ledger.claim("hardt-ma/eq-2.3", paper="hardt-ma", ref="(2.3)", statement="s2", section="linear-b",
                  printed=Check.at_least([1.0], 2.0, what="printed"),
-                 corrected=Check.at_least([1.0], 1.0, what="corrected"), corrected_statement="fixed")
+                 corrected=Check.at_least([1.0], 1.0, what="corrected"), corrected_statement="fixed",
+                 control=Check.at_least([1.0], 1.5, what="corrected bound scaled up"))
     ledger.claim("shamir/thm-1", paper="shamir", ref="Theorem 1", statement="s3", section="linear-c",
-                 printed=Check.equal(0, 1, what="refuted"))
+                 printed=Check.equal(0, 1, what="refuted"), control=Check.equal(0, 2, what="control"))
     ledger.not_checkable("hardt-ma/cifar", paper="hardt-ma", ref="Table 1", statement="s4", section="linear-d",
                          reason="needs CIFAR-10 and a GPU")
     return ledger
@@ -70,24 +135,44 @@ def _ledger():
 def test_ledger_records_derived_verdicts():
     ledger = _ledger()
     assert [c.verdict for c in ledger.claims] == ["confirmed", "corrected", "refuted", "not-checkable-here"]
+    assert ledger.claims[0].control == {"holds": False, "summary": ledger.claims[0].control["summary"]}
+    assert ledger.claims[3].control is None
+
+
+NO = Check.equal(1, 2, what="a control that fails")
 
 
 def test_ledger_rejects_hand_written_verdicts_and_bad_input():
     ledger = Ledger("x")
     with pytest.raises(TypeError):
-        ledger.claim("a", paper="shamir", ref="r", statement="s", section="x-a", printed=True)
+        ledger.claim("a", paper="shamir", ref="r", statement="s", section="x-a", printed=True, control=NO)
     with pytest.raises(TypeError):
-        ledger.claim("a", paper="shamir", ref="r", statement="s", section="x-a", printed="confirmed")
+        ledger.claim("a", paper="shamir", ref="r", statement="s", section="x-a", printed="confirmed", control=NO)
+    with pytest.raises(TypeError, match="control"):
+        ledger.claim("a", paper="shamir", ref="r", statement="s", section="x-a", printed=Check.equal(1, 1, what="w"),
+                     control=[])
+    with pytest.raises(TypeError, match="control"):
+        ledger.claim("a", paper="shamir", ref="r", statement="s", section="x-a", printed=Check.equal(1, 1, what="w"),
+                     control=False)
     with pytest.raises(ValueError, match="unknown paper"):
-        ledger.claim("a", paper="nobody", ref="r", statement="s", section="x-a", printed=Check.equal(1, 1, what="w"))
+        ledger.claim("a", paper="nobody", ref="r", statement="s", section="x-a", printed=Check.equal(1, 1, what="w"),
+                     control=NO)
+    with pytest.raises(ValueError, match="unknown source"):
+        ledger.claim("a", paper="shamir", ref="r", statement="s", section="x-a", printed=Check.equal(1, 1, what="w"),
+                     control=NO, source="notes")
     with pytest.raises(ValueError, match="corrected statement"):
         ledger.claim("a", paper="shamir", ref="r", statement="s", section="x-a", printed=Check.equal(1, 2, what="w"),
-                     corrected=Check.equal(1, 1, what="w"))
+                     corrected=Check.equal(1, 1, what="w"), control=NO)
+    with pytest.raises(ValueError, match="repair"):
+        ledger.claim("a", paper="shamir", ref="r", statement="s", section="x-a", printed=Check.equal(1, 1, what="w"),
+                     proof_step=Check.equal(1, 2, what="step"), proof_step_statement="step", control=NO)
     with pytest.raises(ValueError, match="reason"):
         ledger.not_checkable("b", paper="shamir", ref="r", statement="s", section="x-b", reason="")
-    ledger.claim("a", paper="shamir", ref="r", statement="s", section="x-a", printed=Check.equal(1, 1, what="w"))
+    ledger.claim("a", paper="shamir", ref="r", statement="s", section="x-a", printed=Check.equal(1, 1, what="w"),
+                 control=NO)
     with pytest.raises(ValueError, match="twice"):
-        ledger.claim("a", paper="shamir", ref="r", statement="s", section="x-a", printed=Check.equal(1, 1, what="w"))
+        ledger.claim("a", paper="shamir", ref="r", statement="s", section="x-a", printed=Check.equal(1, 1, what="w"),
+                     control=NO)
 
 
 def test_json_round_trip_and_aggregation(tmp_path, monkeypatch):
@@ -96,7 +181,7 @@ def test_json_round_trip_and_aggregation(tmp_path, monkeypatch):
     ledger.show()
     other = Ledger("linear_predictors")
     other.claim("shamir/ex-1", paper="shamir", ref="Example 1", statement="s", section="shamir-ex",
-                printed=Check.close([0.5], [0.5], what="F"))
+                printed=Check.close([0.5], [0.5], what="F"), control=Check.close([0.6], [0.5], what="F perturbed"))
     other.save(tmp_path / "executed" / "book" / "linear_predictors.claims.json")
     loaded = load_claims(tmp_path / "executed")
     assert {c.id for c in loaded} == {c.id for c in ledger.claims} | {"shamir/ex-1"}
@@ -105,7 +190,8 @@ def test_json_round_trip_and_aggregation(tmp_path, monkeypatch):
     assert by_id["hardt-ma/eq-2.3"].corrected_statement == "fixed"
     json.loads((tmp_path / "executed" / "book" / "linear.claims.json").read_text())  # valid JSON
     counts = verdict_counts(loaded)
-    assert counts["total"] == {"confirmed": 2, "corrected": 1, "refuted": 1, "not-checkable-here": 1}
+    assert counts["total"] == {"confirmed": 2, "proof-gap": 0, "corrected": 1, "refuted": 1,
+                               "not-checkable-here": 1}
     assert counts["Shamir (2018)"]["refuted"] == 1 and counts["Shamir (2018)"]["confirmed"] == 1
     assert set(counts["total"]) == set(VERDICTS)
 
@@ -126,3 +212,5 @@ def test_rendered_ledger_links_to_sections():
     page = render_ledger(ledger.claims).data
     assert "claims-counts" in page and "claims-ledger" in page
     assert "No claims" in render_ledger([]).data
+    assert "how this check could have failed" in html and "fails, as it must" in html
+    assert "Errata" in page and "fixed" in errata_html(ledger.claims)

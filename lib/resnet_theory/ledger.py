@@ -9,10 +9,29 @@ chapter's JSON with :func:`load_claims` and renders it with :func:`render_ledger
 The verdict is never typed in. A claim carries :class:`Check` objects, each built by one of the
 constructors below from computed numbers; the verdict follows from them:
 
-- the printed form holds                                   -> ``confirmed``
-- the printed form fails, a corrected form holds           -> ``corrected`` (an erratum; both recorded)
-- the printed form fails and no corrected form holds       -> ``refuted``
-- :meth:`Ledger.not_checkable`                              -> ``not-checkable-here`` (with the reason)
+- the statement as printed holds, every proof step checked holds    -> ``confirmed``
+- the statement holds (checked independently of the printed proof),
+  but a step or construction of the printed proof fails as written  -> ``proof-gap`` (step and repair recorded)
+- the statement as printed fails on a counterexample,
+  a corrected statement holds                                       -> ``corrected`` (an erratum; both recorded)
+- the statement as printed fails and no corrected form holds        -> ``refuted``
+- :meth:`Ledger.not_checkable`                                      -> ``not-checkable-here`` (with the reason)
+
+``corrected`` and ``refuted`` need a counterexample to the *statement*: a failing step of a proof whose
+statement still holds is a ``proof-gap``, never an erratum.
+
+Every checkable claim carries a **negative control**: the same check run on an input that the claim rules
+out (the bound scaled below the worst case, the printed exponent, a perturbed closed form, one block of the
+construction broken, ...). The control must come out ``holds = False``; a control that holds means the check
+could not have failed, and :meth:`Ledger.show` refuses to publish the chapter (:class:`LedgerDefect`).
+
+A statistical check (:meth:`Check.statistical`) is *decisive* only when the measured value sits at least
+two standard errors from its threshold; a claim whose deciding check is not decisive gets no verdict from
+it (``not-checkable-here`` with the margin as the reason), never a coin-flip ``confirmed``.
+
+Each claim also says where its statement comes from (``source``): ``paper`` (the paper states it),
+``review`` (the statement as a review of the paper gives it) or ``reconstruction`` (our reconstruction,
+when the paper's text is not available to us).
 """
 
 from __future__ import annotations
@@ -28,7 +47,14 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-VERDICTS = ("confirmed", "corrected", "refuted", "not-checkable-here")
+VERDICTS = ("confirmed", "proof-gap", "corrected", "refuted", "not-checkable-here")
+
+#: Where a claim's statement comes from.
+SOURCES = {
+    "paper": "stated in the paper",
+    "review": "as a review of the paper states it",
+    "reconstruction": "our reconstruction (the paper's text was not available to us)",
+}
 
 #: Papers the book reviews or cites in claims: key -> (display name, bibtex key).
 PAPERS = {
@@ -36,7 +62,15 @@ PAPERS = {
     "bartlett-helmbold-long": ("Bartlett, Helmbold & Long (2018)", "bartlett2018gradient"),
     "bartlett-evans-long": ("Bartlett, Evans & Long (2018)", "bartlett2018representing"),
     "shamir": ("Shamir (2018)", "shamir2018resnets"),
+    "he-et-al": ("He, Zhang, Ren & Sun (2016)", "he2016deep"),
 }
+
+#: A statistical check decides a verdict only this many standard errors or more from its threshold.
+DECISIVE_STANDARD_ERRORS = 2.0
+
+
+class LedgerDefect(RuntimeError):
+    """A chapter's ledger cannot be published: a claim's negative control holds (its check cannot fail)."""
 
 CLAIMS_FILE_ENV = "RESNET_THEORY_CLAIMS_FILE"
 BUILD_DIR_ENV = "RESNET_THEORY_BUILD_DIR"
@@ -66,6 +100,8 @@ class Check:
     holds: bool
     summary: str
     numbers: dict = field(default_factory=dict)
+    #: False for a statistical check whose value sits too close to its threshold to decide anything.
+    decisive: bool = True
 
     @staticmethod
     def _bound(value, bound, *, what: str, rtol: float, atol: float, upper: bool) -> "Check":
@@ -88,6 +124,8 @@ class Check:
                    f"tightest case {_fmt(nums['worst_value'])} vs {_fmt(nums['worst_bound'])}")
         if key in nums:
             summary += f" ({label} value/bound {_fmt(nums[key])})"
+        if rtol or atol:
+            summary += f"; slack rtol={rtol:g} x |bound| + atol={atol:g}"
         return Check(bool(ok.all()), summary, nums)
 
     @staticmethod
@@ -138,13 +176,39 @@ class Check:
 
     @staticmethod
     def combine(checks: Sequence["Check"], *, what: str) -> "Check":
-        """All of several checks hold."""
+        """All of several checks hold (decisive only when every part is)."""
         checks = list(checks)
         if not checks:
             raise ValueError("Check.combine needs at least one check")
         ok = all(c.holds for c in checks)
         return Check(ok, f"{what}: " + "; ".join(c.summary for c in checks),
-                     {"parts": [c.numbers for c in checks]})
+                     {"parts": [c.numbers for c in checks]}, all(c.decisive for c in checks))
+
+    @staticmethod
+    def statistical(estimate, standard_error, threshold, *, what: str, test: str, n: int,
+                    above: bool = True, min_standard_errors: float = DECISIVE_STANDARD_ERRORS) -> "Check":
+        """A statistical comparison: ``estimate > threshold`` (``above``) or ``estimate < threshold``.
+
+        ``standard_error`` is the estimate's standard error (or half the width of a 68% bootstrap
+        interval); ``test`` names the statistic (e.g. "median of 10 seeds, bootstrap standard error") and
+        ``n`` the number of independent instances behind it. The check holds when the estimate is on the
+        claimed side of the threshold; it is *decisive* only when it is at least ``min_standard_errors``
+        standard errors away from the threshold. The margin in standard errors is in the summary.
+        """
+        est, se, thr = float(estimate), float(standard_error), float(threshold)
+        if not (math.isfinite(se) and se >= 0):
+            raise ValueError(f"Check.statistical: standard_error must be finite and >= 0, got {standard_error!r}")
+        gap = (est - thr) if above else (thr - est)
+        margin = gap / se if se > 0 else (math.inf if gap > 0 else -math.inf if gap < 0 else 0.0)
+        ok = math.isfinite(est) and gap > 0
+        decisive = math.isfinite(est) and abs(margin) >= min_standard_errors
+        side = ">" if above else "<"
+        summary = (f"{what}: {test}, n={int(n)}: {_fmt(est)} (standard error {_fmt(se)}) {side} {_fmt(thr)}? "
+                   f"margin {margin:+.2f} standard errors"
+                   + ("" if decisive else f" (not decisive: under {min_standard_errors:g})"))
+        nums = {"estimate": est, "standard_error": se, "threshold": thr, "n": int(n),
+                "margin_standard_errors": _as_float(margin)}
+        return Check(bool(ok), summary, nums, bool(decisive))
 
 
 @dataclass
@@ -162,19 +226,50 @@ class Claim:
     evidence: dict
     corrected_statement: str | None = None
     reason: str | None = None
+    #: "paper", "review" or "reconstruction" (see :data:`SOURCES`).
+    source: str = "paper"
+    #: The negative control: ``{"holds": bool, "summary": str}``; ``None`` only when not checkable here.
+    control: dict | None = None
+    #: For a proof gap: the step of the printed proof that fails, and the repair that holds.
+    proof_step: str | None = None
+    repair: str | None = None
 
     @property
     def paper_name(self) -> str:
         return PAPERS.get(self.paper, (self.paper, None))[0]
 
+    @property
+    def source_text(self) -> str:
+        return SOURCES.get(self.source, self.source)
 
-def derive_verdict(printed: Check | None, corrected: Check | None = None) -> str:
-    """The verdict that follows from the computed checks (see the module docstring)."""
-    if printed is None:
+    @property
+    def erratum(self) -> str | None:
+        """One sentence for the errata list: what is printed, what fails, what holds (else ``None``)."""
+        where = f"{self.paper_name}, {self.ref}"
+        if self.verdict == "corrected":
+            printed, corrected = self.evidence.get("printed", {}), self.evidence.get("corrected", {})
+            return (f"{where}: as printed, \u201c{self.statement}\u201d fails ({printed.get('summary', self.check)}); "
+                    f"what holds: \u201c{self.corrected_statement}\u201d ({corrected.get('summary', '')}).")
+        if self.verdict == "proof-gap":
+            step, repair = self.evidence.get("proof_step", {}), self.evidence.get("repair", {})
+            return (f"{where}: the statement holds ({self.evidence.get('printed', {}).get('summary', '')}), "
+                    f"but the proof's step \u201c{self.proof_step}\u201d fails as written "
+                    f"({step.get('summary', '')}); repair: \u201c{self.repair}\u201d ({repair.get('summary', '')}).")
+        return None
+
+
+def derive_verdict(printed: Check | None, corrected: Check | None = None,
+                   proof_step: Check | None = None) -> str:
+    """The verdict that follows from the computed checks (see the module docstring).
+
+    ``printed`` tests the statement as printed; ``corrected`` a corrected statement; ``proof_step`` a
+    step or construction of the printed proof, only meaningful when the statement itself holds.
+    """
+    if printed is None or not printed.decisive:
         return "not-checkable-here"
     if printed.holds:
-        return "confirmed"
-    if corrected is not None and corrected.holds:
+        return "proof-gap" if proof_step is not None and not proof_step.holds else "confirmed"
+    if corrected is not None and corrected.holds and corrected.decisive:
         return "corrected"
     return "refuted"
 
@@ -194,39 +289,75 @@ class Ledger:
     def _add(self, claim: Claim) -> Claim:
         if claim.paper not in PAPERS:
             raise ValueError(f"unknown paper key {claim.paper!r}; known: {sorted(PAPERS)}")
+        if claim.source not in SOURCES:
+            raise ValueError(f"unknown source {claim.source!r} for claim {claim.id!r}; known: {sorted(SOURCES)}")
         if any(c.id == claim.id for c in self.claims):
             raise ValueError(f"claim {claim.id!r} recorded twice in chapter {self.chapter!r}")
         self.claims.append(claim)
         return claim
 
     def claim(self, id: str, *, paper: str, ref: str, statement: str, section: str,
-              printed: Check, corrected: Check | None = None,
-              corrected_statement: str | None = None) -> Claim:
+              printed: Check, control: Check | Sequence[Check], source: str = "paper",
+              corrected: Check | None = None, corrected_statement: str | None = None,
+              proof_step: Check | None = None, proof_step_statement: str | None = None,
+              repair: Check | None = None, repair_statement: str | None = None) -> Claim:
         """Record a claim checked by computation; the verdict is derived from the checks.
 
-        ``printed`` tests the claim as the paper states it. When it fails and the chapter has found a
-        corrected form, pass that form's check as ``corrected`` and its wording as ``corrected_statement``.
+        ``printed`` tests the statement as the paper (or, per ``source``, the review or our
+        reconstruction) gives it. ``control`` is the negative control: the same check on an input the
+        claim rules out; it must fail (several controls may be given; each must fail).
+
+        - When ``printed`` fails on a counterexample and a corrected statement holds, pass that
+          statement's check as ``corrected`` with its wording as ``corrected_statement``.
+        - When the statement holds but a step or construction of the printed proof fails as written,
+          pass that step's check as ``proof_step`` (it fails) with ``proof_step_statement``, and the
+          repaired step as ``repair`` (it holds) with ``repair_statement``: the verdict is ``proof-gap``.
         """
-        if not isinstance(printed, Check) or (corrected is not None and not isinstance(corrected, Check)):
-            raise TypeError("printed and corrected must be Check objects built from computed numbers")
+        checks = {"printed": printed, "corrected": corrected, "proof_step": proof_step, "repair": repair}
+        controls = [control] if isinstance(control, Check) else list(control or [])
+        if not all(c is None or isinstance(c, Check) for c in checks.values()) or not controls \
+                or not all(isinstance(c, Check) for c in controls):
+            raise TypeError("printed, control (and corrected, proof_step, repair when given) must be Check "
+                            "objects built from computed numbers; every checkable claim needs a control")
+        if not isinstance(printed, Check):
+            raise TypeError("printed must be a Check built from computed numbers")
         if corrected is not None and not corrected_statement:
             raise ValueError("a corrected check needs the corrected statement")
-        verdict = derive_verdict(printed, corrected)
-        summary = "printed form: " + printed.summary
-        evidence = {"printed": {"holds": printed.holds, **printed.numbers}}
+        if (proof_step is None) != (repair is None) or (proof_step is not None
+                                                         and not (proof_step_statement and repair_statement)):
+            raise ValueError("a proof step needs its repair, and both need their wording "
+                             "(proof_step_statement, repair_statement)")
+        verdict = derive_verdict(printed, corrected, proof_step)
+        if verdict == "proof-gap" and not repair.holds:
+            raise ValueError(f"claim {id!r}: the repair of the failing proof step does not hold: {repair.summary}")
+        summary = "statement: " + printed.summary
         if corrected is not None:
-            summary += " | corrected form: " + corrected.summary
-            evidence["corrected"] = {"holds": corrected.holds, **corrected.numbers}
+            summary += " | corrected statement: " + corrected.summary
+        if proof_step is not None:
+            summary += " | proof step: " + proof_step.summary + " | repair: " + repair.summary
+        evidence = {k: {"holds": c.holds, "decisive": c.decisive, "summary": c.summary, **c.numbers}
+                    for k, c in checks.items() if c is not None}
+        control_record = {"holds": any(c.holds for c in controls),
+                          "summary": " | ".join(c.summary for c in controls)}
+        reason = None
+        if verdict == "not-checkable-here":
+            reason = f"the statistical check does not decide: {printed.summary}"
         return self._add(Claim(id, paper, ref, statement, self.chapter, section, verdict, summary,
-                               _jsonable(evidence), corrected_statement))
+                               _jsonable(evidence), corrected_statement, reason, source,
+                               _jsonable(control_record), proof_step_statement, repair_statement))
 
     def not_checkable(self, id: str, *, paper: str, ref: str, statement: str, section: str,
-                      reason: str) -> Claim:
+                      reason: str, source: str = "paper") -> Claim:
         """Record a claim this book cannot check here, and why."""
         if not reason:
             raise ValueError("a claim that is not checkable here needs the reason")
         return self._add(Claim(id, paper, ref, statement, self.chapter, section,
-                               "not-checkable-here", "", {}, None, reason))
+                               "not-checkable-here", "", {}, None, reason, source))
+
+    def defects(self) -> list[str]:
+        """Claims whose negative control holds (their check could not have failed)."""
+        return [f"{c.id}: the negative control holds ({c.control['summary']})"
+                for c in self.claims if c.control is not None and c.control["holds"]]
 
     # --- output -------------------------------------------------------------------------------
     def to_json(self) -> str:
@@ -247,12 +378,49 @@ class Ledger:
     def table_html(self) -> str:
         return claims_table_html(self.claims, link=False)
 
+    def summary_sentence(self) -> str:
+        """E.g. "7 claims: 4 confirmed, 1 proof gap, 1 corrected, 1 not checkable here"."""
+        counts = Counter(c.verdict for c in self.claims)
+        parts = [f"{counts[v]} {v.replace('-', ' ')}" for v in VERDICTS if counts[v]]
+        n = len(self.claims)
+        return f"{n} claim{'s' if n != 1 else ''}: " + ", ".join(parts) if parts else "no claims"
+
+    def glue(self) -> None:
+        """Glue each verdict as ``verdict_<id>`` (see :func:`verdict_key`) and the chapter's summary
+        sentence as ``ledger_summary``, for ``{glue:text}`` anywhere in the chapter."""
+        from myst_nb import glue
+
+        for c in self.claims:
+            glue(verdict_key(c.id), _Word(c.verdict), display=False)
+        glue("ledger_summary", _Word(self.summary_sentence()), display=False)
+
     def show(self):
-        """Save the claims (when executed by the book executor) and return the rendered table."""
+        """Save the claims (when executed by the book executor), glue the verdicts, return the table.
+
+        Raises :class:`LedgerDefect` when a claim's negative control holds: the chapter must not be
+        published with a check that could not have failed.
+        """
         from IPython.display import HTML
 
         self.save()
+        self.glue()
+        defects = self.defects()
+        if defects:
+            raise LedgerDefect("negative controls that hold (fix the check or its control):\n  "
+                               + "\n  ".join(defects))
         return HTML(self.table_html())
+
+
+class _Word(str):
+    """A string that glue shows without quotes."""
+
+    def __repr__(self):
+        return str(self)
+
+
+def verdict_key(claim_id: str) -> str:
+    """The glue key of a claim's verdict: ``hardt-ma/thm-2.1`` -> ``verdict_hardt_ma_thm_2_1``."""
+    return "verdict_" + claim_id.replace("/", "_").replace("-", "_").replace(".", "_")
 
 
 def _jsonable(x):
@@ -273,6 +441,8 @@ def claim_from_dict(d: dict) -> Claim:
     claim = Claim(**d)
     if claim.verdict not in VERDICTS:
         raise ValueError(f"claim {claim.id!r} has unknown verdict {claim.verdict!r}")
+    if claim.source not in SOURCES:
+        raise ValueError(f"claim {claim.id!r} has unknown source {claim.source!r}")
     return claim
 
 
@@ -299,12 +469,16 @@ def verdict_counts(claims: Iterable[Claim]) -> dict[str, dict[str, int]]:
     return {paper: {v: counts.get(v, 0) for v in VERDICTS} for paper, counts in table.items()}
 
 
-_BADGE = {"confirmed": "#1b7f3b", "corrected": "#b36b00", "refuted": "#b00020",
+_BADGE = {"confirmed": "#1b7f3b", "proof-gap": "#6a4fb3", "corrected": "#b36b00", "refuted": "#b00020",
           "not-checkable-here": "#555"}
 
 
 def claims_table_html(claims: Sequence[Claim], link: bool = True) -> str:
-    """An HTML table of claims; with ``link`` each id links to the chapter section that checks it."""
+    """An HTML table of claims; with ``link`` each id links to the chapter section that checks it.
+
+    Per claim: where the statement comes from, what the check computed, and how the check could have
+    failed (its negative control, which did fail).
+    """
     rows = []
     for c in claims:
         ident = html.escape(c.id)
@@ -313,14 +487,38 @@ def claims_table_html(claims: Sequence[Claim], link: bool = True) -> str:
         what = html.escape(c.statement)
         if c.corrected_statement:
             what += f"<br><em>Corrected:</em> {html.escape(c.corrected_statement)}"
+        if c.proof_step:
+            what += (f"<br><em>Proof step that fails:</em> {html.escape(c.proof_step)}"
+                     f"<br><em>Repair:</em> {html.escape(c.repair or '')}")
         detail = html.escape(c.reason if c.verdict == "not-checkable-here" else c.check)
+        control = ("&mdash;" if c.control is None else
+                   f"{html.escape(c.control['summary'])} "
+                   f"<em>({'fails, as it must' if not c.control['holds'] else 'HOLDS: defect'})</em>")
         colour = _BADGE[c.verdict]
         rows.append(
-            f"<tr><td>{ident}</td><td>{html.escape(c.paper_name)}, {html.escape(c.ref)}</td>"
-            f"<td>{what}</td><td>{detail}</td>"
+            f"<tr><td>{ident}</td><td>{html.escape(c.paper_name)}, {html.escape(c.ref)}"
+            f"<br><small>{html.escape(c.source_text)}</small></td>"
+            f"<td>{what}</td><td>{detail}</td><td>{control}</td>"
             f'<td><strong style="color:{colour}">{c.verdict}</strong></td></tr>')
-    head = "<tr><th>claim</th><th>source</th><th>statement</th><th>what the check computed</th><th>verdict</th></tr>"
+    head = ("<tr><th>claim</th><th>source</th><th>statement</th><th>what the check computed</th>"
+            "<th>how this check could have failed</th><th>verdict</th></tr>")
     return f'<table class="claims-ledger">{head}{"".join(rows)}</table>'
+
+
+def errata_html(claims: Sequence[Claim], link: bool = True) -> str:
+    """The errata: each corrected or proof-gap claim as one sentence (what is printed, fails, holds)."""
+    items = []
+    for c in claims:
+        sentence = c.erratum
+        if sentence is None:
+            continue
+        label = html.escape(c.id)
+        if link:
+            label = f'<a href="{html.escape(c.chapter)}.html#{html.escape(c.section)}">{label}</a>'
+        items.append(f'<li><strong>{label}</strong> ({c.verdict}): {html.escape(sentence)}</li>')
+    if not items:
+        return '<p class="claims-errata">No erratum: every checked statement and proof step holds as printed.</p>'
+    return f'<ul class="claims-errata">{"".join(items)}</ul>'
 
 
 def counts_table_html(claims: Sequence[Claim]) -> str:
@@ -334,10 +532,11 @@ def counts_table_html(claims: Sequence[Claim]) -> str:
 
 
 def render_ledger(claims: Sequence[Claim]):
-    """The ledger page's content: counts per verdict and paper, then every claim, linked."""
+    """The ledger page's content: the errata, counts per verdict and paper, then every claim, linked."""
     from IPython.display import HTML
 
     if not claims:
         return HTML("<p><strong>No claims were found.</strong> Execute the book with "
                     "<code>make book</code> so that each chapter records its claims.</p>")
-    return HTML(counts_table_html(claims) + claims_table_html(claims, link=True))
+    return HTML("<h3>Errata</h3>" + errata_html(claims) + "<h3>Counts</h3>" + counts_table_html(claims)
+                + "<h3>Every claim</h3>" + claims_table_html(claims, link=True))
