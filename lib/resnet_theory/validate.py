@@ -1,0 +1,327 @@
+"""Argument checking for every public function and command-line tool of the book's library.
+
+One rule everywhere:
+
+- a value of the wrong *type* raises :class:`TypeError` (a float where an integer is meant, a string where a
+  number is meant, a complex number where a real one is meant, ``True`` where an integer is meant);
+- a value of the right type but a bad *value* raises :class:`ValueError` (a negative size, NaN where a finite
+  number is meant, an array of the wrong shape, an option that is not on the list);
+- numpy scalars (``np.int64(3)``, ``np.float32(0.5)``, ``np.True_``) and 0-d arrays are accepted exactly like
+  the Python numbers they stand for; ``bool`` is not an integer;
+- every message names the argument and shows the value as it was given.
+
+Numerical procedures that leave the finite numbers (gradient descent blowing up, a Newton iteration that does
+not converge) raise :class:`DivergenceError`, a :class:`FloatingPointError`. Sizes whose memory or work would
+exceed what the machine can do are refused up front by :func:`check_budget`, with the estimate in the message.
+
+Every checker returns the value converted to its plain Python / numpy type, so a caller writes
+``depth = positive_int("depth", depth)``.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "BudgetError", "DivergenceError", "boolean", "callable_arg", "check_budget", "choice", "finite_array",
+    "finite_float", "human_bytes", "integer", "integer_array", "memory_limit_bytes", "non_negative_float",
+    "non_negative_int", "positive_float", "positive_int", "probability", "square_matrix", "show",
+]
+
+
+class DivergenceError(FloatingPointError):
+    """A numerical procedure left the finite numbers or failed to converge (loss became NaN/inf, ...)."""
+
+
+class BudgetError(ValueError):
+    """A requested size needs more memory or work than this machine can give; the message has the estimate."""
+
+
+# --- display ---------------------------------------------------------------------------------------------
+def show(value: Any, limit: int = 80) -> str:
+    """``repr(value)`` cut to ``limit`` characters; arrays are described by shape and dtype instead."""
+    if isinstance(value, np.ndarray) and value.ndim > 0:
+        return f"array of shape {value.shape} and dtype {value.dtype}"
+    if type(value).__module__.startswith("torch") and hasattr(value, "shape") and len(value.shape) > 0:
+        return f"tensor of shape {tuple(value.shape)} and dtype {value.dtype}"
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _got(value: Any) -> str:
+    return f"got {show(value)} ({type(value).__name__})"
+
+
+def _unwrap(value: Any) -> Any:
+    """A 0-d numpy array stands for its scalar."""
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        return value[()]
+    return value
+
+
+# --- scalars ---------------------------------------------------------------------------------------------
+def boolean(name: str, value: Any) -> bool:
+    """``True`` or ``False`` (``np.True_``/``np.False_`` accepted); anything else, ``1`` and ``"False"``
+    included, is a :class:`TypeError`."""
+    value = _unwrap(value)
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    raise TypeError(f"{name} must be True or False, {_got(value)}")
+
+
+def integer(name: str, value: Any, *, minimum: int | None = None, maximum: int | None = None) -> int:
+    """An integer (Python or numpy; not ``bool``, not a float even if integral) in ``[minimum, maximum]``."""
+    value = _unwrap(value)
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer, {_got(value)}")
+    out = int(value)
+    if minimum is not None and out < minimum:
+        raise ValueError(f"{name} must be at least {minimum}, {_got(value)}")
+    if maximum is not None and out > maximum:
+        raise ValueError(f"{name} must be at most {maximum}, {_got(value)}")
+    return out
+
+
+def positive_int(name: str, value: Any, *, maximum: int | None = None) -> int:
+    """An integer ``>= 1`` (and ``<= maximum`` if given)."""
+    return integer(name, value, minimum=1, maximum=maximum)
+
+
+def non_negative_int(name: str, value: Any, *, maximum: int | None = None) -> int:
+    """An integer ``>= 0`` (and ``<= maximum`` if given)."""
+    return integer(name, value, minimum=0, maximum=maximum)
+
+
+def _real(name: str, value: Any) -> float:
+    value = _unwrap(value)
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be a real number, {_got(value)}")
+    if isinstance(value, numbers.Real):
+        return float(value)
+    if isinstance(value, numbers.Complex):
+        raise TypeError(f"{name} must be a real number, not complex; {_got(value)}")
+    # exact real constants from sympy (pi, sqrt(2), ...) are numbers too
+    if getattr(value, "is_number", False) and getattr(value, "is_real", False):
+        return float(value)
+    raise TypeError(f"{name} must be a real number, {_got(value)}")
+
+
+def finite_float(name: str, value: Any, *, minimum: float | None = None, maximum: float | None = None,
+                 open_minimum: bool = False, open_maximum: bool = False) -> float:
+    """A finite real number in the interval given by ``minimum``/``maximum`` (closed unless ``open_*``)."""
+    out = _real(name, value)
+    if not math.isfinite(out):
+        raise ValueError(f"{name} must be a finite number, {_got(value)}")
+    if minimum is not None and (out < minimum or (open_minimum and out == minimum)):
+        rel = ">" if open_minimum else ">="
+        raise ValueError(f"{name} must be {rel} {minimum}, {_got(value)}")
+    if maximum is not None and (out > maximum or (open_maximum and out == maximum)):
+        rel = "<" if open_maximum else "<="
+        raise ValueError(f"{name} must be {rel} {maximum}, {_got(value)}")
+    return out
+
+
+def positive_float(name: str, value: Any, *, maximum: float | None = None) -> float:
+    """A finite real number ``> 0``."""
+    return finite_float(name, value, minimum=0.0, open_minimum=True, maximum=maximum)
+
+
+def non_negative_float(name: str, value: Any, *, maximum: float | None = None) -> float:
+    """A finite real number ``>= 0``."""
+    return finite_float(name, value, minimum=0.0, maximum=maximum)
+
+
+def probability(name: str, value: Any, *, open_low: bool = False, open_high: bool = False) -> float:
+    """A real number in ``[0, 1]`` (ends excluded with ``open_low``/``open_high``)."""
+    return finite_float(name, value, minimum=0.0, maximum=1.0, open_minimum=open_low, open_maximum=open_high)
+
+
+def _same_option(value: Any, option: Any) -> bool:
+    if isinstance(option, str) or isinstance(value, str):
+        return isinstance(value, str) and isinstance(option, str) and str(value) == option
+    if isinstance(option, (bool, np.bool_)) or isinstance(value, (bool, np.bool_)):
+        return isinstance(value, (bool, np.bool_)) and isinstance(option, (bool, np.bool_)) and value == option
+    try:
+        return bool(value == option)
+    except (TypeError, ValueError):
+        return False
+
+
+def choice(name: str, value: Any, options: Sequence[Any]) -> Any:
+    """``value`` if it is one of ``options``. A value of another type than all the options is a TypeError
+    (``loss=3`` where the options are strings); one of the right type but not listed is a ValueError."""
+    options = tuple(options)
+    value = _unwrap(value)
+    for option in options:
+        if _same_option(value, option):
+            return option
+    listed = ", ".join(repr(o) for o in options)
+    if options and all(isinstance(o, str) for o in options) and not isinstance(value, str):
+        raise TypeError(f"{name} must be one of {listed}, {_got(value)}")
+    raise ValueError(f"{name} must be one of {listed}, {_got(value)}")
+
+
+def callable_arg(name: str, value: Any, *, what: str = "a callable") -> Any:
+    """``value`` if it can be called."""
+    if not callable(value):
+        raise TypeError(f"{name} must be {what}, {_got(value)}")
+    return value
+
+
+# --- arrays ----------------------------------------------------------------------------------------------
+def _shape_text(shape: Sequence[int | None]) -> str:
+    return "(" + ", ".join("*" if s is None else str(s) for s in shape) + ("," if len(shape) == 1 else "") + ")"
+
+
+def _as_numpy(name: str, x: Any) -> np.ndarray:
+    if x is None or isinstance(x, (str, bytes, dict, set)):
+        raise TypeError(f"{name} must be an array of numbers, {_got(x)}")
+    if type(x).__module__.startswith("torch") and hasattr(x, "detach"):
+        x = x.detach().cpu().numpy()
+    try:
+        arr = np.asarray(x)
+    except ValueError as exc:  # ragged nested lists
+        raise ValueError(f"{name} could not be read as an array (ragged?): {exc}") from None
+    except TypeError as exc:
+        raise TypeError(f"{name} must be an array of numbers, {_got(x)}: {exc}") from None
+    return arr
+
+
+def finite_array(name: str, x: Any, *, shape: Sequence[int | None] | None = None, ndim: int | None = None,
+                 allow_complex: bool = False, allow_empty: bool = False, dtype: Any = np.float64) -> np.ndarray:
+    """``x`` as a numpy array of ``dtype`` (float64; complex128 with ``allow_complex``), checked finite.
+
+    ``shape`` may hold ``None`` for a free axis; ``ndim`` fixes only the number of axes. Booleans count as
+    numbers; strings, objects and (unless ``allow_complex``) complex values are a TypeError.
+    """
+    arr = _as_numpy(name, x)
+    if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == np.bool_):
+        raise TypeError(f"{name} must hold numbers, got dtype {arr.dtype} ({type(x).__name__})")
+    if np.iscomplexobj(arr):
+        if not allow_complex:
+            raise TypeError(f"{name} must be real, got complex values ({show(arr)})")
+        dtype = np.complex128
+    if ndim is not None and arr.ndim != ndim:
+        raise ValueError(f"{name} must have {ndim} dimension(s), got {show(arr)}")
+    if shape is not None:
+        shape = tuple(shape)
+        if arr.ndim != len(shape) or any(s is not None and s != a for s, a in zip(shape, arr.shape)):
+            raise ValueError(f"{name} must have shape {_shape_text(shape)}, got shape {arr.shape}")
+    if arr.size == 0 and not allow_empty:
+        raise ValueError(f"{name} is empty (shape {arr.shape})")
+    arr = arr.astype(dtype, copy=False)
+    bad = ~np.isfinite(arr)
+    if bad.any():
+        first = tuple(int(i) for i in np.argwhere(bad)[0])
+        raise ValueError(f"{name} contains NaN or inf ({int(bad.sum())} entries; the first at index {first})")
+    return arr
+
+
+def square_matrix(name: str, M: Any, *, size: int | None = None, allow_complex: bool = False) -> np.ndarray:
+    """A finite real ``d x d`` matrix with ``d >= 1`` (``d == size`` if given), as float64."""
+    arr = finite_array(name, M, ndim=2, allow_complex=allow_complex)
+    if arr.shape[0] != arr.shape[1]:
+        raise ValueError(f"{name} must be a square matrix, got shape {arr.shape}")
+    if size is not None and arr.shape[0] != size:
+        raise ValueError(f"{name} must be {size} x {size}, got shape {arr.shape}")
+    return arr
+
+
+_INT64 = np.iinfo(np.int64)
+
+
+def integer_array(name: str, x: Any, *, ndim: int | None = None, minimum: int | None = None,
+                  maximum: int | None = None, allow_empty: bool = False) -> np.ndarray:
+    """``x`` as an int64 array. Floats are accepted when integral and within int64 (``1e20`` is refused with
+    its own value, never wrapped around); values outside ``[minimum, maximum]`` are named with their index."""
+    arr = _as_numpy(name, x)
+    if np.iscomplexobj(arr):
+        raise TypeError(f"{name} must hold integers, got complex values ({show(arr)})")
+    if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == np.bool_):
+        raise TypeError(f"{name} must hold integers, got dtype {arr.dtype} ({type(x).__name__})")
+    if ndim is not None and arr.ndim != ndim:
+        raise ValueError(f"{name} must have {ndim} dimension(s), got {show(arr)}")
+    if arr.size == 0 and not allow_empty:
+        raise ValueError(f"{name} is empty (shape {arr.shape})")
+    if np.issubdtype(arr.dtype, np.floating):
+        finite = np.isfinite(arr)
+        if not finite.all():
+            i = tuple(int(j) for j in np.argwhere(~finite)[0])
+            raise ValueError(f"{name} must hold integers; found {arr[i].item()!r} at index {i}")
+        frac = arr != np.round(arr)
+        if frac.any():
+            i = tuple(int(j) for j in np.argwhere(frac)[0])
+            raise ValueError(f"{name} must hold integers; found {arr[i].item()!r} at index {i}")
+        # float(2**63) rounds up to 2**63 itself, which does not fit: compare with a strict bound
+        huge = (arr >= 2.0**63) | (arr < -(2.0**63))
+        if huge.any():
+            i = tuple(int(j) for j in np.argwhere(huge)[0])
+            raise ValueError(f"{name} holds {arr[i].item()!r} at index {i}, outside the 64-bit integer range")
+    elif arr.dtype == np.uint64 and arr.size and int(arr.max()) > _INT64.max:
+        i = tuple(int(j) for j in np.argwhere(arr > _INT64.max)[0])
+        raise ValueError(f"{name} holds {arr[i].item()!r} at index {i}, outside the 64-bit integer range")
+    out = arr.astype(np.int64)
+    if out.size and minimum is not None and out.min() < minimum:
+        i = tuple(int(j) for j in np.argwhere(out < minimum)[0])
+        raise ValueError(f"{name} must be >= {minimum}; found {out[i]} at index {i}")
+    if out.size and maximum is not None and out.max() > maximum:
+        i = tuple(int(j) for j in np.argwhere(out > maximum)[0])
+        raise ValueError(f"{name} must be <= {maximum}; found {out[i]} at index {i}")
+    return out
+
+
+# --- budgets ---------------------------------------------------------------------------------------------
+def human_bytes(n: float) -> str:
+    """``n`` bytes as ``'14.2 GB'`` (powers of 1000)."""
+    n = float(n)
+    for unit in ("B", "kB", "MB", "GB", "TB", "PB"):
+        if abs(n) < 1000 or unit == "PB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.3g} {unit}"
+        n /= 1000
+    raise AssertionError("unreachable")
+
+
+def memory_limit_bytes(fraction: float = 0.5) -> int:
+    """``fraction`` of this machine's physical memory (what one computation may reasonably take).
+
+    ``RESNET_THEORY_MEMORY_LIMIT`` (bytes) overrides it.
+    """
+    override = os.environ.get("RESNET_THEORY_MEMORY_LIMIT")
+    if override:
+        return int(float(override))
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - non-POSIX
+        total = 8 * 10**9
+    return int(total * fraction)
+
+
+#: Work (elementary floating-point operations, or loop iterations times their cost) one call may take: about
+#: an hour on one CPU core. Larger requests are refused rather than left to run for days.
+OPS_LIMIT = 1e13
+
+
+def check_budget(name: str, estimate: float, limit: float, *, what: str = "memory", value: Any = None,
+                 unit: str | None = None) -> float:
+    """Refuse (:class:`BudgetError`, a ValueError) when ``estimate`` exceeds ``limit``.
+
+    ``what`` says what is estimated ("memory" is shown in bytes; anything else as a count of ``unit``, e.g.
+    ``what="work", unit="operations"``); ``value`` is the argument's value as given, shown in the message.
+    """
+    estimate = float(estimate)
+    if not estimate <= limit:  # also refuses a NaN estimate
+        given = f"{name}={show(value)}" if value is not None else name
+        if what == "memory" and unit is None:
+            need, have = human_bytes(estimate), human_bytes(limit)
+        else:
+            u = f" {unit}" if unit else ""
+            need, have = f"{estimate:.3g}{u}", f"{float(limit):.3g}{u}"
+        raise BudgetError(f"{given} needs about {need} of {what}, more than this machine allows ({have}); "
+                          f"choose a smaller size")
+    return estimate
