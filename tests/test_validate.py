@@ -20,7 +20,7 @@ def test_integers_of_every_kind_are_accepted(value):
 
 @pytest.mark.parametrize("value", [3.0, np.float64(3.0), True, np.True_, "3", None, 3 + 0j, [3]])
 def test_non_integers_are_a_type_error(value):
-    with pytest.raises(TypeError, match="n must be an integer"):
+    with pytest.raises(TypeError, match="n must be a positive integer"):
         v.positive_int("n", value)
 
 
@@ -123,13 +123,13 @@ def test_finite_array_accepts_lists_arrays_tensors():
 
 
 @pytest.mark.parametrize("x,exc,pattern", [
-    (None, TypeError, "A must be an array"),
-    ("abc", TypeError, "A must be an array"),
+    (None, TypeError, "A must be a 2-D array of numbers"),
+    ("abc", TypeError, "A must be a 2-D array of numbers"),
     ([["a"]], TypeError, "must hold numbers"),
     ([[1j, 0], [0, 1]], TypeError, "must be real"),
     ([[1, 2], [3]], ValueError, "ragged"),
     (np.zeros((0, 2)), ValueError, "empty"),
-    (np.zeros(3), ValueError, "2 dimension"),
+    (np.zeros(3), ValueError, "A must be 2-D, got array of shape"),
     ([[1.0, np.nan], [0, 1]], ValueError, r"NaN or inf \(1 entries; the first at index \(0, 1\)\)"),
 ])
 def test_finite_array_refusals(x, exc, pattern):

@@ -79,7 +79,8 @@ def integer(name: str, value: Any, *, minimum: int | None = None, maximum: int |
     """An integer (Python or numpy; not ``bool``, not a float even if integral) in ``[minimum, maximum]``."""
     value = _unwrap(value)
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an integer, {_got(value)}")
+        kind = {0: "a non-negative integer", 1: "a positive integer"}.get(minimum, "an integer")
+        raise TypeError(f"{name} must be {kind}, {_got(value)}")
     out = int(value)
     if minimum is not None and out < minimum:
         raise ValueError(f"{name} must be at least {minimum}, {_got(value)}")
@@ -179,9 +180,10 @@ def _shape_text(shape: Sequence[int | None]) -> str:
     return "(" + ", ".join("*" if s is None else str(s) for s in shape) + ("," if len(shape) == 1 else "") + ")"
 
 
-def _as_numpy(name: str, x: Any) -> np.ndarray:
+def _as_numpy(name: str, x: Any, ndim: int | None = None) -> np.ndarray:
     if x is None or isinstance(x, (str, bytes, dict, set)):
-        raise TypeError(f"{name} must be an array of numbers, {_got(x)}")
+        what = f"a {ndim}-D array" if ndim is not None else "an array"
+        raise TypeError(f"{name} must be {what} of numbers, {_got(x)}")
     if type(x).__module__.startswith("torch") and hasattr(x, "detach"):
         x = x.detach().cpu().numpy()
     try:
@@ -200,7 +202,7 @@ def finite_array(name: str, x: Any, *, shape: Sequence[int | None] | None = None
     ``shape`` may hold ``None`` for a free axis; ``ndim`` fixes only the number of axes. Booleans count as
     numbers; strings, objects and (unless ``allow_complex``) complex values are a TypeError.
     """
-    arr = _as_numpy(name, x)
+    arr = _as_numpy(name, x, ndim)
     if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == np.bool_):
         raise TypeError(f"{name} must hold numbers, got dtype {arr.dtype} ({type(x).__name__})")
     if np.iscomplexobj(arr):
@@ -208,7 +210,7 @@ def finite_array(name: str, x: Any, *, shape: Sequence[int | None] | None = None
             raise TypeError(f"{name} must be real, got complex values ({show(arr)})")
         dtype = np.complex128
     if ndim is not None and arr.ndim != ndim:
-        raise ValueError(f"{name} must have {ndim} dimension(s), got {show(arr)}")
+        raise ValueError(f"{name} must be {ndim}-D, got {show(arr)}")
     if shape is not None:
         shape = tuple(shape)
         if arr.ndim != len(shape) or any(s is not None and s != a for s, a in zip(shape, arr.shape)):
@@ -246,14 +248,14 @@ def integer_array(name: str, x: Any, *, ndim: int | None = None, minimum: int | 
     if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == np.bool_):
         raise TypeError(f"{name} must hold integers, got dtype {arr.dtype} ({type(x).__name__})")
     if ndim is not None and arr.ndim != ndim:
-        raise ValueError(f"{name} must have {ndim} dimension(s), got {show(arr)}")
+        raise ValueError(f"{name} must be {ndim}-D, got {show(arr)}")
     if arr.size == 0 and not allow_empty:
         raise ValueError(f"{name} is empty (shape {arr.shape})")
     if np.issubdtype(arr.dtype, np.floating):
         finite = np.isfinite(arr)
         if not finite.all():
             i = tuple(int(j) for j in np.argwhere(~finite)[0])
-            raise ValueError(f"{name} must hold integers; found {arr[i].item()!r} at index {i}")
+            raise ValueError(f"{name} contains NaN or inf; found {arr[i].item()!r} at index {i}")
         frac = arr != np.round(arr)
         if frac.any():
             i = tuple(int(j) for j in np.argwhere(frac)[0])
@@ -305,6 +307,9 @@ def memory_limit_bytes(fraction: float = 0.5) -> int:
 #: Work (elementary floating-point operations, or loop iterations times their cost) one call may take: about
 #: an hour on one CPU core. Larger requests are refused rather than left to run for days.
 OPS_LIMIT = 1e13
+
+#: Iterations of a Python-level loop one call may take (each costs microseconds): about a minute at most.
+LOOP_LIMIT = 1e7
 
 
 def check_budget(name: str, estimate: float, limit: float, *, what: str = "memory", value: Any = None,
