@@ -102,7 +102,7 @@ def test_torch_module_matches_forward(seed, lifted):
     assert sum(p.numel() for p in module.parameters()) == net.num_parameters_with_biases
 
 
-@pytest.mark.parametrize("n,d,r,k", [(50, 3, 2, None), (200, 8, 5, 12), (31, 4, 3, 7), (1, 2, 1, None)])
+@pytest.mark.parametrize("n,d,r,k", [(50, 3, 2, None), (120, 8, 5, None), (31, 40, 3, 60), (1, 2, 1, None)])
 def test_parameter_counts_match_the_formula(n, d, r, k):
     rng = np.random.default_rng(n)
     X = rng.standard_normal((n, d))
@@ -111,9 +111,79 @@ def test_parameter_counts_match_the_formula(n, d, r, k):
     K, D, depth = net.k, net.normalised_dim, net.depth
     assert D == d + 1
     assert depth == math.ceil(n / K)
-    assert net.num_parameters == K * D + depth * 2 * K * K + K * r + r * r
+    counts = ex.count_module_parameters(net.as_torch_module())   # counted from the module, not the formula
+    assert counts["weights"] == K * D + depth * 2 * K * K + K * r + r * r == net.num_parameters
+    assert counts["biases"] == depth * K + r
     assert net.num_parameters_with_biases == net.num_parameters + depth * K + r
-    assert sum(a.size for a in net.weight_arrays()) == net.num_parameters
+
+
+# --- the paper's width, k = ceil(10 log n / rho^2) ----------------------------------------------------
+@settings(max_examples=15, deadline=None)
+@given(n=st.integers(20, 400), D=st.integers(32, 160), r=st.integers(2, 10), seed=st.integers(0, 10_000))
+def test_fits_sphere_points_at_the_papers_width(n, D, r, seed):
+    # Per-unit thresholds at the paper's width on random sphere data: the fit is checked by the torch
+    # module, an independent computation of the network's function. A single draw fits in about 60% of
+    # cases at D = 256 (the chapter measures it), so allow 12 draws: all fail with probability ~1e-5.
+    rng = np.random.default_rng(seed)
+    X = sphere(n, D, rng)
+    y = rng.integers(0, r, n)
+    k = ex.paper_k(n, ex.separation(X))
+    net = ex.construct_interpolating_resnet(X, y, k=k, num_classes=r, seed=seed, projection="gaussian",
+                                            attempts=12)
+    assert not net.normaliser.lifted and net.k == k and net.A0.shape == (k, D)
+    assert net.depth == math.ceil(n / k)
+    module = net.as_torch_module()
+    assert ex.module_fit_error(module, X, y, r) <= ex.FIT_TOLERANCE
+    with torch.no_grad():
+        assert np.array_equal(module(torch.from_numpy(X)).numpy().argmax(1), y)
+
+
+def test_shared_threshold_fails_where_per_unit_thresholds_fit():
+    # The printed proof's single threshold per block needs a much wider projection (Lemma B.1 proof gap).
+    rng = np.random.default_rng(0)
+    X = sphere(500, 64, rng)
+    y = rng.integers(0, 10, 500)
+    k = ex.paper_k(500, ex.separation(X))
+    assert ex.success_rate(X, y, k, range(4), num_classes=10) == 1.0
+    assert ex.success_rate(X, y, k, range(4), num_classes=10, thresholds="shared") == 0.0
+    with pytest.raises(ex.ConstructionError, match="shared-threshold condition fails") as info:
+        ex.construct_interpolating_resnet(X, y, k=k, num_classes=10, thresholds="shared", attempts=1,
+                                          projection="gaussian")
+    assert info.value.condition == "lemma-b1" and len(info.value.indices) == 3
+
+
+def test_broken_block_is_caught_by_the_module():
+    rng = np.random.default_rng(1)
+    X = sphere(200, 64, rng)
+    y = rng.integers(0, 4, 200)
+    net = ex.build_interpolating_resnet(X, y, num_classes=4, k=48)
+    assert ex.module_fit_error(net.as_torch_module(), X, y, 4) <= ex.FIT_TOLERANCE
+    net.s[0, 0] = 1.0                         # unit 0 of block 0 now fires on every point
+    assert ex.module_fit_error(net.as_torch_module(), X, y, 4) > 0.1
+
+
+def test_torch_backend_builds_the_same_network():
+    rng = np.random.default_rng(2)
+    X = sphere(300, 96, rng)
+    y = rng.integers(0, 5, 300)
+    a = ex.build_interpolating_resnet(X, y, num_classes=5, k=60, seed=3)
+    b = ex.build_interpolating_resnet(X, y, num_classes=5, k=60, seed=3, backend="torch", device="cpu")
+    assert b.attempts == a.attempts and b.max_fit_error <= ex.FIT_TOLERANCE
+    for u, v in ((a.U, b.U), (a.V, b.V), (a.s, b.s)):
+        np.testing.assert_allclose(u, v, rtol=1e-9, atol=1e-12)
+    assert_fits(b, X, y)
+    assert ex.separation(X, backend="torch") == pytest.approx(ex.separation(X), rel=1e-12)
+
+
+def test_smallest_width_is_the_boundary():
+    rng = np.random.default_rng(3)
+    X = sphere(150, 64, rng)
+    y = rng.integers(0, 4, 150)
+    k = ex.smallest_width(X, y, 3, 60, num_classes=4)
+    assert k is not None and 2 <= k <= 60
+    assert ex.success_rate(X, y, k, range(3), num_classes=4) == 1.0
+    assert ex.success_rate(X, y, k - 1, range(3), num_classes=4) < 1.0
+    assert ex.smallest_width(X, y, 3, 3, num_classes=4) is None
 
 
 # --- Lemma B.1 -----------------------------------------------------------------------------------
@@ -152,19 +222,46 @@ def test_block_condition_reports_failure():
     A = np.array([[1.0, 0.0], [0.5, 0.0]])      # <a_0, a_1> = 0.5 >= ||a_1||^2 = 0.25
     cond = ex.block_condition(A, np.zeros((0, 2)))
     assert not cond.holds and cond.upper == pytest.approx(0.25) and cond.lower == pytest.approx(0.5)
-    with pytest.raises(ex.ConstructionError, match="Lemma B.1"):
+    assert not cond.holds_per_unit and cond.unit_margin == pytest.approx(-0.25)
+    with pytest.raises(ex.ConstructionError, match="per-unit condition fails for unit 1"):
         ex.lemma_b1_block(A, np.zeros((2, 2)))
+
+
+def test_per_unit_thresholds_work_where_no_shared_one_does():
+    # Unit 0 must sit above <a_0, h> = 3, unit 1 below ||a_1||^2 = 1.01: no common threshold, but one
+    # threshold per unit moves the group and leaves h where it is.
+    A = np.array([[2.0, 0.0], [0.1, 1.0]])
+    h = np.array([[1.5, 0.0]])
+    B = np.array([[0.0, -1.0], [-1.0, 0.0]])
+    cond = ex.block_condition(A, h)
+    assert not cond.holds and cond.holds_per_unit
+    with pytest.raises(ex.ConstructionError, match="shared-threshold"):
+        ex.lemma_b1_block(A, B, h, thresholds="shared")
+    U, V, s, _ = ex.lemma_b1_block(A, B, h)
+    np.testing.assert_allclose(ex.apply_block(A, U, V, s), B, atol=1e-12)
+    assert np.array_equal(ex.apply_block(h, U, V, s), h)
 
 
 # --- k: honoured or refused ----------------------------------------------------------------------
 def test_explicit_k_is_honoured():
     rng = np.random.default_rng(1)
-    X = sphere(40, 6, rng)
+    X = sphere(40, 30, rng)
     y = rng.integers(0, 3, 40)
-    for k in (6, 9, 40, 64):
+    for k in (30, 45, 80):
         net = ex.build_interpolating_resnet(X, y, k=k)
-        assert net.k == k and net.depth == math.ceil(40 / k)
+        assert net.k == k and net.depth == math.ceil(40 / k) and net.projection == "gaussian"
+        assert not net.normaliser.lifted                      # unit-norm inputs are used as given
         assert_fits(net, X, y)
+
+
+def test_default_width_is_the_papers_below_D_else_the_isometry():
+    rng = np.random.default_rng(8)
+    X = sphere(100, 300, rng)
+    y = rng.integers(0, 3, 100)
+    net = ex.build_interpolating_resnet(X, y)
+    assert (net.k, net.projection) == (ex.paper_k(100, ex.separation(X)), "gaussian") and net.k < 300
+    net = ex.build_interpolating_resnet(X[:, :20] * 3.0, y)    # lifted, paper's width far above D = 21
+    assert (net.k, net.projection) == (21, "orthonormal")
 
 
 def test_gaussian_projection_works_for_separated_high_dimensional_data():
@@ -197,7 +294,8 @@ def test_failed_draws_are_retried_then_refused():
     attempts = []
     for seed in range(10):
         try:
-            net = ex.construct_interpolating_resnet(X, y, k=150, seed=seed, projection="gaussian")
+            net = ex.construct_interpolating_resnet(X, y, k=150, seed=seed, projection="gaussian",
+                                                    thresholds="shared")
         except ex.ConstructionError:
             continue
         assert_fits(net, X, y)
@@ -205,7 +303,8 @@ def test_failed_draws_are_retried_then_refused():
     assert max(attempts) > 1                    # some first draws failed and a later one was used
     assert max(attempts) <= ex.DEFAULT_ATTEMPTS
     with pytest.raises(ex.ConstructionError, match="no network after 1 draws"):
-        ex.construct_interpolating_resnet(X, y, k=150, seed=2, projection="gaussian", attempts=1)
+        ex.construct_interpolating_resnet(X, y, k=150, seed=2, projection="gaussian", attempts=1,
+                                          thresholds="shared")
 
 
 def test_k1_refused_for_three_classes():
@@ -237,13 +336,15 @@ def test_projection_scales():
 
 def test_k_formulas():
     assert ex.paper_k(100, 0.5) == math.ceil(10 * math.log(100) / 0.25)
-    eps = 0.5 / 4.5
-    assert ex.jl_k(100, 0.5) == math.ceil(4 * math.log(101) / (eps ** 2 / 2 - eps ** 3 / 3))
-    assert ex.default_k(1) == 2 and ex.default_k(65) == 65
+    for thresholds, eps in (("shared", 0.5 / 4.5), ("per-unit", 0.5 / 2.5)):
+        assert ex.jl_k(100, 0.5, thresholds) == math.ceil(4 * math.log(101) / (eps ** 2 / 2 - eps ** 3 / 3))
+    assert ex.default_k(100, 0.5, 1000) == (ex.paper_k(100, 0.5), "gaussian")
+    assert ex.default_k(100, 0.5, 65) == (65, "orthonormal") and ex.default_k(1, None, 1) == (2, "orthonormal")
     rng = np.random.default_rng(5)
     X = rng.standard_normal((30, 3))
     brute = min(((X[i] - X[j]) ** 2).sum() for i in range(30) for j in range(30) if i != j)
     assert ex.separation(X, chunk=7) == pytest.approx(brute)
+    assert ex.separation(X) == pytest.approx(brute) == ex.separation(X, chunk=1)
     Q = ex.surrogate_labels(5, 8, rng)
     assert np.allclose(np.linalg.norm(Q, axis=1), 1.0)
 
@@ -257,8 +358,12 @@ def test_success_rate_counts_draws():
 
 
 def test_benchmark_runs():
-    rows = bench.main(["--sizes", "50", "120", "--dim", "8", "--classes", "3"])
-    assert [r["n"] for r in rows] == [50, 120] and all(r["fits"] for r in rows)
+    rows = bench.main(["--sizes", "50", "120", "--dim", "64", "--classes", "3"])
+    assert [r["n"] for r in rows] == [50, 120]
+    assert all(r["max_fit_error"] <= ex.FIT_TOLERANCE and r["peak_mib"] > 0 for r in rows)
+    assert all(r["k"] == ex.paper_k(r["n"], r["rho"]) for r in rows)
+    rows = bench.main(["--sizes", "60", "90", "--backend", "torch", "--device", "cpu"])
+    assert all(r["max_fit_error"] <= ex.FIT_TOLERANCE for r in rows)
 
 
 # --- bad input -----------------------------------------------------------------------------------
@@ -285,7 +390,7 @@ GOOD_Y = np.array([0, 1, 0, 1])
     (GOOD_X, GOOD_Y, {"k": 0}, ValueError, "k must be at least 1"),
     (GOOD_X, GOOD_Y, {"k": 2.5}, TypeError, "k must be a positive integer"),
     (GOOD_X, GOOD_Y, {"seed": "x"}, TypeError, "seed"),
-    (GOOD_X, ["a", "b", "c", "d"], {}, TypeError, "integer labels"),
+    (GOOD_X, ["a", "b", "c", "d"], {}, TypeError, "y must hold integers"),
 ])
 def test_bad_input(X, y, kwargs, error, match):
     with pytest.raises(error, match=match):
@@ -311,7 +416,7 @@ def test_bad_input_to_network_methods_and_helpers():
         net.hidden(GOOD_X, upto=net.depth + 1)
     with pytest.raises(ValueError, match="shape"):
         net.output_block(np.zeros((2, net.k + 1)))
-    with pytest.raises(ValueError, match="unknown projection"):
+    with pytest.raises(ValueError, match="must be one of 'auto', 'gaussian'"):
         ex.random_projection(3, 2, rng, "bogus")
     with pytest.raises(ValueError, match="k >= D"):
         ex.random_projection(5, 2, rng, "orthonormal")
@@ -343,7 +448,7 @@ def test_bad_input_to_network_methods_and_helpers():
         ex.unique_points(GOOD_X, GOOD_Y[:2])
     with pytest.raises(ValueError, match="attempts"):
         ex.construct_interpolating_resnet(GOOD_X, GOOD_Y, k=3, attempts=0)
-    with pytest.raises(ValueError, match="unknown projection"):
+    with pytest.raises(ValueError, match="must be one of 'auto', 'gaussian'"):
         ex.construct_interpolating_resnet(GOOD_X, GOOD_Y, k=3, projection="bogus")
     with pytest.raises(ValueError, match="orthonormal projection needs"):
         ex.construct_interpolating_resnet(GOOD_X, GOOD_Y, k=2, projection="orthonormal")
@@ -353,3 +458,19 @@ def test_bad_input_to_network_methods_and_helpers():
         ex.printed_condition_counterexample(3, 1.5)
     with pytest.raises(ValueError, match="sizes"):
         bench.time_builds([])
+    with pytest.raises(ValueError, match="thresholds must be one of"):
+        ex.construct_interpolating_resnet(GOOD_X, GOOD_Y, k=3, thresholds="each")
+    with pytest.raises(TypeError, match="thresholds must be one of"):
+        ex.lemma_b1_block(np.eye(2), np.eye(2), thresholds=1)
+    with pytest.raises(ValueError, match="backend must be one of"):
+        ex.build_interpolating_resnet(GOOD_X, GOOD_Y, backend="jax")
+    with pytest.raises(ValueError, match="backend='torch'"):
+        ex.separation(GOOD_X, device="cuda")
+    with pytest.raises(ValueError, match="k must be at least 1"):
+        ex.separation(GOOD_X, chunk=0)
+    with pytest.raises(TypeError, match="torch.nn.Module"):
+        ex.count_module_parameters(net)
+    with pytest.raises(ValueError, match="outputs 2 classes"):
+        ex.module_fit_error(net.as_torch_module(), GOOD_X, [0, 1, 2, 0], 3)
+    with pytest.raises(ValueError, match="k_min"):
+        ex.smallest_width(GOOD_X, GOOD_Y, 2, 3, k_min=5)

@@ -12,28 +12,38 @@ The proof is a construction, built and verified here:
    keeps the lifted coordinate at least ``1/sqrt(2)``: at 0 the square root would turn rounding errors of
    ``1e-16`` into ``1e-8``.
 2. **Project** to ``R^k`` with ``A_0`` (:func:`random_projection`): a Gaussian matrix with entries of
-   variance ``1/k`` (the scale that preserves norms; the paper leaves it out), and, when ``k >= D`` (``D``
-   the normalised dimension), the same matrix with its columns orthonormalised, an exact isometry.
+   variance ``1/k`` (the scale that keeps norms on average; the paper leaves the scale unstated), or, for
+   ``k >= D`` (``D`` the normalised dimension), the same matrix with its columns orthonormalised, an exact
+   isometry. The width: :func:`paper_k` is the paper's ``ceil(10 log n / rho^2)``; an explicit ``k`` is
+   honoured with the Gaussian projection; without one the builder uses the paper's width when it is below
+   ``D`` and the isometry at ``k = D`` otherwise (:func:`default_k`).
 3. **Surrogate labels**: ``r`` random unit vectors ``q_c`` in ``R^k`` (:func:`surrogate_labels`).
 4. **One block per group of k points** (Lemma B.1, :func:`lemma_b1_block`): rows of ``U`` are the group's
-   current representations ``alpha_j``, ``s = -t 1``, column ``j`` of ``V`` is
-   ``(q_{y_j} - alpha_j) / (||alpha_j||^2 - t)``. The block moves exactly its group onto the surrogates
-   and leaves every other point where it is if and only if (the corrected condition, checked on the actual
-   vectors at every block)::
+   current representations ``alpha_j``, column ``j`` of ``V`` is ``(q_{y_j} - alpha_j) / (||alpha_j||^2 - t_j)``
+   and ``s = -t`` with ``t`` in ``R^k``: **one threshold per unit** (the paper's block has ``s`` in ``R^k``).
+   Unit ``j`` fires on ``alpha_j`` and on no other current representation ``h`` (of the group, of points
+   not yet moved, of points already on a surrogate) if and only if::
 
-       max_{j in S, h != alpha_j} <alpha_j, h>  <  t  <  min_{j in S} ||alpha_j||^2
+       max_{h != alpha_j} <alpha_j, h>  <  t_j  <  ||alpha_j||^2            (per-unit condition)
 
-   where ``h`` runs over the current representations of all other points (moved ones included). ``t`` is
-   the midpoint of that interval. A violated condition raises :class:`ConstructionError` naming the
-   condition and the sample indices; the builder draws ``A_0`` and the ``q_c`` again a bounded number of
-   times first.
+   and ``t_j`` is the midpoint. The printed proof uses one shared threshold ``s = -t 1``
+   (``thresholds="shared"``), which works if and only if the stronger condition
+   ``max_j max_{h != alpha_j} <alpha_j, h> < t < min_j ||alpha_j||^2`` holds. A violated condition raises
+   :class:`ConstructionError` naming the condition and the sample indices; the builder draws ``A_0`` and
+   the ``q_c`` again a bounded number of times first.
 5. **Output block** (well typed, no skip): ``y = V_out relu(U_out h + s_out)`` with the rows of ``U_out``
    the surrogates, ``s_out = -t_out 1`` and ``V_out = I_r / (1 - t_out)``. The paper's skip connection
    ``h + T(h)`` would add a ``k``-vector to an ``r``-vector.
 
 The built network is verified on every training input before it is returned (never a network that does
 not fit). :meth:`InterpolatingResNet.as_torch_module` gives the same function as a ``torch.nn.Module`` of
-real residual blocks.
+real residual blocks, an independent way to check the fit; :func:`count_module_parameters` counts its
+weights.
+
+Cost: building and verifying take about ``n^2 k`` multiply-adds each (every block shows that all ``n``
+current points but its own ``k`` stay inactive), done as one ``n x k`` matrix product per block: memory
+is linear in ``n``, no ``n x n`` matrix is held, and :func:`separation` works in row chunks too. The
+``backend="torch"`` option runs the same loops in torch (float64) on any device, e.g. a GPU.
 
 Parameter counts (:func:`paper_parameter_count`): the paper counts weights only,
 ``k D + depth 2 k^2 + (k r + r^2)``; with biases add ``depth k + r``. The normalisation constants
@@ -42,12 +52,14 @@ Parameter counts (:func:`paper_parameter_count`): the paper counts weights only,
 
 from __future__ import annotations
 
+import contextlib
 import math
-import numbers
 from dataclasses import dataclass, field
 
 import numpy as np
 from threadpoolctl import threadpool_limits
+
+from . import validate
 
 #: BLAS threads for the block loops. The products are small (n x k times k x k, once per block); on the
 #: shared 2-core machine OpenBLAS's waiting threads made the n = 20,000 build 1.5-30x slower than one thread.
@@ -58,7 +70,11 @@ FIT_TOLERANCE = 1e-6
 DEFAULT_ATTEMPTS = 4
 #: Refuse networks with more weights than this (memory, not mathematics).
 MAX_PARAMETERS = 400_000_000
+#: Entries of one chunk of pairwise products in :func:`separation` (64 MiB of float64).
+SEPARATION_CHUNK_ENTRIES = 2 ** 23
 PROJECTIONS = ("auto", "gaussian", "orthonormal", "printed")
+THRESHOLDS = ("per-unit", "shared")
+BACKENDS = ("numpy", "torch")
 
 
 class ConstructionError(ValueError):
@@ -75,67 +91,36 @@ class ConstructionError(ValueError):
 
 # --- input validation ------------------------------------------------------------------------------
 def _as_inputs(X, name: str = "X") -> np.ndarray:
-    if isinstance(X, (str, bytes)) or X is None:
-        raise TypeError(f"{name} must be a 2-D array of numbers, got {type(X).__name__}")
-    try:
-        arr = np.asarray(X)
-    except Exception as exc:  # ragged lists
-        raise ValueError(f"{name} could not be read as an array: {exc}") from None
-    if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
-        raise TypeError(f"{name} must hold numbers, got dtype {arr.dtype}")
-    if np.iscomplexobj(arr):
-        raise TypeError(f"{name} must be real, got complex values")
-    if arr.ndim != 2:
-        raise ValueError(f"{name} must be 2-D (n points by d features), got shape {arr.shape}")
-    if arr.shape[0] == 0 or arr.shape[1] == 0:
-        raise ValueError(f"{name} is empty (shape {arr.shape}); need at least one point with one feature")
-    arr = arr.astype(np.float64)
-    bad = ~np.isfinite(arr)
-    if bad.any():
-        row = int(np.argwhere(bad)[0][0])
-        raise ValueError(f"{name} contains NaN or inf ({int(bad.sum())} entries; first in row {row})")
+    arr = validate.finite_array(name, X, ndim=2)
+    # The normaliser works with squared norms: entries beyond ~1e154 overflow them to inf, which would
+    # collapse every point onto one and surface later as a failed Lemma B.1 condition.
+    with np.errstate(over="ignore"):
+        sq = np.einsum("ij,ij->i", arr, arr)
+    if not np.all(np.isfinite(sq)):
+        big = float(np.max(np.abs(arr)))
+        raise ValueError(f"{name} has entries as large as {big:.3g}: their squared norms overflow float64 "
+                         f"(beyond about 1e154), so rescale the inputs; the construction does not depend "
+                         f"on their scale")
     return arr
 
 
 def _as_labels(y, n: int, num_classes) -> tuple[np.ndarray, int]:
-    if isinstance(y, (str, bytes)) or y is None:
-        raise TypeError(f"y must be a 1-D array of integer labels, got {type(y).__name__}")
-    arr = np.asarray(y)
-    if arr.ndim != 1:
-        raise ValueError(f"y must be 1-D, got shape {arr.shape}")
-    if arr.shape[0] != n:
-        raise ValueError(f"X has {n} points but y has {arr.shape[0]} labels; they must match")
-    if not (np.issubdtype(arr.dtype, np.integer) or np.issubdtype(arr.dtype, np.floating)
-            or arr.dtype == bool):
-        raise TypeError(f"y must hold integer labels, got dtype {arr.dtype}")
-    if np.issubdtype(arr.dtype, np.floating):
-        if not np.all(np.isfinite(arr)):
-            raise ValueError("y contains NaN or inf")
-        if np.any(arr != np.round(arr)):
-            raise ValueError("y must hold integer labels; got non-integral values")
-    labels = arr.astype(np.int64)
-    if labels.min() < 0:
+    labels = validate.integer_array("y", y, ndim=1, allow_empty=True)
+    if labels.shape[0] != n:
+        raise ValueError(f"X has {n} points but y has {labels.shape[0]} labels; they must match")
+    if labels.size and labels.min() < 0:
         raise ValueError(f"labels must lie in 0..r-1; found {int(labels.min())} at index {int(labels.argmin())}")
     if num_classes is None:
-        r = int(labels.max()) + 1
-    else:
-        if isinstance(num_classes, bool) or not isinstance(num_classes, numbers.Integral):
-            raise TypeError(f"num_classes must be an integer, got {type(num_classes).__name__}")
-        r = int(num_classes)
-        if r < 1:
-            raise ValueError(f"num_classes must be at least 1, got {r}")
-        if labels.max() >= r:
-            i = int(labels.argmax())
-            raise ValueError(f"labels must lie in 0..{r - 1} (num_classes={r}); found {int(labels[i])} at index {i}")
+        return labels, int(labels.max()) + 1
+    r = validate.positive_int("num_classes", num_classes)
+    if labels.max() >= r:
+        i = int(labels.argmax())
+        raise ValueError(f"labels must lie in 0..{r - 1} (num_classes={r}); found {int(labels[i])} at index {i}")
     return labels, r
 
 
-def _check_k(k) -> int:
-    if isinstance(k, bool) or not isinstance(k, numbers.Integral):
-        raise TypeError(f"k must be a positive integer, got {type(k).__name__}")
-    if k < 1:
-        raise ValueError(f"k must be at least 1, got {k}")
-    return int(k)
+def _check_k(k, name: str = "k") -> int:
+    return validate.positive_int(name, k)
 
 
 def unique_points(X, y) -> tuple[np.ndarray, np.ndarray]:
@@ -214,12 +199,11 @@ def random_projection(D: int, k: int, rng: np.random.Generator, kind: str = "aut
     ``||A_0 x|| = ||x||`` exactly. ``"auto"``: orthonormal when ``k >= D``, else Gaussian.
     ``"printed"``: entries ``N(0, 1)``, the paper's unscaled matrix (norms grow like ``sqrt(k)``).
     """
-    D = _check_k(D)
+    D = _check_k(D, "D")
     k = _check_k(k)
     if not isinstance(rng, np.random.Generator):
         raise TypeError("rng must be a numpy.random.Generator")
-    if kind not in PROJECTIONS:
-        raise ValueError(f"unknown projection {kind!r}; choose one of {PROJECTIONS}")
+    kind = validate.choice("kind", kind, PROJECTIONS)
     G = rng.standard_normal((k, D))
     if kind == "printed":
         return G
@@ -233,7 +217,7 @@ def random_projection(D: int, k: int, rng: np.random.Generator, kind: str = "aut
 
 def surrogate_labels(r: int, k: int, rng: np.random.Generator) -> np.ndarray:
     """``r`` independent uniformly random unit vectors in ``R^k`` (rows)."""
-    r = _check_k(r)
+    r = _check_k(r, "r")
     k = _check_k(k)
     if not isinstance(rng, np.random.Generator):
         raise TypeError("rng must be a numpy.random.Generator")
@@ -241,26 +225,49 @@ def surrogate_labels(r: int, k: int, rng: np.random.Generator) -> np.ndarray:
     return Q / np.linalg.norm(Q, axis=1, keepdims=True)
 
 
+def _check_thresholds(thresholds) -> str:
+    return validate.choice("thresholds", thresholds, THRESHOLDS)
+
+
 @dataclass(frozen=True)
 class BlockCondition:
-    """The corrected Lemma B.1 condition on one block: ``lower < t < upper``."""
+    """The Lemma B.1 conditions on one block, per unit and shared.
 
-    lower: float        # max <alpha_j, h> over j in S and every other current representation h
-    upper: float        # min ||alpha_j||^2 over j in S
-    lower_pair: tuple   # (row of h, column j) attaining ``lower`` (positions in the arrays given)
-    upper_index: int    # column j attaining ``upper``
+    Unit ``j`` needs ``unit_lower[j] < t_j < unit_upper[j]`` (``unit_lower[j]`` the largest
+    ``<alpha_j, h>`` over every other current representation ``h``, ``unit_upper[j] = ||alpha_j||^2``);
+    one threshold for all units needs ``lower = max unit_lower < t < upper = min unit_upper``.
+    """
+
+    lower: float          # max <alpha_j, h> over j in S and every other current representation h
+    upper: float          # min ||alpha_j||^2 over j in S
+    lower_pair: tuple     # (row of h, column j) attaining ``lower`` (positions in the arrays given)
+    upper_index: int      # column j attaining ``upper``
+    unit_lower: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    unit_upper: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    unit_rows: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
     @property
     def holds(self) -> bool:
+        """The shared-threshold condition (the printed proof's block)."""
         return bool(self.lower < self.upper)
+
+    @property
+    def holds_per_unit(self) -> bool:
+        """The per-unit condition (the paper's block with ``s`` in ``R^k``)."""
+        return bool(np.all(self.unit_lower < self.unit_upper))
 
     @property
     def margin(self) -> float:
         return self.upper - self.lower
 
+    @property
+    def unit_margin(self) -> float:
+        """``min_j (||alpha_j||^2 - max_h <alpha_j, h>)``: positive iff the per-unit condition holds."""
+        return float(np.min(self.unit_upper - self.unit_lower))
+
 
 def block_condition(alphas, others) -> BlockCondition:
-    """The condition of Lemma B.1 for rows ``alphas`` (the group) against ``others`` (all other points).
+    """The conditions of Lemma B.1 for rows ``alphas`` (the group) against ``others`` (all other points).
 
     ``others`` may be empty (shape ``(0, k)``).
     """
@@ -280,22 +287,31 @@ def block_condition(alphas, others) -> BlockCondition:
 def _condition_from_gram(G: np.ndarray, diag: np.ndarray) -> BlockCondition:
     """``G[row, j] = <h_row, alpha_j>`` with the group's own diagonal already set to ``-inf``."""
     j_up = int(np.argmin(diag))
-    if G.size == 0 or not np.isfinite(G).any():
-        return BlockCondition(0.0 if diag[j_up] > 0 else -1.0, float(diag[j_up]), (-1, -1), j_up)
-    flat = int(np.argmax(G))
-    row, col = divmod(flat, G.shape[1])
-    return BlockCondition(float(G[row, col]), float(diag[j_up]), (int(row), int(col)), j_up)
+    m = diag.size
+    if G.shape[0] == 0 or not np.isfinite(G).any():
+        # alone in the world: any threshold below the squared norm (and, for the shared one, 0 if possible)
+        low = np.where(diag > 0, 0.0, diag - 1.0)
+        return BlockCondition(0.0 if diag[j_up] > 0 else -1.0, float(diag[j_up]), (-1, -1), j_up,
+                              low, diag.copy(), np.full(m, -1))
+    rows = np.argmax(G, axis=0)
+    unit_lower = G[rows, np.arange(m)]
+    col = int(np.argmax(unit_lower))
+    return BlockCondition(float(unit_lower[col]), float(diag[j_up]), (int(rows[col]), col), j_up,
+                          unit_lower.copy(), diag.copy(), rows.astype(np.int64))
 
 
-def lemma_b1_block(alphas, betas, others=None, threshold: float | None = None):
+def lemma_b1_block(alphas, betas, others=None, threshold: float | None = None,
+                   thresholds: str = "per-unit"):
     """The block of Lemma B.1 that moves ``alphas[j]`` to ``betas[j]`` and fixes every row of ``others``.
 
     Returns ``(U, V, s, condition)`` with ``U, V`` of shape ``(k, k)`` (``k`` = the dimension; the group
-    may have fewer than ``k`` points, the spare rows and columns are zero) and ``s = -t 1``. ``threshold``
-    ``t`` defaults to the midpoint of the corrected condition's interval; a given ``t`` is used as is,
-    so the printed recipe ``t = 1 - 2 rho'`` can be tried. Raises :class:`ConstructionError` when no
-    threshold works and none is given.
+    may have fewer than ``k`` points, the spare rows and columns are zero) and ``s = -t``.
+    ``thresholds="per-unit"`` (default): ``t_j`` is the midpoint of unit ``j``'s interval;
+    ``"shared"``: one ``t`` at the midpoint of the shared interval. A given ``threshold`` is used as is for
+    every unit (so the printed recipe ``t = 1 - 2 rho'`` can be tried). Raises :class:`ConstructionError`
+    when the chosen condition fails and no threshold is given.
     """
+    thresholds = _check_thresholds(thresholds)
     A = np.atleast_2d(np.asarray(alphas, dtype=np.float64))
     B = np.atleast_2d(np.asarray(betas, dtype=np.float64))
     m, k = A.shape
@@ -306,14 +322,22 @@ def lemma_b1_block(alphas, betas, others=None, threshold: float | None = None):
     if others is None:
         others = np.zeros((0, k))
     cond = block_condition(A, others)
-    if threshold is None:
+    if threshold is not None:
+        t = np.full(m, float(threshold))
+    elif thresholds == "per-unit":
+        if not cond.holds_per_unit:
+            j = int(np.argmin(cond.unit_upper - cond.unit_lower))
+            raise ConstructionError(
+                f"Lemma B.1 per-unit condition fails for unit {j}: max <alpha_{j}, h> = "
+                f"{cond.unit_lower[j]:.6g} is not below ||alpha_{j}||^2 = {cond.unit_upper[j]:.6g}",
+                "lemma-b1", ())
+        t = 0.5 * (cond.unit_lower + cond.unit_upper)
+    else:
         if not cond.holds:
             raise ConstructionError(
-                f"Lemma B.1 condition fails: <alpha_{cond.lower_pair[1]}, h> = {cond.lower:.6g} is not below "
-                f"min ||alpha_j||^2 = {cond.upper:.6g}", "lemma-b1", ())
-        t = 0.5 * (cond.lower + cond.upper)
-    else:
-        t = float(threshold)
+                f"Lemma B.1 shared-threshold condition fails: <alpha_{cond.lower_pair[1]}, h> = "
+                f"{cond.lower:.6g} is not below min ||alpha_j||^2 = {cond.upper:.6g}", "lemma-b1", ())
+        t = np.full(m, 0.5 * (cond.lower + cond.upper))
     norms_sq = np.einsum("ij,ij->i", A, A)
     if np.any(norms_sq - t == 0):
         raise ValueError("threshold equals a squared norm of the group; the block is undefined")
@@ -321,7 +345,10 @@ def lemma_b1_block(alphas, betas, others=None, threshold: float | None = None):
     V = np.zeros((k, k))
     U[:m] = A
     V[:, :m] = ((B - A) / (norms_sq - t)[:, None]).T
-    s = np.full(k, -t)
+    s = np.zeros(k)
+    s[:m] = -t
+    if threshold is not None or thresholds == "shared":
+        s[m:] = -t[0]                 # the printed block: s = -t 1
     return U, V, s, cond
 
 
@@ -337,64 +364,175 @@ def apply_block(H, U, V, s) -> np.ndarray:
     return H
 
 
+# --- backends ------------------------------------------------------------------------------------
+class _NumpyOps:
+    """The few array operations the build and verification loops need, in NumPy (float64)."""
+
+    name = "numpy"
+
+    def asarray(self, a):
+        return np.array(a, dtype=np.float64)
+
+    def index(self, a):
+        return np.asarray(a, dtype=np.int64)
+
+    def to_numpy(self, a) -> np.ndarray:
+        return np.asarray(a)
+
+    def zeros(self, shape):
+        return np.zeros(shape)
+
+    def arange(self, n: int):
+        return np.arange(n)
+
+    def colmax(self, G):
+        rows = np.argmax(G, axis=0)
+        return G[rows, np.arange(G.shape[1])], rows
+
+    def relu_(self, Z):
+        np.maximum(Z, 0.0, out=Z)
+        return Z
+
+    def active_rows(self, Z):
+        return np.flatnonzero(Z.any(axis=1))
+
+    def row_sq_norms(self, X):
+        return np.einsum("ij,ij->i", X, X)
+
+    def limits(self):
+        return threadpool_limits(limits=BLAS_THREADS, user_api="blas")
+
+
+class _TorchOps(_NumpyOps):
+    """The same operations in torch (float64) on ``device``."""
+
+    name = "torch"
+
+    def __init__(self, device=None):
+        import torch
+
+        self.torch = torch
+        self.device = torch.device(device if device is not None else "cpu")
+
+    def asarray(self, a):
+        if isinstance(a, self.torch.Tensor):
+            return a.to(device=self.device, dtype=self.torch.float64).clone()
+        return self.torch.tensor(np.asarray(a, dtype=np.float64), device=self.device)
+
+    def index(self, a):
+        return self.torch.as_tensor(np.asarray(a, dtype=np.int64), device=self.device)
+
+    def to_numpy(self, a) -> np.ndarray:
+        return a.detach().cpu().numpy()
+
+    def zeros(self, shape):
+        return self.torch.zeros(shape, dtype=self.torch.float64, device=self.device)
+
+    def arange(self, n: int):
+        return self.torch.arange(n, device=self.device)
+
+    def colmax(self, G):
+        return G.max(dim=0)
+
+    def relu_(self, Z):
+        return Z.clamp_(min=0.0)
+
+    def active_rows(self, Z):
+        return self.torch.nonzero(Z.amax(dim=1) > 0).ravel()
+
+    def row_sq_norms(self, X):
+        return (X * X).sum(dim=1)
+
+    def limits(self):
+        return contextlib.nullcontext()
+
+
+def _backend(backend: str, device=None) -> _NumpyOps:
+    backend = validate.choice("backend", backend, BACKENDS)
+    if backend == "numpy":
+        if device not in (None, "cpu"):
+            raise ValueError(f"the numpy backend runs on the CPU; device={device!r} needs backend='torch'")
+        return _NumpyOps()
+    return _TorchOps(device)
+
+
 # --- separation and the choice of k ---------------------------------------------------------------
-def separation(X, chunk: int = 2048) -> float:
-    """``rho = min_{i != j} ||x_i - x_j||^2`` over the rows of ``X`` (at least two distinct rows)."""
+def separation(X, chunk: int | None = None, *, backend: str = "numpy", device=None) -> float:
+    """``rho = min_{i != j} ||x_i - x_j||^2`` over the rows of ``X`` (at least two rows).
+
+    Works in chunks of ``chunk`` rows against the rows from the chunk's start on (each pair once), so it
+    holds ``chunk x n`` products at a time, never an ``n x n`` matrix; by default ``chunk`` is chosen so
+    that a chunk has about :data:`SEPARATION_CHUNK_ENTRIES` entries.
+    """
     X = _as_inputs(X)
     n = X.shape[0]
     if n < 2:
         raise ValueError("separation needs at least two points")
-    sq = np.einsum("ij,ij->i", X, X)
-    best = np.inf
+    if chunk is None:
+        chunk = max(1, SEPARATION_CHUNK_ENTRIES // n)
+    chunk = _check_k(chunk, "chunk")
+    ops = _backend(backend, device)
+    Xb = ops.asarray(X)
+    sq = ops.row_sq_norms(Xb)
+    best = math.inf
     for start in range(0, n, chunk):
-        block = X[start:start + chunk]
-        D2 = sq[start:start + chunk, None] + sq[None, :] - 2.0 * block @ X.T
-        rows = np.arange(block.shape[0])
-        D2[rows, start + rows] = np.inf
+        stop = min(start + chunk, n)
+        D2 = Xb[start:stop] @ Xb[start:].T
+        D2 *= -2.0
+        D2 += sq[start:stop, None]
+        D2 += sq[None, start:]
+        rows = ops.arange(stop - start)
+        D2[rows, rows] = math.inf
         best = min(best, float(D2.min()))
     return max(best, 0.0)
 
 
 def paper_k(n: int, rho: float, c: float = 10.0) -> int:
     """The paper's choice ``k = ceil(c log n / rho^2)`` (natural log, ``c = 10``)."""
-    n = _check_k(n)
-    if not (np.isfinite(rho) and rho > 0):
-        raise ValueError(f"rho must be a positive number, got {rho}")
-    if not (np.isfinite(c) and c > 0):
-        raise ValueError(f"c must be a positive number, got {c}")
+    n = _check_k(n, "n")
+    rho = validate.positive_float("rho", rho)
+    c = validate.positive_float("c", c)
     return max(1, math.ceil(c * math.log(max(n, 2)) / rho ** 2))
 
 
-def jl_k(n: int, rho: float) -> int:
-    """A ``k`` for which the Gaussian projection provably suffices with one threshold per block.
+def jl_k(n: int, rho: float, thresholds: str = "per-unit") -> int:
+    """A ``k`` for which a Gaussian projection provably keeps the Lemma B.1 condition on the inputs.
 
     A projection that keeps squared norms and distances of ``{0, x_1..x_n}`` within a factor ``1 +- eps``
-    keeps ``<alpha_i, alpha_j> <= 1 + eps - (1 - eps) rho / 2`` and ``||alpha_i||^2 >= 1 - eps``; a common
-    threshold fits between them iff ``eps < rho / (4 + rho)``. The Johnson-Lindenstrauss bound
-    ``k >= 4 ln(n + 1) / (eps^2/2 - eps^3/3)`` is then evaluated at ``eps = rho / (4 + rho)``.
+    keeps ``||alpha_i||^2 - ||alpha_j||^2 <= 2 eps`` and ``||alpha_i - alpha_j||^2 >= (1 - eps) rho``, so
+    ``<alpha_j, alpha_i> < ||alpha_j||^2`` (one threshold per unit) once ``eps < rho / (2 + rho)``; one
+    threshold shared by all units needs ``<alpha_i, alpha_j> <= 1 + eps - (1 - eps) rho / 2 < 1 - eps``,
+    i.e. ``eps < rho / (4 + rho)``. The Johnson-Lindenstrauss bound ``k >= 4 ln(n + 1) / (eps^2/2 -
+    eps^3/3)`` is evaluated at that ``eps``. (The surrogates of moved points are not covered: the builder
+    checks them.)
     """
-    n = _check_k(n)
-    if not (np.isfinite(rho) and 0 < rho <= 4):
-        raise ValueError(f"rho must lie in (0, 4] for unit vectors, got {rho}")
-    eps = rho / (4.0 + rho)
+    n = _check_k(n, "n")
+    thresholds = _check_thresholds(thresholds)
+    rho = validate.finite_float("rho", rho, minimum=0.0, open_minimum=True, maximum=4.0)
+    eps = rho / ((2.0 if thresholds == "per-unit" else 4.0) + rho)
     return math.ceil(4.0 * math.log(n + 1) / (eps ** 2 / 2 - eps ** 3 / 3))
 
 
-def default_k(D: int) -> int:
-    """The builder's default: ``k = max(D, 2)``, the smallest width with an exactly isometric ``A_0``.
+def default_k(n: int, rho: float | None, D: int) -> tuple[int, str]:
+    """The builder's width and projection when no ``k`` is given: ``(k, projection)``.
 
-    With an isometry the representations keep the inputs' inner products, so the Lemma B.1 condition
-    holds whatever the separation ``rho`` (the paper's ``10 log n / rho^2`` grows without bound as the data
-    cluster); only random surrogates landing on a data point could break it, and the builder checks.
+    The paper's ``k = ceil(10 log n / rho^2)`` with the Gaussian projection when it is below the
+    normalised dimension ``D``; otherwise ``k = max(D, 2)`` with the exactly isometric projection (a wider
+    Gaussian map cannot keep the inputs' geometry better than an isometry). ``rho=None`` (one point) gives
+    the isometry.
     """
-    return max(_check_k(D), 2)
+    n, D = _check_k(n, "n"), _check_k(D, "D")
+    if rho is not None and rho > 0:
+        k = paper_k(n, rho)
+        if k < D:
+            return max(k, 2), "gaussian"
+    return max(D, 2), "orthonormal"
 
 
 def paper_parameter_count(k: int, D: int, depth: int, r: int, biases: bool = False) -> int:
     """``k D + depth 2 k^2 + (k r + r^2)`` (the paper's count, weights only); ``+ depth k + r`` with biases."""
-    k, D, r = _check_k(k), _check_k(D), _check_k(r)
-    if isinstance(depth, bool) or not isinstance(depth, numbers.Integral) or depth < 0:
-        raise ValueError(f"depth must be a non-negative integer, got {depth!r}")
+    k, D, r = _check_k(k), _check_k(D, "D"), _check_k(r, "r")
+    depth = validate.non_negative_int("depth", depth)
     count = k * D + depth * 2 * k * k + k * r + r * r
     if biases:
         count += depth * k + r
@@ -426,6 +564,7 @@ class InterpolatingResNet:
     attempts: int = 1
     projection: str = "auto"
     max_fit_error: float = float("nan")
+    thresholds: str = "per-unit"    # "per-unit" (s in R^k) or "shared" (the printed s = -t 1)
 
     @property
     def k(self) -> int:
@@ -465,8 +604,7 @@ class InterpolatingResNet:
     def hidden(self, X, upto: int | None = None) -> np.ndarray:
         """The representation after ``upto`` residual blocks (default: all of them)."""
         upto = self.depth if upto is None else upto
-        if isinstance(upto, bool) or not isinstance(upto, numbers.Integral) or not 0 <= upto <= self.depth:
-            raise ValueError(f"upto must be an integer in 0..{self.depth}, got {upto!r}")
+        upto = validate.integer("upto", upto, minimum=0, maximum=self.depth)
         H = self.embed(X)
         with threadpool_limits(limits=BLAS_THREADS, user_api="blas"):
             for j in range(upto):
@@ -549,49 +687,105 @@ def _torch_module(net: InterpolatingResNet):
     return InterpolatingResNetModule()
 
 
+def count_module_parameters(module) -> dict:
+    """``{"weights": ..., "biases": ...}``: parameters of a torch module by kind (``*.weight``/``*.bias``).
+
+    Counted from the module itself, independently of :func:`paper_parameter_count`.
+    """
+    import torch
+
+    if not isinstance(module, torch.nn.Module):
+        raise TypeError(f"module must be a torch.nn.Module, got {type(module).__name__}")
+    counts = {"weights": 0, "biases": 0}
+    for name, p in module.named_parameters():
+        counts["biases" if name.endswith("bias") else "weights"] += int(p.numel())
+    return counts
+
+
+def module_fit_error(module, X, y, num_classes: int, batch: int = 65536) -> float:
+    """``max |module(x_i) - e_{y_i}|`` over the rows of ``X``: the fit, computed by the torch module."""
+    import torch
+
+    X = _as_inputs(X)
+    labels, r = _as_labels(y, X.shape[0], num_classes)
+    batch = _check_k(batch, "batch")
+    worst = 0.0
+    with torch.no_grad():
+        for start in range(0, X.shape[0], batch):
+            out = module(torch.from_numpy(X[start:start + batch])).cpu().numpy()
+            if out.shape[1] != r:
+                raise ValueError(f"the module outputs {out.shape[1]} classes, the labels need {r}")
+            err = np.abs(out - np.eye(r)[labels[start:start + batch]]).max()
+            worst = max(worst, float(err) if np.isfinite(err) else math.inf)
+    return worst
+
+
 # --- the builder -----------------------------------------------------------------------------------
-def _attempt(Xn, labels_u, original, r, k, rng, projection):
-    """One draw of ``A_0`` and the surrogates; returns the network's arrays or raises ConstructionError."""
+def _attempt(Xn, labels_u, original, r, k, rng, projection, thresholds, ops):
+    """One draw of ``A_0`` and the surrogates; returns the network's arrays or raises ConstructionError.
+
+    ``H`` holds the current representation of every point; block ``g`` computes ``<h, alpha_j>`` for all
+    ``n`` current ``h`` and its ``k`` units (one ``n x k`` product), checks the Lemma B.1 condition on
+    those numbers and moves its group. Memory: ``O(n k)``.
+    """
     n, D = Xn.shape
     A0 = random_projection(D, k, rng, projection)
     Q = surrogate_labels(r, k, rng)
-    H = Xn @ A0.T
-    targets = Q[labels_u]
+    H = ops.asarray(Xn) @ ops.asarray(A0).T
+    targets = ops.asarray(Q)[ops.index(labels_u)]
     depth = math.ceil(n / k)
-    U = np.zeros((depth, k, k))
-    V = np.zeros((depth, k, k))
-    s = np.zeros((depth, k))
+    U, V, s = ops.zeros((depth, k, k)), ops.zeros((depth, k, k)), ops.zeros((depth, k))
     margins = np.empty(depth)
     groups = []
     for g in range(depth):
-        S = np.arange(g * k, min((g + 1) * k, n))
-        m = S.size
-        A = H[S].copy()
+        lo, hi = g * k, min((g + 1) * k, n)
+        m = hi - lo
+        A = H[lo:hi].clone() if ops.name == "torch" else H[lo:hi].copy()
         G = H @ A.T                                   # <h_i, alpha_j> for every current h_i
-        diag = G[S, np.arange(m)].copy()
-        G[S, np.arange(m)] = -np.inf
-        cond = _condition_from_gram(G, diag)
-        if not cond.holds:
-            i_row, j_col = cond.lower_pair
-            i, j, jj = original[i_row], original[S[j_col]], original[S[cond.upper_index]]
-            state = "already moved to its surrogate" if i_row < S[0] else (
-                "in the same group" if i_row <= S[-1] else "not yet moved")
-            raise ConstructionError(
-                f"Lemma B.1 condition fails at block {g}: <alpha_{j}, h_{i}> = {cond.lower:.6g} (point {i}, "
-                f"{state}) is not below min_j ||alpha_j||^2 = {cond.upper:.6g} (point {jj}); no threshold "
-                f"separates them", "lemma-b1", (j, i, jj))
-        t = 0.5 * (cond.lower + cond.upper)
+        cols = ops.arange(m)
+        diag = G[lo + cols, cols].clone() if ops.name == "torch" else G[lo + cols, cols].copy()
+        G[lo + cols, cols] = -math.inf
+        lower, rows = ops.colmax(G)                   # unit j: largest <alpha_j, h> over the other h
+        low, row, up = ops.to_numpy(lower), ops.to_numpy(rows), ops.to_numpy(diag)
+        # no other point at all (n = 1): any threshold below the squared norm will do
+        low = np.where(np.isfinite(low), low, np.minimum(up, 0.0) - 1.0)
+        if thresholds == "per-unit":
+            gap = up - low
+            j = int(np.argmin(gap))
+            if not gap[j] > 0:
+                i = int(row[j])
+                state = "already moved to its surrogate" if i < lo else (
+                    "in the same group" if i < hi else "not yet moved")
+                raise ConstructionError(
+                    f"Lemma B.1 per-unit condition fails at block {g}, unit of point {original[lo + j]}: "
+                    f"<alpha, h> = {low[j]:.6g} for point {original[i]} ({state}) is not below "
+                    f"||alpha||^2 = {up[j]:.6g}; no threshold separates them", "lemma-b1",
+                    (original[lo + j], original[i]))
+            t = 0.5 * (low + up)
+            margins[g] = gap[j]
+        else:
+            jl, ju = int(np.argmax(low)), int(np.argmin(up))
+            if not low[jl] < up[ju]:
+                i = int(row[jl])
+                raise ConstructionError(
+                    f"Lemma B.1 shared-threshold condition fails at block {g}: <alpha_{original[lo + jl]}, "
+                    f"h_{original[i]}> = {low[jl]:.6g} is not below min_j ||alpha_j||^2 = {up[ju]:.6g} "
+                    f"(point {original[lo + ju]}); no single threshold separates them", "lemma-b1",
+                    (original[lo + jl], original[i], original[lo + ju]))
+            t = np.full(m, 0.5 * (low[jl] + up[ju]))
+            margins[g] = up[ju] - low[jl]
+            s[g, m:] = -float(t[0])
+        tb = ops.asarray(t)
         U[g, :m] = A
-        V[g, :, :m] = ((targets[S] - A) / (diag - t)[:, None]).T
-        s[g] = -t
-        margins[g] = cond.margin
-        # Only the group's rows are active (the condition just checked), so this is the block applied to all.
-        Z = np.maximum(G[S] - t, 0.0)
-        Z[np.arange(m), np.arange(m)] = diag - t
-        H[S] = A + Z @ V[g, :, :m].T
-        groups.append(original[S])
+        V[g, :, :m] = ((targets[lo:hi] - A) / (diag - tb)[:, None]).T
+        s[g, :m] = -tb
+        # Only the group's own units fire, each on its own point (the condition just checked).
+        Z = ops.relu_(G[lo:hi] - tb)
+        Z[cols, cols] = diag - tb
+        H[lo:hi] = A + Z @ V[g, :, :m].T
+        groups.append(original[lo:hi])
     # Output block: rows of U_out are the surrogates, one threshold between on- and off-label products.
-    P = H @ Q.T
+    P = ops.to_numpy(H @ ops.asarray(Q).T)
     on = P[np.arange(n), labels_u]
     P[np.arange(n), labels_u] = -np.inf
     upper = float(on.min())
@@ -603,26 +797,43 @@ def _attempt(Xn, labels_u, original, r, k, rng, projection):
             f"({lower:.6g}) is not below the smallest product with its own ({upper:.6g}); point "
             f"{original[i_row]}", "output-block", (original[i_row],))
     t_out = 0.5 * (lower + upper)
-    return A0, U, V, s, Q, t_out, margins, upper - lower, groups
+    return (A0, ops.to_numpy(U), ops.to_numpy(V), ops.to_numpy(s), Q, t_out, margins, upper - lower,
+            groups)
+
+
+def _forward_backend(net, Xn, ops) -> np.ndarray:
+    """The network's outputs on normalised inputs ``Xn``, computed with ``ops`` (one block at a time)."""
+    H = ops.asarray(Xn) @ ops.asarray(net.A0).T
+    for g in range(net.depth):
+        U, V, s = ops.asarray(net.U[g]), ops.asarray(net.V[g]), ops.asarray(net.s[g])
+        Z = ops.relu_(H @ U.T + s)
+        active = ops.active_rows(Z)
+        if active.shape[0]:
+            H[active] += Z[active] @ V.T
+    Z = ops.relu_(H @ ops.asarray(net.surrogates).T - net.output_threshold)
+    return ops.to_numpy(Z) / (1.0 - net.output_threshold)
 
 
 def construct_interpolating_resnet(X, y, *, k: int, num_classes=None, seed: int = 0,
-                                   projection: str = "auto", attempts: int = DEFAULT_ATTEMPTS
-                                   ) -> InterpolatingResNet:
-    """Build and verify the network with an explicit ``k`` and projection kind (see :func:`random_projection`).
+                                   projection: str = "auto", thresholds: str = "per-unit",
+                                   attempts: int = DEFAULT_ATTEMPTS, backend: str = "numpy",
+                                   device=None) -> InterpolatingResNet:
+    """Build and verify the network with an explicit ``k``, projection kind (see :func:`random_projection`)
+    and threshold kind (``"per-unit"``: ``s`` in ``R^k``, the default; ``"shared"``: the printed proof's
+    ``s = -t 1``). ``backend="torch"`` (with ``device``, e.g. ``"cuda"``) runs the loops in torch.
 
-    Tries up to ``attempts`` draws of ``A_0`` and the surrogates; if all fail, re-raises the last
-    :class:`ConstructionError`. The returned network has been checked to fit every row of ``X``.
+    Tries up to ``attempts`` draws of ``A_0`` and the surrogates; if all fail, raises a
+    :class:`ConstructionError` with the last failure's condition and indices. The returned network has
+    been checked to fit every row of ``X``.
     """
     X = _as_inputs(X)
     labels, r = _as_labels(y, X.shape[0], num_classes)
     k = _check_k(k)
-    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
-        raise TypeError(f"seed must be an integer, got {type(seed).__name__}")
-    if projection not in PROJECTIONS:
-        raise ValueError(f"unknown projection {projection!r}; choose one of {PROJECTIONS}")
-    if isinstance(attempts, bool) or not isinstance(attempts, numbers.Integral) or attempts < 1:
-        raise ValueError(f"attempts must be a positive integer, got {attempts!r}")
+    seed = validate.non_negative_int("seed", seed)
+    projection = validate.choice("projection", projection, PROJECTIONS)
+    thresholds = _check_thresholds(thresholds)
+    attempts = validate.positive_int("attempts", attempts)
+    ops = _backend(backend, device)
     first, _ = unique_points(X, labels)
     normaliser = InputNormaliser.fit(X)
     Xn = normaliser.transform(X[first])
@@ -635,23 +846,26 @@ def construct_interpolating_resnet(X, y, *, k: int, num_classes=None, seed: int 
     if paper_parameter_count(k, D, depth, r) > MAX_PARAMETERS:
         raise ValueError(f"k={k} is refused: the network would have "
                          f"{paper_parameter_count(k, D, depth, r):,} weights (limit {MAX_PARAMETERS:,})")
+    X_all = normaliser.transform(X)
     last = None
     for attempt in range(int(attempts)):
         rng = np.random.default_rng([int(seed), attempt])
         try:
-            with threadpool_limits(limits=BLAS_THREADS, user_api="blas"):
+            with ops.limits():
                 A0, U, V, s, Q, t_out, margins, out_margin, groups = _attempt(
-                    Xn, labels[first], first, r, k, rng, projection)
+                    Xn, labels[first], first, r, k, rng, projection, thresholds, ops)
         except ConstructionError as exc:
             last = exc
             continue
         net = InterpolatingResNet(normaliser, A0, U, V, s, Q, t_out, r, X.shape[1], groups, margins,
-                                  out_margin, attempt + 1, projection)
-        out = net.forward(X)
-        err = float(np.abs(out - np.eye(r)[labels]).max())
+                                  out_margin, attempt + 1, projection, thresholds=thresholds)
+        with ops.limits():
+            out = _forward_backend(net, X_all, ops)
+        dev = np.abs(out - np.eye(r)[labels]).max(axis=1)
+        err = float(dev.max())
         net.max_fit_error = err
         if not err <= FIT_TOLERANCE or np.any(np.argmax(out, axis=1) != labels):
-            bad = int(np.argmax(np.abs(out - np.eye(r)[labels]).max(axis=1)))
+            bad = int(np.argmax(dev))
             last = ConstructionError(f"verification failed: output of point {bad} is off its one-hot label "
                                      f"by {err:.3g} (rounding at tiny margins)", "verification", (bad,))
             continue
@@ -660,23 +874,35 @@ def construct_interpolating_resnet(X, y, *, k: int, num_classes=None, seed: int 
                             last.condition, last.indices) from last
 
 
-def build_interpolating_resnet(X, y, num_classes=None, k=None, seed=0) -> InterpolatingResNet:
+def build_interpolating_resnet(X, y, num_classes=None, k=None, seed=0, *, thresholds: str = "per-unit",
+                               attempts: int = DEFAULT_ATTEMPTS, backend: str = "numpy",
+                               device=None) -> InterpolatingResNet:
     """The residual network of Hardt & Ma's Theorem 3.2 that maps every row of ``X`` to its one-hot label.
 
     ``X``: ``(n, d)`` finite inputs; ``y``: ``n`` integer labels in ``0..r-1`` (``r = num_classes`` or
-    ``max(y) + 1``). ``k=None`` uses :func:`default_k` (the normalised dimension, with an exactly isometric
-    projection); an explicit ``k`` is honoured (Gaussian projection below ``D``, orthonormal from ``D`` on)
-    or refused with a :class:`ConstructionError` naming the failing condition and the indices involved.
+    ``max(y) + 1``). An explicit ``k`` is honoured with a Gaussian projection (entries of variance
+    ``1/k``); ``k=None`` takes :func:`default_k`: the paper's ``ceil(10 log n / rho^2)`` (``rho`` the
+    separation of the normalised inputs) when it is below the normalised dimension ``D``, else ``D`` with
+    an exact isometry. One threshold per unit unless ``thresholds="shared"``. Up to ``attempts`` draws of
+    ``A_0`` and the surrogates are tried. A network is returned only if it fits; otherwise a
+    :class:`ConstructionError` names the failing condition and the indices.
     """
     X = _as_inputs(X)
     labels, r = _as_labels(y, X.shape[0], num_classes)
+    projection = "gaussian"
     if k is None:
-        k = default_k(InputNormaliser.fit(X).output_dim(X.shape[1]))
-    return construct_interpolating_resnet(X, labels, k=k, num_classes=r, seed=seed, projection="auto")
+        first, _ = unique_points(X, labels)
+        Xn = InputNormaliser.fit(X).transform(X[first])
+        rho = separation(Xn, backend=backend, device=device) if Xn.shape[0] > 1 else None
+        k, projection = default_k(Xn.shape[0], rho, Xn.shape[1])
+    return construct_interpolating_resnet(X, labels, k=k, num_classes=r, seed=seed, projection=projection,
+                                          thresholds=thresholds, attempts=attempts, backend=backend,
+                                          device=device)
 
 
 # --- helpers for the chapter's experiments --------------------------------------------------------
-def success_rate(X, y, k: int, seeds, *, projection: str = "gaussian", num_classes=None) -> float:
+def success_rate(X, y, k: int, seeds, *, projection: str = "gaussian", thresholds: str = "per-unit",
+                 num_classes=None) -> float:
     """Fraction of ``seeds`` for which one draw (no retries) builds a network that fits ``(X, y)``."""
     seeds = list(seeds)
     if not seeds:
@@ -685,11 +911,44 @@ def success_rate(X, y, k: int, seeds, *, projection: str = "gaussian", num_class
     for seed in seeds:
         try:
             construct_interpolating_resnet(X, y, k=k, num_classes=num_classes, seed=seed,
-                                           projection=projection, attempts=1)
+                                           projection=projection, thresholds=thresholds, attempts=1)
             ok += 1
         except ConstructionError:
             pass
     return ok / len(seeds)
+
+
+def smallest_width(X, y, draws: int, k_max: int, *, num_classes=None, thresholds: str = "per-unit",
+                   k_min: int = 2) -> int | None:
+    """The smallest ``k`` in ``[k_min, k_max]`` at which every one of ``draws`` single Gaussian draws
+    (seeds ``0..draws-1``) fits, found by bisection; ``None`` if ``k_max`` itself does not.
+
+    Bisection assumes that success is monotone in ``k`` (true with high probability, not surely: a
+    result ``k`` is a width at which all draws fit and ``k - 1`` one at which some draw failed).
+    """
+    draws, k_max, k_min = _check_k(draws, "draws"), _check_k(k_max, "k_max"), _check_k(k_min, "k_min")
+    if k_min > k_max:
+        raise ValueError(f"k_min={k_min} exceeds k_max={k_max}")
+
+    def all_fit(k):
+        for seed in range(draws):
+            try:
+                construct_interpolating_resnet(X, y, k=k, num_classes=num_classes, seed=seed,
+                                               projection="gaussian", thresholds=thresholds, attempts=1)
+            except ConstructionError:
+                return False
+        return True
+
+    if not all_fit(k_max):
+        return None
+    lo, hi = k_min - 1, k_max                  # hi fits; lo is below the range or fails
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if all_fit(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi
 
 
 def printed_condition_counterexample(k: int, rho_prime: float) -> tuple[np.ndarray, np.ndarray]:

@@ -1,12 +1,15 @@
-"""Build time of Hardt & Ma's interpolating residual network (Theorem 3.2) and its scaling in n.
+"""Build and verification time of Hardt & Ma's interpolating residual network (Theorem 3.2) against n.
 
-``python -m resnet_theory.benchmarks.expressivity [--sizes 1000 2000 5000 10000 20000] [--dim 64]``
-builds :func:`resnet_theory.expressivity.build_interpolating_resnet` on random unit vectors in ``R^dim``
-with 10 random classes, once per size, and prints for each ``n`` the build time (which includes the
-verification forward pass over every input), the network's width, depth and parameter count, and the
-largest deviation from the one-hot labels; then the fitted exponent of time against ``n``. The work is
-``O(n^2 k)`` multiply-adds (each of ``n / k`` blocks checks its ``k`` points against all ``n``), so the
-exponent should come out near 2. These are printed figures, not a timed test.
+``python -m resnet_theory.benchmarks.expressivity [--sizes 1000 2000 5000 10000 20000] [--dim 256]
+[--backend numpy|torch] [--device cuda]`` draws random unit vectors in ``R^dim`` with 10 random classes,
+computes their separation ``rho`` (in row chunks), and builds the network at the paper's width
+``k = ceil(10 log n / rho^2)`` (far below ``dim`` here), which includes verifying every input. For each
+``n`` it prints the time of the separation and of the build, the peak memory the Python allocator saw
+(NumPy arrays included; torch tensors on a GPU are not), the width, depth and parameter count and the
+largest deviation from the one-hot labels; then the fitted exponent of each time in ``n``. The work is
+about ``n^2 k`` multiply-adds for the build and as much for the verification (each block checks its
+``k`` units against all ``n`` current points), ``n^2 dim / 2`` for the separation, and memory is linear
+in ``n``. These are printed figures, not a timed test.
 """
 
 from __future__ import annotations
@@ -14,15 +17,17 @@ from __future__ import annotations
 import argparse
 import platform
 import time
+import tracemalloc
 
 import numpy as np
 
-from ..expressivity import build_interpolating_resnet
+from ..expressivity import construct_interpolating_resnet, paper_k, separation
 from ..plotting import fit_power_law
 
 
-def time_builds(sizes, dim: int = 64, classes: int = 10, seed: int = 0) -> list[dict]:
-    """One build per size on random unit vectors; a row of measurements for each."""
+def time_builds(sizes, dim: int = 256, classes: int = 10, seed: int = 0, backend: str = "numpy",
+                device=None) -> list[dict]:
+    """One separation and one build per size on random unit vectors; a row of measurements for each."""
     sizes = [int(n) for n in sizes]
     if not sizes or min(sizes) < 2:
         raise ValueError(f"sizes must be a non-empty list of integers >= 2, got {sizes}")
@@ -34,32 +39,49 @@ def time_builds(sizes, dim: int = 64, classes: int = 10, seed: int = 0) -> list[
         X = rng.standard_normal((n, dim))
         X /= np.linalg.norm(X, axis=1, keepdims=True)
         y = rng.integers(0, classes, n)
+        tracemalloc.start()
         start = time.perf_counter()
-        net = build_interpolating_resnet(X, y, num_classes=classes, seed=seed)
-        seconds = time.perf_counter() - start
-        rows.append({"n": n, "seconds": seconds, "k": net.k, "depth": net.depth,
-                     "parameters": net.num_parameters, "max_fit_error": net.max_fit_error,
-                     "fits": bool(np.all(net.predict(X) == y))})
+        rho = separation(X, backend=backend, device=device)
+        t_rho = time.perf_counter() - start
+        k = paper_k(n, rho)
+        start = time.perf_counter()
+        net = construct_interpolating_resnet(X, y, k=k, num_classes=classes, seed=seed, projection="gaussian",
+                                             backend=backend, device=device)
+        t_build = time.perf_counter() - start
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        rows.append({"n": n, "rho": rho, "k": net.k, "depth": net.depth, "parameters": net.num_parameters,
+                     "max_fit_error": net.max_fit_error, "attempts": net.attempts,
+                     "separation_seconds": t_rho, "build_seconds": t_build, "seconds": t_rho + t_build,
+                     "peak_mib": peak / 2 ** 20})
     return rows
 
 
 def main(argv=None) -> list[dict]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 2000, 5000, 10000, 20000])
-    parser.add_argument("--dim", type=int, default=64)
+    parser.add_argument("--dim", type=int, default=256)
     parser.add_argument("--classes", type=int, default=10)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--backend", choices=["numpy", "torch"], default="numpy")
+    parser.add_argument("--device", default=None, help="torch device, e.g. cuda (torch backend only)")
     args = parser.parse_args(argv)
-    print(f"# {platform.processor() or platform.machine()}, numpy {np.__version__}, dim={args.dim}, "
-          f"classes={args.classes}")
-    rows = time_builds(args.sizes, args.dim, args.classes, args.seed)
-    print(f"{'n':>8} {'k':>5} {'depth':>6} {'parameters':>12} {'max |f - onehot|':>17} {'fits':>5} {'seconds':>9}")
+    print(f"# {platform.processor() or platform.machine()}, numpy {np.__version__}, backend={args.backend}"
+          f"{'' if args.device is None else ' on ' + args.device}, dim={args.dim}, classes={args.classes}")
+    rows = time_builds(args.sizes, args.dim, args.classes, args.seed, args.backend, args.device)
+    print(f"{'n':>8} {'rho':>6} {'k':>4} {'depth':>6} {'parameters':>12} {'max |f-1hot|':>12} "
+          f"{'rho s':>8} {'build s':>8} {'total s':>8} {'peak MiB':>9}")
     for r in rows:
-        print(f"{r['n']:>8} {r['k']:>5} {r['depth']:>6} {r['parameters']:>12,} {r['max_fit_error']:>17.2e} "
-              f"{str(r['fits']):>5} {r['seconds']:>9.2f}")
+        print(f"{r['n']:>8} {r['rho']:>6.3f} {r['k']:>4} {r['depth']:>6} {r['parameters']:>12,} "
+              f"{r['max_fit_error']:>12.1e} {r['separation_seconds']:>8.2f} {r['build_seconds']:>8.2f} "
+              f"{r['seconds']:>8.2f} {r['peak_mib']:>9.1f}")
     if len(rows) >= 2:
-        p, _ = fit_power_law([r["n"] for r in rows], [r["seconds"] for r in rows])
-        print(f"time ~ n^{p:.2f} (expected near 2 for large n: O(n^2 k) work)")
+        ns = [r["n"] for r in rows]
+        for key, name in (("build_seconds", "build + verify"), ("separation_seconds", "separation"),
+                          ("seconds", "total"), ("peak_mib", "peak memory")):
+            p, _ = fit_power_law(ns, [max(r[key], 1e-9) for r in rows])
+            print(f"{name} ~ n^{p:.2f}")
+        print("(expected for large n: time near n^2 (n^2 k work, k ~ log n), memory near n^1)")
     return rows
 
 
