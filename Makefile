@@ -5,6 +5,9 @@ PY      := $(VENV)/bin/python
 PROFILE ?= quick
 # Extra arguments for the executor (e.g. ARGS='-p linear:max_depth 200') and for pytest.
 ARGS    ?=
+# FORCE=1 re-executes every chapter; by default a chapter whose code, parameters, imported library
+# modules and pinned environment are unchanged is reused from its cached outputs.
+FORCE   ?=
 PYTEST_ARGS ?=
 # The install is redone only when the pins (or the package metadata) change.
 PINS_HASH := $(shell cat requirements.lock pyproject.toml | sha256sum | cut -c1-16)
@@ -23,7 +26,7 @@ $(STAMP):
 	@echo "environment ready: $(VENV) (pins $(PINS_HASH))"
 
 book: install
-	$(PY) -m resnet_theory.book execute --profile $(PROFILE) $(ARGS)
+	$(PY) -m resnet_theory.book execute --profile $(PROFILE) $(if $(FORCE),--force) $(ARGS)
 
 test: install
 	$(PY) -m pytest $(PYTEST_ARGS)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import textwrap
 from pathlib import Path
 
@@ -162,3 +163,254 @@ def test_html_is_built_from_executed_notebooks_with_warnings_as_errors(small_boo
     # A reference to a missing target is a warning; -W turns it into a failed build.
     (small_book / "book" / "intro.md").write_text("# Intro\n\nSee {ref}`no-such-label`.\n")
     assert book.main(["execute", "--root", str(small_book), "--build-dir", str(build)]) == 1
+
+
+# --- the execution cache ------------------------------------------------------------------------------
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text))
+
+
+@pytest.fixture
+def cached_book(tmp_path, monkeypatch):
+    """A book whose chapters import a throwaway library, each logging every execution to a file."""
+    root = tmp_path / "src"
+    log = tmp_path / "executions.log"
+    lib = root / "lib" / "tinylib"
+    _write(lib / "__init__.py", '"""A throwaway library."""\n')
+    _write(lib / "alpha.py", "from .gamma import G\n\nA = G + 1\n")
+    _write(lib / "gamma.py", "G = 1\n")
+    _write(lib / "beta.py", "B = 2\n")
+    _write(lib / "unused.py", "U = 3\n")
+    (root / "requirements.lock").parent.mkdir(parents=True, exist_ok=True)
+    (root / "requirements.lock").write_text("numpy==1\n")
+
+    def logging_cell(name: str) -> str:
+        return f"with open({str(log)!r}, 'a') as f:\n    f.write({name!r} + '\\n')"
+
+    make_book(root, {
+        "intro": "# Intro\n\nNo code here.\n",
+        "uses_alpha": chapter("Alpha", 'profile = "quick"\nseed = 0', logging_cell("uses_alpha"),
+                              "from tinylib import alpha\nprint('A is', alpha.A)"),
+        "uses_beta": chapter("Beta", 'profile = "quick"\nseed = 0\nn = 1', logging_cell("uses_beta"),
+                             "import tinylib.beta as b\nprint('B times n is', b.B * n)"),
+        "plain": chapter("Plain", 'profile = "quick"\nseed = 0', logging_cell("plain"), "print('plain')"),
+    })
+    monkeypatch.syspath_prepend(str(root / "lib"))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(root / "lib"),
+                                                                    os.environ.get("PYTHONPATH")])))
+    return root, log
+
+
+def _execute(root: Path, build: Path, *extra: str) -> tuple[list[str], dict]:
+    """Run ``execute`` and return (chapters executed according to the log, the report's pages by name)."""
+    log = root.parent / "executions.log"
+    before = log.read_text().splitlines() if log.exists() else []
+    assert book.main(["execute", "--root", str(root), "--build-dir", str(build), "--no-html", *extra]) == 0
+    after = log.read_text().splitlines()
+    report = json.loads((build / "executed" / "report.json").read_text())
+    return sorted(after[len(before):]), {c["chapter"]: c for c in report["chapters"]}
+
+
+def _runs(pages: dict) -> dict[str, str]:
+    return {name.split("/")[1]: page["run"] for name, page in pages.items() if page["run"] != "converted"}
+
+
+def test_cache_reruns_exactly_what_changed(cached_book, tmp_path):
+    root, _ = cached_book
+    build = tmp_path / "build"
+    ran, pages = _execute(root, build)
+    assert ran == ["plain", "uses_alpha", "uses_beta"]
+    assert _runs(pages) == {"uses_alpha": "executed", "uses_beta": "executed", "plain": "executed"}
+    assert pages["book/plain"]["reason"] == "no cached outputs" and pages["book/plain"]["executed_at"]
+    first_executed_at = pages["book/uses_alpha"]["executed_at"]
+
+    # Nothing changed: nothing executes, every page is reused with the time of its execution.
+    ran, pages = _execute(root, build)
+    assert ran == []
+    assert set(_runs(pages).values()) == {"reused"}
+    assert pages["book/uses_alpha"]["executed_at"] == first_executed_at
+
+    # A prose edit re-renders from the cached outputs without executing.
+    source = root / "book" / "uses_alpha.md"
+    source.write_text(source.read_text().replace("# Alpha\n", "# Alpha\n\nA new sentence of prose.\n"))
+    ran, pages = _execute(root, build)
+    assert ran == [] and pages["book/uses_alpha"]["run"] == "reused"
+    nb = nbformat.read(build / "executed" / "book" / "uses_alpha.ipynb", as_version=4)
+    assert any("A new sentence of prose." in c.source for c in nb.cells if c.cell_type == "markdown")
+    assert "A is 2" in outputs(build / "executed" / "book" / "uses_alpha.ipynb")
+
+    # A code cell: only that chapter.
+    plain = root / "book" / "plain.md"
+    plain.write_text(plain.read_text().replace("print('plain')", "print('plain, edited')"))
+    ran, pages = _execute(root, build)
+    assert ran == ["plain"] and pages["book/plain"]["reason"] == "code cells changed"
+    assert "plain, edited" in outputs(build / "executed" / "book" / "plain.ipynb")
+
+    # A library module imported indirectly (alpha imports gamma): only the chapter that imports alpha.
+    (root / "lib" / "tinylib" / "gamma.py").write_text("G = 10\n")
+    ran, pages = _execute(root, build)
+    assert ran == ["uses_alpha"]
+    assert pages["book/uses_alpha"]["reason"] == "modules changed: tinylib.gamma"
+    assert "A is 11" in outputs(build / "executed" / "book" / "uses_alpha.ipynb")
+    # ... a module nobody imports: nothing.
+    (root / "lib" / "tinylib" / "unused.py").write_text("U = 4\n")
+    assert _execute(root, build)[0] == []
+    (root / "lib" / "tinylib" / "beta.py").write_text("B = 3\n")
+    assert _execute(root, build)[0] == ["uses_beta"]
+
+    # A parameter: only the chapter that gets it, and again when it returns to its default.
+    ran, pages = _execute(root, build, "-p", "uses_beta:n", "5")
+    assert ran == ["uses_beta"] and pages["book/uses_beta"]["reason"] == "parameters changed"
+    assert "B times n is 15" in outputs(build / "executed" / "book" / "uses_beta.ipynb")
+    assert _execute(root, build, "-p", "uses_beta:n", "5")[0] == []
+    assert _execute(root, build)[0] == ["uses_beta"]
+    # The profile is a parameter of every chapter's key.
+    quick, full = (book.plan_chapters(root, ["book/plain"], p, [])[0] for p in ("quick", "full"))
+    assert (book.cache_key(book.cache_components(root, quick.notebook, quick.parameters, "cpu"))
+            != book.cache_key(book.cache_components(root, full.notebook, full.parameters, "cpu")))
+
+    # The pinned environment: every chapter. --force: every chapter.
+    (root / "requirements.lock").write_text("numpy==2\n")
+    ran, pages = _execute(root, build)
+    assert ran == ["plain", "uses_alpha", "uses_beta"]
+    assert pages["book/plain"]["reason"] == "environment changed: requirements.lock"
+    ran, pages = _execute(root, build, "--force")
+    assert ran == ["plain", "uses_alpha", "uses_beta"] and pages["book/plain"]["reason"] == "forced (--force)"
+
+    # Outputs changed behind the cache's back are not trusted.
+    executed_nb = build / "executed" / "book" / "plain.ipynb"
+    executed_nb.write_text(executed_nb.read_text().replace("plain, edited", "tampered"))
+    assert _execute(root, build)[0] == ["plain"]
+
+
+def test_module_closure_is_found_statically(cached_book):
+    root, _ = cached_book
+    index = book.ModuleIndex(root, tracked=())
+    found = index.closure(["from tinylib import alpha, missing_name\nimport numpy\n"])
+    assert sorted(found) == ["tinylib", "tinylib.alpha", "tinylib.gamma"]
+    assert sorted(index.closure(["def f():\n    import tinylib.beta\n"])) == ["tinylib", "tinylib.beta"]
+    # A cell that does not parse depends on every tracked module.
+    unparsable = book.ModuleIndex(root, tracked=("tinylib",)).closure(["this is not python("])
+    assert {"tinylib.alpha", "tinylib.beta", "tinylib.gamma", "tinylib.unused"} <= set(unparsable)
+    # The real book: the ledger module and its own imports, not the whole library.
+    real = book.ModuleIndex(Path(book.__file__).parents[2]).closure(
+        ["from resnet_theory.ledger import Ledger"])
+    assert "resnet_theory.ledger" in real and "resnet_theory.train" not in real
+
+
+def test_pages_that_gather_results_always_execute_and_status_says_what_was_reused(cached_book, tmp_path):
+    root, log = cached_book
+    summary = chapter("Summary", 'profile = "quick"\nseed = 0', textwrap.indent(
+        f"with open({str(log)!r}, 'a') as f:\n    f.write('summary\\n')", ""))
+    summary = summary.replace("kernelspec:", "resnet_theory:\n  execution: always\nkernelspec:", 1)
+    (root / "book" / "summary.md").write_text(summary)
+    with open(root / "_toc.yml", "a") as f:
+        f.write("  - file: book/summary\n")
+    build = tmp_path / "build"
+    assert "summary" in _execute(root, build)[0]
+    ran, pages = _execute(root, build)
+    assert ran == ["summary"]
+    report = json.loads((build / "executed" / "report.json").read_text())
+    page = status_html(report)
+    assert page.count("<td>reused</td>") == 3 and page.count("<td>executed</td>") == 1
+    assert pages["book/uses_alpha"]["executed_at"] in page
+
+
+# --- interrupted and failed runs keep the previous good outputs -------------------------------------------
+@pytest.fixture
+def slow_book(tmp_path):
+    """A chapter that records a claim, and with seed 5 signals that it started, then sleeps; seed 7 fails."""
+    marker = tmp_path / "started"
+    cells = [
+        "import json, os\nwith open(os.environ['RESNET_THEORY_CLAIMS_FILE'], 'w') as f:\n"
+        "    json.dump([{'id': 'claim', 'seed': seed}], f)\nprint('seed is', seed)",
+        f"import time\nif seed == 5:\n    open({str(marker)!r}, 'w').close()\n    time.sleep(120)\n"
+        "if seed == 7:\n    raise ValueError('seed 7 fails')",
+    ]
+    root = make_book(tmp_path / "src", {"intro": "# Intro\n", "slow": chapter("Slow", 'profile = "quick"\nseed = 0',
+                                                                                *cells)})
+    return root, marker
+
+
+def _good_outputs(build: Path) -> tuple[bytes, bytes]:
+    folder = build / "executed" / "book"
+    return (folder / "slow.ipynb").read_bytes(), (folder / "slow.claims.json").read_bytes()
+
+
+@pytest.mark.parametrize("command", ["execute", "run"])
+@pytest.mark.parametrize("signal_name, whole_group, exit_code", [("SIGINT", True, 130), ("SIGTERM", False, 143)])
+def test_an_interrupted_run_keeps_the_previous_outputs_and_says_so(slow_book, tmp_path, command, signal_name,
+                                                                    whole_group, exit_code):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    root, marker = slow_book
+    build = tmp_path / "build"
+    assert book.main(["execute", "--root", str(root), "--build-dir", str(build), "--no-html"]) == 0
+    good = _good_outputs(build)
+    assert b'"seed": 0' in good[1]
+    argv = ["execute", "--no-html", "-p", "seed", "5"] if command == "execute" else ["run", "book/slow.md",
+                                                                                     "-p", "seed", "5"]
+    proc = subprocess.Popen([sys.executable, "-m", "resnet_theory.book", *argv, "--root", str(root),
+                             "--build-dir", str(build)], cwd=root, start_new_session=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not marker.exists():
+            assert proc.poll() is None, proc.stdout.read()
+            assert time.monotonic() < deadline, "the chapter never reached its slow cell"
+            time.sleep(0.2)
+        sig = getattr(signal, signal_name)
+        # Ctrl-C in a terminal reaches the whole process group (the kernel too); `kill` the executor only.
+        os.killpg(proc.pid, sig) if whole_group else proc.send_signal(sig)
+        output, _ = proc.communicate(timeout=90)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == exit_code, output
+    assert "interrupted" in output
+    assert _good_outputs(build) == good, "the interrupted run replaced the previous outputs"
+    assert not list((build / "executed").rglob(".*partial*")), "temporary files left behind"
+    report = json.loads((build / "executed" / "report.json").read_text())
+    assert report["state"] == "interrupted"
+    assert report["attempt"]["signal"] == signal_name and report["attempt"]["interrupted_chapter"] == "book/slow"
+    assert report["attempt"]["parameters"]["book/slow"]["seed"] == 5
+    page = {c["chapter"]: c for c in report["chapters"]}["book/slow"]
+    assert page["status"] == "interrupted" and page["parameters"]["seed"] == 5
+    assert page["outputs"].startswith("previous outputs kept (executed ")
+    assert "was interrupted" in status_html(report) and "seed=5" in status_html(report)
+    # The cache still knows the kept outputs: the next plain run reuses them.
+    assert book.main(["execute", "--root", str(root), "--build-dir", str(build), "--no-html"]) == 0
+    report = json.loads((build / "executed" / "report.json").read_text())
+    assert {c["chapter"]: c for c in report["chapters"]}["book/slow"]["run"] == "reused"
+    assert report["state"] == "complete"
+
+
+def test_a_failed_run_keeps_the_previous_outputs_and_says_so(slow_book, tmp_path, capsys):
+    root, _ = slow_book
+    build = tmp_path / "build"
+    assert book.main(["execute", "--root", str(root), "--build-dir", str(build), "--no-html"]) == 0
+    good = _good_outputs(build)
+    assert book.main(["execute", "--root", str(root), "--build-dir", str(build), "--no-html",
+                      "-p", "seed", "7"]) == 1
+    assert _good_outputs(build) == good
+    assert "the page shows previous outputs kept" in capsys.readouterr().err
+    report = json.loads((build / "executed" / "report.json").read_text())
+    page = {c["chapter"]: c for c in report["chapters"]}["book/slow"]
+    assert report["state"] == "failed" and page["status"] == "failed" and page["parameters"]["seed"] == 7
+    assert page["error"]["ename"] == "ValueError" and page["outputs"].startswith("previous outputs kept")
+    assert not list((build / "executed").rglob(".*partial*"))
+
+
+def test_stale_temporaries_of_dead_runs_are_removed(tmp_path):
+    folder = tmp_path / "executed" / "book"
+    folder.mkdir(parents=True)
+    dead, alive = book.partial_paths(folder / "x.ipynb", pid=2**22 + 12345)[0], book.partial_paths(
+        folder / "y.ipynb", pid=os.getppid())[0]
+    dead.write_text("{}")
+    alive.write_text("{}")
+    assert book.remove_stale_partials(tmp_path / "executed") == [dead]
+    assert alive.exists() and not dead.exists()

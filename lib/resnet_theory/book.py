@@ -2,14 +2,32 @@
 
 Usage (from the repository root, inside the project's environment)::
 
-    python -m resnet_theory.book execute [--profile quick|full] [-p NAME VALUE]... [-p CHAPTER:NAME VALUE]...
+    python -m resnet_theory.book execute [--profile quick|full] [--force] [-p NAME VALUE]... [-p CHAPTER:NAME VALUE]...
     python -m resnet_theory.book run book/CHAPTER.md [--profile quick|full] [-p NAME VALUE]... [-o out.ipynb]
 
-``execute`` reads ``_toc.yml``, runs every chapter once through papermill (``jupytext.read`` then
-``papermill.execute_notebook``) into ``_build/executed/``, writes ``_build/executed/report.json``, and
-builds HTML from the executed notebooks with ``execute_notebooks: off`` and ``-W -n --keep-going``.
-Pages without code cells are converted, not executed. ``book/ledger.md`` and ``book/status.md`` come last
-in the TOC, so they see every chapter's claims and times.
+``execute`` reads ``_toc.yml``, brings every chapter's executed notebook in ``_build/executed/`` up to date,
+writes ``_build/executed/report.json``, and builds HTML from the executed notebooks with
+``execute_notebooks: off`` and ``-W -n --keep-going``. Pages without code cells are converted, not executed.
+``book/ledger.md`` and ``book/status.md`` come last in the TOC, so they see every chapter's claims and times.
+
+**Execution cache.** A chapter is executed only when something its outputs depend on has changed since its
+outputs were computed: its code cells (source, and the tags that change execution), its parameters and
+profile, the source of every module of ``resnet_theory`` (or of any package inside the book's root) that
+its code cells import, found statically with ``ast`` and followed transitively through the modules, and the
+pinned environment (``requirements.lock``, ``pyproject.toml``, the Python version, the device). The key is
+recorded in ``_build/cache/<entry>.json`` with checksums of the notebook and claims files it describes.
+When the key matches, the chapter is *reused*: if its prose changed, the new markdown cells are merged with
+the cached code cells' outputs (the code cells are the same by construction) and the claims JSON is kept.
+Pages whose front matter says ``resnet_theory: {execution: always}`` (the ledger and status pages, which
+gather the other chapters' results) execute on every run. ``--force`` executes everything. ``run`` always
+executes its chapter (and, writing into the build folder, records its key for later ``execute`` runs).
+
+**Atomic outputs.** A chapter's notebook and claims are written to hidden temporary files beside their
+final place and moved into place only when the chapter finishes without error. A failed chapter or an
+interrupted run (Ctrl-C, SIGTERM) leaves the previous good outputs; the report then says what happened
+(``state``: ``failed`` or ``interrupted``, with the signal, the chapter and the parameters of the attempt),
+and an interrupted run exits 130 (SIGINT) or 143 (SIGTERM) without building HTML. Temporaries of runs that
+were killed outright are removed by the next run.
 
 Conventions for chapters: exactly one code cell tagged ``parameters`` that defines at least
 ``profile = "quick"`` and ``seed = 0``. The quick profile runs on a 2-core CPU in about two minutes; the
@@ -138,6 +156,9 @@ class ChapterPlan:
     source: Path
     executes: bool
     parameters: dict[str, Any] = field(default_factory=dict)
+    #: The chapter as read by jupytext (for the cache key), and whether it executes on every run.
+    notebook: Any = None
+    always: bool = False
 
 
 def plan_chapters(root: Path, entries: list[str], profile: str, overrides: list[tuple[str, str]]) -> list[ChapterPlan]:
@@ -159,7 +180,8 @@ def plan_chapters(root: Path, entries: list[str], profile: str, overrides: list[
                 raise BookError(f"{source.relative_to(root)}: its 'parameters' cell must define "
                                 f"{', '.join(REQUIRED_PARAMETERS)}; missing {', '.join(missing)}")
             defined[entry] = names
-        plans.append(ChapterPlan(entry, source, executes, {"profile": profile} if executes else {}))
+        plans.append(ChapterPlan(entry, source, executes, {"profile": profile} if executes else {}, nb,
+                                 always_executes(nb)))
     by_stem = {Path(p.entry).stem: p for p in plans}
     for name, raw in overrides:
         value = parse_value(raw)
@@ -212,18 +234,316 @@ def environment() -> dict[str, Any]:
             "packages": versions}
 
 
+# --- the execution cache --------------------------------------------------------------------------
+#: Bump when the cache record or the key's recipe changes: every chapter is then executed once again.
+CACHE_VERSION = 1
+#: Packages whose modules a chapter's key covers even when they are installed outside the book's root.
+TRACKED_PACKAGES = ("resnet_theory",)
+#: Files of the pinned environment that every chapter's key covers (when they exist at the root).
+ENVIRONMENT_FILES = ("requirements.lock", "pyproject.toml")
+#: Cell tags that change what papermill executes (display tags such as hide-input do not).
+EXECUTION_TAGS = ("parameters", "raises-exception", "skip-execution")
+
+
+def _sha256(data: bytes | str) -> str:
+    import hashlib
+
+    return hashlib.sha256(data.encode() if isinstance(data, str) else data).hexdigest()
+
+
+def _file_sha(path: Path) -> str | None:
+    return _sha256(path.read_bytes()) if path.is_file() else None
+
+
+def always_executes(notebook) -> bool:
+    """Pages that gather the other chapters' results (front matter ``resnet_theory: {execution: always}``)."""
+    meta = notebook.metadata.get("resnet_theory") or {}
+    return isinstance(meta, dict) and meta.get("execution") == "always"
+
+
+def imported_names(source: str, package: str | None = None) -> set[str] | None:
+    """Every dotted module name that ``source`` may import, found statically (``ast``), or None if unparsable.
+
+    ``import a.b`` gives ``a.b``; ``from a import b, c`` gives ``a``, ``a.b`` and ``a.c`` (the latter two
+    count only if they turn out to be modules); relative imports are resolved against ``package``. Imports
+    inside functions count too (a conservative superset), as do ``importlib.import_module("a.b")`` and
+    ``__import__("a")`` with a literal name. IPython magics and shell lines are ignored.
+    """
+    lines = [line for line in source.splitlines() if not line.lstrip().startswith(("%", "!"))]
+    try:
+        tree = ast.parse("\n".join(lines))
+    except SyntaxError:
+        return None
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                if not package:
+                    continue
+                parts = package.split(".")
+                if node.level > 1:
+                    parts = parts[: -(node.level - 1)]
+                base = ".".join(parts + ([node.module] if node.module else []))
+            else:
+                base = node.module or ""
+            if base:
+                names.add(base)
+            names.update(f"{base}.{alias.name}" if base else alias.name for alias in node.names if alias.name != "*")
+        elif (isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant)
+              and isinstance(node.args[0].value, str)):
+            func = node.func
+            fname = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+            if fname in ("import_module", "__import__"):
+                names.add(node.args[0].value)
+    return names
+
+
+class ModuleIndex:
+    """Finds the source files of the modules a chapter imports, within the tracked packages only."""
+
+    def __init__(self, root: Path, tracked: tuple[str, ...] = TRACKED_PACKAGES):
+        self.root = root.resolve()
+        self.tracked = tracked
+        self._tops: dict[str, tuple[Path, bool] | None] = {}
+
+    def _top(self, name: str) -> tuple[Path, bool] | None:
+        """(location, is_package) of a tracked top-level module, None for anything else (numpy, torch...)."""
+        if name not in self._tops:
+            import importlib.util
+
+            found = None
+            try:
+                spec = importlib.util.find_spec(name)
+            except (ImportError, ValueError):
+                spec = None
+            if spec is not None:
+                if spec.submodule_search_locations:
+                    location, is_package = Path(list(spec.submodule_search_locations)[0]), True
+                elif spec.origin and spec.origin.endswith(".py"):
+                    location, is_package = Path(spec.origin), False
+                else:
+                    location = None
+                if location is not None:
+                    location = location.resolve()
+                    inside = (location == self.root or self.root in location.parents) and not (
+                        {"site-packages", "dist-packages"} & set(location.parts))
+                    if name in self.tracked or inside:
+                        found = (location, is_package)
+            self._tops[name] = found
+        return self._tops[name]
+
+    def files(self, dotted: str) -> list[tuple[str, Path]]:
+        """(module name, file) for ``dotted`` and every package ``__init__`` that importing it runs."""
+        parts = dotted.split(".")
+        top = self._top(parts[0])
+        if top is None:
+            return []
+        location, is_package = top
+        if not is_package:
+            return [(parts[0], location)] if len(parts) == 1 else []
+        out = [(parts[0], location / "__init__.py")] if (location / "__init__.py").is_file() else []
+        folder = location
+        for i, part in enumerate(parts[1:], start=1):
+            name = ".".join(parts[: i + 1])
+            if (folder / part / "__init__.py").is_file():
+                folder = folder / part
+                out.append((name, folder / "__init__.py"))
+            elif (folder / f"{part}.py").is_file():
+                out.append((name, folder / f"{part}.py"))
+                break
+            else:
+                break  # an attribute, not a module
+        return out
+
+    def all_files(self) -> list[tuple[str, Path]]:
+        """Every module of every tracked package (the fallback when a cell cannot be parsed)."""
+        out = []
+        for name in self.tracked:
+            top = self._top(name)
+            if top is None:
+                continue
+            location, is_package = top
+            if not is_package:
+                out.append((name, location))
+                continue
+            for path in sorted(location.rglob("*.py")):
+                rel = path.relative_to(location).with_suffix("")
+                parts = [p for p in rel.parts if p != "__init__"]
+                out.append((".".join([name, *parts]), path))
+        return out
+
+    def closure(self, sources: list[str]) -> dict[str, Path]:
+        """Module name -> file for every tracked module the sources import, transitively."""
+        found: dict[str, Path] = {}
+        queue: list[tuple[str, str | None]] = [(s, None) for s in sources]
+        while queue:
+            source, package = queue.pop()
+            names = imported_names(source, package)
+            pairs = self.all_files() if names is None else [p for n in sorted(names) for p in self.files(n)]
+            for module, path in pairs:
+                if module in found:
+                    continue
+                found[module] = path
+                is_init = path.name == "__init__.py"
+                queue.append((path.read_text(encoding="utf-8"), module if is_init else module.rpartition(".")[0]))
+        return found
+
+
+def cache_components(root: Path, notebook, parameters: dict, device: str,
+                     modules: ModuleIndex | None = None) -> dict[str, Any]:
+    """Everything a chapter's outputs depend on, in a form that is hashed into its cache key.
+
+    Its code cells (source and the tags that change execution, not the prose or display tags), the
+    parameters and profile it runs with, the source of every tracked module it imports (transitively),
+    and the pinned environment: the lock file, ``pyproject.toml``, the Python version and the device.
+    """
+    modules = modules or ModuleIndex(root)
+    code = [c for c in notebook.cells if c.cell_type == "code"]
+    cells = [{"source": c.source,
+              "tags": sorted(t for t in c.metadata.get("tags", []) if t in EXECUTION_TAGS)} for c in code]
+    closure = modules.closure([c.source for c in code])
+    return {
+        "version": CACHE_VERSION,
+        "code": _sha256(json.dumps(cells, sort_keys=True)),
+        "parameters": json.loads(json.dumps(parameters, sort_keys=True, default=repr)),
+        "modules": {name: _file_sha(path) for name, path in sorted(closure.items())},
+        "environment": {"python": platform.python_version(), "device": device,
+                        **{name: _file_sha(root / name) for name in ENVIRONMENT_FILES}},
+    }
+
+
+def cache_key(components: dict[str, Any]) -> str:
+    return _sha256(json.dumps(components, sort_keys=True))
+
+
+def what_changed(old: dict[str, Any] | None, new: dict[str, Any]) -> str:
+    """A short reason for executing: which of the key's components differ from the cached record's."""
+    if not old:
+        return "no cached outputs"
+    reasons = []
+    if old.get("version") != new["version"]:
+        return "the cache format changed"
+    if old.get("code") != new["code"]:
+        reasons.append("code cells changed")
+    if old.get("parameters") != new["parameters"]:
+        reasons.append("parameters changed")
+    old_modules, new_modules = old.get("modules", {}), new["modules"]
+    changed = sorted(m for m in set(old_modules) | set(new_modules) if old_modules.get(m) != new_modules.get(m))
+    if changed:
+        reasons.append("modules changed: " + ", ".join(changed))
+    if old.get("environment") != new["environment"]:
+        keys = sorted(k for k in new["environment"] if old.get("environment", {}).get(k) != new["environment"][k])
+        reasons.append("environment changed: " + ", ".join(keys))
+    return "; ".join(reasons) or "cached outputs could not be verified"
+
+
+def cache_record_path(build_dir: Path, entry: str) -> Path:
+    return build_dir / "cache" / f"{entry}.json"
+
+
+def claims_path(notebook_path: Path) -> Path:
+    return notebook_path.with_name(notebook_path.stem + ".claims.json")
+
+
+def load_cache_record(build_dir: Path, entry: str, notebook_path: Path) -> dict | None:
+    """The cache record of a chapter, if its notebook and claims files are the ones it describes."""
+    path = cache_record_path(build_dir, entry)
+    try:
+        record = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    if record.get("notebook_sha") != _file_sha(notebook_path):
+        return None
+    if record.get("claims_sha") != _file_sha(claims_path(notebook_path)):
+        return None
+    return record
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def rerender_from_cache(plan: "ChapterPlan", notebook_path: Path) -> bool:
+    """Merge the chapter's current prose with its cached code-cell outputs, without executing anything.
+
+    The code cells are the same by construction of the key (checked again here); markdown cells and
+    display metadata (tags, alt text) come from the current source. Returns False when the cached
+    notebook does not match, so the caller executes instead.
+    """
+    import jupytext
+    import nbformat
+
+    fresh = jupytext.read(plan.source, fmt="md:myst")
+    cached = nbformat.read(notebook_path, as_version=4)
+    injected = [c for c in cached.cells if "injected-parameters" in c.metadata.get("tags", [])]
+    cached_code = [c for c in cached.cells
+                   if c.cell_type == "code" and "injected-parameters" not in c.metadata.get("tags", [])]
+    fresh_code = [c for c in fresh.cells if c.cell_type == "code"]
+    if len(cached_code) != len(fresh_code) or any(a.source != b.source for a, b in zip(cached_code, fresh_code)):
+        return False
+    cells, code = [], iter(cached_code)
+    for cell in fresh.cells:
+        if cell.cell_type == "code":
+            old = next(code)
+            cell = nbformat.from_dict(dict(cell))
+            metadata = {k: v for k, v in old.metadata.items() if k in ("papermill", "execution")}
+            cell.metadata = nbformat.from_dict({**metadata, **cell.metadata})
+            cell.outputs, cell.execution_count = old.outputs, old.execution_count
+            if "id" in old:
+                cell["id"] = old["id"]
+            cells.append(cell)
+            if injected and "parameters" in cell.metadata.get("tags", []):
+                cells.extend(injected)
+        else:
+            cells.append(cell)
+    merged = nbformat.from_dict(dict(cached))
+    merged.cells = cells
+    if merged.get("nbformat_minor", 0) >= 5:  # cell ids required: give new prose cells fresh ones
+        import uuid
+
+        for cell in merged.cells:
+            cell.setdefault("id", uuid.uuid4().hex[:8])
+    else:
+        for cell in merged.cells:
+            cell.pop("id", None)
+    _write_atomic(notebook_path, nbformat.writes(merged))
+    return True
+
+
 # --- execution ------------------------------------------------------------------------------------
+class BookInterrupted(KeyboardInterrupt):
+    """The run was stopped by a signal (Ctrl-C, SIGTERM); the chapter in progress keeps its old outputs."""
+
+    def __init__(self, signal_name: str = "SIGINT"):
+        super().__init__(signal_name)
+        self.signal_name = signal_name
+
+
 @dataclass
 class ChapterResult:
     chapter: str
     source: str
-    status: str  # "ok", "failed" or "static" (no code cells)
+    status: str  # "ok", "failed", "interrupted" or "static" (no code cells)
     seconds: float
     profile: str
     parameters: dict
     device: str
     notebook: str
     error: dict | None = None
+    #: "executed" (this run), "reused" (outputs of an earlier execution, prose re-rendered), "converted"
+    #: (no code), "not run" (failed or interrupted: see ``outputs``).
+    run: str = "executed"
+    #: When the outputs on the page were computed (None when there are none).
+    executed_at: str | None = None
+    #: Why the chapter was executed (what changed since its cached outputs), or why it was reused.
+    reason: str = ""
+    #: For a failed or interrupted chapter: which outputs the page shows instead.
+    outputs: str = ""
 
 
 def _kernel_env() -> None:
@@ -231,8 +551,58 @@ def _kernel_env() -> None:
     os.environ.pop("MPLBACKEND", None)
 
 
-def execute_chapter(plan: ChapterPlan, output: Path, build_dir: Path | None, profile: str, device: str) -> ChapterResult:
-    """Execute one chapter into ``output``; never raises for a failure inside the chapter."""
+def _now() -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S %Z")
+
+
+def partial_paths(output: Path, pid: int | None = None) -> tuple[Path, Path]:
+    """Where an execution writes before it is moved into place: hidden files beside ``output``."""
+    tag = f".{output.stem}.partial-{pid or os.getpid()}"
+    return output.with_name(tag + ".ipynb"), output.with_name(tag + ".claims.json")
+
+
+def remove_stale_partials(folder: Path) -> list[Path]:
+    """Delete the temporaries of runs that no longer exist (killed with SIGKILL, power loss)."""
+    import re
+
+    removed = []
+    if not folder.is_dir():
+        return removed
+    for path in folder.rglob(".*.partial-*"):
+        match = re.search(r"\.partial-(\d+)\.", path.name)
+        if not match:
+            continue
+        pid = int(match.group(1))
+        try:
+            os.kill(pid, 0)
+            alive = pid != os.getpid()
+        except ProcessLookupError:
+            alive = False
+        except PermissionError:
+            alive = True
+        if not alive:
+            path.unlink(missing_ok=True)
+            removed.append(path)
+    return removed
+
+
+def _previous_outputs(output: Path, record: dict | None) -> str:
+    if not output.is_file():
+        return "none"
+    when = (record or {}).get("executed_at")
+    return f"previous outputs kept (executed {when})" if when else "previous outputs kept"
+
+
+def execute_chapter(plan: ChapterPlan, output: Path, build_dir: Path | None, profile: str, device: str,
+                    components: dict | None = None, reason: str = "") -> ChapterResult:
+    """Execute one chapter into ``output``; never raises for a failure inside the chapter.
+
+    The notebook and the claims JSON are written to temporary files beside ``output`` and moved into place
+    only when the chapter finishes without error, so a failed or interrupted execution leaves the previous
+    good outputs (a failure with no previous outputs shows the failed attempt, so its page can be built).
+    With ``components`` (and a ``build_dir``), a successful execution also records the chapter's cache key.
+    An interruption (:class:`KeyboardInterrupt`, :class:`BookInterrupted`) is re-raised after clean-up.
+    """
     import jupytext
     import nbformat
     import papermill
@@ -241,27 +611,42 @@ def execute_chapter(plan: ChapterPlan, output: Path, build_dir: Path | None, pro
     nb = jupytext.read(plan.source, fmt="md:myst")
     start = time.perf_counter()
     if not plan.executes:
-        nbformat.write(nb, output)
-        return ChapterResult(plan.entry, str(plan.source), "static", 0.0, profile, {}, device, str(output))
+        _write_atomic(output, nbformat.writes(nb))
+        return ChapterResult(plan.entry, str(plan.source), "static", 0.0, profile, {}, device, str(output),
+                             run="converted")
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nb.metadata.setdefault("language_info", {"name": "python"})
-    claims_file = output.with_name(output.stem + ".claims.json")
-    claims_file.unlink(missing_ok=True)
+    tmp_nb, tmp_claims = partial_paths(output)
+    final_claims = claims_path(output)
+    record_path = (cache_record_path(build_dir, plan.entry)
+                   if build_dir is not None and components is not None else None)
+    try:
+        previous_record = json.loads(record_path.read_text()) if record_path else None
+    except (OSError, ValueError):
+        previous_record = None
     saved = {k: os.environ.get(k) for k in (CLAIMS_FILE_ENV, BUILD_DIR_ENV)}
-    os.environ[CLAIMS_FILE_ENV] = str(claims_file.resolve())
+    os.environ[CLAIMS_FILE_ENV] = str(tmp_claims.resolve())
     if build_dir is not None:
         os.environ[BUILD_DIR_ENV] = str(build_dir.resolve())
     _kernel_env()
     error = None
     try:
-        papermill.execute_notebook(nb, str(output), parameters=plan.parameters, kernel_name="python3",
+        papermill.execute_notebook(nb, str(tmp_nb), parameters=plan.parameters, kernel_name="python3",
                                    cwd=str(plan.source.parent), progress_bar=False, log_output=False)
         status = "ok"
-        hide_default_parameters(output, plan.parameters, defined_parameters(nb))
+        hide_default_parameters(tmp_nb, plan.parameters, defined_parameters(nb))
     except papermill.PapermillExecutionError as exc:
+        if exc.ename == "KeyboardInterrupt":  # Ctrl-C reached the kernel before it reached us
+            tmp_nb.unlink(missing_ok=True)
+            tmp_claims.unlink(missing_ok=True)
+            raise BookInterrupted("SIGINT") from None
         status = "failed"
         error = {"code_cell": source_code_cell(nb, exc.source), "execution_count": exc.exec_count,
                  "ename": exc.ename, "evalue": exc.evalue, "cell_source": exc.source[:2000]}
+    except KeyboardInterrupt:
+        tmp_nb.unlink(missing_ok=True)
+        tmp_claims.unlink(missing_ok=True)
+        raise
     except Exception as exc:  # kernel died, notebook could not be written, ...
         status = "failed"
         error = {"code_cell": None, "execution_count": None, "ename": type(exc).__name__, "evalue": str(exc),
@@ -272,9 +657,37 @@ def execute_chapter(plan: ChapterPlan, output: Path, build_dir: Path | None, pro
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
-    seconds = time.perf_counter() - start
-    return ChapterResult(plan.entry, str(plan.source), status, round(seconds, 2), profile, plan.parameters, device,
-                         str(output), error)
+    seconds = round(time.perf_counter() - start, 2)
+    result = ChapterResult(plan.entry, str(plan.source), status, seconds, profile, plan.parameters, device,
+                           str(output), error, reason=reason)
+    if status == "ok":
+        if record_path is not None:
+            record_path.unlink(missing_ok=True)  # the old record no longer describes the files
+        os.replace(tmp_nb, output)
+        if tmp_claims.is_file():
+            os.replace(tmp_claims, final_claims)
+        else:
+            final_claims.unlink(missing_ok=True)
+        result.executed_at = _now()
+        if components is not None and record_path is not None:
+            record = {"key": cache_key(components), "components": components, "executed_at": result.executed_at,
+                      "seconds": seconds, "profile": profile, "parameters": plan.parameters, "device": device,
+                      "source_sha": _file_sha(plan.source), "notebook_sha": _file_sha(output),
+                      "claims_sha": _file_sha(final_claims)}
+            _write_atomic(record_path, json.dumps(record, indent=1, default=str))
+        return result
+    result.run = "not run"
+    tmp_claims.unlink(missing_ok=True)
+    if output.is_file():
+        tmp_nb.unlink(missing_ok=True)
+        result.outputs = _previous_outputs(output, previous_record)
+        result.executed_at = (previous_record or {}).get("executed_at")
+    elif tmp_nb.is_file():
+        os.replace(tmp_nb, output)
+        result.outputs = "the failed attempt (there were no earlier outputs)"
+    else:
+        result.outputs = "none"
+    return result
 
 
 def source_code_cell(notebook, source: str) -> int | None:
@@ -316,22 +729,61 @@ def describe_failure(result: ChapterResult) -> str:
 
 
 def summary_table(results: list[ChapterResult]) -> str:
-    """A plain-text table of the run: one line per page, then the total time."""
+    """A plain-text table of the run: one line per page (status, executed or reused), then the total time."""
     width = max((len(r.chapter) for r in results), default=4)
-    lines = [f"{'page':<{width}}  {'status':<7} {'seconds':>8}"]
+    lines = [f"{'page':<{width}}  {'status':<11} {'run':<9} {'seconds':>8}"]
     for r in results:
-        seconds = f"{r.seconds:8.1f}" if r.status != "static" else f"{'-':>8}"
-        lines.append(f"{r.chapter:<{width}}  {r.status:<7} {seconds}")
-    lines.append(f"{'total':<{width}}  {'':<7} {sum(r.seconds for r in results):8.1f}")
+        seconds = f"{r.seconds:8.1f}" if r.run == "executed" or r.status in ("failed", "interrupted") else f"{'-':>8}"
+        lines.append(f"{r.chapter:<{width}}  {r.status:<11} {r.run:<9} {seconds}")
+    total = sum(r.seconds for r in results if r.run != "reused")
+    lines.append(f"{'total':<{width}}  {'':<11} {'':<9} {total:8.1f}")
     return "\n".join(lines)
 
 
-def write_report(path: Path, results: list[ChapterResult], profile: str, env: dict) -> None:
-    data = {"profile": profile, "environment": env, "finished": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
-            "chapters": [asdict(r) for r in results]}
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(data, indent=1, default=str))
-    tmp.replace(path)
+class _ReportLock:
+    """An exclusive lock on the report while it is read, merged and rewritten (chapters run side by side)."""
+
+    def __init__(self, path: Path):
+        self.path = path.with_name("." + path.name + ".lock")
+
+    def __enter__(self):
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.handle = open(self.path, "a")
+        try:
+            import fcntl
+
+            fcntl.flock(self.handle, fcntl.LOCK_EX)
+        except ImportError:  # pragma: no cover - not POSIX
+            pass
+        return self
+
+    def __exit__(self, *exc):
+        self.handle.close()
+
+
+def write_report(path: Path, results: list[ChapterResult], profile: str, env: dict, *, state: str = "complete",
+                 attempt: dict | None = None, order: list[str] | None = None) -> None:
+    """Write ``report.json``: this run's pages merged into the previous report's (a partial run keeps the rest).
+
+    ``state`` says how the run ended: ``running``, ``complete``, ``failed`` or ``interrupted``; ``attempt``
+    records what was asked (command, chapters, profile, parameters, and the signal for an interruption).
+    Pages are listed in ``order`` (the TOC) when given.
+    """
+    with _ReportLock(path):
+        chapters: dict[str, dict] = {}
+        if path.is_file():
+            try:
+                chapters = {c["chapter"]: c for c in json.loads(path.read_text()).get("chapters", [])}
+            except (ValueError, KeyError, TypeError):
+                chapters = {}
+        for r in results:
+            chapters[r.chapter] = asdict(r)
+        names = list(chapters)
+        if order is not None:
+            names = [n for n in order if n in chapters]
+        data = {"profile": profile, "environment": env, "finished": _now(), "state": state,
+                "attempt": attempt or {}, "chapters": [chapters[n] for n in names]}
+        _write_atomic(path, json.dumps(data, indent=1, default=str))
 
 
 def load_report(build_dir: str | os.PathLike | None = None) -> dict | None:
@@ -386,9 +838,69 @@ def build_html(root: Path, build_dir: Path) -> tuple[int, Path]:
     return proc.returncode, target / "index.html"
 
 
+def reuse_or_execute(root: Path, build_dir: Path, plan: ChapterPlan, output: Path, profile: str, device: str,
+                     force: bool, modules: ModuleIndex) -> ChapterResult:
+    """Reuse the chapter's cached outputs when its key matches (re-rendering changed prose), else execute it."""
+    if not plan.executes:
+        return execute_chapter(plan, output, build_dir, profile, device)
+    components = cache_components(root, plan.notebook, plan.parameters, device, modules)
+    if plan.always:
+        return execute_chapter(plan, output, build_dir, profile, device, components,
+                               reason="always executed (it gathers the other pages' results)")
+    key = cache_key(components)
+    record = load_cache_record(build_dir, plan.entry, output)
+    if force:
+        reason = "forced (--force)"
+    elif record is not None and record.get("key") == key:
+        start = time.perf_counter()
+        prose = "unchanged"
+        if record.get("source_sha") != _file_sha(plan.source):
+            if rerender_from_cache(plan, output):
+                record = {**record, "source_sha": _file_sha(plan.source), "notebook_sha": _file_sha(output)}
+                _write_atomic(cache_record_path(build_dir, plan.entry), json.dumps(record, indent=1, default=str))
+                prose = "re-rendered"
+            else:
+                record = None
+        if record is not None:
+            return ChapterResult(plan.entry, str(plan.source), "ok", round(time.perf_counter() - start, 2),
+                                 profile, plan.parameters, record.get("device", device), str(output), run="reused",
+                                 executed_at=record.get("executed_at"),
+                                 reason=f"code, parameters, modules and environment unchanged; prose {prose}")
+        reason = "cached notebook does not match the code cells"
+    else:
+        try:
+            old = json.loads(cache_record_path(build_dir, plan.entry).read_text())
+        except (OSError, ValueError):
+            old = None
+        reason = what_changed((old or {}).get("components"), components)
+        if old is not None and record is None and old.get("key") == key:
+            reason = "cached outputs were changed or removed since they were recorded"
+    return execute_chapter(plan, output, build_dir, profile, device, components, reason=reason)
+
+
+def _interrupted_result(plan: ChapterPlan, output: Path, build_dir: Path, profile: str, device: str,
+                        signal_name: str, seconds: float) -> ChapterResult:
+    try:
+        record = json.loads(cache_record_path(build_dir, plan.entry).read_text())
+    except (OSError, ValueError):
+        record = None
+    return ChapterResult(plan.entry, str(plan.source), "interrupted", round(seconds, 2), profile, plan.parameters,
+                         device, str(output), {"ename": signal_name, "evalue": "interrupted by " + signal_name,
+                                               "code_cell": None, "execution_count": None, "cell_source": ""},
+                         run="not run", executed_at=(record or {}).get("executed_at") if output.is_file() else None,
+                         outputs=_previous_outputs(output, record))
+
+
+def _attempt(command: str, plans: list[ChapterPlan], profile: str, force: bool) -> dict:
+    return {"command": command, "profile": profile, "force": force, "started": _now(),
+            "chapters": [p.entry for p in plans],
+            "parameters": {p.entry: p.parameters for p in plans if p.executes}}
+
+
 def execute_book(root: Path, build_dir: Path, profile: str, overrides: list[tuple[str, str]], html: bool = True,
-                 only: list[str] | None = None) -> int:
-    entries = toc_files(root)
+                 only: list[str] | None = None, force: bool = False) -> int:
+    all_entries = toc_files(root)
+    entries = all_entries
     if only:
         unknown = [c for c in only if c not in entries and Path(c).with_suffix("").as_posix() not in entries]
         if unknown:
@@ -397,23 +909,48 @@ def execute_book(root: Path, build_dir: Path, profile: str, overrides: list[tupl
     plans = plan_chapters(root, entries, profile, overrides)
     executed = build_dir / "executed"
     executed.mkdir(parents=True, exist_ok=True)
+    remove_stale_partials(executed)
     env = environment()
+    modules = ModuleIndex(root)
     results: list[ChapterResult] = []
     report = executed / "report.json"
+    attempt = _attempt("execute", plans, profile, force)
     for plan in plans:
-        print(f"[book] {'executing' if plan.executes else 'converting'} {plan.source.relative_to(root)}", flush=True)
-        result = execute_chapter(plan, executed / f"{plan.entry}.ipynb", build_dir, profile, env["device"])
+        output = executed / f"{plan.entry}.ipynb"
+        start = time.perf_counter()
+        try:
+            result = reuse_or_execute(root, build_dir, plan, output, profile, env["device"], force, modules)
+        except KeyboardInterrupt as exc:
+            signal_name = getattr(exc, "signal_name", "SIGINT")
+            result = _interrupted_result(plan, output, build_dir, profile, env["device"], signal_name,
+                                         time.perf_counter() - start)
+            results.append(result)
+            write_report(report, results, profile, env, state="interrupted",
+                         attempt={**attempt, "signal": signal_name, "interrupted_chapter": plan.entry},
+                         order=all_entries)
+            print(f"[book] interrupted ({signal_name}) while executing {plan.source.relative_to(root)}; "
+                  f"its page keeps {result.outputs}; no HTML built", file=sys.stderr, flush=True)
+            print(summary_table(results))
+            print(f"[book] report: {report.resolve()}")
+            return 130 if signal_name == "SIGINT" else 143
         results.append(result)
-        write_report(report, results, profile, env)
-        print(f"[book]   {result.status} in {result.seconds:.1f} s", flush=True)
+        write_report(report, results, profile, env, state="running", attempt=attempt, order=all_entries)
+        verb = {"executed": "executed", "reused": "reused", "converted": "converted"}.get(result.run, result.status)
+        print(f"[book] {plan.source.relative_to(root)}: {verb}"
+              + (f" in {result.seconds:.1f} s" if result.run == "executed" else "")
+              + (f" ({result.reason})" if result.reason else ""), flush=True)
         if result.status == "failed":
-            print(f"[book]   {describe_failure(result)}", file=sys.stderr, flush=True)
+            print(f"[book]   {describe_failure(result)}; the page shows {result.outputs}", file=sys.stderr,
+                  flush=True)
     failures = [r for r in results if r.status == "failed"]
+    write_report(report, results, profile, env, state="failed" if failures else "complete", attempt=attempt,
+                 order=all_entries)
     code = 0
     if html:
+        start = time.perf_counter()
         code, index = build_html(root, build_dir)
         if code == 0:
-            print(f"[book] HTML built: {index.resolve()}")
+            print(f"[book] HTML built in {time.perf_counter() - start:.1f} s: {index.resolve()}")
         else:
             print(f"[book] the HTML build failed (exit {code}); see the warnings above", file=sys.stderr)
     print(summary_table(results))
@@ -425,21 +962,55 @@ def execute_book(root: Path, build_dir: Path, profile: str, overrides: list[tupl
 
 def run_chapter(root: Path, chapter: str, profile: str, overrides: list[tuple[str, str]], output: Path | None,
                 build_dir: Path) -> int:
+    """Execute one chapter (always, whatever the cache holds). Into the build folder (no ``-o``), it also
+    records the chapter's cache key and updates the report, so a later ``execute`` can reuse it."""
     path = Path(chapter)
     entry = (path.resolve().relative_to(root) if path.is_absolute() or path.exists() else path).with_suffix("").as_posix()
-    if entry not in toc_files(root):
+    entries = toc_files(root)
+    if entry not in entries:
         raise BookError(f"{chapter} is not a chapter in {root / '_toc.yml'}")
     (plan,) = plan_chapters(root, [entry], profile, overrides)
-    output = output or build_dir / "executed" / f"{entry}.ipynb"
-    result = execute_chapter(plan, output, build_dir, profile, device_name())
+    default = build_dir / "executed" / f"{entry}.ipynb"
+    in_build = output is None or output.resolve() == default.resolve()
+    output = output or default
+    remove_stale_partials(output.parent)
+    device = device_name()
+    components = cache_components(root, plan.notebook, plan.parameters, device) if in_build and plan.executes else None
+    report = build_dir / "executed" / "report.json"
+    attempt = _attempt("run", [plan], profile, False)
+    start = time.perf_counter()
+    try:
+        result = execute_chapter(plan, output, build_dir, profile, device, components,
+                                 reason="run on request")
+    except KeyboardInterrupt as exc:
+        signal_name = getattr(exc, "signal_name", "SIGINT")
+        if in_build:
+            result = _interrupted_result(plan, output, build_dir, profile, device, signal_name,
+                                         time.perf_counter() - start)
+            write_report(report, [result], profile, environment(), state="interrupted",
+                         attempt={**attempt, "signal": signal_name, "interrupted_chapter": entry}, order=entries)
+        print(f"[book] {plan.source.relative_to(root)}: interrupted ({signal_name}); {output} keeps "
+              f"{_previous_outputs(output, None)}", file=sys.stderr)
+        return 130 if signal_name == "SIGINT" else 143
+    if in_build:
+        write_report(report, [result], profile, environment(), state="failed" if result.status == "failed"
+                     else "complete", attempt=attempt, order=entries)
     print(f"[book] {plan.source.relative_to(root)}: {result.status} in {result.seconds:.1f} s -> {output}")
     if result.status == "failed":
-        print(f"[book] FAILED: {describe_failure(result)}", file=sys.stderr)
+        print(f"[book] FAILED: {describe_failure(result)}; {output} keeps {result.outputs}", file=sys.stderr)
         return 1
     return 0
 
 
+def _raise_on_signal(signum, frame):
+    import signal
+
+    raise BookInterrupted(signal.Signals(signum).name)
+
+
 def main(argv: list[str] | None = None) -> int:
+    import signal
+
     parser = argparse.ArgumentParser(prog="python -m resnet_theory.book", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     for name in ("execute", "run"):
@@ -450,21 +1021,32 @@ def main(argv: list[str] | None = None) -> int:
         else:
             p.add_argument("--no-html", action="store_true", help="execute only; do not build HTML")
             p.add_argument("--only", nargs="+", help="execute only these TOC entries (e.g. book/linear)")
+            p.add_argument("--force", action="store_true",
+                           help="execute every chapter, even those whose cached outputs are up to date")
         p.add_argument("--profile", default="quick", help="quick (CPU, minutes) or full (GPU-sized)")
         p.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"))
         p.add_argument("--root", type=Path, help="the book's root (default: found from the working directory)")
         p.add_argument("--build-dir", type=Path, help="default: <root>/_build")
     args = parser.parse_args(argv)
+    # SIGTERM (a CI timeout, `kill`) stops the run like Ctrl-C: old outputs kept, the report says so.
+    previous = signal.getsignal(signal.SIGTERM)
+    in_main_thread = __import__("threading").current_thread() is __import__("threading").main_thread()
+    if in_main_thread:
+        signal.signal(signal.SIGTERM, _raise_on_signal)
     try:
         root = (args.root or find_root()).resolve()
         build_dir = (args.build_dir or root / "_build").resolve()
         overrides = [tuple(p) for p in args.parameter]
         if args.command == "execute":
-            return execute_book(root, build_dir, args.profile, overrides, html=not args.no_html, only=args.only)
+            return execute_book(root, build_dir, args.profile, overrides, html=not args.no_html, only=args.only,
+                                force=args.force)
         return run_chapter(root, args.chapter, args.profile, overrides, args.output, build_dir)
     except BookError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    finally:
+        if in_main_thread:
+            signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":
