@@ -283,14 +283,38 @@ def test_architecture_table(cifar10):
     (dict(blocks_per_stage=(1, 2)), "3 stages"),
     (dict(init="xavier"), "init must be one of"),
     (dict(kernel_size=2), "odd"),
-    (dict(num_classes=2.5), "num_classes"),
-    (dict(blocks_per_stage=1.0), "blocks_per_stage"),
-    (dict(widths=(64, 128, None)), "width"),
-    (dict(skip="yes"), "skip"),
 ])
 def test_bad_model_arguments(kwargs, message):
     with pytest.raises(ValueError, match=message):
         AllConvResNet(**kwargs)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(num_classes=2.5), "num_classes must be a positive integer"),
+    (dict(blocks_per_stage=1.0), "blocks_per_stage must be a positive integer"),
+    (dict(widths=(64, 128, None)), "width must be a positive integer"),
+    (dict(skip="yes"), "skip must be True or False"),
+    (dict(skip=1), "skip must be True or False"),
+    (dict(init=3), "init must be one of"),
+])
+def test_wrong_types_are_type_errors(kwargs, message):
+    with pytest.raises(TypeError, match=message):
+        AllConvResNet(**kwargs)
+
+
+def test_numpy_scalars_are_accepted():
+    import numpy as np
+    model = AllConvResNet(num_classes=np.int64(2), in_channels=1, stem_channels=4, widths=(np.int32(4),),
+                          blocks_per_stage=np.int64(1), skip=np.True_)
+    assert model.num_classes == 2 and model.skip is True
+
+
+def test_huge_models_are_refused_up_front_with_the_estimate():
+    import time
+    start = time.perf_counter()
+    with pytest.raises(ValueError, match=r"blocks_per_stage=10000000 needs about .* TB of memory"):
+        AllConvResNet(blocks_per_stage=10**7)
+    assert time.perf_counter() - start < 1.0
 
 
 def test_bad_block_arguments():
@@ -324,8 +348,11 @@ def test_bad_helper_arguments():
     for fn in (count_parameters, flops_per_image, architecture_table, parameter_breakdown, conv_weight_parameters):
         with pytest.raises(TypeError, match="torch.nn.Module"):
             fn("not a model")
-    for shape in [(8, 8), (1, 8, 0), (1, 8, 8.0), "188"]:
+    for shape in [(8, 8), (1, 8, 0)]:
         with pytest.raises(ValueError, match="input_shape"):
+            flops_per_image(model, shape)
+    for shape in [(1, 8, 8.0), "188", None]:
+        with pytest.raises(TypeError, match="input_shape"):
             flops_per_image(model, shape)
     with pytest.raises(TypeError, match="AllConvResNet"):
         architecture_table(ResidualBlock(4, 4), (4, 8, 8))

@@ -64,6 +64,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from . import validate
+
 #: The paper's trainable parameter count for the CIFAR-10 network (text of Section 4).
 PAPER_TRAINABLE_PARAMETERS = 13_590_000
 #: The count of the conv weights alone for CIFAR-10, from the architecture (see the module docstring).
@@ -76,15 +78,28 @@ INITS = ("small", "standard")
 
 
 def _positive_int(value, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    return int(value)
+    return validate.positive_int(name, value)
 
 
 def _flag(value, name: str) -> bool:
-    if not any(value is v or (type(value).__name__ == "bool_" and value == v) for v in (True, False)):
-        raise ValueError(f"{name} must be True or False, got {value!r}")
-    return bool(value)
+    return validate.boolean(name, value)
+
+
+#: Bytes a residual block costs beyond its weights (Python module objects, parameter bookkeeping).
+_BLOCK_OVERHEAD_BYTES = 20_000
+
+
+def estimate_model_bytes(in_channels: int, stem_channels: int, widths: Sequence[int], blocks: Sequence[int],
+                         kernel_size: int, num_classes: int) -> int:
+    """Memory the float32 weights and the module objects of an :class:`AllConvResNet` take (an estimate)."""
+    k2 = kernel_size * kernel_size
+    params = k2 * in_channels * stem_channels
+    channels = stem_channels
+    for width, count in zip(widths, blocks):
+        params += k2 * (channels * width + width * width) + (count - 1) * 2 * k2 * width * width
+        channels = width
+    params += channels * num_classes
+    return 4 * params + _BLOCK_OVERHEAD_BYTES * int(sum(blocks))
 
 
 def small_init_std(kernel_size: int, out_channels: int) -> float:
@@ -202,8 +217,10 @@ class AllConvResNet(nn.Module):
             if any(b < a for a, b in zip(chain, chain[1:])):
                 raise ValueError(f"stage widths must not decrease from the stem ({stem_channels}) on, got {widths}: "
                                  "the shortcut can only pad channels with zeros")
-        if init not in INITS:
-            raise ValueError(f"init must be one of {INITS}, got {init!r}")
+        init = validate.choice("init", init, INITS)
+        validate.check_budget("blocks_per_stage", estimate_model_bytes(in_channels, stem_channels, widths, blocks,
+                                                                       kernel_size, num_classes),
+                              validate.memory_limit_bytes(), value=blocks_per_stage)
         self.num_classes, self.in_channels, self.stem_channels = num_classes, in_channels, stem_channels
         self.widths, self.blocks_per_stage, self.kernel_size = widths, blocks, kernel_size
         self.init, self.skip, self.trainable_head = init, bool(skip), bool(trainable_head)
@@ -288,10 +305,11 @@ def parameter_breakdown(model: nn.Module) -> dict[str, int]:
 
 
 def _check_input_shape(input_shape) -> tuple[int, int, int]:
-    shape = tuple(input_shape) if isinstance(input_shape, (tuple, list, torch.Size)) else None
-    if shape is None or len(shape) != 3 or any(isinstance(s, bool) or not isinstance(s, int) or s < 1 for s in shape):
-        raise ValueError(f"input_shape must be (channels, height, width) of positive integers, got {input_shape!r}")
-    return shape
+    if not isinstance(input_shape, (tuple, list, torch.Size)):
+        raise TypeError(f"input_shape must be a tuple (channels, height, width), got {input_shape!r}")
+    if len(input_shape) != 3:
+        raise ValueError(f"input_shape must be (channels, height, width), got {input_shape!r}")
+    return tuple(validate.positive_int(f"input_shape[{i}]", s) for i, s in enumerate(input_shape))
 
 
 def _meta_forward(model: nn.Module, input_shape, select, hook) -> None:

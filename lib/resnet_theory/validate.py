@@ -83,7 +83,9 @@ def integer(name: str, value: Any, *, minimum: int | None = None, maximum: int |
         raise TypeError(f"{name} must be {kind}, {_got(value)}")
     out = int(value)
     if minimum is not None and out < minimum:
-        raise ValueError(f"{name} must be at least {minimum}, {_got(value)}")
+        kind = {0: "a non-negative integer (at least 0)", 1: "a positive integer (at least 1)"}.get(
+            minimum, f"at least {minimum}")
+        raise ValueError(f"{name} must be {kind}, {_got(value)}")
     if maximum is not None and out > maximum:
         raise ValueError(f"{name} must be at most {maximum}, {_got(value)}")
     return out
