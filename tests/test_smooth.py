@@ -258,14 +258,36 @@ def _good_h(x):
     return x + 0.1 * torch.sin(x)
 
 
-@pytest.mark.parametrize("m", [0, -2, 1.5, True, "3"])
-def test_near_identity_factors_rejects_bad_m(m):
-    with pytest.raises(ValueError, match="m must"):
+@pytest.mark.parametrize("m,error", [(0, ValueError), (-2, ValueError), (1.5, TypeError), (True, TypeError),
+                                     ("3", TypeError), (np.float64(3.0), TypeError)])
+def test_near_identity_factors_rejects_bad_m(m, error):
+    with pytest.raises(error, match="m must"):
         S.near_identity_factors(_good_h, m, 2)
 
 
+def test_numpy_integers_are_accepted_as_m():
+    assert len(S.near_identity_factors(_good_h, np.int64(2), 2)) == 2
+
+
+@pytest.mark.parametrize("tol", [-1, 0.0, float("nan"), float("inf")])
+def test_newton_tolerance_must_be_positive_and_finite(tol):
+    with pytest.raises(ValueError, match=r"newton_tol must be"):
+        S.near_identity_factors(_good_h, 2, 2, newton_tol=tol)
+    with pytest.raises(ValueError, match=r"newton_tol must be"):
+        S.alternating_split(_good_h, 3, 2, newton_tol=tol)
+    with pytest.raises(ValueError, match=r"tol must be"):
+        S.newton_inverse(_good_h, torch.zeros(1, 2, dtype=DT), tol=tol)
+
+
+def test_nan_jacobian_is_a_clear_value_error():
+    def hole(x):  # sqrt of |x|^2 has an infinite derivative... use a NaN-producing map instead
+        return x * torch.sqrt(x[:, :1] - 2.0)
+    with pytest.raises(ValueError, match="Jacobian is not finite"):
+        S.lipschitz_constant(hole, 2, 1.0, n_points=8)
+
+
 def test_near_identity_factors_rejects_bad_maps():
-    with pytest.raises(ValueError, match="callable"):
+    with pytest.raises(TypeError, match="callable"):
         S.near_identity_factors("not a map", 3, 2)
     with pytest.raises(ValueError, match="expected"):
         S.near_identity_factors(lambda x: x[:, :1], 3, 2)
@@ -283,7 +305,7 @@ def test_near_identity_factors_rejects_bad_maps():
         S.near_identity_factors(_good_h, 2, 0)
     with pytest.raises(ValueError, match="spacing"):
         S.near_identity_factors(_good_h, 2, 2, spacing="random")
-    with pytest.raises(ValueError, match="linear method"):
+    with pytest.raises(ValueError, match="linear must be one of 'hardt-ma'"):
         S.near_identity_factors(_good_h, 2, 2, linear="qr")
 
 
@@ -298,7 +320,7 @@ def test_newton_failure_is_reported():
 
 
 def test_lipschitz_constant_rejects_bad_inputs():
-    with pytest.raises(ValueError, match="callable"):
+    with pytest.raises(TypeError, match="callable"):
         S.lipschitz_constant(3.0, 2, 1.0)
     with pytest.raises(ValueError, match="dim"):
         S.lipschitz_constant(torch.sin, 0, 1.0)
@@ -308,7 +330,7 @@ def test_lipschitz_constant_rejects_bad_inputs():
         S.lipschitz_constant(torch.sin, 2, float("nan"))
     with pytest.raises(ValueError, match="n_refine"):
         S.lipschitz_constant(torch.sin, 2, 1.0, n_refine=-1)
-    with pytest.raises(ValueError, match="refine_steps"):
+    with pytest.raises(TypeError, match="refine_steps"):
         S.lipschitz_constant(torch.sin, 2, 1.0, refine_steps=1.5)
     with pytest.raises(ValueError, match="n_points"):
         S.lipschitz_constant(torch.sin, 2, 1.0, n_points=0)
@@ -325,7 +347,7 @@ def test_other_functions_reject_bad_inputs():
         S.scale_schedule(3, [0.0, 0.5, 0.4, 1.0])
     with pytest.raises(ValueError, match="m must"):
         S.scale_schedule(0)
-    with pytest.raises(ValueError, match="unknown map"):
+    with pytest.raises(ValueError, match="name must be one of"):
         S.example_map("banana", 2)
     with pytest.raises(ValueError, match="plane"):
         S.example_map("swirl", 3)
@@ -345,7 +367,7 @@ def test_other_functions_reject_bad_inputs():
         S.functional_gradient([], S.random_empirical_problem(3, 2))
     with pytest.raises(ValueError, match="EmpiricalProblem"):
         S.functional_gradient(S.random_residual_blocks(1, 2, 3, 0.5), "data")
-    with pytest.raises(ValueError, match="layer index"):
+    with pytest.raises(ValueError, match="i must be at most 2"):
         S.functional_gradient_closed_form(S.random_residual_blocks(2, 2, 3, 0.5), S.random_empirical_problem(3, 2), 3)
     with pytest.raises(ValueError, match="n_atoms"):
         S.random_empirical_problem(0, 2)
@@ -363,13 +385,13 @@ def test_other_functions_reject_bad_inputs():
         S.compose([], torch.zeros(1, 2, dtype=DT))
     with pytest.raises(ValueError, match="iterations"):
         S.equidistributed_scales(_good_h, 3, 2, iterations=0)
-    with pytest.raises(ValueError, match="callable"):
+    with pytest.raises(TypeError, match="callable"):
         S.factor_deviations(None, 3, 2)
     with pytest.raises(ValueError, match="determinant"):
         S.check_positive_orientation(lambda x: -x, 1)
     with pytest.raises(ValueError, match="two depths"):
         S.deviation_rates([("swirl", 2)], [4])
-    with pytest.raises(ValueError, match="unknown spacing"):
+    with pytest.raises(ValueError, match="spacing must be one of"):
         S.deviation_rates([("swirl", 2)], [4, 8], ["random"])
     with pytest.raises(ValueError, match="half_width"):
         S.grid_lines(-1.0)
@@ -380,3 +402,120 @@ def test_other_functions_reject_bad_inputs():
         S.empirical_risk([], problem)
     with pytest.raises(ValueError, match="one perturbation per layer"):
         S.empirical_risk(S.random_residual_blocks(2, 2, 3, 0.5), problem, [torch.zeros(3, 2, dtype=DT)])
+
+
+# --- certified upper bounds of ||h_i - Id||_L ----------------------------------------------------------
+@FEW
+@given(name=st.sampled_from(S.EXAMPLE_MAPS), dim=st.integers(1, 4), seed=st.integers(0, 1000))
+def test_second_derivative_bound_dominates_differences_of_jacobians(name, dim, seed):
+    # ||h'(x) - h'(y)|| <= sup ||h''|| |x - y| on a ball containing the segment
+    dim = 2 if name == "swirl" else dim
+    h = S.example_map(name, dim, seed=seed)
+    x, y = _points(200, dim, 1.3, seed), _points(200, dim, 1.3, seed + 1)
+    y = x + 0.05 * (y - x)
+    radius = torch.maximum(x.norm(dim=1), y.norm(dim=1)).numpy()
+    jump = torch.linalg.matrix_norm(S.batch_jacobian(h, x) - S.batch_jacobian(h, y), ord=2).numpy()
+    assert np.all(jump <= h.second_derivative_bound(radius) * (x - y).norm(dim=1).numpy())
+
+
+@pytest.mark.parametrize("name,dim", [("swirl", 2), ("sine-shear", 1), ("sine-shear", 3),
+                                      ("tanh-residual", 2)])
+@pytest.mark.parametrize("spacing", ["uniform", "geometric"])
+def test_certified_bound_is_finite_and_above_sampled_estimates(name, dim, spacing):
+    h = S.example_map(name, dim, seed=3)
+    for m in (1, 3, 8):
+        cert = S.certified_deviations(h, m, dim, spacing=spacing, linear="logarithm", grid_points=20000)
+        lower = S.factor_deviations(h, m, dim, spacing=spacing, linear="logarithm", n_points=256)
+        assert cert.bound.shape == (m,) and np.all(np.isfinite(cert.bound))
+        assert np.all(cert.bound >= lower)
+        assert np.all(cert.bound <= np.minimum(cert.grid_bound, cert.increment_bound) + 1e-12)
+
+
+def test_certified_bound_at_one_layer_dominates_the_known_lipschitz_constant():
+    # m = 1: h_1 = h - h(0), so ||h_1 - Id||_L = max_{|x| <= 1} |h'(x) - 1| in one dimension,
+    # which a dense grid gives to high accuracy
+    h = S.example_map("sine-shear", 1, seed=0)
+    x = torch.linspace(-1, 1, 200001, dtype=DT)[:, None]
+    exact = float((S.batch_jacobian(h, x)[:, 0, 0] - 1).abs().max())
+    cert = S.certified_deviations(h, 1, 1, linear="logarithm", grid_points=20000).bound[0]
+    assert exact <= cert <= exact * (1 + 1e-3)
+    # and above the sampled Lipschitz estimate of a residual map in the plane
+    h2 = S.example_map("tanh-residual", 2, seed=1)
+    sampled = S.lipschitz_constant(lambda y: h2(y) - y, 2, 1.0, n_points=512)
+    assert S.certified_deviations(h2, 1, 2, grid_points=20000).bound[0] >= sampled
+
+
+def test_certified_bound_is_exact_for_a_linear_map():
+    M = torch.tensor([[1.3, 0.4], [-0.2, 0.8]], dtype=DT)
+
+    def h(x):
+        return x @ M.T + 0.1
+    for m in (1, 4, 9):
+        cert = S.certified_deviations(h, m, 2, linear="logarithm", second_derivative_bound=0.0)
+        layers, _ = S.linear_near_identity_factors(M.numpy(), m, "logarithm")
+        assert np.allclose(cert.bound, np.linalg.norm(layers, 2, axis=(1, 2)), rtol=1e-8)
+
+
+@pytest.mark.parametrize("name,dim", [("swirl", 2), ("sine-shear", 3), ("tanh-residual", 4)])
+def test_rate_certificate_holds_at_every_depth_tried(name, dim):
+    h = S.example_map(name, dim, seed=0)
+    cert = S.rate_certificate(h, dim, grid_points=20000)
+    assert math.isfinite(cert.constant) and cert.constant > 0
+    for m in (2, 5, 17):
+        uniform = S.factor_deviations(h, m, dim, linear="logarithm", n_points=128)
+        assert uniform.max() <= cert.bound(m) <= cert.constant / m * (1 + 1e-12)
+        geometric = S.factor_deviations(h, m, dim, spacing="geometric", linear="logarithm",
+                                        n_points=128)
+        assert geometric.max() <= cert.bound(m, "geometric") <= cert.log_constant * math.log(m) / m
+
+
+def test_certificates_refuse_what_they_cannot_certify():
+    with pytest.raises(ValueError, match="second_derivative_bound"):
+        S.certified_deviations(_good_h, 2, 2)
+    with pytest.raises(ArithmeticError, match="grid too coarse"):
+        S.certified_deviations(S.example_map("swirl", 2, strength=2.0), 8, 2, grid_points=16)
+    with pytest.raises(ValueError, match="second_derivative_bound"):
+        S.rate_certificate(_good_h, 2)
+    with pytest.raises(ValueError, match="real logarithm"):
+        S.rate_certificate(lambda x: -x, 2, second_derivative_bound=lambda r: 0 * r)
+    with pytest.raises(ValueError, match="grid_points"):
+        S.certified_deviations(S.example_map("swirl", 2), 2, 2, grid_points=0)
+
+
+# --- the aligned construction and the SVD cancellation ------------------------------------------------
+@FEW
+@given(m=st.integers(2, 7), dim=st.integers(1, 4), eps=st.floats(0.05, 0.95), seed=st.integers(0, 1000))
+def test_aligned_blocks_make_the_depth_factor_tight(m, dim, eps, seed):
+    blocks = S.aligned_residual_blocks(m, dim, eps)
+    for block in blocks:
+        assert S.residual_block_lipschitz_bound(block.W1, block.W2) == pytest.approx(eps, rel=1e-12)
+        assert torch.allclose(block.jacobian(torch.zeros(1, dim, dtype=DT))[0],
+                              (1 - eps) * torch.eye(dim, dtype=DT))
+    problem = S.random_empirical_problem(6, dim, torch.Generator().manual_seed(seed), atom_scale=1e-3)
+    fg = S.functional_gradient(blocks, problem)
+    ratio = fg.norms / fg.sharper_bounds(eps)
+    assert np.all(ratio >= 1 - 1e-12) and np.all(ratio <= 1 + 1e-4)
+    # a bound one layer stronger fails at every inner layer
+    assert np.all(fg.norms[:-1] < (1 - eps) ** (m - np.arange(1, m) - 1.0) * fg.distance)
+
+
+def test_svd_cancellation_near_the_identity():
+    G = np.random.default_rng(0).standard_normal((3, 3))
+    G /= np.linalg.norm(G, 2)
+    A = __import__("scipy.linalg").linalg.expm(0.01 * G)
+    angles = S.svd_cancellation(A)
+    assert angles["log_norm"] == pytest.approx(0.01, rel=1e-9)
+    assert angles["angle_polar"] <= 0.01
+    assert min(angles["angle_U"], angles["angle_V"]) > 1.0
+    svd = np.linalg.norm(S.linear_near_identity_factors(A, 32, "hardt-ma")[0], 2, axis=(1, 2)).max()
+    log = np.linalg.norm(S.linear_near_identity_factors(A, 32, "logarithm")[0], 2, axis=(1, 2)).max()
+    assert svd > 100 * log
+
+
+def test_new_helpers_reject_bad_inputs():
+    with pytest.raises(ValueError, match="eps"):
+        S.aligned_residual_blocks(3, 2, 1.0)
+    with pytest.raises(ValueError, match="positive determinant"):
+        S.svd_cancellation(np.diag([1.0, -1.0]))
+    with pytest.raises(ValueError, match="atom_scale"):
+        S.random_empirical_problem(3, 2, atom_scale=0.0)

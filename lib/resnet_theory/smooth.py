@@ -27,7 +27,6 @@ sample. :func:`sigmoid_saddle_example` is our own instance of the abstract's neg
 from __future__ import annotations
 
 import math
-import numbers
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
@@ -35,36 +34,27 @@ import numpy as np
 import scipy.linalg
 import torch
 
+from . import validate
+
 TorchMap = Callable[[torch.Tensor], torch.Tensor]
 DTYPE = torch.float64
 
 
-class NewtonConvergenceError(ArithmeticError):
+class NewtonConvergenceError(validate.DivergenceError):
     """A numerical inverse needed by the construction did not converge."""
 
 
 # --- input checks ------------------------------------------------------------------------------------
 def _as_positive_int(value, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
-    if value < 1:
-        raise ValueError(f"{name} must be >= 1, got {value}")
-    return int(value)
+    return validate.positive_int(name, value)
 
 
 def _as_positive_float(value, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise ValueError(f"{name} must be a positive real number, got {value!r}")
-    value = float(value)
-    if not (math.isfinite(value) and value > 0):
-        raise ValueError(f"{name} must be a positive finite number, got {value}")
-    return value
+    return validate.positive_float(name, value)
 
 
 def _check_callable(f, name: str) -> None:
-    if not callable(f):
-        raise ValueError(f"{name} must be a callable mapping a torch tensor (N, dim) to (N, dim), "
-                         f"got {type(f).__name__}")
+    validate.callable_arg(name, f, what="a callable mapping a torch tensor (N, dim) to (N, dim)")
 
 
 def ball_points(n: int, dim: int, radius: float, generator: torch.Generator | None = None) -> torch.Tensor:
@@ -184,7 +174,9 @@ def _fallback_factorize(R: np.ndarray, depth: int) -> np.ndarray:
     return A
 
 
-LINEAR_METHODS = ("hardt-ma", "logarithm")
+#: ``"hardt-ma"``: the SVD scheme of Hardt & Ma's proof; ``"polar"``: the polar split of the linear chapter;
+#: ``"logarithm"``: equal layers from the principal real logarithm.
+LINEAR_METHODS = ("hardt-ma", "polar", "logarithm")
 
 
 def _logarithm_factorize(R: np.ndarray, depth: int) -> tuple[np.ndarray, str]:
@@ -202,35 +194,38 @@ def _logarithm_factorize(R: np.ndarray, depth: int) -> tuple[np.ndarray, str]:
 def linear_near_identity_factors(R, depth: int, method: str = "hardt-ma") -> tuple[np.ndarray, str]:
     """Layers ``A`` (depth, d, d) with ``(I + A[depth-1]) ... (I + A[0]) = R`` for det R > 0, and their source.
 
-    ``method="hardt-ma"``: Hardt & Ma's construction, :func:`resnet_theory.linear.factorize_near_identity`
-    (the linear chapter's implementation) when the package has it, else a local polar-decomposition fallback.
+    ``method="hardt-ma"``: the SVD scheme of Hardt & Ma's proof (``resnet_theory.linear.factorize_near_identity``
+    with ``method="svd"``); ``method="polar"``: the linear chapter's polar split (``method="polar"`` there).
     ``method="logarithm"``: equal layers ``expm(log(R)/depth) - I`` from the principal real logarithm (the polar
     fallback when R has a negative real eigenvalue). Both are ``O(1/depth)``; the constants differ. The product
     is verified either way.
     """
-    R = np.asarray(R, dtype=float)
-    if R.ndim != 2 or R.shape[0] != R.shape[1] or not np.all(np.isfinite(R)):
-        raise ValueError(f"R must be a finite square matrix, got shape {R.shape}")
+    R = validate.square_matrix("R", R)
     depth = _as_positive_int(depth, "depth")
-    if method not in LINEAR_METHODS:
-        raise ValueError(f"unknown linear method {method!r}; choose one of {LINEAR_METHODS}")
+    method = validate.choice("method", method, LINEAR_METHODS)
     det = np.linalg.det(R)
     if not det > 0:
         raise ValueError(f"R must have a positive determinant, got {det:.3g}")
     if method == "logarithm":
         A, source = _logarithm_factorize(R, depth)
     else:
-        try:
-            from .linear import factorize_near_identity
+        import inspect
+
+        from .linear import factorize_near_identity
+        linear_method = "svd" if method == "hardt-ma" else "polar"
+        if "method" in inspect.signature(factorize_near_identity).parameters:
+            A = np.asarray(factorize_near_identity(R, depth, method=linear_method), dtype=float)
+            source = f"resnet_theory.linear ({linear_method})"
+        elif method == "hardt-ma":  # an older linear module: its only construction is the SVD scheme
             A, source = np.asarray(factorize_near_identity(R, depth), dtype=float), "resnet_theory.linear"
-        except ImportError:
-            A, source = _fallback_factorize(R, depth), "local polar fallback"
+        else:
+            A, source = _fallback_factorize(R, depth), "local polar split"
     product = np.eye(R.shape[0])
     for layer in A:
         product = (np.eye(R.shape[0]) + layer) @ product
     err = np.max(np.abs(product - R))
     if A.shape != (depth, *R.shape) or not err <= 1e-9 * max(1.0, np.max(np.abs(R))):
-        raise ArithmeticError(f"the linear factorisation ({source}) does not reproduce R (error {err:.2e})")
+        raise validate.DivergenceError(f"the linear factorisation ({source}) does not reproduce R (error {err:.2e})")
     return A, source
 
 
@@ -356,8 +351,12 @@ def newton_inverse(h: TorchMap, z: torch.Tensor, x0: torch.Tensor | None = None,
     target when the residual stays above ``tol * (1 + |z|)``.
     """
     _check_callable(h, "h")
-    if not isinstance(z, torch.Tensor) or z.ndim != 2:
-        raise ValueError("z must be a 2-D torch tensor (N, dim)")
+    if not isinstance(z, torch.Tensor):
+        raise TypeError(f"z must be a 2-D torch tensor (N, dim), got {validate.show(z)}")
+    if z.ndim != 2:
+        raise ValueError(f"z must be a 2-D torch tensor (N, dim), got shape {tuple(z.shape)}")
+    tol = _as_positive_float(tol, "tol")
+    max_iter = _as_positive_int(max_iter, "max_iter")
     start = (z if x0 is None else x0).detach().clone()
     target = z.detach()
     scale = 1.0 + target.norm(dim=1)
@@ -413,6 +412,8 @@ def near_identity_factors(h: TorchMap, m: int, dim: int, domain_radius: float = 
     domain_radius = _as_positive_float(domain_radius, "domain_radius")
     scales = scale_schedule(m, spacing)
     check_positive_orientation(h, dim, domain_radius, n_check, seed)
+    newton_tol = _as_positive_float(newton_tol, "newton_tol")
+    linear = validate.choice("linear", linear, LINEAR_METHODS)
     path = _RescalingPath(h, m, dim, scales, newton_tol, _as_positive_int(newton_max_iter, "newton_max_iter"),
                           linear)
     return [path.factor(i) for i in range(1, m + 1)]
@@ -436,6 +437,7 @@ def alternating_split(h: TorchMap, m: int, dim: int, *, newton_tol: float = 1e-1
     _check_callable(h, "h")
     m = _as_positive_int(m, "m")
     dim = _as_positive_int(dim, "dim")
+    newton_tol = _as_positive_float(newton_tol, "newton_tol")
     if m % 2 == 0:
         raise ValueError(f"the alternating split needs an odd number of layers, got m = {m}")
     origin = torch.zeros(1, dim, dtype=DTYPE)
@@ -451,6 +453,10 @@ def alternating_split(h: TorchMap, m: int, dim: int, *, newton_tol: float = 1e-1
 
 # --- Lipschitz constants -----------------------------------------------------------------------------
 def _spectral_norms(J: torch.Tensor) -> torch.Tensor:
+    finite = torch.isfinite(J).flatten(1).all(dim=1)
+    if not bool(finite.all()):
+        raise ValueError(f"the Jacobian is not finite (NaN or inf) at {int((~finite).sum())} of {J.shape[0]} "
+                         f"points of the ball; the map must be differentiable there")
     return torch.linalg.matrix_norm(J, ord=2)
 
 
@@ -505,10 +511,8 @@ def lipschitz_constant(f: TorchMap, dim: int, domain_radius: float, *, n_points:
     dim = _as_positive_int(dim, "dim")
     domain_radius = _as_positive_float(domain_radius, "domain_radius")
     n_points = _as_positive_int(n_points, "n_points")
-    if isinstance(n_refine, bool) or not isinstance(n_refine, numbers.Integral) or n_refine < 0:
-        raise ValueError(f"n_refine must be an integer >= 0, got {n_refine!r}")
-    if isinstance(refine_steps, bool) or not isinstance(refine_steps, numbers.Integral) or refine_steps < 0:
-        raise ValueError(f"refine_steps must be an integer >= 0, got {refine_steps!r}")
+    n_refine = validate.non_negative_int("n_refine", n_refine)
+    refine_steps = validate.non_negative_int("refine_steps", refine_steps)
     lr = 0.05 * domain_radius if lr is None else _as_positive_float(lr, "lr")
     x = _test_points(dim, domain_radius, n_points, seed)
     try:
@@ -588,6 +592,191 @@ def factor_deviations(h: TorchMap, m: int, dim: int, domain_radius: float = 1.0,
     return best.detach().numpy()
 
 
+def _linear_path(h: TorchMap, m: int, dim: int, linear: str):
+    """``A = h'(0)`` and the partial products ``B_0 = I, B_i = (I + A_i) B_{i-1}, B_m = A`` (torch, (m+1, d, d))."""
+    A = batch_jacobian(h, torch.zeros(1, dim, dtype=DTYPE))[0].numpy()
+    layers, _ = linear_near_identity_factors(A, m, linear)
+    B = [np.eye(dim)]
+    for layer in layers:
+        B.append((np.eye(dim) + layer) @ B[-1])
+    B[-1] = A
+    return torch.as_tensor(A), torch.as_tensor(np.stack(B))
+
+
+@dataclass
+class CertifiedDeviations:
+    """Certified upper bounds on ``sup_{y in D_{i-1}} ||h_i'(y) - I||_2`` for each layer (see
+    :func:`certified_deviations`), with the two bounds they are the cell-wise minimum of."""
+
+    bound: np.ndarray            # (m,) the certified bound per layer
+    grid_bound: np.ndarray       # (m,) max over cells of ||J_i(p) - I|| + delta * (Lipschitz bound of J_i)
+    increment_bound: np.ndarray  # (m,) max over cells of ||A_i|| + ||B_i|| ||B_{i-1}^-1|| Lambda da |x| ||g'^-1||
+    cell_radius: float           # every point of the ball is within this distance of a grid point
+    n_cells: int
+
+
+def certified_deviations(h: TorchMap, m: int, dim: int, domain_radius: float = 1.0, *, spacing="uniform",
+                         linear: str = "hardt-ma", grid_points: int = 4096,
+                         second_derivative_bound: Callable | float | None = None) -> CertifiedDeviations:
+    """Certified upper bounds on ``||h_i - Id||_L`` for the layers of :func:`near_identity_factors`.
+
+    The quantity bounded is ``sup ||h_i'(y) - I||_2`` over the layer's input set ``D_{i-1} = Phi_{i-1}(ball)``,
+    the Lipschitz constant of ``h_i - Id`` for the path metric of ``D_{i-1}`` (the Euclidean one where
+    ``D_{i-1}`` is convex); :func:`factor_deviations` estimates the same quantity from below. With
+    ``x = Phi_{i-1}^{-1}(y)`` in the ball, ``h_i'(y) = J_i(x) = B_i g'(a_i x) g'(a_{i-1} x)^{-1} B_{i-1}^{-1}``.
+
+    The ball is covered by cells, balls of radius ``delta`` around the points ``p`` of a cubic grid
+    (``grid_points`` points in the cube). ``Lambda(rho) = ||A^{-1}|| second_derivative_bound(rho)`` bounds the
+    Lipschitz constant of ``g'`` on the ball of radius rho, so on a cell, with ``l_j = a_j Lambda(a_j(|p| +
+    delta))``, ``||g'(a_j x)|| <= ||g'(a_j p)|| + delta l_j = K_j`` and ``||g'(a_j x)^{-1}|| <= 1 / (s_min(g'(a_j
+    p)) - delta l_j) = S_j``. Two bounds hold on the cell, and the smaller is kept:
+
+    - grid: ``||J_i(p) - I|| + delta ||B_i|| ||B_{i-1}^{-1}|| (l_i S_{i-1} + K_i S_{i-1}^2 l_{i-1})``;
+    - increment: ``J_i(x) - I = (B_i B_{i-1}^{-1} - I) + B_i (g'(a_i x) - g'(a_{i-1} x)) g'(a_{i-1} x)^{-1}
+      B_{i-1}^{-1}``, so ``||A_i|| + ||B_i|| ||B_{i-1}^{-1}|| Lambda(a_i rho) (a_i - a_{i-1}) rho S_{i-1}`` with
+      ``rho = min(|p| + delta, r)``: this one shrinks with the step ``a_i - a_{i-1}``.
+
+    ``second_derivative_bound``: a certified ``sup_{|x| <= rho} ||h''(x)||`` as a function of rho (numpy
+    arrays in, arrays out) or a constant; default ``h.second_derivative_bound`` (the maps of
+    :func:`example_map` carry one). Raises ``ArithmeticError`` when the grid is too coarse to keep ``g'``
+    provably invertible on a cell.
+    """
+    _check_callable(h, "h")
+    m = _as_positive_int(m, "m")
+    dim = _as_positive_int(dim, "dim")
+    r = _as_positive_float(domain_radius, "domain_radius")
+    grid_points = _as_positive_int(grid_points, "grid_points")
+    curvature = second_derivative_bound if second_derivative_bound is not None else getattr(
+        h, "second_derivative_bound", None)
+    if curvature is None:
+        raise ValueError("certified_deviations needs a certified bound on ||h''|| (second_derivative_bound=...); "
+                         "h carries none")
+    if not callable(curvature):
+        constant = _as_positive_float(curvature, "second_derivative_bound") if curvature != 0 else 0.0
+        curvature = lambda rho, c=constant: np.full_like(np.asarray(rho, dtype=float), c)  # noqa: E731
+    scales = scale_schedule(m, spacing)
+    check_positive_orientation(h, dim, r, 64, 0)
+    A, B = _linear_path(h, m, dim, linear)
+    B_inv = torch.linalg.inv(B)
+    A_inv = torch.linalg.inv(A)
+    coupling = (torch.linalg.matrix_norm(B[1:], ord=2) * torch.linalg.matrix_norm(B_inv[:-1], ord=2)).numpy()
+    step_norms = torch.linalg.matrix_norm(B[1:] @ B_inv[:-1] - torch.eye(dim, dtype=DTYPE), ord=2).numpy()
+    n_axis = max(2, math.ceil(grid_points ** (1.0 / dim)))
+    spacing_h = 2 * r / (n_axis - 1)
+    delta = spacing_h * math.sqrt(dim) / 2
+    axis = torch.linspace(-r, r, n_axis, dtype=DTYPE)
+    grid = torch.cartesian_prod(*([axis] * dim)).reshape(-1, dim)
+    grid = grid[grid.norm(dim=1) <= r + delta]
+    p_norm = grid.norm(dim=1).numpy()
+    rho = np.minimum(p_norm + delta, r)
+    lam_g = float(torch.linalg.matrix_norm(A_inv, ord=2))
+
+    def at_scale(j):
+        a = float(scales[j])
+        G = A_inv @ batch_jacobian(h, a * grid) if a > 0 else torch.eye(dim, dtype=DTYPE).expand(len(grid), dim, dim)
+        sv = torch.linalg.svdvals(G).numpy()
+        lip = a * lam_g * np.asarray(curvature(a * (p_norm + delta)), dtype=float)
+        with np.errstate(divide="ignore"):
+            inv_bound = np.where(sv[:, -1] - delta * lip > 0, 1.0 / (sv[:, -1] - delta * lip), np.inf)
+        return G, sv[:, 0] + delta * lip, inv_bound, lip
+
+    grid_bound, increment_bound, bound = np.empty(m), np.empty(m), np.empty(m)
+    previous = at_scale(0)
+    eye = torch.eye(dim, dtype=DTYPE)
+    for i in range(1, m + 1):
+        current = at_scale(i)
+        G, K, _, lip = current
+        G_prev, _, S_prev, lip_prev = previous
+        if not np.all(np.isfinite(S_prev)):
+            raise ArithmeticError(f"grid too coarse: g' is not provably invertible on every cell at scale "
+                                  f"a_{i - 1} = {scales[i - 1]:.3g}; raise grid_points")
+        J = B[i] @ torch.linalg.solve(G_prev, G, left=False) @ B_inv[i - 1]
+        F = torch.linalg.matrix_norm(J - eye, ord=2).numpy()
+        by_grid = F + delta * coupling[i - 1] * (lip * S_prev + K * S_prev ** 2 * lip_prev)
+        lam_here = lam_g * np.asarray(curvature(scales[i] * rho), dtype=float)
+        by_increment = step_norms[i - 1] + coupling[i - 1] * lam_here * (scales[i] - scales[i - 1]) * rho * S_prev
+        grid_bound[i - 1], increment_bound[i - 1] = by_grid.max(), by_increment.max()
+        bound[i - 1] = np.minimum(by_grid, by_increment).max()
+        previous = current
+    return CertifiedDeviations(bound, grid_bound, increment_bound, delta, len(grid))
+
+
+@dataclass
+class RateCertificate:
+    """A bound on ``max_i ||h_i - Id||_L`` valid for *every* depth m (logarithm split of the linear part).
+
+    With ``A = h'(0) = e^L``, ``B_i = e^{(i/m) L}``: ``||B_i B_{i-1}^{-1} - I|| <= e^{||L||/m} - 1``,
+    ``||B_i|| ||B_{i-1}^{-1}|| <= e^{2 ||L||}``, and the increment bound of :func:`certified_deviations` with
+    constants taken over the whole ball gives, for scales with largest step ``max_i (a_i - a_{i-1})``,
+
+        ``max_i ||h_i - Id||_L <= (e^{||L||/m} - 1) + max step * e^{2 ||L||} Lambda r S``,
+
+    where ``Lambda = ||A^{-1}|| sup ||h''||`` on the ball (the curvature bound must grow with the radius) and
+    ``S >= sup ||g'(y)^{-1}||`` on the ball, certified on a grid. Uniform steps (1/m) make this ``C/m`` with
+    ``C = ||L|| e^{||L||} + e^{2||L||} Lambda r S`` for every m.
+    """
+
+    log_norm: float        # ||L||
+    curvature: float       # Lambda
+    radius: float          # r
+    inverse_bound: float   # S
+    cell_radius: float
+
+    @property
+    def step_constant(self) -> float:
+        return math.exp(2 * self.log_norm) * self.curvature * self.radius * self.inverse_bound
+
+    @property
+    def constant(self) -> float:
+        """``C`` with ``max_i ||h_i - Id||_L <= C / m`` for every m with uniform scales."""
+        return self.log_norm * math.exp(self.log_norm) + self.step_constant
+
+    @property
+    def log_constant(self) -> float:
+        """``C'`` with ``max_i ||h_i - Id||_L <= C' log(m) / m`` for every m >= 2 with geometric scales
+        (their largest step ``1 - m^{-1/(m-1)} <= log(m) / (m - 1) <= 2 log(m) / m``)."""
+        return self.log_norm * math.exp(self.log_norm) / math.log(2) + 2 * self.step_constant
+
+    def bound(self, m: int, spacing="uniform") -> float:
+        """The certified bound on ``max_i ||h_i - Id||_L`` at depth m for the given scales."""
+        m = _as_positive_int(m, "m")
+        step = float(np.max(np.diff(scale_schedule(m, spacing))))
+        return math.expm1(self.log_norm / m) + step * self.step_constant
+
+
+def rate_certificate(h: TorchMap, dim: int, domain_radius: float = 1.0, *, grid_points: int = 4096,
+                     second_derivative_bound: Callable | None = None) -> RateCertificate:
+    """:class:`RateCertificate` for ``h`` on the ball (needs a real logarithm of ``h'(0)`` and a certified,
+    radius-nondecreasing bound on ``||h''||``, by default ``h.second_derivative_bound``)."""
+    _check_callable(h, "h")
+    dim = _as_positive_int(dim, "dim")
+    r = _as_positive_float(domain_radius, "domain_radius")
+    grid_points = _as_positive_int(grid_points, "grid_points")
+    curvature = second_derivative_bound or getattr(h, "second_derivative_bound", None)
+    if curvature is None or not callable(curvature):
+        raise ValueError("rate_certificate needs a callable certified bound on ||h''|| (second_derivative_bound)")
+    check_positive_orientation(h, dim, r, 64, 0)
+    A = batch_jacobian(h, torch.zeros(1, dim, dtype=DTYPE))[0].numpy()
+    L = scipy.linalg.logm(A)
+    if np.iscomplexobj(L):
+        if np.max(np.abs(L.imag)) > 1e-10 * max(1.0, float(np.max(np.abs(L)))):
+            raise ValueError("h'(0) has no real logarithm: the certificate assumes the logarithm split")
+        L = L.real
+    A_inv = torch.as_tensor(np.linalg.inv(A))
+    n_axis = max(2, math.ceil(grid_points ** (1.0 / dim)))
+    delta = (2 * r / (n_axis - 1)) * math.sqrt(dim) / 2
+    axis = torch.linspace(-r, r, n_axis, dtype=DTYPE)
+    grid = torch.cartesian_prod(*([axis] * dim)).reshape(-1, dim)
+    grid = grid[grid.norm(dim=1) <= r + delta]
+    lam = float(np.linalg.norm(np.linalg.inv(A), 2))
+    sigma = float(torch.linalg.svdvals(A_inv @ batch_jacobian(h, grid))[:, -1].min())
+    sigma -= delta * lam * float(curvature(np.asarray(r + delta)))
+    if not sigma > 0:
+        raise ArithmeticError("grid too coarse to certify that g' is invertible on the ball; raise grid_points")
+    return RateCertificate(float(np.linalg.norm(L, 2)), lam * float(curvature(np.asarray(r))), r, 1.0 / sigma,
+                           delta)
+
+
 def equidistributed_scales(h: TorchMap, m: int, dim: int, domain_radius: float = 1.0, *, iterations: int = 2,
                            linear: str = "hardt-ma", n_points: int = 256, seed: int = 0) -> np.ndarray:
     """Scales ``a_0..a_m`` chosen so that every layer deviates from the identity by about the same amount.
@@ -608,7 +797,7 @@ def equidistributed_scales(h: TorchMap, m: int, dim: int, domain_radius: float =
         a = np.interp(np.arange(m + 1) / m, cumulative, a)
         a[0], a[-1] = 0.0, 1.0
         if not np.all(np.diff(a) > 0):
-            raise ArithmeticError("equidistribution produced non-increasing scales")
+            raise validate.DivergenceError("equidistribution produced non-increasing scales")
     return a
 
 
@@ -623,11 +812,14 @@ def example_map(name: str, dim: int, seed: int = 0, strength: float = 0.6) -> To
     - ``"sine-shear"``: ``M (x + (strength/2) sin(2 P x)) + c`` with P a cyclic shift of coordinates.
     - ``"tanh-residual"``: ``M (x + W2 tanh(W1 x + b)) + c``, random with ``||W2|| ||W1|| = strength``.
 
+    Each map carries ``h.second_derivative_bound(radius)``: a certified bound on ``sup ||h''(x)||`` over the
+    ball of that radius, derived by hand from the formula (comments in the code), which
+    :func:`certified_deviations` needs.
+
     With ``strength < 1`` the two residual maps are globally invertible (their residual parts are
     ``strength``-Lipschitz), M has positive determinant, so all three are bi-Lipschitz diffeomorphisms.
     """
-    if name not in EXAMPLE_MAPS:
-        raise ValueError(f"unknown map {name!r}; choose one of {EXAMPLE_MAPS}")
+    name = validate.choice("name", name, EXAMPLE_MAPS)
     dim = _as_positive_int(dim, "dim")
     strength = _as_positive_float(strength, "strength")
     if name != "swirl" and strength >= 1:
@@ -645,11 +837,17 @@ def example_map(name: str, dim: int, seed: int = 0, strength: float = 0.6) -> To
             cos, sin = torch.cos(angle), torch.sin(angle)
             rotated = torch.cat([cos * x[:, :1] - sin * x[:, 1:], sin * x[:, :1] + cos * x[:, 1:]], dim=1)
             return rotated @ M.T + c
+
+        def curvature(radius):  # f(x) = Rot(2 s |x|^2) x: ||f''(x)|| <= 12 s |x| + 16 s^2 |x|^3
+            return 12 * strength * radius + 16 * strength ** 2 * radius ** 3
     elif name == "sine-shear":
         perm = [(k + 1) % dim for k in range(dim)]
 
         def h(x):
             return (x + 0.5 * strength * torch.sin(2 * x[:, perm])) @ M.T + c
+
+        def curvature(radius):  # component k has second derivative -2 s sin(2 x_p(k)) in (p(k), p(k)) only
+            return 2 * strength + 0 * radius
     else:
         width = 2 * dim + 2
         W1 = torch.randn(width, dim, dtype=DTYPE, generator=gen)
@@ -660,7 +858,21 @@ def example_map(name: str, dim: int, seed: int = 0, strength: float = 0.6) -> To
 
         def h(x):
             return (x + torch.tanh(x @ W1.T + b) @ W2.T) @ M.T + c
+
+        tanh_curvature = 4 / (3 * math.sqrt(3))          # max |tanh''|
+        w1, w2 = (float(torch.linalg.matrix_norm(W, ord=2)) for W in (W1, W2))
+
+        def curvature(radius):  # ||W2 diag(tanh'') (W1 u) * (W1 v)|| <= ||W2|| max|tanh''| ||W1||^2
+            return w2 * tanh_curvature * w1 ** 2 + 0 * radius
     h.__name__ = name.replace("-", "_")
+    m_norm = float(torch.linalg.matrix_norm(M, ord=2))
+
+    def second_derivative_bound(radius):
+        """Certified ``sup_{|x| <= radius} ||h''(x)||`` (bilinear operator norm), elementwise in ``radius``."""
+        radius = np.asarray(radius, dtype=float)
+        return (1 + 1e-9) * m_norm * curvature(radius)   # 1e-9: room for rounding in the norms
+
+    h.second_derivative_bound = second_derivative_bound
     return h
 
 
@@ -707,6 +919,38 @@ def random_residual_blocks(m: int, dim: int, width: int, eps: float, generator: 
     return blocks
 
 
+def aligned_residual_blocks(m: int, dim: int, eps: float) -> list[ResidualBlock]:
+    """m copies of ``z -> z - eps tanh(z)`` (``W1 = I``, ``b = 0``, ``W2 = -eps I``): ``||block - Id||_L = eps``
+    (the slope at 0), and the Jacobian ``I - eps diag(1 - tanh^2 z)`` is ``(1 - eps) I`` at the origin. On inputs
+    near 0 every layer's Jacobian is close to ``(1 - eps) I``, all aligned, so ``(h_m o ... o h_{i+1})'`` is close
+    to ``(1 - eps)^(m-i) I``: the instance where the depth factor of the functional-gradient bound is tight."""
+    m, dim = _as_positive_int(m, "m"), _as_positive_int(dim, "dim")
+    eps = _as_positive_float(eps, "eps")
+    if eps >= 1:
+        raise ValueError(f"eps must be < 1 for a near-identity block, got {eps}")
+    eye = torch.eye(dim, dtype=DTYPE)
+    return [ResidualBlock(eye.clone(), torch.zeros(dim, dtype=DTYPE), -eps * eye) for _ in range(m)]
+
+
+def svd_cancellation(R) -> dict:
+    """For ``R`` with det R > 0: the largest rotation angles of U, of V^T (oriented SVD ``R = U K V^T``) and
+    of their product ``U V^T`` (the polar factor), and ``||log R||`` (principal real logarithm, NaN if none).
+
+    Near the identity U and V^T can each be far from I while ``U V^T`` is close to it: a scheme that splits U
+    and V^T separately pays for both rotations."""
+    R = np.asarray(R, dtype=float)
+    if R.ndim != 2 or R.shape[0] != R.shape[1] or not np.linalg.det(R) > 0:
+        raise ValueError("R must be a square matrix with a positive determinant")
+    U, _, Vt = np.linalg.svd(R)
+    if np.linalg.det(U) < 0:
+        U[:, -1] *= -1
+        Vt[-1, :] *= -1
+    angle = lambda Q: float(np.linalg.norm(_orthogonal_log(Q), 2))  # noqa: E731
+    L = scipy.linalg.logm(R)
+    log_norm = float(np.linalg.norm(L.real, 2)) if np.max(np.abs(np.imag(L))) < 1e-10 else float("nan")
+    return {"angle_U": angle(U), "angle_V": angle(Vt), "angle_polar": angle(U @ Vt), "log_norm": log_norm}
+
+
 @dataclass
 class EmpiricalProblem:
     """An empirical distribution: distinct inputs ``atoms`` (K, d) with weights, and samples (x_j, y_j).
@@ -726,11 +970,13 @@ class EmpiricalProblem:
 
 
 def random_empirical_problem(n_atoms: int, dim: int, generator: torch.Generator | None = None,
-                             max_repeats: int = 3, noise: float = 0.5) -> EmpiricalProblem:
-    """Random atoms in ``R^dim``, each seen 1..max_repeats times with noisy labels (so ``Q(h*) > 0``)."""
+                             max_repeats: int = 3, noise: float = 0.5, atom_scale: float = 1.0) -> EmpiricalProblem:
+    """Random atoms in ``R^dim`` (standard normal times ``atom_scale``), each seen 1..max_repeats times with
+    noisy labels (so ``Q(h*) > 0``)."""
+    atom_scale = _as_positive_float(atom_scale, "atom_scale")
     n_atoms, dim, max_repeats = (_as_positive_int(v, n) for v, n in
                                  ((n_atoms, "n_atoms"), (dim, "dim"), (max_repeats, "max_repeats")))
-    atoms = torch.randn(n_atoms, dim, dtype=DTYPE, generator=generator)
+    atoms = atom_scale * torch.randn(n_atoms, dim, dtype=DTYPE, generator=generator)
     counts = torch.randint(1, max_repeats + 1, (n_atoms,), generator=generator)
     index = torch.repeat_interleave(torch.arange(n_atoms), counts)
     target = torch.sin(2 * atoms) + atoms.flip(1) ** 2 / 2
@@ -810,8 +1056,7 @@ def functional_gradient_closed_form(blocks: Sequence[ResidualBlock], problem: Em
     ``i`` is 1-based; this is the closed-form witness for the autograd gradient of :func:`functional_gradient`.
     """
     m = len(blocks)
-    if isinstance(i, bool) or not isinstance(i, numbers.Integral) or not 1 <= i <= m:
-        raise ValueError(f"layer index must be in 1..{m}, got {i!r}")
+    i = validate.integer("i", i, minimum=1, maximum=m)
     with torch.no_grad():
         z = problem.atoms
         inputs = []
@@ -857,7 +1102,7 @@ def sigmoid_saddle_example(n: int = 8, v: float = 0.8, w: float = 2.0, b=(0.3, -
     if n % 2:
         raise ValueError(f"n must be even so that the inputs are symmetric about 0, got {n}")
     for value, name in ((v, "v"), (w, "w")):
-        if isinstance(value, bool) or not isinstance(value, numbers.Real) or value == 0 or not math.isfinite(value):
+        if validate.finite_float(name, value) == 0:
             raise ValueError(f"{name} must be a nonzero finite number, got {value!r}")
     b = tuple(float(t) for t in b)
     if len(b) != 2:
@@ -882,6 +1127,8 @@ class RateResult:
     spacing: str
     ms: np.ndarray
     eps: np.ndarray
+    #: certified upper bounds (:func:`certified_deviations`) at the same depths, when computed
+    certified: np.ndarray | None = None
 
     @property
     def slope(self) -> float:
@@ -896,28 +1143,33 @@ class RateResult:
 
 def deviation_rates(cases: Sequence[tuple[str, int]], ms: Sequence[int], spacings: Sequence[str] = RATE_SPACINGS,
                     *, linear: str = "logarithm", domain_radius: float = 1.0, n_points: int = 256,
-                    seed: int = 0) -> list[RateResult]:
+                    seed: int = 0, certify_points: int | None = None) -> list[RateResult]:
     """:class:`RateResult` for every (map name, dim) in ``cases`` (maps of :func:`example_map`) and spacing.
 
     ``"equidistributed"`` uses :func:`equidistributed_scales` at each m; the others :func:`scale_schedule`.
+    With ``certify_points``, also the certified upper bounds of :func:`certified_deviations` on a grid of
+    about that many points (uniform and geometric scales; ``None`` for the equidistributed ones).
     """
-    ms = np.asarray([_as_positive_int(int(m), "m") for m in ms])
+    ms = np.asarray([_as_positive_int(m, "m") for m in ms])
     if len(ms) < 2:
         raise ValueError("need at least two depths to measure a rate")
     for spacing in spacings:
-        if spacing not in RATE_SPACINGS:
-            raise ValueError(f"unknown spacing {spacing!r}; choose from {RATE_SPACINGS}")
+        validate.choice("spacing", spacing, RATE_SPACINGS)
     results = []
     for name, dim in cases:
         h = example_map(name, dim, seed=seed)
         for spacing in spacings:
-            eps = []
+            eps, certified = [], []
             for m in ms:
                 scales = (equidistributed_scales(h, int(m), dim, domain_radius, linear=linear, n_points=n_points,
                                                  seed=seed) if spacing == "equidistributed" else spacing)
                 eps.append(factor_deviations(h, int(m), dim, domain_radius, spacing=scales, linear=linear,
                                              n_points=n_points, seed=seed).max())
-            results.append(RateResult(name, dim, spacing, ms, np.array(eps)))
+                if certify_points is not None and spacing != "equidistributed":
+                    certified.append(certified_deviations(h, int(m), dim, domain_radius, spacing=scales,
+                                                          linear=linear, grid_points=certify_points).bound.max())
+            results.append(RateResult(name, dim, spacing, ms, np.array(eps),
+                                      np.array(certified) if certified else None))
     return results
 
 
