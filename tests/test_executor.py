@@ -414,3 +414,45 @@ def test_stale_temporaries_of_dead_runs_are_removed(tmp_path):
     alive.write_text("{}")
     assert book.remove_stale_partials(tmp_path / "executed") == [dead]
     assert alive.exists() and not dead.exists()
+
+
+# --- the reading conventions, on a tiny built book ------------------------------------------------------
+def test_reading_conventions_render_as_intended(tmp_path):
+    """Alt text from cell metadata, theorem boxes without Sphinx numbers, 88-character code lines fitting
+    the page; the checks catch the opposite (no alt text, a numbered box, a 110-character line)."""
+    from resnet_theory.browser import check_page, find_chromium, html_problems, serve
+
+    def theorem(title, nonumber):
+        label = f":label: thm-{'good' if nonumber else 'bad'}\n"
+        return (f"```{{prf:theorem}} {title}\n{label}" + (":nonumber:\n" if nonumber else "")
+                + "\nA statement.\n```\n")
+
+    def figure(alt):
+        header = f'---\nmystnb:\n  image:\n    alt: "{alt}"\ntags: [hide-input]\n---\n' if alt else ""
+        return header + "import matplotlib.pyplot as plt\nplt.plot([0, 1], [1, 0])\nplt.show()"
+
+    good = chapter("Good", 'profile = "quick"\nseed = 0', figure("A line falling from 1 to 0."),
+                   "x88 = '" + "a" * 80 + "'").replace("# Good\n", "# Good\n\n" + theorem("Paper, Theorem 2.1", True))
+    bad = chapter("Bad", 'profile = "quick"\nseed = 0', figure(""), "x110 = '" + "b" * 101 + "'").replace(
+        "# Bad\n", "# Bad\n\n" + theorem("Paper, Theorem 2.1", False))
+    root = make_book(tmp_path / "src", {"intro": "# Intro\n", "good": good, "bad": bad})
+    (root / "_config.yml").write_text((root / "_config.yml").read_text().replace(
+        "sphinx:\n", "sphinx:\n  extra_extensions: [sphinx_proof]\n"))
+    build = tmp_path / "build"
+    assert book.main(["execute", "--root", str(root), "--build-dir", str(build)]) == 0
+    html = build / "html"
+    good_page, bad_page = html / "book" / "good.html", html / "book" / "bad.html"
+    assert 'alt="A line falling from 1 to 0."' in good_page.read_text()
+    assert html_problems(good_page.read_text()) == []
+    problems = html_problems(bad_page.read_text())
+    assert any(p.startswith("image without alternative text") for p in problems), problems
+    assert any(p.startswith("numbered by Sphinx: 'Theorem 1") for p in problems), problems
+    chromium = find_chromium()
+    if chromium is None:
+        pytest.skip("no Chromium on this machine: the in-browser part did not run")
+    assert check_page(chromium, good_page).ok, check_page(chromium, good_page).problems
+    with serve(html, "/some/prefix/") as url:
+        served = check_page(chromium, good_page, url, html)
+        bad_report = check_page(chromium, bad_page, url, html)
+    assert served.ok and served.images == 1 and not served.broken_images, served.problems
+    assert len(bad_report.wide_code) == 1 and "x110" in bad_report.wide_code[0]

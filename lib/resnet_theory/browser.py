@@ -5,7 +5,13 @@ appended that waits for MathJax to finish and records what the browser sees: how
 exist, and which images failed to load (natural width 0). Chromium's ``--dump-dom`` returns the DOM after the
 scripts ran; the text outside code blocks must hold no raw TeX (``\\(`` or ``$$``) and no error output.
 
-Usage: ``python -m resnet_theory.browser [_build/html]`` (exit 1 on any problem).
+It also loads each page at a 1400-pixel-wide window and reports every code block (``div.highlight pre``)
+wider than its box (horizontal scrolling), and, read from the HTML itself, every image without
+alternative text (or with a file name for one) and every theorem-like box numbered by Sphinx
+("Theorem 1 (...)"). :func:`serve` serves a built book over HTTP under a URL prefix, as GitHub Pages
+does (``https://USER.github.io/REPO/``), so the same check can run on the served pages.
+
+Usage: ``python -m resnet_theory.browser [_build/html] [--prefix /some/prefix/]`` (exit 1 on any problem).
 """
 
 from __future__ import annotations
@@ -29,10 +35,15 @@ PROBE = """
     var imgs = Array.prototype.slice.call(document.images);
     var broken = imgs.filter(function (i) { return !(i.complete && i.naturalWidth > 0); })
                      .map(function (i) { return i.getAttribute('src'); });
+    var wide = Array.prototype.slice.call(document.querySelectorAll('div.highlight pre'))
+                    .filter(function (p) { return p.scrollWidth > p.clientWidth + 1; })
+                    .map(function (p) {
+                      return p.scrollWidth + '>' + p.clientWidth + 'px: ' + p.textContent.trim().slice(0, 60);
+                    });
     var out = document.createElement('div');
     out.id = 'browser-check-result';
     out.textContent = JSON.stringify({
-      images: imgs.length, broken: broken,
+      images: imgs.length, broken: broken, wide_code: wide, width: window.innerWidth,
       mathjax_elements: document.querySelectorAll('mjx-container').length,
       mathjax_loaded: !!(window.MathJax && window.MathJax.startup && window.MathJax.startup.document)
     });
@@ -47,6 +58,10 @@ PROBE = """
 </script>
 """
 
+#: The window width at which code must fit without horizontal scrolling.
+WINDOW_WIDTH = 1400
+PROOF_NUMBERING = re.compile(r"^\s*(?:Theorem|Lemma|Claim|Corollary|Proposition|Definition|Example|Remark|"
+                             r"Conjecture|Axiom|Property|Observation|Algorithm|Assumption|Criterion)\s+\d+\b")
 ERROR_MARKERS = ("Traceback (most recent call last)", "output traceback", "Error in callback")
 
 
@@ -65,6 +80,7 @@ class PageReport:
     mathjax_elements: int = 0
     images: int = 0
     broken_images: list = field(default_factory=list)
+    wide_code: list = field(default_factory=list)
     raw_tex: list = field(default_factory=list)
     errors: list = field(default_factory=list)
     problems: list = field(default_factory=list)
@@ -74,12 +90,14 @@ class PageReport:
         return not self.problems
 
 
-def dump_dom(chromium: str, page: Path, timeout: float = 60.0) -> str:
+def dump_dom(chromium: str, page: Path | str, timeout: float = 60.0) -> str:
+    """The DOM after the page's scripts ran; ``page`` is a file or a URL."""
     with tempfile.TemporaryDirectory() as profile:
         cmd = [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                "--disable-background-networking", "--disable-component-update", "--disable-sync",
                "--allow-file-access-from-files", f"--user-data-dir={profile}", "--virtual-time-budget=15000",
-               "--dump-dom", page.resolve().as_uri()]
+               f"--window-size={WINDOW_WIDTH},1000", "--hide-scrollbars",
+               "--dump-dom", page if isinstance(page, str) else page.resolve().as_uri()]
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     if proc.returncode != 0 or not proc.stdout.strip():
         raise RuntimeError(f"chromium failed on {page} (exit {proc.returncode}): {proc.stderr[-2000:]}")
@@ -96,13 +114,35 @@ def _visible_text(dom: str) -> str:
     return soup.get_text(" ")
 
 
-def check_page(chromium: str, page: Path) -> PageReport:
+def html_problems(source: str) -> list[str]:
+    """Problems visible in a page's HTML: images without alternative text, Sphinx-numbered proof boxes."""
+    from bs4 import BeautifulSoup
+
+    soup = BeautifulSoup(source, "html.parser")
+    problems = []
+    for img in soup.find_all("img"):
+        alt = (img.get("alt") or "").strip()
+        if not alt or re.fullmatch(r"\S+\.(png|jpe?g|svg|gif|webp)|_images/\S*|\S*/\S*", alt):
+            problems.append(f"image without alternative text: {img.get('src')} (alt={alt!r})")
+    for title in soup.select(".proof .admonition-title, .admonition.theorem .admonition-title, "
+                             "div[class*='proof'] > p.admonition-title"):
+        text = title.get_text(" ", strip=True)
+        if PROOF_NUMBERING.match(text):
+            problems.append(f"numbered by Sphinx: {text[:80]!r}")
+    return sorted(set(problems))
+
+
+def check_page(chromium: str, page: Path, base_url: str | None = None, html_root: Path | None = None) -> PageReport:
+    """Check one built page; with ``base_url`` (and ``html_root``), load it from that server instead."""
     source = page.read_text(encoding="utf-8")
     has_math = 'class="math' in source or "\\(" in source or "$$" in source
     probe_page = page.with_name(page.stem + ".browser-check.html")
     probe_page.write_text(source.replace("</body>", PROBE + "</body>"), encoding="utf-8")
+    target: Path | str = probe_page
+    if base_url is not None:
+        target = base_url.rstrip("/") + "/" + probe_page.relative_to(html_root or page.parent).as_posix()
     try:
-        dom = dump_dom(chromium, probe_page)
+        dom = dump_dom(chromium, target)
     finally:
         probe_page.unlink(missing_ok=True)
     report = PageReport(str(page), has_math)
@@ -116,6 +156,7 @@ def check_page(chromium: str, page: Path) -> PageReport:
     report.mathjax_elements = result["mathjax_elements"]
     report.images = result["images"]
     report.broken_images = result["broken"]
+    report.wide_code = result.get("wide_code", [])
     text = _visible_text(dom)
     report.raw_tex = sorted({m for m in re.findall(r"\\\(|\\\[|\$\$", text)})
     report.errors = [m for m in ERROR_MARKERS if m in dom]
@@ -129,7 +170,43 @@ def check_page(chromium: str, page: Path) -> PageReport:
         report.problems.append(f"images that did not load: {report.broken_images}")
     if report.errors:
         report.problems.append(f"error output on the page: {report.errors}")
+    if report.wide_code:
+        report.problems.append(f"code blocks that scroll sideways at {WINDOW_WIDTH} px: {report.wide_code}")
+    report.problems.extend(html_problems(source))
     return report
+
+
+class serve:
+    """Serve ``html_dir`` on 127.0.0.1 under ``prefix`` (anything outside it is a 404), as a context manager
+    giving the base URL: ``with serve(html, "/some/prefix/") as url: check_page(..., url, html)``."""
+
+    def __init__(self, html_dir: Path, prefix: str = "/some/prefix/"):
+        self.html_dir, self.prefix = Path(html_dir), "/" + prefix.strip("/") + "/"
+
+    def __enter__(self) -> str:
+        import functools
+        import http.server
+        import threading
+
+        prefix = self.prefix
+
+        class Handler(http.server.SimpleHTTPRequestHandler):
+            def translate_path(self, path):
+                if not path.startswith(prefix):
+                    return str(Path(self.directory) / "__outside_the_prefix__")
+                return super().translate_path("/" + path[len(prefix):])
+
+            def log_message(self, *args):
+                pass
+
+        handler = functools.partial(Handler, directory=str(self.html_dir))
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        return f"http://127.0.0.1:{self.server.server_port}{prefix}"
+
+    def __exit__(self, *exc):
+        self.server.shutdown()
+        self.server.server_close()
 
 
 def book_pages(html_dir: Path, entries: list[str]) -> list[Path]:
@@ -143,16 +220,24 @@ def book_pages(html_dir: Path, entries: list[str]) -> list[Path]:
 def main(argv: list[str] | None = None) -> int:
     from .book import find_root, toc_files
 
-    args = sys.argv[1:] if argv is None else argv
+    import argparse
+    import contextlib
+
+    parser = argparse.ArgumentParser(prog="python -m resnet_theory.browser")
+    parser.add_argument("html_dir", nargs="?", type=Path)
+    parser.add_argument("--prefix", help="serve the pages over HTTP under this URL prefix, e.g. /some/prefix/")
+    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     root = find_root()
-    html_dir = Path(args[0]) if args else root / "_build" / "html"
+    html_dir = args.html_dir or root / "_build" / "html"
     chromium = find_chromium()
     if chromium is None:
         print("error: no Chromium found (on Debian: apt-get install chromium)", file=sys.stderr)
         return 2
     failed = 0
-    for page in book_pages(html_dir, toc_files(root)):
-        r = check_page(chromium, page)
+    with (serve(html_dir, args.prefix) if args.prefix else contextlib.nullcontext()) as base_url:
+        pages = book_pages(html_dir, toc_files(root))
+        reports = [check_page(chromium, page, base_url, html_dir) for page in pages]
+    for page, r in zip(pages, reports):
         state = "ok" if r.ok else "PROBLEM"
         print(f"{state:8s} {os.path.relpath(page, html_dir)}: {r.mathjax_elements} math, {r.images} images"
               + ("" if r.ok else " -- " + "; ".join(r.problems)))

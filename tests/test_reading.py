@@ -1,0 +1,106 @@
+"""Reading conventions over the chapter sources (fast; no execution).
+
+- code lines in code cells are at most 88 characters (what the book theme shows at a 1400-pixel window
+  without horizontal scrolling; the browser check measures the same on the built pages);
+- every theorem-like box (``{prf:...}``) has ``:nonumber:``, so its title carries the paper's numbering only;
+- bookkeeping cells (only ``ledger.claim`` / ``not_checkable`` / ``glue`` calls, and imports) are tagged
+  ``hide-input`` (or removed), so the mathematics and the computations take the room;
+- every code cell that draws a figure gives alternative text in its metadata (``mystnb: image: alt:``).
+
+These tests read every page of the TOC, so a chapter being rewritten may fail them until it follows the
+conventions; the failure names the page, the cell and the line.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+import jupytext
+import pytest
+
+from resnet_theory.book import toc_files
+
+from conftest import ROOT
+
+MAX_CODE_LINE = 88
+PAGES = [entry for entry in toc_files(ROOT)]
+BOOKKEEPING_CALLS = {"claim", "not_checkable", "glue"}
+HIDDEN_INPUT_TAGS = {"hide-input", "remove-input", "remove-cell", "hide-cell"}
+FIGURE_CALLS = re.compile(r"\b(plt\.(show|plot|figure|subplots|imshow|scatter|bar|hist|semilogy|loglog)|"
+                          r"loglog_with_fit|\.savefig|subplots)\s*\(")
+
+
+def code_cells(entry: str):
+    nb = jupytext.read(ROOT / f"{entry}.md", fmt="md:myst")
+    return [(n, c) for n, c in enumerate((c for c in nb.cells if c.cell_type == "code"), start=1)]
+
+
+def is_bookkeeping(source: str) -> bool:
+    """Every statement is an import, or a call of glue / .claim / .not_checkable (also inside a loop)."""
+    try:
+        body = ast.parse(source).body
+    except SyntaxError:
+        return False
+
+    def call_name(node) -> str | None:
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+            func = node.value.func
+            return func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+        return None
+
+    def bookkeeping(node) -> bool:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            return True
+        if isinstance(node, ast.For):
+            return all(bookkeeping(n) for n in node.body) and not node.orelse
+        return call_name(node) in BOOKKEEPING_CALLS
+
+    calls = [n for n in ast.walk(ast.Module(body=body, type_ignores=[]))
+             if isinstance(n, ast.Expr) and call_name(n) in BOOKKEEPING_CALLS]
+    return bool(calls) and all(bookkeeping(n) for n in body)
+
+
+def test_is_bookkeeping_tells_bookkeeping_from_computation():
+    assert is_bookkeeping("from myst_nb import glue\nglue('x', 1.0, display=False)\nledger.claim('a', b=1)")
+    assert is_bookkeeping("for k, v in d.items():\n    glue(k, v, display=False)")
+    assert not is_bookkeeping("x = compute()\nglue('x', x, display=False)")
+    assert not is_bookkeeping("ledger.show()")
+    assert not is_bookkeeping("import numpy as np")
+
+
+@pytest.mark.parametrize("entry", PAGES)
+def test_code_lines_fit_the_page(entry):
+    long = [f"cell {n}, line {i}: {len(line)} characters"
+            for n, cell in code_cells(entry) for i, line in enumerate(cell.source.splitlines(), start=1)
+            if len(line) > MAX_CODE_LINE]
+    assert not long, f"{entry}: code lines over {MAX_CODE_LINE} characters:\n" + "\n".join(long)
+
+
+@pytest.mark.parametrize("entry", PAGES)
+def test_theorem_boxes_carry_no_sphinx_number(entry):
+    text = (ROOT / f"{entry}.md").read_text()
+    missing = []
+    for match in re.finditer(r"^(`{3,}|:{3,})\{prf:(\w+)\}([^\n]*)\n((?::[^\n]*\n)*)", text, re.M):
+        if ":nonumber:" not in match.group(4):
+            line = text[: match.start()].count("\n") + 1
+            missing.append(f"line {line}: prf:{match.group(2)}{match.group(3)}")
+    assert not missing, f"{entry}: boxes without :nonumber: (their title gets a Sphinx number):\n" + "\n".join(missing)
+
+
+@pytest.mark.parametrize("entry", PAGES)
+def test_bookkeeping_cells_are_collapsed(entry):
+    visible = [f"cell {n}: {cell.source.splitlines()[0][:70]}" for n, cell in code_cells(entry)
+               if is_bookkeeping(cell.source) and not HIDDEN_INPUT_TAGS & set(cell.metadata.get("tags", []))]
+    assert not visible, f"{entry}: bookkeeping cells without hide-input:\n" + "\n".join(visible)
+
+
+@pytest.mark.parametrize("entry", PAGES)
+def test_figure_cells_have_alternative_text(entry):
+    missing = []
+    for n, cell in code_cells(entry):
+        if FIGURE_CALLS.search(cell.source) and "remove-output" not in cell.metadata.get("tags", []):
+            alt = cell.metadata.get("mystnb", {}).get("image", {}).get("alt", "")
+            if not str(alt).strip():
+                missing.append(f"cell {n}: {cell.source.splitlines()[0][:70]}")
+    assert not missing, f"{entry}: figure cells without mystnb.image.alt metadata:\n" + "\n".join(missing)
