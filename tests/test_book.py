@@ -8,7 +8,7 @@ import os
 import pytest
 
 from resnet_theory.book import toc_files
-from resnet_theory.browser import book_pages, check_page, find_chromium
+from resnet_theory.browser import book_pages, check_page, find_chromium, html_problems, serve
 from resnet_theory.ledger import VERDICTS, load_claims
 
 from conftest import ROOT
@@ -98,4 +98,30 @@ def test_every_page_renders_in_headless_chromium(built_book):
             assert report.has_math and report.mathjax_elements > 0, f"{page.name}: no rendered math"
         if page.stem in REVIEWS:
             assert report.images > 0, f"{page.name}: no figure in the browser"
+    assert not problems, "\n".join(problems)
+
+
+def test_every_figure_has_alt_text_and_no_box_is_numbered_by_sphinx(built_book):
+    problems = []
+    for page in book_pages(built_book.html, toc_files(ROOT)):
+        problems += [f"{page.name}: {p}" for p in html_problems(page.read_text())]
+    assert not problems, "\n".join(problems)
+
+
+def test_the_book_works_served_under_a_url_prefix(built_book):
+    """As on GitHub Pages (https://USER.github.io/REPO/): every page, served over HTTP under a sub-path,
+    passes the browser check (MathJax, images, no error output, no code scrolling sideways at 1400 px)."""
+    chromium = find_chromium()
+    if chromium is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("Chromium is required in CI (.ci/run installs Debian's chromium)")
+        pytest.skip("no Chromium on this machine (apt-get install chromium); the served check did not run")
+    problems = []
+    with serve(built_book.html, "/some/prefix/") as url:
+        for page in book_pages(built_book.html, toc_files(ROOT)):
+            report = check_page(chromium, page, url, built_book.html)
+            if not report.ok:
+                problems.append(f"{page.name}: {report.problems}")
+            if page.stem in REVIEWS:
+                assert report.images > 0 and report.mathjax_elements > 0, f"{page.name} under the prefix"
     assert not problems, "\n".join(problems)
