@@ -35,54 +35,32 @@ import sympy as sp
 import torch
 from scipy import optimize
 
+from . import validate
+
 LOSSES = ("squared", "logistic")
 
 
 # --- input validation ------------------------------------------------------------------------------
 def _positive_number(x, name: str, allow_zero: bool = False) -> float:
-    if isinstance(x, bool) or not isinstance(x, (numbers.Real, sp.Basic)):
-        raise TypeError(f"{name} must be a real number, got {type(x).__name__}")
-    value = float(x)
-    if not math.isfinite(value):
-        raise ValueError(f"{name} must be finite, got {value}")
-    if value < 0 or (value == 0 and not allow_zero):
-        raise ValueError(f"{name} must be {'non-negative' if allow_zero else 'positive'}, got {value}")
-    return value
+    if allow_zero:
+        return validate.non_negative_float(name, x)
+    return validate.positive_float(name, x)
 
 
 def _positive_int(x, name: str, minimum: int = 1) -> int:
-    if isinstance(x, bool) or not isinstance(x, numbers.Integral):
-        raise TypeError(f"{name} must be an integer, got {type(x).__name__}")
-    if x < minimum:
-        raise ValueError(f"{name} must be at least {minimum}, got {x}")
-    return int(x)
+    return validate.integer(name, x, minimum=minimum)
 
 
 def _seed(seed) -> int:
-    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
-        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
-    return int(seed)
+    return validate.non_negative_int("seed", seed)
 
 
 def _check_loss(loss: str) -> str:
-    if loss not in LOSSES:
-        raise ValueError(f"loss must be one of {LOSSES}, got {loss!r}")
-    return loss
+    return validate.choice("loss", loss, LOSSES)
 
 
 def _tensor(x, name: str, ndim: int) -> torch.Tensor:
-    if isinstance(x, torch.Tensor):
-        t = x.detach().to(torch.float64)
-    else:
-        try:
-            t = torch.as_tensor(np.asarray(x, dtype=np.float64))
-        except (TypeError, ValueError) as err:
-            raise TypeError(f"{name} must be an array of numbers") from err
-    if t.ndim != ndim:
-        raise ValueError(f"{name} must have {ndim} dimension(s), got shape {tuple(t.shape)}")
-    if not torch.isfinite(t).all():
-        raise ValueError(f"{name} contains NaN or infinite entries")
-    return t
+    return torch.as_tensor(validate.finite_array(name, x, ndim=ndim, allow_empty=True))
 
 
 # --- Example 1 -------------------------------------------------------------------------------------
@@ -306,6 +284,8 @@ def critical_points(eps, penalty=0.0, radius=None, *, n_starts: int = 400, box: 
     Returned sorted by value, with duplicates (closer than ``1e-5``) removed.
     """
     eps, penalty, radius, n_starts, box = _check_landscape_args(eps, penalty, radius, n_starts, box)
+    tol = validate.positive_float("tol", tol)
+    neighbourhood = validate.positive_float("neighbourhood", neighbourhood)
     _, gradient, hessian = _landscape(eps, penalty)
     rng = np.random.default_rng(_seed(seed))
     cands = []
@@ -490,11 +470,20 @@ def best_linear_predictor(X, y, loss: str = "squared", radius=None) -> dict:
         if loss == "logistic" and _has_recession_direction(Xn, yn):
             raise ValueError("the logistic F_lin has no minimiser on this sample (a direction separates "
                              "the data): give a radius")
-        sol = optimize.minimize(value, np.zeros(d), jac=grad, hess=hess, method="trust-exact",
-                                options={"gtol": 1e-11, "maxiter": 2000})
-        if not sol.success:
-            raise ValueError(f"the minimisation of F_lin failed: {sol.message}")
-        w = sol.x
+        # damped Newton on a convex objective (scipy's trust-exact can stop early once rounding dominates)
+        w = np.zeros(d)
+        for _ in range(200):
+            g = grad(w)
+            step = np.linalg.lstsq(hess(w), g, rcond=None)[0]
+            f0, t = value(w), 1.0
+            while value(w - t * step) > f0 and t > 1e-12:
+                t /= 2
+            w = w - t * step
+            if np.linalg.norm(t * step) <= 1e-15 * max(1.0, np.linalg.norm(w)):
+                break
+        if np.linalg.norm(grad(w)) * max(1.0, np.linalg.norm(w)) > 1e-8 * value(w):
+            raise ValueError("the minimisation of F_lin did not converge (gradient not negligible at the "
+                             "scale of the loss)")
     else:
         cons = {"type": "ineq", "fun": lambda w: radius ** 2 - w @ w, "jac": lambda w: -2 * w}
         sol = optimize.minimize(value, np.zeros(d), jac=grad, method="SLSQP", constraints=[cons],
@@ -550,7 +539,8 @@ def theorem1_sides(X, y, w, V, f_theta, w_star, loss: str = "squared") -> dict:
 
     ``lhs = |grad F_theta(w, V)|`` and
     ``rhs = (F(w, V, theta) - F_lin(w_star)) / sqrt(2|w|^2 + |w_star|^2 (2 + |V|^2 / |w|^2))`` with the spectral
-    norm of ``V`` (``rhs_frobenius`` uses the Frobenius norm, a weaker statement).
+    norm of ``V`` (``rhs_frobenius`` uses the Frobenius norm, a weaker statement; ``rhs_without_V`` drops the
+    term ``|V|^2 / |w|^2``, a stronger statement that Example 1 refutes).
     """
     X, y, loss = _data(X, y, loss)
     der = objective_derivatives(X, y, w, V, f_theta, loss)
@@ -568,7 +558,8 @@ def theorem1_sides(X, y, w, V, f_theta, w_star, loss: str = "squared") -> dict:
         return gap / math.sqrt(2 * nw2 + ns2 * (2 + normV ** 2 / nw2))
 
     return {"lhs": float(np.linalg.norm(der["gradient"])), "rhs": rhs(np.linalg.norm(V, 2)),
-            "rhs_frobenius": rhs(np.linalg.norm(V)), "F": der["value"], "F_lin": F_lin,
+            "rhs_frobenius": rhs(np.linalg.norm(V)),
+            "rhs_without_V": gap / math.sqrt(2 * nw2 + 2 * ns2), "F": der["value"], "F_lin": F_lin,
             "norm_w": math.sqrt(nw2), "norm_V": float(np.linalg.norm(V, 2))}
 
 
@@ -592,8 +583,10 @@ def theorem2_sides(X, y, V, f_theta, w_star, loss: str = "squared") -> dict:
     curvature_term = math.sqrt(abs(lam) * Hww + lam ** 2)
     lhs = gradient_norm + normV * curvature_term
     F_lin = linear_objective(X, y, w_star, loss)
-    return {"lambda_min": lam, "lhs": lhs, "gradient_norm": gradient_norm, "curvature_term": curvature_term, "rhs": (der["value"] - F_lin) / float(np.linalg.norm(w_star)),
-            "F": der["value"], "F_lin": F_lin, "norm_V": normV, "hessian_ww_norm": Hww}
+    return {"lambda_min": lam, "lhs": lhs, "gradient_norm": gradient_norm,
+            "curvature_term": curvature_term, "rhs": (der["value"] - F_lin) / float(np.linalg.norm(w_star)),
+            "F": der["value"], "F_lin": F_lin, "norm_V": normV, "hessian_ww_norm": Hww,
+            "hessian_norm": float(np.linalg.norm(der["hessian"], 2))}
 
 
 def random_mlp(d: int, k: int, width: int, depth: int, generator: torch.Generator,
@@ -601,8 +594,7 @@ def random_mlp(d: int, k: int, width: int, depth: int, generator: torch.Generato
     """A random float64 ReLU network ``R^d -> R^k`` with ``depth`` linear layers (He-scaled Gaussian weights)."""
     d, k = _positive_int(d, "d"), _positive_int(k, "k")
     width, depth = _positive_int(width, "width"), _positive_int(depth, "depth")
-    if final not in ("none", "tanh"):
-        raise ValueError(f"final must be 'none' or 'tanh', got {final!r}")
+    final = validate.choice("final", final, ("none", "tanh"))
     if not isinstance(generator, torch.Generator):
         raise TypeError("generator must be a torch.Generator")
     dims = [d] + [width] * (depth - 1) + [k]
@@ -868,18 +860,36 @@ def minimize_residual_objective(X, y, f_theta, loss: str = "squared", seed: int 
     def unpack(z):
         return z[:d], z[d:].reshape(d, k)
 
-    def val(z):
-        return objective_derivatives(X, y, *unpack(z), f_theta, loss)["value"]
+    cache: dict = {}
 
-    def grad(z):
-        return objective_derivatives(X, y, *unpack(z), f_theta, loss)["gradient"]
-
-    def hess(z):
-        return objective_derivatives(X, y, *unpack(z), f_theta, loss)["hessian"]
+    def derivatives(z):  # one autograd pass per point serves value, gradient and Hessian
+        key = z.tobytes()
+        if key not in cache:
+            cache.clear()
+            cache[key] = objective_derivatives(X, y, *unpack(z), f_theta, loss)
+        return cache[key]
 
     z0 = rng.normal(size=d + d * k) * 0.5
-    sol = optimize.minimize(val, z0, jac=grad, hess=hess, method="trust-exact",
+    sol = optimize.minimize(lambda z: derivatives(z)["value"], z0, jac=lambda z: derivatives(z)["gradient"],
+                            hess=lambda z: derivatives(z)["hessian"], method="trust-exact",
                             options={"gtol": 1e-10, "maxiter": 500})
+    z = sol.x
+    # polish: Newton steps through the pseudo-inverse (the minima are degenerate: F depends on V only
+    # through V^T w), kept while the gradient shrinks and the value does not rise beyond rounding
+    for _ in range(20):
+        der = derivatives(z)
+        step = np.linalg.lstsq(der["hessian"], der["gradient"], rcond=1e-12)[0]
+        trial = z - step
+        if not np.all(np.isfinite(trial)):
+            break
+        new = derivatives(trial)
+        if new["value"] > der["value"] + 1e-13 * abs(der["value"]) or \
+                np.linalg.norm(new["gradient"]) >= np.linalg.norm(der["gradient"]):
+            break
+        z = trial
+        if np.linalg.norm(step) <= 1e-14 * max(1.0, np.linalg.norm(z)):
+            break
+    sol.x = z
     der = objective_derivatives(X, y, *unpack(sol.x), f_theta, loss)
     w, V = unpack(sol.x)
     return {"w": w, "V": V, "value": der["value"], "gradient_norm": float(np.linalg.norm(der["gradient"])),
@@ -891,7 +901,8 @@ def survey_theorems(n_instances: int, seed: int = 0, losses=LOSSES) -> dict:
     """Both sides of Theorems 1 and 2 on ``n_instances`` random instances per loss.
 
     Theorem 1 at a random ``(w, V)``; Theorem 2 at ``(0, V)`` of an independent instance. Returns numpy
-    arrays ``t1_lhs, t1_rhs, t1_loss, t2_lhs, t2_rhs, t2_lambda_min, t2_loss``.
+    arrays ``t1_lhs, t1_rhs, t1_loss, t2_lhs, t2_rhs, t2_lambda_min, t2_loss, t2_hessian_norm`` (the
+    spectral norm of the whole Hessian, the scale of ``t2_lambda_min``).
     """
     n_instances = _positive_int(n_instances, "n_instances")
     seed = _seed(seed)
@@ -905,11 +916,12 @@ def survey_theorems(n_instances: int, seed: int = 0, losses=LOSSES) -> dict:
             rows1.append((s1["lhs"], s1["rhs"], loss))
             b = random_theorem_instance(seed + 2 * i + 1, loss, w_zero=True)
             s2 = theorem2_sides(b["X"], b["y"], b["V"], b["f_theta"], b["w_star"], loss)
-            rows2.append((s2["lhs"], s2["rhs"], s2["lambda_min"], loss))
+            rows2.append((s2["lhs"], s2["rhs"], s2["lambda_min"], loss, s2["hessian_norm"]))
     return {"t1_lhs": np.array([r[0] for r in rows1]), "t1_rhs": np.array([r[1] for r in rows1]),
             "t1_loss": np.array([r[2] for r in rows1]), "t2_lhs": np.array([r[0] for r in rows2]),
             "t2_rhs": np.array([r[1] for r in rows2]), "t2_lambda_min": np.array([r[2] for r in rows2]),
-            "t2_loss": np.array([r[3] for r in rows2])}
+            "t2_loss": np.array([r[3] for r in rows2]),
+            "t2_hessian_norm": np.array([r[4] for r in rows2])}
 
 
 def theorem4_experiment(steps: int, n_seeds: int, seed: int = 0, d: int = 5, k: int = 4, width: int = 16,
@@ -972,3 +984,310 @@ def landscape_panel(ax, eps: float, penalty: float, radius, minima: list[dict], 
     ax.set(xlabel="w", ylabel="v", title=title, xlim=(-box, box), ylim=(-box, box), aspect="equal")
 
 
+
+
+# --- Theorem 4's rate in T: many runs at once, the population gap measured exactly over y ---------------
+def _batched_mlp(n_runs: int, dims: list[int], generator: torch.Generator) -> list[torch.Tensor]:
+    """Weights and biases of ``n_runs`` independent random ReLU networks (He-scaled, as :func:`random_mlp`)."""
+    params = []
+    for a, b in zip(dims[:-1], dims[1:]):
+        W = torch.randn(n_runs, b, a, generator=generator, dtype=torch.float64) * math.sqrt(2.0 / a)
+        bias = 0.1 * torch.randn(n_runs, 1, b, generator=generator, dtype=torch.float64)
+        params += [W.requires_grad_(True), bias.requires_grad_(True)]
+    return params
+
+
+def _batched_features(theta: list[torch.Tensor], X: torch.Tensor) -> torch.Tensor:
+    """``f_theta(X)`` for every run: ``X`` is (runs, m, d); ReLU layers, tanh output in [-1, 1]."""
+    h = X
+    n_layers = len(theta) // 2
+    for i in range(n_layers):
+        h = h @ theta[2 * i].transpose(1, 2) + theta[2 * i + 1]
+        h = torch.relu(h) if i < n_layers - 1 else torch.tanh(h)
+    return h
+
+
+def _uniform_ball(n_runs: int, m: int, d: int, generator: torch.Generator) -> torch.Tensor:
+    g = torch.randn(n_runs, m, d, generator=generator, dtype=torch.float64)
+    g = g / g.norm(dim=-1, keepdim=True)
+    return g * torch.rand(n_runs, m, 1, generator=generator, dtype=torch.float64) ** (1.0 / d)
+
+
+def bernoulli_kl(a: torch.Tensor, p: torch.Tensor) -> torch.Tensor:
+    """``E_y[l(p; y)] - E_y[l(a; y)]`` for the logistic loss when ``P(y = 1) = sigmoid(a)``, elementwise.
+
+    This is the Kullback-Leibler divergence of Bernoulli(sigmoid(a)) from Bernoulli(sigmoid(p)): it is
+    non-negative and zero only at ``p = a``. With ``a = u*^T x`` it is the population excess risk of the
+    prediction ``p`` at ``x`` over the Bayes-optimal (and best linear) predictor ``u*``.
+    """
+    if not isinstance(a, torch.Tensor) or not isinstance(p, torch.Tensor):
+        raise TypeError("a and p must be torch tensors")
+    q = torch.sigmoid(a)
+    sp_ = torch.nn.functional.softplus
+    return q * (sp_(-p) - sp_(-a)) + (1 - q) * (sp_(p) - sp_(a))
+
+
+def theorem4_rates(steps: int, n_runs: int, seed: int = 0, *, architecture: str = "output skip",
+                   d: int = 5, k: int = 4, width: int = 16, depth: int = 3, radius: float = 2.0,
+                   u_norm: float = 1.5, lr_theta: float = 0.05, n_fresh: int = 64,
+                   step_exponent: float = 0.5) -> dict:
+    """Projected SGD (Theorem 4's procedure) for ``n_runs`` independent runs at once, and its exact-in-y gap.
+
+    Data: :class:`LogisticLinearSource` with ``u* = u_norm (1, ..., 1)/sqrt(d)``; ``u*`` is the population
+    minimiser of ``F_lin`` (the logistic loss is proper and the Bayes predictor is linear), so the best
+    linear predictor is known exactly. Each run draws its own sample stream and its own ``f_theta``.
+    Steps: ``(w, v)`` (or ``(w, V)`` for ``architecture="original"``) take ``eta_t = D / (G t^s)`` with
+    ``D = 2 radius``, ``G = sqrt(1 + k)``, ``s = step_exponent`` (the theorem's ``s = 1/2``), then are
+    projected onto the ball of ``radius``; ``theta`` takes ``lr_theta / sqrt(t)``, unprojected.
+
+    Before every step the population excess risk of the current iterate, ``E_x KL(...)`` (see
+    :func:`bernoulli_kl`), is estimated on ``n_fresh`` fresh inputs per run (exact over ``y``, unbiased over
+    ``x``). Returns ``excess`` (runs, steps), ``gap`` (runs, horizons): the average excess risk of the
+    iterates up to ``T`` for ``T = 8, 16, ..., <= steps``, its ``gap_standard_error`` from the fresh-input
+    sampling, and the constants ``radius``, ``lipschitz``, ``loss_bound``.
+    """
+    steps = _positive_int(steps, "steps", minimum=16)
+    n_runs = _positive_int(n_runs, "n_runs")
+    seed = _seed(seed)
+    if architecture not in ("output skip", "original"):
+        raise ValueError(f"architecture must be 'output skip' or 'original', got {architecture!r}")
+    for name, val in (("d", d), ("k", k), ("width", width), ("depth", depth), ("n_fresh", n_fresh)):
+        _positive_int(val, name)
+    radius = _positive_number(radius, "radius")
+    u_norm = _positive_number(u_norm, "u_norm")
+    if u_norm > radius:
+        raise ValueError(f"u_norm must be at most radius (the comparator must lie in the ball), got {u_norm}")
+    lr_theta = _positive_number(lr_theta, "lr_theta", allow_zero=True)
+    step_exponent = _positive_number(step_exponent, "step_exponent")
+    gen = torch.Generator().manual_seed(seed)
+    u_star = torch.full((d,), u_norm / math.sqrt(d), dtype=torch.float64)
+    theta = _batched_mlp(n_runs, [d] + [width] * (depth - 1) + [k], gen)
+    w = torch.zeros(n_runs, d, dtype=torch.float64, requires_grad=True)
+    second = (torch.zeros(n_runs, k, dtype=torch.float64) if architecture == "output skip"
+              else torch.zeros(n_runs, d, k, dtype=torch.float64)).requires_grad_(True)
+
+    def predict(X):
+        Z = _batched_features(theta, X)
+        if architecture == "output skip":
+            return (X @ w[:, :, None] + Z @ second[:, :, None])[..., 0]
+        return ((X + Z @ second.transpose(1, 2)) @ w[:, :, None])[..., 0]
+
+    G = math.sqrt(1 + k)
+    X_train = _uniform_ball(n_runs, steps, d, gen)
+    y_train = torch.where(torch.rand(n_runs, steps, generator=gen, dtype=torch.float64)
+                          < torch.sigmoid(X_train @ u_star), 1.0, -1.0).to(torch.float64)
+    excess = torch.empty(n_runs, steps, dtype=torch.float64)
+    excess_var = torch.empty(n_runs, steps, dtype=torch.float64)
+    for t in range(steps):
+        with torch.no_grad():
+            Xf = _uniform_ball(n_runs, n_fresh, d, gen)
+            kl = bernoulli_kl(Xf @ u_star, predict(Xf))
+            excess[:, t] = kl.mean(dim=1)
+            excess_var[:, t] = kl.var(dim=1) / n_fresh
+        p = predict(X_train[:, t:t + 1])[:, 0]
+        loss = torch.nn.functional.softplus(-y_train[:, t] * p).sum()
+        grads = torch.autograd.grad(loss, [w, second] + theta)
+        eta = 2 * radius / (G * (t + 1) ** step_exponent)
+        with torch.no_grad():
+            w -= eta * grads[0]
+            second -= eta * grads[1]
+            norm = torch.sqrt((w ** 2).sum(1) + (second ** 2).flatten(1).sum(1))
+            shrink = torch.clamp(radius / norm.clamp_min(1e-300), max=1.0)
+            w *= shrink[:, None]
+            second *= shrink.view(-1, *([1] * (second.ndim - 1)))
+            for p_, g_ in zip(theta, grads[2:]):
+                p_ -= lr_theta / math.sqrt(t + 1) * g_
+    horizons = 2 ** np.arange(3, int(math.log2(steps)) + 1)
+    counts = torch.arange(1, steps + 1, dtype=torch.float64)
+    avg = (torch.cumsum(excess, dim=1) / counts).numpy()
+    avg_se = (torch.sqrt(torch.cumsum(excess_var, dim=1)) / counts).numpy()
+    return {"horizons": horizons, "excess": excess.numpy(), "gap": avg[:, horizons - 1],
+            "gap_standard_error": avg_se[:, horizons - 1], "radius": radius, "lipschitz": G,
+            "loss_bound": math.log1p(math.exp(radius * G)), "architecture": architecture,
+            "step_exponent": step_exponent}
+
+
+def rate_exponents(horizons, gaps, t_min: int) -> np.ndarray:
+    """The least-squares slope of ``log gap`` against ``log T`` over ``T >= t_min``, one per run (row)."""
+    horizons = np.asarray(horizons, dtype=float)
+    gaps = np.atleast_2d(np.asarray(gaps, dtype=float))
+    if gaps.shape[1] != horizons.size:
+        raise ValueError(f"gaps must have one column per horizon ({horizons.size}), got shape {gaps.shape}")
+    keep = horizons >= t_min
+    if keep.sum() < 2:
+        raise ValueError(f"need at least two horizons >= t_min = {t_min}")
+    if np.any(gaps[:, keep] <= 0) or not np.all(np.isfinite(gaps[:, keep])):
+        raise ValueError("gaps must be finite and positive to fit a rate")
+    x = np.log(horizons[keep])
+    return np.polyfit(x, np.log(gaps[:, keep]).T, 1)[0]
+
+
+# --- Corollary 1: a local minimum verified at the scale of the problem ---------------------------------
+def residual_class_separates(X, y, f_theta) -> bool:
+    """Whether some residual predictor separates a logistic sample (then ``inf F = 0`` is not attained).
+
+    For ``w != 0`` the residual predictors ``w^T (x + V f_theta(x)) = w^T x + (V^T w)^T f_theta(x)`` are
+    exactly the linear predictors on the features ``[x, f_theta(x)]``; the test is a linear programme.
+    """
+    X, y, _ = _data(X, y, "logistic")
+    Z = _features(f_theta, X)
+    return _has_recession_direction(np.hstack([X.numpy(), Z.numpy()]), y.numpy())
+
+
+def verify_local_minimum(X, y, w, V, f_theta, loss: str = "squared", *, rtol_gradient: float = 1e-8,
+                         rtol_curvature: float = 1e-8, rtol_escape: float = 1e-8) -> dict:
+    """Decide whether ``(w, V)`` is a local minimum of ``F_theta``, with tolerances at the problem's scale.
+
+    - gradient: ``|grad F| max(|z|, 1) / F <= rtol_gradient`` with ``z = (w, vec V)``: the first-order change
+      of ``F`` under a relative change of the parameters, compared with ``F`` itself (an absolute threshold
+      such as ``|grad| < 1e-6`` passes any point where ``F`` is tiny);
+    - curvature: ``lambda_min(grad^2 F) >= -rtol_curvature |grad^2 F|`` (spectral norm);
+    - escape: along the ray ``c -> F(c w, V)``, which is convex in ``c`` (the prediction is linear in ``c``
+      and the loss convex in the prediction), no value for ``c`` in ``[1.5, 2^16]`` is below
+      ``F (1 - rtol_escape)``; a loss that keeps falling along it has no minimum there;
+    - for the logistic loss, whether the residual class separates the sample
+      (:func:`residual_class_separates`): then no minimum is attained anywhere.
+
+    Returns the numbers and ``status``: ``"local minimum"``, ``"no minimum attained"``, ``"not stationary"``
+    or ``"negative curvature"``.
+    """
+    X, y, loss = _data(X, y, loss)
+    rtol_gradient = validate.positive_float("rtol_gradient", rtol_gradient)
+    rtol_curvature = validate.positive_float("rtol_curvature", rtol_curvature)
+    rtol_escape = validate.positive_float("rtol_escape", rtol_escape)
+    der = objective_derivatives(X, y, w, V, f_theta, loss)
+    w_t, V_t = _wV(w, V, X.shape[1], _features(f_theta, X).shape[1])
+    F, g, H = der["value"], der["gradient"], der["hessian"]
+    z_norm = max(math.sqrt(float((w_t ** 2).sum() + (V_t ** 2).sum())), 1.0)
+    g_norm = float(np.linalg.norm(g))
+    relative_gradient = g_norm * z_norm / F if F > 0 else (0.0 if g_norm == 0 else math.inf)
+    eig = np.linalg.eigvalsh(H)
+    H_norm = float(np.max(np.abs(eig)))
+    relative_curvature = float(eig[0]) / H_norm if H_norm > 0 else 0.0
+    p = residual_predictions(X, w_t, V_t, f_theta)
+    factors = np.geomspace(1.5, 2.0 ** 16, 24)
+    along = np.array([float(loss_values(c * p, y, loss).mean()) for c in factors])
+    escape_drop = max(0.0, (F - float(along.min())) / F) if F > 0 else 0.0
+    separable = loss == "logistic" and residual_class_separates(X, y, f_theta)
+    if separable or escape_drop > rtol_escape:
+        status = "no minimum attained"
+    elif relative_gradient > rtol_gradient:
+        status = "not stationary"
+    elif relative_curvature < -rtol_curvature:
+        status = "negative curvature"
+    else:
+        status = "local minimum"
+    return {"status": status, "value": F, "gradient_norm": g_norm, "lambda_min": float(eig[0]),
+            "relative_gradient": relative_gradient, "relative_curvature": relative_curvature,
+            "escape_drop": escape_drop, "separable": bool(separable)}
+
+
+def infimum_linear_objective(X, y, loss: str = "squared") -> float:
+    """``inf_w F_lin(w)`` over all of ``R^d`` (0 for a linearly separable logistic sample, not attained)."""
+    X, y, loss = _data(X, y, loss)
+    if loss == "logistic" and _has_recession_direction(X.numpy(), y.numpy()):
+        return 0.0
+    return float(best_linear_predictor(X, y, loss)["value"])
+
+
+def corollary1_survey(n_instances: int, seed: int = 0, losses=LOSSES) -> list[dict]:
+    """Corollary 1 on random instances: a local search for a minimum, its verification, the linear baseline.
+
+    Instance ``i`` uses the loss ``losses[i % len(losses)]`` and :func:`random_theorem_instance` with seed
+    ``seed + 20000 + i``; :func:`minimize_residual_objective` starts from a random point (seed ``seed + i``),
+    :func:`verify_local_minimum` decides what was found, and ``inf_linear`` is the unconstrained
+    :func:`infimum_linear_objective` (the residual model is unconstrained too).
+    """
+    n_instances = validate.positive_int("n_instances", n_instances)
+    seed = validate.non_negative_int("seed", seed)
+    if isinstance(losses, str) or not losses or any(l not in LOSSES for l in losses):
+        raise ValueError(f"losses must be a non-empty sequence drawn from {LOSSES}, got {losses!r}")
+    rows = []
+    for i in range(n_instances):
+        loss = losses[i % len(losses)]
+        a = random_theorem_instance(seed + 20_000 + i, loss)
+        m = minimize_residual_objective(a["X"], a["y"], a["f_theta"], loss, seed=seed + i)
+        v = verify_local_minimum(a["X"], a["y"], m["w"], m["V"], a["f_theta"], loss)
+        rows.append({"instance": seed + 20_000 + i, "loss": loss, **v,
+                     "inf_linear": infimum_linear_objective(a["X"], a["y"], loss)})
+    return rows
+
+
+# --- the regularised and constrained landscapes, swept over settings fixed in advance -----------------
+def landscape_linear_optimum(penalty: float = 0.0, radius=None) -> float:
+    """The best linear predictor's value on Example 1's landscape: ``min_{|w| <= radius} F(w, 0) + penalty w^2/2``.
+
+    ``F(w, 0) = (w - 1)^2 / 2`` for every ``eps``; the minimiser is ``min(1 / (1 + penalty), radius)``.
+    """
+    penalty = validate.non_negative_float("penalty", penalty)
+    w = 1.0 / (1.0 + penalty)
+    if radius is not None:
+        w = min(w, validate.positive_float("radius", radius))
+    return 0.5 * (w - 1.0) ** 2 + 0.5 * penalty * w * w
+
+
+def landscape_sweep(eps, penalties=(), radii=(), *, n_starts: int = 100) -> list[dict]:
+    """Every verified local minimum of Example 1's landscape for each penalty (no ball) and each radius.
+
+    One row per setting: ``setting`` (``"penalty"`` or ``"radius"``), ``parameter``, ``global_value`` (the
+    lowest verified minimum), ``spurious`` (the verified minima above it by more than ``1e-9`` relative to
+    the landscape's scale), and ``linear_optimum`` (:func:`landscape_linear_optimum`). With a penalty the
+    search box grows as ``1.5 / sqrt(penalty)`` (the penalty confines every point below ``F(0) = 1/2``).
+    """
+    eps = validate.positive_float("eps", eps)
+    n_starts = validate.integer("n_starts", n_starts, minimum=4)
+    rows = []
+    for kind, values in (("penalty", penalties), ("radius", radii)):
+        for value in values:
+            value = (validate.non_negative_float if kind == "penalty" else validate.positive_float)(kind, value)
+            if kind == "penalty":
+                box = max(3.0, 1.5 / math.sqrt(value)) if value > 0 else 3.0
+                minima = find_local_minima(eps, value, None, n_starts=n_starts, box=box)
+                linear = landscape_linear_optimum(value)
+            else:
+                minima = find_local_minima(eps, 0.0, value, n_starts=n_starts, box=value)
+                linear = landscape_linear_optimum(0.0, value)
+            best = minima[0]["value"]
+            spurious = [m for m in minima if m["value"] > best + 1e-9 * max(1.0, abs(best))]
+            rows.append({"setting": kind, "parameter": value, "global_value": best, "spurious": spurious,
+                         "linear_optimum": linear})
+    return rows
+
+
+def theorem1_rhs_along(X, y, w, V, f_theta, w_star, scales, loss: str = "squared") -> np.ndarray:
+    """Theorem 1's right side with the comparator ``c w_star`` for each ``c`` in ``scales``.
+
+    The numerator ``F - F_lin(c w_star)`` is largest at the best linear predictor, but the denominator grows
+    with ``|c w_star|``, so a shorter comparator can give a larger right side.
+    """
+    X, y, loss = _data(X, y, loss)
+    Z = _features(f_theta, X)
+    w_t, V_t = _wV(w, V, X.shape[1], Z.shape[1])
+    w_star = _w_star(w_star, X.shape[1])
+    scales = validate.finite_array("scales", scales, ndim=1)
+    nw2 = float((w_t ** 2).sum())
+    if nw2 == 0:
+        raise ValueError("Theorem 1 needs w != 0")
+    F = residual_objective(X, y, w_t, V_t, f_theta, loss)
+    normV2 = float(np.linalg.norm(V_t.numpy(), 2)) ** 2
+    ns2 = float(w_star @ w_star)
+    return np.array([(F - linear_objective(X, y, c * w_star, loss))
+                     / math.sqrt(2 * nw2 + c * c * ns2 * (2 + normV2 / nw2)) for c in scales])
+
+
+def output_skip_hessian(X, y, w, v, f_theta, loss: str = "squared") -> np.ndarray:
+    """Hessian in ``(w, v)`` of the mean loss of ``x -> w^T x + v^T f_theta(x)`` (Theorem 4's architecture).
+
+    This objective is convex in ``(w, v)``: unlike the residual one, its Hessian at ``w = 0`` is positive
+    semi-definite, and definite when the features ``[x, f_theta(x)]`` span their space.
+    """
+    X, y, loss = _data(X, y, loss)
+    Z = _features(f_theta, X)
+    w = _tensor(w, "w", 1)
+    v = _tensor(v, "v", 1)
+    if w.shape[0] != X.shape[1] or v.shape[0] != Z.shape[1]:
+        raise ValueError(f"w must have {X.shape[1]} entries and v {Z.shape[1]}, got {w.shape[0]} and {v.shape[0]}")
+    d = X.shape[1]
+    H = torch.autograd.functional.hessian(
+        lambda z: loss_values(X @ z[:d] + Z @ z[d:], y, loss).mean(), torch.cat([w, v]))
+    return H.numpy()
