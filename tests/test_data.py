@@ -496,3 +496,44 @@ def test_bad_cifar_arguments(tmp_path):
         load_cifar(tmp_path, md5="xyz")
     with pytest.raises(ValueError, match="timeout"):
         load_cifar(tmp_path, download=True, timeout=0)
+
+
+# --- the TensorFlow ResNet recipe: black padding, per-image standardisation -------------------------------
+def test_standardize_per_image_matches_tensorflows_definition():
+    from resnet_theory.data import standardize_per_image
+
+    x = torch.rand(5, 3, 6, 6) * 4 + 1
+    out = standardize_per_image(x)
+    flat = out.flatten(1)
+    torch.testing.assert_close(flat.mean(1), torch.zeros(5), atol=1e-5, rtol=0)
+    torch.testing.assert_close(flat.std(1, unbiased=False), torch.ones(5), atol=1e-5, rtol=0)
+    constant = standardize_per_image(torch.full((1, 3, 4, 4), 0.7))  # std floored at 1/sqrt(48): no NaN
+    assert bool(constant.isfinite().all()) and float(constant.abs().max()) < 1e-5
+    with pytest.raises(ValueError, match="float batch"):
+        standardize_per_image(torch.zeros(3, 4, 4))
+
+
+def test_image_standardisation_pads_black_and_standardises_after_the_crop():
+    from resnet_theory.data import crop_and_flip, draw_augmentation, standardize_per_image
+
+    images = torch.randint(0, 256, (6, 3, 8, 8), dtype=torch.uint8)
+    data = DeviceData(images, torch.arange(6), standardize="image")
+    torch.testing.assert_close(data.images, images.float() / 255)  # kept on the [0, 1] scale
+    gen = torch.Generator().manual_seed(3)
+    x, _ = next(data.batches(6, gen, augment=True, shuffle=False, pad=2, flip=True))
+    params = draw_augmentation(6, torch.Generator().manual_seed(3), 2, True)
+    expected = standardize_per_image(crop_and_flip(images.float() / 255, *params, pad=2))
+    torch.testing.assert_close(x, expected)
+    plain, _ = next(data.batches(6, None, augment=False, shuffle=False))
+    torch.testing.assert_close(plain, standardize_per_image(images.float() / 255))
+    with pytest.raises(ValueError, match="standardize"):
+        DeviceData(images, torch.arange(6), standardize="pixel")
+
+
+def test_engine_offers_the_tensorflow_recipe():
+    from resnet_theory import train as engine
+
+    config = engine.TrainConfig(dataset="digits", **engine.TENSORFLOW_RECIPE)
+    assert config.augmentation == (True, 2, True) and config.standardize == "image"
+    with pytest.raises(engine.ConfigError, match="standardize"):
+        engine.TrainConfig(dataset="digits", standardize="pixel").validate()

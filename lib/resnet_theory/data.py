@@ -16,6 +16,10 @@ The order of the draws is fixed and documented in :meth:`DeviceData.batches` and
 Augmentation pads the *normalised* images with zeros, i.e. with the per-channel mean colour (the mean of
 the training split is 0 after normalisation). The paper does not describe its augmentation ("standard data
 augmentation"); 4-pixel padding, 32x32 random crops and left-right flips are the usual CIFAR recipe.
+``DeviceData(..., standardize="image")`` gives the recipe of the TensorFlow ResNet code the authors started
+from instead: pixels scaled to [0, 1] and padded with zeros (black), and every image, after its crop and
+flip, standardised by its own mean and standard deviation (:func:`standardize_per_image`); use it with
+``pad=2`` (36x36 before the 32x32 crop).
 """
 
 from __future__ import annotations
@@ -381,6 +385,21 @@ def _channel_stats(values, name: str, channels: int) -> torch.Tensor:
     return t
 
 
+STANDARDIZE = ("channel", "image")
+
+
+def standardize_per_image(x: torch.Tensor) -> torch.Tensor:
+    """TensorFlow's ``per_image_standardization`` for a batch ``(N, C, H, W)``: each image minus its mean
+    over all its pixels and channels, divided by ``max(std, 1 / sqrt(C H W))`` (population std)."""
+    if not (isinstance(x, torch.Tensor) and x.is_floating_point() and x.dim() == 4):
+        raise ValueError(f"expected a float batch of shape (N, C, H, W), got {getattr(x, 'shape', x)!r}")
+    flat = x.flatten(1)
+    mean = flat.mean(1, keepdim=True)
+    floor = 1.0 / math.sqrt(flat.shape[1])
+    std = flat.std(1, keepdim=True, unbiased=False).clamp_min(floor)
+    return ((flat - mean) / std).view_as(x)
+
+
 class DeviceData:
     """One split held on ``device`` as normalised float32 images ``(N, C, H, W)`` and int64 labels.
 
@@ -388,10 +407,17 @@ class DeviceData:
     scaled to [0, 1] and standardised per channel: ``(x / 255 - mean[c]) / std[c]``. When ``mean``/``std``
     are not given they are computed from these images (pass the training split's ``.mean`` and ``.std``
     when building the test split). Both are on the [0, 1] scale, one value per channel.
+
+    ``standardize="image"`` (the TensorFlow ResNet recipe) keeps the pixels on the [0, 1] scale instead
+    (``mean``/``std`` are computed but not applied) and standardises every batch image by image after its
+    augmentation (:func:`standardize_per_image`), at test time too.
     """
 
     def __init__(self, images_uint8, labels, device="cpu", mean: Sequence[float] | None = None,
-                 std: Sequence[float] | None = None):
+                 std: Sequence[float] | None = None, standardize: str = "channel"):
+        if standardize not in STANDARDIZE:
+            raise ValueError(f"standardize must be one of {STANDARDIZE}, got {standardize!r}")
+        self.standardize = standardize
         images = _as_tensor(images_uint8, "images_uint8")
         labels = _as_tensor(labels, "labels")
         if images.dtype != torch.uint8:
@@ -417,7 +443,9 @@ class DeviceData:
             raise ValueError(f"std must be positive in every channel, got {self.std.tolist()} "
                              "(a constant channel cannot be standardised)")
         view = (1, channels, 1, 1)
-        self.images = scaled.sub_(self.mean.to(self.device).view(view)).div_(self.std.to(self.device).view(view))
+        if standardize == "channel":
+            scaled = scaled.sub_(self.mean.to(self.device).view(view)).div_(self.std.to(self.device).view(view))
+        self.images = scaled
         self.labels = labels.to(self.device, torch.int64)
 
     def __len__(self) -> int:
@@ -466,4 +494,6 @@ class DeviceData:
             x = self.images[index]
             if augment:
                 x = crop_and_flip(x, *params, pad=pad)
+            if self.standardize == "image":
+                x = standardize_per_image(x)
             yield x, self.labels[index]

@@ -54,6 +54,9 @@ CIFAR_HELP = {
     "cifar100": "cifar-100-binary.tar.gz (or the extracted folder cifar-100-binary/)",
 }
 CIFAR_URL = "https://www.cs.toronto.edu/~kriz/cifar.html"
+#: The augmentation of the TensorFlow ResNet code Hardt & Ma started from: pad to 36x36 (with black), random
+#: 32x32 crop, left-right flip, then per-image standardisation (``TrainConfig(**TENSORFLOW_RECIPE, ...)``).
+TENSORFLOW_RECIPE = {"augment": True, "augment_pad": 2, "augment_flip": True, "standardize": "image"}
 
 #: Fields that may differ between a checkpoint and the run that resumes it (they do not change the numbers).
 RESUMABLE_CHANGES = {"steps", "resume", "progress", "eval_every", "log_every", "checkpoint_every", "out_dir",
@@ -83,6 +86,7 @@ class TrainConfig:
     augment: bool | None = None         # pad-and-crop + flip; None: on for CIFAR, off for the 8x8 digits
     augment_pad: int | None = None      # padding before the random crop; None: 4 for CIFAR, 1 for the digits
     augment_flip: bool | None = None    # random horizontal flips; None: on for CIFAR, off (mirrored digits differ)
+    standardize: str = "channel"        # "channel": training-set mean/std per channel; "image": per image (TF)
     # model (resnet_theory.allconv.AllConvResNet)
     stem_channels: int = 16
     widths: tuple[int, ...] = (64, 128, 256)
@@ -152,6 +156,8 @@ class TrainConfig:
             raise ConfigError(f"widths must be one or more positive integers, got {self.widths!r}")
         if self.kernel_size % 2 == 0:
             raise ConfigError(f"kernel_size must be odd (same padding), got {self.kernel_size}")
+        if self.standardize not in ("channel", "image"):
+            raise ConfigError(f"standardize must be 'channel' or 'image', got {self.standardize!r}")
         if self.init not in ("small", "standard"):
             raise ConfigError(f"init must be 'small' or 'standard', got {self.init!r}")
         for name in ("lr", "lr_gamma"):
@@ -466,8 +472,9 @@ def _train(config: TrainConfig, data_module, rank: int, world: int, device: torc
     raw = load_dataset(config)
     train_images, train_labels = raw["train"]
     test_images, test_labels = raw["test"]
-    train_data = data_module.DeviceData(train_images, train_labels, device)
-    test_data = data_module.DeviceData(test_images, test_labels, device, mean=train_data.mean, std=train_data.std)
+    train_data = data_module.DeviceData(train_images, train_labels, device, standardize=config.standardize)
+    test_data = data_module.DeviceData(test_images, test_labels, device, mean=train_data.mean, std=train_data.std,
+                                       standardize=config.standardize)
 
     model_seed, data_seed = _seeds(config.seed)
     torch.manual_seed(model_seed)

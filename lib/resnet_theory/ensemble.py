@@ -1,0 +1,450 @@
+"""Many seeds (and variants of one shape) of Hardt & Ma's network trained as one batched model.
+
+The experiments chapter (Hardt & Ma, ICLR 2017, Section 4, on the 8x8 digits) needs ten or more seeds per
+configuration. One small network per step leaves a CPU mostly idle between tiny kernels; stacking the
+members into one network with *grouped convolutions* turns G small convolutions into one of G groups:
+
+- :class:`GroupedResNet` holds G copies of :class:`resnet_theory.allconv.AllConvResNet` of the same
+  architecture (same widths, blocks, kernel, shortcuts, head kind; the weights, and so the initialisation,
+  may differ). Every convolution becomes one ``Conv2d(G * c_in, G * c_out, groups=G)`` whose g-th block of
+  output channels is member g's convolution; the channel-padding shortcut pads inside each group; the head
+  is a batched matrix product. The members never mix: member g's loss depends on member g's weights only.
+- :func:`train_members` trains the members together on the engine's recipe (:mod:`resnet_theory.train`):
+  each member draws its own batches from its own data stream, seeded exactly as ``train.train`` seeds a run,
+  starts from exactly the weights ``train.train`` would build for its seed, and is updated by momentum SGD
+  with weight decay on convolution weights only, at its own learning rate. The results are
+  :class:`resnet_theory.train.TrainResult` records, one per member, with the engine's history format, and
+  agree with one-at-a-time training up to float rounding (``tests/test_ensemble.py``).
+- A member whose loss diverges (the engine's guard: NaN, non-finite weights or a mean loss above
+  ``10 ln(classes)`` over a logging interval) is stopped at that step exactly as the engine stops a run:
+  its weights are zeroed and its learning rate set to 0, so it can no longer disturb anything, and its
+  record says where it diverged.
+- :func:`train_seeds` is the batched counterpart of ``train.train_seeds`` for many configurations and seeds;
+  ``workers=2`` splits the members between two processes of one thread each.
+
+``python -m resnet_theory.benchmarks.ensemble`` measures what each way of running many seeds buys.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import random
+import time
+from typing import Sequence
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from resnet_theory import allconv
+from resnet_theory import train as engine
+
+#: Fields of TrainConfig that may differ between members trained together.
+MEMBER_FIELDS = {"seed", "lr", "init"}
+
+
+def _stack_conv(convs: Sequence[nn.Conv2d]) -> nn.Conv2d:
+    """One grouped convolution whose g-th output block is ``convs[g]`` (weights copied)."""
+    first = convs[0]
+    groups = len(convs)
+    out = nn.Conv2d(groups * first.in_channels, groups * first.out_channels, first.kernel_size,
+                    stride=first.stride, padding=first.padding, groups=groups, bias=first.bias is not None)
+    with torch.no_grad():
+        out.weight.copy_(torch.cat([c.weight for c in convs], dim=0))
+        if first.bias is not None:
+            out.bias.copy_(torch.cat([c.bias for c in convs], dim=0))
+    return out
+
+
+def _unstack_conv(grouped: nn.Conv2d, groups: int, member: int) -> dict[str, torch.Tensor]:
+    per = grouped.out_channels // groups
+    state = {"weight": grouped.weight.detach()[member * per:(member + 1) * per].clone()}
+    if grouped.bias is not None:
+        state["bias"] = grouped.bias.detach()[member * per:(member + 1) * per].clone()
+    return state
+
+
+class GroupedResNet(nn.Module):
+    """G :class:`~resnet_theory.allconv.AllConvResNet` members of one architecture as one network.
+
+    ``forward`` takes ``(N, G * C, H, W)`` (member g's images in channels ``g*C .. (g+1)*C - 1``) and
+    returns logits ``(N, G, classes)``. :meth:`member_state_dict` gives member g back as an
+    ``AllConvResNet`` state dict.
+    """
+
+    def __init__(self, members: Sequence[allconv.AllConvResNet]):
+        super().__init__()
+        members = list(members)
+        if not members or not all(isinstance(m, allconv.AllConvResNet) for m in members):
+            raise TypeError("GroupedResNet needs a non-empty list of AllConvResNet members")
+        first = members[0]
+        shape = lambda m: (m.num_classes, m.in_channels, m.stem_channels, m.widths, m.blocks_per_stage,
+                           m.kernel_size, m.skip, m.trainable_head, m.stem.bias is not None)
+        if any(shape(m) != shape(first) for m in members):
+            raise ValueError("all members must share one architecture (classes, channels, widths, blocks, kernel, "
+                             "shortcuts, head kind, biases); only the weights may differ")
+        self.groups = len(members)
+        self.num_classes, self.in_channels = first.num_classes, first.in_channels
+        self.skip, self.trainable_head = first.skip, first.trainable_head
+        self.stem = _stack_conv([m.stem for m in members])
+        self.blocks = nn.ModuleList()
+        self.block_channels: list[tuple[int, int, int]] = []
+        for s, stage in enumerate(first.stages):
+            for b, block in enumerate(stage):
+                pair = nn.ModuleList([_stack_conv([m.stages[s][b].conv1 for m in members]),
+                                      _stack_conv([m.stages[s][b].conv2 for m in members])])
+                self.blocks.append(pair)
+                self.block_channels.append((block.in_channels, block.out_channels, block.stride))
+        head = torch.stack([m.head.weight.detach() for m in members])  # (G, classes, width)
+        if self.trainable_head:
+            self.head = nn.Parameter(head.clone())
+        else:
+            self.register_buffer("head", head.clone())
+        self._layout = [(s, b) for s, stage in enumerate(first.stages) for b in range(len(stage))]
+
+    def _shortcut(self, x: torch.Tensor, cin: int, cout: int, stride: int) -> torch.Tensor:
+        if stride > 1:
+            x = F.avg_pool2d(x, stride, stride, ceil_mode=True)
+        if cout > cin:
+            n, _, h, w = x.shape
+            x = F.pad(x.view(n, self.groups, cin, h, w), (0, 0, 0, 0, 0, cout - cin)).view(n, -1, h, w)
+        return x
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.dim() != 4 or x.shape[1] != self.groups * self.in_channels:
+            raise ValueError(f"expected (N, {self.groups * self.in_channels}, H, W) for {self.groups} members, "
+                             f"got {tuple(x.shape)}")
+        x = self.stem(x)
+        for (conv1, conv2), (cin, cout, stride) in zip(self.blocks, self.block_channels):
+            branch = conv2(F.relu(conv1(x)))
+            x = self._shortcut(x, cin, cout, stride) + branch if self.skip else branch
+        features = x.mean(dim=(2, 3)).view(x.shape[0], self.groups, -1)  # (N, G, width)
+        return torch.einsum("ngw,gcw->ngc", features, self.head)
+
+    def member_state_dict(self, member: int) -> dict[str, torch.Tensor]:
+        """Member ``member``'s weights, keyed as in ``AllConvResNet.state_dict()``."""
+        if not 0 <= member < self.groups:
+            raise IndexError(f"member {member} out of range 0..{self.groups - 1}")
+        state = {f"stem.{k}": v for k, v in _unstack_conv(self.stem, self.groups, member).items()}
+        for (s, b), (conv1, conv2) in zip(self._layout, self.blocks):
+            for name, conv in (("conv1", conv1), ("conv2", conv2)):
+                for k, v in _unstack_conv(conv, self.groups, member).items():
+                    state[f"stages.{s}.{b}.{name}.{k}"] = v
+        state["head.weight"] = self.head.detach()[member].clone()
+        return state
+
+    def member_views(self):
+        """``(parameter, decays)`` for every trainable parameter; dim 0 of each splits into G member blocks."""
+        for module in self.modules():
+            for name, p in module.named_parameters(recurse=False):
+                if p.requires_grad:
+                    yield p, isinstance(module, nn.Conv2d) and name == "weight"
+
+
+def _check_members(configs: Sequence[engine.TrainConfig]) -> engine.TrainConfig:
+    if not configs:
+        raise ValueError("train_members needs at least one configuration")
+    if not all(isinstance(c, engine.TrainConfig) for c in configs):
+        raise TypeError("train_members takes TrainConfig objects")
+    first = configs[0]
+    shared = {k: v for k, v in first.to_dict().items() if k not in MEMBER_FIELDS}
+    for c in configs:
+        c.validate()
+        differ = [k for k, v in c.to_dict().items() if k not in MEMBER_FIELDS and shared[k] != v]
+        if differ:
+            raise ValueError(f"members trained together may differ only in {sorted(MEMBER_FIELDS)}; "
+                             f"these differ too: {differ}")
+    if first.out_dir or first.resume or first.compile:
+        raise ValueError("batched training keeps no checkpoints and does not compile: out_dir, resume and "
+                         "compile must be unset")
+    if first.on_divergence != "stop":
+        raise ValueError("batched members are stopped, not raised, on divergence: set on_divergence='stop'")
+    return first
+
+
+def train_members(configs: Sequence[engine.TrainConfig]) -> list[engine.TrainResult]:
+    """Train one member per configuration, all together (see the module docstring).
+
+    The configurations may differ only in ``seed``, ``lr`` and ``init``; all must have
+    ``on_divergence="stop"`` and no ``out_dir``. Returns one ``TrainResult`` per configuration, in order
+    (``model`` is the member's ``AllConvResNet`` with its final weights).
+    """
+    from resnet_theory import data as data_module
+
+    configs = list(configs)
+    shared = _check_members(configs)
+    device = engine._device(shared, 0, 1)
+    flush = shared.flush_denormal and device.type == "cpu" and torch.set_flush_denormal(True)
+    try:
+        return _train_members(configs, shared, device, data_module)
+    finally:
+        if flush:
+            torch.set_flush_denormal(False)
+
+
+def _train_members(configs, shared, device, data_module) -> list[engine.TrainResult]:
+    G = len(configs)
+    raw = engine.load_dataset(shared)
+    train_images, train_labels = raw["train"]
+    test_images, test_labels = raw["test"]
+    train_data = data_module.DeviceData(train_images, train_labels, device, standardize=shared.standardize)
+    test_data = data_module.DeviceData(test_images, test_labels, device, mean=train_data.mean, std=train_data.std,
+                                       standardize=shared.standardize)
+    channels = train_images.shape[1]
+
+    members, streams = [], []
+    for c in configs:  # exactly the draws train.train makes for this seed
+        model_seed, data_seed = engine._seeds(c.seed)
+        torch.manual_seed(model_seed)
+        np.random.seed(model_seed % 2**32)
+        random.seed(model_seed)
+        members.append(engine.build_model(c, in_channels=channels))
+        generator = torch.Generator(device=device).manual_seed(data_seed)
+        streams.append(engine.BatchStream(train_data, c.batch_size, generator, *c.augmentation))
+    net = GroupedResNet(members).to(device)
+    trainable = sum(p.numel() for p in members[0].parameters() if p.requires_grad)
+    del members
+
+    params = list(net.member_views())
+    buffers = [torch.zeros_like(p) for p, _ in params]
+    base_lr = torch.tensor([c.lr for c in configs], dtype=torch.float32, device=device)
+    alive = torch.ones(G, dtype=torch.float32, device=device)
+    expand = [torch.arange(G, device=device).repeat_interleave(p.shape[0] // G) for p, _ in params]
+    threshold = shared.divergence_threshold()
+    histories: list[list[dict]] = [[] for _ in range(G)]
+    diverged = [False] * G
+    messages = [""] * G
+    last_loss = [float("nan")] * G
+
+    def run_eval(step: int, members_alive: list[int]) -> None:
+        losses, correct, count = torch.zeros(G, dtype=torch.float64), torch.zeros(G, dtype=torch.float64), 0
+        net.eval()
+        with torch.no_grad():
+            for x, y in test_data.batches(shared.eval_batch_size, None, augment=False, shuffle=False,
+                                          drop_last=False):
+                logits = net(x.repeat(1, G, 1, 1)).float()  # (N, G, classes)
+                ce = F.cross_entropy(logits.permute(0, 2, 1), y[:, None].expand(-1, G), reduction="none")
+                losses += ce.sum(0).double().cpu()
+                correct += (logits.argmax(2) == y[:, None]).sum(0).double().cpu()
+                count += y.numel()
+        net.train()
+        for g in members_alive:
+            histories[g].append({"kind": "eval", "step": step, "test_loss": float(losses[g] / count),
+                                 "test_accuracy": float(correct[g] / count)})
+
+    for g, c in enumerate(configs):
+        histories[g].append({"kind": "start", "step": 0, "world_size": 1, "local_batch_size": c.batch_size,
+                             "device": str(device), "trainable_parameters": trainable, "config": c.to_dict(),
+                             "batched_members": G})
+    if shared.eval_every:
+        run_eval(0, list(range(G)))
+
+    loss_sum = torch.zeros(G, dtype=torch.float64, device=device)
+    interval_steps, interval_start, started = 0, time.perf_counter(), time.perf_counter()
+    net.train()
+    step = 0
+    while step < shared.steps:
+        factor = engine.learning_rate(shared, step) / shared.lr  # the schedule's factor, shared by all members
+        lr = base_lr * factor * alive
+        batches = [next(s) for s in streams]
+        x = torch.stack([b[0] for b in batches], dim=1).flatten(1, 2)  # (N, G * C, H, W)
+        y = torch.stack([b[1] for b in batches], dim=1)                 # (N, G)
+        logits = net(x)
+        losses = F.cross_entropy(logits.permute(0, 2, 1), y, reduction="none").mean(0)  # (G,)
+        for p, _ in params:
+            p.grad = None
+        losses.sum().backward()
+        with torch.no_grad():  # momentum SGD as torch.optim.SGD: buf = m buf + (g + wd p); p -= lr buf
+            for (p, decays), buf, idx in zip(params, buffers, expand):
+                d = p.grad.add(p, alpha=shared.weight_decay) if decays and shared.weight_decay else p.grad
+                buf.mul_(shared.momentum).add_(d)
+                p.sub_(lr[idx].view(-1, *([1] * (p.dim() - 1))) * buf)
+        loss_sum += losses.detach().double()
+        step += 1
+        interval_steps += 1
+        want_log = step % shared.log_every == 0 or step == shared.steps
+        want_eval = shared.eval_every and step % shared.eval_every == 0
+        if not (want_log or want_eval):
+            continue
+        mean = (loss_sum / interval_steps).tolist()
+        finite = torch.stack([p.detach().view(G, -1).isfinite().all(1) for p, _ in params]).all(0).tolist()
+        now = time.perf_counter()
+        rate = shared.batch_size * interval_steps * G / (now - interval_start)
+        alive_now = []
+        for g in range(G):
+            if diverged[g]:
+                continue
+            m = mean[g]
+            if not math.isfinite(m) or not finite[g] or m > threshold:
+                what = ("the weights are no longer finite" if math.isfinite(m) and m <= threshold
+                        else f"mean training loss {m:.4g} over steps {step - interval_steps + 1}-{step}"
+                             + ("" if not math.isfinite(m) else f" exceeds max_loss {threshold:.4g}"))
+                diverged[g] = True
+                messages[g] = f"training diverged at step {step}: {what}; stopped, no checkpoint was written before it"
+                histories[g].append({"kind": "diverged", "step": step, "loss": m, "message": messages[g]})
+                with torch.no_grad():  # stop the member: no weights, no momentum, no learning rate
+                    alive[g] = 0.0
+                    for (p, _), buf in zip(params, buffers):
+                        p.view(G, -1)[g].zero_()
+                        buf.view(G, -1)[g].zero_()
+                    if not net.trainable_head:
+                        net.head[g].zero_()
+                continue
+            last_loss[g] = m
+            alive_now.append(g)
+            histories[g].append({"kind": "train", "step": step, "loss": m,
+                                 "lr": configs[g].lr * factor, "images_per_s": rate / G,
+                                 "seconds": now - started})
+        loss_sum.zero_()
+        interval_steps = 0
+        if want_eval and alive_now:
+            run_eval(step, alive_now)
+        if all(diverged):
+            break
+        interval_start = time.perf_counter()
+    wall = time.perf_counter() - started
+
+    missing = [g for g in range(G) if not diverged[g]
+               and not (histories[g][-1]["kind"] == "eval" and histories[g][-1]["step"] == step)]
+    if missing:
+        run_eval(step, missing)
+    results = []
+    for g, c in enumerate(configs):
+        model = engine.build_model(c, in_channels=channels)
+        model.load_state_dict(net.member_state_dict(g))
+        if diverged[g]:
+            acc = loss = float("nan")
+            steps_done = next(r["step"] for r in histories[g] if r["kind"] == "diverged")
+        else:
+            acc, loss, steps_done = histories[g][-1]["test_accuracy"], histories[g][-1]["test_loss"], step
+            messages[g] = f"finished {step} steps: test accuracy {acc:.4f}, test loss {loss:.4f}"
+            histories[g].append({"kind": "end", "step": step, "message": messages[g], "seconds": wall})
+        results.append(engine.TrainResult(
+            config=c, history=histories[g], steps_done=steps_done, final_test_accuracy=acc,
+            final_test_loss=loss, final_train_loss=last_loss[g], diverged=diverged[g], message=messages[g],
+            checkpoint_path=None, wall_seconds=wall,
+            images_per_second=shared.batch_size * step / wall if wall > 0 else float("nan"),
+            trainable_parameters=trainable, model=model))
+    return results
+
+
+# --- many configurations and seeds ------------------------------------------------------------------------
+def _group_key(config: engine.TrainConfig) -> tuple:
+    return tuple(sorted((k, str(v)) for k, v in config.to_dict().items() if k not in MEMBER_FIELDS))
+
+
+def _worker(configs, threads):
+    torch.set_num_threads(threads)
+    results = train_groups(configs)
+    for r in results:
+        r.model = None  # results cross a process boundary: keep them small
+    return results
+
+
+def train_groups(configs: Sequence[engine.TrainConfig]) -> list[engine.TrainResult]:
+    """Train each configuration once, batching together those that may share a model; results in order."""
+    configs = list(configs)
+    order: dict[tuple, list[int]] = {}
+    for i, c in enumerate(configs):
+        order.setdefault(_group_key(c), []).append(i)
+    results: list = [None] * len(configs)
+    for indices in order.values():
+        for i, r in zip(indices, train_members([configs[i] for i in indices])):
+            results[i] = r
+    return results
+
+
+def train_seeds(configs: Sequence[engine.TrainConfig] | engine.TrainConfig, seeds: Sequence[int], *,
+                workers: int = 1) -> list[list[engine.TrainResult]]:
+    """For every configuration, one run per seed (``on_divergence`` set to "stop"); ``result[i][j]`` is
+    configuration i at seed j. Configurations that differ only in learning rate or initialisation are
+    trained in one batched model with all their seeds.
+
+    ``workers=2`` splits the members into two halves trained in two processes of one thread each (members
+    keep their own seeds, so the results do not depend on ``workers``; the models are not returned then).
+    """
+    single = isinstance(configs, engine.TrainConfig)
+    configs = [configs] if single else list(configs)
+    seeds = [int(s) for s in seeds]
+    if not seeds or not configs:
+        raise ValueError("train_seeds needs at least one configuration and one seed")
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ValueError(f"workers must be a positive integer, got {workers!r}")
+    flat = [dataclasses.replace(c, seed=s, on_divergence="stop") for c in configs for s in seeds]
+    if workers == 1:
+        results = train_groups(flat)
+    else:
+        import concurrent.futures
+        import multiprocessing
+
+        # Split every batched group evenly between the workers, so that each trains half of every group.
+        keys: dict[tuple, list[int]] = {}
+        for i, c in enumerate(flat):
+            keys.setdefault(_group_key(c), []).append(i)
+        shares: list[list[int]] = [[] for _ in range(workers)]
+        for indices in keys.values():
+            for w in range(workers):
+                shares[w].extend(indices[w::workers])
+        context = multiprocessing.get_context("spawn")
+        with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
+            futures = [pool.submit(_worker, [flat[i] for i in share], 1) for share in shares if share]
+            parts = [f.result() for f in futures]
+        results = [None] * len(flat)
+        for share, part in zip([s for s in shares if s], parts):
+            for i, r in zip(share, part):
+                results[i] = r
+    grouped = [results[i * len(seeds):(i + 1) * len(seeds)] for i in range(len(configs))]
+    return grouped[0] if single else grouped
+
+
+# --- statistics over seeds ----------------------------------------------------------------------------------
+def _values(values, name: str) -> np.ndarray:
+    v = np.asarray(values, dtype=float).ravel()
+    if v.size == 0:
+        raise ValueError(f"{name} needs at least one value")
+    if not np.all(np.isfinite(v)):
+        raise ValueError(f"{name} must be finite (score diverged runs first), got {v.tolist()}")
+    return v
+
+
+def bootstrap_median(values, *, resamples: int = 4000, seed: int = 0, level: float = 0.95) -> dict:
+    """The median of ``values`` with its bootstrap standard error and percentile confidence interval.
+
+    ``resamples`` resamples with replacement (numpy generator seeded with ``seed``, so the interval is
+    reproducible); returns ``{"median", "se", "low", "high", "n"}`` with ``low``/``high`` the ``level``
+    percentile interval.
+    """
+    v = _values(values, "bootstrap_median")
+    rng = np.random.default_rng(seed)
+    medians = np.median(v[rng.integers(0, v.size, (resamples, v.size))], axis=1)
+    tail = 100 * (1 - level) / 2
+    return {"median": float(np.median(v)), "se": float(medians.std(ddof=1)),
+            "low": float(np.percentile(medians, tail)), "high": float(np.percentile(medians, 100 - tail)),
+            "n": int(v.size)}
+
+
+def bootstrap_median_difference(a, b, *, resamples: int = 4000, seed: int = 0, level: float = 0.95) -> dict:
+    """``median(a) - median(b)`` for two independent samples, with bootstrap standard error and interval."""
+    va, vb = _values(a, "bootstrap_median_difference (a)"), _values(b, "bootstrap_median_difference (b)")
+    rng = np.random.default_rng(seed)
+    diffs = (np.median(va[rng.integers(0, va.size, (resamples, va.size))], axis=1)
+             - np.median(vb[rng.integers(0, vb.size, (resamples, vb.size))], axis=1))
+    tail = 100 * (1 - level) / 2
+    return {"median": float(np.median(va) - np.median(vb)), "se": float(diffs.std(ddof=1)),
+            "low": float(np.percentile(diffs, tail)), "high": float(np.percentile(diffs, 100 - tail)),
+            "n": int(min(va.size, vb.size))}
+
+
+def steps_to_level(result: engine.TrainResult, level: float) -> int | None:
+    """The first logged step at which the mean training loss is below ``level`` (``None``: never, or the
+    run diverged first). The resolution is the run's ``log_every``."""
+    if not (isinstance(level, (int, float)) and math.isfinite(level) and level > 0):
+        raise ValueError(f"level must be a finite number > 0, got {level!r}")
+    for record in result.history:
+        if record["kind"] == "diverged":
+            return None
+        if record["kind"] == "train" and record["loss"] < level:
+            return int(record["step"])
+    return None
