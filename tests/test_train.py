@@ -6,6 +6,7 @@ Every run here is a tiny network on the real 8x8 digits, on the CPU with one thr
 
 from __future__ import annotations
 
+import errno
 import json
 import math
 import os
@@ -55,7 +56,7 @@ def one_thread_env() -> dict:
 
 
 def load_ckpt(path) -> dict:
-    return torch.load(path, map_location="cpu", weights_only=False)
+    return train.read_checkpoint(path)
 
 
 def assert_bitwise_equal(a: dict, b: dict) -> None:
@@ -160,7 +161,7 @@ def test_cli_reports_bad_configuration_and_exits_2(capsys):
     assert train.main(["--dataset", "mnist", "--steps", "3"]) == 2
     assert "error: unknown dataset 'mnist'" in capsys.readouterr().err
     assert train.main(["--dataset", "digits", "--steps", "0"]) == 2
-    assert "steps must be an integer >= 1" in capsys.readouterr().err
+    assert "argument --steps: must be an integer >= 1" in capsys.readouterr().err
 
 
 def test_resume_without_checkpoint_or_with_another_config_is_refused(tmp_path):
@@ -189,7 +190,8 @@ def test_training_learns_and_records_everything(tmp_path):
     assert set(ckpt["data_stream"]) == {"epoch", "consumed", "epoch_start_state", "generator_state"}
     assert ckpt["optimizer"]["state"], "momentum buffers are saved"
     assert_bitwise_equal(ckpt["model"], result.model.state_dict())
-    assert not [p for p in tmp_path.iterdir() if p.name not in ("checkpoint.pt", "metrics.jsonl")]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["checkpoint.prev.pt", "checkpoint.pt", "metrics.jsonl"]
+    assert load_ckpt(tmp_path / "checkpoint.prev.pt")["step"] == 80   # the one before is kept
 
 
 def test_save_checkpoint_is_atomic(tmp_path):
@@ -344,3 +346,162 @@ def test_seed_runs_and_their_summary():
         train.summarise_runs([])
     with pytest.raises(ValueError, match="at least one seed"):
         train.train_seeds(tiny(), [])
+
+
+# --- the command line: every option with its real type, one line and status 2 for a bad value -----------------
+def run_cli(capsys, *argv) -> tuple[int, str]:
+    code = train.main(list(argv))
+    err = capsys.readouterr().err
+    return code, err
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["--widths", "16,8"], "widths must not decrease from stem_channels (16)"),
+    (["--widths", "20000"], "needs about"),
+    (["--widths", "a,b"], "argument --widths: expected an integer, got 'a'"),
+    (["--widths", ","], "argument --widths: expected comma-separated integers"),
+    (["--seed", "-1"], "argument --seed: must be an integer >= 0, got '-1'"),
+    (["--seed", "1.5"], "argument --seed: expected an integer, got '1.5'"),
+    (["--out-dir", "README.md"], "out_dir README.md exists and is not a folder"),
+    (["--augment-pad", "-1"], "argument --augment-pad: must be an integer >= 0"),
+    (["--augment-flip", "False"], "unrecognized arguments: False"),
+    (["--steps", "0"], "argument --steps: must be an integer >= 1"),
+    (["--steps", "ten"], "argument --steps: expected an integer"),
+    (["--batch-size", "2.5"], "argument --batch-size: expected an integer"),
+    (["--lr", "nan"], "argument --lr: expected a finite number"),
+    (["--lr", "-1"], "lr must be a finite number > 0"),
+    (["--momentum", "x"], "argument --momentum: expected a number"),
+    (["--max-loss", "inf"], "argument --max-loss: expected a finite number"),
+    (["--lr-milestones", "50,10"], "lr_milestones must be increasing"),
+    (["--eval-every", "-5"], "argument --eval-every: must be an integer >= 0"),
+    (["--checkpoint-every", "x"], "argument --checkpoint-every: expected an integer"),
+    (["--init", "xavier"], "init must be 'small' or 'standard'"),
+    (["--on-divergence", "ignore"], "on_divergence must be 'raise' or 'stop'"),
+    (["--device", "tpu"], "device must be 'auto', 'cpu' or a CUDA device"),
+    (["--dataset", "mnist"], "unknown dataset 'mnist'"),
+    (["--kernel-size", "4"], "kernel_size must be odd"),
+    (["--stem-channels", "0"], "argument --stem-channels: must be an integer >= 1"),
+    (["--skip", "yes"], "unrecognized arguments: yes"),
+    (["--resume"], "resume=True needs out_dir"),
+])
+def test_cli_refuses_every_bad_value_in_one_line_with_status_2(capsys, argv, words):
+    code, err = run_cli(capsys, "--dataset", "digits", "--no-progress", *argv)
+    assert code == 2, err
+    assert err.startswith("error: ") and err.count("\n") == 1, err
+    assert words in err, err
+
+
+@pytest.mark.parametrize("argv, expected", [
+    ([], (False, 1, False)),
+    (["--augment"], (True, 1, False)),
+    (["--augment", "--augment-pad", "1"], (True, 1, False)),
+    (["--augment", "--augment-pad", "2", "--augment-flip"], (True, 2, True)),
+    (["--augment", "--no-augment-flip"], (True, 1, False)),
+])
+def test_cli_parses_augmentation_with_real_types(argv, expected):
+    args = train._parser().parse_args(["--dataset", "digits", *argv])
+    config = TrainConfig(**vars(args))
+    assert config.augmentation == expected
+    config.validate()
+
+
+def test_cli_parses_every_typed_option():
+    args = train._parser().parse_args(["--widths", "4,8", "--lr-milestones", "", "--seed", "3", "--lr", "0.1",
+                                       "--max-loss", "5", "--no-skip", "--trainable-head", "--steps", "7"])
+    assert args.widths == (4, 8) and args.lr_milestones == () and args.seed == 3 and args.lr == 0.1
+    assert args.max_loss == 5.0 and args.skip is False and args.trainable_head is True and args.steps == 7
+    assert train._parser().parse_args([]).augment_flip is None
+
+
+def test_cli_accepts_augment_pad_1_and_trains(tmp_path, capsys):
+    code = train.main(["--dataset", "digits", "--stem-channels", "4", "--widths", "4", "--blocks-per-stage", "1",
+                       "--steps", "2", "--log-every", "1", "--eval-every", "0", "--augment", "--augment-pad", "1",
+                       "--no-augment-flip", "--no-progress", "--eval-batch-size", "500"])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    assert json.loads(captured.out.splitlines()[-1])["steps"] == 2
+
+
+# --- checkpoints: two kept, each verified; damaged ones named; temporaries cleaned; full or read-only folders ----
+def _two_checkpoints(tmp_path):
+    base = tiny(steps=10, checkpoint_every=5, log_every=5, out_dir=str(tmp_path))
+    train.train(base)
+    assert load_ckpt(tmp_path / "checkpoint.pt")["step"] == 10
+    assert load_ckpt(tmp_path / "checkpoint.prev.pt")["step"] == 5
+    return base
+
+
+@pytest.mark.parametrize("damage", ["truncate", "empty", "random", "flip"])
+def test_damaged_checkpoint_is_named_and_the_previous_one_used(tmp_path, capsys, damage):
+    base = _two_checkpoints(tmp_path)
+    path = tmp_path / "checkpoint.pt"
+    data = path.read_bytes()
+    path.write_bytes({"truncate": data[: len(data) // 2], "empty": b"", "random": os.urandom(len(data)),
+                      "flip": data[:-10] + bytes(b ^ 1 for b in data[-10:])}[damage])
+    with pytest.raises(train.CheckpointDamaged):
+        train.read_checkpoint(path)
+    result = train.train(replace(base, steps=12, resume=True))
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("warning: ") and "checkpoint.pt" in err, err
+    assert "resuming from" in err and "checkpoint.prev.pt (step 5)" in err
+    assert [r["step"] for r in result.history if r["kind"] == "resume"] == [5] and result.steps_done == 12
+
+
+def test_both_checkpoints_damaged_refuses_naming_both(tmp_path, capsys):
+    base = _two_checkpoints(tmp_path)
+    (tmp_path / "checkpoint.pt").write_bytes(b"")
+    prev = tmp_path / "checkpoint.prev.pt"
+    prev.write_bytes(prev.read_bytes()[:100])
+    code = train.main(cli_args(replace(base, resume=True)))
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1
+    assert "checkpoint.pt is empty" in err and "checkpoint.prev.pt is truncated" in err
+
+
+def test_leftover_temporaries_are_cleaned_on_the_next_start(tmp_path):
+    base = _two_checkpoints(tmp_path)
+    leftover = tmp_path / ".checkpoint.pt.tmp99999"
+    leftover.write_bytes(b"half a checkpoint")
+    train.train(replace(base, steps=12, resume=True))
+    assert not leftover.exists()
+
+
+def _enospc(*args, **kwargs):
+    raise OSError(errno.ENOSPC, "No space left on device")
+
+
+def test_full_disk_at_start_is_reported_in_one_line(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(train, "_write_file", _enospc)
+    code = train.main(cli_args(tiny(steps=5, out_dir=str(tmp_path / "out"))))
+    err = capsys.readouterr().err
+    assert code == 1 and err.count("\n") == 1, err
+    assert str(tmp_path / "out") in err and "no space left" in err
+
+
+def test_read_only_output_folder_is_reported_in_one_line(tmp_path, capsys, monkeypatch):
+    def read_only(*args, **kwargs):
+        raise OSError(errno.EROFS, "Read-only file system")
+    monkeypatch.setattr(train, "_write_file", read_only)
+    code = train.main(cli_args(tiny(steps=5, out_dir=str(tmp_path))))
+    err = capsys.readouterr().err
+    assert code == 1 and err.count("\n") == 1 and str(tmp_path) in err and "read-only" in err, err
+
+
+def test_full_disk_during_a_run_names_the_folder_and_keeps_the_last_good_checkpoint(tmp_path, monkeypatch):
+    config = tiny(steps=20, checkpoint_every=5, log_every=5, out_dir=str(tmp_path))
+    real_write = train._write_file
+    writes = []
+
+    def fill_up(path, data):
+        writes.append(path.name)
+        if len([w for w in writes if w.startswith(".checkpoint")]) > 2:   # the third checkpoint hits a full disk
+            _enospc()
+        real_write(path, data)
+    monkeypatch.setattr(train, "_write_file", fill_up)
+    with pytest.raises(train.OutputError) as info:
+        train.train(config)
+    message = str(info.value)
+    assert str(tmp_path) in message and "no space left" in message and "is kept" in message
+    assert load_ckpt(tmp_path / "checkpoint.pt")["step"] == 10
+    assert load_ckpt(tmp_path / "checkpoint.prev.pt")["step"] == 5
+    assert not list(tmp_path.glob(".checkpoint.pt.tmp*"))

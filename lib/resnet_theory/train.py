@@ -31,10 +31,14 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import errno
+import hashlib
+import io
 import json
 import math
 import os
 import random
+import shutil
 import sys
 import time
 from dataclasses import dataclass, field
@@ -46,8 +50,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from . import validate as _validate
+
 DATASETS = {"cifar10": 10, "cifar100": 100, "digits": 10}
 CHECKPOINT_NAME = "checkpoint.pt"
+PREVIOUS_CHECKPOINT_NAME = "checkpoint.prev.pt"   # the one before: the fallback when checkpoint.pt is damaged
 METRICS_NAME = "metrics.jsonl"
 CIFAR_HELP = {
     "cifar10": "cifar-10-binary.tar.gz (or the extracted folder cifar-10-batches-bin/)",
@@ -67,7 +74,15 @@ class ConfigError(ValueError):
     """A configuration that cannot run, with what to change."""
 
 
-class TrainingDiverged(RuntimeError):
+class OutputError(RuntimeError):
+    """The output folder cannot be written (full disk, read-only, not a folder); the message names it."""
+
+
+class CheckpointDamaged(ValueError):
+    """A checkpoint file that does not verify (empty, truncated, not a checkpoint, checksum mismatch)."""
+
+
+class TrainingDiverged(_validate.DivergenceError, RuntimeError):
     """The loss became NaN, infinite or larger than ``max_loss``; the last good checkpoint is kept."""
 
     def __init__(self, message: str, result: "TrainResult"):
@@ -179,9 +194,61 @@ class TrainConfig:
             raise ConfigError(f"batch_size {self.batch_size} does not split evenly between {world_size} processes")
         if self.resume and not self.out_dir:
             raise ConfigError("resume=True needs out_dir, the folder holding checkpoint.pt")
+        self._validate_more()
         if self.dataset.startswith("cifar") and not self.data_dir:
             raise ConfigError(f"{self.dataset} needs data_dir: put {CIFAR_HELP[self.dataset]} from {CIFAR_URL} "
                               f"in a folder and pass it as data_dir (--data-dir FOLDER)")
+
+    def _validate_more(self) -> None:
+        """Types of the remaining fields, the width order, the output folder and the model's memory."""
+        try:
+            _validate.non_negative_int("seed", self.seed)
+            for name in ("augment", "augment_flip"):
+                if getattr(self, name) is not None:
+                    _validate.boolean(name, getattr(self, name))
+            for name in ("download", "skip", "trainable_head", "resume", "compile", "flush_denormal", "progress"):
+                _validate.boolean(name, getattr(self, name))
+            for name in ("momentum", "weight_decay"):
+                _validate.finite_float(name, getattr(self, name))
+            if self.max_loss is not None:
+                _validate.finite_float("max_loss", self.max_loss)
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(str(exc)) from None
+        if self.skip:
+            chain = (self.stem_channels,) + tuple(self.widths)
+            if any(b < a for a, b in zip(chain, chain[1:])):
+                raise ConfigError(f"widths must not decrease from stem_channels ({self.stem_channels}) on with "
+                                  f"skip connections (the shortcut pads channels with zeros), got "
+                                  f"{','.join(map(str, self.widths))}")
+        if self.out_dir is not None:
+            if not isinstance(self.out_dir, (str, os.PathLike)) or not str(self.out_dir):
+                raise ConfigError(f"out_dir must be a folder name, got {self.out_dir!r}")
+            if Path(self.out_dir).exists() and not Path(self.out_dir).is_dir():
+                raise ConfigError(f"out_dir {self.out_dir} exists and is not a folder")
+        from resnet_theory import allconv
+        blocks = (self.blocks_per_stage,) * len(self.widths)
+        weights = allconv.estimate_model_bytes(3, self.stem_channels, self.widths, blocks, self.kernel_size,
+                                               self.num_classes)
+        side = 8 if self.dataset == "digits" else 32
+        # forward activations kept for the backward pass: two convolution outputs per block, float32
+        activations = 4 * 2 * self.batch_size * side * side * sum(w * b for w, b in zip(self.widths, blocks))
+        need = 4 * weights + activations   # weights, gradients, momentum and a copy while checkpointing
+        try:
+            _validate.check_budget("widths/blocks_per_stage/batch_size", need, _validate.memory_limit_bytes(),
+                                   value=None)
+        except ValueError as exc:
+            raise ConfigError(f"this model needs about {_validate.human_bytes(need)} of memory (widths "
+                              f"{','.join(map(str, self.widths))}, {self.blocks_per_stage} blocks per stage, "
+                              f"batches of {self.batch_size}), more than the "
+                              f"{_validate.human_bytes(_validate.memory_limit_bytes())} this machine allows; "
+                              f"choose smaller widths") from exc
+
+    def checkpoint_bytes(self) -> int:
+        """About how large one checkpoint is (weights and momentum, float32)."""
+        from resnet_theory import allconv
+        blocks = (self.blocks_per_stage,) * len(self.widths)
+        return 2 * allconv.estimate_model_bytes(3, self.stem_channels, self.widths, blocks, self.kernel_size,
+                                                self.num_classes)
 
     def to_dict(self) -> dict:
         return {f.name: (list(v) if isinstance(v := getattr(self, f.name), tuple) else v)
@@ -352,25 +419,127 @@ def evaluate(model: nn.Module, test, batch_size: int, amp: bool, rank: int = 0, 
     return loss / count, correct / count
 
 
+# A checkpoint file is MAGIC, the SHA-256 of the body, the body's length (8 bytes, little-endian), then the body
+# (what torch.save writes). A file that does not verify is never unpickled.
+_MAGIC = b"resnet-theory-ckpt-v2\n"
+
+
+def _write_file(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` and make it durable (fsync). Tests replace this to simulate a full disk."""
+    with open(path, "wb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def _describe_os_error(exc: OSError) -> str:
+    if exc.errno == errno.ENOSPC:
+        return "no space left on the device"
+    if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return "the folder is read-only or not writable here"
+    return exc.strerror or str(exc)
+
+
 def save_checkpoint(path: Path, payload: dict) -> None:
-    """Write atomically: a killed process leaves either the previous checkpoint or the new one, never half."""
+    """Write atomically: a killed process leaves either the previous checkpoint or the new one, never half.
+
+    The checkpoint it replaces is kept as ``checkpoint.prev.pt`` (two are kept). A write that fails (full disk,
+    read-only folder) raises :class:`OutputError` naming the folder; the last good checkpoint stays.
+    """
+    buffer = io.BytesIO()
+    torch.save(payload, buffer)              # fails before any file is touched if the payload cannot be saved
+    body = buffer.getvalue()
+    data = _MAGIC + hashlib.sha256(body).digest() + len(body).to_bytes(8, "little") + body
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
     try:
-        with open(tmp, "wb") as fh:
-            torch.save(payload, fh)
-            fh.flush()
-            os.fsync(fh.fileno())
+        _write_file(tmp, data)
+        if path.exists():
+            os.replace(path, path.with_name(PREVIOUS_CHECKPOINT_NAME))
         os.replace(tmp, path)
+    except OSError as exc:
+        kept = (f"the last good checkpoint {path} is kept" if path.exists() else
+                f"the previous checkpoint {path.with_name(PREVIOUS_CHECKPOINT_NAME)} is kept"
+                if path.with_name(PREVIOUS_CHECKPOINT_NAME).exists() else "no checkpoint was written yet")
+        raise OutputError(f"cannot write a checkpoint in {path.parent}: {_describe_os_error(exc)}; {kept}") from exc
     finally:
         tmp.unlink(missing_ok=True)
 
 
+def read_checkpoint(path: Path) -> dict:
+    """The payload of a checkpoint written by :func:`save_checkpoint`, after checking its SHA-256.
+
+    Raises :class:`CheckpointDamaged` (the reason in one line) for an empty, truncated or altered file. It holds
+    pickled random states: load only your own files.
+    """
+    path = Path(path)
+    data = path.read_bytes()
+    head = len(_MAGIC) + 32 + 8
+    if not data:
+        raise CheckpointDamaged(f"{path} is empty")
+    if not data.startswith(_MAGIC):
+        raise CheckpointDamaged(f"{path} is not a checkpoint of this library (unknown header)")
+    if len(data) < head:
+        raise CheckpointDamaged(f"{path} is truncated ({len(data)} bytes)")
+    digest, length = data[len(_MAGIC):len(_MAGIC) + 32], int.from_bytes(data[head - 8:head], "little")
+    body = data[head:]
+    if len(body) != length:
+        raise CheckpointDamaged(f"{path} is truncated ({len(body)} of {length} bytes)")
+    if hashlib.sha256(body).digest() != digest:
+        raise CheckpointDamaged(f"{path} is damaged (its SHA-256 does not match the one stored in it)")
+    return torch.load(io.BytesIO(body), map_location="cpu", weights_only=False)
+
+
+def clean_temporaries(out_dir: Path) -> list[Path]:
+    """Remove the temporary files a killed run can leave in ``out_dir``; returns what was removed."""
+    removed = []
+    for pattern in (f".{CHECKPOINT_NAME}.tmp*", f"{METRICS_NAME}.tmp", ".write-probe*"):
+        for p in out_dir.glob(pattern):
+            p.unlink(missing_ok=True)
+            removed.append(p)
+    return removed
+
+
+def check_output_folder(out_dir: Path, need_bytes: int) -> None:
+    """Refuse, in one line naming the folder, an output folder that cannot be created or written, or whose
+    disk has less free space than two checkpoints need. Writes (and removes) a small probe file."""
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutputError(f"cannot create the output folder {out_dir}: {_describe_os_error(exc)}") from None
+    probe = out_dir / f".write-probe{os.getpid()}"
+    try:
+        _write_file(probe, b"probe\n" * 1024)
+    except OSError as exc:
+        raise OutputError(f"cannot write in the output folder {out_dir}: {_describe_os_error(exc)}") from None
+    finally:
+        probe.unlink(missing_ok=True)
+    free = shutil.disk_usage(out_dir).free
+    if free < 2 * need_bytes:
+        raise OutputError(f"the output folder {out_dir} has {_validate.human_bytes(free)} free; two checkpoints "
+                          f"of this model need about {_validate.human_bytes(2 * need_bytes)}")
+
+
 def load_checkpoint(path: Path, config: TrainConfig) -> dict:
-    """A checkpoint written by :func:`train` (it holds pickled random states: load only your own files)."""
-    if not path.is_file():
+    """The newest checkpoint in ``path``'s folder that verifies, checked against ``config``.
+
+    A damaged ``checkpoint.pt`` is named in a one-line warning and ``checkpoint.prev.pt`` is used; when both
+    are damaged the run is refused with both names.
+    """
+    candidates = [p for p in (path, path.with_name(PREVIOUS_CHECKPOINT_NAME)) if p.is_file()]
+    if not candidates:
         raise ConfigError(f"resume=True but there is no checkpoint at {path}")
-    payload = torch.load(path, map_location="cpu", weights_only=False)
+    problems, payload, used = [], None, None
+    for candidate in candidates:
+        try:
+            payload, used = read_checkpoint(candidate), candidate
+            break
+        except (CheckpointDamaged, OSError) as exc:
+            problems.append(str(exc))
+    if payload is None:
+        raise ConfigError(f"cannot resume: {'; '.join(problems)}")
+    if problems:
+        print(f"warning: {problems[0]}; resuming from {used} (step {payload['step']})", file=sys.stderr)
     saved = payload["config"]
     now = config.to_dict()
     differ = [f"{k}: checkpoint {saved.get(k)!r}, now {now[k]!r}" for k in now
@@ -399,8 +568,12 @@ class _Metrics:
 
     def write(self, record: dict) -> None:
         if self.path is not None:
-            with open(self.path, "a") as fh:
-                fh.write(json.dumps(record) + "\n")
+            try:
+                with open(self.path, "a") as fh:
+                    fh.write(json.dumps(record) + "\n")
+            except OSError as exc:
+                raise OutputError(f"cannot write the metrics in {self.path.parent}: {_describe_os_error(exc)}; "
+                                  f"the checkpoints there are kept") from exc
 
 
 def _distributed() -> tuple[int, int, int]:
@@ -467,6 +640,9 @@ def _train(config: TrainConfig, data_module, rank: int, world: int, device: torc
         torch.backends.cudnn.benchmark = True
     out_dir = Path(config.out_dir) if config.out_dir else None
     ckpt_path = out_dir / CHECKPOINT_NAME if out_dir else None
+    if out_dir is not None and rank == 0:
+        clean_temporaries(out_dir) if out_dir.is_dir() else None
+        check_output_folder(out_dir, config.checkpoint_bytes())
     payload = load_checkpoint(ckpt_path, config) if config.resume else None
 
     raw = load_dataset(config)
@@ -665,33 +841,84 @@ def summarise_runs(results: list[TrainResult]) -> dict:
 
 
 # --- command line ---------------------------------------------------------------------------------------------
+class _OneLineParser(argparse.ArgumentParser):
+    """Bad options end with one line ``error: ...`` and status 2 (no usage dump)."""
+
+    def error(self, message: str):
+        self.exit(2, f"error: {message}\n")
+
+
+def _int_option(minimum: int):
+    def parse(text: str) -> int:
+        try:
+            value = int(text.strip())
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be an integer >= {minimum}, got {text!r}")
+        return value
+    return parse
+
+
+def _float_option(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
+    return value
+
+
+def _ints_option(minimum: int, allow_empty: bool):
+    one = _int_option(minimum)
+
+    def parse(text: str) -> tuple[int, ...]:
+        values = tuple(one(v) for v in text.split(",") if v.strip())
+        if not values and not allow_empty:
+            raise argparse.ArgumentTypeError(f"expected comma-separated integers >= {minimum}, got {text!r}")
+        return values
+    return parse
+
+
+#: Options whose default is None (or that need a range): the parser for each, by field name.
+_OPTION_TYPES = {"augment_pad": _int_option(0), "max_loss": _float_option, "seed": _int_option(0),
+                 "eval_every": _int_option(0), "checkpoint_every": _int_option(0),
+                 "widths": _ints_option(1, allow_empty=False), "lr_milestones": _ints_option(1, allow_empty=True)}
+_BOOLEAN_OR_NONE = {"augment": "pad-and-crop + flip (default: on for CIFAR, off for digits)",
+                    "augment_flip": "random horizontal flips (default: on for CIFAR, off for digits)"}
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _OneLineParser(
         prog="python -m resnet_theory.train",
         description="Train Hardt & Ma's all-convolutional ResNet (defaults: the paper's CIFAR-10 recipe). "
                     "Several processes: torchrun --nproc_per_node=N -m resnet_theory.train ...")
     for f in dataclasses.fields(TrainConfig):
         flag = "--" + f.name.replace("_", "-")
         default = f.default
-        if f.name == "augment":
+        if f.name in _BOOLEAN_OR_NONE:
             parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=None,
-                                help="pad-and-crop + flip (default: on for CIFAR, off for digits)")
+                                help=_BOOLEAN_OR_NONE[f.name])
         elif isinstance(default, bool):
             parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=default)
-        elif isinstance(default, tuple):
-            parser.add_argument(flag, type=lambda s: tuple(int(v) for v in s.split(",") if v.strip()),
-                                default=default, help=f"comma-separated (default {','.join(map(str, default))})")
-        elif f.name == "max_loss":
-            parser.add_argument(flag, type=float, default=None, help="default: 10 ln(classes)")
-        elif default is None:
-            parser.add_argument(flag, type=str, default=None)
-        else:
-            parser.add_argument(flag, type=type(default), default=default, help=f"default {default}")
+        elif f.name in _OPTION_TYPES:
+            shown = ",".join(map(str, default)) if isinstance(default, tuple) else default
+            parser.add_argument(flag, type=_OPTION_TYPES[f.name], default=default, help=f"default {shown}")
+        elif isinstance(default, int):
+            parser.add_argument(flag, type=_int_option(1), default=default, help=f"default {default}")
+        elif isinstance(default, float):
+            parser.add_argument(flag, type=_float_option, default=default, help=f"default {default}")
+        else:  # strings: dataset, init, device, data_dir, out_dir, on_divergence (checked by TrainConfig)
+            parser.add_argument(flag, type=str, default=default, help=f"default {default}")
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    try:
+        args = _parser().parse_args(argv)
+    except SystemExit as exc:  # --help (0) or a bad option (2, one line already printed)
+        return int(exc.code or 0)
     config = TrainConfig(**vars(args))
     rank = _distributed()[0]
     try:
@@ -699,6 +926,9 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except OutputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     except TrainingDiverged as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 3
