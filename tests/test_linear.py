@@ -16,6 +16,8 @@ from resnet_theory.linear import (
     random_layers_in_ball, sympy_risk, torch_risk, risk, risk_gradient, risk_gradient_descent, risk_gradient_printed_order,
     theorem_2_1_bound, theorem_2_1_sweep,
     theorem_2_1_bound_early, theorem_2_1_bound_integer, theorem_2_1_min_depth,
+    critical_point_search, identity_gd_steps_to, random_theorem_2_1_target, rotation_root,
+    theorem_2_1_ratio, theorem_2_1_worst_ratio_search,
 )
 
 torch.set_num_threads(1)
@@ -48,11 +50,13 @@ def test_product_equals_R(R, depth):
 @FAST
 @given(oriented_matrices(), st.integers(1, 400))
 def test_plan_norms_are_the_layer_norms(R, depth):
-    A = factorize_near_identity(R, depth)
-    plan = factorization_plan(R, depth)
-    assert np.max(layer_norms(A)) == pytest.approx(plan.max_norm, rel=1e-7, abs=1e-12)
-    if plan.kind == "svd":
-        assert 2 * plan.q + plan.p == depth and plan.q >= 1
+    for method in ("polar", "svd"):
+        A = factorize_near_identity(R, depth, method=method)
+        plan = factorization_plan(R, depth, method=method)
+        assert np.max(layer_norms(A)) == pytest.approx(plan.max_norm, rel=1e-7, abs=1e-12)
+        assert rel_err(compose(A), R) <= 1e-9
+        if plan.kind == "svd":
+            assert 2 * plan.q + plan.p == depth and plan.q >= 1
 
 
 @FAST
@@ -60,7 +64,7 @@ def test_plan_norms_are_the_layer_norms(R, depth):
 def test_early_and_integer_bounds_hold_when_depth_at_least_3_gamma(R, depth):
     if depth < 3 * gamma(R):
         depth = theorem_2_1_min_depth(R)
-    top = np.max(layer_norms(factorize_near_identity(R, depth)))
+    top = np.max(layer_norms(factorize_near_identity(R, depth, method="svd")))
     assert top <= theorem_2_1_bound_early(R, depth) * (1 + 1e-12)
     assert top <= theorem_2_1_bound_integer(R, depth) * (1 + 1e-12)
 
@@ -75,15 +79,98 @@ def test_camera_ready_bound_holds_for_moderate_gamma(d, depth):
         assert top <= theorem_2_1_bound(R, depth)
 
 
+@settings(max_examples=40, deadline=None)
+@given(st.sampled_from(["near-pi rotation x stretch", "symmetric positive definite", "random"]),
+       st.integers(2, 8), st.integers(0, 2**32 - 1), st.integers(0, 30))
+def test_polar_split_meets_both_published_bounds(kind, d, seed, extra):
+    R = random_theorem_2_1_target(kind, d, seed)
+    depth = theorem_2_1_min_depth(R) + extra
+    A = factorize_near_identity(R, depth)  # default: the polar split
+    assert rel_err(compose(A), R) <= 1e-9
+    top = np.max(layer_norms(A))
+    assert top <= theorem_2_1_bound(R, depth)
+    assert top <= theorem_2_1_bound_early(R, depth)
+
+
+@FAST
+@given(oriented_matrices(max_d=5), st.integers(3, 60))
+def test_polar_plan_is_a_polar_split(R, depth):
+    plan = factorization_plan(R, depth)
+    if plan.kind == "polar":
+        assert plan.q + plan.p == depth
+        A = factorize_near_identity(R, depth)
+        scaling, rotation = compose(A[:plan.p]), compose(A[plan.p:])
+        assert np.allclose(rotation @ rotation.T, np.eye(len(R)), atol=1e-9)
+        assert np.allclose(scaling, scaling.T, atol=1e-9)
+        assert np.min(np.linalg.eigvalsh((scaling + scaling.T) / 2)) > 0
+
+
+@FAST
+@given(oriented_matrices(max_d=5), st.integers(1, 40))
+def test_ratio_helper_agrees_with_the_built_layers(R, depth):
+    for method in ("polar", "svd"):
+        A = factorize_near_identity(R, depth, method=method)
+        bound = min(theorem_2_1_bound(R, depth), theorem_2_1_bound_early(R, depth))
+        measured = np.max(layer_norms(A)) / bound
+        assert theorem_2_1_ratio(R, [depth], method)[0] == pytest.approx(measured, rel=1e-7, abs=1e-12)
+
+
+def test_adversarial_search_polar_below_one_svd_above():
+    polar = theorem_2_1_worst_ratio_search(dims=(2, 3), random_starts=6, refine=1, seed=0)
+    svd = theorem_2_1_worst_ratio_search(dims=(2, 3), random_starts=6, refine=1, method="svd", seed=0)
+    assert 0 < polar["ratio"] < 1
+    assert svd["ratio"] > 1  # the proof's whole-number SVD scheme exceeds a published bound
+    depth = polar["depth"]
+    assert depth >= 3 * gamma(polar["R"])
+    A = factorize_near_identity(polar["R"], depth)
+    bound = min(theorem_2_1_bound(polar["R"], depth), theorem_2_1_bound_early(polar["R"], depth))
+    assert np.max(layer_norms(A)) / bound == pytest.approx(polar["ratio"], rel=1e-7)
+
+
+@pytest.mark.parametrize("q", [2, 3, 7])
+def test_rotation_root_and_the_printed_sign(q):
+    Q = random_rotation(5, seed=q)
+    root = rotation_root(Q, q)
+    I = np.eye(5)
+    assert np.allclose(np.linalg.matrix_power(root, q), Q, atol=1e-10)
+    assert np.linalg.norm(root - I, 2) <= math.pi / q
+    printed = np.linalg.matrix_power(I + (I - root), q)  # B = I - S W S^T as printed
+    assert np.linalg.norm(printed - Q) > 1e-3
+
+
+def test_new_functions_reject_bad_input():
+    with pytest.raises(ValueError, match="method"):
+        factorize_near_identity(np.eye(2), 3, method="qr")
+    with pytest.raises(TypeError):
+        factorization_plan(np.eye(2), 3, method=3)
+    with pytest.raises(ValueError, match="rotation"):
+        rotation_root(np.diag([1.0, -1.0]), 3)
+    with pytest.raises(ValueError, match="rotation"):
+        rotation_root(2 * np.eye(2), 3)
+    with pytest.raises(ValueError):
+        rotation_root(np.eye(2), 0)
+    with pytest.raises(ValueError, match="kind"):
+        random_theorem_2_1_target("orthogonal", 3)
+    with pytest.raises(ValueError, match="tol"):
+        identity_gd_steps_to(np.eye(2), 2, 0.1, 0.0, 10)
+    with pytest.raises(ValueError, match="tau"):
+        critical_point_search(np.eye(2), np.eye(2), np.zeros((1, 2, 2, 2)), 0.0)
+    with pytest.raises(ValueError):
+        critical_point_search(np.eye(2), np.eye(2), np.zeros((2, 2, 2)), 0.5)
+    with pytest.raises(ValueError):
+        theorem_2_1_worst_ratio_search(max_gamma=-1.0)
+
+
 def test_camera_ready_bound_fails_with_integer_layer_counts():
     # a rotation by nearly pi with a 1% stretch: gamma is tiny, so the theorem allows any depth, but the SVD
     # construction needs p >= 1 scaling layers and so only one rotation layer per side at depth 4
     c, s = math.cos(3.1), math.sin(3.1)
     R = np.array([[c, -s, 0], [s, c, 0], [0, 0, 1.01]])
     assert 4 >= 3 * gamma(R)
-    plan = factorization_plan(R, 4)
+    plan = factorization_plan(R, 4, method="svd")
     assert (plan.q, plan.p) == (1, 2)
     assert plan.max_norm > theorem_2_1_bound(R, 4)
+    assert factorization_plan(R, 4).max_norm <= theorem_2_1_bound(R, 4)  # the polar split meets it
     assert plan.max_norm <= theorem_2_1_bound_early(R, 4)
 
 
@@ -235,7 +322,9 @@ def test_sweep_and_ball_sampler():
     R = random_matrix_with_gamma(3, 0.5, seed=1)
     sweep = theorem_2_1_sweep(R, [1, 5, 40])
     assert np.all(sweep["relative_error"] <= 1e-9)
-    assert np.all(2 * sweep["q"][1:] + sweep["p"][1:] == sweep["depth"][1:])
+    assert np.all(sweep["q"][1:] + sweep["p"][1:] == sweep["depth"][1:])
+    svd = theorem_2_1_sweep(R, [1, 5, 40], method="svd")
+    assert np.all(2 * svd["q"][1:] + svd["p"][1:] == svd["depth"][1:])
     A = random_layers_in_ball(6, 4, 0.3, seed=2)
     assert A.shape == (6, 4, 4) and np.max(layer_norms(A)) <= 0.3 + 1e-12
 
@@ -315,6 +404,54 @@ def test_corrected_gradient_bound_on_random_points(d, depth, tau, seed):
     Sigma = L @ L.T + 0.1 * np.eye(d)
     grad_sq = np.sum(risk_gradient(A, R, Sigma) ** 2)
     assert grad_sq >= gradient_lower_bound(A, R, Sigma, tau) * (1 - 1e-9)
+
+
+@FAST
+@given(st.integers(1, 5), st.integers(2, 8), st.floats(0.05, 0.95), st.integers(0, 2**32 - 1))
+def test_exponent_witness_printed_fails_corrected_tight(d, depth, tau, seed):
+    R = random_matrix_with_gamma(d, 0.7, seed=seed)
+    A, Sigma = np.tile(-tau * np.eye(d), (depth, 1, 1)), np.eye(d)
+    grad_sq = np.sum(risk_gradient(A, R, Sigma) ** 2)
+    assert grad_sq == pytest.approx(gradient_lower_bound(A, R, Sigma, tau), rel=1e-9)
+    assert grad_sq < gradient_lower_bound_printed(A, R, Sigma, tau) * (1 - 1e-9)
+
+
+@FAST
+@given(st.integers(1, 5), st.integers(1, 6), st.floats(0.0, 0.95), st.integers(0, 2**32 - 1))
+def test_corrected_gradient_bound_on_the_boundary(d, depth, tau, seed):
+    rng = np.random.default_rng(seed)
+    A = random_layers_in_ball(depth, d, tau, rng, boundary=True)
+    assert np.allclose(layer_norms(A), tau, rtol=1e-12, atol=1e-15)
+    R = rng.standard_normal((d, d))
+    L = rng.standard_normal((d, d))
+    Sigma = L @ L.T + 0.1 * np.eye(d)
+    grad_sq = np.sum(risk_gradient(A, R, Sigma) ** 2)
+    assert grad_sq >= gradient_lower_bound(A, R, Sigma, tau) * (1 - 1e-9)
+
+
+def test_critical_point_search_inside_ball_finds_only_global_minima():
+    rng = np.random.default_rng(3)
+    d, depth, tau = 2, 3, 0.6
+    R = compose(random_layers_in_ball(depth, d, tau / 2, rng))
+    L = rng.standard_normal((d, d))
+    Sigma = L @ L.T + 0.1 * np.eye(d)
+    starts = np.stack([random_layers_in_ball(depth, d, tau, rng, boundary=k % 2 == 0) for k in range(4)])
+    found = critical_point_search(R, Sigma, starts, tau)
+    assert found.critical.any()
+    assert np.all(found.max_norm <= tau * (1 + 1e-9))
+    assert np.all(found.excess[found.critical] <= 1e-10 * found.excess_start[found.critical])
+    # outside the ball (tau = 1) A = -I is a critical point that is not a global minimum
+    outside = critical_point_search(R, Sigma, -np.tile(np.eye(d), (1, depth, 1, 1)), 1.0)
+    assert outside.critical[0] and outside.excess[0] > 0.01
+
+
+def test_steps_to_tolerance():
+    Phi = random_matrix_with_gamma(3, 0.5, seed=1, psd=True)
+    steps = identity_gd_steps_to(Phi, 4, 0.1, 1e-8, 10_000)
+    assert steps is not None and steps > 0
+    assert identity_init_gd(Phi, 4, steps, 0.1).losses[-1] <= 1e-8
+    assert identity_init_gd(Phi, 4, steps - 1, 0.1).losses[-1] > 1e-8 if steps > 1 else True
+    assert identity_gd_steps_to(np.diag([-0.5, 1.0, 1.0]), 4, 0.1, 1e-8, 2000) is None
 
 
 def test_gd_from_zero_reaches_global_minimum_but_plain_zero_is_stuck():

@@ -22,17 +22,22 @@ written ``||.||_F``.
 from __future__ import annotations
 
 import math
-import numbers
 from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.linalg
+import scipy.optimize
+
+from . import validate
 
 __all__ = [
     "FactorizationPlan", "GDResult", "compose", "factorization_plan", "factorize_near_identity", "gamma",
     "gradient_lower_bound", "gradient_lower_bound_printed", "identity_init_gd", "layer_norms",
     "risk", "risk_gradient", "risk_gradient_descent", "risk_gradient_printed_order", "random_rotation",
     "random_matrix_with_gamma", "random_layers_in_ball", "sympy_risk", "torch_risk", "theorem_2_1_sweep", "theorem_2_1_bound", "theorem_2_1_bound_early", "theorem_2_1_bound_integer", "theorem_2_1_min_depth",
+    "FACTORIZATION_METHODS", "rotation_root", "theorem_2_1_ratio", "theorem_2_1_worst_ratio_search",
+    "critical_point_search", "CriticalPointSearch", "identity_gd_steps_to", "TARGET_KINDS",
+    "random_theorem_2_1_target",
 ]
 
 # Relative tolerance for deciding that a matrix is symmetric / a singular value equals one.
@@ -41,46 +46,29 @@ _SYMMETRY_RTOL = 1e-12
 
 # --- input validation --------------------------------------------------------------------------------
 def _as_square_matrix(M, name: str) -> np.ndarray:
-    if isinstance(M, (str, bytes)) or M is None:
-        raise TypeError(f"{name} must be a real square matrix (array-like), got {type(M).__name__}")
-    try:
-        arr = np.asarray(M, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"{name} must be a real square matrix of numbers: {exc}") from None
-    if arr.ndim != 2:
-        raise ValueError(f"{name} must be a 2-D matrix, got an array with {arr.ndim} dimension(s), shape {arr.shape}")
-    if arr.shape[0] != arr.shape[1]:
-        raise ValueError(f"{name} must be square, got shape {arr.shape}")
-    if arr.shape[0] == 0:
-        raise ValueError(f"{name} must have dimension d >= 1, got shape {arr.shape}")
-    if not np.all(np.isfinite(arr)):
-        raise ValueError(f"{name} contains NaN or inf")
-    return arr
+    return validate.square_matrix(name, M)
 
 
 def _as_depth(depth, name: str = "depth") -> int:
-    if isinstance(depth, bool) or not isinstance(depth, numbers.Integral):
-        raise TypeError(f"{name} must be an integer, got {type(depth).__name__}")
-    depth = int(depth)
-    if depth < 1:
-        raise ValueError(f"{name} must be at least 1, got {depth}")
-    return depth
+    return validate.positive_int(name, depth)
 
 
 def _as_layers(A, name: str = "A") -> np.ndarray:
-    if isinstance(A, (str, bytes)) or A is None:
-        raise TypeError(f"{name} must be an array of shape (depth, d, d), got {type(A).__name__}")
-    try:
-        arr = np.asarray(A, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"{name} must be an array of numbers of shape (depth, d, d): {exc}") from None
+    arr = validate.finite_array(name, A, allow_empty=True)
     if arr.ndim != 3 or arr.shape[1] != arr.shape[2]:
         raise ValueError(f"{name} must have shape (depth, d, d), got shape {arr.shape}")
-    if arr.shape[0] < 1 or arr.shape[1] < 1:
+    if arr.size == 0:
         raise ValueError(f"{name} needs depth >= 1 and d >= 1, got shape {arr.shape}")
-    if not np.all(np.isfinite(arr)):
-        raise ValueError(f"{name} contains NaN or inf")
     return arr
+
+
+def _check_depth_budget(depth: int, d: int, *, layers: bool) -> None:
+    """Refuse depths whose integer-split search (a Python loop over ``depth``) or whose ``depth`` layers of
+    ``d x d`` would take longer or more memory than this machine can give."""
+    validate.check_budget("depth", depth, validate.LOOP_LIMIT, what="work", unit="loop iterations",
+                          value=depth)
+    if layers:
+        validate.check_budget("depth", 8.0 * depth * d * d, validate.memory_limit_bytes(), value=depth)
 
 
 def _as_covariance(Sigma, d: int) -> np.ndarray:
@@ -143,7 +131,7 @@ def gamma(R) -> float:
     """``gamma(R) = max(|log s_max(R)|, |log s_min(R)|)`` for an invertible square ``R``."""
     R = _as_square_matrix(R, "R")
     s = np.linalg.svd(R, compute_uv=False)
-    if s[-1] <= 0 or s[-1] <= s[0] * np.finfo(float).eps * R.shape[0]:
+    if s[-1] <= 0:
         raise ValueError("R is singular (its smallest singular value is zero), so gamma(R) is infinite")
     return float(max(abs(math.log(s[0])), abs(math.log(s[-1]))))
 
@@ -188,10 +176,12 @@ def theorem_2_1_min_depth(R) -> int:
 class FactorizationPlan:
     """How :func:`factorize_near_identity` splits ``depth`` layers.
 
-    ``kind`` is ``"psd"`` (symmetric positive definite R: every layer the same root), ``"svd"`` (q layers
-    for V^T, p scaling layers, q layers for U, ``2q + p = depth``), ``"depth-1"`` (one layer ``R - I``) or
-    ``"depth-2"`` (``K^(1/2) V^T`` then ``U K^(1/2)``). ``rotation_norm`` and ``scaling_norm`` are the exact
-    spectral norms of the rotation and scaling layers (0 when there are none).
+    ``kind`` is ``"psd"`` (symmetric positive definite R: every layer the same root), ``"polar"`` (p layers
+    ``P^(1/p)`` then q layers ``Q^(1/q)`` for the polar split ``R = Q P``, ``q + p = depth``), ``"svd"`` (the
+    proof's scheme: q layers for V^T, p scaling layers, q layers for U, ``2q + p = depth``), ``"depth-1"``
+    (one layer ``R - I``) or ``"depth-2"`` (SVD scheme only: ``K^(1/2) V^T`` then ``U K^(1/2)``).
+    ``rotation_norm`` and ``scaling_norm`` are the exact spectral norms of the rotation and scaling layers
+    (0 when there are none).
     """
 
     kind: str
@@ -210,8 +200,13 @@ class FactorizationPlan:
 def _check_invertible_oriented(R: np.ndarray) -> None:
     sign, logabsdet = np.linalg.slogdet(R)
     s = np.linalg.svd(R, compute_uv=False)
-    if sign == 0 or s[-1] <= s[0] * np.finfo(float).eps * R.shape[0]:
+    if sign == 0 or s[-1] == 0:
         raise ValueError("R is singular (det R = 0): a product of invertible factors I + A_i cannot equal it")
+    if s[-1] <= s[0] * np.finfo(float).eps * R.shape[0]:
+        raise ValueError(
+            f"R is too ill-conditioned to factorise in float64: its singular values run from {s[-1]:.3g} "
+            f"to {s[0]:.3g} (condition number {s[0] / s[-1]:.3g}, beyond 1 / (d * machine epsilon)), so "
+            f"the construction's roots cannot be computed accurately; R itself need not be singular")
     if sign < 0:
         raise ValueError(
             "det R < 0: no near-identity factorisation exists. Every factor I + A with ||A|| < 1 has "
@@ -278,7 +273,16 @@ def _svd_oriented(R: np.ndarray):
     return U, k, Vt
 
 
-def _plan(R: np.ndarray, depth: int):
+#: Constructions :func:`factorize_near_identity` offers: ``"polar"`` (default, the best one here) and
+#: ``"svd"`` (the scheme of Hardt & Ma's proof of Theorem 2.1).
+FACTORIZATION_METHODS = ("polar", "svd")
+
+
+def _as_method(method) -> str:
+    return validate.choice("method", method, FACTORIZATION_METHODS)
+
+
+def _plan(R: np.ndarray, depth: int, method: str = "polar"):
     """Validated inputs -> (plan, pieces needed to build the layers)."""
     _check_invertible_oriented(R)
     d = R.shape[0]
@@ -287,6 +291,8 @@ def _plan(R: np.ndarray, depth: int):
     if _is_spd(R):
         z, E = np.linalg.eigh((R + R.T) / 2)
         return FactorizationPlan("psd", depth, 0, depth, 0.0, _scaling_norm(z, depth)), (z, E)
+    if method == "polar":
+        return _plan_polar(R, depth)
     U, k, Vt = _svd_oriented(R)
     if depth == 2:
         half = np.sqrt(k)
@@ -312,31 +318,88 @@ def _plan(R: np.ndarray, depth: int):
     return plan, (U, k, Vt, ZU, rotU, ZV, rotV)
 
 
-def factorization_plan(R, depth) -> FactorizationPlan:
+def _plan_polar(R: np.ndarray, depth: int):
+    """The polar split ``R = Q P`` (Q in SO(d) since det R > 0, P symmetric positive definite): p layers
+    ``P^(1/p) - I`` act first, then q layers ``Q^(1/q) - I``; ``q + p = depth`` with the best q."""
+    Q, P = scipy.linalg.polar(R)  # R = Q P
+    s, E = np.linalg.eigh((P + P.T) / 2)  # eigenvalues of P are the singular values of R
+    Z, rotations = _rotation_generator(Q)
+    angles = np.abs(np.array([t for *_, t in rotations], dtype=float))
+    rotation_trivial = angles.size == 0 or float(np.max(angles)) <= 1e-12
+    scaling_trivial = float(np.max(np.abs(np.log(s)))) <= 1e-12
+    # q = 0 (p = 0) only when Q (P) is the identity up to rounding; it is then folded into another layer.
+    best = None
+    for q in range(0, depth + 1):
+        p = depth - q
+        if (q == 0 and not rotation_trivial) or (p == 0 and not scaling_trivial):
+            continue
+        rot, sca = (_rotation_norm(angles, q) if q else 0.0), (_scaling_norm(s, p) if p else 0.0)
+        if best is None or max(rot, sca) < best[0] - 1e-15:
+            best = (max(rot, sca), q, p, rot, sca)
+    _, q, p, rot, sca = best
+    return FactorizationPlan("polar", depth, q, p, rot, sca, angles), (Q, s, E, Z, rotations)
+
+
+def factorization_plan(R, depth, method: str = "polar") -> FactorizationPlan:
     """The split :func:`factorize_near_identity` uses for ``R`` at ``depth``, with the exact layer norms."""
     R = _as_square_matrix(R, "R")
     depth = _as_depth(depth)
-    return _plan(R, depth)[0]
+    _check_depth_budget(depth, R.shape[0], layers=False)
+    return _plan(R, depth, _as_method(method))[0]
 
 
-def factorize_near_identity(R, depth) -> np.ndarray:
+def rotation_root(Q, q) -> np.ndarray:
+    """A q-th root of a rotation ``Q`` in SO(d): ``S W S^T`` with ``Q = S D S^T`` its real Schur form and W
+    turning each plane of D by ``theta_k / q``; ``||S W S^T - I|| = max_k 2 |sin(theta_k / 2q)|``.
+
+    The layer of Hardt & Ma's construction is ``B = S W S^T - I`` (the text prints ``I - S W S^T``)."""
+    Q = _as_square_matrix(Q, "Q")
+    q = _as_depth(q, "q")
+    if np.max(np.abs(Q @ Q.T - np.eye(Q.shape[0]))) > 1e-9 or np.linalg.det(Q) <= 0:
+        raise ValueError("Q must be a rotation: orthogonal (Q Q^T = I) with det Q = +1")
+    Z, rotations = _rotation_generator(Q)
+    return _rotation_root(Z, rotations, q)
+
+
+def factorize_near_identity(R, depth, method: str = "polar") -> np.ndarray:
     """Layers ``A`` of shape ``(depth, d, d)`` with ``compose(A) = R`` and small ``max_i ||A_i||``.
 
-    The Theorem 2.1 construction of Hardt & Ma: for symmetric positive definite ``R = E diag(z) E^T`` every
-    layer is ``E diag(z^(1/depth)) E^T - I``. Otherwise take the SVD ``R = U K V^T`` with U, V rotations
+    ``method="polar"`` (default; the construction that meets both published constants of Hardt & Ma's
+    Theorem 2.1 on every target we tried): write ``R = Q P`` (polar decomposition; Q is a rotation because
+    det R > 0, P symmetric positive definite); p layers ``P^(1/p) - I`` act first, then q layers
+    ``Q^(1/q) - I`` (:func:`rotation_root`), ``q + p = depth``, with the q whose largest layer norm is smallest.
+
+    ``method="svd"``: the scheme of the paper's proof. Take the SVD ``R = U K V^T`` with U, V rotations
     (det R > 0 allows this), write each rotation in real Schur form and split its angles into q equal parts,
     and split K into p equal roots: q layers for ``V^T``, p for K, q for U, ``2q + p = depth``. The integer
     split is the admissible one with the smallest largest layer norm (:func:`factorization_plan`).
-    Depth 1 gives ``R - I``; depth 2 gives ``K^(1/2) V^T - I`` and ``U K^(1/2) - I``.
+    Depth 2 gives ``K^(1/2) V^T - I`` and ``U K^(1/2) - I``.
 
-    Raises ``ValueError`` for a non-square, non-2-D or non-finite ``R``, for ``det R <= 0`` and for
-    ``depth < 1``; ``TypeError`` for a non-integer depth.
+    Both: for symmetric positive definite ``R = E diag(z) E^T`` every layer is ``E diag(z^(1/depth)) E^T - I``;
+    depth 1 gives ``R - I``.
+
+    Raises ``ValueError`` for a non-square, non-2-D or non-finite ``R``, for ``det R <= 0``, for
+    ``depth < 1`` and for an unknown method; ``TypeError`` for a non-integer depth.
     """
     R = _as_square_matrix(R, "R")
     depth = _as_depth(depth)
-    plan, pieces = _plan(R, depth)
+    _check_depth_budget(depth, R.shape[0], layers=True)
+    plan, pieces = _plan(R, depth, _as_method(method))
     d = R.shape[0]
     I = np.eye(d)
+    if plan.kind == "polar":
+        Q, s, E, Z, rotations = pieces
+        q, p = plan.q, plan.p
+        A = np.empty((depth, d, d))
+        if p:
+            A[:p] = (E * s ** (1.0 / p)) @ E.T - I
+        if q:
+            A[p:] = _rotation_root(Z, rotations, q) - I
+        if not p:  # P = I up to rounding: fold it into the first rotation layer
+            A[0] = (A[0] + I) @ ((E * s) @ E.T) - I
+        if not q:  # Q = I up to rounding: fold it into the last scaling layer
+            A[-1] = Q @ (A[-1] + I) - I
+        return A
     if plan.kind == "depth-1":
         return (R - I)[None].copy()
     if plan.kind == "depth-2":
@@ -443,11 +506,9 @@ def sympy_risk(depth, d, R, Sigma):
 # --- eq. (2.3): the gradient lower bound ------------------------------------------------------------------
 def _bound_inputs(A, R, Sigma, tau):
     A, R, Sigma = _check_risk_inputs(A, R, Sigma)
-    if isinstance(tau, bool) or not isinstance(tau, numbers.Real):
-        raise TypeError(f"tau must be a real number, got {type(tau).__name__}")
-    tau = float(tau)
-    if not (0.0 <= tau < 1.0):
-        raise ValueError(f"tau must satisfy 0 <= tau < 1, got {tau}")
+    tau = validate.finite_float("tau", tau)
+    if not 0.0 <= tau < 1.0:
+        raise ValueError(f"tau must satisfy 0 <= tau < 1, got {tau!r}")
     norm = float(np.max(layer_norms(A)))
     if norm > tau * (1 + 1e-12) + 1e-15:
         raise ValueError(f"A is outside the tau-ball: max_i ||A_i|| = {norm:.6g} > tau = {tau:.6g}")
@@ -492,24 +553,16 @@ def risk_gradient_descent(A0, R, Sigma, steps, lr):
         A -= lr * risk_gradient(A, R, Sigma)
         out[t + 1] = excess(A)
         if not np.isfinite(out[t + 1]):
-            raise FloatingPointError(f"gradient descent diverged at step {t + 1}; lower the learning rate {lr}")
+            raise validate.DivergenceError(f"gradient descent diverged at step {t + 1}; lower the learning rate {lr}")
     return out, A
 
 
 def _as_steps(steps) -> int:
-    if isinstance(steps, bool) or not isinstance(steps, numbers.Integral):
-        raise TypeError(f"steps must be an integer, got {type(steps).__name__}")
-    if steps < 1:
-        raise ValueError(f"steps must be at least 1, got {steps}")
-    return int(steps)
+    return validate.positive_int("steps", steps)
 
 
 def _as_lr(lr) -> float:
-    if isinstance(lr, bool) or not isinstance(lr, numbers.Real):
-        raise TypeError(f"lr must be a real number, got {type(lr).__name__}")
-    if not (math.isfinite(lr) and lr > 0):
-        raise ValueError(f"lr must be a finite positive number, got {lr}")
-    return float(lr)
+    return validate.positive_float("lr", lr)
 
 
 @dataclass
@@ -548,8 +601,7 @@ def identity_init_gd(Phi, depth, steps, lr, reg=0.0, *, backend="numpy", device=
     depth = _as_depth(depth)
     steps = _as_steps(steps)
     lr = _as_lr(lr)
-    if isinstance(reg, bool) or not isinstance(reg, numbers.Real) or not math.isfinite(reg) or reg < 0:
-        raise ValueError(f"reg must be a finite number >= 0, got {reg!r}")
+    reg = validate.non_negative_float("reg", reg)
     if backend == "numpy":
         if device not in (None, "cpu"):
             raise ValueError(f"the numpy backend runs on the CPU only, got device={device!r}")
@@ -595,7 +647,7 @@ def _gd_numpy_loop(T, I, Phi, depth, steps, lr, reg, right, P, products, losses,
         losses[t] = 0.5 * float(np.sum((P - Phi) ** 2))
         objectives[t] = losses[t] + reg * float(np.sum((T - I) ** 2))
         if not np.isfinite(objectives[t]):
-            raise FloatingPointError(f"identity_init_gd diverged at step {t + 1}; lower the learning rate {lr}")
+            raise validate.DivergenceError(f"identity_init_gd diverged at step {t + 1}; lower the learning rate {lr}")
     return T
 
 
@@ -643,7 +695,7 @@ def _gd_torch(Phi, depth, steps, lr, reg, device, dtype) -> GDResult:
     objectives_np = objectives.cpu().numpy().astype(np.float64)
     if not np.all(np.isfinite(objectives_np)):
         bad = int(np.argmin(np.isfinite(objectives_np))) + 1
-        raise FloatingPointError(f"identity_init_gd diverged at step {bad}; lower the learning rate {lr}")
+        raise validate.DivergenceError(f"identity_init_gd diverged at step {bad}; lower the learning rate {lr}")
     initial = 0.5 * float(np.sum((np.eye(d) - Phi) ** 2))
     return GDResult(losses.cpu().numpy().astype(np.float64), objectives_np, initial,
                     T.cpu().numpy().astype(np.float64), "torch", str(device))
@@ -671,9 +723,7 @@ def random_matrix_with_gamma(d, target_gamma, seed=None, psd=False) -> np.ndarra
     takes ``V = U`` (symmetric positive definite).
     """
     d = _as_depth(d, "d")
-    if isinstance(target_gamma, bool) or not isinstance(target_gamma, numbers.Real) \
-            or not math.isfinite(target_gamma) or target_gamma < 0:
-        raise ValueError(f"target_gamma must be a finite number >= 0, got {target_gamma!r}")
+    target_gamma = validate.non_negative_float("target_gamma", target_gamma)
     rng = _rng(seed)
     logs = rng.uniform(-target_gamma, target_gamma, size=d)
     logs[0] = target_gamma if rng.random() < 0.5 else -target_gamma
@@ -682,30 +732,33 @@ def random_matrix_with_gamma(d, target_gamma, seed=None, psd=False) -> np.ndarra
     return (U * np.exp(logs)[None, :]) @ V.T
 
 
-def random_layers_in_ball(depth, d, tau, seed=None) -> np.ndarray:
+def random_layers_in_ball(depth, d, tau, seed=None, boundary=False) -> np.ndarray:
     """Random layers ``A`` of shape ``(depth, d, d)`` with ``||A_i|| = tau * u_i``, ``u_i ~ U(0, 1)``,
-    Gaussian directions: random points of the ball ``max_i ||A_i|| <= tau`` (not uniform in it)."""
+    Gaussian directions: random points of the ball ``max_i ||A_i|| <= tau`` (not uniform in it).
+    ``boundary=True`` puts every layer on the boundary: ``||A_i|| = tau`` exactly."""
     depth = _as_depth(depth)
     d = _as_depth(d, "d")
-    if isinstance(tau, bool) or not isinstance(tau, numbers.Real) or not (0.0 <= tau < math.inf):
-        raise ValueError(f"tau must be a finite number >= 0, got {tau!r}")
+    tau = validate.non_negative_float("tau", tau)
     rng = _rng(seed)
     A = rng.standard_normal((depth, d, d))
-    scale = tau * rng.uniform(0.0, 1.0, depth) / np.linalg.norm(A, 2, axis=(1, 2))
+    u = np.ones(depth) if validate.boolean("boundary", boundary) else rng.uniform(0.0, 1.0, depth)
+    scale = tau * u / np.linalg.norm(A, 2, axis=(1, 2))
     return A * scale[:, None, None]
 
 
-def theorem_2_1_sweep(R, depths) -> dict:
-    """Factorise ``R`` at each depth; return arrays of the measured largest layer norm, the product's relative
-    error, the three bounds (camera-ready, early, whole-number layer counts) and the split (q, p)."""
+def theorem_2_1_sweep(R, depths, method: str = "polar") -> dict:
+    """Factorise ``R`` at each depth with ``method``; return arrays of the measured largest layer norm, the
+    product's relative error, the three bounds (camera-ready, early, whole-number layer counts of the SVD
+    scheme) and the split (q, p)."""
     R = _as_square_matrix(R, "R")
+    method = _as_method(method)
     depths = [_as_depth(depth) for depth in depths]
     if not depths:
         raise ValueError("depths must contain at least one depth")
     out = {k: [] for k in ("depth", "max_norm", "relative_error", "camera_ready", "early", "integer", "q", "p")}
     for depth in depths:
-        A = factorize_near_identity(R, depth)
-        plan = factorization_plan(R, depth)
+        A = factorize_near_identity(R, depth, method)
+        plan = factorization_plan(R, depth, method)
         out["depth"].append(depth)
         out["max_norm"].append(float(np.max(layer_norms(A))))
         out["relative_error"].append(float(np.linalg.norm(compose(A) - R) / np.linalg.norm(R)))
@@ -717,3 +770,253 @@ def theorem_2_1_sweep(R, depths) -> dict:
     return {k: np.asarray(v) for k, v in out.items()}
 
 
+
+
+# --- Theorem 2.1: the statement against the best construction, and an adversarial search ----------------
+def theorem_2_1_ratio(R, depths, method: str = "polar") -> np.ndarray:
+    """``max_i ||A_i|| / bound`` at each depth, for the layers :func:`factorization_plan` predicts with
+    ``method``, against the smaller of the two published bounds (camera-ready and early arXiv).
+
+    Uses one decomposition per depth (no layers are built): fast enough for a search. The chapter confirms
+    the worst cases it finds with :func:`factorize_near_identity` and :func:`layer_norms`.
+    """
+    R = _as_square_matrix(R, "R")
+    depths = [_as_depth(depth) for depth in depths]
+    g, ell = gamma(R), np.asarray(depths, dtype=float)
+    out = np.minimum(2.0 * (math.sqrt(math.pi) + math.sqrt(3.0 * g)) ** 2, 4.0 * math.pi + 3.0 * g) / ell
+    method = _as_method(method)
+    _check_invertible_oriented(R)
+    if _is_spd(R):
+        return np.array([factorization_plan(R, depth, method).max_norm for depth in depths]) / out
+    if method == "polar":
+        Q, P = scipy.linalg.polar(R)
+        k = np.linalg.eigvalsh((P + P.T) / 2)
+        angles = np.abs(np.array([t for *_, t in _rotation_generator(Q)[1]], dtype=float))
+        per_side = 1
+    else:
+        U, k, Vt = _svd_oriented(R)
+        angles = np.abs(np.array([t for *_, t in _rotation_generator(U)[1] + _rotation_generator(Vt)[1]],
+                                 dtype=float))
+        per_side = 2
+    trivial_rotation = angles.size == 0 or float(np.max(angles)) <= 1e-12
+    trivial_scaling = float(np.max(np.abs(np.log(k)))) <= 1e-12
+    for n, depth in enumerate(depths):  # the same admissible splits as _plan_polar / _plan
+        if depth <= 2:  # depth 1 (and depth 2 of the SVD scheme) are special cases of the plan
+            out[n] = factorization_plan(R, depth, method).max_norm / out[n]
+            continue
+        q = np.arange(0 if method == "polar" else 1, depth // per_side + 1)
+        p = depth - per_side * q
+        ok = ~(((q == 0) & (not trivial_rotation)) | ((p == 0) & (not trivial_scaling)))
+        q, p = q[ok], p[ok]
+        rot = np.zeros(q.size) if not angles.size else np.where(
+            q > 0, np.max(2 * np.abs(np.sin(angles[None, :] / (2 * np.maximum(q, 1)[:, None]))), axis=1), 0.0)
+        sca = np.where(p > 0, np.max(np.abs(k[None, :] ** (1.0 / np.maximum(p, 1)[:, None]) - 1.0), axis=1), 0.0)
+        out[n] = float(np.min(np.maximum(rot, sca))) / out[n]
+    return out
+
+
+def _rotated_stretch(params: np.ndarray, d: int, mixing: np.ndarray) -> np.ndarray:
+    """``M1 blockdiag(rot(theta_k)) M1^T M2 diag(exp(g)) M2^T``: the first ``d // 2`` params are angles, the
+    next ``d`` log singular values; ``mixing = (M1, M2)`` are fixed rotations."""
+    angles, logs = params[: d // 2], params[d // 2: d // 2 + d]
+    W = np.eye(d)
+    for k, theta in enumerate(angles):
+        c, s = math.cos(theta), math.sin(theta)
+        W[2 * k: 2 * k + 2, 2 * k: 2 * k + 2] = [[c, -s], [s, c]]
+    M1, M2 = mixing
+    return (M1 @ W @ M1.T) @ ((M2 * np.exp(logs)[None, :]) @ M2.T)
+
+
+def theorem_2_1_worst_ratio_search(dims=(2, 3, 4), max_depth=24, random_starts=40, refine=4,
+                                   max_gamma=2.0, method: str = "polar", seed=None) -> dict:
+    """Adversarial search for the ``R`` and depth ``l >= 3 gamma(R)`` that bring the construction closest to
+    (or over) the smaller published Theorem 2.1 bound.
+
+    ``R`` ranges over rotated stretches (:func:`_rotated_stretch`: plane rotations by any angles, with
+    singular values ``exp(g)``, ``|g| <= max_gamma``, mixed by random rotations); the objective is the largest
+    :func:`theorem_2_1_ratio` over the admissible depths up to ``max_depth``. ``random_starts`` random draws
+    per dimension (angles near pi half of the time) are followed by Nelder-Mead from the ``refine`` best.
+    Returns ``{"ratio", "R", "depth", "history"}`` for the worst case found; ``history`` lists every ratio
+    evaluated (for a histogram).
+    """
+    dims = [_as_depth(d, "d") for d in dims]
+    max_depth = _as_depth(max_depth, "max_depth")
+    random_starts = _as_depth(random_starts, "random_starts")
+    refine = validate.non_negative_int("refine", refine)
+    max_gamma = validate.positive_float("max_gamma", max_gamma)
+    method = _as_method(method)
+    rng = _rng(seed)
+    history, best = [], (-np.inf, None, None)
+
+    def worst(params, d, mixing):
+        params = np.asarray(params, dtype=float).copy()
+        params[d // 2:] = np.clip(params[d // 2:], -max_gamma, max_gamma)
+        R = _rotated_stretch(params, d, mixing)
+        depths = list(range(theorem_2_1_min_depth(R), max_depth + 1))
+        if not depths:
+            return -np.inf, R, None
+        ratios = theorem_2_1_ratio(R, depths, method)
+        k = int(np.argmax(ratios))
+        history.append(float(ratios[k]))
+        return float(ratios[k]), R, depths[k]
+
+    for d in dims:
+        mixing = (random_rotation(d, rng), random_rotation(d, rng))
+        starts = []
+        for n in range(random_starts):
+            angles = (math.pi - np.abs(rng.normal(0, 0.1, d // 2))) if n % 2 else rng.uniform(-math.pi, math.pi, d // 2)
+            logs = rng.uniform(-1, 1, d) * max_gamma * rng.uniform() ** 3  # many draws with small gamma
+            params = np.concatenate([angles, logs])
+            starts.append((worst(params, d, mixing)[0], params))
+        starts.sort(key=lambda t: -t[0])
+        for _, params in starts[:refine]:
+            res = scipy.optimize.minimize(lambda x: -worst(x, d, mixing)[0], params, method="Nelder-Mead",
+                                          options={"maxfev": 150 * d, "xatol": 1e-6, "fatol": 1e-9})
+            value, R, depth = worst(res.x, d, mixing)
+            if value > best[0]:
+                best = (value, R, depth)
+        for value, params in starts[:1]:
+            v, R, depth = worst(params, d, mixing)
+            if v > best[0]:
+                best = (v, R, depth)
+    return {"ratio": best[0], "R": best[1], "depth": best[2], "history": np.asarray(history)}
+
+
+# --- Theorem 2.2: searching for critical points inside the tau-ball --------------------------------------
+@dataclass
+class CriticalPointSearch:
+    """Result of :func:`critical_point_search`, one entry per start.
+
+    ``grad_sq`` is ``||grad f||_F^2`` at the end point and ``grad_sq_start`` at the start, ``excess`` is
+    ``f - C_opt`` (``C_opt = d``: the targets are reachable) and ``excess_start`` its value at the start,
+    ``max_norm`` the end point's ``max_i ||A_i||``. ``critical`` marks end points whose squared gradient fell
+    below ``critical_rtol`` times its starting value.
+    """
+
+    grad_sq: np.ndarray
+    grad_sq_start: np.ndarray
+    excess: np.ndarray
+    excess_start: np.ndarray
+    max_norm: np.ndarray
+    critical: np.ndarray
+    tau: float
+
+
+def _project_to_ball(A: np.ndarray, tau: float) -> np.ndarray:
+    """Nearest point (Frobenius) with every ``||A_i|| <= tau``: clip each layer's singular values at tau."""
+    U, s, Vt = np.linalg.svd(A)
+    return np.einsum("lij,lj,ljk->lik", U, np.minimum(s, tau), Vt)
+
+
+def critical_point_search(R, Sigma, starts, tau, iterations=60, critical_rtol=1e-16) -> CriticalPointSearch:
+    """Minimise ``||grad f(A)||_F^2`` over ``max_i ||A_i|| <= tau`` from each start in ``starts``
+    (shape ``(n, depth, d, d)``): projected Gauss-Newton steps ``-H^+ grad f`` (H the Hessian of the risk,
+    from torch; a pseudo-inverse, since minima form a manifold), halved until ``||grad f||^2`` decreases,
+    then projected back into the ball. Gauss-Newton on the residual ``grad f`` is drawn to saddles and
+    maxima as much as to minima, so it looks for *any* critical point, which is what Theorem 2.2 rules out.
+    """
+    import torch
+    from torch.func import hessian
+
+    starts = validate.finite_array("starts", starts, ndim=4)
+    n, depth, d, _ = starts.shape
+    R = _as_square_matrix(R, "R")
+    _, R, Sigma = _check_risk_inputs(starts[0], R, Sigma)
+    tau = validate.positive_float("tau", tau)
+    iterations = _as_depth(iterations, "iterations")
+    f = torch_risk(depth, d, R, Sigma)
+    hess = hessian(f)
+    out = {k: np.empty(n) for k in ("grad_sq", "grad_sq_start", "excess", "excess_start", "max_norm")}
+
+    def excess(A):
+        E = compose(A) - R
+        return float(np.trace(E @ Sigma @ E.T))
+
+    for m in range(n):
+        A = _project_to_ball(starts[m], tau)
+        g = risk_gradient(A, R, Sigma)
+        g2 = float(np.sum(g ** 2))
+        out["grad_sq_start"][m], out["excess_start"][m] = g2, excess(A)
+        for _ in range(iterations):
+            if g2 <= critical_rtol * out["grad_sq_start"][m]:
+                break
+            H = hess(torch.as_tensor(A.ravel())).numpy()
+            step = (np.linalg.pinv(H, rcond=1e-12, hermitian=True) @ g.ravel()).reshape(A.shape)
+            t = 1.0
+            while t > 1e-8:
+                trial = _project_to_ball(A - t * step, tau)
+                g_trial = risk_gradient(trial, R, Sigma)
+                g2_trial = float(np.sum(g_trial ** 2))
+                if g2_trial < g2:
+                    A, g, g2 = trial, g_trial, g2_trial
+                    break
+                t /= 2
+            else:
+                break  # no decrease along the projected step: a stationary point of the search
+        out["grad_sq"][m], out["excess"][m] = g2, excess(A)
+        out["max_norm"][m] = float(np.max(layer_norms(A)))
+    critical = out["grad_sq"] <= critical_rtol * np.maximum(out["grad_sq_start"], 1e-300)
+    return CriticalPointSearch(**out, critical=critical, tau=tau)
+
+
+# --- Bartlett, Helmbold & Long: steps to a tolerance ------------------------------------------------------
+def identity_gd_steps_to(Phi, depth, lr, tol, max_steps) -> int | None:
+    """Steps of gradient descent from ``Theta_i = I`` on ``1/2 ||Theta_L ... Theta_1 - Phi||_F^2`` until the
+    loss is at most ``tol``; ``None`` if ``max_steps`` do not suffice. The same updates as
+    :func:`identity_init_gd` (without regulariser), stopping early; raises ``DivergenceError`` on overflow."""
+    Phi = _as_square_matrix(Phi, "Phi")
+    depth = _as_depth(depth)
+    lr = _as_lr(lr)
+    tol = validate.positive_float("tol", tol)
+    max_steps = _as_steps(max_steps)
+    d = Phi.shape[0]
+    I = np.eye(d)
+    T = np.repeat(I[None], depth, axis=0)
+    right = np.empty_like(T)
+    with np.errstate(over="ignore", invalid="ignore"):
+        for t in range(max_steps + 1):
+            P = I
+            for i in range(depth):
+                right[i] = P
+                P = T[i] @ P
+            G = P - Phi
+            loss = 0.5 * float(np.sum(G ** 2))
+            if not math.isfinite(loss):
+                raise validate.DivergenceError(f"identity_gd_steps_to diverged at step {t}; lower lr {lr}")
+            if loss <= tol:
+                return t
+            if t == max_steps:
+                return None
+            Q = I
+            grads = np.empty_like(T)
+            for i in range(depth - 1, -1, -1):  # Q = Theta_L ... Theta_{i+1}
+                grads[i] = Q.T @ G @ right[i].T
+                Q = Q @ T[i]
+            T = T - lr * grads
+    return None  # pragma: no cover
+
+
+#: Families of targets for the Theorem 2.1 statement check (:func:`random_theorem_2_1_target`).
+TARGET_KINDS = ("near-pi rotation x stretch", "symmetric positive definite", "random")
+
+
+def random_theorem_2_1_target(kind, d, seed=None) -> np.ndarray:
+    """A random ``R`` with ``det R > 0`` from one of :data:`TARGET_KINDS`: a rotation turning every plane by
+    nearly pi composed with a slight random stretch (gamma log-uniform in [e^-6, 1]; the case that strains
+    whole-number layer counts most), a symmetric positive definite matrix, or a random ``U diag(s) V^T``
+    (gamma log-uniform in [e^-5, e^1.2])."""
+    kind = validate.choice("kind", kind, TARGET_KINDS)
+    d = _as_depth(d, "d")
+    rng = _rng(seed)
+    if kind == "random":
+        return random_matrix_with_gamma(d, float(np.exp(rng.uniform(-5.0, 1.2))), rng)
+    if kind == "symmetric positive definite":
+        return random_matrix_with_gamma(d, float(np.exp(rng.uniform(-5.0, 1.2))), rng, psd=True)
+    W = np.eye(d)
+    for k in range(d // 2):
+        theta = math.pi - abs(rng.normal(0.0, 0.05))
+        c, s = math.cos(theta), math.sin(theta)
+        W[2 * k: 2 * k + 2, 2 * k: 2 * k + 2] = [[c, -s], [s, c]]
+    Q = random_rotation(d, rng)
+    stretch = random_matrix_with_gamma(d, float(np.exp(rng.uniform(-6.0, 0.0))), rng)
+    return Q @ W @ Q.T @ stretch
