@@ -422,8 +422,10 @@ def test_damaged_archive_is_refused(tmp_path):
     write_tar(archive, members)
     archive.write_bytes(archive.read_bytes()[: archive.stat().st_size // 2])
     # even with a checksum that matches the damaged file, reading it fails cleanly
-    with pytest.raises(DatasetError, match=r"cifar-10-binary\.tar\.gz: cannot read the archive"):
+    with pytest.raises(DatasetError, match=r"cifar-10-binary\.tar\.gz: its checksum verified but it cannot be "
+                                           r"read as a tar archive") as info:
         load_cifar(tmp_path, "cifar10", md5=file_md5(archive))
+    assert "delete" not in str(info.value)   # never advise deleting a file that verified
     assert leftovers(tmp_path) == ["cifar-10-binary.tar.gz"]
 
 
@@ -449,7 +451,7 @@ def test_download_without_network_fails_fast_with_instructions(tmp_path):
     assert "https://www.cs.toronto.edu/~kriz/cifar-10-binary.tar.gz" in message
     assert f"put it at {tmp_path / 'data' / 'cifar-10-binary.tar.gz'}" in message
     assert "c32a1d4ab5d03f1284b67883e8d87530" in message
-    assert leftovers(tmp_path / "data") == []  # no partial download
+    assert not (tmp_path / "data").exists()  # no partial download, and no folder created for it
     assert isinstance(info.value, OSError)
 
 
@@ -479,7 +481,7 @@ def test_download_verifies_then_extracts(tmp_path, local_server):
     root = tmp_path / "data"
     with pytest.raises(DatasetError, match="the downloaded file has MD5"):
         load_cifar(root, "cifar10", download=True, url=f"{base}/cifar-10-binary.tar.gz", md5="f" * 32)
-    assert leftovers(root) == []
+    assert not root.exists()   # the folder created for the download is removed with it
     loaded = load_cifar(root, "cifar10", download=True, url=f"{base}/cifar-10-binary.tar.gz", md5=md5)
     check_loaded(loaded, expected, "cifar10")
     assert leftovers(root) == ["cifar-10-batches-bin", "cifar-10-binary.tar.gz"]
@@ -537,3 +539,52 @@ def test_engine_offers_the_tensorflow_recipe():
     assert config.augmentation == (True, 2, True) and config.standardize == "image"
     with pytest.raises(engine.ConfigError, match="standardize"):
         engine.TrainConfig(dataset="digits", standardize="pixel").validate()
+
+
+# --- storage problems are not damage ---------------------------------------------------------------------
+import errno  # noqa: E402
+
+from resnet_theory import data as data_module  # noqa: E402
+from resnet_theory.data import DatasetStorageError  # noqa: E402
+
+
+def test_full_disk_while_extracting_is_not_called_damage(tmp_path, monkeypatch):
+    members, _ = cifar_members("cifar10", np.random.default_rng(7))
+    archive = tmp_path / "cifar-10-binary.tar.gz"
+    write_tar(archive, members)
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+    monkeypatch.setattr(data_module.shutil, "copyfileobj", full)
+    with pytest.raises(DatasetStorageError) as info:
+        load_cifar(tmp_path, "cifar10", md5=file_md5(archive))
+    message = str(info.value)
+    assert "no space left" in message and str(tmp_path) in message and "is kept" in message
+    assert "delete" not in message and "damaged" not in message
+    assert leftovers(tmp_path) == ["cifar-10-binary.tar.gz"]     # the good archive and nothing half-written
+    monkeypatch.undo()
+    load_cifar(tmp_path, "cifar10", md5=file_md5(archive))         # and it still works once there is room
+
+
+def test_read_only_root_is_a_clear_error(tmp_path, monkeypatch):
+    members, _ = cifar_members("cifar10", np.random.default_rng(8))
+    archive = tmp_path / "cifar-10-binary.tar.gz"
+    write_tar(archive, members)
+
+    def read_only(*args, **kwargs):
+        raise OSError(errno.EROFS, "Read-only file system")
+    monkeypatch.setattr(data_module.tempfile, "mkdtemp", read_only)
+    with pytest.raises(DatasetStorageError, match=rf"cannot extract cifar-10-binary.tar.gz in {tmp_path}: the file "
+                                                  r"system is read-only; the archive is kept"):
+        load_cifar(tmp_path, "cifar10", md5=file_md5(archive))
+    monkeypatch.setattr(data_module.tempfile, "mkstemp", read_only)
+    with pytest.raises(DatasetStorageError, match="read-only"):
+        load_cifar(tmp_path / "empty", "cifar10", download=True, url="http://127.0.0.1:9/x.tar.gz", md5="f" * 32)
+    assert not (tmp_path / "empty").exists()
+
+
+def test_failed_download_into_a_new_nested_root_leaves_no_folders(tmp_path):
+    url = f"http://127.0.0.1:{_closed_local_port()}/cifar-10-binary.tar.gz"
+    with pytest.raises(DatasetDownloadError):
+        load_cifar(tmp_path / "a" / "b" / "c", "cifar10", download=True, url=url, timeout=2)
+    assert list(tmp_path.iterdir()) == []

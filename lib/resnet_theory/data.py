@@ -24,6 +24,7 @@ flip, standardised by its own mean and standard deviation (:func:`standardize_pe
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import math
 import os
@@ -75,6 +76,21 @@ class DatasetNotFoundError(DatasetError, FileNotFoundError):
 
 class DatasetDownloadError(DatasetError, ConnectionError):
     """The download failed (no network, unreachable host, ...); the message says where to put the archive."""
+
+
+class DatasetStorageError(DatasetError, OSError):
+    """The data folder cannot be written (no space left, permission denied, read-only); the files in it are
+    not at fault and are kept."""
+
+
+_STORAGE_ERRNOS = {errno.ENOSPC: "no space left on the device", errno.EDQUOT: "the disk quota is exceeded",
+                   errno.EACCES: "permission denied", errno.EPERM: "permission denied",
+                   errno.EROFS: "the file system is read-only"}
+
+
+def _storage_problem(exc: BaseException) -> str | None:
+    """What a write failure means when it is about the folder, not the data; None otherwise."""
+    return _STORAGE_ERRNOS.get(getattr(exc, "errno", None)) if isinstance(exc, OSError) else None
 
 
 @dataclass(frozen=True)
@@ -174,7 +190,11 @@ def _extract_archive(archive: Path, root: Path, layout: CifarLayout) -> dict:
     """Extract into a temporary folder beside the target, check every batch, then rename into place.
 
     On any error the temporary folder is removed: nothing half-written is left behind."""
-    tmp = Path(tempfile.mkdtemp(prefix=f".{layout.folder}.extracting-", dir=root))
+    try:
+        tmp = Path(tempfile.mkdtemp(prefix=f".{layout.folder}.extracting-", dir=root))
+    except OSError as exc:
+        raise DatasetStorageError(f"cannot extract {archive.name} in {root}: "
+                                  f"{_storage_problem(exc) or exc}; the archive is kept") from exc
     try:
         try:
             with tarfile.open(archive, "r:*") as tar:
@@ -194,9 +214,17 @@ def _extract_archive(archive: Path, root: Path, layout: CifarLayout) -> dict:
                     target.parent.mkdir(parents=True, exist_ok=True)
                     with tar.extractfile(m) as src, open(target, "wb") as dst:
                         shutil.copyfileobj(src, dst, 1 << 20)
-        except (tarfile.TarError, EOFError, zlib.error, OSError) as exc:
-            raise DatasetError(f"{archive}: cannot read the archive ({type(exc).__name__}: {exc}); it is damaged "
-                               "or truncated: delete it and download it again") from exc
+        except OSError as exc:
+            if _storage_problem(exc):
+                raise DatasetStorageError(f"cannot extract {archive.name} into {root}: {_storage_problem(exc)}; "
+                                          f"the archive verified and is kept: make room (or fix the permissions) "
+                                          f"and call load_cifar again") from exc
+            raise DatasetError(f"{archive}: cannot read the archive ({type(exc).__name__}: {exc}) although its "
+                               f"checksum verified; check the disk it is on") from exc
+        except (tarfile.TarError, EOFError, zlib.error) as exc:
+            # the archive passed its MD5 check before extraction, so the file is the expected one
+            raise DatasetError(f"{archive}: its checksum verified but it cannot be read as a tar archive "
+                               f"({type(exc).__name__}: {exc}); was the md5 given for another file?") from exc
         data = _read_folder(tmp / layout.folder, layout,
                             describe=lambda name: f"{archive}: member {layout.folder}/{name}")
         final = root / layout.folder
@@ -224,7 +252,10 @@ def download_archive(url: str, destination: str | os.PathLike, md5: str, timeout
     if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or not timeout > 0:
         raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
     destination = Path(destination)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{destination.name}.", suffix=".part", dir=destination.parent)
+    try:
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{destination.name}.", suffix=".part", dir=destination.parent)
+    except OSError as exc:
+        raise DatasetStorageError(f"cannot write in {destination.parent}: {_storage_problem(exc) or exc}") from exc
     tmp = Path(tmp_name)
     try:
         digest = hashlib.md5()
@@ -234,6 +265,9 @@ def download_archive(url: str, destination: str | os.PathLike, md5: str, timeout
                     digest.update(chunk)
                     out.write(chunk)
         except (urllib.error.URLError, OSError, ValueError) as exc:
+            if _storage_problem(exc) and not isinstance(exc, urllib.error.URLError):
+                raise DatasetStorageError(f"cannot save the download in {destination.parent}: "
+                                          f"{_storage_problem(exc)}; nothing was kept") from exc
             reason = (f"HTTP {exc.code} {exc.reason}" if isinstance(exc, urllib.error.HTTPError)
                       else getattr(exc, "reason", exc))
             raise DatasetDownloadError(f"could not download {url}: {reason}") from exc
@@ -284,11 +318,22 @@ def load_cifar(root: str | os.PathLike, name: str = "cifar10", download: bool = 
             raise DatasetNotFoundError(f"{layout.title} not found: neither {folder} nor {archive} exists. Call "
                                        f"load_cifar(..., download=True) to fetch it from {layout.url}. "
                                        + _where_to_put_it(root, layout, expected))
-        root.mkdir(parents=True, exist_ok=True)
+        created = [p for p in (root, *root.parents) if not p.exists()]   # deepest first
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise DatasetStorageError(f"cannot create the data folder {root}: {_storage_problem(exc) or exc}") from exc
         try:
             download_archive(url or layout.url, archive, expected, timeout)
-        except DatasetDownloadError as exc:
-            raise DatasetDownloadError(f"{exc}. " + _where_to_put_it(root, layout, expected)) from exc
+        except DatasetError as exc:
+            for p in created:           # a failed download leaves no empty folder tree behind
+                try:
+                    p.rmdir()
+                except OSError:
+                    break
+            if isinstance(exc, DatasetDownloadError):
+                raise DatasetDownloadError(f"{exc}. " + _where_to_put_it(root, layout, expected)) from exc
+            raise
     actual = file_md5(archive)
     if actual != expected:
         raise DatasetError(f"{archive}: MD5 checksum mismatch (got {actual}, expected {expected}); the file is "
