@@ -387,7 +387,7 @@ GOOD_Y = np.array([0, 1, 0, 1])
     (np.array([["a", "b"]]), [0], {}, TypeError, "numbers"),
     (GOOD_X, GOOD_Y, {"num_classes": 1.5}, TypeError, "num_classes"),
     (GOOD_X, GOOD_Y, {"num_classes": 0}, ValueError, "num_classes"),
-    (GOOD_X, GOOD_Y, {"k": 0}, ValueError, "k must be at least 1"),
+    (GOOD_X, GOOD_Y, {"k": 0}, ValueError, "k must be a positive integer"),
     (GOOD_X, GOOD_Y, {"k": 2.5}, TypeError, "k must be a positive integer"),
     (GOOD_X, GOOD_Y, {"seed": "x"}, TypeError, "seed"),
     (GOOD_X, ["a", "b", "c", "d"], {}, TypeError, "y must hold integers"),
@@ -466,7 +466,7 @@ def test_bad_input_to_network_methods_and_helpers():
         ex.build_interpolating_resnet(GOOD_X, GOOD_Y, backend="jax")
     with pytest.raises(ValueError, match="backend='torch'"):
         ex.separation(GOOD_X, device="cuda")
-    with pytest.raises(ValueError, match="k must be at least 1"):
+    with pytest.raises(ValueError, match="chunk must be a positive integer"):
         ex.separation(GOOD_X, chunk=0)
     with pytest.raises(TypeError, match="torch.nn.Module"):
         ex.count_module_parameters(net)
