@@ -26,8 +26,9 @@ from ..plotting import fit_power_law
 
 
 def time_builds(sizes, dim: int = 256, classes: int = 10, seed: int = 0, backend: str = "numpy",
-                device=None) -> list[dict]:
-    """One separation and one build per size on random unit vectors; a row of measurements for each."""
+                device=None, report=None) -> list[dict]:
+    """One separation and one build per size on random unit vectors; a row of measurements for each
+    (passed to ``report`` as soon as it is measured, when given)."""
     sizes = [int(n) for n in sizes]
     if not sizes or min(sizes) < 2:
         raise ValueError(f"sizes must be a non-empty list of integers >= 2, got {sizes}")
@@ -54,6 +55,8 @@ def time_builds(sizes, dim: int = 256, classes: int = 10, seed: int = 0, backend
                      "max_fit_error": net.max_fit_error, "attempts": net.attempts,
                      "separation_seconds": t_rho, "build_seconds": t_build, "seconds": t_rho + t_build,
                      "peak_mib": peak / 2 ** 20})
+        if report is not None:
+            report(rows[-1])
     return rows
 
 
@@ -68,13 +71,15 @@ def main(argv=None) -> list[dict]:
     args = parser.parse_args(argv)
     print(f"# {platform.processor() or platform.machine()}, numpy {np.__version__}, backend={args.backend}"
           f"{'' if args.device is None else ' on ' + args.device}, dim={args.dim}, classes={args.classes}")
-    rows = time_builds(args.sizes, args.dim, args.classes, args.seed, args.backend, args.device)
     print(f"{'n':>8} {'rho':>6} {'k':>4} {'depth':>6} {'parameters':>12} {'max |f-1hot|':>12} "
-          f"{'rho s':>8} {'build s':>8} {'total s':>8} {'peak MiB':>9}")
-    for r in rows:
+          f"{'rho s':>8} {'build s':>8} {'total s':>8} {'peak MiB':>9}", flush=True)
+
+    def report(r):
         print(f"{r['n']:>8} {r['rho']:>6.3f} {r['k']:>4} {r['depth']:>6} {r['parameters']:>12,} "
               f"{r['max_fit_error']:>12.1e} {r['separation_seconds']:>8.2f} {r['build_seconds']:>8.2f} "
-              f"{r['seconds']:>8.2f} {r['peak_mib']:>9.1f}")
+              f"{r['seconds']:>8.2f} {r['peak_mib']:>9.1f}", flush=True)
+
+    rows = time_builds(args.sizes, args.dim, args.classes, args.seed, args.backend, args.device, report)
     if len(rows) >= 2:
         ns = [r["n"] for r in rows]
         for key, name in (("build_seconds", "build + verify"), ("separation_seconds", "separation"),
