@@ -151,11 +151,25 @@ def test_cuda_request():
             run_benchmark(device="cuda")
 
 
-def test_cli_reports_bad_arguments(capsys):
-    with pytest.raises(SystemExit) as info:
-        main(["--device", "cpu", "--steps", "0"])
-    assert info.value.code == 2
-    assert "steps must be a positive integer" in capsys.readouterr().err
+@pytest.mark.parametrize("argv, words", [
+    (["--steps", "0"], "argument --steps: must be an integer >= 1, got '0'"),
+    (["--steps", "1.5"], "argument --steps: expected an integer, got '1.5'"),
+    (["--warmup", "-1"], "argument --warmup: must be an integer >= 0"),
+    (["--batch-size", "x"], "argument --batch-size: expected an integer"),
+    (["--workers", "-2"], "argument --workers: must be an integer >= 0"),
+    (["--images", "0"], "argument --images: must be an integer >= 1"),
+    (["--seed", "-1"], "argument --seed: must be an integer >= 0"),
+    (["--ceiling-size", "0"], "argument --ceiling-size: must be an integer >= 1"),
+    (["--threads", "0"], "argument --threads: must be an integer >= 1"),
+    (["--profile-steps", "-1"], "argument --profile-steps: must be an integer >= 0"),
+    (["--model", "huge"], "argument --model: invalid choice"),
+    (["--pipelines", "gpu"], "pipelines must be a non-empty selection"),
+    (["--compile-mode", "fastest"], "argument --compile-mode: invalid choice"),
+])
+def test_cli_reports_bad_arguments_in_one_line_with_status_2(capsys, argv, words):
+    assert main(["--device", "cpu", *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1 and words in err, err
 
 
 def test_cpu_runs_flush_subnormals_like_the_engine_and_restore_the_setting():

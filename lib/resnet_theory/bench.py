@@ -68,6 +68,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from resnet_theory import validate
 from resnet_theory.allconv import SMALL_CONFIG, AllConvResNet, conv_weight_parameters, count_parameters, flops_per_image
 from resnet_theory.data import DeviceData
 
@@ -229,9 +230,7 @@ def build_model(model: str, data: str, seed: int) -> AllConvResNet:
 
 
 def _check_positive(value, name):
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    return value
+    return validate.positive_int(name, value)
 
 
 def run_benchmark(model: str | None = None, data: str | None = None, steps: int | None = None,
@@ -284,12 +283,10 @@ def run_benchmark(model: str | None = None, data: str | None = None, steps: int 
         raise ValueError(f"pipelines must be a non-empty selection of {PIPELINES}, got {pipelines!r}")
     steps = _check_positive(steps if steps is not None else (100 if on_gpu else 10), "steps")
     warmup = warmup if warmup is not None else ((20 if compile else 5) if on_gpu else 2)
-    if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
-        raise ValueError(f"warmup must be a non-negative integer, got {warmup!r}")
+    warmup = validate.non_negative_int("warmup", warmup)
     batch_size = _check_positive(batch_size, "batch_size")
     workers = workers if workers is not None else (min(8, os.cpu_count() or 1) if on_gpu else 0)
-    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 0:
-        raise ValueError(f"workers must be a non-negative integer, got {workers!r}")
+    workers = validate.non_negative_int("workers", workers)
     default_images = {"digits": 1437, "cifar": 50_000 if on_gpu else 2048}[data]
     images = _check_positive(images if images is not None else max(default_images, batch_size), "images")
     if images < batch_size:
@@ -408,32 +405,35 @@ def format_report(result: BenchResult) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m resnet_theory.bench", description=__doc__.split("\n\n")[0])
+    parser = validate.OneLineParser(prog="python -m resnet_theory.bench", description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", choices=["small", "full"], help="default: full on CUDA, small on CPU")
     parser.add_argument("--data", choices=sorted(DATA_SHAPES), help="shape of the synthetic images "
                         "(default: cifar for the full model, digits for the small one)")
-    parser.add_argument("--steps", type=int, help="timed steps per pipeline (default: 100 on CUDA, 10 on CPU)")
-    parser.add_argument("--warmup", type=int, help="untimed steps first (default: 5 on CUDA, 20 with --compile, 2 on CPU)")
-    parser.add_argument("--batch-size", type=int, default=128)
+    parser.add_argument("--steps", type=validate.int_option(1), help="timed steps per pipeline (default: 100 on CUDA, 10 on CPU)")
+    parser.add_argument("--warmup", type=validate.int_option(0), help="untimed steps first (default: 5 on CUDA, 20 with --compile, 2 on CPU)")
+    parser.add_argument("--batch-size", type=validate.int_option(1), default=128)
     parser.add_argument("--device", choices=["cpu", "cuda"], help="default: cuda when available")
     parser.add_argument("--compile", action="store_true", help="torch.compile the model (CUDA only)")
     parser.add_argument("--compile-mode", default="default",
                         choices=COMPILE_MODES,
                         help="torch.compile mode (reduce-overhead and max-autotune add CUDA graphs; "
                         "max-autotune tunes kernels, compiling for minutes)")
-    parser.add_argument("--workers", type=int, help="DataLoader worker processes (default: min(8, cores) on CUDA, 0 on CPU)")
-    parser.add_argument("--images", type=int, help="synthetic images held (default: 1,437 digits; 50,000 CIFAR on "
+    parser.add_argument("--workers", type=validate.int_option(0), help="DataLoader worker processes (default: min(8, cores) on CUDA, 0 on CPU)")
+    parser.add_argument("--images", type=validate.int_option(1), help="synthetic images held (default: 1,437 digits; 50,000 CIFAR on "
                         "CUDA, 2,048 on CPU)")
     parser.add_argument("--pipelines", default=",".join(PIPELINES), help="comma-separated subset of device,dataloader")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--ceiling-size", type=int, help="matrix size for the matmul ceiling (default 8192 CUDA, 1024 CPU)")
-    parser.add_argument("--threads", type=int, help="torch CPU threads (default: torch's choice)")
+    parser.add_argument("--seed", type=validate.int_option(0), default=0)
+    parser.add_argument("--ceiling-size", type=validate.int_option(1), help="matrix size for the matmul ceiling (default 8192 CUDA, 1024 CPU)")
+    parser.add_argument("--threads", type=validate.int_option(1), help="torch CPU threads (default: torch's choice)")
     parser.add_argument("--keep-denormals", action="store_true",
                         help="CPU: do not flush subnormal floats to zero (the engine flushes them)")
-    parser.add_argument("--profile-steps", type=int, default=0,
+    parser.add_argument("--profile-steps", type=validate.int_option(0), default=0,
                         help="then profile this many steps of the device pipeline (torch.profiler table)")
     parser.add_argument("--json", help="also write the figures as JSON to this path")
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help (0) or a bad option (2, one line already printed)
+        return int(exc.code or 0)
     try:
         result = run_benchmark(model=args.model, data=args.data, steps=args.steps, warmup=args.warmup,
                                batch_size=args.batch_size, device=args.device, compile=args.compile,
@@ -441,8 +441,9 @@ def main(argv: list[str] | None = None) -> int:
                                pipelines=[p.strip() for p in args.pipelines.split(",") if p.strip()],
                                seed=args.seed, ceiling_size=args.ceiling_size, threads=args.threads,
                                profile_steps=args.profile_steps, flush_denormal=not args.keep_denormals)
-    except ValueError as exc:
-        parser.error(str(exc))
+    except (TypeError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     print(format_report(result), flush=True)
     if args.json:
         with open(args.json, "w") as f:

@@ -841,44 +841,8 @@ def summarise_runs(results: list[TrainResult]) -> dict:
 
 
 # --- command line ---------------------------------------------------------------------------------------------
-class _OneLineParser(argparse.ArgumentParser):
-    """Bad options end with one line ``error: ...`` and status 2 (no usage dump)."""
-
-    def error(self, message: str):
-        self.exit(2, f"error: {message}\n")
-
-
-def _int_option(minimum: int):
-    def parse(text: str) -> int:
-        try:
-            value = int(text.strip())
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"must be an integer >= {minimum}, got {text!r}")
-        return value
-    return parse
-
-
-def _float_option(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
-    return value
-
-
-def _ints_option(minimum: int, allow_empty: bool):
-    one = _int_option(minimum)
-
-    def parse(text: str) -> tuple[int, ...]:
-        values = tuple(one(v) for v in text.split(",") if v.strip())
-        if not values and not allow_empty:
-            raise argparse.ArgumentTypeError(f"expected comma-separated integers >= {minimum}, got {text!r}")
-        return values
-    return parse
+_OneLineParser = _validate.OneLineParser
+_int_option, _float_option, _ints_option = _validate.int_option, _validate.float_option, _validate.ints_option
 
 
 #: Options whose default is None (or that need a range): the parser for each, by field name.

@@ -20,6 +20,7 @@ Every checker returns the value converted to its plain Python / numpy type, so a
 
 from __future__ import annotations
 
+import argparse
 import math
 import numbers
 import os
@@ -332,3 +333,44 @@ def check_budget(name: str, estimate: float, limit: float, *, what: str = "memor
         raise BudgetError(f"{given} needs about {need} of {what}, more than this machine allows ({have}); "
                           f"choose a smaller size")
     return estimate
+
+
+# --- command lines ---------------------------------------------------------------------------------------
+class OneLineParser(argparse.ArgumentParser):
+    """Bad options end with one line ``error: ...`` and status 2 (no usage dump)."""
+
+    def error(self, message: str):
+        self.exit(2, f"error: {message}\n")
+
+
+def int_option(minimum: int):
+    def parse(text: str) -> int:
+        try:
+            value = int(text.strip())
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be an integer >= {minimum}, got {text!r}")
+        return value
+    return parse
+
+
+def float_option(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
+    return value
+
+
+def ints_option(minimum: int, allow_empty: bool):
+    one = int_option(minimum)
+
+    def parse(text: str) -> tuple[int, ...]:
+        values = tuple(one(v) for v in text.split(",") if v.strip())
+        if not values and not allow_empty:
+            raise argparse.ArgumentTypeError(f"expected comma-separated integers >= {minimum}, got {text!r}")
+        return values
+    return parse
