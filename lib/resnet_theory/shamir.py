@@ -38,6 +38,8 @@ from scipy import optimize
 from . import validate
 
 LOSSES = ("squared", "logistic")
+#: Instance seeds of the surveys are ``SEED_STRIDE * seed + i``: different chapter seeds share no instance.
+SEED_STRIDE = 100_000
 
 
 # --- input validation ------------------------------------------------------------------------------
@@ -911,10 +913,10 @@ def survey_theorems(n_instances: int, seed: int = 0, losses=LOSSES) -> dict:
     rows1, rows2 = [], []
     for loss in losses:
         for i in range(n_instances):
-            a = random_theorem_instance(seed + 2 * i, loss)
+            a = random_theorem_instance(SEED_STRIDE * seed + 2 * i, loss)
             s1 = theorem1_sides(a["X"], a["y"], a["w"], a["V"], a["f_theta"], a["w_star"], loss)
             rows1.append((s1["lhs"], s1["rhs"], loss))
-            b = random_theorem_instance(seed + 2 * i + 1, loss, w_zero=True)
+            b = random_theorem_instance(SEED_STRIDE * seed + 2 * i + 1, loss, w_zero=True)
             s2 = theorem2_sides(b["X"], b["y"], b["V"], b["f_theta"], b["w_star"], loss)
             rows2.append((s2["lhs"], s2["rhs"], s2["lambda_min"], loss, s2["hessian_norm"]))
     return {"t1_lhs": np.array([r[0] for r in rows1]), "t1_rhs": np.array([r[1] for r in rows1]),
@@ -1194,7 +1196,8 @@ def corollary1_survey(n_instances: int, seed: int = 0, losses=LOSSES) -> list[di
     """Corollary 1 on random instances: a local search for a minimum, its verification, the linear baseline.
 
     Instance ``i`` uses the loss ``losses[i % len(losses)]`` and :func:`random_theorem_instance` with seed
-    ``seed + 20000 + i``; :func:`minimize_residual_objective` starts from a random point (seed ``seed + i``),
+    ``SEED_STRIDE seed + 20000 + i``; :func:`minimize_residual_objective` starts from a random point (seed
+    ``i``),
     :func:`verify_local_minimum` decides what was found, and ``inf_linear`` is the unconstrained
     :func:`infimum_linear_objective` (the residual model is unconstrained too).
     """
@@ -1205,10 +1208,11 @@ def corollary1_survey(n_instances: int, seed: int = 0, losses=LOSSES) -> list[di
     rows = []
     for i in range(n_instances):
         loss = losses[i % len(losses)]
-        a = random_theorem_instance(seed + 20_000 + i, loss)
-        m = minimize_residual_objective(a["X"], a["y"], a["f_theta"], loss, seed=seed + i)
+        instance = SEED_STRIDE * seed + 20_000 + i
+        a = random_theorem_instance(instance, loss)
+        m = minimize_residual_objective(a["X"], a["y"], a["f_theta"], loss, seed=i)
         v = verify_local_minimum(a["X"], a["y"], m["w"], m["V"], a["f_theta"], loss)
-        rows.append({"instance": seed + 20_000 + i, "loss": loss, **v,
+        rows.append({"instance": instance, "loss": loss, **v,
                      "inf_linear": infimum_linear_objective(a["X"], a["y"], loss)})
     return rows
 
