@@ -234,6 +234,9 @@ class Claim:
     proof_step: str | None = None
     repair: str | None = None
 
+    def __repr__(self) -> str:  # a chapter cell that ends in ledger.claim(...) shows one short line
+        return f"Claim {self.id}: {self.verdict}"
+
     @property
     def paper_name(self) -> str:
         return PAPERS.get(self.paper, (self.paper, None))[0]
