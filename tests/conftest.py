@@ -13,6 +13,19 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
+#: The jupytext header of a MyST-markdown notebook, for the small books and chapters tests write.
+MYST_HEADER = """---
+jupytext:
+  text_representation:
+    extension: .md
+    format_name: myst
+kernelspec:
+  display_name: Python 3
+  language: python
+  name: python3
+---
+"""
+
 
 @dataclass
 class BuiltBook:

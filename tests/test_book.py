@@ -18,6 +18,16 @@ pytestmark = pytest.mark.book
 REVIEWS = ("linear", "expressivity", "smooth_maps", "linear_predictors", "experiments")
 
 
+def chromium_or_skip() -> str:
+    """The Chromium binary; a skip with the reason where there is none, a failure in CI."""
+    chromium = find_chromium()
+    if chromium is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("Chromium is required in CI (.ci/run installs Debian's chromium)")
+        pytest.skip("no Chromium on this machine (apt-get install chromium); the browser check did not run")
+    return chromium
+
+
 def test_every_chapter_executes_and_the_html_builds_with_warnings_as_errors(built_book):
     assert built_book.returncode == 0, built_book.output[-6000:]
     report = json.loads((built_book.build_dir / "executed" / "report.json").read_text())
@@ -85,11 +95,7 @@ def test_mathjax_is_served_from_the_build_not_a_cdn(built_book):
 
 
 def test_every_page_renders_in_headless_chromium(built_book):
-    chromium = find_chromium()
-    if chromium is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("Chromium is required in CI (.ci/run installs Debian's chromium)")
-        pytest.skip("no Chromium on this machine (apt-get install chromium); the browser check did not run")
+    chromium = chromium_or_skip()
     problems = []
     for page in book_pages(built_book.html, toc_files(ROOT)):
         report = check_page(chromium, page)
@@ -112,11 +118,7 @@ def test_every_figure_has_alt_text_and_no_box_is_numbered_by_sphinx(built_book):
 def test_the_book_works_served_under_a_url_prefix(built_book):
     """As on GitHub Pages (https://USER.github.io/REPO/): every page, served over HTTP under a sub-path,
     passes the browser check (MathJax, images, no error output, no code scrolling sideways at 1400 px)."""
-    chromium = find_chromium()
-    if chromium is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("Chromium is required in CI (.ci/run installs Debian's chromium)")
-        pytest.skip("no Chromium on this machine (apt-get install chromium); the served check did not run")
+    chromium = chromium_or_skip()
     problems = []
     with serve(built_book.html, "/some/prefix/") as url:
         for page in book_pages(built_book.html, toc_files(ROOT)):

@@ -12,19 +12,9 @@ import pytest
 
 from resnet_theory import book
 from resnet_theory.status import status_html
+from conftest import MYST_HEADER
 
-HEADER = textwrap.dedent("""\
-    ---
-    jupytext:
-      text_representation:
-        extension: .md
-        format_name: myst
-    kernelspec:
-      display_name: Python 3
-      language: python
-      name: python3
-    ---
-    """)
+HEADER = MYST_HEADER
 
 
 def chapter(title: str, params: str, *cells: str) -> str:

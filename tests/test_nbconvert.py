@@ -9,17 +9,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-CHAPTER = """---
-jupytext:
-  text_representation:
-    extension: .md
-    format_name: myst
-kernelspec:
-  display_name: Python 3
-  language: python
-  name: python3
----
+from conftest import MYST_HEADER
 
+CHAPTER = MYST_HEADER + """
 # A tiny chapter
 
 ```{code-cell} ipython3
