@@ -1,7 +1,8 @@
 """Reading conventions over the chapter sources (fast; no execution).
 
-- code lines in code cells are at most 88 characters (what the book theme shows at a 1400-pixel window
-  without horizontal scrolling; the browser check measures the same on the built pages);
+- code lines in code cells and in fenced code blocks of the prose are at most 88 characters (what the
+  book theme shows at a 1400-pixel window without horizontal scrolling; the browser check measures the
+  same on the built pages);
 - every theorem-like box (``{prf:...}``) has ``:nonumber:``, so its title carries the paper's numbering only;
 - bookkeeping cells (only ``ledger.claim`` / ``not_checkable`` / ``glue`` calls, and imports) are tagged
   ``hide-input`` (or removed), so the mathematics and the computations take the room;
@@ -69,11 +70,31 @@ def test_is_bookkeeping_tells_bookkeeping_from_computation():
     assert not is_bookkeeping("import numpy as np")
 
 
+def fenced_blocks(entry: str):
+    """The fenced code blocks (```lang ... ```) of the markdown cells: (cell number, block's lines)."""
+    nb = jupytext.read(ROOT / f"{entry}.md", fmt="md:myst")
+    markdown = (c for c in nb.cells if c.cell_type == "markdown")
+    return [(n, block.group(1).splitlines())
+            for n, cell in enumerate(markdown, start=1)
+            for block in FENCE.finditer(cell.source)]
+
+
+FENCE = re.compile(r"^```[ \t]*[\w-]*[ \t]*\n(.*?)^```", re.S | re.M)
+
+
+def test_fenced_blocks_are_found():
+    text = "Run\n\n```bash\nmake book\n" + "x" * 90 + "\n```\n\n```{note}\nnot code\n```\n"
+    blocks = [b.group(1).splitlines() for b in FENCE.finditer(text)]
+    assert blocks == [["make book", "x" * 90]]
+
+
 @pytest.mark.parametrize("entry", PAGES)
 def test_code_lines_fit_the_page(entry):
     long = [f"cell {n}, line {i}: {len(line)} characters"
             for n, cell in code_cells(entry) for i, line in enumerate(cell.source.splitlines(), start=1)
             if len(line) > MAX_CODE_LINE]
+    long += [f"markdown cell {n}, fenced block line: {len(line)} characters"
+             for n, lines in fenced_blocks(entry) for line in lines if len(line) > MAX_CODE_LINE]
     assert not long, f"{entry}: code lines over {MAX_CODE_LINE} characters:\n" + "\n".join(long)
 
 
