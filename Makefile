@@ -13,7 +13,7 @@ PYTEST_ARGS ?=
 PINS_HASH := $(shell cat requirements.lock pyproject.toml | sha256sum | cut -c1-16)
 STAMP   := $(VENV)/.installed-$(PINS_HASH)
 
-.PHONY: install book test lock clean
+.PHONY: install book test lock clean verdicts-across-seeds
 
 install: $(STAMP)
 
@@ -27,6 +27,15 @@ $(STAMP):
 
 book: install
 	$(PY) -m resnet_theory.book execute --profile $(PROFILE) $(if $(FORCE),--force) $(ARGS)
+
+# The book at other seeds (each in _build/seed-N), then every verdict and claim id compared with _build.
+SEEDS   ?= 1 2
+verdicts-across-seeds: book
+	@for s in $(SEEDS); do \
+	  $(PY) -m resnet_theory.book execute --no-html --profile $(PROFILE) -p seed $$s \
+	    --build-dir _build/seed-$$s $(ARGS) || exit 1; \
+	done
+	$(PY) -m resnet_theory.verdict_diff _build $(foreach s,$(SEEDS),_build/seed-$(s))
 
 test: install
 	$(PY) -m pytest $(PYTEST_ARGS)
