@@ -65,3 +65,24 @@ def test_flatten_round_trip():
     arrays = [np.arange(6.0).reshape(2, 3), np.array([[7.0]])]
     back = unflatten(flatten(arrays), [(2, 3), (1, 1)])
     assert all(np.array_equal(a, b) for a, b in zip(arrays, back))
+
+
+@pytest.mark.parametrize("call", [autograd_gradient, finite_difference_gradient, finite_difference_hessian])
+def test_points_and_functions_follow_the_validation_rule(call):
+    with pytest.raises(TypeError, match="x must be real, got complex"):
+        call(torch_f, np.array([0.3 + 1j, 0.1]))          # was silently truncated to its real part
+    with pytest.raises(ValueError, match="x contains NaN or inf"):
+        call(torch_f, [float("nan"), 0.1])
+    with pytest.raises(TypeError, match="f must be a callable"):
+        call("sin", POINTS[0])
+    with pytest.raises(TypeError, match="x must be an array of numbers"):
+        call(torch_f, "0.3, 0.1")
+
+
+def test_finite_difference_steps_and_points_are_checked():
+    with pytest.raises(ValueError, match="step must be > 0"):
+        finite_difference_gradient(torch_f, POINTS[0], step=0.0)
+    with pytest.raises(TypeError, match="step must be a real number"):
+        finite_difference_hessian(torch_f, POINTS[0], step="1e-4")
+    with pytest.raises(ValueError, match=r"points\[1\] contains NaN"):
+        compare_gradients(torch_f, [POINTS[0], [np.inf, 0.0]])

@@ -40,3 +40,17 @@ def test_results_table_columns_and_errors():
         ResultsTable([{"a": 1}], digits=0)
     with pytest.raises(KeyError, match="no column"):
         table.column("c")
+
+
+def test_arguments_follow_the_validation_rule():
+    # a float or a bool for digits is a wrong type (it was a ValueError), numpy integers are integers
+    for bad in (2.5, True, "3"):
+        with pytest.raises(TypeError, match="digits must be a positive integer"):
+            html_table(["a"], [[1]], digits=bad)
+        with pytest.raises(TypeError, match="digits must be a positive integer"):
+            ResultsTable([{"a": 1}], digits=bad)
+    assert "1.23" in html_table(["a"], [[1.23456]], digits=np.int64(3))
+    with pytest.raises(ValueError, match=r"digits must be a positive integer \(at least 1\), got 0"):
+        html_table(["a"], [[1]], digits=0)
+    with pytest.raises(TypeError, match=r"rows\[1\] must be a dict, got \[2\]"):
+        ResultsTable([{"a": 1}, [2]])

@@ -193,3 +193,53 @@ def test_long_values_are_cut_in_messages():
     with pytest.raises(TypeError) as info:
         v.positive_int("n", "x" * 1000)
     assert len(str(info.value)) < 200
+
+
+# --- instances, paths, devices, tensors, orders ---------------------------------------------------------------
+def test_instance_and_path():
+    assert v.instance("g", torch.Generator(), torch.Generator) is not None
+    with pytest.raises(TypeError, match="generator must be a torch.Generator, got 3 \\(int\\)"):
+        v.instance("generator", 3, torch.Generator, what="a torch.Generator")
+    with pytest.raises(TypeError, match="rows must be a dict or a list"):
+        v.instance("rows", 3, (dict, list))
+    from pathlib import Path
+    assert v.path("root", "data") == "data" and v.path("root", Path("x")) == Path("x")
+    with pytest.raises(TypeError, match=r"root must be a path \(str or pathlib.Path\), got 3"):
+        v.path("root", 3)
+    with pytest.raises(ValueError, match="root must be a path, got an empty name ''"):
+        v.path("root", "")
+
+
+def test_torch_device():
+    assert v.torch_device("device", "cpu") == torch.device("cpu")
+    assert v.torch_device("device", torch.device("cpu")).type == "cpu"
+    with pytest.raises(ValueError, match="device must be 'cpu' or a CUDA device, got 'tpu9'"):
+        v.torch_device("device", "tpu9")
+    with pytest.raises(TypeError, match="device must be a device name"):
+        v.torch_device("device", 3.5)
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="CUDA is not available here"):
+            v.torch_device("device", "cuda")
+
+
+def test_tensor():
+    x = torch.zeros(2, 3)
+    assert v.tensor("x", x, ndim=2, floating=True) is x
+    with pytest.raises(TypeError, match=r"x must be a torch tensor of shape \(N, C, H, W\), got array"):
+        v.tensor("x", np.zeros((1, 1, 2, 2)), ndim=4, shape_text="(N, C, H, W)")
+    with pytest.raises(ValueError, match=r"got shape \(2, 3\)"):
+        v.tensor("x", x, ndim=4)
+    with pytest.raises(ValueError, match="got dtype torch.int64"):
+        v.tensor("x", torch.zeros(2, dtype=torch.int64), floating=True)
+
+
+def test_increasing_and_positive_arrays():
+    a = np.array([0.0, 0.5, 1.0])
+    assert v.increasing("a", a) is a
+    with pytest.raises(ValueError, match="a must be increasing; found 0.5 then 0.5 at indices 1 and 2"):
+        v.increasing("a", np.array([0.0, 0.5, 0.5]))
+    assert v.increasing("a", np.array([1, 1, 2]), strict=False).size == 3
+    with pytest.raises(ValueError, match="m must be non-decreasing; found 3 then 2"):
+        v.increasing("m", np.array([3, 2]), strict=False)
+    with pytest.raises(ValueError, match=r"y must be positive; found 0.0 at index \(1,\)"):
+        v.finite_array("y", [1.0, 0.0], positive=True)

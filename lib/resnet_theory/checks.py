@@ -25,6 +25,7 @@ import numpy as np
 import sympy as sp
 import torch
 
+from . import validate
 from .ledger import Check
 
 Array = np.ndarray
@@ -88,8 +89,8 @@ def sympy_derivatives(expr: sp.Expr, symbols: Sequence[sp.Symbol], simplify: boo
 
 
 # --- autograd ------------------------------------------------------------------------------------
-def _as_tensor(x) -> torch.Tensor:
-    return torch.as_tensor(np.asarray(x, dtype=np.float64), dtype=torch.float64)
+def _as_tensor(x, name: str = "x") -> torch.Tensor:
+    return torch.from_numpy(validate.finite_array(name, x, allow_empty=True))
 
 
 def _scalar(f: TorchScalarFn, t: torch.Tensor) -> torch.Tensor:
@@ -101,6 +102,7 @@ def _scalar(f: TorchScalarFn, t: torch.Tensor) -> torch.Tensor:
 
 def autograd_gradient(f: TorchScalarFn, x) -> Array:
     """Gradient of a scalar torch function at ``x`` (float64)."""
+    validate.callable_arg("f", f)
     t = _as_tensor(x).clone().requires_grad_(True)
     (g,) = torch.autograd.grad(_scalar(f, t), t)
     return g.detach().numpy()
@@ -108,6 +110,7 @@ def autograd_gradient(f: TorchScalarFn, x) -> Array:
 
 def autograd_hessian(f: TorchScalarFn, x) -> Array:
     """Hessian of a scalar torch function at ``x`` (float64)."""
+    validate.callable_arg("f", f)
     h = torch.autograd.functional.hessian(lambda t: _scalar(f, t), _as_tensor(x))
     return h.detach().numpy()
 
@@ -120,7 +123,9 @@ def _value(f: TorchScalarFn, x: Array) -> float:
 
 def finite_difference_gradient(f: TorchScalarFn, x, step: float = 1e-6) -> Array:
     """Central differences ``(f(x + h e_i) - f(x - h e_i)) / 2h`` with ``h = step * max(1, |x_i|)``."""
-    x = np.asarray(x, dtype=np.float64)
+    validate.callable_arg("f", f)
+    x = validate.finite_array("x", x, allow_empty=True)
+    step = validate.positive_float("step", step)
     g = np.empty_like(x)
     for i in range(x.size):
         h = step * max(1.0, abs(x[i]))
@@ -132,7 +137,9 @@ def finite_difference_gradient(f: TorchScalarFn, x, step: float = 1e-6) -> Array
 
 def finite_difference_hessian(f: TorchScalarFn, x, step: float = 1e-4) -> Array:
     """Central second differences of ``f`` itself (no autograd), symmetrised."""
-    x = np.asarray(x, dtype=np.float64)
+    validate.callable_arg("f", f)
+    x = validate.finite_array("x", x, allow_empty=True)
+    step = validate.positive_float("step", step)
     n = x.size
     H = np.empty((n, n))
     hs = step * np.maximum(1.0, np.abs(x))
@@ -202,7 +209,7 @@ def _compare(quantity: str, witnesses: dict[str, list[Array]], tolerances: dict[
 def _witness_report(quantity: str, caller: str, points: Sequence[Array], closed_form: dict[str, Callable[[Array], Array]],
                     numerical: dict[str, Callable[[Array], Array]], flat: bool, exact_tol: float,
                     fd_tol: float) -> WitnessReport:
-    points = [np.asarray(p, dtype=np.float64) for p in points]
+    points = [validate.finite_array(f"points[{i}]", p, allow_empty=True) for i, p in enumerate(points)]
     if not points:
         raise ValueError(f"{caller} needs at least one point")
     shape = (lambda a: a.reshape(-1)) if flat else (lambda a: a)

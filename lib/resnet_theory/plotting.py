@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import validate
+
 PALETTE = ["#0b5394", "#cc4125", "#6aa84f", "#e69138", "#674ea7", "#45818e", "#a64d79", "#666666"]
 
 
@@ -31,12 +33,12 @@ def use_book_style() -> None:
 
 def fit_power_law(x, y) -> tuple[float, float]:
     """Least-squares fit of ``y = c x^p`` on log-log axes; returns ``(p, c)``."""
-    x = np.asarray(x, dtype=float)
-    y = np.asarray(y, dtype=float)
-    if x.shape != y.shape or x.size < 2:
-        raise ValueError("fit_power_law needs two arrays of the same length, at least 2 points")
-    if np.any(x <= 0) or np.any(y <= 0) or not (np.all(np.isfinite(x)) and np.all(np.isfinite(y))):
-        raise ValueError("fit_power_law needs finite positive values")
+    x = validate.finite_array("x", x, ndim=1, positive=True)
+    y = validate.finite_array("y", y, ndim=1, positive=True)
+    if x.shape != y.shape:
+        raise ValueError(f"x and y must have the same length, got {x.size} and {y.size}")
+    if x.size < 2:
+        raise ValueError(f"fit_power_law needs at least 2 points, got {x.size}")
     p, logc = np.polyfit(np.log(x), np.log(y), 1)
     return float(p), float(np.exp(logc))
 

@@ -11,6 +11,8 @@ import numbers
 
 import numpy as np
 
+from . import validate
+
 
 def format_cell(value, digits: int = 4, none_text: str = "n/a") -> str:
     """One cell as text: integers with thousands separators, reals to ``digits`` significant digits."""
@@ -25,16 +27,10 @@ def format_cell(value, digits: int = 4, none_text: str = "n/a") -> str:
     return str(value)
 
 
-def _check_digits(digits) -> int:
-    if isinstance(digits, bool) or not isinstance(digits, numbers.Integral) or digits < 1:
-        raise ValueError(f"digits must be a positive integer, got {digits!r}")
-    return int(digits)
-
-
 def html_table(headers, rows, digits: int = 4, none_text: str = "n/a") -> str:
     """An HTML table; every row needs one entry per header."""
     headers = list(headers)
-    digits = _check_digits(digits)
+    digits = validate.positive_int("digits", digits)
     if not headers:
         raise ValueError("html_table needs at least one column")
     out = ['<table class="book-table"><tr>' + "".join(f"<th>{html.escape(str(h))}</th>" for h in headers) + "</tr>"]
@@ -54,14 +50,14 @@ class ResultsTable:
     """
 
     def __init__(self, rows, digits: int = 4, none_text: str = "n/a"):
-        rows = list(rows)
-        if not rows or not all(isinstance(r, dict) for r in rows):
-            raise ValueError("ResultsTable needs a non-empty list of dicts")
+        rows = [validate.instance(f"rows[{i}]", r, dict, what="a dict") for i, r in enumerate(rows)]
+        if not rows:
+            raise ValueError("ResultsTable needs a non-empty list of dicts, got no rows")
         keys = list(rows[0])
         if any(list(r) != keys for r in rows):
             raise ValueError("every row of a ResultsTable must have the same keys in the same order")
         self.rows, self.keys = rows, keys
-        self.digits, self.none_text = _check_digits(digits), none_text
+        self.digits, self.none_text = validate.positive_int("digits", digits), none_text
 
     def column(self, name) -> np.ndarray:
         if name not in self.keys:

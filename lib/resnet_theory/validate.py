@@ -31,8 +31,9 @@ import numpy as np
 
 __all__ = [
     "BudgetError", "DivergenceError", "boolean", "callable_arg", "check_budget", "choice", "finite_array",
-    "finite_float", "human_bytes", "integer", "integer_array", "memory_limit_bytes", "non_negative_float",
-    "non_negative_int", "positive_float", "positive_int", "probability", "square_matrix", "show",
+    "finite_float", "human_bytes", "increasing", "instance", "integer", "integer_array", "memory_limit_bytes",
+    "non_negative_float", "non_negative_int", "path", "positive_float", "positive_int", "probability",
+    "square_matrix", "show", "tensor", "torch_device",
 ]
 
 
@@ -178,6 +179,41 @@ def callable_arg(name: str, value: Any, *, what: str = "a callable") -> Any:
     return value
 
 
+def instance(name: str, value: Any, types: type | tuple[type, ...], *, what: str | None = None) -> Any:
+    """``value`` if it is an instance of ``types`` (``what`` describes them in the message)."""
+    if not isinstance(value, types):
+        if what is None:
+            names = [t.__name__ for t in (types if isinstance(types, tuple) else (types,))]
+            what = "a " + " or a ".join(names)
+        raise TypeError(f"{name} must be {what}, {_got(value)}")
+    return value
+
+
+def path(name: str, value: Any) -> str | os.PathLike:
+    """A file or folder name: a non-empty ``str`` or an ``os.PathLike`` (``pathlib.Path``)."""
+    if not isinstance(value, (str, os.PathLike)):
+        raise TypeError(f"{name} must be a path (str or pathlib.Path), {_got(value)}")
+    if not os.fspath(value):
+        raise ValueError(f"{name} must be a path, got an empty name {value!r}")
+    return value
+
+
+def torch_device(name: str, value: Any):
+    """``value`` as a ``torch.device`` that exists here: an unknown name, or CUDA on a machine without it, is a
+    ValueError; something that is not a device name a TypeError."""
+    import torch
+
+    if not isinstance(value, (str, torch.device)) or isinstance(value, bool):
+        raise TypeError(f"{name} must be a device name such as 'cpu' or 'cuda', {_got(value)}")
+    try:
+        device = torch.device(value)
+    except (RuntimeError, TypeError, ValueError) as exc:
+        raise ValueError(f"{name} must be 'cpu' or a CUDA device, {_got(value)}: {exc}") from None
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"{name}={show(value)} was requested but CUDA is not available here")
+    return device
+
+
 # --- arrays ----------------------------------------------------------------------------------------------
 def _shape_text(shape: Sequence[int | None]) -> str:
     return "(" + ", ".join("*" if s is None else str(s) for s in shape) + ("," if len(shape) == 1 else "") + ")"
@@ -199,8 +235,10 @@ def _as_numpy(name: str, x: Any, ndim: int | None = None) -> np.ndarray:
 
 
 def finite_array(name: str, x: Any, *, shape: Sequence[int | None] | None = None, ndim: int | None = None,
-                 allow_complex: bool = False, allow_empty: bool = False, dtype: Any = np.float64) -> np.ndarray:
-    """``x`` as a numpy array of ``dtype`` (float64; complex128 with ``allow_complex``), checked finite.
+                 allow_complex: bool = False, allow_empty: bool = False, dtype: Any = np.float64,
+                 positive: bool = False) -> np.ndarray:
+    """``x`` as a numpy array of ``dtype`` (float64; complex128 with ``allow_complex``), checked finite (and
+    every entry ``> 0`` with ``positive``, the first offender named with its index).
 
     ``shape`` may hold ``None`` for a free axis; ``ndim`` fixes only the number of axes. Booleans count as
     numbers; strings, objects and (unless ``allow_complex``) complex values are a TypeError.
@@ -225,6 +263,9 @@ def finite_array(name: str, x: Any, *, shape: Sequence[int | None] | None = None
     if bad.any():
         first = tuple(int(i) for i in np.argwhere(bad)[0])
         raise ValueError(f"{name} contains NaN or inf ({int(bad.sum())} entries; the first at index {first})")
+    if positive and (arr <= 0).any():
+        i = tuple(int(j) for j in np.argwhere(arr <= 0)[0])
+        raise ValueError(f"{name} must be positive; found {arr[i].item()!r} at index {i}")
     return arr
 
 
@@ -236,6 +277,36 @@ def square_matrix(name: str, M: Any, *, size: int | None = None, allow_complex: 
     if size is not None and arr.shape[0] != size:
         raise ValueError(f"{name} must be {size} x {size}, got shape {arr.shape}")
     return arr
+
+
+def increasing(name: str, arr: np.ndarray, *, strict: bool = True) -> np.ndarray:
+    """``arr`` (a 1-D array already checked by :func:`finite_array` or :func:`integer_array`) if it increases
+    (strictly unless ``strict=False``); otherwise a ValueError naming the first pair out of order."""
+    step = np.diff(arr)
+    bad = step <= 0 if strict else step < 0
+    if bad.any():
+        i = int(np.argmax(bad))
+        word = "increasing" if strict else "non-decreasing"
+        raise ValueError(f"{name} must be {word}; found {arr[i].item()!r} then {arr[i + 1].item()!r} at indices "
+                         f"{i} and {i + 1}")
+    return arr
+
+
+def tensor(name: str, x: Any, *, ndim: int | None = None, floating: bool = False, shape_text: str | None = None):
+    """``x`` if it is a torch tensor (with ``ndim`` axes; of a floating dtype with ``floating``): anything else
+    is a TypeError, a tensor of the wrong rank or dtype a ValueError. ``shape_text`` describes the axes,
+    e.g. ``"(N, C, H, W)"``."""
+    import torch
+
+    axes = f" of shape {shape_text}" if shape_text else (f" with {ndim} axes" if ndim is not None else "")
+    kind = "float " if floating else ""
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"{name} must be a {kind}torch tensor{axes}, {_got(x)}")
+    if ndim is not None and x.dim() != ndim:
+        raise ValueError(f"{name} must be a {kind}torch tensor{axes}, got shape {tuple(x.shape)}")
+    if floating and not x.is_floating_point():
+        raise ValueError(f"{name} must be a {kind}torch tensor{axes}, got dtype {x.dtype}")
+    return x
 
 
 _INT64 = np.iinfo(np.int64)
