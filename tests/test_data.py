@@ -176,10 +176,12 @@ def test_bad_device_data_input():
         DeviceData(images[:, 0], labels)
     with pytest.raises(ValueError, match="4 images but 3 labels"):
         DeviceData(images, labels[:3])
-    with pytest.raises(ValueError, match="integer"):
+    with pytest.raises(TypeError, match="labels must hold integers, got dtype torch.float64"):
         DeviceData(images, labels.astype(float))
-    with pytest.raises(ValueError, match="non-negative"):
+    with pytest.raises(ValueError, match=r"labels must be >= 0; found -1 at index \(0,\)"):
         DeviceData(images, labels - 1)
+    with pytest.raises(ValueError, match="labels must be 1-D"):
+        DeviceData(images, labels[:, None])
     with pytest.raises(TypeError, match="numpy array or a torch tensor"):
         DeviceData(images.tolist(), labels)
     with pytest.raises(ValueError, match="one entry per channel"):
@@ -193,23 +195,56 @@ def test_bad_device_data_input():
         data.batches(2)
     with pytest.raises(TypeError, match="torch.Generator"):
         data.batches(2, generator=0)
-    with pytest.raises(ValueError, match="start_batch"):
+    with pytest.raises(ValueError, match="start_batch must be at most 2, got 3"):
         data.batches(2, torch.Generator(), start_batch=3)
+
+
+@pytest.mark.parametrize("call, exc, words", [
+    # the one rule: a wrong type is a TypeError, a bad value a ValueError, numpy integers are integers
+    (lambda d, g: draw_augmentation(2.0, g), TypeError, "batch_size must be a non-negative integer, got 2.0"),
+    (lambda d, g: draw_augmentation(2, g, pad=True), TypeError, "pad must be a non-negative integer, got True"),
+    (lambda d, g: draw_augmentation(2, g, flip=1), TypeError, "flip must be True or False, got 1"),
+    (lambda d, g: d.batches(2, g, pad=1.5, augment=True), TypeError, "pad must be a non-negative integer"),
+    (lambda d, g: d.batches(2.0, g), TypeError, "batch_size must be a positive integer, got 2.0"),
+    (lambda d, g: d.batches(2, g, start_batch=True), TypeError, "start_batch must be a non-negative integer"),
+    (lambda d, g: d.num_batches(True), TypeError, "batch_size must be a positive integer, got True"),
+    (lambda d, g: DeviceData(np.zeros((4, 1, 2, 2), np.uint8), np.arange(4), mean=[np.nan]), ValueError,
+     "mean contains NaN or inf"),
+    (lambda d, g: DeviceData(np.ones((4, 1, 2, 2), np.uint8), np.arange(4), mean=["a"]), TypeError,
+     "mean must hold numbers"),
+    (lambda d, g: DeviceData(np.ones((4, 1, 2, 2), np.uint8), np.arange(4), standardize=3), TypeError,
+     "standardize must be one of 'channel', 'image', got 3"),
+    (lambda d, g: DeviceData(np.ones((4, 1, 2, 2), np.uint8), np.arange(4), device="tpu9"), ValueError,
+     "device must be 'cpu' or a CUDA device, got 'tpu9'"),
+])
+def test_arguments_follow_the_validation_rule(call, exc, words):
+    data = DeviceData(np.arange(16, dtype=np.uint8).reshape(4, 1, 2, 2), np.arange(4))
+    with pytest.raises(exc, match=words):
+        call(data, torch.Generator())
+
+
+def test_numpy_integers_are_accepted_for_sizes():
+    data = DeviceData(np.arange(16, dtype=np.uint8).reshape(4, 1, 2, 2), np.arange(4))
+    batches = list(data.batches(np.int64(2), torch.Generator(), augment=True, pad=np.int32(1), flip=np.True_,
+                                start_batch=np.int64(1)))
+    assert len(batches) == 1 and batches[0][0].shape == (2, 1, 2, 2)
+    rows, _, flips = draw_augmentation(np.int64(3), torch.Generator(), pad=np.int64(2), flip=np.False_)
+    assert rows.shape == (3,) and not flips.any()
 
 
 def test_bad_augmentation_input():
     gen = torch.Generator()
     with pytest.raises(ValueError, match=r"\(N, C, H, W\)"):
         augment_batch(torch.zeros(3, 4, 4), gen)
-    with pytest.raises(ValueError, match=r"\(N, C, H, W\)"):
-        augment_batch(np.zeros((1, 1, 4, 4)), gen)
+    with pytest.raises(TypeError, match=r"x must be a torch tensor of shape \(N, C, H, W\), got array"):
+        augment_batch(np.zeros((1, 1, 4, 4)), gen)     # a wrong type (it was a ValueError)
     with pytest.raises(ValueError, match="pad"):
         augment_batch(torch.zeros(1, 1, 4, 4), gen, pad=-1)
     with pytest.raises(TypeError, match="torch.Generator"):
         augment_batch(torch.zeros(1, 1, 4, 4), None)
     with pytest.raises(ValueError, match="batch_size"):
         draw_augmentation(-1, gen)
-    with pytest.raises(ValueError, match=r"rows must have shape \(2,\)"):
+    with pytest.raises(ValueError, match=r"rows must be a torch tensor of shape \(2,\), got shape \(3,\)"):
         crop_and_flip(torch.zeros(2, 1, 4, 4), torch.zeros(3, dtype=torch.long), torch.zeros(2, dtype=torch.long),
                       torch.zeros(2, dtype=torch.bool), pad=1)
 
@@ -496,8 +531,16 @@ def test_bad_cifar_arguments(tmp_path):
         load_cifar(42)
     with pytest.raises(ValueError, match="md5 must be 32 hexadecimal"):
         load_cifar(tmp_path, md5="xyz")
-    with pytest.raises(ValueError, match="timeout"):
+    with pytest.raises(ValueError, match="timeout must be > 0.0, got 0"):
         load_cifar(tmp_path, download=True, timeout=0)
+    with pytest.raises(TypeError, match="timeout must be a real number, got True"):
+        load_cifar(tmp_path, download=True, timeout=True)
+    with pytest.raises(TypeError, match="md5 must be a string of 32 hexadecimal digits, got 5"):
+        load_cifar(tmp_path, md5=5)                      # was an AttributeError
+    with pytest.raises(TypeError, match="download must be True or False, got 'no'"):
+        load_cifar(tmp_path, download="no")              # was taken as True
+    with pytest.raises(ValueError, match="root must be a path, got an empty name"):
+        load_cifar("")
 
 
 # --- the TensorFlow ResNet recipe: black padding, per-image standardisation -------------------------------
@@ -511,8 +554,10 @@ def test_standardize_per_image_matches_tensorflows_definition():
     torch.testing.assert_close(flat.std(1, unbiased=False), torch.ones(5), atol=1e-5, rtol=0)
     constant = standardize_per_image(torch.full((1, 3, 4, 4), 0.7))  # std floored at 1/sqrt(48): no NaN
     assert bool(constant.isfinite().all()) and float(constant.abs().max()) < 1e-5
-    with pytest.raises(ValueError, match="float batch"):
+    with pytest.raises(ValueError, match=r"x must be a float torch tensor of shape \(N, C, H, W\), got shape"):
         standardize_per_image(torch.zeros(3, 4, 4))
+    with pytest.raises(ValueError, match="got dtype torch.uint8"):
+        standardize_per_image(torch.zeros(1, 3, 4, 4, dtype=torch.uint8))
 
 
 def test_image_standardisation_pads_black_and_standardises_after_the_crop():
@@ -548,14 +593,23 @@ from resnet_theory import data as data_module  # noqa: E402
 from resnet_theory.data import DatasetStorageError  # noqa: E402
 
 
-def test_full_disk_while_extracting_is_not_called_damage(tmp_path, monkeypatch):
-    members, _ = cifar_members("cifar10", np.random.default_rng(7))
+def _good_archive(tmp_path, seed):
+    members, _ = cifar_members("cifar10", np.random.default_rng(seed))
     archive = tmp_path / "cifar-10-binary.tar.gz"
     write_tar(archive, members)
+    return archive
 
-    def full(*args, **kwargs):
-        raise OSError(errno.ENOSPC, "No space left on device")
-    monkeypatch.setattr(data_module.shutil, "copyfileobj", full)
+
+def _failing(code, text):
+    """A stand-in for a file-system call that fails with ``OSError(code, text)``."""
+    def fail(*args, **kwargs):
+        raise OSError(code, text)
+    return fail
+
+
+def test_full_disk_while_extracting_is_not_called_damage(tmp_path, monkeypatch):
+    archive = _good_archive(tmp_path, 7)
+    monkeypatch.setattr(data_module.shutil, "copyfileobj", _failing(errno.ENOSPC, "No space left on device"))
     with pytest.raises(DatasetStorageError) as info:
         load_cifar(tmp_path, "cifar10", md5=file_md5(archive))
     message = str(info.value)
@@ -567,12 +621,8 @@ def test_full_disk_while_extracting_is_not_called_damage(tmp_path, monkeypatch):
 
 
 def test_read_only_root_is_a_clear_error(tmp_path, monkeypatch):
-    members, _ = cifar_members("cifar10", np.random.default_rng(8))
-    archive = tmp_path / "cifar-10-binary.tar.gz"
-    write_tar(archive, members)
-
-    def read_only(*args, **kwargs):
-        raise OSError(errno.EROFS, "Read-only file system")
+    archive = _good_archive(tmp_path, 8)
+    read_only = _failing(errno.EROFS, "Read-only file system")
     monkeypatch.setattr(data_module.tempfile, "mkdtemp", read_only)
     with pytest.raises(DatasetStorageError, match=rf"cannot extract cifar-10-binary.tar.gz in {tmp_path}: the file "
                                                   r"system is read-only; the archive is kept"):

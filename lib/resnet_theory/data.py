@@ -41,6 +41,8 @@ from typing import Iterator, Sequence
 import numpy as np
 import torch
 
+from . import validate
+
 #: The fixed digits split: a stratified 80/20 split of scikit-learn's 1,797 images with this seed,
 #: giving 1,437 training and 360 test images.
 DIGITS_TEST_FRACTION = 0.2
@@ -249,8 +251,7 @@ def download_archive(url: str, destination: str | os.PathLike, md5: str, timeout
 
     Raises :class:`DatasetDownloadError` when the download fails (``timeout`` seconds per network
     operation) and :class:`DatasetError` when the checksum differs; no partial file is left either way."""
-    if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or not timeout > 0:
-        raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
+    timeout = validate.positive_float("timeout", timeout)
     destination = Path(destination)
     try:
         fd, tmp_name = tempfile.mkstemp(prefix=f".{destination.name}.", suffix=".part", dir=destination.parent)
@@ -301,15 +302,16 @@ def load_cifar(root: str | os.PathLike, name: str = "cifar10", download: bool = 
     Every problem raises a :class:`DatasetError` naming the file (and member) at fault; nothing
     half-written is left in ``root``. Records are parsed with numpy; nothing is ever unpickled.
     """
-    if name not in CIFAR_LAYOUTS:
-        raise ValueError(f"name must be one of {sorted(CIFAR_LAYOUTS)}, got {name!r}")
-    if not isinstance(root, (str, os.PathLike)):
-        raise TypeError(f"root must be a path, got {type(root).__name__}")
-    layout = CIFAR_LAYOUTS[name]
-    root = Path(root)
-    expected = (md5 if md5 is not None else EXPECTED_MD5[layout.archive]).lower()
+    layout = CIFAR_LAYOUTS[validate.choice("name", name, sorted(CIFAR_LAYOUTS))]
+    root = Path(validate.path("root", root))
+    download = validate.boolean("download", download)
+    expected = (validate.instance("md5", md5, str, what="a string of 32 hexadecimal digits")
+                if md5 is not None else EXPECTED_MD5[layout.archive]).lower()
     if len(expected) != 32 or any(ch not in "0123456789abcdef" for ch in expected):
         raise ValueError(f"md5 must be 32 hexadecimal digits, got {md5!r}")
+    if url is not None:
+        validate.instance("url", url, str, what="a URL string")
+    timeout = validate.positive_float("timeout", timeout)
     folder, archive = root / layout.folder, root / layout.archive
     if folder.is_dir():
         return _read_folder(folder, layout)
@@ -342,16 +344,7 @@ def load_cifar(root: str | os.PathLike, name: str = "cifar10", download: bool = 
 
 
 # --- augmentation on the device -------------------------------------------------------------------
-def _check_generator(generator) -> torch.Generator:
-    if not isinstance(generator, torch.Generator):
-        raise TypeError(f"generator must be a torch.Generator (for reproducible draws), got {type(generator).__name__}")
-    return generator
-
-
-def _check_pad(pad) -> int:
-    if isinstance(pad, bool) or not isinstance(pad, int) or pad < 0:
-        raise ValueError(f"pad must be a non-negative integer, got {pad!r}")
-    return pad
+_GENERATOR = "a torch.Generator (for reproducible draws)"
 
 
 def draw_augmentation(batch_size: int, generator: torch.Generator, pad: int = 4,
@@ -359,10 +352,10 @@ def draw_augmentation(batch_size: int, generator: torch.Generator, pad: int = 4,
     """The random choices for one batch, in this order: row offsets, column offsets (each uniform in
     ``0..2*pad``), then flips (``True`` with probability 1/2; all ``False`` and no draw when ``flip`` is
     off). Returned on the generator's device."""
-    _check_generator(generator)
-    pad = _check_pad(pad)
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 0:
-        raise ValueError(f"batch_size must be a non-negative integer, got {batch_size!r}")
+    validate.instance("generator", generator, torch.Generator, what=_GENERATOR)
+    pad = validate.non_negative_int("pad", pad)
+    batch_size = validate.non_negative_int("batch_size", batch_size)
+    flip = validate.boolean("flip", flip)
     dev = generator.device
     rows = torch.randint(0, 2 * pad + 1, (batch_size,), generator=generator, device=dev)
     cols = torch.randint(0, 2 * pad + 1, (batch_size,), generator=generator, device=dev)
@@ -377,13 +370,11 @@ def crop_and_flip(x: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor, flips
                   pad: int) -> torch.Tensor:
     """Zero-pad ``x`` (N, C, H, W) by ``pad`` on every side, take the H x W window whose top-left corner is
     ``(rows[i], cols[i])`` in the padded image, and mirror it left-right where ``flips[i]``. One gather."""
-    pad = _check_pad(pad)
-    if x.dim() != 4:
-        raise ValueError(f"expected a batch of shape (N, C, H, W), got {tuple(x.shape)}")
+    pad = validate.non_negative_int("pad", pad)
+    validate.tensor("x", x, ndim=4, shape_text="(N, C, H, W)")
     n, c, h, w = x.shape
     for name, t in (("rows", rows), ("cols", cols), ("flips", flips)):
-        if t.shape != (n,):
-            raise ValueError(f"{name} must have shape ({n},), got {tuple(t.shape)}")
+        validate.tensor(name, t, shape=(n,))
     dev = x.device
     rows, cols, flips = rows.to(dev), cols.to(dev), flips.to(dev)
     if pad:
@@ -404,9 +395,7 @@ def augment_batch(x: torch.Tensor, generator: torch.Generator, pad: int = 4, fli
     call, on the generator's device). With ``return_params=True`` returns ``(augmented, (rows, cols,
     flips))``. For 8x8 digits use ``pad=1, flip=False``: a mirrored digit is another symbol.
     """
-    if not isinstance(x, torch.Tensor) or x.dim() != 4:
-        raise ValueError(f"expected a tensor batch of shape (N, C, H, W), got "
-                         f"{tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__}")
+    validate.tensor("x", x, ndim=4, shape_text="(N, C, H, W)")
     params = draw_augmentation(x.shape[0], generator, pad, flip)
     out = crop_and_flip(x, *params, pad=pad)
     return (out, params) if return_params else out
@@ -414,20 +403,15 @@ def augment_batch(x: torch.Tensor, generator: torch.Generator, pad: int = 4, fli
 
 # --- the dataset on the device ----------------------------------------------------------------------
 def _as_tensor(array, name: str) -> torch.Tensor:
-    if isinstance(array, np.ndarray):
-        return torch.from_numpy(np.ascontiguousarray(array))
-    if isinstance(array, torch.Tensor):
-        return array
-    raise TypeError(f"{name} must be a numpy array or a torch tensor, got {type(array).__name__}")
+    validate.instance(name, array, (np.ndarray, torch.Tensor), what="a numpy array or a torch tensor")
+    return torch.from_numpy(np.ascontiguousarray(array)) if isinstance(array, np.ndarray) else array
 
 
 def _channel_stats(values, name: str, channels: int) -> torch.Tensor:
-    t = torch.as_tensor(values, dtype=torch.float32).flatten().cpu()
-    if t.numel() != channels:
-        raise ValueError(f"{name} must have one entry per channel ({channels}), got {t.numel()}")
-    if not torch.isfinite(t).all():
-        raise ValueError(f"{name} must be finite, got {t.tolist()}")
-    return t
+    arr = validate.finite_array(name, values).ravel()
+    if arr.size != channels:
+        raise ValueError(f"{name} must have one entry per channel ({channels}), got {arr.size}")
+    return torch.from_numpy(arr.astype(np.float32))
 
 
 STANDARDIZE = ("channel", "image")
@@ -436,8 +420,7 @@ STANDARDIZE = ("channel", "image")
 def standardize_per_image(x: torch.Tensor) -> torch.Tensor:
     """TensorFlow's ``per_image_standardization`` for a batch ``(N, C, H, W)``: each image minus its mean
     over all its pixels and channels, divided by ``max(std, 1 / sqrt(C H W))`` (population std)."""
-    if not (isinstance(x, torch.Tensor) and x.is_floating_point() and x.dim() == 4):
-        raise ValueError(f"expected a float batch of shape (N, C, H, W), got {getattr(x, 'shape', x)!r}")
+    validate.tensor("x", x, ndim=4, floating=True, shape_text="(N, C, H, W)")
     flat = x.flatten(1)
     mean = flat.mean(1, keepdim=True)
     floor = 1.0 / math.sqrt(flat.shape[1])
@@ -460,22 +443,20 @@ class DeviceData:
 
     def __init__(self, images_uint8, labels, device="cpu", mean: Sequence[float] | None = None,
                  std: Sequence[float] | None = None, standardize: str = "channel"):
-        if standardize not in STANDARDIZE:
-            raise ValueError(f"standardize must be one of {STANDARDIZE}, got {standardize!r}")
-        self.standardize = standardize
+        self.standardize = validate.choice("standardize", standardize, STANDARDIZE)
         images = _as_tensor(images_uint8, "images_uint8")
         labels = _as_tensor(labels, "labels")
         if images.dtype != torch.uint8:
             raise TypeError(f"images_uint8 must have dtype uint8 (raw pixels), got {images.dtype}")
-        if images.dim() != 4 or images.shape[0] == 0:
-            raise ValueError(f"images_uint8 must have shape (N, C, H, W) with N > 0, got {tuple(images.shape)}")
-        if labels.dtype.is_floating_point or labels.dtype == torch.bool or labels.dim() != 1:
-            raise ValueError(f"labels must be a 1-d integer array, got dtype {labels.dtype}, shape {tuple(labels.shape)}")
+        validate.tensor("images_uint8", images, ndim=4, shape_text="(N, C, H, W)")
+        if images.shape[0] == 0:
+            raise ValueError(f"images_uint8 holds no image (shape {tuple(images.shape)})")
+        if labels.dtype.is_floating_point or labels.dtype.is_complex or labels.dtype == torch.bool:
+            raise TypeError(f"labels must hold integers, got dtype {labels.dtype}")
+        validate.integer_array("labels", labels, ndim=1, minimum=0)
         if labels.shape[0] != images.shape[0]:
             raise ValueError(f"{images.shape[0]} images but {labels.shape[0]} labels")
-        if labels.min() < 0:
-            raise ValueError(f"labels must be non-negative, found {int(labels.min())}")
-        self.device = torch.device(device)
+        self.device = validate.torch_device("device", device)
         channels = images.shape[1]
         scaled = images.to(self.device).float().div_(255.0)
         if mean is None:
@@ -498,8 +479,8 @@ class DeviceData:
 
     def num_batches(self, batch_size: int, drop_last: bool = True) -> int:
         """Batches per pass over the split."""
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-            raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+        batch_size = validate.positive_int("batch_size", batch_size)
+        drop_last = validate.boolean("drop_last", drop_last)
         return len(self) // batch_size if drop_last else math.ceil(len(self) / batch_size)
 
     def batches(self, batch_size: int, generator: torch.Generator | None = None, augment: bool = False,
@@ -513,14 +494,16 @@ class DeviceData:
         restarted from the generator state saved at its start continues as if never interrupted.
         A ``generator`` is required when shuffling or augmenting.
         """
+        batch_size = validate.positive_int("batch_size", batch_size)
         n_batches = self.num_batches(batch_size, drop_last)
-        _check_pad(pad)
-        if isinstance(start_batch, bool) or not isinstance(start_batch, int) or not 0 <= start_batch <= n_batches:
-            raise ValueError(f"start_batch must be an integer in 0..{n_batches}, got {start_batch!r}")
+        pad = validate.non_negative_int("pad", pad)
+        shuffle, augment, flip = (validate.boolean(k, v) for k, v in (("shuffle", shuffle), ("augment", augment),
+                                                                       ("flip", flip)))
+        start_batch = validate.integer("start_batch", start_batch, minimum=0, maximum=n_batches)
         if (shuffle or augment) and generator is None:
             raise ValueError("shuffling or augmenting needs a torch.Generator (for reproducible draws)")
         if generator is not None:
-            _check_generator(generator)
+            validate.instance("generator", generator, torch.Generator, what=_GENERATOR)
         n = len(self)
         if shuffle:
             order = torch.randperm(n, generator=generator, device=generator.device).to(self.device)

@@ -292,17 +292,22 @@ def increasing(name: str, arr: np.ndarray, *, strict: bool = True) -> np.ndarray
     return arr
 
 
-def tensor(name: str, x: Any, *, ndim: int | None = None, floating: bool = False, shape_text: str | None = None):
-    """``x`` if it is a torch tensor (with ``ndim`` axes; of a floating dtype with ``floating``): anything else
-    is a TypeError, a tensor of the wrong rank or dtype a ValueError. ``shape_text`` describes the axes,
-    e.g. ``"(N, C, H, W)"``."""
+def tensor(name: str, x: Any, *, ndim: int | None = None, shape: Sequence[int | None] | None = None,
+           floating: bool = False, shape_text: str | None = None):
+    """``x`` if it is a torch tensor (with ``ndim`` axes, or of ``shape`` with ``None`` for a free axis; of a
+    floating dtype with ``floating``): anything else is a TypeError, a tensor of the wrong shape or dtype a
+    ValueError. ``shape_text`` describes the axes, e.g. ``"(N, C, H, W)"``."""
     import torch
 
+    if shape is not None:
+        shape = tuple(shape)
+        shape_text = shape_text or _shape_text(shape)
     axes = f" of shape {shape_text}" if shape_text else (f" with {ndim} axes" if ndim is not None else "")
     kind = "float " if floating else ""
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"{name} must be a {kind}torch tensor{axes}, {_got(x)}")
-    if ndim is not None and x.dim() != ndim:
+    if (ndim is not None and x.dim() != ndim) or (shape is not None and (
+            x.dim() != len(shape) or any(s is not None and s != a for s, a in zip(shape, x.shape)))):
         raise ValueError(f"{name} must be a {kind}torch tensor{axes}, got shape {tuple(x.shape)}")
     if floating and not x.is_floating_point():
         raise ValueError(f"{name} must be a {kind}torch tensor{axes}, got dtype {x.dtype}")
