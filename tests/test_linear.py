@@ -503,3 +503,20 @@ def test_benchmark_runs_small():
     assert "relative error" in out.stdout
 
 
+
+
+def test_identity_init_gd_backend_options_follow_the_validation_rule():
+    Phi = np.eye(2)
+    with pytest.raises(TypeError, match="backend must be one of 'numpy', 'torch', got 3"):
+        identity_init_gd(Phi, 2, 10, 0.1, backend=3)                     # a wrong type (it was a ValueError)
+    with pytest.raises(ValueError, match="device must be 'cpu' or a CUDA device, got 'tpu9'"):
+        identity_init_gd(Phi, 2, 10, 0.1, backend="torch", device="tpu9")
+    with pytest.raises(TypeError, match="device must be a device name"):
+        identity_init_gd(Phi, 2, 10, 0.1, backend="torch", device=1.5)
+    with pytest.raises(ValueError, match="dtype must be one of torch.float32, torch.float64, got torch.int64"):
+        identity_init_gd(Phi, 2, 10, 0.1, backend="torch", device="cpu", dtype=torch.int64)
+    # a torch.device for the CPU is the CPU for the numpy backend too (it was refused)
+    assert identity_init_gd(Phi, 2, 3, 0.1, device=torch.device("cpu")).backend == "numpy"
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="CUDA is not available here"):
+            identity_init_gd(Phi, 2, 10, 0.1, backend="torch", device="cuda")

@@ -519,3 +519,17 @@ def test_new_helpers_reject_bad_inputs():
         S.svd_cancellation(np.diag([1.0, -1.0]))
     with pytest.raises(ValueError, match="atom_scale"):
         S.random_empirical_problem(3, 2, atom_scale=0.0)
+
+
+@pytest.mark.parametrize("spacing, exc, words", [
+    ("random", ValueError, "spacing must be one of 'uniform', 'geometric', got 'random'"),
+    ([0.0, 0.5, 0.5, 1.0], ValueError, "spacing must be increasing; found 0.5 then 0.5 at indices 1 and 2"),
+    ([0.0, 0.5, 1.0], ValueError, r"spacing must have shape \(4,\), got shape \(3,\)"),
+    ([0.1, 0.5, 0.7, 1.0], ValueError, "spacing .* must run from a_0 = 0 to a_m = 1, got 0.1 to 1.0"),
+    ([0.0, 0.5, np.nan, 1.0], ValueError, "spacing contains NaN or inf"),
+    ([0.0, 0.5 + 1j, 0.7, 1.0], TypeError, "spacing must be real, got complex"),   # was truncated silently
+    (["0", "a", "b", "1"], TypeError, "spacing must hold numbers"),
+])
+def test_scale_schedule_follows_the_validation_rule(spacing, exc, words):
+    with pytest.raises(exc, match=words):
+        S.scale_schedule(3, spacing)

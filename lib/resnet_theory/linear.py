@@ -602,13 +602,11 @@ def identity_init_gd(Phi, depth, steps, lr, reg=0.0, *, backend="numpy", device=
     steps = _as_steps(steps)
     lr = _as_lr(lr)
     reg = validate.non_negative_float("reg", reg)
-    if backend == "numpy":
-        if device not in (None, "cpu"):
-            raise ValueError(f"the numpy backend runs on the CPU only, got device={device!r}")
-        return _gd_numpy(Phi, depth, steps, lr, float(reg))
-    if backend == "torch":
+    if validate.choice("backend", backend, ("numpy", "torch")) == "torch":
         return _gd_torch(Phi, depth, steps, lr, float(reg), device, dtype)
-    raise ValueError(f"backend must be 'numpy' or 'torch', got {backend!r}")
+    if device is not None and str(device) != "cpu":
+        raise ValueError(f"the numpy backend runs on the CPU only, got device={device!r}")
+    return _gd_numpy(Phi, depth, steps, lr, float(reg))
 
 
 def _gd_numpy(Phi, depth, steps, lr, reg) -> GDResult:
@@ -656,15 +654,8 @@ def _gd_torch(Phi, depth, steps, lr, reg, device, dtype) -> GDResult:
 
     if device is None:
         device = "cuda" if torch.cuda.is_available() else "cpu"
-    try:
-        device = torch.device(device)
-    except (RuntimeError, TypeError) as exc:
-        raise ValueError(f"unknown torch device {device!r}: {exc}") from None
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError("device 'cuda' was requested but CUDA is not available here")
-    dtype = dtype or torch.float64
-    if dtype not in (torch.float32, torch.float64):
-        raise ValueError(f"dtype must be torch.float32 or torch.float64, got {dtype!r}")
+    device = validate.torch_device("device", device)
+    dtype = validate.choice("dtype", torch.float64 if dtype is None else dtype, (torch.float32, torch.float64))
     d = Phi.shape[0]
     Phi_t = torch.as_tensor(Phi, dtype=dtype, device=device)
     I = torch.eye(d, dtype=dtype, device=device)

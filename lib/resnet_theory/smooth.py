@@ -242,18 +242,16 @@ def scale_schedule(m: int, spacing="uniform") -> np.ndarray:
     """
     m = _as_positive_int(m, "m")
     if isinstance(spacing, str):
-        if spacing == "uniform":
+        if validate.choice("spacing", spacing, SPACINGS) == "uniform":
             return np.arange(m + 1) / m
-        if spacing == "geometric":
-            if m == 1:
-                return np.array([0.0, 1.0])
-            i = np.arange(1, m + 1)
-            return np.concatenate([[0.0], float(m) ** (-(m - i) / (m - 1))])
-        raise ValueError(f"unknown spacing {spacing!r}; choose one of {SPACINGS} or pass an array")
-    a = np.asarray(spacing, dtype=float)
-    if a.shape != (m + 1,) or a[0] != 0 or a[-1] != 1 or not np.all(np.diff(a) > 0):
-        raise ValueError(f"scales must be an increasing array of length m + 1 = {m + 1} from 0 to 1")
-    return a
+        if m == 1:
+            return np.array([0.0, 1.0])
+        i = np.arange(1, m + 1)
+        return np.concatenate([[0.0], float(m) ** (-(m - i) / (m - 1))])
+    a = validate.finite_array("spacing", spacing, shape=(m + 1,))
+    if a[0] != 0 or a[-1] != 1:
+        raise ValueError(f"spacing (the scales) must run from a_0 = 0 to a_m = 1, got {float(a[0])!r} to {float(a[-1])!r}")
+    return validate.increasing("spacing", a)
 
 
 # --- the rescaling construction ----------------------------------------------------------------------
