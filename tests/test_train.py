@@ -104,23 +104,25 @@ def test_weight_decay_only_on_conv_weights(trainable_head):
 
 # --- bad configurations ----------------------------------------------------------------------------------
 @pytest.mark.parametrize("changes, words", [
-    (dict(dataset="mnist"), "unknown dataset 'mnist'"),
-    (dict(steps=0), "steps must be an integer >= 1"),
-    (dict(steps=2.5), "steps must be an integer >= 1"),
-    (dict(batch_size=0), "batch_size must be an integer >= 1"),
-    (dict(lr=-0.1), "lr must be a finite number > 0"),
-    (dict(lr=float("nan")), "lr must be a finite number > 0"),
-    (dict(momentum=1.0), "momentum must be in [0, 1)"),
-    (dict(weight_decay=-1.0), "weight_decay must be"),
-    (dict(lr_milestones=(50, 10)), "lr_milestones must be increasing"),
-    (dict(lr_milestones=(0,)), "lr_milestones must be increasing"),
-    (dict(init="xavier"), "init must be 'small' or 'standard'"),
+    (dict(dataset="mnist"), "dataset must be one of 'cifar10', 'cifar100', 'digits', got 'mnist'"),
+    (dict(steps=0), "steps must be a positive integer (at least 1), got 0"),
+    (dict(batch_size=0), "batch_size must be a positive integer (at least 1), got 0"),
+    (dict(lr=-0.1), "lr must be > 0.0, got -0.1"),
+    (dict(lr=float("nan")), "lr must be a finite number, got nan"),
+    (dict(momentum=1.0), "momentum must be < 1.0, got 1.0"),
+    (dict(momentum=-0.1), "momentum must be >= 0.0, got -0.1"),
+    (dict(weight_decay=-1.0), "weight_decay must be >= 0.0, got -1.0"),
+    (dict(lr_milestones=(50, 10)), "lr_milestones must be increasing; found 50 then 10"),
+    (dict(lr_milestones=(10, 10)), "lr_milestones must be increasing; found 10 then 10"),
+    (dict(lr_milestones=(0,)), "lr_milestones[0] must be a positive integer (at least 1), got 0"),
+    (dict(init="xavier"), "init must be one of 'small', 'standard', got 'xavier'"),
     (dict(widths=()), "widths must be one or more positive integers"),
+    (dict(widths=(4, 0)), "widths[1] must be a positive integer (at least 1), got 0"),
     (dict(kernel_size=4), "kernel_size must be odd"),
-    (dict(eval_every=-1), "eval_every must be an integer >= 0"),
-    (dict(augment_pad=-1), "augment_pad must be an integer >= 0"),
-    (dict(max_loss=0.0), "max_loss must be > 0"),
-    (dict(on_divergence="ignore"), "on_divergence must be 'raise' or 'stop'"),
+    (dict(eval_every=-1), "eval_every must be a non-negative integer (at least 0), got -1"),
+    (dict(augment_pad=-1), "augment_pad must be a non-negative integer (at least 0), got -1"),
+    (dict(max_loss=0.0), "max_loss must be > 0.0, got 0.0"),
+    (dict(on_divergence="ignore"), "on_divergence must be one of 'raise', 'stop', got 'ignore'"),
     (dict(resume=True), "resume=True needs out_dir"),
     (dict(device="tpu"), "device must be 'auto', 'cpu' or a CUDA device"),
     (dict(batch_size=5000), "smaller than one batch of 5000"),
@@ -129,6 +131,34 @@ def test_bad_configurations_fail_clearly(changes, words):
     with pytest.raises(ConfigError) as info:
         train.train(tiny(**changes))
     assert words in str(info.value)
+
+
+@pytest.mark.parametrize("changes, words", [
+    (dict(steps=2.5), "steps must be a positive integer, got 2.5 (float)"),
+    (dict(seed=1.0), "seed must be a non-negative integer, got 1.0"),
+    (dict(augment_pad=True), "augment_pad must be a non-negative integer, got True"),
+    (dict(widths=(4, 8.0)), "widths[1] must be a positive integer, got 8.0"),
+    (dict(widths=8), "widths must be a tuple of positive integers, got 8"),
+    (dict(lr="0.1"), "lr must be a real number, got '0.1'"),
+    (dict(lr=0.1 + 0j), "lr must be a real number, not complex"),
+    (dict(augment_flip="False"), "augment_flip must be True or False, got 'False'"),
+    (dict(init=3), "init must be one of 'small', 'standard', got 3"),
+    (dict(out_dir=5), "out_dir must be a path"),
+])
+def test_wrong_types_are_type_errors_and_config_errors(changes, words):
+    # the one rule: a wrong type is a TypeError (it was a ValueError), still a ConfigError for the CLI
+    with pytest.raises(TypeError) as info:
+        tiny(**changes).validate()
+    assert isinstance(info.value, ConfigError) and words in str(info.value), info.value
+
+
+def test_numpy_scalars_are_accepted_and_stored_as_python_numbers():
+    config = tiny(steps=np.int64(3), lr=np.float32(0.25), widths=[np.int64(4), 8], lr_milestones=[np.int32(2)],
+                  momentum=np.float64(0.5), augment=np.True_, seed=np.uint8(1))
+    config.validate()
+    assert (type(config.steps), type(config.lr), type(config.augment), type(config.seed)) == (int, float, bool, int)
+    assert config.widths == (4, 8) and type(config.widths[0]) is int and config.lr_milestones == (2,)
+    json.dumps(config.to_dict())        # the configuration goes to the metrics file and the checkpoint
 
 
 def test_uneven_split_between_processes_is_refused():
@@ -159,7 +189,7 @@ def test_damaged_cifar_file_is_reported_by_the_cli(tmp_path, capsys):
 
 def test_cli_reports_bad_configuration_and_exits_2(capsys):
     assert train.main(["--dataset", "mnist", "--steps", "3"]) == 2
-    assert "error: unknown dataset 'mnist'" in capsys.readouterr().err
+    assert "error: dataset must be one of 'cifar10', 'cifar100', 'digits', got 'mnist'" in capsys.readouterr().err
     assert train.main(["--dataset", "digits", "--steps", "0"]) == 2
     assert "argument --steps: must be an integer >= 1" in capsys.readouterr().err
 
@@ -369,16 +399,16 @@ def run_cli(capsys, *argv) -> tuple[int, str]:
     (["--steps", "ten"], "argument --steps: expected an integer"),
     (["--batch-size", "2.5"], "argument --batch-size: expected an integer"),
     (["--lr", "nan"], "argument --lr: expected a finite number"),
-    (["--lr", "-1"], "lr must be a finite number > 0"),
+    (["--lr", "-1"], "lr must be > 0.0, got -1.0"),
     (["--momentum", "x"], "argument --momentum: expected a number"),
     (["--max-loss", "inf"], "argument --max-loss: expected a finite number"),
     (["--lr-milestones", "50,10"], "lr_milestones must be increasing"),
     (["--eval-every", "-5"], "argument --eval-every: must be an integer >= 0"),
     (["--checkpoint-every", "x"], "argument --checkpoint-every: expected an integer"),
-    (["--init", "xavier"], "init must be 'small' or 'standard'"),
-    (["--on-divergence", "ignore"], "on_divergence must be 'raise' or 'stop'"),
+    (["--init", "xavier"], "init must be one of 'small', 'standard', got 'xavier'"),
+    (["--on-divergence", "ignore"], "on_divergence must be one of 'raise', 'stop', got 'ignore'"),
     (["--device", "tpu"], "device must be 'auto', 'cpu' or a CUDA device"),
-    (["--dataset", "mnist"], "unknown dataset 'mnist'"),
+    (["--dataset", "mnist"], "dataset must be one of 'cifar10', 'cifar100', 'digits', got 'mnist'"),
     (["--kernel-size", "4"], "kernel_size must be odd"),
     (["--stem-channels", "0"], "argument --stem-channels: must be an integer >= 1"),
     (["--skip", "yes"], "unrecognized arguments: yes"),

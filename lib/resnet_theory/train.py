@@ -74,6 +74,11 @@ class ConfigError(ValueError):
     """A configuration that cannot run, with what to change."""
 
 
+class ConfigTypeError(ConfigError, TypeError):
+    """A setting of the wrong type (a float where an integer is meant, a string where a boolean is): a
+    :class:`ConfigError` that is also a TypeError, as the library's validation rule asks."""
+
+
 class OutputError(RuntimeError):
     """The output folder cannot be written (full disk, read-only, not a folder); the message names it."""
 
@@ -88,6 +93,10 @@ class TrainingDiverged(_validate.DivergenceError, RuntimeError):
     def __init__(self, message: str, result: "TrainResult"):
         super().__init__(message)
         self.result = result
+
+
+#: Fields whose ``None`` means "the default" (checked only when set).
+_OPTIONAL_FIELDS = {"augment", "augment_pad", "augment_flip", "max_loss", "data_dir", "out_dir"}
 
 
 @dataclass
@@ -153,43 +162,14 @@ class TrainConfig:
         return 10.0 * math.log(self.num_classes) if self.max_loss is None else float(self.max_loss)
 
     def validate(self, world_size: int = 1) -> None:
-        """Raise :class:`ConfigError` naming the first setting that cannot work."""
-        if self.dataset not in DATASETS:
-            raise ConfigError(f"unknown dataset {self.dataset!r}; choose one of {', '.join(DATASETS)}")
-        for name in ("steps", "batch_size", "stem_channels", "blocks_per_stage", "kernel_size", "eval_batch_size",
-                     "log_every"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ConfigError(f"{name} must be an integer >= 1, got {value!r}")
-        for name in ("eval_every", "checkpoint_every", "augment_pad"):
-            value = getattr(self, name)
-            if name == "augment_pad" and value is None:
-                continue
-            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-                raise ConfigError(f"{name} must be an integer >= 0, got {value!r}")
-        if len(self.widths) < 1 or any(not isinstance(w, int) or w < 1 for w in self.widths):
-            raise ConfigError(f"widths must be one or more positive integers, got {self.widths!r}")
-        if self.kernel_size % 2 == 0:
-            raise ConfigError(f"kernel_size must be odd (same padding), got {self.kernel_size}")
-        if self.standardize not in ("channel", "image"):
-            raise ConfigError(f"standardize must be 'channel' or 'image', got {self.standardize!r}")
-        if self.init not in ("small", "standard"):
-            raise ConfigError(f"init must be 'small' or 'standard', got {self.init!r}")
-        for name in ("lr", "lr_gamma"):
-            value = getattr(self, name)
-            if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
-                raise ConfigError(f"{name} must be a finite number > 0, got {value!r}")
-        if not (0 <= self.momentum < 1):
-            raise ConfigError(f"momentum must be in [0, 1), got {self.momentum!r}")
-        if not (math.isfinite(self.weight_decay) and self.weight_decay >= 0):
-            raise ConfigError(f"weight_decay must be a finite number >= 0, got {self.weight_decay!r}")
-        if any(not isinstance(m, int) or m < 1 for m in self.lr_milestones) or \
-                list(self.lr_milestones) != sorted(set(self.lr_milestones)):
-            raise ConfigError(f"lr_milestones must be increasing positive step numbers, got {self.lr_milestones!r}")
-        if self.max_loss is not None and not (self.max_loss > 0):
-            raise ConfigError(f"max_loss must be > 0 (or None for 10 ln(classes)), got {self.max_loss!r}")
-        if self.on_divergence not in ("raise", "stop"):
-            raise ConfigError(f"on_divergence must be 'raise' or 'stop', got {self.on_divergence!r}")
+        """Raise :class:`ConfigError` naming the first setting that cannot work (:class:`ConfigTypeError`, also
+        a TypeError, for a setting of the wrong type)."""
+        try:
+            self._check_fields()
+        except TypeError as exc:
+            raise ConfigTypeError(str(exc)) from None
+        except ValueError as exc:
+            raise (exc if isinstance(exc, ConfigError) else ConfigError(str(exc))) from None
         if self.batch_size % world_size:
             raise ConfigError(f"batch_size {self.batch_size} does not split evenly between {world_size} processes")
         if self.resume and not self.out_dir:
@@ -199,21 +179,45 @@ class TrainConfig:
             raise ConfigError(f"{self.dataset} needs data_dir: put {CIFAR_HELP[self.dataset]} from {CIFAR_URL} "
                               f"in a folder and pass it as data_dir (--data-dir FOLDER)")
 
+    def _check_fields(self) -> None:
+        """Every field on its own, through :mod:`resnet_theory.validate` (TypeError / ValueError). Numpy
+        scalars are accepted and stored as the Python numbers they stand for (the configuration goes to JSON)."""
+        v = _validate
+
+        def check(name, checker, *args, **kwargs):
+            if getattr(self, name) is not None or name not in _OPTIONAL_FIELDS:
+                setattr(self, name, checker(name, getattr(self, name), *args, **kwargs))
+
+        check("dataset", v.choice, tuple(DATASETS))
+        for name in ("steps", "batch_size", "stem_channels", "blocks_per_stage", "kernel_size", "eval_batch_size",
+                     "log_every"):
+            check(name, v.positive_int)
+        for name in ("eval_every", "checkpoint_every", "seed", "augment_pad"):
+            check(name, v.non_negative_int)
+        for name in ("augment", "augment_flip", "download", "skip", "trainable_head", "resume", "compile",
+                     "flush_denormal", "progress"):
+            check(name, v.boolean)
+        v.instance("widths", self.widths, (tuple, list), what="a tuple of positive integers")
+        if not self.widths:
+            raise ValueError(f"widths must be one or more positive integers, got {self.widths!r}")
+        self.widths = tuple(v.positive_int(f"widths[{i}]", w) for i, w in enumerate(self.widths))
+        if self.kernel_size % 2 == 0:
+            raise ValueError(f"kernel_size must be odd (same padding), got {self.kernel_size}")
+        check("standardize", v.choice, ("channel", "image"))
+        check("init", v.choice, ("small", "standard"))
+        check("on_divergence", v.choice, ("raise", "stop"))
+        for name in ("lr", "lr_gamma", "max_loss"):
+            check(name, v.positive_float)
+        check("momentum", v.finite_float, minimum=0.0, maximum=1.0, open_maximum=True)
+        check("weight_decay", v.non_negative_float)
+        v.instance("lr_milestones", self.lr_milestones, (tuple, list), what="a tuple of step numbers")
+        self.lr_milestones = tuple(v.positive_int(f"lr_milestones[{i}]", m) for i, m in enumerate(self.lr_milestones))
+        v.increasing("lr_milestones", np.asarray(self.lr_milestones, dtype=np.int64))
+        for name in ("data_dir", "out_dir"):
+            check(name, v.path)
+
     def _validate_more(self) -> None:
-        """Types of the remaining fields, the width order, the output folder and the model's memory."""
-        try:
-            _validate.non_negative_int("seed", self.seed)
-            for name in ("augment", "augment_flip"):
-                if getattr(self, name) is not None:
-                    _validate.boolean(name, getattr(self, name))
-            for name in ("download", "skip", "trainable_head", "resume", "compile", "flush_denormal", "progress"):
-                _validate.boolean(name, getattr(self, name))
-            for name in ("momentum", "weight_decay"):
-                _validate.finite_float(name, getattr(self, name))
-            if self.max_loss is not None:
-                _validate.finite_float("max_loss", self.max_loss)
-        except (TypeError, ValueError) as exc:
-            raise ConfigError(str(exc)) from None
+        """The width order, the output folder and the model's memory."""
         if self.skip:
             chain = (self.stem_channels,) + tuple(self.widths)
             if any(b < a for a, b in zip(chain, chain[1:])):
@@ -221,8 +225,6 @@ class TrainConfig:
                                   f"skip connections (the shortcut pads channels with zeros), got "
                                   f"{','.join(map(str, self.widths))}")
         if self.out_dir is not None:
-            if not isinstance(self.out_dir, (str, os.PathLike)) or not str(self.out_dir):
-                raise ConfigError(f"out_dir must be a folder name, got {self.out_dir!r}")
             if Path(self.out_dir).exists() and not Path(self.out_dir).is_dir():
                 raise ConfigError(f"out_dir {self.out_dir} exists and is not a folder")
         from resnet_theory import allconv
