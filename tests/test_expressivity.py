@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -173,6 +174,39 @@ def test_torch_backend_builds_the_same_network():
         np.testing.assert_allclose(u, v, rtol=1e-9, atol=1e-12)
     assert_fits(b, X, y)
     assert ex.separation(X, backend="torch") == pytest.approx(ex.separation(X), rel=1e-12)
+
+
+@pytest.mark.parametrize("entries", [1, 1000])
+def test_chunked_build_and_verification_match_one_chunk(monkeypatch, entries):
+    # The builder reduces each block's products chunk by chunk and the verification takes chunks of
+    # points through all blocks; tiny chunks (down to one point) must give the same network and still
+    # reject a broken one.
+    rng = np.random.default_rng(9)
+    X = sphere(240, 128, rng)
+    y = rng.integers(0, 6, 240)
+    k = ex.paper_k(240, ex.separation(X))
+    ref = ex.construct_interpolating_resnet(X, y, k=k, num_classes=6, seed=4, projection="gaussian",
+                                           attempts=12)
+    monkeypatch.setattr(ex, "CHUNK_ENTRIES", entries)
+    assert ex.separation(X) == pytest.approx(ex.separation(X, chunk=240), rel=1e-12)
+    for backend in ("numpy", "torch"):
+        net = ex.construct_interpolating_resnet(X, y, k=k, num_classes=6, seed=4, projection="gaussian",
+                                               attempts=12, backend=backend)
+        assert net.attempts == ref.attempts and net.max_fit_error <= ex.FIT_TOLERANCE
+        for u, v in ((ref.U, net.U), (ref.V, net.V), (ref.s, net.s)):
+            np.testing.assert_allclose(v, u, rtol=1e-9, atol=1e-12)
+        assert ex.module_fit_error(net.as_torch_module(), X, y, 6) <= ex.FIT_TOLERANCE
+        broken = dataclasses.replace(net, s=net.s.copy())
+        broken.s[0, 0] = 1.0                     # unit 0 of block 0 fires on every point
+        out = ex._forward_backend(broken, X, ex._backend(backend))
+        assert np.abs(out - np.eye(6)[y]).max() > 0.1
+
+
+def test_a_nan_preactivation_counts_as_active():
+    # A NaN must reach the output (and fail the fit check) rather than be skipped as an inactive row.
+    Z = np.array([[np.nan, -1.0], [-1.0, -2.0], [0.5, -1.0], [0.0, 0.0]])
+    assert ex._NumpyOps().active_rows(Z).tolist() == [0, 2]
+    assert ex._TorchOps("cpu").active_rows(torch.from_numpy(Z)).tolist() == [0, 2]
 
 
 def test_smallest_width_is_the_boundary():

@@ -41,8 +41,9 @@ real residual blocks, an independent way to check the fit; :func:`count_module_p
 weights.
 
 Cost: building and verifying take about ``n^2 k`` multiply-adds each (every block shows that all ``n``
-current points but its own ``k`` stay inactive), done as one ``n x k`` matrix product per block: memory
-is linear in ``n``, no ``n x n`` matrix is held, and :func:`separation` works in row chunks too. The
+current points but its own ``k`` stay inactive), done as matrix products in chunks of
+:data:`CHUNK_ENTRIES` entries that are reduced while they are in cache: memory is linear in ``n``, no
+``n x n`` matrix is held, and :func:`separation` works in tiles too. All of it is float64. The
 ``backend="torch"`` option runs the same loops in torch (float64) on any device, e.g. a GPU.
 
 Parameter counts (:func:`paper_parameter_count`): the paper counts weights only,
@@ -70,8 +71,12 @@ FIT_TOLERANCE = 1e-6
 DEFAULT_ATTEMPTS = 4
 #: Refuse networks with more weights than this (memory, not mathematics).
 MAX_PARAMETERS = 400_000_000
-#: Entries of one chunk of pairwise products in :func:`separation` (64 MiB of float64).
-SEPARATION_CHUNK_ENTRIES = 2 ** 23
+#: Entries of one tile of products in the CPU loops (2 MiB of float64, about the size of a core's cache):
+#: :func:`separation` works on square tiles of pairs, the builder on chunks of points per block, the
+#: verification on chunks of points taken through every block. Held in cache, the products are reduced
+#: (a maximum, a minimum) before they are written back; a GPU takes :data:`GPU_CHUNK_ENTRIES`.
+CHUNK_ENTRIES = 2 ** 18
+GPU_CHUNK_ENTRIES = 2 ** 26
 PROJECTIONS = ("auto", "gaussian", "orthonormal", "printed")
 THRESHOLDS = ("per-unit", "shared")
 BACKENDS = ("numpy", "torch")
@@ -385,16 +390,35 @@ class _NumpyOps:
     def arange(self, n: int):
         return np.arange(n)
 
-    def colmax(self, G):
-        rows = np.argmax(G, axis=0)
-        return G[rows, np.arange(G.shape[1])], rows
+    @property
+    def chunk_entries(self) -> int:
+        return CHUNK_ENTRIES
+
+    def copy(self, a):
+        return a.copy()
+
+    def rowmax(self, G):
+        return G.max(axis=1)
+
+    def rowmin(self, G):
+        return G.min(axis=1)
+
+    def maximum(self, a, b):
+        return np.maximum(a, b)
+
+    def minimum(self, a, b):
+        return np.minimum(a, b)
+
+    def argmax(self, v) -> int:
+        return int(np.argmax(v))
 
     def relu_(self, Z):
         np.maximum(Z, 0.0, out=Z)
         return Z
 
     def active_rows(self, Z):
-        return np.flatnonzero(Z.any(axis=1))
+        """Rows of pre-activations ``Z`` with a unit that fires (a NaN counts as firing, so it shows)."""
+        return np.flatnonzero(~(Z.max(axis=1) <= 0.0))
 
     def row_sq_norms(self, X):
         return np.einsum("ij,ij->i", X, X)
@@ -413,6 +437,11 @@ class _TorchOps(_NumpyOps):
 
         self.torch = torch
         self.device = torch.device(device if device is not None else "cpu")
+        self.gpu = self.device.type != "cpu"
+
+    @property
+    def chunk_entries(self) -> int:
+        return GPU_CHUNK_ENTRIES if self.gpu else CHUNK_ENTRIES
 
     def asarray(self, a):
         if isinstance(a, self.torch.Tensor):
@@ -431,14 +460,29 @@ class _TorchOps(_NumpyOps):
     def arange(self, n: int):
         return self.torch.arange(n, device=self.device)
 
-    def colmax(self, G):
-        return G.max(dim=0)
+    def copy(self, a):
+        return a.clone()
+
+    def rowmax(self, G):
+        return G.amax(dim=1)
+
+    def rowmin(self, G):
+        return G.amin(dim=1)
+
+    def maximum(self, a, b):
+        return self.torch.maximum(a, b)
+
+    def minimum(self, a, b):
+        return self.torch.minimum(a, b)
+
+    def argmax(self, v) -> int:
+        return int(self.torch.argmax(v))
 
     def relu_(self, Z):
         return Z.clamp_(min=0.0)
 
     def active_rows(self, Z):
-        return self.torch.nonzero(Z.amax(dim=1) > 0).ravel()
+        return self.torch.nonzero(~(Z.amax(dim=1) <= 0.0)).ravel()
 
     def row_sq_norms(self, X):
         return (X * X).sum(dim=1)
@@ -460,30 +504,37 @@ def _backend(backend: str, device=None) -> _NumpyOps:
 def separation(X, chunk: int | None = None, *, backend: str = "numpy", device=None) -> float:
     """``rho = min_{i != j} ||x_i - x_j||^2`` over the rows of ``X`` (at least two rows).
 
-    Works in chunks of ``chunk`` rows against the rows from the chunk's start on (each pair once), so it
-    holds ``chunk x n`` products at a time, never an ``n x n`` matrix; by default ``chunk`` is chosen so
-    that a chunk has about :data:`SEPARATION_CHUNK_ENTRIES` entries.
+    Works on square tiles of ``chunk`` rows by ``chunk`` rows on and above the diagonal (each pair once),
+    so it holds ``chunk^2`` products at a time, never an ``n x n`` matrix; by default ``chunk^2`` is
+    about :data:`CHUNK_ENTRIES` (on a GPU :data:`GPU_CHUNK_ENTRIES`). A tile is reduced to its row
+    minima while it is in cache: ``min_j (||x_j||^2 - 2 <x_i, x_j>)``, plus ``||x_i||^2``.
     """
     X = _as_inputs(X)
     n = X.shape[0]
     if n < 2:
         raise ValueError("separation needs at least two points")
-    if chunk is None:
-        chunk = max(1, SEPARATION_CHUNK_ENTRIES // n)
-    chunk = _check_k(chunk, "chunk")
     ops = _backend(backend, device)
+    if chunk is None:
+        chunk = max(1, math.isqrt(ops.chunk_entries))
+    chunk = _check_k(chunk, "chunk")
     Xb = ops.asarray(X)
     sq = ops.row_sq_norms(Xb)
+    Xm2 = Xb * -2.0                                  # exact: a power of two
     best = math.inf
-    for start in range(0, n, chunk):
-        stop = min(start + chunk, n)
-        D2 = Xb[start:stop] @ Xb[start:].T
-        D2 *= -2.0
-        D2 += sq[start:stop, None]
-        D2 += sq[None, start:]
-        rows = ops.arange(stop - start)
-        D2[rows, rows] = math.inf
-        best = min(best, float(D2.min()))
+    with ops.limits():
+        for start in range(0, n, chunk):
+            stop = min(start + chunk, n)
+            rows = ops.arange(stop - start)
+            low = None
+            for left in range(start, n, chunk):
+                right = min(left + chunk, n)
+                T = Xb[start:stop] @ Xm2[left:right].T
+                T += sq[None, left:right]
+                if left == start:
+                    T[rows, rows] = math.inf
+                m = ops.rowmin(T)
+                low = m if low is None else ops.minimum(low, m)
+            best = min(best, float((low + sq[start:stop]).min()))
     return max(best, 0.0)
 
 
@@ -724,8 +775,9 @@ def module_fit_error(module, X, y, num_classes: int, batch: int = 65536) -> floa
 def _attempt(Xn, labels_u, original, r, k, rng, projection, thresholds, ops):
     """One draw of ``A_0`` and the surrogates; returns the network's arrays or raises ConstructionError.
 
-    ``H`` holds the current representation of every point; block ``g`` computes ``<h, alpha_j>`` for all
-    ``n`` current ``h`` and its ``k`` units (one ``n x k`` product), checks the Lemma B.1 condition on
+    ``H`` holds the current representation of every point. Block ``g`` computes ``<alpha_j, h>`` for its
+    ``k`` units and all ``n`` current ``h`` (its own group as one ``k x k`` product, the other points in
+    chunks that are reduced to each unit's maximum while in cache), checks the Lemma B.1 condition on
     those numbers and moves its group. Memory: ``O(n k)``.
     """
     n, D = Xn.shape
@@ -737,23 +789,34 @@ def _attempt(Xn, labels_u, original, r, k, rng, projection, thresholds, ops):
     U, V, s = ops.zeros((depth, k, k)), ops.zeros((depth, k, k)), ops.zeros((depth, k))
     margins = np.empty(depth)
     groups = []
+    rows = max(1, ops.chunk_entries // k)              # points per chunk
     for g in range(depth):
         lo, hi = g * k, min((g + 1) * k, n)
         m = hi - lo
-        A = H[lo:hi].clone() if ops.name == "torch" else H[lo:hi].copy()
-        G = H @ A.T                                   # <h_i, alpha_j> for every current h_i
+        A = ops.copy(H[lo:hi])
+        G = A @ A.T                                   # G[j, i] = <alpha_j, alpha_i> within the group
         cols = ops.arange(m)
-        diag = G[lo + cols, cols].clone() if ops.name == "torch" else G[lo + cols, cols].copy()
-        G[lo + cols, cols] = -math.inf
-        lower, rows = ops.colmax(G)                   # unit j: largest <alpha_j, h> over the other h
-        low, row, up = ops.to_numpy(lower), ops.to_numpy(rows), ops.to_numpy(diag)
+        diag = ops.copy(G[cols, cols])
+        G[cols, cols] = -math.inf
+        lower = ops.rowmax(G)                         # unit j: largest <alpha_j, h> over the other h
+        for left, right in ((0, lo), (hi, n)):        # every point outside the group, in chunks
+            for start in range(left, right, rows):
+                lower = ops.maximum(lower, ops.rowmax(A @ H[start:min(start + rows, right)].T))
+        low, up = ops.to_numpy(lower), ops.to_numpy(diag)
         # no other point at all (n = 1): any threshold below the squared norm will do
         low = np.where(np.isfinite(low), low, np.minimum(up, 0.0) - 1.0)
+
+        def other(j):
+            """The point (row of H) attaining unit j's largest product with another point."""
+            row = A[j] @ H.T
+            row[lo + j] = -math.inf
+            return ops.argmax(row)
+
         if thresholds == "per-unit":
             gap = up - low
             j = int(np.argmin(gap))
             if not gap[j] > 0:
-                i = int(row[j])
+                i = other(j)
                 state = "already moved to its surrogate" if i < lo else (
                     "in the same group" if i < hi else "not yet moved")
                 raise ConstructionError(
@@ -766,7 +829,7 @@ def _attempt(Xn, labels_u, original, r, k, rng, projection, thresholds, ops):
         else:
             jl, ju = int(np.argmax(low)), int(np.argmin(up))
             if not low[jl] < up[ju]:
-                i = int(row[jl])
+                i = other(jl)
                 raise ConstructionError(
                     f"Lemma B.1 shared-threshold condition fails at block {g}: <alpha_{original[lo + jl]}, "
                     f"h_{original[i]}> = {low[jl]:.6g} is not below min_j ||alpha_j||^2 = {up[ju]:.6g} "
@@ -780,7 +843,7 @@ def _attempt(Xn, labels_u, original, r, k, rng, projection, thresholds, ops):
         V[g, :, :m] = ((targets[lo:hi] - A) / (diag - tb)[:, None]).T
         s[g, :m] = -tb
         # Only the group's own units fire, each on its own point (the condition just checked).
-        Z = ops.relu_(G[lo:hi] - tb)
+        Z = ops.relu_(G.T - tb)                       # Z[i, j] = relu(<alpha_i, alpha_j> - t_j)
         Z[cols, cols] = diag - tb
         H[lo:hi] = A + Z @ V[g, :, :m].T
         groups.append(original[lo:hi])
@@ -802,16 +865,24 @@ def _attempt(Xn, labels_u, original, r, k, rng, projection, thresholds, ops):
 
 
 def _forward_backend(net, Xn, ops) -> np.ndarray:
-    """The network's outputs on normalised inputs ``Xn``, computed with ``ops`` (one block at a time)."""
-    H = ops.asarray(Xn) @ ops.asarray(net.A0).T
-    for g in range(net.depth):
-        U, V, s = ops.asarray(net.U[g]), ops.asarray(net.V[g]), ops.asarray(net.s[g])
-        Z = ops.relu_(H @ U.T + s)
-        active = ops.active_rows(Z)
-        if active.shape[0]:
-            H[active] += Z[active] @ V.T
-    Z = ops.relu_(H @ ops.asarray(net.surrogates).T - net.output_threshold)
-    return ops.to_numpy(Z) / (1.0 - net.output_threshold)
+    """The network's outputs on normalised inputs ``Xn``, computed with ``ops``: every block applied to
+    every point, one chunk of points at a time (the chunk's representations stay in cache while it goes
+    through all the blocks; the rows are independent, so the result is the same)."""
+    A0, Q = ops.asarray(net.A0), ops.asarray(net.surrogates)
+    U, V, s = ops.asarray(net.U), ops.asarray(net.V), ops.asarray(net.s)
+    rows = max(1, ops.chunk_entries // net.k)
+    out = []
+    for start in range(0, Xn.shape[0], rows):
+        H = ops.asarray(Xn[start:start + rows]) @ A0.T
+        for g in range(net.depth):
+            Z = H @ U[g].T
+            Z += s[g]
+            active = ops.active_rows(Z)
+            if active.shape[0]:
+                H[active] += ops.relu_(Z[active]) @ V[g].T
+        Z = ops.relu_(H @ Q.T - net.output_threshold)
+        out.append(ops.to_numpy(Z) / (1.0 - net.output_threshold))
+    return np.concatenate(out) if out else np.zeros((0, net.num_classes))
 
 
 def construct_interpolating_resnet(X, y, *, k: int, num_classes=None, seed: int = 0,

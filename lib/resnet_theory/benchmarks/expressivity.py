@@ -2,11 +2,13 @@
 
 ``python -m resnet_theory.benchmarks.expressivity [--sizes 1000 2000 5000 10000 20000] [--dim 256]
 [--backend numpy|torch] [--device cuda]`` draws random unit vectors in ``R^dim`` with 10 random classes,
-computes their separation ``rho`` (in row chunks), and builds the network at the paper's width
+computes their separation ``rho`` (in tiles), and builds the network at the paper's width
 ``k = ceil(10 log n / rho^2)`` (far below ``dim`` here), which includes verifying every input. For each
 ``n`` it prints the time of the separation and of the build, the peak memory the Python allocator saw
-(NumPy arrays included; torch tensors on a GPU are not), the width, depth and parameter count and the
-largest deviation from the one-hot labels; then the fitted exponent of each time in ``n``. The work is
+(NumPy arrays included; torch tensors on a GPU are not), the width, depth and parameter count, the
+largest deviation from the one-hot labels, the draws of ``A_0`` used and the 1-minute load average
+when the row was done (the machine may be shared: a load above the core count means the times include
+waiting); then the fitted exponent of each time in ``n``. The work is
 about ``n^2 k`` multiply-adds for the build and as much for the verification (each block checks its
 ``k`` units against all ``n`` current points), ``n^2 dim / 2`` for the separation, and memory is linear
 in ``n``. These are printed figures, not a timed test.
@@ -15,6 +17,7 @@ in ``n``. These are printed figures, not a timed test.
 from __future__ import annotations
 
 import argparse
+import os
 import platform
 import time
 import tracemalloc
@@ -54,7 +57,7 @@ def time_builds(sizes, dim: int = 256, classes: int = 10, seed: int = 0, backend
         rows.append({"n": n, "rho": rho, "k": net.k, "depth": net.depth, "parameters": net.num_parameters,
                      "max_fit_error": net.max_fit_error, "attempts": net.attempts,
                      "separation_seconds": t_rho, "build_seconds": t_build, "seconds": t_rho + t_build,
-                     "peak_mib": peak / 2 ** 20})
+                     "peak_mib": peak / 2 ** 20, "load": os.getloadavg()[0]})
         if report is not None:
             report(rows[-1])
     return rows
@@ -69,15 +72,17 @@ def main(argv=None) -> list[dict]:
     parser.add_argument("--backend", choices=["numpy", "torch"], default="numpy")
     parser.add_argument("--device", default=None, help="torch device, e.g. cuda (torch backend only)")
     args = parser.parse_args(argv)
-    print(f"# {platform.processor() or platform.machine()}, numpy {np.__version__}, backend={args.backend}"
-          f"{'' if args.device is None else ' on ' + args.device}, dim={args.dim}, classes={args.classes}")
+    print(f"# {platform.processor() or platform.machine()}, {os.cpu_count()} cores, numpy {np.__version__}, "
+          f"backend={args.backend}{'' if args.device is None else ' on ' + args.device}, dim={args.dim}, "
+          f"classes={args.classes}")
     print(f"{'n':>8} {'rho':>6} {'k':>4} {'depth':>6} {'parameters':>12} {'max |f-1hot|':>12} "
-          f"{'rho s':>8} {'build s':>8} {'total s':>8} {'peak MiB':>9}", flush=True)
+          f"{'draws':>5} {'rho s':>8} {'build s':>8} {'total s':>8} {'peak MiB':>9} {'load':>5}", flush=True)
 
     def report(r):
         print(f"{r['n']:>8} {r['rho']:>6.3f} {r['k']:>4} {r['depth']:>6} {r['parameters']:>12,} "
-              f"{r['max_fit_error']:>12.1e} {r['separation_seconds']:>8.2f} {r['build_seconds']:>8.2f} "
-              f"{r['seconds']:>8.2f} {r['peak_mib']:>9.1f}", flush=True)
+              f"{r['max_fit_error']:>12.1e} {r['attempts']:>5} {r['separation_seconds']:>8.2f} "
+              f"{r['build_seconds']:>8.2f} {r['seconds']:>8.2f} {r['peak_mib']:>9.1f} {r['load']:>5.2f}",
+              flush=True)
 
     rows = time_builds(args.sizes, args.dim, args.classes, args.seed, args.backend, args.device, report)
     if len(rows) >= 2:
