@@ -52,3 +52,24 @@ def built_book(tmp_path_factory) -> BuiltBook:
     (build_dir / "execute.log").write_text(output)
     print(f"\n[book] executed and built in {seconds:.0f} s (exit {proc.returncode})")
     return BuiltBook(proc.returncode, output, build_dir, seconds)
+
+
+# --- command lines: every bad value ends in one line "error: ..." and a status ---------------------------------
+def bad_int_options(minimums: dict[str, int]) -> list[tuple[list[str], str]]:
+    """``(argv, words)`` cases for integer options (``{"--steps": 1, ...}``, each with its smallest value): one
+    value below the minimum and one that is not an integer, with the one-line message each must give."""
+    cases = []
+    for flag, low in minimums.items():
+        cases.append(([flag, str(low - 1)], f"argument {flag}: must be an integer >= {low}, got '{low - 1}'"))
+        cases.append(([flag, "1.5"], f"argument {flag}: expected an integer, got '1.5'"))
+    return cases
+
+
+def one_line_error(capsys, main, argv, code: int = 2) -> str:
+    """Run a command line's ``main(argv)``; check that it returns ``code`` having printed exactly one line,
+    ``error: ...``, on stderr; return that line."""
+    status = main(list(argv))
+    err = capsys.readouterr().err
+    assert status == code, err
+    assert err.startswith("error: ") and err.count("\n") == 1, err
+    return err

@@ -9,6 +9,7 @@ import sys
 import numpy as np
 import pytest
 import torch
+from conftest import bad_int_options, one_line_error
 
 from resnet_theory.allconv import SMALL_CONFIG, AllConvResNet, conv_weight_parameters, flops_per_image
 from resnet_theory.bench import (
@@ -151,25 +152,18 @@ def test_cuda_request():
             run_benchmark(device="cuda")
 
 
-@pytest.mark.parametrize("argv, words", [
-    (["--steps", "0"], "argument --steps: must be an integer >= 1, got '0'"),
-    (["--steps", "1.5"], "argument --steps: expected an integer, got '1.5'"),
-    (["--warmup", "-1"], "argument --warmup: must be an integer >= 0"),
-    (["--batch-size", "x"], "argument --batch-size: expected an integer"),
-    (["--workers", "-2"], "argument --workers: must be an integer >= 0"),
-    (["--images", "0"], "argument --images: must be an integer >= 1"),
-    (["--seed", "-1"], "argument --seed: must be an integer >= 0"),
-    (["--ceiling-size", "0"], "argument --ceiling-size: must be an integer >= 1"),
-    (["--threads", "0"], "argument --threads: must be an integer >= 1"),
-    (["--profile-steps", "-1"], "argument --profile-steps: must be an integer >= 0"),
+@pytest.mark.parametrize("argv, words", bad_int_options({
+    "--steps": 1, "--warmup": 0, "--batch-size": 1, "--workers": 0, "--images": 1, "--seed": 0, "--ceiling-size": 1,
+    "--threads": 1, "--profile-steps": 0}) + [
+    (["--batch-size", "x"], "argument --batch-size: expected an integer, got 'x'"),
+    (["--workers", "-2"], "argument --workers: must be an integer >= 0, got '-2'"),
     (["--model", "huge"], "argument --model: invalid choice"),
     (["--pipelines", "gpu"], "pipelines must be a non-empty selection"),
     (["--compile-mode", "fastest"], "argument --compile-mode: invalid choice"),
 ])
 def test_cli_reports_bad_arguments_in_one_line_with_status_2(capsys, argv, words):
-    assert main(["--device", "cpu", *argv]) == 2
-    err = capsys.readouterr().err
-    assert err.startswith("error: ") and err.count("\n") == 1 and words in err, err
+    err = one_line_error(capsys, main, ["--device", "cpu", *argv])
+    assert words in err, err
 
 
 def test_cpu_runs_flush_subnormals_like_the_engine_and_restore_the_setting():

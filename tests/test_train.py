@@ -10,6 +10,7 @@ import errno
 import json
 import math
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -22,6 +23,7 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from conftest import bad_int_options, one_line_error
 
 from resnet_theory import allconv, data, train
 from resnet_theory.train import ConfigError, TrainConfig, TrainingDiverged
@@ -379,24 +381,17 @@ def test_seed_runs_and_their_summary():
 
 
 # --- the command line: every option with its real type, one line and status 2 for a bad value -----------------
-def run_cli(capsys, *argv) -> tuple[int, str]:
-    code = train.main(list(argv))
-    err = capsys.readouterr().err
-    return code, err
-
-
-@pytest.mark.parametrize("argv, words", [
+@pytest.mark.parametrize("argv, words", bad_int_options({
+    "--steps": 1, "--batch-size": 1, "--stem-channels": 1, "--blocks-per-stage": 1, "--kernel-size": 1,
+    "--eval-batch-size": 1, "--log-every": 1, "--augment-pad": 0, "--seed": 0, "--eval-every": 0,
+    "--checkpoint-every": 0}) + [
     (["--widths", "16,8"], "widths must not decrease from stem_channels (16)"),
     (["--widths", "20000"], "needs about"),
     (["--widths", "a,b"], "argument --widths: expected an integer, got 'a'"),
     (["--widths", ","], "argument --widths: expected comma-separated integers"),
-    (["--seed", "-1"], "argument --seed: must be an integer >= 0, got '-1'"),
-    (["--seed", "1.5"], "argument --seed: expected an integer, got '1.5'"),
     (["--out-dir", "README.md"], "out_dir README.md exists and is not a folder"),
-    (["--augment-pad", "-1"], "argument --augment-pad: must be an integer >= 0"),
     (["--augment-flip", "False"], "unrecognized arguments: False"),
-    (["--steps", "0"], "argument --steps: must be an integer >= 1"),
-    (["--steps", "ten"], "argument --steps: expected an integer"),
+    (["--steps", "ten"], "argument --steps: expected an integer, got 'ten'"),
     (["--batch-size", "2.5"], "argument --batch-size: expected an integer"),
     (["--lr", "nan"], "argument --lr: expected a finite number"),
     (["--lr", "-1"], "lr must be > 0.0, got -1.0"),
@@ -410,14 +405,11 @@ def run_cli(capsys, *argv) -> tuple[int, str]:
     (["--device", "tpu"], "device must be 'auto', 'cpu' or a CUDA device"),
     (["--dataset", "mnist"], "dataset must be one of 'cifar10', 'cifar100', 'digits', got 'mnist'"),
     (["--kernel-size", "4"], "kernel_size must be odd"),
-    (["--stem-channels", "0"], "argument --stem-channels: must be an integer >= 1"),
     (["--skip", "yes"], "unrecognized arguments: yes"),
     (["--resume"], "resume=True needs out_dir"),
 ])
 def test_cli_refuses_every_bad_value_in_one_line_with_status_2(capsys, argv, words):
-    code, err = run_cli(capsys, "--dataset", "digits", "--no-progress", *argv)
-    assert code == 2, err
-    assert err.startswith("error: ") and err.count("\n") == 1, err
+    err = one_line_error(capsys, train.main, ["--dataset", "digits", "--no-progress", *argv])
     assert words in err, err
 
 
@@ -453,47 +445,64 @@ def test_cli_accepts_augment_pad_1_and_trains(tmp_path, capsys):
 
 
 # --- checkpoints: two kept, each verified; damaged ones named; temporaries cleaned; full or read-only folders ----
-def _two_checkpoints(tmp_path):
-    base = tiny(steps=10, checkpoint_every=5, log_every=5, out_dir=str(tmp_path))
+@pytest.fixture(scope="module")
+def two_checkpoints(tmp_path_factory) -> TrainConfig:
+    """One tiny run of two steps with a checkpoint after each: checkpoint.pt at step 2, checkpoint.prev.pt at 1."""
+    base = tiny(steps=2, checkpoint_every=1, log_every=1, out_dir=str(tmp_path_factory.mktemp("two-checkpoints")))
     train.train(base)
-    assert load_ckpt(tmp_path / "checkpoint.pt")["step"] == 10
-    assert load_ckpt(tmp_path / "checkpoint.prev.pt")["step"] == 5
+    assert load_ckpt(Path(base.out_dir) / "checkpoint.pt")["step"] == 2
+    assert load_ckpt(Path(base.out_dir) / "checkpoint.prev.pt")["step"] == 1
     return base
 
 
-@pytest.mark.parametrize("damage", ["truncate", "empty", "random", "flip"])
-def test_damaged_checkpoint_is_named_and_the_previous_one_used(tmp_path, capsys, damage):
-    base = _two_checkpoints(tmp_path)
-    path = tmp_path / "checkpoint.pt"
-    data = path.read_bytes()
-    path.write_bytes({"truncate": data[: len(data) // 2], "empty": b"", "random": os.urandom(len(data)),
-                      "flip": data[:-10] + bytes(b ^ 1 for b in data[-10:])}[damage])
+@pytest.fixture
+def run_copy(two_checkpoints, tmp_path) -> tuple[TrainConfig, Path]:
+    """A copy of that run's folder for one test to damage, and the configuration pointing at it."""
+    out = tmp_path / "run"
+    shutil.copytree(two_checkpoints.out_dir, out)
+    return replace(two_checkpoints, out_dir=str(out)), out
+
+
+DAMAGE = {"truncate": lambda data: data[: len(data) // 2], "empty": lambda data: b"",
+          "random": lambda data: os.urandom(len(data)),
+          "flip": lambda data: data[:-10] + bytes(b ^ 1 for b in data[-10:])}
+
+
+@pytest.mark.parametrize("damage", sorted(DAMAGE))
+def test_damaged_checkpoint_is_named_and_the_previous_one_used(run_copy, capsys, damage):
+    base, out = run_copy
+    path = out / "checkpoint.pt"
+    path.write_bytes(DAMAGE[damage](path.read_bytes()))
     with pytest.raises(train.CheckpointDamaged):
         train.read_checkpoint(path)
-    result = train.train(replace(base, steps=12, resume=True))
+    result = train.train(replace(base, resume=True))
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and err.startswith("warning: ") and "checkpoint.pt" in err, err
-    assert "resuming from" in err and "checkpoint.prev.pt (step 5)" in err
-    assert [r["step"] for r in result.history if r["kind"] == "resume"] == [5] and result.steps_done == 12
+    assert err.count("\n") == 1 and err.startswith(f"warning: {path} is "), err
+    assert f"resuming from {out / 'checkpoint.prev.pt'} (step 1)" in err, err
+    assert [r["step"] for r in result.history if r["kind"] == "resume"] == [1] and result.steps_done == 2
 
 
-def test_both_checkpoints_damaged_refuses_naming_both(tmp_path, capsys):
-    base = _two_checkpoints(tmp_path)
-    (tmp_path / "checkpoint.pt").write_bytes(b"")
-    prev = tmp_path / "checkpoint.prev.pt"
+def test_both_checkpoints_damaged_refuses_naming_both(run_copy, capsys):
+    base, out = run_copy
+    (out / "checkpoint.pt").write_bytes(b"")
+    prev = out / "checkpoint.prev.pt"
     prev.write_bytes(prev.read_bytes()[:100])
-    code = train.main(cli_args(replace(base, resume=True)))
-    err = capsys.readouterr().err
-    assert code == 2 and err.count("\n") == 1
-    assert "checkpoint.pt is empty" in err and "checkpoint.prev.pt is truncated" in err
+    err = one_line_error(capsys, train.main, cli_args(replace(base, resume=True)))
+    assert f"{out / 'checkpoint.pt'} is empty" in err and f"{prev} is truncated" in err, err
 
 
-def test_leftover_temporaries_are_cleaned_on_the_next_start(tmp_path):
-    base = _two_checkpoints(tmp_path)
-    leftover = tmp_path / ".checkpoint.pt.tmp99999"
-    leftover.write_bytes(b"half a checkpoint")
-    train.train(replace(base, steps=12, resume=True))
-    assert not leftover.exists()
+def test_leftovers_of_a_killed_run_are_cleaned_on_the_next_start(run_copy):
+    base, out = run_copy
+    leftovers = [out / ".checkpoint.pt.tmp99999", out / "metrics.jsonl.tmp", out / ".write-probe99999"]
+    for p in leftovers:
+        p.write_bytes(b"half a file")
+    with open(out / "metrics.jsonl", "a") as fh:
+        fh.write('{"kind": "train", "step": 3, "lo')      # a record cut short by the kill
+    result = train.train(replace(base, resume=True))
+    assert not [p for p in leftovers if p.exists()]
+    records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert [r["kind"] for r in records] == ["start", "train", "train", "eval", "resume", "eval", "end"]
+    assert all(r["step"] <= 2 for r in records) and result.steps_done == 2       # the cut record is gone
 
 
 def _enospc(*args, **kwargs):
@@ -518,7 +527,7 @@ def test_read_only_output_folder_is_reported_in_one_line(tmp_path, capsys, monke
 
 
 def test_full_disk_during_a_run_names_the_folder_and_keeps_the_last_good_checkpoint(tmp_path, monkeypatch):
-    config = tiny(steps=20, checkpoint_every=5, log_every=5, out_dir=str(tmp_path))
+    config = tiny(steps=4, checkpoint_every=1, log_every=1, out_dir=str(tmp_path))
     real_write = train._write_file
     writes = []
 
@@ -531,7 +540,33 @@ def test_full_disk_during_a_run_names_the_folder_and_keeps_the_last_good_checkpo
     with pytest.raises(train.OutputError) as info:
         train.train(config)
     message = str(info.value)
-    assert str(tmp_path) in message and "no space left" in message and "is kept" in message
-    assert load_ckpt(tmp_path / "checkpoint.pt")["step"] == 10
-    assert load_ckpt(tmp_path / "checkpoint.prev.pt")["step"] == 5
+    assert f"cannot write a checkpoint in {tmp_path}: no space left on the device" in message
+    assert f"the last good checkpoint {tmp_path / 'checkpoint.pt'} is kept" in message
+    assert load_ckpt(tmp_path / "checkpoint.pt")["step"] == 2
+    assert load_ckpt(tmp_path / "checkpoint.prev.pt")["step"] == 1
     assert not list(tmp_path.glob(".checkpoint.pt.tmp*"))
+
+
+def test_full_disk_while_writing_the_metrics_names_the_folder_and_keeps_the_last_good_checkpoint(
+        tmp_path, monkeypatch, capsys):
+    config = tiny(steps=3, checkpoint_every=1, log_every=1, out_dir=str(tmp_path))
+    real_append = train._append_file
+
+    def fill_up(path, text):
+        if '"kind": "train", "step": 3' in text:     # the disk fills up in the middle of step 3's record
+            real_append(path, text[: len(text) // 2])
+            _enospc()
+        real_append(path, text)
+    monkeypatch.setattr(train, "_append_file", fill_up)
+    err = one_line_error(capsys, train.main, cli_args(config), code=1)
+    assert f"cannot write the metrics in {tmp_path}: no space left on the device" in err, err
+    assert f"the last good checkpoint {tmp_path / 'checkpoint.pt'} is kept" in err, err
+    assert load_ckpt(tmp_path / "checkpoint.pt")["step"] == 2
+    assert load_ckpt(tmp_path / "checkpoint.prev.pt")["step"] == 1
+    records = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]  # no half record
+    assert [r["step"] for r in records if r["kind"] == "train"] == [1, 2]
+    monkeypatch.undo()                                  # room again: resume from the kept checkpoint and finish
+    result = train.train(replace(config, resume=True))
+    assert [r["step"] for r in result.history if r["kind"] == "resume"] == [2] and result.steps_done == 3
+    records = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in records if r["kind"] == "train"] == [1, 2, 3]

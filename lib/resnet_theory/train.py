@@ -434,6 +434,22 @@ def _write_file(path: Path, data: bytes) -> None:
         os.fsync(fh.fileno())
 
 
+def _append_file(path: Path, text: str) -> None:
+    """Append ``text`` to ``path``. Tests replace this to simulate a disk that fills up in the middle of a write."""
+    with open(path, "a") as fh:
+        fh.write(text)
+
+
+def _kept_checkpoint(path: Path) -> str:
+    """What survives a failed write in ``path``'s folder, for the error message."""
+    previous = path.with_name(PREVIOUS_CHECKPOINT_NAME)
+    if path.exists():
+        return f"the last good checkpoint {path} is kept"
+    if previous.exists():
+        return f"the previous checkpoint {previous} is kept"
+    return "no checkpoint was written yet"
+
+
 def _describe_os_error(exc: OSError) -> str:
     if exc.errno == errno.ENOSPC:
         return "no space left on the device"
@@ -460,10 +476,8 @@ def save_checkpoint(path: Path, payload: dict) -> None:
             os.replace(path, path.with_name(PREVIOUS_CHECKPOINT_NAME))
         os.replace(tmp, path)
     except OSError as exc:
-        kept = (f"the last good checkpoint {path} is kept" if path.exists() else
-                f"the previous checkpoint {path.with_name(PREVIOUS_CHECKPOINT_NAME)} is kept"
-                if path.with_name(PREVIOUS_CHECKPOINT_NAME).exists() else "no checkpoint was written yet")
-        raise OutputError(f"cannot write a checkpoint in {path.parent}: {_describe_os_error(exc)}; {kept}") from exc
+        raise OutputError(f"cannot write a checkpoint in {path.parent}: {_describe_os_error(exc)}; "
+                          f"{_kept_checkpoint(path)}") from exc
     finally:
         tmp.unlink(missing_ok=True)
 
@@ -552,30 +566,55 @@ def load_checkpoint(path: Path, config: TrainConfig) -> dict:
 
 
 class _Metrics:
-    """The JSON-lines metrics file (rank 0 only); on resume, records after the checkpoint are dropped."""
+    """The JSON-lines metrics file (rank 0 only); on resume, records after the checkpoint are dropped.
+
+    A write that fails (a full disk, a folder turned read-only) raises :class:`OutputError` naming the folder and
+    the checkpoint that is kept, and leaves the file ending with its last whole record, so that the run can be
+    resumed once there is room; a record cut short by a killed process is dropped on resume.
+    """
 
     def __init__(self, path: Path | None, keep_until_step: int | None):
         self.path = path
         if path is None:
             return
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if keep_until_step is None:
-            path.write_text("")
-        elif path.exists():
-            records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-            kept = [json.dumps(r) for r in records if r.get("step", 0) <= keep_until_step and r["kind"] != "end"]
-            tmp = path.with_name(path.name + ".tmp")
-            tmp.write_text("".join(line + "\n" for line in kept))
-            os.replace(tmp, path)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if keep_until_step is None:
+                path.write_text("")
+            elif path.exists():
+                lines = [line for line in path.read_text().splitlines() if line.strip()]
+                records = [json.loads(line) for line in lines[:-1]] + self._last_record(lines[-1:])
+                kept = [json.dumps(r) for r in records if r.get("step", 0) <= keep_until_step and r["kind"] != "end"]
+                tmp = path.with_name(path.name + ".tmp")
+                tmp.write_text("".join(line + "\n" for line in kept))
+                os.replace(tmp, path)
+        except OSError as exc:
+            path.with_name(path.name + ".tmp").unlink(missing_ok=True)
+            raise self._error(exc) from exc
+
+    @staticmethod
+    def _last_record(lines: list[str]) -> list[dict]:
+        try:
+            return [json.loads(line) for line in lines]
+        except json.JSONDecodeError:      # the record a killed process was writing
+            return []
+
+    def _error(self, exc: OSError) -> OutputError:
+        return OutputError(f"cannot write the metrics in {self.path.parent}: {_describe_os_error(exc)}; "
+                           f"{_kept_checkpoint(self.path.with_name(CHECKPOINT_NAME))}")
 
     def write(self, record: dict) -> None:
-        if self.path is not None:
-            try:
-                with open(self.path, "a") as fh:
-                    fh.write(json.dumps(record) + "\n")
-            except OSError as exc:
-                raise OutputError(f"cannot write the metrics in {self.path.parent}: {_describe_os_error(exc)}; "
-                                  f"the checkpoints there are kept") from exc
+        if self.path is None:
+            return
+        size = self.path.stat().st_size if self.path.exists() else 0
+        try:
+            _append_file(self.path, json.dumps(record) + "\n")
+        except OSError as exc:
+            try:                          # no half-written record: the file ends with the last whole one
+                os.truncate(self.path, size)
+            except OSError:
+                pass
+            raise self._error(exc) from exc
 
 
 def _distributed() -> tuple[int, int, int]:
