@@ -383,6 +383,24 @@ def test_k_formulas():
     assert np.allclose(np.linalg.norm(Q, axis=1), 1.0)
 
 
+@SETTINGS
+@given(seed=st.integers(0, 10_000), n=st.integers(2, 60), d=st.integers(1, 40),
+       gap=st.floats(1e-6, 1e-3), scale=st.floats(1e-3, 1e3))
+def test_separation_is_the_float64_minimum_despite_the_float32_screen(seed, n, d, gap, scale):
+    # Two close pairs whose squared distances differ far below float32 resolution: the screen cannot
+    # order them, the float64 pass must (it recomputes every row within the screen's error bound).
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n + 4, d)) * scale
+    step = rng.standard_normal(d)
+    step *= 1e-3 * scale / np.linalg.norm(step)
+    X[n + 1] = X[n] + step
+    X[n + 3] = X[n + 2] + step * (1.0 - gap)       # the closest pair, by a relative 2 gap
+    D2 = ((X[:, None] - X[None]) ** 2).sum(-1)
+    brute = D2[~np.eye(n + 4, dtype=bool)].min()
+    for kwargs in ({}, {"chunk": 3}, {"backend": "torch"}):
+        assert ex.separation(X, **kwargs) == pytest.approx(brute, rel=2e-7)
+
+
 def test_success_rate_counts_draws():
     rng = np.random.default_rng(6)
     X = sphere(60, 20, rng)

@@ -423,6 +423,9 @@ class _NumpyOps:
     def row_sq_norms(self, X):
         return np.einsum("ij,ij->i", X, X)
 
+    def to32(self, a):
+        return a.astype(np.float32)
+
     def limits(self):
         return threadpool_limits(limits=BLAS_THREADS, user_api="blas")
 
@@ -487,6 +490,9 @@ class _TorchOps(_NumpyOps):
     def row_sq_norms(self, X):
         return (X * X).sum(dim=1)
 
+    def to32(self, a):
+        return a.to(self.torch.float32)
+
     def limits(self):
         return contextlib.nullcontext()
 
@@ -501,16 +507,43 @@ def _backend(backend: str, device=None) -> _NumpyOps:
 
 
 # --- separation and the choice of k ---------------------------------------------------------------
-def separation(X, chunk: int | None = None, *, backend: str = "numpy", device=None) -> float:
-    """``rho = min_{i != j} ||x_i - x_j||^2`` over the rows of ``X`` (at least two rows).
+def _row_minima(Xa, Xm2, sq, rows, chunk, ops, upper_only: bool):
+    """For the rows ``rows`` of ``Xa`` (positions, sorted): ``min_{j != i} ||x_j||^2 - 2 <x_i, x_j>``
+    over the columns ``j`` (only ``j > i`` when ``upper_only``, the rows then being all of them), in tiles
+    of ``chunk x chunk`` reduced while in cache. ``Xm2 = -2 Xa`` and ``sq`` are in the same precision."""
+    n = Xa.shape[0]
+    out = []
+    for start in range(0, len(rows), chunk):
+        idx = rows[start:start + chunk]                  # numpy int array of row positions
+        block = Xa[int(idx[0]):int(idx[-1]) + 1] if upper_only else Xa[ops.index(idx)]
+        low = None
+        for left in range(int(idx[0]) if upper_only else 0, n, chunk):
+            right = min(left + chunk, n)
+            T = block @ Xm2[left:right].T
+            T += sq[None, left:right]
+            own = np.flatnonzero((idx >= left) & (idx < right))
+            if own.size:                                 # a row against itself
+                T[ops.index(own), ops.index(idx[own] - left)] = math.inf
+            m = ops.rowmin(T)
+            low = m if low is None else ops.minimum(low, m)
+        out.append(ops.to_numpy(low).astype(np.float64))
+    return np.concatenate(out)
 
-    Works on square tiles of ``chunk`` rows by ``chunk`` rows on and above the diagonal (each pair once),
-    so it holds ``chunk^2`` products at a time, never an ``n x n`` matrix; by default ``chunk^2`` is
-    about :data:`CHUNK_ENTRIES` (on a GPU :data:`GPU_CHUNK_ENTRIES`). A tile is reduced to its row
-    minima while it is in cache: ``min_j (||x_j||^2 - 2 <x_i, x_j>)``, plus ``||x_i||^2``.
+
+def separation(X, chunk: int | None = None, *, backend: str = "numpy", device=None) -> float:
+    """``rho = min_{i != j} ||x_i - x_j||^2`` over the rows of ``X`` (at least two rows), in float64.
+
+    Computed as ``||x_i||^2 + min_j (||x_j||^2 - 2 <x_i, x_j>)`` on square tiles of ``chunk`` by
+    ``chunk`` pairs (by default ``chunk^2`` is about :data:`CHUNK_ENTRIES`, on a GPU
+    :data:`GPU_CHUNK_ENTRIES`), each reduced to its row minima while in cache: never an ``n x n`` matrix.
+    Two passes: a float32 screen over every pair (each pair once), then float64 on the rows whose
+    screened minimum lies within twice a rounding bound ``E`` of the smallest one. ``E`` bounds the
+    float32 error of any pair's squared distance (``(D + 8) 2^-23 3 max ||x||^2``, beyond the
+    worst-case error of a length-``D`` dot product), so the pair attaining ``rho`` is always among the
+    rows recomputed, and the result is the float64 minimum.
     """
     X = _as_inputs(X)
-    n = X.shape[0]
+    n, D = X.shape
     if n < 2:
         raise ValueError("separation needs at least two points")
     ops = _backend(backend, device)
@@ -519,23 +552,16 @@ def separation(X, chunk: int | None = None, *, backend: str = "numpy", device=No
     chunk = _check_k(chunk, "chunk")
     Xb = ops.asarray(X)
     sq = ops.row_sq_norms(Xb)
-    Xm2 = Xb * -2.0                                  # exact: a power of two
-    best = math.inf
+    sq_np = ops.to_numpy(sq)
+    every = np.arange(n)
     with ops.limits():
-        for start in range(0, n, chunk):
-            stop = min(start + chunk, n)
-            rows = ops.arange(stop - start)
-            low = None
-            for left in range(start, n, chunk):
-                right = min(left + chunk, n)
-                T = Xb[start:stop] @ Xm2[left:right].T
-                T += sq[None, left:right]
-                if left == start:
-                    T[rows, rows] = math.inf
-                m = ops.rowmin(T)
-                low = m if low is None else ops.minimum(low, m)
-            best = min(best, float((low + sq[start:stop]).min()))
-    return max(best, 0.0)
+        X32 = ops.to32(Xb)
+        screen = _row_minima(X32, X32 * -2.0, ops.to32(sq), every, chunk, ops, upper_only=True)
+        screen += sq_np
+        bound = (D + 8) * 2.0 ** -23 * 3.0 * float(sq_np.max())
+        candidates = np.flatnonzero(screen <= np.min(screen) + 2.0 * bound)
+        exact = _row_minima(Xb, Xb * -2.0, sq, candidates, chunk, ops, upper_only=False)
+    return max(float(np.min(exact + sq_np[candidates])), 0.0)
 
 
 def paper_k(n: int, rho: float, c: float = 10.0) -> int:
