@@ -431,6 +431,41 @@ def test_certified_bound_is_finite_and_above_sampled_estimates(name, dim, spacin
         assert np.all(cert.bound <= np.minimum(cert.grid_bound, cert.increment_bound) + 1e-12)
 
 
+@FEW
+@given(dim=st.integers(1, 4), seed=st.integers(0, 10_000), scale=st.sampled_from([1e-3, 1.0, 1e3]),
+       rank_drop=st.booleans())
+def test_singular_values_match_lapack(dim, seed, scale, rank_drop):
+    M = scale * torch.randn(50, dim, dim, dtype=DT, generator=torch.Generator().manual_seed(seed))
+    if rank_drop:  # exactly singular matrices: the smallest value is 0 up to rounding
+        M[:, :, 0] = 0
+    ours, lapack = S.singular_values(M), torch.linalg.svdvals(M)
+    assert ours.shape == lapack.shape
+    # relative to the largest singular value of each matrix
+    assert torch.all((ours - lapack).abs() <= 1e-13 * lapack[:, :1])
+    assert torch.all(ours[:, :-1] >= ours[:, 1:])
+
+
+def test_singular_values_refuse_non_square_batches():
+    with pytest.raises(ValueError, match="square"):
+        S.singular_values(torch.zeros(3, 2, 3, dtype=DT))
+    with pytest.raises(ValueError, match="square"):
+        S.singular_values(np.eye(2))
+
+
+@pytest.mark.parametrize("name,dim", [("swirl", 2), ("sine-shear", 1), ("sine-shear", 3),
+                                      ("tanh-residual", 4)])
+@pytest.mark.parametrize("spacing", ["uniform", "geometric"])
+def test_certified_bound_skips_only_cells_that_cannot_attain_the_maximum(name, dim, spacing):
+    h = S.example_map(name, dim, seed=5)
+    for m in (1, 6):
+        kwargs = dict(spacing=spacing, linear="logarithm", grid_points=3000)
+        fast = S.certified_deviations(h, m, dim, **kwargs)
+        every_cell = S.certified_deviations(h, m, dim, exhaustive=True, **kwargs)
+        for field in ("bound", "grid_bound", "increment_bound"):
+            a, b = getattr(fast, field), getattr(every_cell, field)
+            assert np.all(np.abs(a - b) <= 1e-14 * b), field
+
+
 def test_certified_bound_at_one_layer_dominates_the_known_lipschitz_constant():
     # m = 1: h_1 = h - h(0), so ||h_1 - Id||_L = max_{|x| <= 1} |h'(x) - 1| in one dimension,
     # which a dense grid gives to high accuracy
