@@ -121,11 +121,14 @@ def _value(f: TorchScalarFn, x: Array) -> float:
         return float(_scalar(f, _as_tensor(x)))
 
 
+def _difference_arguments(f, x, step) -> tuple[Array, float]:
+    validate.callable_arg("f", f)
+    return validate.finite_array("x", x, allow_empty=True), validate.positive_float("step", step)
+
+
 def finite_difference_gradient(f: TorchScalarFn, x, step: float = 1e-6) -> Array:
     """Central differences ``(f(x + h e_i) - f(x - h e_i)) / 2h`` with ``h = step * max(1, |x_i|)``."""
-    validate.callable_arg("f", f)
-    x = validate.finite_array("x", x, allow_empty=True)
-    step = validate.positive_float("step", step)
+    x, step = _difference_arguments(f, x, step)
     g = np.empty_like(x)
     for i in range(x.size):
         h = step * max(1.0, abs(x[i]))
@@ -137,9 +140,7 @@ def finite_difference_gradient(f: TorchScalarFn, x, step: float = 1e-6) -> Array
 
 def finite_difference_hessian(f: TorchScalarFn, x, step: float = 1e-4) -> Array:
     """Central second differences of ``f`` itself (no autograd), symmetrised."""
-    validate.callable_arg("f", f)
-    x = validate.finite_array("x", x, allow_empty=True)
-    step = validate.positive_float("step", step)
+    x, step = _difference_arguments(f, x, step)
     n = x.size
     H = np.empty((n, n))
     hs = step * np.maximum(1.0, np.abs(x))
