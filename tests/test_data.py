@@ -541,6 +541,12 @@ def test_bad_cifar_arguments(tmp_path):
         load_cifar(tmp_path, download="no")              # was taken as True
     with pytest.raises(ValueError, match="root must be a path, got an empty name"):
         load_cifar("")
+    from resnet_theory.data import download_archive
+    with pytest.raises(TypeError, match=r"destination must be a path \(str or pathlib.Path\), got 5"):
+        download_archive("http://127.0.0.1:9/x", 5, "f" * 32)     # was a TypeError from pathlib, unnamed
+    with pytest.raises(TypeError, match="url must be a URL string, got None"):
+        download_archive(None, tmp_path / "x", "f" * 32)
+    assert not list(tmp_path.iterdir())
 
 
 # --- the TensorFlow ResNet recipe: black padding, per-image standardisation -------------------------------

@@ -251,8 +251,10 @@ def download_archive(url: str, destination: str | os.PathLike, md5: str, timeout
 
     Raises :class:`DatasetDownloadError` when the download fails (``timeout`` seconds per network
     operation) and :class:`DatasetError` when the checksum differs; no partial file is left either way."""
+    validate.instance("url", url, str, what="a URL string")
+    validate.instance("md5", md5, str, what="a string of 32 hexadecimal digits")
     timeout = validate.positive_float("timeout", timeout)
-    destination = Path(destination)
+    destination = Path(validate.path("destination", destination))
     try:
         fd, tmp_name = tempfile.mkstemp(prefix=f".{destination.name}.", suffix=".part", dir=destination.parent)
     except OSError as exc:
