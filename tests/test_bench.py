@@ -122,7 +122,7 @@ def test_matmul_ceiling_is_a_positive_rate():
 
 
 @pytest.mark.parametrize("kwargs, message", [
-    (dict(model="huge"), "model must be small or full"),
+    (dict(model="huge"), "model must be one of 'small', 'full', got 'huge'"),
     (dict(data="imagenet"), "data must be one of"),
     (dict(steps=0), "steps must be a positive integer"),
     (dict(warmup=-1), "warmup must be a non-negative integer"),
@@ -131,14 +131,27 @@ def test_matmul_ceiling_is_a_positive_rate():
     (dict(workers=-2), "workers must be a non-negative integer"),
     (dict(pipelines=("gpu",)), "pipelines must be a non-empty selection"),
     (dict(pipelines=()), "pipelines must be a non-empty selection"),
-    (dict(device="meta"), "device must be cpu or cuda"),
+    (dict(device="meta"), "device must be one of 'cpu', 'cuda', got 'meta'"),
+    (dict(device="tpu9"), "device must be 'cpu' or a CUDA device, got 'tpu9'"),
     (dict(ceiling_size=0), "ceiling_size must be a positive integer"),
     (dict(threads=0), "threads must be a positive integer"),
     (dict(profile_steps=-1), "profile_steps must be a non-negative integer"),
     (dict(compile_mode="fastest"), "compile_mode must be one of"),
 ])
 def test_bad_benchmark_arguments(kwargs, message):
+    # (a wrong type is a TypeError: see test_benchmark_arguments_follow_the_validation_rule)
     with pytest.raises(ValueError, match=message):
+        run_benchmark(**{"device": "cpu", **kwargs})
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(profile_steps=1.0), "profile_steps must be a non-negative integer, got 1.0"),      # was a ValueError
+    (dict(profile_steps=True), "profile_steps must be a non-negative integer, got True"),
+    (dict(model=3), "model must be one of 'small', 'full', got 3"),
+    (dict(compile_mode=None), "compile_mode must be one of"),
+])
+def test_benchmark_arguments_follow_the_validation_rule(kwargs, message):
+    with pytest.raises(TypeError, match=message):
         run_benchmark(**{"device": "cpu", **kwargs})
 
 
@@ -148,7 +161,7 @@ def test_cuda_request():
                                batch_size=16, ceiling_size=256, workers=0)
         assert result.precision == "bf16 autocast" and result.channels_last and result.ratio > 0
     else:
-        with pytest.raises(ValueError, match="cuda requested but"):
+        with pytest.raises(ValueError, match="device='cuda' was requested but CUDA is not available here"):
             run_benchmark(device="cuda")
 
 

@@ -256,7 +256,7 @@ def run_benchmark(model: str | None = None, data: str | None = None, steps: int 
                                  flush_denormal=flush_denormal)
         finally:
             torch.set_num_threads(saved)
-    on_cpu = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu")).type == "cpu"
+    on_cpu = validate.torch_device("device", device or ("cuda" if torch.cuda.is_available() else "cpu")).type == "cpu"
     if flush_denormal and on_cpu and torch.set_flush_denormal(True):
         try:
             result = run_benchmark(model, data, steps, warmup, batch_size, device, compile, compile_mode, workers,
@@ -266,18 +266,11 @@ def run_benchmark(model: str | None = None, data: str | None = None, steps: int 
             torch.set_flush_denormal(False)
         result.notes.append("subnormal floats flushed to zero on the CPU during the run, as in the training engine")
         return result
-    device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
-    if device.type not in ("cpu", "cuda"):
-        raise ValueError(f"device must be cpu or cuda, got {device}")
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError("device cuda requested but torch.cuda.is_available() is False")
+    device = validate.torch_device("device", device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    validate.choice("device", device.type, ("cpu", "cuda"))
     on_gpu = device.type == "cuda"
-    model = model or ("full" if on_gpu else "small")
-    if model not in ("small", "full"):
-        raise ValueError(f"model must be small or full, got {model!r}")
-    data = data or ("cifar" if model == "full" else "digits")
-    if data not in DATA_SHAPES:
-        raise ValueError(f"data must be one of {sorted(DATA_SHAPES)}, got {data!r}")
+    model = validate.choice("model", model or ("full" if on_gpu else "small"), ("small", "full"))
+    data = validate.choice("data", data or ("cifar" if model == "full" else "digits"), sorted(DATA_SHAPES))
     pipelines = tuple(pipelines)
     if not pipelines or any(p not in PIPELINES for p in pipelines):
         raise ValueError(f"pipelines must be a non-empty selection of {PIPELINES}, got {pipelines!r}")
@@ -291,10 +284,8 @@ def run_benchmark(model: str | None = None, data: str | None = None, steps: int 
     images = _check_positive(images if images is not None else max(default_images, batch_size), "images")
     if images < batch_size:
         raise ValueError(f"images ({images}) must be at least one batch ({batch_size})")
-    if compile_mode not in COMPILE_MODES:
-        raise ValueError(f"compile_mode must be one of {COMPILE_MODES}, got {compile_mode!r}")
-    if isinstance(profile_steps, bool) or not isinstance(profile_steps, int) or profile_steps < 0:
-        raise ValueError(f"profile_steps must be a non-negative integer, got {profile_steps!r}")
+    compile_mode = validate.choice("compile_mode", compile_mode, COMPILE_MODES)
+    profile_steps = validate.non_negative_int("profile_steps", profile_steps)
     ceiling_size = _check_positive(ceiling_size if ceiling_size is not None else (8192 if on_gpu else 1024),
                                    "ceiling_size")
 
