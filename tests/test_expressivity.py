@@ -139,6 +139,23 @@ def test_fits_sphere_points_at_the_papers_width(n, D, r, seed):
         assert np.array_equal(module(torch.from_numpy(X)).numpy().argmax(1), y)
 
 
+@settings(max_examples=8, deadline=None)
+@given(n=st.integers(100, 800), D=st.integers(256, 400), seed=st.integers(0, 10_000))
+def test_papers_width_is_far_below_D_and_fits_through_the_module(n, D, seed):
+    # The theorem's regime: k = 10 log n / rho^2 = O(log n) well below the input dimension, so the
+    # weights number about 2 n k, not 2 n D. Fit checked by the torch module, weights counted from it.
+    rng = np.random.default_rng(seed)
+    X = sphere(n, D, rng)
+    y = rng.integers(0, 10, n)
+    k = ex.paper_k(n, ex.separation(X))
+    assert k < D / 2
+    net = ex.build_interpolating_resnet(X, y, num_classes=10, k=k, seed=seed, attempts=12)
+    module = net.as_torch_module()
+    assert ex.module_fit_error(module, X, y, 10) <= ex.FIT_TOLERANCE
+    weights = ex.count_module_parameters(module)["weights"]
+    assert weights == k * D + math.ceil(n / k) * 2 * k * k + 10 * k + 100 < 2 * n * D
+
+
 def test_shared_threshold_fails_where_per_unit_thresholds_fit():
     # The printed proof's single threshold per block needs a much wider projection (Lemma B.1 proof gap).
     rng = np.random.default_rng(0)
@@ -414,6 +431,7 @@ def test_benchmark_runs():
     assert [r["n"] for r in rows] == [50, 120]
     assert all(r["max_fit_error"] <= ex.FIT_TOLERANCE and r["peak_mib"] > 0 for r in rows)
     assert all(r["k"] == ex.paper_k(r["n"], r["rho"]) for r in rows)
+    assert all(r["cpu_seconds"] > 0 and r["load"] >= 0 and r["attempts"] >= 1 for r in rows)
     rows = bench.main(["--sizes", "60", "90", "--backend", "torch", "--device", "cpu"])
     assert all(r["max_fit_error"] <= ex.FIT_TOLERANCE for r in rows)
 
