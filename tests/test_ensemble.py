@@ -88,6 +88,40 @@ def test_grouped_forward_is_each_members_forward():
                 torch.testing.assert_close(state[key], value)
 
 
+@pytest.mark.parametrize("size, kernel, bias", [(8, 3, True), (8, 3, False), (7, 5, True), (3, 3, False)])
+def test_tiny_maps_take_the_dense_path_with_the_same_values_and_gradients(size, kernel, bias, monkeypatch):
+    # 8 x 8 inputs through three stages end on 2 x 2 maps (and 7 x 7 on 2 x 2, 3 x 3 on 1 x 1): there the
+    # grouped network multiplies by dense matrices instead of convolving (DENSE_MAX_PIXELS)
+    torch.manual_seed(1)
+    members = [allconv.AllConvResNet(num_classes=4, in_channels=2, stem_channels=3, widths=(3, 5, 6),
+                                     blocks_per_stage=2, kernel_size=kernel, bias=bias, init="standard",
+                                     trainable_head=True) for _ in range(3)]
+    net = ensemble.GroupedResNet(members)
+    x = torch.randn(5, 3, 2, size, size)
+    dense_maps = []
+    table = ensemble._dense_table
+    monkeypatch.setattr(ensemble, "_dense_table", lambda h, w, *a: dense_maps.append(h * w) or table(h, w, *a))
+    out = net(x.flatten(1, 2))
+    assert dense_maps and max(dense_maps) <= ensemble.DENSE_MAX_PIXELS
+    out.square().sum().backward()
+    for g, m in enumerate(members):
+        mine = m(x[:, g])
+        torch.testing.assert_close(out[:, g], mine, rtol=1e-5, atol=1e-6)
+        mine.square().sum().backward()
+    grads = {name: p.grad for name, p in net.named_parameters()}
+    for g, m in enumerate(members):  # each member's gradient is its block of the grouped gradient
+        per = net.stem.out_channels // 3
+        torch.testing.assert_close(grads["stem.weight"][g * per:(g + 1) * per], m.stem.weight.grad,
+                                   rtol=1e-4, atol=1e-6)
+        last = net.blocks[-1][1]
+        per = last.out_channels // 3
+        torch.testing.assert_close(last.weight.grad[g * per:(g + 1) * per],
+                                   m.stages[2][1].conv2.weight.grad, rtol=1e-4, atol=1e-6)
+        if bias:
+            torch.testing.assert_close(last.bias.grad[g * per:(g + 1) * per],
+                                       m.stages[2][1].conv2.bias.grad, rtol=1e-4, atol=1e-6)
+
+
 def test_workers_do_not_change_the_results():
     seeds = [0, 1, 2]
     one = ensemble.train_seeds(tiny(steps=6, eval_every=0), seeds)

@@ -8,7 +8,10 @@ members into one network with *grouped convolutions* turns G small convolutions 
   architecture (same widths, blocks, kernel, shortcuts, head kind; the weights, and so the initialisation,
   may differ). Every convolution becomes one ``Conv2d(G * c_in, G * c_out, groups=G)`` whose g-th block of
   output channels is member g's convolution; the channel-padding shortcut pads inside each group; the head
-  is a batched matrix product. The members never mix: member g's loss depends on member g's weights only.
+  is a batched matrix product. On maps of at most ``DENSE_MAX_PIXELS`` pixels (the 2 x 2 last stage of the
+  digits network) a convolution is computed instead as one dense matrix per member, built from its kernel,
+  and one batched matrix product, which a CPU does about twice as fast. The members never mix: member g's
+  loss depends on member g's weights only.
 - :func:`train_members` trains the members together on the engine's recipe (:mod:`resnet_theory.train`):
   each member draws its own batches from its own data stream, seeded exactly as ``train.train`` seeds a run,
   starts from exactly the weights ``train.train`` would build for its seed, and is updated by momentum SGD
@@ -43,6 +46,31 @@ from resnet_theory import train as engine
 
 #: Fields of TrainConfig that may differ between members trained together.
 MEMBER_FIELDS = {"seed", "lr", "init"}
+
+
+#: Largest input map (H * W pixels) on which GroupedResNet computes a convolution as a dense batched product.
+DENSE_MAX_PIXELS = 4
+
+_DENSE_TABLES: dict[tuple, tuple[torch.Tensor, tuple[int, int]]] = {}
+
+
+def _dense_table(h: int, w: int, kernel, stride, padding, device=None) -> tuple[torch.Tensor, tuple[int, int]]:
+    """For a convolution on an h x w map: ``table[o, i]`` is the kernel position (row-major) linking output
+    pixel o to input pixel i, or kh * kw (a zero weight) where none does; and the output size."""
+    key = (h, w, tuple(kernel), tuple(stride), tuple(padding), str(device))
+    if key not in _DENSE_TABLES:
+        (kh, kw), (sh, sw), (ph, pw) = kernel, stride, padding
+        ho, wo = (h + 2 * ph - kh) // sh + 1, (w + 2 * pw - kw) // sw + 1
+        table = torch.full((ho * wo, h * w), kh * kw, dtype=torch.long)
+        for oi in range(ho):
+            for oj in range(wo):
+                for a in range(kh):
+                    for b in range(kw):
+                        i, j = oi * sh - ph + a, oj * sw - pw + b
+                        if 0 <= i < h and 0 <= j < w:
+                            table[oi * wo + oj, i * w + j] = a * kw + b
+        _DENSE_TABLES[key] = (table.to(device), (ho, wo))
+    return _DENSE_TABLES[key]
 
 
 def _stack_conv(convs: Sequence[nn.Conv2d]) -> nn.Conv2d:
@@ -112,13 +140,35 @@ class GroupedResNet(nn.Module):
             x = F.pad(x.view(n, self.groups, cin, h, w), (0, 0, 0, 0, 0, cout - cin)).view(n, -1, h, w)
         return x
 
+    def _conv(self, conv: nn.Conv2d, x: torch.Tensor) -> torch.Tensor:
+        """``conv(x)``; on maps of at most DENSE_MAX_PIXELS pixels as one batched matrix product per member.
+
+        On a tiny map (the digits network's last stage is 2 x 2) a convolution is a small dense linear map
+        from the C_in * H * W inputs to the C_out * H' * W' outputs of each member; one ``bmm`` over the
+        members computes it about twice as fast on a CPU as the grouped convolution, whose backward pass is
+        slow at these sizes. Same result up to float rounding (tests/test_ensemble.py).
+        """
+        n, _, h, w = x.shape
+        if h * w > DENSE_MAX_PIXELS or isinstance(conv.padding, str):
+            return conv(x)
+        table, (ho, wo) = _dense_table(h, w, conv.kernel_size, conv.stride, conv.padding, x.device)
+        G = self.groups
+        cout, cin = conv.out_channels // G, conv.in_channels // G
+        kernel = F.pad(conv.weight.view(G, cout, cin, -1), (0, 1))    # a zero at the index past the kernel
+        dense = kernel[:, :, :, table]                                 # (G, C_out, C_in, H'W', HW)
+        dense = dense.permute(0, 2, 4, 1, 3).reshape(G, cin * h * w, cout * ho * wo)
+        y = torch.bmm(x.reshape(n, G, cin * h * w).transpose(0, 1), dense)  # (G, N, C_out H' W')
+        if conv.bias is not None:
+            y = y + conv.bias.view(G, 1, cout, 1).expand(G, 1, cout, ho * wo).reshape(G, 1, -1)
+        return y.transpose(0, 1).reshape(n, G * cout, ho, wo)
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if x.dim() != 4 or x.shape[1] != self.groups * self.in_channels:
             raise ValueError(f"expected (N, {self.groups * self.in_channels}, H, W) for {self.groups} members, "
                              f"got {tuple(x.shape)}")
-        x = self.stem(x)
+        x = self._conv(self.stem, x)
         for (conv1, conv2), (cin, cout, stride) in zip(self.blocks, self.block_channels):
-            branch = conv2(F.relu(conv1(x)))
+            branch = self._conv(conv2, F.relu(self._conv(conv1, x)))
             x = self._shortcut(x, cin, cout, stride) + branch if self.skip else branch
         features = x.mean(dim=(2, 3)).view(x.shape[0], self.groups, -1)  # (N, G, width)
         return torch.einsum("ngw,gcw->ngc", features, self.head)
