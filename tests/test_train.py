@@ -480,6 +480,20 @@ def test_damaged_checkpoint_is_named_and_the_previous_one_used(run_copy, capsys,
     assert err.count("\n") == 1 and err.startswith(f"warning: {path} is "), err
     assert f"resuming from {out / 'checkpoint.prev.pt'} (step 1)" in err, err
     assert [r["step"] for r in result.history if r["kind"] == "resume"] == [1] and result.steps_done == 2
+    # the damaged file did not push the good one out: both kept checkpoints verify
+    assert load_ckpt(path)["step"] == 2 and load_ckpt(out / "checkpoint.prev.pt")["step"] == 1
+
+
+def test_a_damaged_current_checkpoint_is_overwritten_not_kept_as_the_previous_one(tmp_path):
+    path = tmp_path / "checkpoint.pt"
+    for step in (1, 2):
+        train.save_checkpoint(path, {"step": step})
+    path.write_bytes(path.read_bytes()[:-5])                       # step 2 damaged
+    train.save_checkpoint(path, {"step": 3})
+    assert load_ckpt(path)["step"] == 3
+    assert load_ckpt(tmp_path / "checkpoint.prev.pt")["step"] == 1  # the good one stays the fallback
+    train.save_checkpoint(path, {"step": 4})                        # and an intact one rotates as before
+    assert load_ckpt(tmp_path / "checkpoint.prev.pt")["step"] == 3
 
 
 def test_both_checkpoints_damaged_refuses_naming_both(run_copy, capsys):

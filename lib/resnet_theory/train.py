@@ -472,7 +472,7 @@ def save_checkpoint(path: Path, payload: dict) -> None:
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
     try:
         _write_file(tmp, data)
-        if path.exists():
+        if _checkpoint_intact(path):         # a damaged current checkpoint must not push out a good previous one
             os.replace(path, path.with_name(PREVIOUS_CHECKPOINT_NAME))
         os.replace(tmp, path)
     except OSError as exc:
@@ -488,7 +488,21 @@ def read_checkpoint(path: Path) -> dict:
     Raises :class:`CheckpointDamaged` (the reason in one line) for an empty, truncated or altered file. It holds
     pickled random states: load only your own files.
     """
-    path = Path(path)
+    body = _verified_body(Path(path))
+    return torch.load(io.BytesIO(body), map_location="cpu", weights_only=False)
+
+
+def _checkpoint_intact(path: Path) -> bool:
+    """Whether ``path`` exists and passes the checks of :func:`read_checkpoint` (without unpickling it)."""
+    try:
+        _verified_body(path)
+    except (CheckpointDamaged, OSError):
+        return False
+    return True
+
+
+def _verified_body(path: Path) -> bytes:
+    """The stored payload bytes of a checkpoint file, after its header, length and SHA-256 checks."""
     data = path.read_bytes()
     head = len(_MAGIC) + 32 + 8
     if not data:
@@ -503,7 +517,7 @@ def read_checkpoint(path: Path) -> dict:
         raise CheckpointDamaged(f"{path} is truncated ({len(body)} of {length} bytes)")
     if hashlib.sha256(body).digest() != digest:
         raise CheckpointDamaged(f"{path} is damaged (its SHA-256 does not match the one stored in it)")
-    return torch.load(io.BytesIO(body), map_location="cpu", weights_only=False)
+    return body
 
 
 def clean_temporaries(out_dir: Path) -> list[Path]:
