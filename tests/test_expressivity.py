@@ -221,9 +221,9 @@ def test_chunked_build_and_verification_match_one_chunk(monkeypatch, entries):
 
 def test_a_nan_preactivation_counts_as_active():
     # A NaN must reach the output (and fail the fit check) rather than be skipped as an inactive row.
-    Z = np.array([[np.nan, -1.0], [-1.0, -2.0], [0.5, -1.0], [0.0, 0.0]])
-    assert ex._NumpyOps().active_rows(Z).tolist() == [0, 2]
-    assert ex._TorchOps("cpu").active_rows(torch.from_numpy(Z)).tolist() == [0, 2]
+    Z = np.array([[np.nan, -1.0], [-1.0, -2.0], [0.5, -1.0], [0.0, 0.0]]).T     # units x points
+    assert ex._NumpyOps().active_columns(Z).tolist() == [0, 2]
+    assert ex._TorchOps("cpu").active_columns(torch.from_numpy(Z)).tolist() == [0, 2]
 
 
 def test_smallest_width_is_the_boundary():

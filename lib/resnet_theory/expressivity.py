@@ -416,9 +416,10 @@ class _NumpyOps:
         np.maximum(Z, 0.0, out=Z)
         return Z
 
-    def active_rows(self, Z):
-        """Rows of pre-activations ``Z`` with a unit that fires (a NaN counts as firing, so it shows)."""
-        return np.flatnonzero(~(Z.max(axis=1) <= 0.0))
+    def active_columns(self, Z):
+        """Columns (points) of pre-activations ``Z`` (units x points) with a unit that fires (a NaN
+        counts as firing, so that it reaches the output and fails the fit)."""
+        return np.flatnonzero(~(Z.max(axis=0) <= 0.0))
 
     def row_sq_norms(self, X):
         return np.einsum("ij,ij->i", X, X)
@@ -484,8 +485,8 @@ class _TorchOps(_NumpyOps):
     def relu_(self, Z):
         return Z.clamp_(min=0.0)
 
-    def active_rows(self, Z):
-        return self.torch.nonzero(~(Z.amax(dim=1) <= 0.0)).ravel()
+    def active_columns(self, Z):
+        return self.torch.nonzero(~(Z.amax(dim=0) <= 0.0)).ravel()
 
     def row_sq_norms(self, X):
         return (X * X).sum(dim=1)
@@ -893,21 +894,22 @@ def _attempt(Xn, labels_u, original, r, k, rng, projection, thresholds, ops):
 def _forward_backend(net, Xn, ops) -> np.ndarray:
     """The network's outputs on normalised inputs ``Xn``, computed with ``ops``: every block applied to
     every point, one chunk of points at a time (the chunk's representations stay in cache while it goes
-    through all the blocks; the rows are independent, so the result is the same)."""
+    through all the blocks; the points are independent, so the result is the same). The chunk is held
+    as columns, ``k x points``, so that the test for a firing unit reduces whole rows at once."""
     A0, Q = ops.asarray(net.A0), ops.asarray(net.surrogates)
-    U, V, s = ops.asarray(net.U), ops.asarray(net.V), ops.asarray(net.s)
-    rows = max(1, ops.chunk_entries // net.k)
+    U, V, s = ops.asarray(net.U), ops.asarray(net.V), ops.asarray(net.s)[:, :, None]
+    cols = max(1, ops.chunk_entries // net.k)
     out = []
-    for start in range(0, Xn.shape[0], rows):
-        H = ops.asarray(Xn[start:start + rows]) @ A0.T
+    for start in range(0, Xn.shape[0], cols):
+        H = A0 @ ops.asarray(Xn[start:start + cols]).T          # k x points
         for g in range(net.depth):
-            Z = H @ U[g].T
+            Z = U[g] @ H
             Z += s[g]
-            active = ops.active_rows(Z)
+            active = ops.active_columns(Z)
             if active.shape[0]:
-                H[active] += ops.relu_(Z[active]) @ V[g].T
-        Z = ops.relu_(H @ Q.T - net.output_threshold)
-        out.append(ops.to_numpy(Z) / (1.0 - net.output_threshold))
+                H[:, active] += V[g] @ ops.relu_(Z[:, active])
+        Z = ops.relu_(Q @ H - net.output_threshold)
+        out.append(ops.to_numpy(Z).T / (1.0 - net.output_threshold))
     return np.concatenate(out) if out else np.zeros((0, net.num_classes))
 
 
