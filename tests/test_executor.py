@@ -12,7 +12,7 @@ import pytest
 
 from resnet_theory import book
 from resnet_theory.status import status_html
-from conftest import MYST_HEADER
+from conftest import MYST_HEADER, ROOT
 
 HEADER = MYST_HEADER
 
@@ -305,6 +305,138 @@ def test_pages_that_gather_results_always_execute_and_status_says_what_was_reuse
     page = status_html(report)
     assert page.count("<td>reused</td>") == 3 and page.count("<td>executed</td>") == 1
     assert pages["book/uses_alpha"]["executed_at"] in page
+
+
+# --- pages that gather results: executed in the executor's process, without a kernel -------------------
+def _html_output(nb_path: Path) -> str:
+    nb = nbformat.read(nb_path, as_version=4)
+    return "".join(o.get("data", {}).get("text/html", "") for c in nb.cells if c.cell_type == "code"
+                   for o in c.get("outputs", []))
+
+
+def _record_claims(build: Path, control_holds: bool = False):
+    """Claims as a chapter executed by the book records them: a confirmed claim, a correction, a proof gap."""
+    from resnet_theory.ledger import Check, Ledger
+
+    ledger = Ledger("linear")
+    ledger.claim("hardt-ma/thm-2.1", paper="hardt-ma", ref="Theorem 2.1", statement="a bound",
+                 section="linear-thm-2-1", printed=Check.at_most([0.5], 1.0, what="norm"),
+                 control=Check.at_most([0.5], 0.4, what="norm vs the bound scaled below the worst case"))
+    ledger.claim("hardt-ma/eq-2.3", paper="hardt-ma", ref="(2.3)", statement="an identity",
+                 section="linear-eq-2-3", printed=Check.at_least([1.0], 2.0, what="printed"),
+                 corrected=Check.at_least([1.0], 1.0, what="corrected"), corrected_statement="the fixed identity",
+                 control=Check.at_least([1.0], 1.5, what="corrected bound scaled up"))
+    ledger.claim("shamir/lemma-3", paper="shamir", ref="Lemma 3", statement="a lemma", section="linear-lemma-3",
+                 printed=Check.equal(1, 1, what="statement"),
+                 proof_step=Check.at_most([1.1], 1.0, what="step"), proof_step_statement="the printed step",
+                 repair=Check.at_most([0.9], 1.0, what="repair"), repair_statement="the repaired step",
+                 control=Check.equal(1, 2, what="a perturbed closed form"))
+    path = ledger.save(build / "executed" / "book" / "linear.claims.json")
+    if control_holds:  # a claims file no chapter could have published: edited by hand, or an older check
+        data = json.loads(path.read_text())
+        data["claims"][0]["control"]["holds"] = True
+        path.write_text(json.dumps(data))
+    return ledger
+
+
+def test_the_ledger_and_status_pages_render_without_a_kernel(tmp_path, monkeypatch):
+    """The book's own ledger and status pages, from recorded claims and a report, with no kernel started."""
+    import papermill
+
+    build = tmp_path / "build"
+    ledger = _record_claims(build)
+    reused = book.ChapterResult("book/linear", "book/linear.md", "ok", 0.0, "quick", {"profile": "quick"},
+                                "CPU: test", "x", run="reused", executed_at="2026-01-01 00:00:00 UTC")
+    book.write_report(build / "executed" / "report.json", [reused], "quick", book.environment(),
+                      order=book.toc_files(ROOT))
+
+    def no_kernel(*args, **kwargs):
+        raise AssertionError("a kernel was started for a page that only gathers results")
+
+    monkeypatch.setattr(papermill, "execute_notebook", no_kernel)
+    assert book.main(["execute", "--root", str(ROOT), "--build-dir", str(build), "--no-html",
+                      "--only", "book/ledger", "book/status"]) == 0
+    report = json.loads((build / "executed" / "report.json").read_text())
+    pages = {c["chapter"]: c for c in report["chapters"]}
+    for name in ("book/ledger", "book/status"):
+        assert pages[name]["status"] == "ok" and pages[name]["run"] == "executed"
+        assert "without a kernel" in pages[name]["reason"] and pages[name]["executed_at"]
+
+    # The ledger: the errata first, then the counts, then every claim linked to its section, with its control.
+    nb_path = build / "executed" / "book" / "ledger.ipynb"
+    page = _html_output(nb_path)
+    assert page.index("<h3>Errata</h3>") < page.index("<h3>Counts</h3>") < page.index("<h3>Every claim</h3>")
+    errata = page.split('class="claims-errata"', 1)[1].split("</ul>", 1)[0]
+    assert '>hardt-ma/eq-2.3</a>' in errata and '>shamir/lemma-3</a>' in errata
+    assert "hardt-ma/thm-2.1" not in errata and "the fixed identity" in errata and "the repaired step" in errata
+    counts = page.split('class="claims-counts"', 1)[1].split("</table>", 1)[0]
+    assert "<td>total</td><td>1</td><td>1</td><td>1</td><td>0</td><td>0</td><td>3</td>" in counts
+    table = page.split('class="claims-ledger"', 1)[1]
+    assert "how this check could have failed" in table and table.count("fails, as it must") == 3
+    for claim in ledger.claims:
+        assert f'href="{claim.chapter}.html#{claim.section}"' in table
+    assert "norm vs the bound scaled below the worst case" in table
+    # The prose and the hidden parameters cells come from the page's source, as for a kernel's execution.
+    nb = nbformat.read(nb_path, as_version=4)
+    assert any("The errata come first" in c.source for c in nb.cells if c.cell_type == "markdown")
+    assert all("remove-cell" in c.metadata["tags"] for c in nb.cells
+               if {"parameters", "injected-parameters"} & set(c.metadata.get("tags", [])))
+
+    # The status page: the reused chapter with the time of its execution, and the ledger page executed.
+    status = _html_output(build / "executed" / "book" / "status.ipynb")
+    assert "<td>book/linear</td>" in status and "<td>reused</td>" in status
+    assert "2026-01-01 00:00:00 UTC" in status and "<td>book/ledger</td>" in status
+
+
+def test_a_claim_whose_control_holds_fails_the_ledger_page_and_the_build(tmp_path, capsys):
+    build = tmp_path / "build"
+    _record_claims(build, control_holds=True)
+    assert book.main(["execute", "--root", str(ROOT), "--build-dir", str(build), "--no-html",
+                      "--only", "book/ledger", "book/status"]) == 1
+    err = capsys.readouterr().err
+    assert "FAILED" in err and "LedgerDefect" in err and "hardt-ma/thm-2.1: the negative control holds" in err
+    pages = {c["chapter"]: c for c in json.loads((build / "executed" / "report.json").read_text())["chapters"]}
+    assert pages["book/ledger"]["status"] == "failed" and pages["book/ledger"]["error"]["ename"] == "LedgerDefect"
+    # With no earlier ledger page, the page shows the failed attempt (its error), and the status page says so.
+    nb = nbformat.read(build / "executed" / "book" / "ledger.ipynb", as_version=4)
+    assert any(o.output_type == "error" and o.ename == "LedgerDefect" for c in nb.cells if c.cell_type == "code"
+               for o in c.outputs)
+    status = _html_output(build / "executed" / "book" / "status.ipynb")
+    assert "LedgerDefect" in status and "failed" in status
+
+
+def test_a_chapter_whose_control_holds_fails_and_the_ledger_page_runs_in_the_executor(tmp_path, capsys):
+    """The chapter (with a kernel) stops at ``ledger.show()`` and publishes no claims; the gathering page,
+    in-process, runs in this very process (its cell returns the process id)."""
+    defect = chapter("Defect", 'profile = "quick"\nseed = 0', textwrap.dedent("""\
+        from resnet_theory.ledger import Check, Ledger
+        ledger = Ledger("defect")
+        ledger.claim("shamir/x", paper="shamir", ref="r", statement="s", section="defect-x",
+                     printed=Check.equal(1, 1, what="w"), control=Check.equal(1, 1, what="cannot fail"))
+        ledger.show()"""))
+    gather = chapter("Ledger", 'profile = "quick"\nseed = 0', "import os\nos.getpid()",
+                     "from resnet_theory.ledger import load_claims, render_ledger\nrender_ledger(load_claims())")
+    gather = gather.replace("kernelspec:", "resnet_theory:\n  execution: in-process\nkernelspec:", 1)
+    root = make_book(tmp_path / "src", {"intro": "# Intro\n", "defect": defect, "ledger": gather})
+    build = tmp_path / "build"
+    assert book.main(["execute", "--root", str(root), "--build-dir", str(build), "--no-html"]) == 1
+    assert "LedgerDefect" in capsys.readouterr().err
+    pages = {c["chapter"]: c for c in json.loads((build / "executed" / "report.json").read_text())["chapters"]}
+    assert pages["book/defect"]["status"] == "failed" and pages["book/defect"]["error"]["ename"] == "LedgerDefect"
+    assert not list((build / "executed").rglob("*.claims.json"))
+    assert pages["book/ledger"]["status"] == "ok"
+    nb = nbformat.read(build / "executed" / "book" / "ledger.ipynb", as_version=4)
+    results = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "execute_result"]
+    assert results[0].data["text/plain"] == str(os.getpid())
+    assert "No claims were found" in results[1].data["text/html"]
+
+
+def test_an_unknown_execution_mode_is_refused_before_anything_runs(tmp_path, capsys):
+    page = chapter("Odd", 'profile = "quick"\nseed = 0', "1")
+    page = page.replace("kernelspec:", "resnet_theory:\n  execution: sometimes\nkernelspec:", 1)
+    root = make_book(tmp_path / "src", {"intro": "# Intro\n", "odd": page})
+    assert book.main(["execute", "--root", str(root), "--build-dir", str(tmp_path / "b"), "--no-html"]) == 2
+    assert "unknown execution mode 'sometimes'" in capsys.readouterr().err
 
 
 # --- interrupted and failed runs keep the previous good outputs -------------------------------------------

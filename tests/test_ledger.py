@@ -214,3 +214,18 @@ def test_rendered_ledger_links_to_sections():
     assert "No claims" in render_ledger([]).data
     assert "how this check could have failed" in html and "fails, as it must" in html
     assert "Errata" in page and "fixed" in errata_html(ledger.claims)
+
+
+def test_the_ledger_page_refuses_a_recorded_claim_whose_control_holds(tmp_path):
+    """A claims file no chapter could have published (its control holds: edited by hand, or left by an older
+    check) stops the ledger page as the chapter would have been stopped."""
+    ledger = _ledger()
+    path = ledger.save(tmp_path / "linear.claims.json")
+    data = json.loads(path.read_text())
+    data["claims"][0]["control"]["holds"] = True
+    path.write_text(json.dumps(data))
+    claims = load_claims(tmp_path)
+    with pytest.raises(LedgerDefect, match="hardt-ma/thm-2.1: the negative control holds"):
+        render_ledger(claims)
+    rest = render_ledger([c for c in claims if c.id != "hardt-ma/thm-2.1"]).data
+    assert "hardt-ma/eq-2.3" in rest and "hardt-ma/thm-2.1" not in rest

@@ -18,8 +18,11 @@ pinned environment (``requirements.lock``, ``pyproject.toml``, the Python versio
 recorded in ``_build/cache/<entry>.json`` with checksums of the notebook and claims files it describes.
 When the key matches, the chapter is *reused*: if its prose changed, the new markdown cells are merged with
 the cached code cells' outputs (the code cells are the same by construction) and the claims JSON is kept.
-Pages whose front matter says ``resnet_theory: {execution: always}`` (the ledger and status pages, which
-gather the other chapters' results) execute on every run. ``--force`` executes everything. ``run`` always
+Pages whose front matter says ``resnet_theory: {execution: always}`` execute on every run. Pages that only
+gather the other chapters' results (the ledger and status pages) say ``resnet_theory: {execution:
+in-process}``: they are executed on every run too, but in the executor's own Python process, without a
+kernel (see :func:`run_in_process`), which takes milliseconds where starting a kernel takes seconds.
+``--force`` executes everything. ``run`` always
 executes its chapter (and, writing into the build folder, records its key for later ``execute`` runs).
 
 **Atomic outputs.** A chapter's notebook and claims are written to hidden temporary files beside their
@@ -156,9 +159,11 @@ class ChapterPlan:
     source: Path
     executes: bool
     parameters: dict[str, Any] = field(default_factory=dict)
-    #: The chapter as read by jupytext (for the cache key), and whether it executes on every run.
+    #: The chapter as read by jupytext (for the cache key), and whether it executes on every run (with a
+    #: kernel, or in the executor's process: see :func:`execution_mode`).
     notebook: Any = None
     always: bool = False
+    in_process: bool = False
 
 
 def plan_chapters(root: Path, entries: list[str], profile: str, overrides: list[tuple[str, str]]) -> list[ChapterPlan]:
@@ -180,8 +185,9 @@ def plan_chapters(root: Path, entries: list[str], profile: str, overrides: list[
                 raise BookError(f"{source.relative_to(root)}: its 'parameters' cell must define "
                                 f"{', '.join(REQUIRED_PARAMETERS)}; missing {', '.join(missing)}")
             defined[entry] = names
+        mode = execution_mode(nb)
         plans.append(ChapterPlan(entry, source, executes, {"profile": profile} if executes else {}, nb,
-                                 always_executes(nb)))
+                                 mode == "always", mode == "in-process"))
     by_stem = {Path(p.entry).stem: p for p in plans}
     for name, raw in overrides:
         value = parse_value(raw)
@@ -210,14 +216,27 @@ def plan_chapters(root: Path, entries: list[str], profile: str, overrides: list[
 
 
 # --- environment ----------------------------------------------------------------------------------
-def device_name() -> str:
-    try:
-        import torch
+def _no_gpu_driver() -> bool:
+    """True where no GPU can be visible to torch, known without importing it: Linux with none of the NVIDIA
+    driver (``/proc/driver/nvidia``, ``/dev/nvidia*``), ROCm's ``/dev/kfd`` and WSL's ``/dev/dxg``.
+    Importing torch only to learn that takes seconds on every run of the executor, cached or not."""
+    if not sys.platform.startswith("linux"):
+        return False
+    if any(Path(p).exists() for p in ("/proc/driver/nvidia", "/dev/kfd", "/dev/dxg")):
+        return False
+    return not any(Path("/dev").glob("nvidia*"))
 
-        if torch.cuda.is_available():
-            return f"GPU: {torch.cuda.get_device_name(0)} (x{torch.cuda.device_count()})"
-    except Exception:  # pragma: no cover - torch missing or broken CUDA
-        pass
+
+def device_name() -> str:
+    """The device chapters compute on (part of every chapter's cache key): the GPU torch sees, else the CPU."""
+    if not _no_gpu_driver():
+        try:
+            import torch
+
+            if torch.cuda.is_available():
+                return f"GPU: {torch.cuda.get_device_name(0)} (x{torch.cuda.device_count()})"
+        except Exception:  # pragma: no cover - torch missing or broken CUDA
+            pass
     return f"CPU: {platform.processor() or platform.machine()} ({os.cpu_count()} cores)"
 
 
@@ -255,10 +274,22 @@ def _file_sha(path: Path) -> str | None:
     return _sha256(path.read_bytes()) if path.is_file() else None
 
 
-def always_executes(notebook) -> bool:
-    """Pages that gather the other chapters' results (front matter ``resnet_theory: {execution: always}``)."""
+EXECUTION_MODES = ("cached", "always", "in-process")
+
+
+def execution_mode(notebook) -> str:
+    """How a page executes, from its front matter ``resnet_theory: {execution: MODE}``.
+
+    ``cached`` (the default): with a kernel, only when its cache key changed; ``always``: with a kernel,
+    on every run; ``in-process``: on every run, in the executor's process without a kernel (pages that
+    only read the other pages' results, such as the ledger and status pages).
+    """
     meta = notebook.metadata.get("resnet_theory") or {}
-    return isinstance(meta, dict) and meta.get("execution") == "always"
+    mode = meta.get("execution", "cached") if isinstance(meta, dict) else "cached"
+    if mode not in EXECUTION_MODES:
+        raise BookError(f"unknown execution mode {mode!r} in the front matter (resnet_theory: execution); "
+                        f"choose one of {', '.join(EXECUTION_MODES)}")
+    return mode
 
 
 def imported_names(source: str, package: str | None = None) -> set[str] | None:
@@ -307,6 +338,8 @@ class ModuleIndex:
         self.root = root.resolve()
         self.tracked = tracked
         self._tops: dict[str, tuple[Path, bool] | None] = {}
+        self._deps: dict[str, list[tuple[str, Path]]] = {}
+        self._shas: dict[Path, str | None] = {}
 
     def _top(self, name: str) -> tuple[Path, bool] | None:
         """(location, is_package) of a tracked top-level module, None for anything else (numpy, torch...)."""
@@ -374,21 +407,34 @@ class ModuleIndex:
                 out.append((".".join([name, *parts]), path))
         return out
 
+    def _imports(self, source: str, package: str | None) -> list[tuple[str, Path]]:
+        names = imported_names(source, package)
+        return self.all_files() if names is None else [p for n in sorted(names) for p in self.files(n)]
+
+    def _module_imports(self, module: str, path: Path) -> list[tuple[str, Path]]:
+        """The tracked modules one module imports directly (each module parsed once per index)."""
+        if module not in self._deps:
+            package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+            self._deps[module] = self._imports(path.read_text(encoding="utf-8"), package)
+        return self._deps[module]
+
     def closure(self, sources: list[str]) -> dict[str, Path]:
         """Module name -> file for every tracked module the sources import, transitively."""
         found: dict[str, Path] = {}
-        queue: list[tuple[str, str | None]] = [(s, None) for s in sources]
-        while queue:
-            source, package = queue.pop()
-            names = imported_names(source, package)
-            pairs = self.all_files() if names is None else [p for n in sorted(names) for p in self.files(n)]
-            for module, path in pairs:
-                if module in found:
-                    continue
-                found[module] = path
-                is_init = path.name == "__init__.py"
-                queue.append((path.read_text(encoding="utf-8"), module if is_init else module.rpartition(".")[0]))
+        pending = [pair for source in sources for pair in self._imports(source, None)]
+        while pending:
+            module, path = pending.pop()
+            if module in found:
+                continue
+            found[module] = path
+            pending.extend(self._module_imports(module, path))
         return found
+
+    def sha(self, path: Path) -> str | None:
+        """The checksum of a module's file (computed once per index: one run of the executor)."""
+        if path not in self._shas:
+            self._shas[path] = _file_sha(path)
+        return self._shas[path]
 
 
 def cache_components(root: Path, notebook, parameters: dict, device: str,
@@ -408,7 +454,7 @@ def cache_components(root: Path, notebook, parameters: dict, device: str,
         "version": CACHE_VERSION,
         "code": _sha256(json.dumps(cells, sort_keys=True)),
         "parameters": json.loads(json.dumps(parameters, sort_keys=True, default=repr)),
-        "modules": {name: _file_sha(path) for name, path in sorted(closure.items())},
+        "modules": {name: modules.sha(path) for name, path in sorted(closure.items())},
         "environment": {"python": platform.python_version(), "device": device,
                         **{name: _file_sha(root / name) for name in ENVIRONMENT_FILES}},
     }
@@ -593,6 +639,95 @@ def _previous_outputs(output: Path, record: dict | None) -> str:
     return f"previous outputs kept (executed {when})" if when else "previous outputs kept"
 
 
+class CellError(Exception):
+    """A code cell of a page executed in-process raised (the counterpart of papermill's execution error)."""
+
+    def __init__(self, exec_count: int, source: str, ename: str, evalue: str):
+        super().__init__(f"{ename}: {evalue}")
+        self.exec_count, self.source, self.ename, self.evalue = exec_count, source, ename, evalue
+
+
+def _run_cell(source: str, namespace: dict, filename: str):
+    """Execute one cell's source in ``namespace``; return the value of a final expression (None if there is
+    none, or if the line ends with ``;``, as in IPython)."""
+    tree = ast.parse(source, filename)
+    last = tree.body[-1] if tree.body and isinstance(tree.body[-1], ast.Expr) else None
+    body = tree.body[:-1] if last is not None else tree.body
+    exec(compile(ast.Module(body=body, type_ignores=[]), filename, "exec"), namespace)
+    if last is None:
+        return None
+    value = eval(compile(ast.Expression(last.value), filename, "eval"), namespace)
+    return None if source.rstrip().endswith(";") else value
+
+
+def run_in_process(nb, path: Path, parameters: dict, cwd: Path) -> None:
+    """Execute a page's code cells in this process, without a kernel, and write it with outputs to ``path``.
+
+    For pages that only read results the executor has already written (the ledger and status pages):
+    starting a kernel for them costs seconds on every build. As papermill does, the parameters are injected
+    in a cell tagged ``injected-parameters`` after the ``parameters`` cell; each cell's printed text becomes a
+    stream output and the value of its last expression an ``execute_result`` with IPython's rich display
+    (``_repr_html_`` and the like). The cells share one namespace and run with ``cwd`` as the working folder.
+    A cell that raises stops the page: the notebook is written with the error output, and :class:`CellError`
+    is raised. Not supported here: IPython magics, ``display()``, ``glue()`` (use a kernel for such pages).
+    """
+    import contextlib
+    import io
+    import traceback
+
+    import nbformat
+    from IPython.core.formatters import DisplayFormatter
+
+    formatter = DisplayFormatter()
+    cells = []
+    for cell in nb.cells:
+        cells.append(cell)
+        if parameters and cell.cell_type == "code" and "parameters" in cell.metadata.get("tags", []):
+            lines = "".join(f"{name} = {value!r}\n" for name, value in parameters.items())
+            cells.append(nbformat.v4.new_code_cell("# Parameters\n" + lines,
+                                                   metadata={"tags": ["injected-parameters"]}))
+    nb.cells = cells
+    nb.metadata["language_info"] = {"name": "python", "version": platform.python_version(),
+                                    "pygments_lexer": "ipython3", "file_extension": ".py",
+                                    "mimetype": "text/x-python"}
+    namespace: dict[str, Any] = {"__name__": "__main__"}
+    error = None
+    count = 0
+    previous_cwd = os.getcwd()
+    os.chdir(cwd)
+    try:
+        for cell in nb.cells:
+            if cell.cell_type != "code":
+                continue
+            count += 1
+            cell.execution_count, cell.outputs = count, []
+            out, err = io.StringIO(), io.StringIO()
+            value = None
+            try:
+                with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                    value = _run_cell(cell.source, namespace, f"<cell {count}>")
+            except (Exception, SystemExit) as exc:
+                error = CellError(count, cell.source, type(exc).__name__, str(exc))
+                tb = traceback.format_exception(type(exc), exc, exc.__traceback__)
+                value = None
+            for name, stream in (("stdout", out), ("stderr", err)):
+                if stream.getvalue():
+                    cell.outputs.append(nbformat.v4.new_output("stream", name=name, text=stream.getvalue()))
+            if value is not None:
+                data, metadata = formatter.format(value)
+                cell.outputs.append(nbformat.v4.new_output("execute_result", data=data, metadata=metadata,
+                                                           execution_count=count))
+            if error is not None:
+                cell.outputs.append(nbformat.v4.new_output("error", ename=error.ename, evalue=error.evalue,
+                                                           traceback=[line.rstrip("\n") for line in tb]))
+                break
+    finally:
+        os.chdir(previous_cwd)
+    _write_atomic(path, nbformat.writes(nb))
+    if error is not None:
+        raise error
+
+
 def execute_chapter(plan: ChapterPlan, output: Path, build_dir: Path | None, profile: str, device: str,
                     components: dict | None = None, reason: str = "") -> ChapterResult:
     """Execute one chapter into ``output``; never raises for a failure inside the chapter.
@@ -603,12 +738,17 @@ def execute_chapter(plan: ChapterPlan, output: Path, build_dir: Path | None, pro
     With ``components`` (and a ``build_dir``), a successful execution also records the chapter's cache key.
     An interruption (:class:`KeyboardInterrupt`, :class:`BookInterrupted`) is re-raised after clean-up.
     """
-    import jupytext
+    import copy
+
     import nbformat
-    import papermill
 
     output.parent.mkdir(parents=True, exist_ok=True)
-    nb = jupytext.read(plan.source, fmt="md:myst")
+    if plan.notebook is not None:
+        nb = copy.deepcopy(plan.notebook)
+    else:
+        import jupytext
+
+        nb = jupytext.read(plan.source, fmt="md:myst")
     start = time.perf_counter()
     if not plan.executes:
         _write_atomic(output, nbformat.writes(nb))
@@ -616,6 +756,13 @@ def execute_chapter(plan: ChapterPlan, output: Path, build_dir: Path | None, pro
                              run="converted")
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nb.metadata.setdefault("language_info", {"name": "python"})
+    if plan.in_process:
+        papermill = None
+        failure: type[Exception] = CellError
+    else:
+        import papermill
+
+        failure = papermill.PapermillExecutionError
     tmp_nb, tmp_claims = partial_paths(output)
     final_claims = claims_path(output)
     record_path = (cache_record_path(build_dir, plan.entry)
@@ -631,11 +778,14 @@ def execute_chapter(plan: ChapterPlan, output: Path, build_dir: Path | None, pro
     _kernel_env()
     error = None
     try:
-        papermill.execute_notebook(nb, str(tmp_nb), parameters=plan.parameters, kernel_name="python3",
-                                   cwd=str(plan.source.parent), progress_bar=False, log_output=False)
+        if plan.in_process:
+            run_in_process(nb, tmp_nb, plan.parameters, plan.source.parent)
+        else:
+            papermill.execute_notebook(nb, str(tmp_nb), parameters=plan.parameters, kernel_name="python3",
+                                       cwd=str(plan.source.parent), progress_bar=False, log_output=False)
         status = "ok"
         hide_default_parameters(tmp_nb, plan.parameters, defined_parameters(nb))
-    except papermill.PapermillExecutionError as exc:
+    except failure as exc:
         if exc.ename == "KeyboardInterrupt":  # Ctrl-C reached the kernel before it reached us
             tmp_nb.unlink(missing_ok=True)
             tmp_claims.unlink(missing_ok=True)
@@ -843,6 +993,10 @@ def reuse_or_execute(root: Path, build_dir: Path, plan: ChapterPlan, output: Pat
     """Reuse the chapter's cached outputs when its key matches (re-rendering changed prose), else execute it."""
     if not plan.executes:
         return execute_chapter(plan, output, build_dir, profile, device)
+    if plan.in_process:
+        return execute_chapter(plan, output, build_dir, profile, device,
+                               reason="executed in the executor's process, without a kernel "
+                                      "(it gathers the other pages' results)")
     components = cache_components(root, plan.notebook, plan.parameters, device, modules)
     if plan.always:
         return execute_chapter(plan, output, build_dir, profile, device, components,

@@ -359,8 +359,7 @@ class Ledger:
 
     def defects(self) -> list[str]:
         """Claims whose negative control holds (their check could not have failed)."""
-        return [f"{c.id}: the negative control holds ({c.control['summary']})"
-                for c in self.claims if c.control is not None and c.control["holds"]]
+        return claim_defects(self.claims)
 
     # --- output -------------------------------------------------------------------------------
     def to_json(self) -> str:
@@ -419,6 +418,12 @@ class _Word(str):
 
     def __repr__(self):
         return str(self)
+
+
+def claim_defects(claims: Iterable[Claim]) -> list[str]:
+    """Claims whose negative control holds (their check could not have failed), one line each."""
+    return [f"{c.id}: the negative control holds ({c.control['summary']})"
+            for c in claims if c.control is not None and c.control["holds"]]
 
 
 def verdict_key(claim_id: str) -> str:
@@ -535,9 +540,18 @@ def counts_table_html(claims: Sequence[Claim]) -> str:
 
 
 def render_ledger(claims: Sequence[Claim]):
-    """The ledger page's content: the errata, counts per verdict and paper, then every claim, linked."""
+    """The ledger page's content: the errata, counts per verdict and paper, then every claim, linked.
+
+    Raises :class:`LedgerDefect` when a recorded claim's negative control holds (a claims file that no
+    chapter could have published, e.g. edited by hand or left by an older check): the ledger page then
+    fails, and with it the build.
+    """
     from IPython.display import HTML
 
+    defects = claim_defects(claims)
+    if defects:
+        raise LedgerDefect("the ledger cannot be published: negative controls that hold (fix the check or its "
+                           "control):\n  " + "\n  ".join(defects))
     if not claims:
         return HTML("<p><strong>No claims were found.</strong> Execute the book with "
                     "<code>make book</code> so that each chapter records its claims.</p>")
