@@ -791,18 +791,24 @@ def theorem_2_1_ratio(R, depths, method: str = "polar") -> np.ndarray:
         per_side = 2
     trivial_rotation = angles.size == 0 or float(np.max(angles)) <= 1e-12
     trivial_scaling = float(np.max(np.abs(np.log(k)))) <= 1e-12
-    for n, depth in enumerate(depths):  # the same admissible splits as _plan_polar / _plan
+    # the same admissible splits as _plan_polar / _plan, all depths at once: q rotation layers per side
+    # and p = depth - per_side q scaling layers; the rotation layers' norm depends on q only, the
+    # scaling layers' on p only
+    ell = np.asarray(depths)
+    q = np.arange(0 if method == "polar" else 1, int(ell.max()) // per_side + 1)
+    rot = np.zeros(q.size) if not angles.size else np.where(
+        q > 0, np.max(2 * np.abs(np.sin(angles[None, :] / (2 * np.maximum(q, 1)[:, None]))), axis=1), 0.0)
+    p_values = np.arange(int(ell.max()) + 1)
+    sca = np.where(p_values > 0, np.max(np.abs(k[None, :] ** (1.0 / np.maximum(p_values, 1)[:, None]) - 1.0),
+                                        axis=1), 0.0)
+    p = ell[:, None] - per_side * q[None, :]                          # (depths, q)
+    ok = (p >= 0) & ~(((q == 0)[None, :] & (not trivial_rotation)) | ((p == 0) & (not trivial_scaling)))
+    split = np.where(ok, np.maximum(rot[None, :], sca[np.maximum(p, 0)]), np.inf).min(axis=1, initial=np.inf)
+    for n, depth in enumerate(depths):
         if depth <= 2:  # depth 1 (and depth 2 of the SVD scheme) are special cases of the plan
             out[n] = factorization_plan(R, depth, method).max_norm / out[n]
-            continue
-        q = np.arange(0 if method == "polar" else 1, depth // per_side + 1)
-        p = depth - per_side * q
-        ok = ~(((q == 0) & (not trivial_rotation)) | ((p == 0) & (not trivial_scaling)))
-        q, p = q[ok], p[ok]
-        rot = np.zeros(q.size) if not angles.size else np.where(
-            q > 0, np.max(2 * np.abs(np.sin(angles[None, :] / (2 * np.maximum(q, 1)[:, None]))), axis=1), 0.0)
-        sca = np.where(p > 0, np.max(np.abs(k[None, :] ** (1.0 / np.maximum(p, 1)[:, None]) - 1.0), axis=1), 0.0)
-        out[n] = float(np.min(np.maximum(rot, sca))) / out[n]
+        else:
+            out[n] = float(split[n]) / out[n]
     return out
 
 
