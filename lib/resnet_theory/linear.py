@@ -969,14 +969,13 @@ def identity_gd_steps_to(Phi, depth, lr, tol, max_steps) -> int | None:
     d = Phi.shape[0]
     I = np.eye(d)
     T = np.repeat(I[None], depth, axis=0)
-    right = np.empty_like(T)
+    right, left = np.empty_like(T), np.empty_like(T)  # Theta_{i-1}...Theta_1 and Theta_L...Theta_{i+1}
+    right[0], left[-1] = I, I
     with np.errstate(over="ignore", invalid="ignore"):
         for t in range(max_steps + 1):
-            P = I
-            for i in range(depth):
-                right[i] = P
-                P = T[i] @ P
-            G = P - Phi
+            for i in range(1, depth):
+                right[i] = T[i - 1] @ right[i - 1]
+            G = T[-1] @ right[-1] - Phi
             loss = 0.5 * float(np.sum(G ** 2))
             if not math.isfinite(loss):
                 raise validate.DivergenceError(f"identity_gd_steps_to diverged at step {t}; lower lr {lr}")
@@ -984,12 +983,9 @@ def identity_gd_steps_to(Phi, depth, lr, tol, max_steps) -> int | None:
                 return t
             if t == max_steps:
                 return None
-            Q = I
-            grads = np.empty_like(T)
-            for i in range(depth - 1, -1, -1):  # Q = Theta_L ... Theta_{i+1}
-                grads[i] = Q.T @ G @ right[i].T
-                Q = Q @ T[i]
-            T = T - lr * grads
+            for i in range(depth - 2, -1, -1):
+                left[i] = left[i + 1] @ T[i + 1]
+            T = T - lr * (left.transpose(0, 2, 1) @ G @ right.transpose(0, 2, 1))  # every layer at once
     return None  # pragma: no cover
 
 
