@@ -144,12 +144,15 @@ def test_fits_sphere_points_at_the_papers_width(n, D, r, seed):
 def test_papers_width_is_far_below_D_and_fits_through_the_module(n, D, seed):
     # The theorem's regime: k = 10 log n / rho^2 = O(log n) well below the input dimension, so the
     # weights number about 2 n k, not 2 n D. Fit checked by the torch module, weights counted from it.
+    # Here rho is near 1.6 and k near 20-30; a single draw fits in 10-45% of cases (measured at
+    # n = 100..800, D = 256..400), the theorem needs one: 200 draws all fail with probability < 1e-4
+    # when a draw fits 5% of the time.
     rng = np.random.default_rng(seed)
     X = sphere(n, D, rng)
     y = rng.integers(0, 10, n)
     k = ex.paper_k(n, ex.separation(X))
     assert k < D / 2
-    net = ex.build_interpolating_resnet(X, y, num_classes=10, k=k, seed=seed, attempts=12)
+    net = ex.build_interpolating_resnet(X, y, num_classes=10, k=k, seed=seed, attempts=200)
     module = net.as_torch_module()
     assert ex.module_fit_error(module, X, y, 10) <= ex.FIT_TOLERANCE
     weights = ex.count_module_parameters(module)["weights"]
