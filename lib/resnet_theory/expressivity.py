@@ -508,19 +508,20 @@ def _backend(backend: str, device=None) -> _NumpyOps:
 
 
 # --- separation and the choice of k ---------------------------------------------------------------
-def _row_minima(Xa, Xm2, sq, rows, chunk, ops, upper_only: bool):
+def _row_minima(Xa, sq, rows, chunk, ops, upper_only: bool):
     """For the rows ``rows`` of ``Xa`` (positions, sorted): ``min_{j != i} ||x_j||^2 - 2 <x_i, x_j>``
     over the columns ``j`` (only ``j > i`` when ``upper_only``, the rows then being all of them), in tiles
-    of ``chunk x chunk`` reduced while in cache. ``Xm2 = -2 Xa`` and ``sq`` are in the same precision."""
+    of ``chunk x chunk`` reduced while in cache. ``sq`` is in the precision of ``Xa``."""
     n = Xa.shape[0]
     out = []
     for start in range(0, len(rows), chunk):
         idx = rows[start:start + chunk]                  # numpy int array of row positions
         block = Xa[int(idx[0]):int(idx[-1]) + 1] if upper_only else Xa[ops.index(idx)]
+        block = block * -2.0                             # exact: a power of two
         low = None
         for left in range(int(idx[0]) if upper_only else 0, n, chunk):
             right = min(left + chunk, n)
-            T = block @ Xm2[left:right].T
+            T = block @ Xa[left:right].T
             T += sq[None, left:right]
             own = np.flatnonzero((idx >= left) & (idx < right))
             if own.size:                                 # a row against itself
@@ -551,17 +552,17 @@ def separation(X, chunk: int | None = None, *, backend: str = "numpy", device=No
     if chunk is None:
         chunk = max(1, math.isqrt(ops.chunk_entries))
     chunk = _check_k(chunk, "chunk")
-    Xb = ops.asarray(X)
+    Xb = X if ops.name == "numpy" else ops.asarray(X)    # read only: no copy needed
     sq = ops.row_sq_norms(Xb)
     sq_np = ops.to_numpy(sq)
     every = np.arange(n)
     with ops.limits():
         X32 = ops.to32(Xb)
-        screen = _row_minima(X32, X32 * -2.0, ops.to32(sq), every, chunk, ops, upper_only=True)
+        screen = _row_minima(X32, ops.to32(sq), every, chunk, ops, upper_only=True)
         screen += sq_np
         bound = (D + 8) * 2.0 ** -23 * 3.0 * float(sq_np.max())
         candidates = np.flatnonzero(screen <= np.min(screen) + 2.0 * bound)
-        exact = _row_minima(Xb, Xb * -2.0, sq, candidates, chunk, ops, upper_only=False)
+        exact = _row_minima(Xb, sq, candidates, chunk, ops, upper_only=False)
     return max(float(np.min(exact + sq_np[candidates])), 0.0)
 
 
