@@ -13,7 +13,7 @@ from resnet_theory import checks
 from resnet_theory.linear import (
     compose, factorization_plan, factorize_near_identity, gamma, gradient_lower_bound,
     gradient_lower_bound_printed, identity_init_gd, layer_norms, random_matrix_with_gamma, random_rotation,
-    random_layers_in_ball, sympy_risk, torch_risk, risk, risk_gradient, risk_gradient_descent, risk_gradient_printed_order,
+    random_layers_in_ball, sympy_risk, sympy_risk_gradient, torch_risk, risk, risk_gradient, risk_gradient_descent, risk_gradient_printed_order,
     theorem_2_1_bound, theorem_2_1_sweep,
     theorem_2_1_bound_early, theorem_2_1_bound_integer, theorem_2_1_min_depth,
     critical_point_search, identity_gd_steps_to, random_theorem_2_1_target, rotation_root,
@@ -358,6 +358,15 @@ def test_gradient_three_witnesses(d, depth, seed):
     assert report.check().holds, report.max_rel_error
 
 
+def test_sympy_risk_gradient_refuses_bad_points():
+    _, gradient = sympy_risk_gradient(1, 2, np.eye(2), np.eye(2))
+    assert gradient(np.zeros(4)).shape == (4,)
+    with pytest.raises(ValueError, match="4 flat layer entries"):
+        gradient(np.zeros(3))
+    with pytest.raises(ValueError):
+        gradient(np.array([0.0, np.nan, 0.0, 0.0]))
+
+
 def test_gradient_against_sympy_and_printed_order_disagrees():
     d, depth = 2, 3
     Rn, Sn = np.array([[1.0, 2.0], [-1.0, 1.0]]), np.array([[2.0, 1.0], [1.0, 3.0]])
@@ -365,8 +374,10 @@ def test_gradient_against_sympy_and_printed_order_disagrees():
     sd = checks.sympy_derivatives(expr, syms, simplify=False)
     rng = np.random.default_rng(1)
     points = [0.3 * rng.standard_normal(len(syms)) for _ in range(3)]
+    _, poly_gradient = sympy_risk_gradient(depth, d, Rn, Sn)
     for v in points:
         exact = sd.gradient(v)
+        assert np.max(np.abs(poly_gradient(v) - exact)) <= 1e-12 * max(1, np.max(np.abs(exact)))
         ours = risk_gradient(v.reshape(depth, d, d), Rn, Sn).ravel()
         printed = risk_gradient_printed_order(v.reshape(depth, d, d), Rn, Sn).ravel()
         assert np.max(np.abs(ours - exact)) <= 1e-10 * max(1, np.max(np.abs(exact)))
