@@ -251,12 +251,23 @@ def _rotation_root(Z, rotations, q: int) -> np.ndarray:
     return Z @ W @ Z.T
 
 
-def _rotation_norm(angles: np.ndarray, q: int) -> float:
-    return float(np.max(2 * np.abs(np.sin(angles / (2 * q))))) if angles.size else 0.0
-
-
 def _scaling_norm(k: np.ndarray, p: int) -> float:
     return float(np.max(np.abs(k ** (1.0 / p) - 1.0)))
+
+
+def _best_split(angles: np.ndarray, k: np.ndarray, q: np.ndarray, p: np.ndarray):
+    """Among the admissible splits ``(q[j], p[j])`` (q rotation layers by ``angles / q``, p scaling layers
+    ``k^(1/p)``; q = 0 or p = 0 means none), the first whose largest layer norm beats every earlier one by
+    more than 1e-15. Returns ``(largest norm, q, p, rotation norm, scaling norm)``."""
+    rot = np.zeros(q.size) if not angles.size else np.where(
+        q > 0, np.max(2 * np.abs(np.sin(angles[None, :] / (2 * np.maximum(q, 1)[:, None]))), axis=1), 0.0)
+    sca = np.where(p > 0, np.max(np.abs(k[None, :] ** (1.0 / np.maximum(p, 1)[:, None]) - 1.0), axis=1), 0.0)
+    values = np.maximum(rot, sca).tolist()
+    best = 0
+    for j, value in enumerate(values):
+        if value < values[best] - 1e-15:
+            best = j
+    return values[best], int(q[best]), int(p[best]), float(rot[best]), float(sca[best])
 
 
 def _is_spd(R: np.ndarray) -> bool:
@@ -305,15 +316,10 @@ def _plan(R: np.ndarray, depth: int, method: str = "polar"):
     scaling_trivial = float(np.max(np.abs(np.log(k)))) <= 1e-12
     # Integer split 2q + p = depth: among all admissible (q, p) take the one whose largest layer norm is
     # smallest (q >= 1; p >= 1 unless K = I up to rounding, in which case K is folded into a U layer).
-    best = None
-    for q in range(1, depth // 2 + 1):
-        p = depth - 2 * q
-        if p == 0 and not scaling_trivial:
-            continue
-        rot, sca = _rotation_norm(angles, q), (_scaling_norm(k, p) if p else 0.0)
-        if best is None or max(rot, sca) < best[0] - 1e-15:
-            best = (max(rot, sca), q, p, rot, sca)
-    _, q, p, rot, sca = best
+    q = np.arange(1, depth // 2 + 1)
+    p = depth - 2 * q
+    ok = (p > 0) | scaling_trivial
+    _, q, p, rot, sca = _best_split(angles, k, q[ok], p[ok])
     plan = FactorizationPlan("svd", depth, q, p, rot, sca, angles)
     return plan, (U, k, Vt, ZU, rotU, ZV, rotV)
 
@@ -328,15 +334,10 @@ def _plan_polar(R: np.ndarray, depth: int):
     rotation_trivial = angles.size == 0 or float(np.max(angles)) <= 1e-12
     scaling_trivial = float(np.max(np.abs(np.log(s)))) <= 1e-12
     # q = 0 (p = 0) only when Q (P) is the identity up to rounding; it is then folded into another layer.
-    best = None
-    for q in range(0, depth + 1):
-        p = depth - q
-        if (q == 0 and not rotation_trivial) or (p == 0 and not scaling_trivial):
-            continue
-        rot, sca = (_rotation_norm(angles, q) if q else 0.0), (_scaling_norm(s, p) if p else 0.0)
-        if best is None or max(rot, sca) < best[0] - 1e-15:
-            best = (max(rot, sca), q, p, rot, sca)
-    _, q, p, rot, sca = best
+    q = np.arange(0, depth + 1)
+    p = depth - q
+    ok = ~(((q == 0) & (not rotation_trivial)) | ((p == 0) & (not scaling_trivial)))
+    _, q, p, rot, sca = _best_split(angles, s, q[ok], p[ok])
     return FactorizationPlan("polar", depth, q, p, rot, sca, angles), (Q, s, E, Z, rotations)
 
 
