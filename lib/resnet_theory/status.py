@@ -50,8 +50,12 @@ def _attempt_note(report: dict) -> str:
             f"pages it did not finish keep their previous outputs.</p>")
 
 
-def status_html(report: dict) -> str:
-    rows = "".join(_row(ch) for ch in report["chapters"])
+#: The TOC entry of the page that shows this table; its own row in a report is always the previous build's.
+STATUS_PAGE = "book/status"
+
+
+def status_html(report: dict, own_page: str = STATUS_PAGE) -> str:
+    rows = "".join(_row(ch) for ch in report["chapters"] if ch.get("chapter") != own_page)
     head = ("<tr><th>page</th><th>status</th><th>this build</th><th>outputs computed</th><th>seconds</th>"
             "<th>profile</th><th>parameters</th><th>device</th><th>notes</th></tr>")
     env = report["environment"]
@@ -62,8 +66,8 @@ def status_html(report: dict) -> str:
             f"<p>Executed with the <strong>{html.escape(report['profile'])}</strong> profile. A page marked "
             f"<em>reused</em> was not executed for this build: its code, parameters, the library modules it "
             f"imports and the pinned environment are unchanged since the execution whose time is shown, so "
-            f"its outputs were kept and only its prose re-rendered. This page runs last and is not in its own "
-            f"table.</p>"
+            f"its outputs were kept and only its prose re-rendered. This page is rendered last, from that report, "
+            f"so it is not in its own table.</p>"
             f"<table class='book-environment'><tr><th>item</th><th>version</th></tr>"
             f"<tr><td>Python</td><td>{html.escape(env['python'])}</td></tr>"
             f"<tr><td>platform</td><td>{html.escape(env['platform'])}</td></tr>"
