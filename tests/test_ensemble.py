@@ -157,6 +157,14 @@ def test_bad_inputs_give_clear_errors():
         ensemble.train_members([tiny(lr=-1.0)])
     with pytest.raises(ValueError, match="workers"):
         ensemble.train_seeds(tiny(), [0], workers=0)
+    with pytest.raises(TypeError, match="workers"):               # a wrong type is a TypeError
+        ensemble.train_seeds(tiny(), [0], workers=2.0)
+    with pytest.raises(TypeError, match=r"seeds\[1\]"):             # was truncated to 1 without a word
+        ensemble.train_seeds(tiny(), [0, 1.5])
+    with pytest.raises(ValueError, match="level"):               # checked before the result is read
+        ensemble.steps_to_level(None, float("nan"))
+    with pytest.raises(TypeError, match="level"):
+        ensemble.steps_to_level(None, "0.5")
     with pytest.raises(ValueError, match="at least one"):
         ensemble.train_seeds(tiny(), [])
     a = allconv.AllConvResNet(in_channels=1, stem_channels=4, widths=(4, 8), blocks_per_stage=1)

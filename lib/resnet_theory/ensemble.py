@@ -43,6 +43,7 @@ from torch import nn
 
 from resnet_theory import allconv
 from resnet_theory import train as engine
+from resnet_theory import validate
 
 #: Fields of TrainConfig that may differ between members trained together.
 MEMBER_FIELDS = {"seed", "lr", "init"}
@@ -417,11 +418,10 @@ def train_seeds(configs: Sequence[engine.TrainConfig] | engine.TrainConfig, seed
     """
     single = isinstance(configs, engine.TrainConfig)
     configs = [configs] if single else list(configs)
-    seeds = [int(s) for s in seeds]
+    seeds = [validate.integer(f"seeds[{i}]", s) for i, s in enumerate(seeds)]
     if not seeds or not configs:
         raise ValueError("train_seeds needs at least one configuration and one seed")
-    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-        raise ValueError(f"workers must be a positive integer, got {workers!r}")
+    workers = validate.positive_int("workers", workers)
     flat = [dataclasses.replace(c, seed=s, on_divergence="stop") for c in configs for s in seeds]
     if workers == 1:
         results = train_groups(flat)
@@ -490,8 +490,7 @@ def bootstrap_median_difference(a, b, *, resamples: int = 4000, seed: int = 0, l
 def steps_to_level(result: engine.TrainResult, level: float) -> int | None:
     """The first logged step at which the mean training loss is below ``level`` (``None``: never, or the
     run diverged first). The resolution is the run's ``log_every``."""
-    if not (isinstance(level, (int, float)) and math.isfinite(level) and level > 0):
-        raise ValueError(f"level must be a finite number > 0, got {level!r}")
+    level = validate.positive_float("level", level)
     for record in result.history:
         if record["kind"] == "diverged":
             return None
