@@ -89,8 +89,8 @@ def sympy_derivatives(expr: sp.Expr, symbols: Sequence[sp.Symbol], simplify: boo
 
 
 # --- autograd ------------------------------------------------------------------------------------
-def _as_tensor(x, name: str = "x") -> torch.Tensor:
-    return torch.from_numpy(validate.finite_array(name, x, allow_empty=True))
+def _as_tensor(x) -> torch.Tensor:
+    return torch.from_numpy(validate.finite_array("x", x, allow_empty=True))
 
 
 def _scalar(f: TorchScalarFn, t: torch.Tensor) -> torch.Tensor:
@@ -117,8 +117,9 @@ def autograd_hessian(f: TorchScalarFn, x) -> Array:
 
 # --- finite differences --------------------------------------------------------------------------
 def _value(f: TorchScalarFn, x: Array) -> float:
+    """``f`` at a point derived from an ``x`` already checked by :func:`_difference_arguments`."""
     with torch.no_grad():
-        return float(_scalar(f, _as_tensor(x)))
+        return float(_scalar(f, torch.from_numpy(x)))
 
 
 def _difference_arguments(f, x, step) -> tuple[Array, float]:
