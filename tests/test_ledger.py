@@ -229,3 +229,15 @@ def test_the_ledger_page_refuses_a_recorded_claim_whose_control_holds(tmp_path):
         render_ledger(claims)
     rest = render_ledger([c for c in claims if c.id != "hardt-ma/thm-2.1"]).data
     assert "hardt-ma/eq-2.3" in rest and "hardt-ma/thm-2.1" not in rest
+
+
+def test_load_claims_skips_the_executors_temporaries(tmp_path):
+    """A chapter still executing (or killed) leaves ``.NAME.partial-PID.claims.json`` beside the published file;
+    the ledger must not count its claims twice."""
+    from resnet_theory.book import partial_paths
+
+    ledger = _ledger()
+    published = ledger.save(tmp_path / "book" / "linear.claims.json")
+    partial = partial_paths(tmp_path / "book" / "linear.ipynb", pid=12345)[1]
+    partial.write_text(published.read_text())
+    assert sorted(c.id for c in load_claims(tmp_path)) == sorted(c.id for c in ledger.claims)

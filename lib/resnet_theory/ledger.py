@@ -455,7 +455,11 @@ def claim_from_dict(d: dict) -> Claim:
 
 
 def load_claims(directory: str | os.PathLike | None = None) -> list[Claim]:
-    """Every ``*.claims.json`` under ``directory`` (default: the executor's build directory)."""
+    """Every ``*.claims.json`` under ``directory`` (default: the executor's build directory).
+
+    Hidden files are skipped: they are the executor's temporaries (``.NAME.partial-PID.claims.json``) of a
+    chapter still executing, or of a run that was killed, not published claims.
+    """
     if directory is None:
         build = os.environ.get(BUILD_DIR_ENV)
         if not build:
@@ -463,6 +467,8 @@ def load_claims(directory: str | os.PathLike | None = None) -> list[Claim]:
         directory = Path(build) / "executed"
     claims: list[Claim] = []
     for path in sorted(Path(directory).rglob("*.claims.json")):
+        if path.name.startswith("."):
+            continue
         data = json.loads(path.read_text())
         claims.extend(claim_from_dict(d) for d in data["claims"])
     return claims

@@ -35,7 +35,7 @@ def claims_folder(path: str | Path) -> Path:
         raise FileNotFoundError(f"no such build folder: {str(path)!r}")
     executed = path / "executed"
     folder = executed if executed.is_dir() else path
-    if not any(folder.rglob("*.claims.json")):
+    if not any(not p.name.startswith(".") for p in folder.rglob("*.claims.json")):  # as load_claims reads them
         raise FileNotFoundError(f"no *.claims.json under {str(folder)!r}: was the book executed there?")
     return folder
 
