@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import random
 import time
 from typing import Sequence
 
@@ -237,20 +236,11 @@ def train_members(configs: Sequence[engine.TrainConfig]) -> list[engine.TrainRes
 
 def _train_members(configs, shared, device, data_module) -> list[engine.TrainResult]:
     G = len(configs)
-    raw = engine.load_dataset(shared)
-    train_images, train_labels = raw["train"]
-    test_images, test_labels = raw["test"]
-    train_data = data_module.DeviceData(train_images, train_labels, device, standardize=shared.standardize)
-    test_data = data_module.DeviceData(test_images, test_labels, device, mean=train_data.mean, std=train_data.std,
-                                       standardize=shared.standardize)
-    channels = train_images.shape[1]
+    train_data, test_data, channels = engine.device_datasets(shared, device, data_module)
 
     members, streams = [], []
     for c in configs:  # exactly the draws train.train makes for this seed
-        model_seed, data_seed = engine._seeds(c.seed)
-        torch.manual_seed(model_seed)
-        np.random.seed(model_seed % 2**32)
-        random.seed(model_seed)
+        data_seed = engine.seed_model_draws(c.seed)
         members.append(engine.build_model(c, in_channels=channels))
         generator = torch.Generator(device=device).manual_seed(data_seed)
         streams.append(engine.BatchStream(train_data, c.batch_size, generator, *c.augmentation))
@@ -329,9 +319,7 @@ def _train_members(configs, shared, device, data_module) -> list[engine.TrainRes
                 continue
             m = mean[g]
             if not math.isfinite(m) or not finite[g] or m > threshold:
-                what = ("the weights are no longer finite" if math.isfinite(m) and m <= threshold
-                        else f"mean training loss {m:.4g} over steps {step - interval_steps + 1}-{step}"
-                             + ("" if not math.isfinite(m) else f" exceeds max_loss {threshold:.4g}"))
+                what = engine.divergence_reason(m, threshold, step, interval_steps)
                 diverged[g] = True
                 messages[g] = f"training diverged at step {step}: {what}; stopped, no checkpoint was written before it"
                 histories[g].append({"kind": "diverged", "step": step, "loss": m, "message": messages[g]})

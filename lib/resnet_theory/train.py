@@ -663,6 +663,35 @@ def _seeds(seed: int) -> tuple[int, int]:
     return int(model_seed), int(data_seed)
 
 
+def seed_model_draws(seed: int) -> int:
+    """Seed torch, numpy and ``random`` for building a run's model at ``seed``; returns the data seed."""
+    model_seed, data_seed = _seeds(seed)
+    torch.manual_seed(model_seed)
+    np.random.seed(model_seed % 2**32)
+    random.seed(model_seed)
+    return data_seed
+
+
+def device_datasets(config: TrainConfig, device: torch.device, data_module) -> tuple:
+    """The run's training and test sets on ``device`` (test set standardised with the training statistics)
+    and the images' channel count."""
+    raw = load_dataset(config)
+    train_images, train_labels = raw["train"]
+    test_images, test_labels = raw["test"]
+    train_data = data_module.DeviceData(train_images, train_labels, device, standardize=config.standardize)
+    test_data = data_module.DeviceData(test_images, test_labels, device, mean=train_data.mean, std=train_data.std,
+                                       standardize=config.standardize)
+    return train_data, test_data, train_images.shape[1]
+
+
+def divergence_reason(mean_loss: float, threshold: float, step: int, interval_steps: int) -> str:
+    """Why the divergence guard stopped a run at ``step`` (mean loss over the last ``interval_steps``)."""
+    if math.isfinite(mean_loss) and mean_loss <= threshold:
+        return "the weights are no longer finite"
+    return (f"mean training loss {mean_loss:.4g} over steps {step - interval_steps + 1}-{step}"
+            + ("" if not math.isfinite(mean_loss) else f" exceeds max_loss {threshold:.4g}"))
+
+
 # --- the loop ---------------------------------------------------------------------------------------------
 def train(config: TrainConfig) -> TrainResult:
     """Train (or resume) one run; see the module docstring. Returns the :class:`TrainResult`."""
@@ -700,18 +729,10 @@ def _train(config: TrainConfig, data_module, rank: int, world: int, device: torc
         check_output_folder(out_dir, config.checkpoint_bytes())
     payload = load_checkpoint(ckpt_path, config) if config.resume else None
 
-    raw = load_dataset(config)
-    train_images, train_labels = raw["train"]
-    test_images, test_labels = raw["test"]
-    train_data = data_module.DeviceData(train_images, train_labels, device, standardize=config.standardize)
-    test_data = data_module.DeviceData(test_images, test_labels, device, mean=train_data.mean, std=train_data.std,
-                                       standardize=config.standardize)
+    train_data, test_data, channels = device_datasets(config, device, data_module)
 
-    model_seed, data_seed = _seeds(config.seed)
-    torch.manual_seed(model_seed)
-    np.random.seed(model_seed % 2**32)
-    random.seed(model_seed)
-    model = build_model(config, in_channels=train_images.shape[1]).to(device)
+    data_seed = seed_model_draws(config.seed)
+    model = build_model(config, in_channels=channels).to(device)
     if cuda:
         model = model.to(memory_format=torch.channels_last)
     optimizer = torch.optim.SGD(parameter_groups(model, config.weight_decay), lr=config.lr,
@@ -825,9 +846,7 @@ def _train(config: TrainConfig, data_module, rank: int, world: int, device: torc
         train_seconds += now - interval_start
         if not math.isfinite(mean_loss) or finite < world or mean_loss > threshold:
             diverged = True
-            what = ("the weights are no longer finite" if math.isfinite(mean_loss) and mean_loss <= threshold
-                    else f"mean training loss {mean_loss:.4g} over steps {step - interval_steps + 1}-{step}"
-                         + ("" if not math.isfinite(mean_loss) else f" exceeds max_loss {threshold:.4g}"))
+            what = divergence_reason(mean_loss, threshold, step, interval_steps)
             kept = (f"the last good checkpoint ({ckpt_path}) is kept" if ckpt_path and ckpt_path.exists()
                     else "no checkpoint was written before it")
             message = f"training diverged at step {step}: {what}; stopped, {kept}"

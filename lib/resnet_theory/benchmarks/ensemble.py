@@ -19,7 +19,6 @@ is descheduled) while CPU seconds still compare the ways' work. Not a timed test
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import os
 import platform
@@ -30,6 +29,7 @@ import torch.nn.functional as F
 
 from resnet_theory import ensemble
 from resnet_theory import train as engine
+from resnet_theory import validate
 
 
 def digits_config(blocks: int = 4, steps: int = 60, lr: float = 0.05) -> engine.TrainConfig:
@@ -50,8 +50,7 @@ def vmap_train(configs, steps: int) -> float:
     train_data = data_module.DeviceData(*raw["train"], "cpu")
     models, streams = [], []
     for c in configs:
-        model_seed, data_seed = engine._seeds(c.seed)
-        torch.manual_seed(model_seed)
+        data_seed = engine.seed_model_draws(c.seed)
         models.append(engine.build_model(c, in_channels=1))
         streams.append(engine.BatchStream(train_data, c.batch_size,
                                           torch.Generator().manual_seed(data_seed), *c.augmentation))
@@ -147,17 +146,15 @@ def format_rows(rows: list[dict]) -> str:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m resnet_theory.benchmarks.ensemble", description=__doc__)
-    parser.add_argument("--members", type=int, default=10, help="seeds trained (default 10)")
-    parser.add_argument("--steps", type=int, default=60, help="steps of every run (default 60)")
-    parser.add_argument("--blocks", type=int, default=4, help="blocks per stage (default 4: 25 convolutions)")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--sequential-members", type=int, default=None,
+    parser = validate.OneLineParser(prog="python -m resnet_theory.benchmarks.ensemble", description=__doc__)
+    parser.add_argument("--members", type=validate.int_option(1), default=10, help="seeds trained (default 10)")
+    parser.add_argument("--steps", type=validate.int_option(1), default=60, help="steps of every run (default 60)")
+    parser.add_argument("--blocks", type=validate.int_option(1), default=4,
+                        help="blocks per stage (default 4: 25 convolutions)")
+    parser.add_argument("--seed", type=validate.int_option(0), default=0)
+    parser.add_argument("--sequential-members", type=validate.int_option(1), default=None,
                         help="seeds for the one-at-a-time baseline (default: all)")
     args = parser.parse_args(argv)
-    for name in ("members", "steps", "blocks"):
-        if getattr(args, name) < 1:
-            parser.error(f"--{name} must be >= 1")
     rows = run(args.members, args.steps, args.blocks, args.seed, sequential_members=args.sequential_members)
     print(f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, torch {torch.__version__}; "
           f"load average {os.getloadavg()[0]:.2f}")
