@@ -36,6 +36,7 @@ import torch
 from scipy import optimize
 
 from . import validate
+from .plotting import fit_power_law
 
 LOSSES = ("squared", "logistic")
 #: Instance seeds of the surveys are ``SEED_STRIDE * seed + i``: different chapter seeds share no instance.
@@ -1118,10 +1119,7 @@ def rate_exponents(horizons, gaps, t_min: int) -> np.ndarray:
     keep = horizons >= t_min
     if keep.sum() < 2:
         raise ValueError(f"need at least two horizons >= t_min = {t_min}")
-    if np.any(gaps[:, keep] <= 0) or not np.all(np.isfinite(gaps[:, keep])):
-        raise ValueError("gaps must be finite and positive to fit a rate")
-    x = np.log(horizons[keep])
-    return np.polyfit(x, np.log(gaps[:, keep]).T, 1)[0]
+    return np.array([fit_power_law(horizons[keep], row)[0] for row in gaps[:, keep]])
 
 
 # --- Corollary 1: a local minimum verified at the scale of the problem ---------------------------------
