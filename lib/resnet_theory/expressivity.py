@@ -174,9 +174,6 @@ class InputNormaliser:
         radius = math.sqrt(2.0) * float(np.linalg.norm(X - mean, axis=1).max())
         return InputNormaliser(mean, radius if radius > 0 else 1.0)
 
-    def output_dim(self, d: int) -> int:
-        return d + 1 if self.lifted else d
-
     def transform(self, X) -> np.ndarray:
         """Normalised inputs. Points outside the fitted ball (new data) are put on the sphere's equator
         band by dividing by their norm, so every output has unit norm."""
@@ -664,11 +661,6 @@ class InterpolatingResNet:
     @property
     def num_parameters_with_biases(self) -> int:
         return paper_parameter_count(self.k, self.normalised_dim, self.depth, self.num_classes, biases=True)
-
-    def weight_arrays(self) -> list[np.ndarray]:
-        """Every weight matrix, in order: ``A_0``, each block's ``U`` and ``V``, ``U_out``, ``V_out``."""
-        V_out = np.eye(self.num_classes) / (1.0 - self.output_threshold)
-        return [self.A0, *[m for j in range(self.depth) for m in (self.U[j], self.V[j])], self.surrogates, V_out]
 
     def _check_X(self, X) -> np.ndarray:
         X = _as_inputs(X)
