@@ -493,12 +493,18 @@ def claims_path(notebook_path: Path) -> Path:
     return notebook_path.with_name(notebook_path.stem + ".claims.json")
 
 
+def read_cache_record(build_dir: Path, entry: str) -> dict | None:
+    """The cache record of a chapter as written (None if there is none or it cannot be read), unverified."""
+    try:
+        return json.loads(cache_record_path(build_dir, entry).read_text())
+    except (OSError, ValueError):
+        return None
+
+
 def load_cache_record(build_dir: Path, entry: str, notebook_path: Path) -> dict | None:
     """The cache record of a chapter, if its notebook and claims files are the ones it describes."""
-    path = cache_record_path(build_dir, entry)
-    try:
-        record = json.loads(path.read_text())
-    except (OSError, ValueError):
+    record = read_cache_record(build_dir, entry)
+    if record is None:
         return None
     if record.get("notebook_sha") != _file_sha(notebook_path):
         return None
@@ -767,10 +773,7 @@ def execute_chapter(plan: ChapterPlan, output: Path, build_dir: Path | None, pro
     final_claims = claims_path(output)
     record_path = (cache_record_path(build_dir, plan.entry)
                    if build_dir is not None and components is not None else None)
-    try:
-        previous_record = json.loads(record_path.read_text()) if record_path else None
-    except (OSError, ValueError):
-        previous_record = None
+    previous_record = read_cache_record(build_dir, plan.entry) if record_path is not None else None
     saved = {k: os.environ.get(k) for k in (CLAIMS_FILE_ENV, BUILD_DIR_ENV)}
     os.environ[CLAIMS_FILE_ENV] = str(tmp_claims.resolve())
     if build_dir is not None:
@@ -1022,10 +1025,7 @@ def reuse_or_execute(root: Path, build_dir: Path, plan: ChapterPlan, output: Pat
                                  reason=f"code, parameters, modules and environment unchanged; prose {prose}")
         reason = "cached notebook does not match the code cells"
     else:
-        try:
-            old = json.loads(cache_record_path(build_dir, plan.entry).read_text())
-        except (OSError, ValueError):
-            old = None
+        old = read_cache_record(build_dir, plan.entry)
         reason = what_changed((old or {}).get("components"), components)
         if old is not None and record is None and old.get("key") == key:
             reason = "cached outputs were changed or removed since they were recorded"
@@ -1034,10 +1034,7 @@ def reuse_or_execute(root: Path, build_dir: Path, plan: ChapterPlan, output: Pat
 
 def _interrupted_result(plan: ChapterPlan, output: Path, build_dir: Path, profile: str, device: str,
                         signal_name: str, seconds: float) -> ChapterResult:
-    try:
-        record = json.loads(cache_record_path(build_dir, plan.entry).read_text())
-    except (OSError, ValueError):
-        record = None
+    record = read_cache_record(build_dir, plan.entry)
     return ChapterResult(plan.entry, str(plan.source), "interrupted", round(seconds, 2), profile, plan.parameters,
                          device, str(output), {"ename": signal_name, "evalue": "interrupted by " + signal_name,
                                                "code_cell": None, "execution_count": None, "cell_source": ""},
