@@ -2,8 +2,8 @@
 
 Reads ``<build>/executed/report.json`` (written by :mod:`resnet_theory.book`) and renders one row per page:
 its status, whether this build executed it or reused the outputs of an earlier execution (the execution
-cache) and when those outputs were computed, the wall time of that execution, profile, parameters, device,
-and the failing cell where one failed. Then the Python version, package versions and device of the run.
+cache) and when those outputs were computed, the wall time of this build's execution (n/a for a reused page),
+profile, parameters, device, and the failing cell where one failed. Then the Python version, package versions and device of the run.
 A run that was interrupted or failed is said so first, with the parameters it was attempted with.
 """
 
