@@ -255,13 +255,24 @@ def _scaling_norm(k: np.ndarray, p: int) -> float:
     return float(np.max(np.abs(k ** (1.0 / p) - 1.0)))
 
 
+def _rotation_norms(angles: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """``||Q^(1/q) - I||`` for each entry of ``q`` (0 where q = 0): ``max_k 2 |sin(theta_k / 2q)|``."""
+    if not angles.size:
+        return np.zeros(q.size)
+    return np.where(q > 0, np.max(2 * np.abs(np.sin(angles[None, :] / (2 * np.maximum(q, 1)[:, None]))), axis=1),
+                    0.0)
+
+
+def _scaling_norms(k: np.ndarray, p: np.ndarray) -> np.ndarray:
+    """``max_j |k_j^(1/p) - 1|`` for each entry of ``p`` (0 where p = 0)."""
+    return np.where(p > 0, np.max(np.abs(k[None, :] ** (1.0 / np.maximum(p, 1)[:, None]) - 1.0), axis=1), 0.0)
+
+
 def _best_split(angles: np.ndarray, k: np.ndarray, q: np.ndarray, p: np.ndarray):
     """Among the admissible splits ``(q[j], p[j])`` (q rotation layers by ``angles / q``, p scaling layers
     ``k^(1/p)``; q = 0 or p = 0 means none), the first whose largest layer norm beats every earlier one by
     more than 1e-15. Returns ``(largest norm, q, p, rotation norm, scaling norm)``."""
-    rot = np.zeros(q.size) if not angles.size else np.where(
-        q > 0, np.max(2 * np.abs(np.sin(angles[None, :] / (2 * np.maximum(q, 1)[:, None]))), axis=1), 0.0)
-    sca = np.where(p > 0, np.max(np.abs(k[None, :] ** (1.0 / np.maximum(p, 1)[:, None]) - 1.0), axis=1), 0.0)
+    rot, sca = _rotation_norms(angles, q), _scaling_norms(k, p)
     values = np.maximum(rot, sca).tolist()
     best = 0
     for j, value in enumerate(values):
@@ -794,8 +805,7 @@ def theorem_2_1_ratio(R, depths, method: str = "polar") -> np.ndarray:
     """
     R = _as_square_matrix(R, "R")
     depths = [_as_depth(depth) for depth in depths]
-    g, ell = gamma(R), np.asarray(depths, dtype=float)
-    out = np.minimum(2.0 * (math.sqrt(math.pi) + math.sqrt(3.0 * g)) ** 2, 4.0 * math.pi + 3.0 * g) / ell
+    out = min(theorem_2_1_bound(R, 1), theorem_2_1_bound_early(R, 1)) / np.asarray(depths, dtype=float)
     method = _as_method(method)
     _check_invertible_oriented(R)
     if _is_spd(R):
@@ -817,11 +827,8 @@ def theorem_2_1_ratio(R, depths, method: str = "polar") -> np.ndarray:
     # scaling layers' on p only
     ell = np.asarray(depths)
     q = np.arange(0 if method == "polar" else 1, int(ell.max()) // per_side + 1)
-    rot = np.zeros(q.size) if not angles.size else np.where(
-        q > 0, np.max(2 * np.abs(np.sin(angles[None, :] / (2 * np.maximum(q, 1)[:, None]))), axis=1), 0.0)
-    p_values = np.arange(int(ell.max()) + 1)
-    sca = np.where(p_values > 0, np.max(np.abs(k[None, :] ** (1.0 / np.maximum(p_values, 1)[:, None]) - 1.0),
-                                        axis=1), 0.0)
+    rot = _rotation_norms(angles, q)
+    sca = _scaling_norms(k, np.arange(int(ell.max()) + 1))
     p = ell[:, None] - per_side * q[None, :]                          # (depths, q)
     ok = (p >= 0) & ~(((q == 0)[None, :] & (not trivial_rotation)) | ((p == 0) & (not trivial_scaling)))
     split = np.where(ok, np.maximum(rot[None, :], sca[np.maximum(p, 0)]), np.inf).min(axis=1, initial=np.inf)
