@@ -229,10 +229,6 @@ def build_model(model: str, data: str, seed: int) -> AllConvResNet:
     return AllConvResNet(**{**SMALL_CONFIG, "in_channels": channels})
 
 
-def _check_positive(value, name):
-    return validate.positive_int(name, value)
-
-
 def run_benchmark(model: str | None = None, data: str | None = None, steps: int | None = None,
                   warmup: int | None = None, batch_size: int = 128, device: str | None = None,
                   compile: bool = False, compile_mode: str = "default", workers: int | None = None,
@@ -247,7 +243,7 @@ def run_benchmark(model: str | None = None, data: str | None = None, steps: int 
     ``flush_denormal`` (CPU only) flushes subnormal floats to zero during the run, as the training engine does:
     the paper's small initialisation makes many values subnormal, which x86 CPUs process far more slowly."""
     if threads is not None:
-        _check_positive(threads, "threads")
+        validate.positive_int("threads", threads)
         saved = torch.get_num_threads()
         torch.set_num_threads(threads)
         try:
@@ -274,20 +270,20 @@ def run_benchmark(model: str | None = None, data: str | None = None, steps: int 
     pipelines = tuple(pipelines)
     if not pipelines or any(p not in PIPELINES for p in pipelines):
         raise ValueError(f"pipelines must be a non-empty selection of {PIPELINES}, got {pipelines!r}")
-    steps = _check_positive(steps if steps is not None else (100 if on_gpu else 10), "steps")
+    steps = validate.positive_int("steps", steps if steps is not None else (100 if on_gpu else 10))
     warmup = warmup if warmup is not None else ((20 if compile else 5) if on_gpu else 2)
     warmup = validate.non_negative_int("warmup", warmup)
-    batch_size = _check_positive(batch_size, "batch_size")
+    batch_size = validate.positive_int("batch_size", batch_size)
     workers = workers if workers is not None else (min(8, os.cpu_count() or 1) if on_gpu else 0)
     workers = validate.non_negative_int("workers", workers)
     default_images = {"digits": 1437, "cifar": 50_000 if on_gpu else 2048}[data]
-    images = _check_positive(images if images is not None else max(default_images, batch_size), "images")
+    images = validate.positive_int("images", images if images is not None else max(default_images, batch_size))
     if images < batch_size:
         raise ValueError(f"images ({images}) must be at least one batch ({batch_size})")
     compile_mode = validate.choice("compile_mode", compile_mode, COMPILE_MODES)
     profile_steps = validate.non_negative_int("profile_steps", profile_steps)
-    ceiling_size = _check_positive(ceiling_size if ceiling_size is not None else (8192 if on_gpu else 1024),
-                                   "ceiling_size")
+    ceiling_size = validate.positive_int("ceiling_size",
+                                         ceiling_size if ceiling_size is not None else (8192 if on_gpu else 1024))
 
     shape, aug = DATA_SHAPES[data], AUGMENTATION[data]
     notes = []
