@@ -159,11 +159,19 @@ class ChapterPlan:
     source: Path
     executes: bool
     parameters: dict[str, Any] = field(default_factory=dict)
-    #: The chapter as read by jupytext (for the cache key), and whether it executes on every run (with a
-    #: kernel, or in the executor's process: see :func:`execution_mode`).
+    #: The chapter as read by jupytext (for the cache key), and how it executes (see :func:`execution_mode`).
     notebook: Any = None
-    always: bool = False
-    in_process: bool = False
+    mode: str = "cached"
+
+    @property
+    def always(self) -> bool:
+        """Executed on every run with a kernel."""
+        return self.mode == "always"
+
+    @property
+    def in_process(self) -> bool:
+        """Executed on every run in the executor's process, without a kernel."""
+        return self.mode == "in-process"
 
 
 def plan_chapters(root: Path, entries: list[str], profile: str, overrides: list[tuple[str, str]]) -> list[ChapterPlan]:
@@ -185,9 +193,8 @@ def plan_chapters(root: Path, entries: list[str], profile: str, overrides: list[
                 raise BookError(f"{source.relative_to(root)}: its 'parameters' cell must define "
                                 f"{', '.join(REQUIRED_PARAMETERS)}; missing {', '.join(missing)}")
             defined[entry] = names
-        mode = execution_mode(nb)
         plans.append(ChapterPlan(entry, source, executes, {"profile": profile} if executes else {}, nb,
-                                 mode == "always", mode == "in-process"))
+                                 execution_mode(nb)))
     by_stem = {Path(p.entry).stem: p for p in plans}
     for name, raw in overrides:
         value = parse_value(raw)
