@@ -428,7 +428,6 @@ def test_certified_bound_is_finite_and_above_sampled_estimates(name, dim, spacin
         lower = S.factor_deviations(h, m, dim, spacing=spacing, linear="logarithm", n_points=256)
         assert cert.bound.shape == (m,) and np.all(np.isfinite(cert.bound))
         assert np.all(cert.bound >= lower)
-        assert np.all(cert.bound <= np.minimum(cert.grid_bound, cert.increment_bound) + 1e-12)
 
 
 @FEW
@@ -448,7 +447,7 @@ def test_singular_values_match_lapack(dim, seed, scale, rank_drop):
 def test_singular_values_refuse_non_square_batches():
     with pytest.raises(ValueError, match="square"):
         S.singular_values(torch.zeros(3, 2, 3, dtype=DT))
-    with pytest.raises(ValueError, match="square"):
+    with pytest.raises(TypeError, match="torch tensor"):
         S.singular_values(np.eye(2))
 
 

@@ -466,7 +466,9 @@ def singular_values(M: torch.Tensor) -> torch.Tensor:
     few units of rounding relative to the largest value; LAPACK's batched SVD otherwise, which loops over the
     matrices one by one and is the slowest step of :func:`certified_deviations` for tiny ones.
     """
-    if not isinstance(M, torch.Tensor) or M.ndim < 2 or M.shape[-1] != M.shape[-2]:
+    if not isinstance(M, torch.Tensor):   # the one rule: a wrong type is a TypeError
+        raise TypeError(f"singular_values needs a torch tensor (..., d, d), got {validate.show(M)}")
+    if M.ndim < 2 or M.shape[-1] != M.shape[-2]:
         raise ValueError(f"singular_values needs a batch of square matrices (..., d, d), got {validate.show(M)}")
     if M.shape[-1] == 1:
         return M[..., 0].abs()
