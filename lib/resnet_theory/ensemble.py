@@ -245,7 +245,7 @@ def _train_members(configs, shared, device, data_module) -> list[engine.TrainRes
         generator = torch.Generator(device=device).manual_seed(data_seed)
         streams.append(engine.BatchStream(train_data, c.batch_size, generator, *c.augmentation))
     net = GroupedResNet(members).to(device)
-    trainable = sum(p.numel() for p in members[0].parameters() if p.requires_grad)
+    trainable = allconv.count_parameters(members[0])
     del members
 
     params = list(net.member_views())
