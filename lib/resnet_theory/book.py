@@ -1132,7 +1132,8 @@ def run_chapter(root: Path, chapter: str, profile: str, overrides: list[tuple[st
     in_build = output is None or output.resolve() == default.resolve()
     output = output or default
     remove_stale_partials(output.parent)
-    device = device_name()
+    env = environment()
+    device = env["device"]
     components = cache_components(root, plan.notebook, plan.parameters, device) if in_build and plan.executes else None
     report = build_dir / "executed" / "report.json"
     attempt = _attempt("run", [plan], profile, False)
@@ -1145,13 +1146,13 @@ def run_chapter(root: Path, chapter: str, profile: str, overrides: list[tuple[st
         if in_build:
             result = _interrupted_result(plan, output, build_dir, profile, device, signal_name,
                                          time.perf_counter() - start)
-            write_report(report, [result], profile, environment(), state="interrupted",
+            write_report(report, [result], profile, env, state="interrupted",
                          attempt={**attempt, "signal": signal_name, "interrupted_chapter": entry}, order=entries)
         print(f"[book] {plan.source.relative_to(root)}: interrupted ({signal_name}); {output} keeps "
               f"{_previous_outputs(output, None)}", file=sys.stderr)
         return 130 if signal_name == "SIGINT" else 143
     if in_build:
-        write_report(report, [result], profile, environment(), state="failed" if result.status == "failed"
+        write_report(report, [result], profile, env, state="failed" if result.status == "failed"
                      else "complete", attempt=attempt, order=entries)
     print(f"[book] {plan.source.relative_to(root)}: {result.status} in {result.seconds:.1f} s -> {output}")
     if result.status == "failed":
