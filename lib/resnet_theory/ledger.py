@@ -420,10 +420,14 @@ class _Word(str):
         return str(self)
 
 
+def control_holds(claim: Claim) -> bool:
+    """Whether the claim's negative control holds (a defect: its check could not have failed)."""
+    return claim.control is not None and bool(claim.control["holds"])
+
+
 def claim_defects(claims: Iterable[Claim]) -> list[str]:
     """Claims whose negative control holds (their check could not have failed), one line each."""
-    return [f"{c.id}: the negative control holds ({c.control['summary']})"
-            for c in claims if c.control is not None and c.control["holds"]]
+    return [f"{c.id}: the negative control holds ({c.control['summary']})" for c in claims if control_holds(c)]
 
 
 def verdict_key(claim_id: str) -> str:

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
-from resnet_theory.ledger import Claim, load_claims
+from resnet_theory.ledger import Claim, control_holds, load_claims
 
 
 def claims_folder(path: str | Path) -> Path:
@@ -101,7 +101,7 @@ def compare_claims(builds: Sequence[Sequence[Claim]], labels: Sequence[str]) -> 
     holding: dict[str, list[str]] = {}
     for label, b in zip(labels, by_id):
         for cid, claim in b.items():
-            if claim.control is not None and claim.control.get("holds"):
+            if control_holds(claim):
                 holding.setdefault(cid, []).append(label)
     return VerdictDiff(list(labels), verdicts, holding)
 
