@@ -374,6 +374,14 @@ def _group_key(config: engine.TrainConfig) -> tuple:
     return tuple(sorted((k, str(v)) for k, v in config.to_dict().items() if k not in MEMBER_FIELDS))
 
 
+def _groups(configs: Sequence[engine.TrainConfig]) -> list[list[int]]:
+    """Indices of the configurations that may share one batched model, group by group, in first-seen order."""
+    order: dict[tuple, list[int]] = {}
+    for i, c in enumerate(configs):
+        order.setdefault(_group_key(c), []).append(i)
+    return list(order.values())
+
+
 def _worker(configs, threads):
     torch.set_num_threads(threads)
     results = train_groups(configs)
@@ -385,11 +393,8 @@ def _worker(configs, threads):
 def train_groups(configs: Sequence[engine.TrainConfig]) -> list[engine.TrainResult]:
     """Train each configuration once, batching together those that may share a model; results in order."""
     configs = list(configs)
-    order: dict[tuple, list[int]] = {}
-    for i, c in enumerate(configs):
-        order.setdefault(_group_key(c), []).append(i)
     results: list = [None] * len(configs)
-    for indices in order.values():
+    for indices in _groups(configs):
         for i, r in zip(indices, train_members([configs[i] for i in indices])):
             results[i] = r
     return results
@@ -418,11 +423,8 @@ def train_seeds(configs: Sequence[engine.TrainConfig] | engine.TrainConfig, seed
         import multiprocessing
 
         # Split every batched group evenly between the workers, so that each trains half of every group.
-        keys: dict[tuple, list[int]] = {}
-        for i, c in enumerate(flat):
-            keys.setdefault(_group_key(c), []).append(i)
         shares: list[list[int]] = [[] for _ in range(workers)]
-        for indices in keys.values():
+        for indices in _groups(flat):
             for w in range(workers):
                 shares[w].extend(indices[w::workers])
         context = multiprocessing.get_context("spawn")
