@@ -61,6 +61,46 @@ def test_bad_input_is_refused_clearly():
         unflatten(np.zeros(5), [(2, 2)])
 
 
+POLY = 3 * x ** 3 * y - x * y ** 2 / 7 + 2 * y ** 4 + x - 5
+
+
+def test_polynomial_differentiation_matches_sympy_diff_exactly():
+    """``polynomial=True`` (``sympy.Poly``) gives the same exact gradient and Hessian as ``sympy.diff``."""
+    plain = sympy_derivatives(POLY, (x, y), simplify=False)
+    poly = sympy_derivatives(POLY, (x, y), simplify=False, polynomial=True)
+    assert all(sp.expand(a - b) == 0 for a, b in zip(plain.gradient_exprs, poly.gradient_exprs))
+    assert all(sp.expand(a - b) == 0 for a, b in zip(plain.hessian_exprs, poly.hessian_exprs))
+    assert poly.gradient_exprs[0] == 9 * x ** 2 * y - y ** 2 / 7 + 1            # by hand
+    assert poly.hessian_exprs[0, 1] == 9 * x ** 2 - 2 * y / 7
+    for p in POINTS:
+        np.testing.assert_allclose(poly.gradient(p), plain.gradient(p), rtol=1e-14, atol=1e-14)
+        np.testing.assert_allclose(poly.hessian(p), plain.hessian(p), rtol=1e-14, atol=1e-14)
+        assert poly.value(p) == plain.value(p)
+    with pytest.raises(ValueError, match="needs a polynomial in the symbols"):
+        sympy_derivatives(EXPR, (x, y), polynomial=True)
+
+
+@pytest.mark.parametrize("polynomial", [False, True])
+def test_gradient_only(polynomial):
+    """``hessian=False`` builds no Hessian and refuses to evaluate one; the gradient is unchanged."""
+    full = sympy_derivatives(POLY, (x, y), simplify=False, polynomial=polynomial)
+    grad_only = sympy_derivatives(POLY, (x, y), simplify=False, hessian=False, polynomial=polynomial)
+    assert grad_only.hessian_exprs is None
+    assert grad_only.gradient_exprs == full.gradient_exprs
+    assert np.array_equal(grad_only.gradient(POINTS[1]), full.gradient(POINTS[1]))
+    with pytest.raises(ValueError, match="hessian=False"):
+        grad_only.hessian(POINTS[1])
+
+
+def test_symbolic_callables_refuse_bad_points():
+    sd = sympy_derivatives(EXPR, (x, y))
+    for fn in (sd.value, sd.gradient, sd.hessian):
+        with pytest.raises(ValueError, match="2 entries, one per symbol"):
+            fn(np.zeros(3))
+        with pytest.raises(ValueError, match="x contains NaN or inf"):
+            fn([float("nan"), 0.1])
+
+
 def test_flatten_round_trip():
     arrays = [np.arange(6.0).reshape(2, 3), np.array([[7.0]])]
     back = unflatten(flatten(arrays), [(2, 3), (1, 1)])

@@ -6,6 +6,7 @@ import sys
 
 import numpy as np
 import pytest
+import sympy as sp
 import torch
 from hypothesis import given, settings, strategies as st
 
@@ -361,7 +362,7 @@ def test_gradient_three_witnesses(d, depth, seed):
 def test_sympy_risk_gradient_refuses_bad_points():
     _, gradient = sympy_risk_gradient(1, 2, np.eye(2), np.eye(2))
     assert gradient(np.zeros(4)).shape == (4,)
-    with pytest.raises(ValueError, match="4 flat layer entries"):
+    with pytest.raises(ValueError, match="4 entries, one per symbol"):
         gradient(np.zeros(3))
     with pytest.raises(ValueError):
         gradient(np.array([0.0, np.nan, 0.0, 0.0]))
@@ -371,10 +372,12 @@ def test_gradient_against_sympy_and_printed_order_disagrees():
     d, depth = 2, 3
     Rn, Sn = np.array([[1.0, 2.0], [-1.0, 1.0]]), np.array([[2.0, 1.0], [1.0, 3.0]])
     expr, syms = sympy_risk(depth, d, Rn, Sn)
-    sd = checks.sympy_derivatives(expr, syms, simplify=False)
+    sd = checks.sympy_derivatives(expr, syms, simplify=False, hessian=False)  # sympy.diff, not Poly: an independent path
     rng = np.random.default_rng(1)
     points = [0.3 * rng.standard_normal(len(syms)) for _ in range(3)]
-    _, poly_gradient = sympy_risk_gradient(depth, d, Rn, Sn)
+    poly_exprs, poly_gradient = sympy_risk_gradient(depth, d, Rn, Sn)
+    assert len(poly_exprs) == len(syms)
+    assert all(sp.expand(p - e) == 0 for p, e in zip(poly_exprs, sd.gradient_exprs))  # the same exact gradient
     for v in points:
         exact = sd.gradient(v)
         assert np.max(np.abs(poly_gradient(v) - exact)) <= 1e-12 * max(1, np.max(np.abs(exact)))

@@ -53,39 +53,65 @@ def unflatten(vector, shapes: Sequence[tuple[int, ...]]):
 # --- SymPy ---------------------------------------------------------------------------------------
 @dataclass
 class SymbolicDerivatives:
-    """A SymPy expression with its gradient and Hessian, exact and as numpy callables."""
+    """A SymPy expression with its gradient and Hessian, exact and as numpy callables.
+
+    Built with ``hessian=False``, ``hessian_exprs`` is ``None`` and ``hessian`` refuses to run."""
 
     expr: sp.Expr
     symbols: tuple
     gradient_exprs: sp.Matrix
-    hessian_exprs: sp.Matrix
+    hessian_exprs: sp.Matrix | None
     value: Callable[[Array], float]
     gradient: Callable[[Array], Array]
     hessian: Callable[[Array], Array]
 
 
-def sympy_derivatives(expr: sp.Expr, symbols: Sequence[sp.Symbol], simplify: bool = True) -> SymbolicDerivatives:
-    """Differentiate ``expr`` exactly in ``symbols`` and lambdify value, gradient and Hessian."""
+def sympy_derivatives(expr: sp.Expr, symbols: Sequence[sp.Symbol], simplify: bool = True, hessian: bool = True,
+                      polynomial: bool = False) -> SymbolicDerivatives:
+    """Differentiate ``expr`` exactly in ``symbols`` and lambdify value, gradient and (unless ``hessian=False``) Hessian.
+
+    With ``polynomial=True`` the expression must be a polynomial in ``symbols``; it is differentiated as one
+    (``sympy.Poly``), much faster than ``sympy.diff`` term by term on a large expanded sum. The callables refuse
+    a point that is not finite or does not hold one value per symbol.
+    """
     symbols = tuple(symbols)
-    grad = sp.Matrix([sp.diff(expr, s) for s in symbols])
-    hess = sp.hessian(expr, symbols)
+    n = len(symbols)
+    if polynomial:
+        try:
+            poly = sp.Poly(expr, *symbols)
+        except sp.PolynomialError as exc:
+            raise ValueError(f"polynomial=True needs a polynomial in the symbols: {exc}") from None
+        first = [poly.diff(s) for s in symbols]
+        grad = sp.Matrix([g.as_expr() for g in first])
+        hess = sp.Matrix(n, n, lambda i, j: first[i].diff(symbols[j]).as_expr()) if hessian else None
+    else:
+        grad = sp.Matrix([sp.diff(expr, s) for s in symbols])
+        hess = sp.hessian(expr, symbols) if hessian else None
     if simplify:
         grad = grad.applyfunc(sp.simplify)
-        hess = hess.applyfunc(sp.simplify)
+        hess = hess.applyfunc(sp.simplify) if hessian else None
     f_value = sp.lambdify(symbols, expr, "numpy")
     f_grad = sp.lambdify(symbols, grad, "numpy")
-    f_hess = sp.lambdify(symbols, hess, "numpy")
+    f_hess = sp.lambdify(symbols, hess, "numpy") if hessian else None
+
+    def point(x) -> Array:
+        x = validate.finite_array("x", x, allow_empty=True)
+        if x.shape != (n,):
+            raise ValueError(f"x must hold {n} entries, one per symbol, got shape {x.shape}")
+        return x
 
     def value(x):
-        return float(f_value(*np.asarray(x, dtype=np.float64)))
+        return float(f_value(*point(x)))
 
     def gradient(x):
-        return np.asarray(f_grad(*np.asarray(x, dtype=np.float64)), dtype=np.float64).reshape(-1)
+        return np.asarray(f_grad(*point(x)), dtype=np.float64).reshape(-1)
 
-    def hessian(x):
-        return np.asarray(f_hess(*np.asarray(x, dtype=np.float64)), dtype=np.float64).reshape(len(symbols), len(symbols))
+    def hessian_at(x):
+        if f_hess is None:
+            raise ValueError("no Hessian: these derivatives were built with hessian=False")
+        return np.asarray(f_hess(*point(x)), dtype=np.float64).reshape(n, n)
 
-    return SymbolicDerivatives(expr, symbols, grad, hess, value, gradient, hessian)
+    return SymbolicDerivatives(expr, symbols, grad, hess, value, gradient, hessian_at)
 
 
 # --- autograd ------------------------------------------------------------------------------------

@@ -517,22 +517,12 @@ def sympy_risk(depth, d, R, Sigma):
 
 def sympy_risk_gradient(depth, d, R, Sigma):
     """The exact gradient of :func:`sympy_risk`: its ``depth * d * d`` SymPy expressions and a numpy callable of
-    the flat layers (the order of :func:`torch_risk`). The risk is a polynomial and is differentiated as one
-    (``sympy.Poly``), much faster than ``sympy.diff`` term by term on the expanded sum."""
-    import sympy as sp
+    the flat layers (the order of :func:`torch_risk`), from :func:`resnet_theory.checks.sympy_derivatives` with
+    the risk differentiated as a polynomial and no Hessian."""
+    from . import checks
 
-    expr, symbols = sympy_risk(depth, d, R, Sigma)
-    poly = sp.Poly(expr, *symbols)
-    exprs = [poly.diff(s).as_expr() for s in symbols]
-    f = sp.lambdify(symbols, exprs, "numpy")
-
-    def gradient(x):
-        x = validate.finite_array("x", x)
-        if x.shape != (len(symbols),):
-            raise ValueError(f"x must hold the {len(symbols)} flat layer entries, got shape {x.shape}")
-        return np.asarray(f(*x), dtype=np.float64)
-
-    return exprs, gradient
+    sd = checks.sympy_derivatives(*sympy_risk(depth, d, R, Sigma), simplify=False, hessian=False, polynomial=True)
+    return list(sd.gradient_exprs), sd.gradient
 
 
 # --- eq. (2.3): the gradient lower bound ------------------------------------------------------------------
