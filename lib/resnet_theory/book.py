@@ -32,6 +32,13 @@ interrupted run (Ctrl-C, SIGTERM) leaves the previous good outputs; the report t
 and an interrupted run exits 130 (SIGINT) or 143 (SIGTERM) without building HTML. Temporaries of runs that
 were killed outright are removed by the next run.
 
+**The run's own outcome on the status page.** While the run goes on, the report's ``state`` is ``running``
+and its ``attempt`` lists the pages ``finished`` so far, so a page rendered mid-run (the status page) can
+say which pages had failed by then and which had not yet been executed. The in-process pages are rendered
+again at the end of the run, after the report has its final state, when that matters: when a page failed
+(the status page then says the run failed, and which pages) or when pages were executed after them (they
+then gather those pages' results too).
+
 Conventions for chapters: exactly one code cell tagged ``parameters`` that defines at least
 ``profile = "quick"`` and ``seed = 0``. The quick profile runs on a 2-core CPU in about two minutes; the
 full profile is sized for a GPU.
@@ -1049,6 +1056,11 @@ def _interrupted_result(plan: ChapterPlan, output: Path, build_dir: Path, profil
                          outputs=_previous_outputs(output, record))
 
 
+def _finished(results: list[ChapterResult]) -> list[str]:
+    """The pages this run has finished (whatever their status), as the report's ``attempt["finished"]``."""
+    return [r.chapter for r in results]
+
+
 def _attempt(command: str, plans: list[ChapterPlan], profile: str, force: bool) -> dict:
     return {"command": command, "profile": profile, "force": force, "started": _now(),
             "chapters": [p.entry for p in plans],
@@ -1084,7 +1096,8 @@ def execute_book(root: Path, build_dir: Path, profile: str, overrides: list[tupl
                                          time.perf_counter() - start)
             results.append(result)
             write_report(report, results, profile, env, state="interrupted",
-                         attempt={**attempt, "signal": signal_name, "interrupted_chapter": plan.entry},
+                         attempt={**attempt, "finished": _finished(results), "signal": signal_name,
+                                  "interrupted_chapter": plan.entry},
                          order=all_entries)
             print(f"[book] interrupted ({signal_name}) while executing {plan.source.relative_to(root)}; "
                   f"its page keeps {result.outputs}; no HTML built", file=sys.stderr, flush=True)
@@ -1092,7 +1105,8 @@ def execute_book(root: Path, build_dir: Path, profile: str, overrides: list[tupl
             print(f"[book] report: {report.resolve()}")
             return 130 if signal_name == "SIGINT" else 143
         results.append(result)
-        write_report(report, results, profile, env, state="running", attempt=attempt, order=all_entries)
+        write_report(report, results, profile, env, state="running",
+                     attempt={**attempt, "finished": _finished(results)}, order=all_entries)
         verb = {"executed": "executed", "reused": "reused", "converted": "converted"}.get(result.run, result.status)
         print(f"[book] {plan.source.relative_to(root)}: {verb}"
               + (f" in {result.seconds:.1f} s" if result.run == "executed" else "")
@@ -1101,8 +1115,24 @@ def execute_book(root: Path, build_dir: Path, profile: str, overrides: list[tupl
             print(f"[book]   {describe_failure(result)}; the page shows {result.outputs}", file=sys.stderr,
                   flush=True)
     failures = [r for r in results if r.status == "failed"]
-    write_report(report, results, profile, env, state="failed" if failures else "complete", attempt=attempt,
-                 order=all_entries)
+    stale = [i for i, plan in enumerate(plans) if plan.in_process and results[i].status == "ok"
+             and (failures or any(not later.in_process for later in plans[i + 1:]))]
+    if stale:
+        # The in-process pages (the status page, the ledger) were rendered from a report that said
+        # "running", and before the pages after them: render them again from the run's final report.
+        # (One that failed keeps its failure and the outputs it showed.)
+        write_report(report, results, profile, env, state="failed" if failures else "complete",
+                     attempt={**attempt, "finished": _finished(results)}, order=all_entries)
+        for i in stale:
+            plan = plans[i]
+            results[i] = execute_chapter(plan, executed / f"{plan.entry}.ipynb", build_dir, profile,
+                                         env["device"], reason="rendered again at the end of the run, from "
+                                                               "its final report")
+            print(f"[book] {plan.source.relative_to(root)}: {results[i].status}, {results[i].reason}",
+                  flush=True)
+        failures = [r for r in results if r.status == "failed"]
+    write_report(report, results, profile, env, state="failed" if failures else "complete",
+                 attempt={**attempt, "finished": _finished(results)}, order=all_entries)
     code = 0
     if html:
         start = time.perf_counter()
@@ -1147,13 +1177,14 @@ def run_chapter(root: Path, chapter: str, profile: str, overrides: list[tuple[st
             result = _interrupted_result(plan, output, build_dir, profile, device, signal_name,
                                          time.perf_counter() - start)
             write_report(report, [result], profile, env, state="interrupted",
-                         attempt={**attempt, "signal": signal_name, "interrupted_chapter": entry}, order=entries)
+                         attempt={**attempt, "finished": [entry], "signal": signal_name,
+                                  "interrupted_chapter": entry}, order=entries)
         print(f"[book] {plan.source.relative_to(root)}: interrupted ({signal_name}); {output} keeps "
               f"{_previous_outputs(output, None)}", file=sys.stderr)
         return 130 if signal_name == "SIGINT" else 143
     if in_build:
         write_report(report, [result], profile, env, state="failed" if result.status == "failed"
-                     else "complete", attempt=attempt, order=entries)
+                     else "complete", attempt={**attempt, "finished": [entry]}, order=entries)
     print(f"[book] {plan.source.relative_to(root)}: {result.status} in {result.seconds:.1f} s -> {output}")
     if result.status == "failed":
         print(f"[book] FAILED: {describe_failure(result)}; {output} keeps {result.outputs}", file=sys.stderr)
