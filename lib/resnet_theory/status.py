@@ -4,7 +4,10 @@ Reads ``<build>/executed/report.json`` (written by :mod:`resnet_theory.book`) an
 its status, whether this build executed it or reused the outputs of an earlier execution (the execution
 cache) and when those outputs were computed, the wall time of this build's execution (n/a for a reused page),
 profile, parameters, device, and the failing cell where one failed. Then the Python version, package versions and device of the run.
-A run that was interrupted or failed is said so first, with the parameters it was attempted with.
+A run that was interrupted or failed is said so first, with the pages that failed or were not reached and
+the parameters it was attempted with; a page rendered while its run was still going on (the executor renders
+this page during the run, and again at its end when a page failed or pages came after it) says so, with the
+pages that had failed by then and those not yet executed.
 """
 
 from __future__ import annotations
@@ -12,6 +15,9 @@ from __future__ import annotations
 import html
 
 from .book import load_report
+
+#: The TOC entry of the page that shows this table; its own row in a report is always the previous build's.
+STATUS_PAGE = "book/status"
 
 RUN_WORDS = {"executed": "executed", "reused": "reused", "converted": "no code", "not run": "not run"}
 
@@ -36,22 +42,66 @@ def _row(ch: dict) -> str:
             f"<td>{html.escape(ch['device'])}</td><td>{html.escape('; '.join(notes))}</td></tr>")
 
 
-def _attempt_note(report: dict) -> str:
+def _pages(names: list[str], rows: dict[str, dict], why: bool = False) -> str:
+    """``book/a, book/b`` (with each failure's cell and error when ``why``), escaped."""
+    def one(name: str) -> str:
+        err = (rows.get(name) or {}).get("error") or {}
+        if why and err:
+            return f"{name} (code cell {err.get('code_cell')}: {err.get('ename')}: {err.get('evalue')})"
+        return name
+    return html.escape(", ".join(one(n) for n in names))
+
+
+def _attempt_note(report: dict, own_page: str = STATUS_PAGE) -> str:
+    """What the run as a whole came to, said first: never that a run succeeded when it did not.
+
+    A report written while the run goes on (``state`` ``running``: this page is rendered during the run)
+    says so, with the pages that had failed by then and those not yet executed (their rows are an earlier
+    execution's); a failed or interrupted run, with the pages that failed or were not reached. The pages of
+    the run are the attempt's ``chapters``; those it had finished, its ``finished`` list (a report without
+    one, from an older executor, names no page as pending, and a running one says its rows may be old).
+    """
     state = report.get("state")
     attempt = report.get("attempt") or {}
-    if state not in ("interrupted", "failed"):
+    rows = {c.get("chapter"): c for c in report.get("chapters", [])}
+    planned = [c for c in attempt.get("chapters") or [] if c != own_page]
+    finished = attempt.get("finished")
+    if finished is None:  # a report from an executor that did not record it: nothing can be said pending
+        finished = planned
+    failed = [c for c in planned if c in finished and rows.get(c, {}).get("status") == "failed"]
+    pending = [c for c in planned if c not in finished]
+    if state not in ("running", "interrupted", "failed") and not failed:
         return ""
+    if state == "running" and not failed and not pending and attempt.get("finished") is not None:
+        return ""  # every other page of the run had finished, none failed: the rows say it all
+    started = html.escape(str(attempt.get("started", "?")))
     params = "; ".join(f"{page}: " + ", ".join(f"{k}={v!r}" for k, v in p.items())
                        for page, p in (attempt.get("parameters") or {}).items())
-    what = (f"was interrupted ({attempt.get('signal', 'signal')}) while executing "
-            f"{attempt.get('interrupted_chapter')}" if state == "interrupted" else "failed")
-    return (f"<p><strong>The last run {html.escape(what)}.</strong> It was started "
-            f"{html.escape(str(attempt.get('started', '?')))} with {html.escape(params or 'no parameters')}; "
-            f"pages it did not finish keep their previous outputs.</p>")
-
-
-#: The TOC entry of the page that shows this table; its own row in a report is always the previous build's.
-STATUS_PAGE = "book/status"
+    if state == "running":
+        parts = [f"<strong>This page was rendered while its run (started {started}) was still in "
+                 f"progress.</strong>"]
+        if failed:
+            parts.append(f"By then the run had failed: {_pages(failed, rows, why=True)} failed.")
+        if pending:
+            parts.append(f"Not yet executed or not yet finished: {_pages(pending, rows)}; their rows below "
+                         f"are from an earlier execution, or missing.")
+        if attempt.get("finished") is None:
+            parts.append("Which pages it had finished is not recorded: a row may be an earlier execution's.")
+        return f"<p class='book-run-note'>{' '.join(parts)}</p>"
+    if state == "interrupted":
+        what = (f"was interrupted ({attempt.get('signal', 'signal')}) while executing "
+                f"{attempt.get('interrupted_chapter')}")
+    else:
+        what = "failed"
+    parts = [f"<strong>The last run {html.escape(what)}.</strong>"]
+    if failed:
+        parts.append(f"Failed: {_pages(failed, rows, why=True)}.")
+    not_reached = [c for c in pending if c != attempt.get("interrupted_chapter")]
+    if not_reached:
+        parts.append(f"Not reached: {_pages(not_reached, rows)}.")
+    parts.append(f"It was started {started} with {html.escape(params or 'no parameters')}; "
+                 f"pages it did not finish keep their previous outputs.")
+    return f"<p class='book-run-note'>{' '.join(parts)}</p>"
 
 
 def status_html(report: dict, own_page: str = STATUS_PAGE) -> str:
@@ -61,7 +111,7 @@ def status_html(report: dict, own_page: str = STATUS_PAGE) -> str:
     env = report["environment"]
     packages = "".join(f"<tr><td>{html.escape(k)}</td><td>{html.escape(str(v))}</td></tr>"
                        for k, v in env["packages"].items())
-    return (f"{_attempt_note(report)}"
+    return (f"{_attempt_note(report, own_page)}"
             f'<table class="book-status">{head}{rows}</table>'
             f"<p>Executed with the <strong>{html.escape(report['profile'])}</strong> profile. A page marked "
             f"<em>reused</em> was not executed for this build: its code, parameters, the library modules it "
