@@ -530,6 +530,100 @@ def test_a_failed_run_keeps_the_previous_outputs_and_says_so(slow_book, tmp_path
     assert not list((build / "executed").rglob(".*partial*"))
 
 
+def _status_page_book(tmp_path: Path) -> tuple[Path, Path]:
+    """A failing chapter, then the real status page (in-process), then a chapter that, while it runs, copies
+    the status page as rendered so far (what a reader would see had the run stopped there)."""
+    snapshot = tmp_path / "status-mid-run.ipynb"
+    status = chapter("Status", 'profile = "quick"\nseed = 0',
+                     "from resnet_theory.status import render_status\nrender_status()")
+    status = status.replace("kernelspec:", "resnet_theory:\n  execution: in-process\nkernelspec:", 1)
+    after = chapter("After", 'profile = "quick"\nseed = 0', textwrap.dedent(f"""\
+        import os, shutil
+        shutil.copy(os.path.join(os.environ["RESNET_THEORY_BUILD_DIR"], "executed", "book", "status.ipynb"),
+                    {str(snapshot)!r})"""))
+    root = make_book(tmp_path / "src", {
+        "intro": "# Intro\n\nNo code here.\n",
+        "good": chapter("Good", 'profile = "quick"\nseed = 0', "print('good')"),
+        "bad": chapter("Bad", 'profile = "quick"\nseed = 0\nfail = True',
+                       "if fail:\n    raise RuntimeError('deliberate failure')"),
+        "status": status,
+        "after": after,
+    })
+    return root, snapshot
+
+
+def test_the_status_page_of_a_failed_run_says_the_run_failed(tmp_path, capsys):
+    """The status page is rendered during the run (the report then says "running"); it says which pages had
+    failed and which were not yet executed, and is rendered again once the run has failed."""
+    root, snapshot = _status_page_book(tmp_path)
+    build = tmp_path / "build"
+    assert book.main(["execute", "--root", str(root), "--build-dir", str(build), "--no-html"]) == 1
+    assert "book/status.md: ok, rendered again at the end of the run" in capsys.readouterr().out
+
+    # As rendered during the run: in progress, book/bad already failed, book/after not yet finished.
+    mid = _html_output(snapshot)
+    note = mid.split("<table", 1)[0]
+    assert "still in progress" in note and "The last run" not in note
+    assert "the run had failed: book/bad (code cell 2: RuntimeError: deliberate failure) failed" in note
+    assert "Not yet executed or not yet finished: book/after;" in note
+    assert "book/good" not in note and "<td>book/after</td>" not in mid
+
+    # As the build shows it: rendered again from the final report, the run named as failed, every row there.
+    page = _html_output(build / "executed" / "book" / "status.ipynb")
+    note = page.split("<table", 1)[0]
+    assert "<strong>The last run failed.</strong>" in note
+    assert "Failed: book/bad (code cell 2: RuntimeError: deliberate failure). It was started" in note
+    assert "in progress" not in note and "Not reached" not in note
+    assert "<td>book/after</td>" in page
+    report = json.loads((build / "executed" / "report.json").read_text())
+    assert report["state"] == "failed"
+    assert report["attempt"]["finished"] == ["book/intro", "book/good", "book/bad", "book/status", "book/after"]
+    pages = {c["chapter"]: c for c in report["chapters"]}
+    assert pages["book/status"]["status"] == "ok" and "rendered again" in pages["book/status"]["reason"]
+
+    # The same book once the chapter is fixed: the run completes, and the page says nothing about failure.
+    assert book.main(["execute", "--root", str(root), "--build-dir", str(build), "--no-html",
+                      "-p", "bad:fail", "False"]) == 0
+    page = _html_output(build / "executed" / "book" / "status.ipynb")
+    assert "book-run-note" not in page and "failed" not in page and "<td>book/after</td>" in page
+
+
+def test_the_status_note_never_calls_an_unfinished_or_failed_run_a_success():
+    rows = [{"chapter": name, "status": status, "error": error, "parameters": {}, "profile": "quick",
+             "device": "cpu", "seconds": 1.0, "run": "executed"}
+            for name, status, error in [("book/a", "ok", None),
+                                        ("book/b", "failed", {"code_cell": 4, "ename": "E", "evalue": "v"}),
+                                        ("book/c", "ok", None)]]
+    env = {"python": "3", "platform": "p", "device": "cpu", "packages": {}}
+    attempt = {"command": "execute", "started": "then", "chapters": ["book/a", "book/b", "book/c", "book/status"],
+               "parameters": {"book/b": {"seed": 3}}}
+
+    def note(state, chapters=rows, **extra):
+        page = status_html({"profile": "quick", "environment": env, "state": state, "chapters": chapters,
+                            "attempt": {**attempt, **extra}})
+        return page.split("<table", 1)[0]
+
+    # Running, with every other page finished and none failed: nothing to add to the rows.
+    all_ok = [dict(r, status="ok", error=None) for r in rows]
+    assert note("running", all_ok, finished=["book/a", "book/b", "book/c"]) == ""
+    assert "still in progress" in note("running", all_ok, finished=["book/a", "book/b"])
+    # Running: book/c's row is an earlier execution's, so it is named as not yet executed.
+    running = note("running", finished=["book/a", "book/b"])
+    assert "still in progress" in running and "book/b (code cell 4: E: v) failed" in running
+    assert "Not yet executed or not yet finished: book/c;" in running
+    # Running, from a report that does not say what was finished: no page named pending, but the doubt said.
+    assert "is not recorded" in note("running")
+    # Failed, and interrupted before book/c: both said, with the pages.
+    failed = note("failed", finished=["book/a", "book/b", "book/c", "book/status"])
+    assert "The last run failed." in failed and "Failed: book/b (code cell 4: E: v)." in failed
+    assert "seed=3" in failed and "Not reached" not in failed
+    stopped = note("interrupted", finished=["book/a", "book/b"], signal="SIGTERM", interrupted_chapter="book/b")
+    assert "was interrupted (SIGTERM) while executing book/b" in stopped and "Not reached: book/c." in stopped
+    # A report that says complete while a page of the run failed is not taken at its word.
+    contradictory = note("complete", finished=["book/a", "book/b", "book/c"])
+    assert "<strong>The last run failed.</strong> Failed: book/b (code cell 4: E: v). It was" in contradictory
+
+
 def test_stale_temporaries_of_dead_runs_are_removed(tmp_path):
     folder = tmp_path / "executed" / "book"
     folder.mkdir(parents=True)
