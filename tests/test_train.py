@@ -531,13 +531,16 @@ def test_full_disk_at_start_is_reported_in_one_line(tmp_path, capsys, monkeypatc
     assert str(tmp_path / "out") in err and "no space left" in err
 
 
-def test_read_only_output_folder_is_reported_in_one_line(tmp_path, capsys, monkeypatch):
+@pytest.mark.parametrize("code,text,words", [(errno.EROFS, "Read-only file system", "the file system is read-only"),
+                                             (errno.EACCES, "Permission denied", "permission denied")])
+def test_read_only_output_folder_is_reported_in_one_line(tmp_path, capsys, monkeypatch, code, text, words):
     def read_only(*args, **kwargs):
-        raise OSError(errno.EROFS, "Read-only file system")
+        raise OSError(code, text)
     monkeypatch.setattr(train, "_write_file", read_only)
-    code = train.main(cli_args(tiny(steps=5, out_dir=str(tmp_path))))
+    exit_code = train.main(cli_args(tiny(steps=5, out_dir=str(tmp_path))))
     err = capsys.readouterr().err
-    assert code == 1 and err.count("\n") == 1 and str(tmp_path) in err and "read-only" in err, err
+    assert exit_code == 1 and err.count("\n") == 1, err
+    assert f"cannot write in the output folder {tmp_path}: {words}" in err, err
 
 
 def test_full_disk_during_a_run_names_the_folder_and_keeps_the_last_good_checkpoint(tmp_path, monkeypatch):

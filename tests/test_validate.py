@@ -1,6 +1,8 @@
 """The one argument-checking rule: TypeError for a wrong type, ValueError for a bad value."""
 
+import errno
 import math
+import os
 from fractions import Fraction
 
 import numpy as np
@@ -164,6 +166,28 @@ def test_integer_array_never_wraps_around():
         v.integer_array("y", [0, 1, 3], maximum=2)
     with pytest.raises(TypeError):
         v.integer_array("y", [1j])
+
+
+# --- disk errors -----------------------------------------------------------------------------------------
+@pytest.mark.parametrize("code,words", [(errno.ENOSPC, "no space left on the device"),
+                                        (errno.EDQUOT, "the disk quota is exceeded"),
+                                        (errno.EACCES, "permission denied"), (errno.EPERM, "permission denied"),
+                                        (errno.EROFS, "the file system is read-only")])
+def test_storage_errors_are_named(code, words):
+    exc = OSError(code, os.strerror(code), "/some/file")
+    assert v.storage_problem(exc) == words
+    assert v.describe_os_error(exc) == words
+
+
+def test_other_errors_are_not_storage_problems():
+    missing = FileNotFoundError(errno.ENOENT, "No such file or directory", "/some/file")
+    assert v.storage_problem(missing) is None
+    assert v.describe_os_error(missing) == "[Errno 2] No such file or directory: '/some/file'"   # its own text
+    assert v.storage_problem(OSError("no errno")) is None
+    assert v.describe_os_error(OSError("no errno")) == "no errno"
+    not_os = ValueError("bad")
+    not_os.errno = errno.ENOSPC                    # an errno attribute alone does not make a disk error
+    assert v.storage_problem(not_os) is None
 
 
 # --- budgets and divergence ------------------------------------------------------------------------------

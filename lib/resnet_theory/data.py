@@ -24,7 +24,6 @@ flip, standardised by its own mean and standard deviation (:func:`standardize_pe
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import math
 import os
@@ -83,16 +82,6 @@ class DatasetDownloadError(DatasetError, ConnectionError):
 class DatasetStorageError(DatasetError, OSError):
     """The data folder cannot be written (no space left, permission denied, read-only); the files in it are
     not at fault and are kept."""
-
-
-_STORAGE_ERRNOS = {errno.ENOSPC: "no space left on the device", errno.EDQUOT: "the disk quota is exceeded",
-                   errno.EACCES: "permission denied", errno.EPERM: "permission denied",
-                   errno.EROFS: "the file system is read-only"}
-
-
-def _storage_problem(exc: BaseException) -> str | None:
-    """What a write failure means when it is about the folder, not the data; None otherwise."""
-    return _STORAGE_ERRNOS.get(getattr(exc, "errno", None)) if isinstance(exc, OSError) else None
 
 
 @dataclass(frozen=True)
@@ -196,7 +185,7 @@ def _extract_archive(archive: Path, root: Path, layout: CifarLayout) -> dict:
         tmp = Path(tempfile.mkdtemp(prefix=f".{layout.folder}.extracting-", dir=root))
     except OSError as exc:
         raise DatasetStorageError(f"cannot extract {archive.name} in {root}: "
-                                  f"{_storage_problem(exc) or exc}; the archive is kept") from exc
+                                  f"{validate.describe_os_error(exc)}; the archive is kept") from exc
     try:
         try:
             with tarfile.open(archive, "r:*") as tar:
@@ -217,10 +206,10 @@ def _extract_archive(archive: Path, root: Path, layout: CifarLayout) -> dict:
                     with tar.extractfile(m) as src, open(target, "wb") as dst:
                         shutil.copyfileobj(src, dst, 1 << 20)
         except OSError as exc:
-            if _storage_problem(exc):
-                raise DatasetStorageError(f"cannot extract {archive.name} into {root}: {_storage_problem(exc)}; "
-                                          f"the archive verified and is kept: make room (or fix the permissions) "
-                                          f"and call load_cifar again") from exc
+            if validate.storage_problem(exc):
+                raise DatasetStorageError(f"cannot extract {archive.name} into {root}: "
+                                          f"{validate.storage_problem(exc)}; the archive verified and is kept: "
+                                          f"make room (or fix the permissions) and call load_cifar again") from exc
             raise DatasetError(f"{archive}: cannot read the archive ({type(exc).__name__}: {exc}) although its "
                                f"checksum verified; check the disk it is on") from exc
         except (tarfile.TarError, EOFError, zlib.error) as exc:
@@ -258,7 +247,7 @@ def download_archive(url: str, destination: str | os.PathLike, md5: str, timeout
     try:
         fd, tmp_name = tempfile.mkstemp(prefix=f".{destination.name}.", suffix=".part", dir=destination.parent)
     except OSError as exc:
-        raise DatasetStorageError(f"cannot write in {destination.parent}: {_storage_problem(exc) or exc}") from exc
+        raise DatasetStorageError(f"cannot write in {destination.parent}: {validate.describe_os_error(exc)}") from exc
     tmp = Path(tmp_name)
     try:
         digest = hashlib.md5()
@@ -268,9 +257,9 @@ def download_archive(url: str, destination: str | os.PathLike, md5: str, timeout
                     digest.update(chunk)
                     out.write(chunk)
         except (urllib.error.URLError, OSError, ValueError) as exc:
-            if _storage_problem(exc) and not isinstance(exc, urllib.error.URLError):
+            if validate.storage_problem(exc) and not isinstance(exc, urllib.error.URLError):
                 raise DatasetStorageError(f"cannot save the download in {destination.parent}: "
-                                          f"{_storage_problem(exc)}; nothing was kept") from exc
+                                          f"{validate.storage_problem(exc)}; nothing was kept") from exc
             reason = (f"HTTP {exc.code} {exc.reason}" if isinstance(exc, urllib.error.HTTPError)
                       else getattr(exc, "reason", exc))
             raise DatasetDownloadError(f"could not download {url}: {reason}") from exc
@@ -326,7 +315,8 @@ def load_cifar(root: str | os.PathLike, name: str = "cifar10", download: bool = 
         try:
             root.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise DatasetStorageError(f"cannot create the data folder {root}: {_storage_problem(exc) or exc}") from exc
+            raise DatasetStorageError(f"cannot create the data folder {root}: "
+                                      f"{validate.describe_os_error(exc)}") from exc
         try:
             download_archive(url or layout.url, archive, expected, timeout)
         except DatasetError as exc:

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import errno
 import hashlib
 import io
 import json
@@ -450,14 +449,6 @@ def _kept_checkpoint(path: Path) -> str:
     return "no checkpoint was written yet"
 
 
-def _describe_os_error(exc: OSError) -> str:
-    if exc.errno == errno.ENOSPC:
-        return "no space left on the device"
-    if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
-        return "the folder is read-only or not writable here"
-    return exc.strerror or str(exc)
-
-
 def save_checkpoint(path: Path, payload: dict) -> None:
     """Write atomically: a killed process leaves either the previous checkpoint or the new one, never half.
 
@@ -476,7 +467,7 @@ def save_checkpoint(path: Path, payload: dict) -> None:
             os.replace(path, path.with_name(PREVIOUS_CHECKPOINT_NAME))
         os.replace(tmp, path)
     except OSError as exc:
-        raise OutputError(f"cannot write a checkpoint in {path.parent}: {_describe_os_error(exc)}; "
+        raise OutputError(f"cannot write a checkpoint in {path.parent}: {_validate.describe_os_error(exc)}; "
                           f"{_kept_checkpoint(path)}") from exc
     finally:
         tmp.unlink(missing_ok=True)
@@ -536,12 +527,12 @@ def check_output_folder(out_dir: Path, need_bytes: int) -> None:
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise OutputError(f"cannot create the output folder {out_dir}: {_describe_os_error(exc)}") from None
+        raise OutputError(f"cannot create the output folder {out_dir}: {_validate.describe_os_error(exc)}") from None
     probe = out_dir / f".write-probe{os.getpid()}"
     try:
         _write_file(probe, b"probe\n" * 1024)
     except OSError as exc:
-        raise OutputError(f"cannot write in the output folder {out_dir}: {_describe_os_error(exc)}") from None
+        raise OutputError(f"cannot write in the output folder {out_dir}: {_validate.describe_os_error(exc)}") from None
     finally:
         probe.unlink(missing_ok=True)
     free = shutil.disk_usage(out_dir).free
@@ -614,7 +605,7 @@ class _Metrics:
             return []
 
     def _error(self, exc: OSError) -> OutputError:
-        return OutputError(f"cannot write the metrics in {self.path.parent}: {_describe_os_error(exc)}; "
+        return OutputError(f"cannot write the metrics in {self.path.parent}: {_validate.describe_os_error(exc)}; "
                            f"{_kept_checkpoint(self.path.with_name(CHECKPOINT_NAME))}")
 
     def write(self, record: dict) -> None:

@@ -21,6 +21,7 @@ Every checker returns the value converted to its plain Python / numpy type, so a
 from __future__ import annotations
 
 import argparse
+import errno
 import math
 import numbers
 import os
@@ -355,6 +356,23 @@ def integer_array(name: str, x: Any, *, ndim: int | None = None, minimum: int | 
         i = tuple(int(j) for j in np.argwhere(out > maximum)[0])
         raise ValueError(f"{name} must be <= {maximum}; found {out[i]} at index {i}")
     return out
+
+
+# --- disk errors -----------------------------------------------------------------------------------------
+_STORAGE_ERRNOS = {errno.ENOSPC: "no space left on the device", errno.EDQUOT: "the disk quota is exceeded",
+                   errno.EACCES: "permission denied", errno.EPERM: "permission denied",
+                   errno.EROFS: "the file system is read-only"}
+
+
+def storage_problem(exc: BaseException) -> str | None:
+    """What a failed write means, in words, when the storage is at fault (a full disk, an exceeded quota,
+    missing permissions, a read-only file system); ``None`` for any other error."""
+    return _STORAGE_ERRNOS.get(getattr(exc, "errno", None)) if isinstance(exc, OSError) else None
+
+
+def describe_os_error(exc: BaseException) -> str:
+    """:func:`storage_problem` when the storage is at fault, else the error's own text, for one-line messages."""
+    return storage_problem(exc) or str(exc)
 
 
 # --- budgets ---------------------------------------------------------------------------------------------
