@@ -476,6 +476,15 @@ def test_output_skip_net_is_linear_in_w_and_v():
     assert torch.allclose(res(X), torch.zeros(7, dtype=torch.float64))
 
 
+@pytest.mark.parametrize("delta,error,message", [(0.0, ValueError, "delta must be > 0"),
+                                                   (1.0, ValueError, "delta must be < 1"),
+                                                   (float("nan"), ValueError, "delta must be a finite number"),
+                                                   ("0.05", TypeError, "delta must be a real number")])
+def test_theorem4_bound_refuses_a_confidence_outside_the_open_unit_interval(delta, error, message):
+    with pytest.raises(error, match=message):
+        S.theorem4_bound([1, 2], 1.0, 1.0, 1.0, delta)
+
+
 def test_theorem4_bound_decreases_like_one_over_root_T():
     T = np.array([1, 4, 16, 64])
     b = S.theorem4_bound(T, 1.0, 2.0, 3.0, 0.05)

@@ -781,9 +781,7 @@ def theorem4_bound(T, radius: float, lipschitz: float, loss_bound: float, delta:
     radius = _positive_number(radius, "radius")
     lipschitz = _positive_number(lipschitz, "lipschitz")
     loss_bound = _positive_number(loss_bound, "loss_bound")
-    delta = _positive_number(delta, "delta")
-    if delta >= 1:
-        raise ValueError(f"delta must lie in (0, 1), got {delta}")
+    delta = validate.probability("delta", delta, open_low=True, open_high=True)
     return 1.5 * 2 * radius * lipschitz / np.sqrt(T) + loss_bound * np.sqrt(2 * math.log(2 / delta) / T)
 
 
