@@ -241,3 +241,22 @@ def test_load_claims_skips_the_executors_temporaries(tmp_path):
     partial = partial_paths(tmp_path / "book" / "linear.ipynb", pid=12345)[1]
     partial.write_text(published.read_text())
     assert sorted(c.id for c in load_claims(tmp_path)) == sorted(c.id for c in ledger.claims)
+
+
+def test_a_for_all_is_decisively_false_on_one_decisive_counterexample():
+    far_below = Check.statistical(0.0, 0.05, 0.25, what="a", test="t", n=30)
+    near_below = Check.statistical(0.2, 0.05, 0.25, what="b", test="t", n=30)
+    far_above = Check.statistical(0.9, 0.05, 0.25, what="c", test="t", n=30)
+    assert not far_below.holds and far_below.decisive and not near_below.decisive
+    both = Check.combine([far_above, near_below, far_below], what="all")
+    assert not both.holds and both.decisive               # one decisive counterexample settles it
+    undecided = Check.combine([far_above, near_below], what="all")
+    assert not undecided.holds and not undecided.decisive
+    ok = Check.equal(1, 1, what="x")
+    assert derive_verdict(ok, proof_step=both) == "proof-gap"
+    assert derive_verdict(ok, proof_step=undecided) == "not-checkable-here"
+    ledger = Ledger("x")
+    claim = ledger.claim("a", paper="shamir", ref="r", statement="s", section="x-a", printed=ok,
+                         control=Check.equal(1, 2, what="control"), proof_step=undecided,
+                         proof_step_statement="step", repair=ok, repair_statement="repair")
+    assert claim.verdict == "not-checkable-here" and "b: t" in claim.reason

@@ -27,7 +27,9 @@ could not have failed, and :meth:`Ledger.show` refuses to publish the chapter (:
 
 A statistical check (:meth:`Check.statistical`) is *decisive* only when the measured value sits at least
 two standard errors from its threshold; a claim whose deciding check is not decisive gets no verdict from
-it (``not-checkable-here`` with the margin as the reason), never a coin-flip ``confirmed``.
+it (``not-checkable-here`` with the margin as the reason), never a coin-flip ``confirmed``; a ``proof-gap``
+likewise needs a proof step that fails decisively. :meth:`Check.combine` of several checks is decisively
+true when every part is decisive, and decisively false when some failing part is.
 
 Each claim also says where its statement comes from (``source``): ``paper`` (the paper states it),
 ``review`` (the statement as a review of the paper gives it) or ``reconstruction`` (our reconstruction,
@@ -176,13 +178,15 @@ class Check:
 
     @staticmethod
     def combine(checks: Sequence["Check"], *, what: str) -> "Check":
-        """All of several checks hold (decisive only when every part is)."""
+        """All of several checks hold. That they all hold is decisive only when every part is; that they
+        do not is decisive when some failing part is (one decisive counterexample settles a "for all")."""
         checks = list(checks)
         if not checks:
             raise ValueError("Check.combine needs at least one check")
         ok = all(c.holds for c in checks)
+        decisive = all(c.decisive for c in checks) if ok else any(c.decisive for c in checks if not c.holds)
         return Check(ok, f"{what}: " + "; ".join(c.summary for c in checks),
-                     {"parts": [c.numbers for c in checks]}, all(c.decisive for c in checks))
+                     {"parts": [c.numbers for c in checks]}, decisive)
 
     @staticmethod
     def statistical(estimate, standard_error, threshold, *, what: str, test: str, n: int,
@@ -271,7 +275,10 @@ def derive_verdict(printed: Check | None, corrected: Check | None = None,
     if printed is None or not printed.decisive:
         return "not-checkable-here"
     if printed.holds:
-        return "proof-gap" if proof_step is not None and not proof_step.holds else "confirmed"
+        if proof_step is None or proof_step.holds:
+            return "confirmed"
+        # a proof step that fails only within its statistical noise decides nothing about the proof
+        return "proof-gap" if proof_step.decisive else "not-checkable-here"
     if corrected is not None and corrected.holds and corrected.decisive:
         return "corrected"
     return "refuted"
@@ -344,7 +351,8 @@ class Ledger:
                           "summary": " | ".join(c.summary for c in controls)}
         reason = None
         if verdict == "not-checkable-here":
-            reason = f"the statistical check does not decide: {printed.summary}"
+            undecided = printed if not printed.decisive else proof_step
+            reason = f"the statistical check does not decide: {undecided.summary}"
         return self._add(Claim(id, paper, ref, statement, self.chapter, section, verdict, summary,
                                _jsonable(evidence), corrected_statement, reason, source,
                                _jsonable(control_record), proof_step_statement, repair_statement))
