@@ -462,9 +462,11 @@ def test_critical_point_search_inside_ball_finds_only_global_minima():
 def test_steps_to_tolerance():
     Phi = random_matrix_with_gamma(3, 0.5, seed=1, psd=True)
     steps = identity_gd_steps_to(Phi, 4, 0.1, 1e-8, 10_000)
-    assert steps is not None and steps > 0
-    assert identity_init_gd(Phi, 4, steps, 0.1).losses[-1] <= 1e-8
-    assert identity_init_gd(Phi, 4, steps - 1, 0.1).losses[-1] > 1e-8 if steps > 1 else True
+    assert steps is not None and steps > 1    # this target needs more than one step, so steps - 1 is a run
+    run = identity_init_gd(Phi, 4, steps, 0.1)
+    assert run.losses[-1] <= 1e-8             # losses[t] is the loss after t + 1 steps
+    assert run.initial_loss > 1e-8 and np.all(run.losses[:-1] > 1e-8)    # no earlier step reached the tolerance
+    assert identity_init_gd(Phi, 4, steps - 1, 0.1).losses[-1] > 1e-8
     assert identity_gd_steps_to(np.diag([-0.5, 1.0, 1.0]), 4, 0.1, 1e-8, 2000) is None
 
 
