@@ -72,7 +72,7 @@ def sympy_derivatives(expr: sp.Expr, symbols: Sequence[sp.Symbol], simplify: boo
 
     With ``polynomial=True`` the expression must be a polynomial in ``symbols``; it is differentiated as one
     (``sympy.Poly``), much faster than ``sympy.diff`` term by term on a large expanded sum. The callables refuse
-    a point that is not finite or does not hold one value per symbol.
+    a point that is not finite or does not hold one value per symbol; each is lambdified on its first call.
     """
     symbols = tuple(symbols)
     n = len(symbols)
@@ -90,9 +90,12 @@ def sympy_derivatives(expr: sp.Expr, symbols: Sequence[sp.Symbol], simplify: boo
     if simplify:
         grad = grad.applyfunc(sp.simplify)
         hess = hess.applyfunc(sp.simplify) if hessian else None
-    f_value = sp.lambdify(symbols, expr, "numpy")
-    f_grad = sp.lambdify(symbols, grad, "numpy")
-    f_hess = sp.lambdify(symbols, hess, "numpy") if hessian else None
+    compiled: dict[str, Callable] = {}
+
+    def numeric(name: str, exprs) -> Callable:  # lambdifying an unused value or Hessian costs time for nothing
+        if name not in compiled:
+            compiled[name] = sp.lambdify(symbols, exprs, "numpy")
+        return compiled[name]
 
     def point(x) -> Array:
         x = validate.finite_array("x", x, allow_empty=True)
@@ -101,15 +104,15 @@ def sympy_derivatives(expr: sp.Expr, symbols: Sequence[sp.Symbol], simplify: boo
         return x
 
     def value(x):
-        return float(f_value(*point(x)))
+        return float(numeric("value", expr)(*point(x)))
 
     def gradient(x):
-        return np.asarray(f_grad(*point(x)), dtype=np.float64).reshape(-1)
+        return np.asarray(numeric("gradient", grad)(*point(x)), dtype=np.float64).reshape(-1)
 
     def hessian_at(x):
-        if f_hess is None:
+        if hess is None:
             raise ValueError("no Hessian: these derivatives were built with hessian=False")
-        return np.asarray(f_hess(*point(x)), dtype=np.float64).reshape(n, n)
+        return np.asarray(numeric("hessian", hess)(*point(x)), dtype=np.float64).reshape(n, n)
 
     return SymbolicDerivatives(expr, symbols, grad, hess, value, gradient, hessian_at)
 
