@@ -125,3 +125,21 @@ def test_figure_cells_have_alternative_text(entry):
             if not str(alt).strip():
                 missing.append(f"cell {n}: {cell.source.splitlines()[0][:70]}")
     assert not missing, f"{entry}: figure cells without mystnb.image.alt metadata:\n" + "\n".join(missing)
+
+
+@pytest.mark.parametrize("entry", PAGES)
+def test_papermill_sees_every_parameter(entry, tmp_path):
+    # `papermill --help-notebook` and `inspect_notebook` list a chapter's parameters; papermill's parser
+    # skips (with only a log warning) a line with more than one "=", e.g. an "=" inside the comment.
+    import papermill
+
+    nb = jupytext.read(ROOT / f"{entry}.md", fmt="md:myst")
+    cells = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
+    if not cells:
+        return
+    assigned = {t.id for node in ast.parse(cells[0].source).body if isinstance(node, ast.Assign)
+                for t in node.targets if isinstance(t, ast.Name)}
+    path = tmp_path / "chapter.ipynb"
+    jupytext.write(nb, path, fmt="ipynb")
+    inferred = set(papermill.inspect_notebook(str(path)))
+    assert inferred == assigned, f"{entry}: papermill does not see {sorted(assigned - inferred)}"
