@@ -18,7 +18,7 @@ from resnet_theory.linear import (
     theorem_2_1_bound, theorem_2_1_sweep,
     theorem_2_1_bound_early, theorem_2_1_bound_integer, theorem_2_1_min_depth,
     critical_point_search, identity_gd_steps_to, random_theorem_2_1_target, rotation_root,
-    theorem_2_1_ratio, theorem_2_1_worst_ratio_search,
+    theorem_2_1_ratio, theorem_2_1_worst_ratio_search, _admissible_splits,
 )
 
 torch.set_num_threads(1)
@@ -114,6 +114,61 @@ def test_ratio_helper_agrees_with_the_built_layers(R, depth):
         bound = min(theorem_2_1_bound(R, depth), theorem_2_1_bound_early(R, depth))
         measured = np.max(layer_norms(A)) / bound
         assert theorem_2_1_ratio(R, [depth], method)[0] == pytest.approx(measured, rel=1e-7, abs=1e-12)
+
+
+@pytest.mark.parametrize("method", ["polar", "svd"])
+@pytest.mark.parametrize("rotation_trivial", [False, True])
+@pytest.mark.parametrize("scaling_trivial", [False, True])
+def test_admissible_splits_follow_the_stated_rules(method, rotation_trivial, scaling_trivial):
+    # q layers per rotation factor (one for polar, two for svd), p = depth - r q >= 0 scaling layers; q = 0
+    # only for polar with a trivial rotation, p = 0 only with a trivial scaling. The order (increasing q)
+    # matters too: _best_split keeps the first of near-equal splits. One depth at a time (the planners) and
+    # all depths at once (theorem_2_1_ratio) must give the same splits.
+    r = {"polar": 1, "svd": 2}[method]
+    depths = np.arange(1, 61)
+    q_all, p_all, ok_all = _admissible_splits(method, depths, rotation_trivial, scaling_trivial)
+    for n, depth in enumerate(depths.tolist()):
+        expected = sorted((q, depth - r * q) for q in range(depth + 1) if depth - r * q >= 0
+                          and (q >= 1 or (method == "polar" and rotation_trivial))
+                          and (depth - r * q >= 1 or scaling_trivial))
+        q, p, ok = _admissible_splits(method, depth, rotation_trivial, scaling_trivial)
+        assert list(zip(q[ok].tolist(), p[ok].tolist())) == expected
+        assert list(zip(q_all[ok_all[n]].tolist(), p_all[n][ok_all[n]].tolist())) == expected
+
+
+def _split_edge_targets():
+    """Targets that exercise every split rule: 1 x 1, the identity, pure rotations (trivial scaling, p = 0
+    allowed), rotations by pi, a rotation below 1e-12 of a non-symmetric R (q = 0 allowed in the polar scheme),
+    one just above it, near-pi rotations with stretches, and the chapter's random families."""
+    rng = np.random.default_rng(11)
+    out = [np.array([[1.0]]), np.array([[0.5]]), np.array([[math.e ** 3]]), np.eye(3), -np.eye(2),
+           np.diag([-1.0, -1.0, 1.0])]
+    for d in (2, 3, 5):
+        Q = random_rotation(d, rng)
+        out.append(Q)
+        for theta, a, b in ((9e-13, 1.5, 1.5), (9.9e-13, 1.5, 1.4), (2e-12, 1.5, 1.5)):
+            G, D = np.eye(d), np.eye(d) * a
+            G[:2, :2] = [[math.cos(theta), -math.sin(theta)], [math.sin(theta), math.cos(theta)]]
+            D[1, 1] = b
+            out.append(Q @ G @ D @ Q.T)
+        for kind in ("near-pi rotation x stretch", "random"):
+            out.append(random_theorem_2_1_target(kind, d, rng))
+    return out
+
+
+@pytest.mark.parametrize("method, rel", [("svd", 1e-15), ("polar", 1e-9)])
+def test_ratio_takes_the_planners_split_at_every_depth(method, rel):
+    # theorem_2_1_ratio (all depths in one call) and factorization_plan (one depth) must choose among the
+    # same splits. svd: both use the same singular values, so they agree up to the rounding of the bound.
+    # polar: the ratio takes P's eigenvalues from eigvalsh, the plan from eigh; they differ by up to ~4e-13,
+    # which |s^(1/p) - 1| turns into relative differences up to ~4e-11 on random targets.
+    depths = list(range(1, 61))
+    for R in _split_edge_targets():
+        ratios = theorem_2_1_ratio(R, depths, method)
+        for depth, ratio in zip(depths, ratios):
+            bound = min(theorem_2_1_bound(R, depth), theorem_2_1_bound_early(R, depth))
+            plan = factorization_plan(R, depth, method=method)
+            assert ratio * bound == pytest.approx(plan.max_norm, rel=rel, abs=0), (R, depth)
 
 
 def test_adversarial_search_polar_below_one_svd_above():

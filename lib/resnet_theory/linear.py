@@ -268,6 +268,36 @@ def _scaling_norms(k: np.ndarray, p: np.ndarray) -> np.ndarray:
     return np.where(p > 0, np.max(np.abs(k[None, :] ** (1.0 / np.maximum(p, 1)[:, None]) - 1.0), axis=1), 0.0)
 
 
+#: Rotation factors that each take q layers: one (Q) in the polar scheme, two (V^T and U) in the SVD scheme.
+_ROTATION_FACTORS = {"polar": 1, "svd": 2}
+
+
+def _trivial_factors(angles: np.ndarray, k: np.ndarray) -> tuple[bool, bool]:
+    """Whether the rotation part (its plane angles) and the scaling part (its singular values ``k``) are the
+    identity up to rounding."""
+    return (angles.size == 0 or float(np.max(angles)) <= 1e-12), float(np.max(np.abs(np.log(k)))) <= 1e-12
+
+
+def _admissible_splits(method: str, depths, rotation_trivial: bool, scaling_trivial: bool):
+    """The whole-number splits of each depth in ``depths`` (an int or an array of them) that ``method`` may use:
+    q layers per rotation factor and ``p = depth - r q`` scaling layers, ``r`` = 1 for ``"polar"``
+    (``q + p = depth``) and 2 for ``"svd"`` (``2q + p = depth``). q = 0 only in the polar scheme and only when
+    the rotation is the identity up to rounding; p = 0 only when the scaling is; the missing factor is then
+    folded into a neighbouring layer. (Depth 1, depth 2 of the SVD scheme and symmetric positive definite
+    targets are special cases that :func:`_plan` handles before asking for splits.)
+
+    Returns ``(q, p, ok)``: the candidate q in increasing order, from the smallest allowed up to
+    ``max(depths) // r``; ``p`` of shape ``np.shape(depths) + q.shape``; and ``ok``, the same shape, marking
+    the admissible (depth, q) pairs (``p >= 0`` and the rules above).
+    """
+    r = _ROTATION_FACTORS[method]
+    ell = np.asarray(depths)
+    q = np.arange(0 if method == "polar" else 1, int(ell.max()) // r + 1)
+    p = ell[..., None] - r * q
+    ok = (p >= 0) & ~(((q == 0) & (not rotation_trivial)) | ((p == 0) & (not scaling_trivial)))
+    return q, p, ok
+
+
 def _best_split(angles: np.ndarray, k: np.ndarray, q: np.ndarray, p: np.ndarray):
     """Among the admissible splits ``(q[j], p[j])`` (q rotation layers by ``angles / q``, p scaling layers
     ``k^(1/p)``; q = 0 or p = 0 means none), the first whose largest layer norm beats every earlier one by
@@ -324,12 +354,9 @@ def _plan(R: np.ndarray, depth: int, method: str = "polar"):
     ZU, rotU = _rotation_generator(U)
     ZV, rotV = _rotation_generator(Vt)
     angles = np.abs(np.array([t for *_, t in rotU + rotV], dtype=float))
-    scaling_trivial = float(np.max(np.abs(np.log(k)))) <= 1e-12
     # Integer split 2q + p = depth: among all admissible (q, p) take the one whose largest layer norm is
     # smallest (q >= 1; p >= 1 unless K = I up to rounding, in which case K is folded into a U layer).
-    q = np.arange(1, depth // 2 + 1)
-    p = depth - 2 * q
-    ok = (p > 0) | scaling_trivial
+    q, p, ok = _admissible_splits("svd", depth, *_trivial_factors(angles, k))
     _, q, p, rot, sca = _best_split(angles, k, q[ok], p[ok])
     plan = FactorizationPlan("svd", depth, q, p, rot, sca, angles)
     return plan, (U, k, Vt, ZU, rotU, ZV, rotV)
@@ -342,12 +369,8 @@ def _plan_polar(R: np.ndarray, depth: int):
     s, E = np.linalg.eigh((P + P.T) / 2)  # eigenvalues of P are the singular values of R
     Z, rotations = _rotation_generator(Q)
     angles = np.abs(np.array([t for *_, t in rotations], dtype=float))
-    rotation_trivial = angles.size == 0 or float(np.max(angles)) <= 1e-12
-    scaling_trivial = float(np.max(np.abs(np.log(s)))) <= 1e-12
     # q = 0 (p = 0) only when Q (P) is the identity up to rounding; it is then folded into another layer.
-    q = np.arange(0, depth + 1)
-    p = depth - q
-    ok = ~(((q == 0) & (not rotation_trivial)) | ((p == 0) & (not scaling_trivial)))
+    q, p, ok = _admissible_splits("polar", depth, *_trivial_factors(angles, s))
     _, q, p, rot, sca = _best_split(angles, s, q[ok], p[ok])
     return FactorizationPlan("polar", depth, q, p, rot, sca, angles), (Q, s, E, Z, rotations)
 
@@ -804,23 +827,15 @@ def theorem_2_1_ratio(R, depths, method: str = "polar") -> np.ndarray:
         Q, P = scipy.linalg.polar(R)
         k = np.linalg.eigvalsh((P + P.T) / 2)
         angles = np.abs(np.array([t for *_, t in _rotation_generator(Q)[1]], dtype=float))
-        per_side = 1
     else:
         U, k, Vt = _svd_oriented(R)
         angles = np.abs(np.array([t for *_, t in _rotation_generator(U)[1] + _rotation_generator(Vt)[1]],
                                  dtype=float))
-        per_side = 2
-    trivial_rotation = angles.size == 0 or float(np.max(angles)) <= 1e-12
-    trivial_scaling = float(np.max(np.abs(np.log(k)))) <= 1e-12
-    # the same admissible splits as _plan_polar / _plan, all depths at once: q rotation layers per side
-    # and p = depth - per_side q scaling layers; the rotation layers' norm depends on q only, the
-    # scaling layers' on p only
-    ell = np.asarray(depths)
-    q = np.arange(0 if method == "polar" else 1, int(ell.max()) // per_side + 1)
+    # the planners' admissible splits (_admissible_splits), all depths at once; the rotation layers' norm
+    # depends on q only, the scaling layers' on p only
+    q, p, ok = _admissible_splits(method, depths, *_trivial_factors(angles, k))  # p, ok: (depths, q)
     rot = _rotation_norms(angles, q)
-    sca = _scaling_norms(k, np.arange(int(ell.max()) + 1))
-    p = ell[:, None] - per_side * q[None, :]                          # (depths, q)
-    ok = (p >= 0) & ~(((q == 0)[None, :] & (not trivial_rotation)) | ((p == 0) & (not trivial_scaling)))
+    sca = _scaling_norms(k, np.arange(max(depths) + 1))
     split = np.where(ok, np.maximum(rot[None, :], sca[np.maximum(p, 0)]), np.inf).min(axis=1, initial=np.inf)
     for n, depth in enumerate(depths):
         if depth <= 2:  # depth 1 (and depth 2 of the SVD scheme) are special cases of the plan
