@@ -15,8 +15,11 @@ The proof is a construction, built and verified here:
    variance ``1/k`` (the scale that keeps norms on average; the paper leaves the scale unstated), or, for
    ``k >= D`` (``D`` the normalised dimension), the same matrix with its columns orthonormalised, an exact
    isometry. The width: :func:`paper_k` is the paper's ``ceil(10 log n / rho^2)``; an explicit ``k`` is
-   honoured with the Gaussian projection; without one the builder uses the paper's width when it is below
-   ``D`` and the isometry at ``k = D`` otherwise (:func:`default_k`).
+   honoured with the Gaussian projection; without one the builder uses :func:`union_bound_k`, a width at
+   which one draw keeps the per-unit condition on the inputs with probability at least 1/2 (a Chernoff
+   bound per pair, :func:`pair_failure_exponent`), when it is below ``D`` and the isometry at ``k = D``
+   otherwise (:func:`default_k`). On well-separated inputs the paper's width is too narrow for a random
+   ``A_0``: at ``rho = 2`` (orthonormal inputs) almost no draw fits.
 3. **Surrogate labels**: ``r`` random unit vectors ``q_c`` in ``R^k`` (:func:`surrogate_labels`).
 4. **One block per group of k points** (Lemma B.1, :func:`lemma_b1_block`): rows of ``U`` are the group's
    current representations ``alpha_j``, column ``j`` of ``V`` is ``(q_{y_j} - alpha_j) / (||alpha_j||^2 - t_j)``
@@ -589,17 +592,71 @@ def jl_k(n: int, rho: float, thresholds: str = "per-unit") -> int:
     return math.ceil(4.0 * math.log(n + 1) / (eps ** 2 / 2 - eps ** 3 / 3))
 
 
+def pair_failure_exponent(d2: float) -> float:
+    """The Chernoff exponent ``I(d2) = (1/2) ln(4 / (4 - d2))`` of one pair of inputs under a Gaussian ``A_0``.
+
+    For unit inputs ``x_j, x_i`` at squared distance ``d2`` and ``A_0`` with independent ``N(0, 1/k)``
+    entries, unit ``j``'s per-unit condition fails on ``x_i`` (``<A_0 x_j, A_0 x_i> >= ||A_0 x_j||^2``) iff
+    ``<A_0 x_j, A_0 (x_i - x_j)> >= 0``. That inner product is ``(1/k) sum_t g_t h_t`` over the ``k`` rows,
+    with ``(g_t, h_t)`` independent centred Gaussian pairs of variances ``1`` and ``d2`` and covariance
+    ``<x_j, x_i - x_j> = -d2/2``, whose moment generating function is
+    ``E exp(lam g h) = [(1 + lam d2/2)^2 - lam^2 d2]^(-1/2)``. At ``lam = 2 / (4 - d2)`` the bracket is
+    ``4 / (4 - d2)``, its largest value, so ``P(fail) <= exp(-k I(d2))`` (Chernoff). ``I`` increases with
+    ``d2`` and ``I(d2) >= d2 / 8``; at ``d2 = 4`` (antipodal inputs) the pair never fails (``inf``).
+    """
+    d2 = validate.finite_float("d2", d2, minimum=0.0, open_minimum=True, maximum=4.0)
+    return math.inf if d2 == 4.0 else 0.5 * math.log(4.0 / (4.0 - d2))
+
+
+def union_bound_k(n: int, rho: float, delta: float = 0.5) -> int:
+    """A width at which one Gaussian draw of ``A_0`` keeps the per-unit condition on all ``n`` inputs with
+    probability at least ``1 - delta``: ``k = ceil(ln(n (n - 1) / delta) / I(rho))``.
+
+    Each of the ``n (n - 1)`` ordered pairs fails with probability at most ``exp(-k I(d2)) <=
+    exp(-k I(rho))`` (:func:`pair_failure_exponent`; ``I`` increases with the squared distance ``d2 >=
+    rho``), so a union bound gives the width. Since ``I(rho) >= rho / 8 >= rho^2 / 16`` for ``rho <= 2``,
+    it is at most ``16 ln(n^2 / delta) / rho^2 + 1``: ``O(log n / rho^2)`` like the paper's width, with a
+    larger constant where ``rho`` is large (the paper's ``c = 10`` is below it once ``rho`` exceeds about
+    0.7). Points already moved onto a surrogate and the output block are not covered; the builder checks
+    them.
+    """
+    n = _check_k(n, "n")
+    rho = validate.finite_float("rho", rho, minimum=0.0, open_minimum=True, maximum=4.0)
+    delta = validate.probability("delta", delta, open_low=True, open_high=True)
+    if n == 1:
+        return 1
+    return max(1, math.ceil(math.log(n * (n - 1) / delta) / pair_failure_exponent(rho)))
+
+
+def equidistant_points(n: int, rho: float) -> np.ndarray:
+    """``n`` unit vectors in ``R^(n+1)`` at squared distance exactly ``rho`` from each other (``0 < rho <= 2``):
+    ``x_i = sqrt(rho/2) e_i + sqrt(1 - rho/2) e_(n+1)``, so ``<x_i, x_j> = 1 - rho/2`` for ``i != j``.
+
+    Every pair sits at the separation of Assumption 3.1, the data on which a width's dependence on
+    ``rho`` shows most plainly; ``rho = 2`` gives orthonormal inputs.
+    """
+    n = _check_k(n, "n")
+    rho = validate.finite_float("rho", rho, minimum=0.0, open_minimum=True, maximum=2.0)
+    X = np.zeros((n, n + 1))
+    X[np.arange(n), np.arange(n)] = math.sqrt(rho / 2)
+    X[:, n] = math.sqrt(1 - rho / 2)
+    return X
+
+
 def default_k(n: int, rho: float | None, D: int) -> tuple[int, str]:
     """The builder's width and projection when no ``k`` is given: ``(k, projection)``.
 
-    The paper's ``k = ceil(10 log n / rho^2)`` with the Gaussian projection when it is below the
-    normalised dimension ``D``; otherwise ``k = max(D, 2)`` with the exactly isometric projection (a wider
-    Gaussian map cannot keep the inputs' geometry better than an isometry). ``rho=None`` (one point) gives
-    the isometry.
+    :func:`union_bound_k` (``delta = 1/2``: one draw keeps the per-unit condition on the inputs with
+    probability at least 1/2, so the builder's few draws rarely all fail) with the Gaussian projection
+    when it is below the normalised dimension ``D``; otherwise ``k = max(D, 2)`` with the exactly isometric
+    projection (a wider Gaussian map cannot keep the inputs' geometry better than an isometry). Not the
+    paper's ``ceil(10 log n / rho^2)``: on well-separated inputs (e.g. orthonormal ones, ``rho = 2``) almost
+    no draw fits at that width (pass ``k=paper_k(n, rho)`` for it). ``rho=None`` (one point) gives the
+    isometry.
     """
     n, D = _check_k(n, "n"), _check_k(D, "D")
     if rho is not None and rho > 0:
-        k = paper_k(n, rho)
+        k = union_bound_k(n, min(rho, 4.0))
         if k < D:
             return max(k, 2), "gaussian"
     return max(D, 2), "orthonormal"
@@ -980,10 +1037,11 @@ def build_interpolating_resnet(X, y, num_classes=None, k=None, seed=0, *, thresh
 
     ``X``: ``(n, d)`` finite inputs; ``y``: ``n`` integer labels in ``0..r-1`` (``r = num_classes`` or
     ``max(y) + 1``). An explicit ``k`` is honoured with a Gaussian projection (entries of variance
-    ``1/k``); ``k=None`` takes :func:`default_k`: the paper's ``ceil(10 log n / rho^2)`` (``rho`` the
-    separation of the normalised inputs) when it is below the normalised dimension ``D``, else ``D`` with
-    an exact isometry. One threshold per unit unless ``thresholds="shared"``. Up to ``attempts`` draws of
-    ``A_0`` and the surrogates are tried. A network is returned only if it fits; otherwise a
+    ``1/k``); ``k=None`` takes :func:`default_k`: :func:`union_bound_k` (``rho`` the separation of the
+    normalised inputs) when it is below the normalised dimension ``D``, else ``D`` with an exact isometry
+    (the paper's width ``paper_k(n, rho)`` is too narrow for a random ``A_0`` on well-separated inputs).
+    One threshold per unit unless ``thresholds="shared"``. Up to ``attempts`` draws of ``A_0`` and the
+    surrogates are tried. A network is returned only if it fits; otherwise a
     :class:`ConstructionError` names the failing condition and the indices.
     """
     X = _as_inputs(X)
