@@ -587,3 +587,20 @@ def test_full_disk_while_writing_the_metrics_names_the_folder_and_keeps_the_last
     assert [r["step"] for r in result.history if r["kind"] == "resume"] == [2] and result.steps_done == 3
     records = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     assert [r["step"] for r in records if r["kind"] == "train"] == [1, 2, 3]
+
+
+def test_a_checkpoint_written_before_a_field_existed_resumes_with_the_old_behaviour(run_copy):
+    # Checkpoints from before TrainConfig.standardize hold no such field; the code then standardised per
+    # channel, so they resume under standardize="channel" and are refused (naming the field) under "image".
+    base, out = run_copy
+    for name in ("checkpoint.pt", "checkpoint.prev.pt"):
+        payload = load_ckpt(out / name)
+        del payload["config"]["standardize"]
+        (out / name).unlink()
+        train.save_checkpoint(out / name, payload)
+    assert "standardize" not in load_ckpt(out / "checkpoint.pt")["config"]
+    assert train.load_checkpoint(out / "checkpoint.pt", replace(base, resume=True))["step"] == 2
+    with pytest.raises(train.ConfigError, match="standardize: checkpoint 'channel', now 'image'"):
+        train.load_checkpoint(out / "checkpoint.pt", replace(base, resume=True, standardize="image"))
+    result = train.train(replace(base, resume=True, steps=3))
+    assert result.steps_done == 3

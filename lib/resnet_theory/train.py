@@ -64,6 +64,10 @@ CIFAR_URL = "https://www.cs.toronto.edu/~kriz/cifar.html"
 #: 32x32 crop, left-right flip, then per-image standardisation (``TrainConfig(**TENSORFLOW_RECIPE, ...)``).
 TENSORFLOW_RECIPE = {"augment": True, "augment_pad": 2, "augment_flip": True, "standardize": "image"}
 
+#: Fields added to :class:`TrainConfig` after checkpoints were first written, with the value that reproduces
+#: what the code did before the field existed: a checkpoint without the field is read as having that value.
+#: (``standardize``: per-channel standardisation was the only kind before the TensorFlow recipe.)
+FIELDS_ADDED_LATER = {"standardize": "channel"}
 #: Fields that may differ between a checkpoint and the run that resumes it (they do not change the numbers).
 RESUMABLE_CHANGES = {"steps", "resume", "progress", "eval_every", "log_every", "checkpoint_every", "out_dir",
                      "data_dir", "download", "device", "compile", "on_divergence", "eval_batch_size"}
@@ -561,7 +565,7 @@ def load_checkpoint(path: Path, config: TrainConfig) -> dict:
         raise ConfigError(f"cannot resume: {'; '.join(problems)}")
     if problems:
         print(f"warning: {problems[0]}; resuming from {used} (step {payload['step']})", file=sys.stderr)
-    saved = payload["config"]
+    saved = {**FIELDS_ADDED_LATER, **payload["config"]}
     now = config.to_dict()
     differ = [f"{k}: checkpoint {saved.get(k)!r}, now {now[k]!r}" for k in now
               if k not in RESUMABLE_CHANGES and saved.get(k) != now[k]]
