@@ -385,10 +385,14 @@ def test_the_ledger_and_status_pages_render_without_a_kernel(tmp_path, monkeypat
     assert all("remove-cell" in c.metadata["tags"] for c in nb.cells
                if {"parameters", "injected-parameters"} & set(c.metadata.get("tags", [])))
 
-    # The status page: the reused chapter with the time of its execution, and the ledger page executed.
+    # The status page: the chapter an earlier build reused, which this (--only) build did not run, said so
+    # with the time of its execution; and the ledger page, executed by this build.
     status = _html_output(build / "executed" / "book" / "status.ipynb")
-    assert "<td>book/linear</td>" in status and "<td>reused</td>" in status
-    assert "2026-01-01 00:00:00 UTC" in status and "<td>book/ledger</td>" in status
+    rows = _status_rows(status)
+    assert (rows["book/linear"].split("</td>")[1]
+            == "<td>not run in this build (last executed 2026-01-01 00:00:00 UTC)")
+    assert "<td>reused</td>" not in status
+    assert rows["book/ledger"].split("</td>")[1] == "<td>executed"
 
 
 def test_a_claim_whose_control_holds_fails_the_ledger_page_and_the_build(tmp_path, capsys):
@@ -586,6 +590,60 @@ def test_the_status_page_of_a_failed_run_says_the_run_failed(tmp_path, capsys):
                       "-p", "bad:fail", "False"]) == 0
     page = _html_output(build / "executed" / "book" / "status.ipynb")
     assert "book-run-note" not in page and "failed" not in page and "<td>book/after</td>" in page
+
+
+def _status_rows(page: str) -> dict[str, str]:
+    """The status table's rows by page: the HTML of each row after its page cell."""
+    table = page.split('<table class="book-status">', 1)[1].split("</table>", 1)[0]
+    return {row.split("</td>", 1)[0].removeprefix("<td>"): row.split("</td>", 1)[1]
+            for row in table.split("<tr>")[1:] if row.startswith("<td>")}
+
+
+def test_the_status_page_of_an_only_run_does_not_claim_the_pages_it_left_out(tmp_path):
+    """After a whole build, ``execute --only`` of one chapter and the status page: the other pages' rows are
+    kept from the earlier build, and the status page says this build did not run them (with when they last
+    were executed, and with which parameters), never that this build executed them."""
+    root, _ = _status_page_book(tmp_path)
+    build = tmp_path / "build"
+    assert book.main(["execute", "--root", str(root), "--build-dir", str(build), "--no-html",
+                      "-p", "bad:fail", "False"]) == 0
+    first = {c["chapter"]: c for c in json.loads((build / "executed" / "report.json").read_text())["chapters"]}
+    rows = _status_rows(_html_output(build / "executed" / "book" / "status.ipynb"))
+    assert [rows[p].split("</td>")[1] for p in ("book/good", "book/bad", "book/after")] == ["<td>executed"] * 3
+
+    assert book.main(["execute", "--root", str(root), "--build-dir", str(build), "--no-html", "--force",
+                      "--only", "book/good", "book/status"]) == 0
+    report = json.loads((build / "executed" / "report.json").read_text())
+    assert report["attempt"]["finished"] == ["book/good", "book/status"]
+    rows = _status_rows(_html_output(build / "executed" / "book" / "status.ipynb"))
+    assert set(rows) == {"book/intro", "book/good", "book/bad", "book/after"}
+    # The page this build executed says so, with this build's time.
+    good = {c["chapter"]: c for c in report["chapters"]}["book/good"]
+    assert rows["book/good"].split("</td>")[1] == "<td>executed"
+    assert good["executed_at"] in rows["book/good"]
+    # The pages it left out: not run in this build, with the time and parameters of their last execution.
+    for name in ("book/bad", "book/after"):
+        this_build = rows[name].split("</td>")[1]
+        expected = f"<td>not run in this build (last executed {first[name]['executed_at']})"
+        assert this_build == expected, rows[name]
+        assert "<td>executed</td>" not in rows[name] and "<td>reused</td>" not in rows[name]
+        assert "<td>n/a</td>" in rows[name]  # no wall time of this build
+    assert "fail=False" in rows["book/bad"]
+    assert rows["book/intro"].split("</td>")[1] == "<td>not run in this build (no code)"
+    # Rendered mid-run (a report that says running), a page of the run not yet finished is said so.
+    running = dict(report, state="running", attempt=dict(report["attempt"], chapters=["book/good", "book/bad"],
+                                                           finished=["book/good"]))
+    rows = _status_rows(status_html(running))
+    assert rows["book/bad"].split("</td>")[1].startswith("<td>not yet run in this build (last executed")
+    assert rows["book/after"].split("</td>")[1].startswith("<td>not run in this build (last executed")
+
+    # Without --force the chapter is reused: said as such, and the left-out pages still not claimed.
+    assert book.main(["execute", "--root", str(root), "--build-dir", str(build), "--no-html",
+                      "--only", "book/good", "book/status"]) == 0
+    rows = _status_rows(_html_output(build / "executed" / "book" / "status.ipynb"))
+    assert rows["book/good"].split("</td>")[1] == "<td>reused"
+    assert all(rows[n].split("</td>")[1].startswith("<td>not run in this build")
+               for n in ("book/intro", "book/bad", "book/after"))
 
 
 def test_the_status_note_never_calls_an_unfinished_or_failed_run_a_success():

@@ -1,9 +1,12 @@
 """The status page: what the book executor recorded for each page of the last execution.
 
 Reads ``<build>/executed/report.json`` (written by :mod:`resnet_theory.book`) and renders one row per page:
-its status, whether this build executed it or reused the outputs of an earlier execution (the execution
-cache) and when those outputs were computed, the wall time of this build's execution (n/a for a reused page),
-profile, parameters, device, and the failing cell where one failed. Then the Python version, package versions and device of the run.
+its status, whether this build executed it, reused the outputs of an earlier execution (the execution
+cache) or did not run it at all (a row kept from an earlier build, e.g. after ``execute --only``: a page is
+this build's only if the report's ``attempt["finished"]`` names it), and when those outputs were computed, the
+wall time of this build's execution (n/a for a reused page or one this build did not run), profile,
+parameters, device, and the failing cell where one failed. Then the Python version, package versions and
+device of the run.
 A run that was interrupted or failed is said so first, with the pages that failed or were not reached and
 the parameters it was attempted with; a page rendered while its run was still going on (the executor renders
 this page during the run, and again at its end when a page failed or pages came after it) says so, with the
@@ -22,7 +25,19 @@ STATUS_PAGE = "book/status"
 RUN_WORDS = {"executed": "executed", "reused": "reused", "converted": "no code", "not run": "not run"}
 
 
-def _row(ch: dict) -> str:
+def _this_build(report: dict) -> set[str] | None:
+    """The pages whose rows this build wrote: its attempt's ``finished`` (else, from an executor that did not
+    record it, the attempt's ``chapters``); None for a report with no attempt at all (rows taken as they are)."""
+    attempt = report.get("attempt") or {}
+    pages = attempt.get("finished")
+    if pages is None:
+        pages = attempt.get("chapters")
+    return None if pages is None else set(pages)
+
+
+def _row(ch: dict, this_build: set[str] | None = None, pending: set[str] = frozenset()) -> str:
+    """One page's row. A page not in ``this_build`` keeps a row from an earlier build: it is said to be not
+    run in this build (not yet, when ``pending``), with when it was last executed, and no time of this build."""
     status = ch["status"]
     colour = {"ok": "#1b7f3b", "failed": "#b00020", "interrupted": "#b00020"}.get(status, "#555")
     notes = []
@@ -34,10 +49,21 @@ def _row(ch: dict) -> str:
         notes.append(f"the page shows {ch['outputs']}")
     params = ", ".join(f"{k}={v!r}" for k, v in ch["parameters"].items() if k != "profile")
     run = ch.get("run", "executed")
-    seconds = f"{ch['seconds']:.1f}" if status != "static" and run != "reused" else "n/a"
     executed_at = ch.get("executed_at") or ("" if run == "converted" else "never")
+    word = RUN_WORDS.get(run, html.escape(run))
+    if this_build is not None and ch["chapter"] not in this_build:
+        if run == "converted":
+            last = "no code"
+        else:
+            last = f"last executed {html.escape(executed_at)}"
+            if run != "executed" and run != "reused":  # an earlier build's attempt that failed or was stopped
+                last = f"an earlier build's attempt: {html.escape(status)}; " + last
+        word = f"{'not yet run' if ch['chapter'] in pending else 'not run'} in this build ({last})"
+        seconds = "n/a"
+    else:
+        seconds = f"{ch['seconds']:.1f}" if status != "static" and run != "reused" else "n/a"
     return (f"<tr><td>{html.escape(ch['chapter'])}</td><td><strong style='color:{colour}'>{status}</strong></td>"
-            f"<td>{RUN_WORDS.get(run, html.escape(run))}</td><td>{html.escape(executed_at)}</td>"
+            f"<td>{word}</td><td>{html.escape(executed_at)}</td>"
             f"<td>{seconds}</td><td>{html.escape(ch['profile'])}</td><td>{html.escape(params)}</td>"
             f"<td>{html.escape(ch['device'])}</td><td>{html.escape('; '.join(notes))}</td></tr>")
 
@@ -105,7 +131,11 @@ def _attempt_note(report: dict, own_page: str = STATUS_PAGE) -> str:
 
 
 def status_html(report: dict, own_page: str = STATUS_PAGE) -> str:
-    rows = "".join(_row(ch) for ch in report["chapters"] if ch.get("chapter") != own_page)
+    this_build = _this_build(report)
+    attempt = report.get("attempt") or {}
+    pending = (set(attempt.get("chapters") or []) - (this_build or set())
+               if report.get("state") == "running" else set())
+    rows = "".join(_row(ch, this_build, pending) for ch in report["chapters"] if ch.get("chapter") != own_page)
     head = ("<tr><th>page</th><th>status</th><th>this build</th><th>outputs computed</th><th>seconds</th>"
             "<th>profile</th><th>parameters</th><th>device</th><th>notes</th></tr>")
     env = report["environment"]
@@ -113,10 +143,14 @@ def status_html(report: dict, own_page: str = STATUS_PAGE) -> str:
                        for k, v in env["packages"].items())
     return (f"{_attempt_note(report, own_page)}"
             f'<table class="book-status">{head}{rows}</table>'
-            f"<p>Executed with the <strong>{html.escape(report['profile'])}</strong> profile. A page marked "
+            f"<p>This build ran with the <strong>{html.escape(report['profile'])}</strong> profile. "
+            f"A page marked "
             f"<em>reused</em> was not executed for this build: its code, parameters, the library modules it "
             f"imports and the pinned environment are unchanged since the execution whose time is shown, so "
-            f"its outputs were kept and only its prose re-rendered. This page is rendered last, from that report, "
+            f"its outputs were kept and only its prose re-rendered. A page marked <em>not run in this "
+            f"build</em> was left out of it (for instance by <code>execute --only</code>): its row, with its "
+            f"profile, parameters and device, is from the earlier build that last ran it. "
+            f"This page is rendered last, from that report, "
             f"so it is not in its own table.</p>"
             f"<table class='book-environment'><tr><th>item</th><th>version</th></tr>"
             f"<tr><td>Python</td><td>{html.escape(env['python'])}</td></tr>"
