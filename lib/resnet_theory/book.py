@@ -36,8 +36,9 @@ were killed outright are removed by the next run.
 and its ``attempt`` lists the pages ``finished`` so far, so a page rendered mid-run (the status page) can
 say which pages had failed by then and which had not yet been executed. The in-process pages are rendered
 again at the end of the run, after the report has its final state, when that matters: when a page failed
-(the status page then says the run failed, and which pages) or when pages were executed after them (they
-then gather those pages' results too).
+(the status page then says the run failed, and which pages) or when pages that are not in-process came
+after them in the run, executed, reused or converted (they then gather those pages' results too, and the
+status page no longer names them as not yet executed).
 
 Conventions for chapters: exactly one code cell tagged ``parameters`` that defines at least
 ``profile = "quick"`` and ``seed = 0``. The quick profile runs on a 2-core CPU in about two minutes; the
