@@ -640,3 +640,22 @@ def test_default_builder_fits_orthonormal_inputs():
     net = ex.build_interpolating_resnet(X, y)
     assert net.k == ex.union_bound_k(n, 2.0) < n and net.projection == "gaussian"
     assert_fits(net, X, y)
+
+
+def test_union_bound_width_on_near_duplicate_inputs():
+    # 4 - d2 rounds to 4 below d2 ~ 4e-16: the exponent must stay positive (log1p), and the builder must
+    # fall back to the isometry instead of dividing by zero (it did when the default became k_union);
+    # such inputs are then refused with the construction's own error.
+    for d2 in (2.2e-16, 1e-20, 1e-300):
+        assert ex.pair_failure_exponent(d2) == pytest.approx(d2 / 8, rel=1e-6)
+        assert ex.union_bound_k(10, d2) > 10 ** 15
+    assert ex.default_k(10, 2.2e-16, 6) == (6, "orthonormal")
+    assert ex.default_k(10, 5e-324, 6) == (6, "orthonormal")
+    with pytest.raises(ValueError, match="too small"):
+        ex.union_bound_k(10, 5e-324)
+    rng = np.random.default_rng(2)
+    X = rng.standard_normal((10, 5))
+    X[1] = X[0] + 1e-8 * rng.standard_normal(5)      # separation of the normalised inputs: 2.2e-16
+    assert 0 < ex.separation(ex.InputNormaliser.fit(X).transform(X)) < 4e-16
+    with pytest.raises(ex.ConstructionError):   # too close for float64, but a named failure
+        ex.build_interpolating_resnet(X, np.arange(10) % 2, attempts=1)

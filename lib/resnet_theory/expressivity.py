@@ -605,7 +605,8 @@ def pair_failure_exponent(d2: float) -> float:
     ``d2`` and ``I(d2) >= d2 / 8``; at ``d2 = 4`` (antipodal inputs) the pair never fails (``inf``).
     """
     d2 = validate.finite_float("d2", d2, minimum=0.0, open_minimum=True, maximum=4.0)
-    return math.inf if d2 == 4.0 else 0.5 * math.log(4.0 / (4.0 - d2))
+    # log1p keeps I > 0 for d2 below the rounding of 4 - d2 (near-duplicate inputs)
+    return math.inf if d2 == 4.0 else -0.5 * math.log1p(-d2 / 4.0)
 
 
 def union_bound_k(n: int, rho: float, delta: float = 0.5) -> int:
@@ -625,7 +626,10 @@ def union_bound_k(n: int, rho: float, delta: float = 0.5) -> int:
     delta = validate.probability("delta", delta, open_low=True, open_high=True)
     if n == 1:
         return 1
-    return max(1, math.ceil(math.log(n * (n - 1) / delta) / pair_failure_exponent(rho)))
+    exponent = pair_failure_exponent(rho)
+    if exponent == 0.0:                   # rho / 4 underflows: no finite width
+        raise ValueError(f"rho = {rho!r} is too small for a finite union-bound width")
+    return max(1, math.ceil(math.log(n * (n - 1) / delta) / exponent))
 
 
 def equidistant_points(n: int, rho: float) -> np.ndarray:
@@ -655,7 +659,7 @@ def default_k(n: int, rho: float | None, D: int) -> tuple[int, str]:
     isometry.
     """
     n, D = _check_k(n, "n"), _check_k(D, "D")
-    if rho is not None and rho > 0:
+    if rho is not None and rho > 0 and pair_failure_exponent(min(rho, 4.0)) > 0:
         k = union_bound_k(n, min(rho, 4.0))
         if k < D:
             return max(k, 2), "gaussian"
