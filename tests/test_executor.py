@@ -592,6 +592,31 @@ def test_the_status_page_of_a_failed_run_says_the_run_failed(tmp_path, capsys):
     assert "book-run-note" not in page and "failed" not in page and "<td>book/after</td>" in page
 
 
+
+def test_an_in_process_page_that_fails_when_rendered_again_makes_the_status_page_say_so(tmp_path):
+    """An in-process page that passed mid-run but fails when rendered again at the end (a page after it changed
+    what it reads) fails the run; the status page after it, which had nothing to say mid-run, must then be
+    rendered again too and say the run failed, never show that page as ok."""
+    marker = tmp_path / "written-by-a-later-page"
+    in_process = "resnet_theory:\n  execution: in-process\nkernelspec:"
+    check = chapter("Check", 'profile = "quick"\nseed = 0',
+                    f"import os\nassert not os.path.exists({str(marker)!r}), 'a later page changed this'")
+    status = chapter("Status", 'profile = "quick"\nseed = 0',
+                     "from resnet_theory.status import render_status\nrender_status()")
+    after = chapter("After", 'profile = "quick"\nseed = 0', f"open({str(marker)!r}, 'w').write('x')")
+    root = make_book(tmp_path / "src", {"check": check.replace("kernelspec:", in_process, 1), "after": after,
+                                        "status": status.replace("kernelspec:", in_process, 1)})
+    build = tmp_path / "build"
+    assert book.main(["execute", "--root", str(root), "--build-dir", str(build), "--no-html"]) == 1
+    report = json.loads((build / "executed" / "report.json").read_text())
+    assert report["state"] == "failed"
+    assert {c["chapter"]: c["status"] for c in report["chapters"]} == {
+        "book/check": "failed", "book/after": "ok", "book/status": "ok"}
+    page = _html_output(build / "executed" / "book" / "status.ipynb")
+    assert ("<strong>The last run failed.</strong> Failed: book/check (code cell 3: AssertionError: a later page "
+            "changed this)." in page.split("<table", 1)[0])
+    assert "failed" in _status_rows(page)["book/check"]
+
 def _status_rows(page: str) -> dict[str, str]:
     """The status table's rows by page: the HTML of each row after its page cell."""
     table = page.split('<table class="book-status">', 1)[1].split("</table>", 1)[0]

@@ -1116,21 +1116,23 @@ def execute_book(root: Path, build_dir: Path, profile: str, overrides: list[tupl
             print(f"[book]   {describe_failure(result)}; the page shows {result.outputs}", file=sys.stderr,
                   flush=True)
     failures = [r for r in results if r.status == "failed"]
-    stale = [i for i, plan in enumerate(plans) if plan.in_process and results[i].status == "ok"
-             and (failures or any(not later.in_process for later in plans[i + 1:]))]
-    if stale:
-        # The in-process pages (the status page, the ledger) were rendered from a report that said
-        # "running", and before the pages after them: render them again from the run's final report.
-        # (One that failed keeps its failure and the outputs it showed.)
+    # The in-process pages (the status page, the ledger) were rendered from a report that said "running",
+    # and before the pages after them: render them again, one at a time, each from the report as it stands
+    # then (the run's final state, with the pages rendered again before it). A page is rendered again once
+    # more when one rendered again after it fails (the status page must then say the run failed); one that
+    # failed keeps its failure and the outputs it showed.
+    rendered_with: dict[int, int] = {}  # page index -> how many pages had failed when it was rendered again
+    while stale := [i for i, plan in enumerate(plans) if plan.in_process and results[i].status == "ok"
+                    and rendered_with.get(i) != len(failures)
+                    and (failures or any(not later.in_process for later in plans[i + 1:]))]:
+        i, plan = stale[0], plans[stale[0]]
         write_report(report, results, profile, env, state="failed" if failures else "complete",
                      attempt={**attempt, "finished": _finished(results)}, order=all_entries)
-        for i in stale:
-            plan = plans[i]
-            results[i] = execute_chapter(plan, executed / f"{plan.entry}.ipynb", build_dir, profile,
-                                         env["device"], reason="rendered again at the end of the run, from "
-                                                               "its final report")
-            print(f"[book] {plan.source.relative_to(root)}: {results[i].status}, {results[i].reason}",
-                  flush=True)
+        rendered_with[i] = len(failures)
+        results[i] = execute_chapter(plan, executed / f"{plan.entry}.ipynb", build_dir, profile,
+                                     env["device"], reason="rendered again at the end of the run, from "
+                                                           "its final report")
+        print(f"[book] {plan.source.relative_to(root)}: {results[i].status}, {results[i].reason}", flush=True)
         failures = [r for r in results if r.status == "failed"]
     write_report(report, results, profile, env, state="failed" if failures else "complete",
                  attempt={**attempt, "finished": _finished(results)}, order=all_entries)
