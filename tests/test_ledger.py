@@ -244,7 +244,7 @@ def test_load_claims_skips_the_executors_temporaries(tmp_path):
 
 
 def test_a_for_all_is_decisively_false_on_one_decisive_counterexample():
-    far_below = Check.statistical(0.0, 0.05, 0.25, what="a", test="t", n=30)
+    far_below = Check.statistical(0.0, 0.05, 0.25, what="a", test="t", n=30)   # -5 standard errors
     near_below = Check.statistical(0.2, 0.05, 0.25, what="b", test="t", n=30)
     far_above = Check.statistical(0.9, 0.05, 0.25, what="c", test="t", n=30)
     assert not far_below.holds and far_below.decisive and not near_below.decisive
@@ -260,3 +260,18 @@ def test_a_for_all_is_decisively_false_on_one_decisive_counterexample():
                          control=Check.equal(1, 2, what="control"), proof_step=undecided,
                          proof_step_statement="step", repair=ok, repair_statement="repair")
     assert claim.verdict == "not-checkable-here" and "b: t" in claim.reason
+
+
+def test_a_failing_part_picked_among_many_must_clear_a_corrected_margin():
+    # -2.5 standard errors decides alone, but not as the worst of 8 parts at their threshold (Bonferroni
+    # level 2.77); -3.2 does.
+    def part(margin):
+        return Check.statistical(0.25 + 0.05 * margin, 0.05, 0.25, what="p", test="t", n=30)
+
+    assert not part(-2.5).holds and part(-2.5).decisive
+    assert Check.combine([part(-2.5)], what="one").decisive
+    many = Check.combine([part(-2.5)] + [part(0.3)] * 7, what="eight")
+    assert not many.holds and not many.decisive and "2.77 standard errors, 8 parts" in many.summary
+    assert Check.combine([part(-3.2)] + [part(0.3)] * 7, what="eight").decisive
+    # a deterministic counterexample needs no correction
+    assert Check.combine([Check.equal(1, 2, what="x")] + [part(0.3)] * 7, what="eight").decisive
