@@ -585,6 +585,15 @@ def test_the_status_page_of_a_failed_run_says_the_run_failed(tmp_path, capsys):
     pages = {c["chapter"]: c for c in report["chapters"]}
     assert pages["book/status"]["status"] == "ok" and "rendered again" in pages["book/status"]["reason"]
 
+    # Rendering the status page again on its own (`run book/status.md`) reports on that run: the report keeps
+    # its state and attempt, and the page still says the run failed.
+    assert book.main(["run", "book/status.md", "--root", str(root), "--build-dir", str(build)]) == 0
+    again = json.loads((build / "executed" / "report.json").read_text())
+    assert again["state"] == "failed" and again["attempt"] == report["attempt"]
+    assert {c["chapter"]: c["status"] for c in again["chapters"]}["book/bad"] == "failed"
+    page = _html_output(build / "executed" / "book" / "status.ipynb")
+    assert "<strong>The last run failed.</strong>" in page.split("<table", 1)[0]
+
     # The same book once the chapter is fixed: the run completes, and the page says nothing about failure.
     assert book.main(["execute", "--root", str(root), "--build-dir", str(build), "--no-html",
                       "-p", "bad:fail", "False"]) == 0

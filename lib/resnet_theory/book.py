@@ -1156,7 +1156,13 @@ def run_chapter(root: Path, chapter: str, profile: str, overrides: list[tuple[st
     """Execute one chapter (always, whatever the cache holds). Into the build folder (no ``-o``), it also
     records the chapter's cache key and updates the report, so a later ``execute`` can reuse it."""
     path = Path(chapter)
-    entry = (path.resolve().relative_to(root) if path.is_absolute() or path.exists() else path).with_suffix("").as_posix()
+    if not path.is_absolute() and (root / path).exists():
+        path = root / path                    # relative to the book's root first, then to the working folder
+    if path.is_absolute() or path.exists():
+        if not path.resolve().is_relative_to(root):
+            raise BookError(f"{chapter} is not inside the book's root {root}")
+        path = path.resolve().relative_to(root)
+    entry = path.with_suffix("").as_posix()
     entries = toc_files(root)
     if entry not in entries:
         raise BookError(f"{chapter} is not a chapter in {root / '_toc.yml'}")
@@ -1185,7 +1191,13 @@ def run_chapter(root: Path, chapter: str, profile: str, overrides: list[tuple[st
         print(f"[book] {plan.source.relative_to(root)}: interrupted ({signal_name}); {output} keeps "
               f"{_previous_outputs(output, None)}", file=sys.stderr)
         return 130 if signal_name == "SIGINT" else 143
-    if in_build:
+    if in_build and plan.in_process and result.status == "ok" and report.is_file():
+        # Re-rendering the status page (or the ledger) reports on the last run: its state and attempt (a
+        # failure, an interruption, the pages not reached) stay; only the page's own row is updated.
+        previous = json.loads(report.read_text())
+        write_report(report, [result], previous.get("profile", profile), previous.get("environment", env),
+                     state=previous.get("state", "complete"), attempt=previous.get("attempt"), order=entries)
+    elif in_build:
         write_report(report, [result], profile, env, state="failed" if result.status == "failed"
                      else "complete", attempt={**attempt, "finished": [entry]}, order=entries)
     print(f"[book] {plan.source.relative_to(root)}: {result.status} in {result.seconds:.1f} s -> {output}")
