@@ -767,3 +767,15 @@ def test_reading_conventions_render_as_intended(tmp_path):
         bad_report = check_page(chromium, bad_page, url, html)
     assert served.ok and served.images == 1 and not served.broken_images, served.problems
     assert len(bad_report.wide_code) == 1 and "x110" in bad_report.wide_code[0]
+
+
+def test_an_only_run_that_builds_html_renders_the_in_process_pages_too(tmp_path):
+    """With HTML, ``--only`` also runs the status page (in-process): the built page reports on this build, not
+    on an earlier one that may have shown the selected chapter as ok."""
+    root, _ = _status_page_book(tmp_path)
+    toc = book.toc_files(root)
+    assert book.select_entries(root, toc, ["book/good"], html=True) == ["book/good", "book/status"]
+    assert book.select_entries(root, toc, ["book/good.md"], html=False) == ["book/good"]
+    assert book.select_entries(root, toc, None, html=True) == toc
+    with pytest.raises(book.BookError, match="not in _toc.yml: book/nope"):
+        book.select_entries(root, toc, ["book/good", "book/nope"], html=True)

@@ -1068,15 +1068,28 @@ def _attempt(command: str, plans: list[ChapterPlan], profile: str, force: bool) 
             "parameters": {p.entry: p.parameters for p in plans if p.executes}}
 
 
+def select_entries(root: Path, all_entries: list[str], only: list[str] | None, html: bool) -> list[str]:
+    """The TOC entries a run executes: all, or those named by ``--only``. When HTML is built, the in-process
+    pages (the status page, the ledger) are added to an ``--only`` selection: they report on the build, and
+    the HTML would otherwise show what they said of an earlier one (a chapter that has just failed as ok)."""
+    if not only:
+        return list(all_entries)
+    wanted = [Path(c).with_suffix("").as_posix() for c in only]
+    unknown = [c for c, w in zip(only, wanted) if c not in all_entries and w not in all_entries]
+    if unknown:
+        raise BookError(f"not in _toc.yml: {', '.join(unknown)}")
+    if html:
+        import jupytext
+
+        wanted += [e for e in all_entries if e not in wanted
+                   and execution_mode(jupytext.read(chapter_source(root, e), fmt="md:myst")) == "in-process"]
+    return [e for e in all_entries if e in wanted]
+
+
 def execute_book(root: Path, build_dir: Path, profile: str, overrides: list[tuple[str, str]], html: bool = True,
                  only: list[str] | None = None, force: bool = False) -> int:
     all_entries = toc_files(root)
-    entries = all_entries
-    if only:
-        unknown = [c for c in only if c not in entries and Path(c).with_suffix("").as_posix() not in entries]
-        if unknown:
-            raise BookError(f"not in _toc.yml: {', '.join(unknown)}")
-        entries = [e for e in entries if e in [Path(c).with_suffix("").as_posix() for c in only]]
+    entries = select_entries(root, all_entries, only, html)
     plans = plan_chapters(root, entries, profile, overrides)
     executed = build_dir / "executed"
     executed.mkdir(parents=True, exist_ok=True)
