@@ -275,3 +275,19 @@ def test_a_failing_part_picked_among_many_must_clear_a_corrected_margin():
     assert Check.combine([part(-3.2)] + [part(0.3)] * 7, what="eight").decisive
     # a deterministic counterexample needs no correction
     assert Check.combine([Check.equal(1, 2, what="x")] + [part(0.3)] * 7, what="eight").decisive
+
+
+def test_a_combined_check_of_many_parts_is_summarised_by_its_tightest_part():
+    def part(margin, name):
+        return Check.statistical(0.5 + 0.1 * margin, 0.1, 0.5, what=name, test="t", n=30)
+
+    few = Check.combine([part(3, "a"), part(5, "b")], what="few")
+    assert "a: t" in few.summary and "b: t" in few.summary
+    many = Check.combine([part(m, f"set {m}") for m in (5, 3.5, 9, 4, 6)], what="many")
+    assert many.holds and many.summary.startswith("many: all 5 parts hold; tightest: set 3.5: t")
+    bad = Check.combine([part(m, f"set {m}") for m in (5, -3.5, 9, -4, 6)], what="many")
+    assert not bad.holds and bad.summary.startswith("many: 2 of 5 parts fail; worst: set -4: t")
+    assert len(bad.numbers["parts"]) == 5                  # every part's numbers are kept
+    det = Check.combine([Check.equal(1, 1, what=f"e{i}") for i in range(5)] + [Check.equal(1, 2, what="x")],
+                        what="d")
+    assert det.summary.startswith("d: 1 of 6 parts fail; worst: x: 1 != 2")

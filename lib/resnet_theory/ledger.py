@@ -71,6 +71,8 @@ PAPERS = {
 #: A statistical check decides a verdict only this many standard errors or more from its threshold.
 DECISIVE_STANDARD_ERRORS = 2.0
 _normal = NormalDist()
+#: A combined check with more parts than this is summarised by its count and its tightest part.
+MAX_PARTS_LISTED = 4
 
 
 class LedgerDefect(RuntimeError):
@@ -189,7 +191,15 @@ class Check:
         if not checks:
             raise ValueError("Check.combine needs at least one check")
         ok = all(c.holds for c in checks)
-        summary = f"{what}: " + "; ".join(c.summary for c in checks)
+        if len(checks) <= MAX_PARTS_LISTED:
+            summary = f"{what}: " + "; ".join(c.summary for c in checks)
+        else:   # the count and the tightest part; every part's numbers stay in the evidence
+            failing = [c for c in checks if not c.holds]
+            pool = failing or checks
+            margins = [c for c in pool if "margin_standard_errors" in c.numbers]
+            tightest = min(margins, key=lambda c: c.numbers["margin_standard_errors"]) if margins else pool[0]
+            count = f"{len(failing)} of {len(checks)} parts fail" if failing else f"all {len(checks)} parts hold"
+            summary = f"{what}: {count}; {'worst' if failing else 'tightest'}: {tightest.summary}"
         if ok:
             decisive = all(c.decisive for c in checks)
         else:
