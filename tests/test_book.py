@@ -117,7 +117,8 @@ def test_every_figure_has_alt_text_and_no_box_is_numbered_by_sphinx(built_book):
 
 def test_the_book_works_served_under_a_url_prefix(built_book):
     """As on GitHub Pages (https://USER.github.io/REPO/): every page, served over HTTP under a sub-path,
-    passes the browser check (MathJax, images, no error output, no code scrolling sideways at 1400 px)."""
+    passes the browser check (MathJax, images, no error output, no code scrolling sideways and no table
+    past the article column at 1400 px)."""
     chromium = chromium_or_skip()
     problems = []
     with serve(built_book.html, "/some/prefix/") as url:

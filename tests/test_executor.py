@@ -744,7 +744,11 @@ def test_reading_conventions_render_as_intended(tmp_path):
 
     good = chapter("Good", 'profile = "quick"\nseed = 0', figure("A line falling from 1 to 0."),
                    "x88 = '" + "a" * 80 + "'").replace("# Good\n", "# Good\n\n" + theorem("Paper, Theorem 2.1", True))
-    bad = chapter("Bad", 'profile = "quick"\nseed = 0', figure(""), "x110 = '" + "b" * 101 + "'").replace(
+    wide_table = ("from IPython.display import HTML, display\n"          # 3 x 60 unbreakable letters
+                  "cells = ''.join('<td>' + c * 60 + '</td>' for c in 'wvu')\n"
+                  "display(HTML('<table class=\"wide\"><tr>' + cells + '</tr></table>'))")
+    bad = chapter("Bad", 'profile = "quick"\nseed = 0', figure(""), "x110 = '" + "b" * 101 + "'",
+                  wide_table).replace(
         "# Bad\n", "# Bad\n\n" + theorem("Paper, Theorem 2.1", False))
     root = make_book(tmp_path / "src", {"intro": "# Intro\n", "good": good, "bad": bad})
     (root / "_config.yml").write_text((root / "_config.yml").read_text().replace(
@@ -767,6 +771,8 @@ def test_reading_conventions_render_as_intended(tmp_path):
         bad_report = check_page(chromium, bad_page, url, html)
     assert served.ok and served.images == 1 and not served.broken_images, served.problems
     assert len(bad_report.wide_code) == 1 and "x110" in bad_report.wide_code[0]
+    assert not served.wide_tables
+    assert len(bad_report.wide_tables) == 1 and bad_report.wide_tables[0].split("px: ")[1].startswith("wide: www")
 
 
 def test_an_only_run_that_builds_html_renders_the_in_process_pages_too(tmp_path):

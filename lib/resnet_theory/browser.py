@@ -6,7 +6,8 @@ exist, and which images failed to load (natural width 0). Chromium's ``--dump-do
 scripts ran; the text outside code blocks must hold no raw TeX (``\\(`` or ``$$``) and no error output.
 
 It also loads each page at a 1400-pixel-wide window and reports every code block (``div.highlight pre``)
-wider than its box (horizontal scrolling), and, read from the HTML itself, every image without
+wider than its box (horizontal scrolling) and every table reaching past the article column, and, read from
+the HTML itself, every image without
 alternative text (or with a file name for one) and every theorem-like box numbered by Sphinx
 ("Theorem 1 (...)"). :func:`serve` serves a built book over HTTP under a URL prefix, as GitHub Pages
 does (``https://USER.github.io/REPO/``), so the same check can run on the served pages.
@@ -40,10 +41,19 @@ PROBE = """
                     .map(function (p) {
                       return p.scrollWidth + '>' + p.clientWidth + 'px: ' + p.textContent.trim().slice(0, 60);
                     });
+    // tables wider than the article column (cut off, or scrolled sideways, at this window width)
+    var article = document.querySelector('article.bd-article') || document.querySelector('main') || document.body;
+    var edge = article.getBoundingClientRect().right;
+    var wideTables = Array.prototype.slice.call(document.querySelectorAll('table'))
+                    .filter(function (t) { return t.getBoundingClientRect().right > edge + 1; })
+                    .map(function (t) {
+                      return Math.round(t.getBoundingClientRect().right) + '>' + Math.round(edge) + 'px: ' +
+                             (t.className ? t.className + ': ' : '') + t.textContent.trim().slice(0, 60);
+                    });
     var out = document.createElement('div');
     out.id = 'browser-check-result';
     out.textContent = JSON.stringify({
-      images: imgs.length, broken: broken, wide_code: wide, width: window.innerWidth,
+      images: imgs.length, broken: broken, wide_code: wide, wide_tables: wideTables, width: window.innerWidth,
       mathjax_elements: document.querySelectorAll('mjx-container').length,
       mathjax_loaded: !!(window.MathJax && window.MathJax.startup && window.MathJax.startup.document)
     });
@@ -81,6 +91,7 @@ class PageReport:
     images: int = 0
     broken_images: list = field(default_factory=list)
     wide_code: list = field(default_factory=list)
+    wide_tables: list = field(default_factory=list)
     raw_tex: list = field(default_factory=list)
     errors: list = field(default_factory=list)
     problems: list = field(default_factory=list)
@@ -157,6 +168,7 @@ def check_page(chromium: str, page: Path, base_url: str | None = None, html_root
     report.images = result["images"]
     report.broken_images = result["broken"]
     report.wide_code = result.get("wide_code", [])
+    report.wide_tables = result.get("wide_tables", [])
     text = _visible_text(dom)
     report.raw_tex = sorted({m for m in re.findall(r"\\\(|\\\[|\$\$", text)})
     report.errors = [m for m in ERROR_MARKERS if m in dom]
@@ -172,6 +184,8 @@ def check_page(chromium: str, page: Path, base_url: str | None = None, html_root
         report.problems.append(f"error output on the page: {report.errors}")
     if report.wide_code:
         report.problems.append(f"code blocks that scroll sideways at {WINDOW_WIDTH} px: {report.wide_code}")
+    if report.wide_tables:
+        report.problems.append(f"tables wider than the article column at {WINDOW_WIDTH} px: {report.wide_tables}")
     report.problems.extend(html_problems(source))
     return report
 
