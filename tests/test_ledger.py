@@ -10,6 +10,10 @@ from resnet_theory.ledger import (VERDICTS, Check, Ledger, LedgerDefect, claims_
                                   errata_html, load_claims, render_ledger, verdict_counts, verdict_key)
 
 
+#: A control input sentence for the tests' claims.
+CI = "an input the claim rules out, for the test"
+
+
 def test_check_at_most_and_at_least_compute_holds():
     assert Check.at_most([1.0, 2.0], [1.0, 3.0], what="x").holds
     c = Check.at_most([1.0, 2.5], 2.0, what="x")
@@ -64,7 +68,7 @@ def test_statistical_checks_decide_only_outside_two_standard_errors():
     assert close.holds and not close.decisive and "not decisive" in close.summary
     below = Check.statistical(0.5, 0.01, 0.9, what="loss", test="mean", n=10, above=False)
     assert below.holds and below.decisive
-    assert derive_verdict(close) == "not-checkable-here"
+    assert derive_verdict(close) == "undecided"
     assert not Check.combine([c, close], what="both").decisive
     with pytest.raises(ValueError):
         Check.statistical(1.0, math.nan, 0.0, what="x", test="t", n=1)
@@ -74,15 +78,16 @@ def test_undecided_statistical_claim_gets_no_verdict():
     ledger = Ledger("x")
     claim = ledger.claim("a", paper="shamir", ref="r", statement="s", section="x-a",
                          printed=Check.statistical(0.911, 0.01, 0.90, what="acc", test="median", n=3),
-                         control=Check.statistical(0.911, 0.01, 0.95, what="acc vs a higher bar", test="median", n=3))
-    assert claim.verdict == "not-checkable-here" and "does not decide" in claim.reason
+                         control_input=CI, control=Check.statistical(0.911, 0.01, 0.95, what="acc vs a higher bar", test="median", n=3))
+    assert claim.verdict == "undecided" and "the statement's check is within its noise" in claim.reason
+    assert "+1.10 standard errors" in claim.reason
 
 
 def test_proof_gap_records_step_and_repair_and_shows_in_errata():
     ledger = Ledger("linear")
     claim = ledger.claim("hardt-ma/thm", paper="hardt-ma", ref="Theorem 2.1", statement="bound holds",
                          section="linear-a", printed=Check.at_most([0.5], 1.0, what="best construction"),
-                         control=Check.at_most([0.5], 0.4, what="bound scaled to 0.4"),
+                         control_input=CI, control=Check.at_most([0.5], 0.4, what="bound scaled to 0.4"),
                          proof_step=Check.at_most([1.1], 1.0, what="proof's construction"),
                          proof_step_statement="integer layer counts meet the constant",
                          repair=Check.at_most([0.9], 1.0, what="polar split"), repair_statement="use a polar split")
@@ -91,7 +96,7 @@ def test_proof_gap_records_step_and_repair_and_shows_in_errata():
     assert "integer layer counts" in page and "polar split" in page and "proof-gap" in page
     with pytest.raises(ValueError, match="repair"):
         ledger.claim("hardt-ma/thm2", paper="hardt-ma", ref="r", statement="s", section="linear-a",
-                     printed=Check.at_most([0.5], 1.0, what="x"), control=NO,
+                     printed=Check.at_most([0.5], 1.0, what="x"), control_input=CI, control=NO,
                      proof_step=Check.at_most([1.1], 1.0, what="step"), proof_step_statement="step",
                      repair=Check.at_most([1.1], 1.0, what="repair"), repair_statement="repair")
 
@@ -100,13 +105,13 @@ def test_a_control_that_holds_is_a_defect_that_stops_the_chapter(tmp_path, monke
     monkeypatch.setenv("RESNET_THEORY_CLAIMS_FILE", str(tmp_path / "x.claims.json"))
     ledger = Ledger("x")
     ledger.claim("a", paper="shamir", ref="r", statement="s", section="x-a", printed=Check.equal(1, 1, what="w"),
-                 control=Check.equal(1, 1, what="a control that cannot fail"))
+                 control_input=CI, control=Check.equal(1, 1, what="a control that cannot fail"))
     assert ledger.defects() and "a control that cannot fail" in ledger.defects()[0]
     with pytest.raises(LedgerDefect, match="negative control"):
         ledger.show()
     several = Ledger("y")
     several.claim("b", paper="shamir", ref="r", statement="s", section="x-b", printed=Check.equal(1, 1, what="w"),
-                  control=[NO, Check.equal(2, 2, what="second control holds")])
+                  control_input=CI, control=[NO, Check.equal(2, 2, what="second control holds")])
     assert several.claims[0].control["holds"]
 
 
@@ -120,22 +125,22 @@ def _ledger():
     ledger = Ledger("linear")
     ledger.claim("hardt-ma/thm-2.1", paper="hardt-ma", ref="Theorem 2.1", statement="s1", section="linear-a",
                  printed=Check.at_most([0.5], 1.0, what="norm"),
-                 control=Check.at_most([0.5], 0.4, what="norm vs the bound scaled below the worst case"))
+                 control_input=CI, control=Check.at_most([0.5], 0.4, what="norm vs the bound scaled below the worst case"))
     ledger.claim("hardt-ma/eq-2.3", paper="hardt-ma", ref="(2.3)", statement="s2", section="linear-b",
                  printed=Check.at_least([1.0], 2.0, what="printed"),
                  corrected=Check.at_least([1.0], 1.0, what="corrected"), corrected_statement="fixed",
-                 control=Check.at_least([1.0], 1.5, what="corrected bound scaled up"))
+                 control_input=CI, control=Check.at_least([1.0], 1.5, what="corrected bound scaled up"))
     ledger.claim("shamir/thm-1", paper="shamir", ref="Theorem 1", statement="s3", section="linear-c",
-                 printed=Check.equal(0, 1, what="refuted"), control=Check.equal(0, 2, what="control"))
+                 printed=Check.equal(0, 1, what="refuted"), control_input=CI, control=Check.equal(0, 2, what="control"))
     ledger.not_checkable("hardt-ma/cifar", paper="hardt-ma", ref="Table 1", statement="s4", section="linear-d",
-                         reason="needs CIFAR-10 and a GPU")
+                         reason="the paper's Table 1 is a CIFAR-10 result", needs="CIFAR-10 and a GPU")
     return ledger
 
 
 def test_ledger_records_derived_verdicts():
     ledger = _ledger()
     assert [c.verdict for c in ledger.claims] == ["confirmed", "corrected", "refuted", "not-checkable-here"]
-    assert ledger.claims[0].control == {"holds": False, "summary": ledger.claims[0].control["summary"]}
+    assert ledger.claims[0].control == {"holds": False, "summary": ledger.claims[0].control["summary"], "input": CI}
     assert ledger.claims[3].control is None
 
 
@@ -145,34 +150,36 @@ NO = Check.equal(1, 2, what="a control that fails")
 def test_ledger_rejects_hand_written_verdicts_and_bad_input():
     ledger = Ledger("x")
     with pytest.raises(TypeError):
-        ledger.claim("a", paper="shamir", ref="r", statement="s", section="x-a", printed=True, control=NO)
+        ledger.claim("a", paper="shamir", ref="r", statement="s", section="x-a", printed=True, control=NO, control_input=CI)
     with pytest.raises(TypeError):
-        ledger.claim("a", paper="shamir", ref="r", statement="s", section="x-a", printed="confirmed", control=NO)
+        ledger.claim("a", paper="shamir", ref="r", statement="s", section="x-a", printed="confirmed", control=NO, control_input=CI)
     with pytest.raises(TypeError, match="control"):
         ledger.claim("a", paper="shamir", ref="r", statement="s", section="x-a", printed=Check.equal(1, 1, what="w"),
-                     control=[])
+                     control_input=CI, control=[])
     with pytest.raises(TypeError, match="control"):
         ledger.claim("a", paper="shamir", ref="r", statement="s", section="x-a", printed=Check.equal(1, 1, what="w"),
-                     control=False)
+                     control_input=CI, control=False)
     with pytest.raises(ValueError, match="unknown paper"):
         ledger.claim("a", paper="nobody", ref="r", statement="s", section="x-a", printed=Check.equal(1, 1, what="w"),
-                     control=NO)
+                     control_input=CI, control=NO)
     with pytest.raises(ValueError, match="unknown source"):
         ledger.claim("a", paper="shamir", ref="r", statement="s", section="x-a", printed=Check.equal(1, 1, what="w"),
-                     control=NO, source="notes")
+                     control_input=CI, control=NO, source="notes")
     with pytest.raises(ValueError, match="corrected statement"):
         ledger.claim("a", paper="shamir", ref="r", statement="s", section="x-a", printed=Check.equal(1, 2, what="w"),
-                     corrected=Check.equal(1, 1, what="w"), control=NO)
+                     corrected=Check.equal(1, 1, what="w"), control_input=CI, control=NO)
     with pytest.raises(ValueError, match="repair"):
         ledger.claim("a", paper="shamir", ref="r", statement="s", section="x-a", printed=Check.equal(1, 1, what="w"),
-                     proof_step=Check.equal(1, 2, what="step"), proof_step_statement="step", control=NO)
+                     proof_step=Check.equal(1, 2, what="step"), proof_step_statement="step", control_input=CI, control=NO)
     with pytest.raises(ValueError, match="reason"):
-        ledger.not_checkable("b", paper="shamir", ref="r", statement="s", section="x-b", reason="")
+        ledger.not_checkable("b", paper="shamir", ref="r", statement="s", section="x-b", reason="", needs="a GPU")
+    with pytest.raises(ValueError, match="needs"):
+        ledger.not_checkable("b", paper="shamir", ref="r", statement="s", section="x-b", reason="why", needs=" ")
     ledger.claim("a", paper="shamir", ref="r", statement="s", section="x-a", printed=Check.equal(1, 1, what="w"),
-                 control=NO)
+                 control_input=CI, control=NO)
     with pytest.raises(ValueError, match="twice"):
         ledger.claim("a", paper="shamir", ref="r", statement="s", section="x-a", printed=Check.equal(1, 1, what="w"),
-                     control=NO)
+                     control_input=CI, control=NO)
 
 
 def test_json_round_trip_and_aggregation(tmp_path, monkeypatch):
@@ -181,7 +188,7 @@ def test_json_round_trip_and_aggregation(tmp_path, monkeypatch):
     ledger.show()
     other = Ledger("linear_predictors")
     other.claim("shamir/ex-1", paper="shamir", ref="Example 1", statement="s", section="shamir-ex",
-                printed=Check.close([0.5], [0.5], what="F"), control=Check.close([0.6], [0.5], what="F perturbed"))
+                printed=Check.close([0.5], [0.5], what="F"), control_input=CI, control=Check.close([0.6], [0.5], what="F perturbed"))
     other.save(tmp_path / "executed" / "book" / "linear_predictors.claims.json")
     loaded = load_claims(tmp_path / "executed")
     assert {c.id for c in loaded} == {c.id for c in ledger.claims} | {"shamir/ex-1"}
@@ -190,7 +197,7 @@ def test_json_round_trip_and_aggregation(tmp_path, monkeypatch):
     assert by_id["hardt-ma/eq-2.3"].corrected_statement == "fixed"
     json.loads((tmp_path / "executed" / "book" / "linear.claims.json").read_text())  # valid JSON
     counts = verdict_counts(loaded)
-    assert counts["total"] == {"confirmed": 2, "proof-gap": 0, "corrected": 1, "refuted": 1,
+    assert counts["total"] == {"confirmed": 2, "proof-gap": 0, "corrected": 1, "refuted": 1, "undecided": 0,
                                "not-checkable-here": 1}
     assert counts["Shamir (2018)"]["refuted"] == 1 and counts["Shamir (2018)"]["confirmed"] == 1
     assert set(counts["total"]) == set(VERDICTS)
@@ -208,7 +215,7 @@ def test_rendered_ledger_links_to_sections():
     ledger = _ledger()
     html = claims_table_html(ledger.claims, link=True)
     assert 'href="linear.html#linear-b"' in html
-    assert "needs CIFAR-10 and a GPU" in html
+    assert "CIFAR-10 and a GPU" in html and CI in html
     page = render_ledger(ledger.claims).data
     assert "claims-counts" in page and "claims-ledger" in page
     assert "No claims" in render_ledger([]).data
@@ -254,12 +261,12 @@ def test_a_for_all_is_decisively_false_on_one_decisive_counterexample():
     assert not undecided.holds and not undecided.decisive
     ok = Check.equal(1, 1, what="x")
     assert derive_verdict(ok, proof_step=both) == "proof-gap"
-    assert derive_verdict(ok, proof_step=undecided) == "not-checkable-here"
+    assert derive_verdict(ok, proof_step=undecided) == "undecided"
     ledger = Ledger("x")
     claim = ledger.claim("a", paper="shamir", ref="r", statement="s", section="x-a", printed=ok,
-                         control=Check.equal(1, 2, what="control"), proof_step=undecided,
+                         control_input=CI, control=Check.equal(1, 2, what="control"), proof_step=undecided,
                          proof_step_statement="step", repair=ok, repair_statement="repair")
-    assert claim.verdict == "not-checkable-here" and "b: t" in claim.reason
+    assert claim.verdict == "undecided" and "proof step" in claim.reason and "b: t" in claim.reason
 
 
 def test_a_failing_part_picked_among_many_must_clear_a_corrected_margin():
@@ -291,3 +298,77 @@ def test_a_combined_check_of_many_parts_is_summarised_by_its_tightest_part():
     det = Check.combine([Check.equal(1, 1, what=f"e{i}") for i in range(5)] + [Check.equal(1, 2, what="x")],
                         what="d")
     assert det.summary.startswith("d: 1 of 6 parts fail; worst: x: 1 != 2")
+
+
+def test_a_checkable_claim_without_a_control_input_is_refused_and_not_published(tmp_path):
+    """control.input is what makes a control reviewable: the ledger refuses a claim without it, and a claims
+    file that lacks it (written by hand, or by an older chapter) stops the ledger page."""
+    ledger = Ledger("x")
+    kw = dict(paper="shamir", ref="r", statement="s", section="x-a", printed=Check.equal(1, 1, what="w"), control=NO)
+    with pytest.raises(TypeError):
+        ledger.claim("a", **kw)                               # no control_input at all
+    for empty in ("", "   ", "scaled"):
+        with pytest.raises(ValueError, match="control_input"):
+            ledger.claim("a", control_input=empty, **kw)
+    path = _ledger().save(tmp_path / "linear.claims.json")
+    data = json.loads(path.read_text())
+    del data["claims"][0]["control"]["input"]
+    path.write_text(json.dumps(data))
+    with pytest.raises(LedgerDefect, match=r"hardt-ma/thm-2.1: the negative control does not say .*control.input"):
+        render_ledger(load_claims(tmp_path))
+
+
+def test_a_statistical_reason_is_undecided_never_not_checkable_here(tmp_path):
+    ledger = Ledger("x")
+    with pytest.raises(ValueError, match="undecided"):
+        ledger.not_checkable("a", paper="hardt-ma", ref="Section 4", statement="s", section="x-a",
+                             reason="the second half is within noise (1.2 standard errors)", needs="more seeds")
+    # a claims file that files a statistic under not-checkable-here, or names nothing it needs, is refused
+    path = _ledger().save(tmp_path / "linear.claims.json")
+    data = json.loads(path.read_text())
+    record = data["claims"][3]
+    assert record["verdict"] == "not-checkable-here"
+    record["reason"] = "the margin is +1.1 standard errors: not decisive"
+    path.write_text(json.dumps(data))
+    with pytest.raises(LedgerDefect, match="statistical reason"):
+        render_ledger(load_claims(tmp_path))
+    record["reason"], record["needs"] = "a GPU run", None
+    path.write_text(json.dumps(data))
+    with pytest.raises(LedgerDefect, match="what hardware or data it needs"):
+        render_ledger(load_claims(tmp_path))
+
+
+def test_a_verdict_that_does_not_follow_from_its_evidence_is_not_published(tmp_path):
+    path = _ledger().save(tmp_path / "linear.claims.json")
+    data = json.loads(path.read_text())
+    data["claims"][2]["verdict"] = "confirmed"                 # refuted by its own evidence
+    path.write_text(json.dumps(data))
+    with pytest.raises(LedgerDefect, match="shamir/thm-1: verdict 'confirmed' does not follow from its evidence"):
+        render_ledger(load_claims(tmp_path))
+    data["claims"][2]["verdict"] = "refuted"
+    data["claims"][3]["verdict"] = "confirmed"                 # not checkable, with no evidence at all
+    path.write_text(json.dumps(data))
+    with pytest.raises(LedgerDefect, match="without evidence"):
+        render_ledger(load_claims(tmp_path))
+
+
+def test_skipped_statements_reach_the_ledger_page(tmp_path):
+    from resnet_theory.ledger import load_skipped
+
+    ledger = _ledger()
+    ledger.skip(paper="hardt-ma", ref="Section 4.2", statement="ImageNet top-1 error 35.29%",
+                why="needs ImageNet and weeks of GPU time")
+    with pytest.raises(ValueError, match="why"):
+        ledger.skip(paper="hardt-ma", ref="Section 4.2", statement="x", why="")
+    ledger.save(tmp_path / "linear.claims.json")
+    skipped = load_skipped(tmp_path)
+    assert skipped == ledger.skipped
+    page = render_ledger(load_claims(tmp_path), skipped).data
+    assert "Not checked, and why" in page and "ImageNet top-1 error 35.29%" in page
+
+
+def test_undecided_corrected_statement_is_not_an_erratum():
+    bad, ok = Check.equal(1, 2, what="bad"), Check.equal(1, 1, what="ok")
+    shaky = Check.statistical(0.911, 0.01, 0.90, what="acc", test="median", n=3)
+    assert derive_verdict(bad, shaky) == "undecided"
+    assert derive_verdict(bad, ok) == "corrected"

@@ -15,21 +15,33 @@ constructors below from computed numbers; the verdict follows from them:
 - the statement as printed fails on a counterexample,
   a corrected statement holds                                       -> ``corrected`` (an erratum; both recorded)
 - the statement as printed fails and no corrected form holds        -> ``refuted``
-- :meth:`Ledger.not_checkable`                                      -> ``not-checkable-here`` (with the reason)
+- a statistical check decides nothing (its margin is within its noise) -> ``undecided`` (which part, by how
+  many standard errors)
+- :meth:`Ledger.not_checkable`: the check needs hardware or data this
+  build does not have                                               -> ``not-checkable-here`` (what it needs)
 
 ``corrected`` and ``refuted`` need a counterexample to the *statement*: a failing step of a proof whose
 statement still holds is a ``proof-gap``, never an erratum.
 
-Every checkable claim carries a **negative control**: the same check run on an input that the claim rules
-out (the bound scaled below the worst case, the printed exponent, a perturbed closed form, one block of the
-construction broken, ...). The control must come out ``holds = False``; a control that holds means the check
-could not have failed, and :meth:`Ledger.show` refuses to publish the chapter (:class:`LedgerDefect`).
+Every checkable claim carries a **negative control**: the same check run on an *input the claim rules out*
+(a depth below the theorem's, ``det R < 0``, a width far below the claim's, a network without shortcuts, the
+constant of a special case applied to the general one, ...), whose outcome is not known before it runs. Its
+record says what that input is and why the claim rules it out (``control_input``, shown on the ledger page).
+A control is never built from the numbers its check just measured (a bound scaled below the worst case just
+found, a threshold no value can reach): such a control proves nothing. The control must come out
+``holds = False``; a control that holds means the check could not tell the claim's inputs from others, and
+:meth:`Ledger.show` refuses to publish the chapter (:class:`LedgerDefect`).
 
 A statistical check (:meth:`Check.statistical`) is *decisive* only when the measured value sits at least
-two standard errors from its threshold; a claim whose deciding check is not decisive gets no verdict from
-it (``not-checkable-here`` with the margin as the reason), never a coin-flip ``confirmed``; a ``proof-gap``
-likewise needs a proof step that fails decisively. :meth:`Check.combine` of several checks is decisively
-true when every part is decisive, and decisively false when some failing part is.
+two standard errors from its threshold; a claim whose deciding check is not decisive is ``undecided``
+(with the part and its margin in standard errors as the reason), never a coin-flip ``confirmed``; a
+``proof-gap`` likewise needs a proof step that fails decisively, and ``corrected`` a corrected statement that
+holds decisively. :meth:`Check.combine` of several checks is decisively true when every part is decisive,
+and decisively false when some failing part is. ``not-checkable-here`` is kept for what needs hardware or
+data this build does not have (``needs`` names it); a statistical reason is never filed under it.
+
+Printed statements a chapter discusses but does not check are listed with :meth:`Ledger.skip` (what, where,
+and why not), and the ledger page shows them under "Not checked, and why".
 
 Each claim also says where its statement comes from (``source``): ``paper`` (the paper states it),
 ``review`` (the statement as a review of the paper gives it) or ``reconstruction`` (our reconstruction,
@@ -50,7 +62,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-VERDICTS = ("confirmed", "proof-gap", "corrected", "refuted", "not-checkable-here")
+VERDICTS = ("confirmed", "proof-gap", "corrected", "refuted", "undecided", "not-checkable-here")
 
 #: Where a claim's statement comes from.
 SOURCES = {
@@ -76,7 +88,12 @@ MAX_PARTS_LISTED = 4
 
 
 class LedgerDefect(RuntimeError):
-    """A chapter's ledger cannot be published: a claim's negative control holds (its check cannot fail)."""
+    """A ledger cannot be published: a claim's negative control holds (its check cannot fail), a checked claim
+    has no control input, a verdict does not follow from its evidence, or a not-checkable claim hides a statistic."""
+
+#: Words of a statistical reason: a ``not-checkable-here`` claim whose reason says one of them is ``undecided``.
+_STATISTICAL_WORDS = ("standard error", "within noise", "within its noise", "not decisive", "does not decide",
+                      "statistically", "significan")
 
 CLAIMS_FILE_ENV = "RESNET_THEORY_CLAIMS_FILE"
 BUILD_DIR_ENV = "RESNET_THEORY_BUILD_DIR"
@@ -255,11 +272,14 @@ class Claim:
     reason: str | None = None
     #: "paper", "review" or "reconstruction" (see :data:`SOURCES`).
     source: str = "paper"
-    #: The negative control: ``{"holds": bool, "summary": str}``; ``None`` only when not checkable here.
+    #: The negative control: ``{"holds": bool, "summary": str, "input": str}`` (``input``: what the control's
+    #: input is and why the claim rules it out); ``None`` only when not checkable here.
     control: dict | None = None
     #: For a proof gap: the step of the printed proof that fails, and the repair that holds.
     proof_step: str | None = None
     repair: str | None = None
+    #: For ``not-checkable-here``: the hardware or data the check needs and this build lacks.
+    needs: str | None = None
 
     def __repr__(self) -> str:  # a chapter cell that ends in ledger.claim(...) shows one short line
         return f"Claim {self.id}: {self.verdict}"
@@ -295,16 +315,41 @@ def derive_verdict(printed: Check | None, corrected: Check | None = None,
     ``printed`` tests the statement as printed; ``corrected`` a corrected statement; ``proof_step`` a
     step or construction of the printed proof, only meaningful when the statement itself holds.
     """
-    if printed is None or not printed.decisive:
+    if printed is None:
         return "not-checkable-here"
+    if not printed.decisive:
+        return "undecided"
     if printed.holds:
         if proof_step is None or proof_step.holds:
             return "confirmed"
         # a proof step that fails only within its statistical noise decides nothing about the proof
-        return "proof-gap" if proof_step.decisive else "not-checkable-here"
-    if corrected is not None and corrected.holds and corrected.decisive:
-        return "corrected"
+        return "proof-gap" if proof_step.decisive else "undecided"
+    if corrected is not None and corrected.holds:
+        return "corrected" if corrected.decisive else "undecided"
     return "refuted"
+
+
+def undecided_reason(printed: Check, corrected: Check | None = None, proof_step: Check | None = None) -> str:
+    """Which part of an ``undecided`` claim sits within its noise, with its summary (margin in standard errors)."""
+    for name, check in (("the statement's check", printed), ("the proof step's check", proof_step),
+                        ("the corrected statement's check", corrected)):
+        if check is not None and not check.decisive:
+            return f"{name} is within its noise: {check.summary}"
+    raise ValueError("undecided_reason: every check is decisive")
+
+
+def verdict_from_evidence(evidence: dict) -> str:
+    """The verdict that a claim's recorded evidence implies (each part's ``holds`` and ``decisive``), as
+    :func:`derive_verdict` gives it: a claims record whose verdict differs was not written by a chapter."""
+    def part(name):
+        rec = evidence.get(name)
+        if rec is None:
+            return None
+        if not isinstance(rec, dict) or not isinstance(rec.get("holds"), bool) \
+                or not isinstance(rec.get("decisive", True), bool):
+            raise ValueError(f"evidence part {name!r} has no boolean 'holds'/'decisive'")
+        return Check(rec["holds"], str(rec.get("summary", "")), {}, rec.get("decisive", True))
+    return derive_verdict(part("printed"), part("corrected"), part("proof_step"))
 
 
 class Ledger:
@@ -318,6 +363,8 @@ class Ledger:
     def __init__(self, chapter: str):
         self.chapter = chapter
         self.claims: list[Claim] = []
+        #: Printed statements discussed but not checked (see :meth:`skip`).
+        self.skipped: list[dict] = []
 
     def _add(self, claim: Claim) -> Claim:
         if claim.paper not in PAPERS:
@@ -330,7 +377,7 @@ class Ledger:
         return claim
 
     def claim(self, id: str, *, paper: str, ref: str, statement: str, section: str,
-              printed: Check, control: Check | Sequence[Check], source: str = "paper",
+              printed: Check, control: Check | Sequence[Check], control_input: str, source: str = "paper",
               corrected: Check | None = None, corrected_statement: str | None = None,
               proof_step: Check | None = None, proof_step_statement: str | None = None,
               repair: Check | None = None, repair_statement: str | None = None) -> Claim:
@@ -338,7 +385,9 @@ class Ledger:
 
         ``printed`` tests the statement as the paper (or, per ``source``, the review or our
         reconstruction) gives it. ``control`` is the negative control: the same check on an input the
-        claim rules out; it must fail (several controls may be given; each must fail).
+        claim rules out, never built from the numbers ``printed`` measured; it must fail (several controls
+        may be given; each must fail). ``control_input`` says in one sentence what that input is and why
+        the claim rules it out.
 
         - When ``printed`` fails on a counterexample and a corrected statement holds, pass that
           statement's check as ``corrected`` with its wording as ``corrected_statement``.
@@ -354,6 +403,9 @@ class Ledger:
                             "objects built from computed numbers; every checkable claim needs a control")
         if not isinstance(printed, Check):
             raise TypeError("printed must be a Check built from computed numbers")
+        if not isinstance(control_input, str) or len(control_input.split()) < 4:
+            raise ValueError(f"claim {id!r}: control_input must say, in a sentence, what the control's input is "
+                             "and why the claim rules it out")
         if corrected is not None and not corrected_statement:
             raise ValueError("a corrected check needs the corrected statement")
         if (proof_step is None) != (repair is None) or (proof_step is not None
@@ -371,30 +423,45 @@ class Ledger:
         evidence = {k: {"holds": c.holds, "decisive": c.decisive, "summary": c.summary, **c.numbers}
                     for k, c in checks.items() if c is not None}
         control_record = {"holds": any(c.holds for c in controls),
-                          "summary": " | ".join(c.summary for c in controls)}
-        reason = None
-        if verdict == "not-checkable-here":
-            undecided = printed if not printed.decisive else proof_step
-            reason = f"the statistical check does not decide: {undecided.summary}"
+                          "summary": " | ".join(c.summary for c in controls), "input": control_input}
+        reason = undecided_reason(printed, corrected, proof_step) if verdict == "undecided" else None
         return self._add(Claim(id, paper, ref, statement, self.chapter, section, verdict, summary,
                                _jsonable(evidence), corrected_statement, reason, source,
                                _jsonable(control_record), proof_step_statement, repair_statement))
 
     def not_checkable(self, id: str, *, paper: str, ref: str, statement: str, section: str,
-                      reason: str, source: str = "paper") -> Claim:
-        """Record a claim this book cannot check here, and why."""
-        if not reason:
-            raise ValueError("a claim that is not checkable here needs the reason")
+                      reason: str, needs: str, source: str = "paper") -> Claim:
+        """Record a claim this book cannot check here: ``needs`` names the hardware or data the check needs
+        and this build lacks (e.g. "the CIFAR-10 archives and a GPU"), ``reason`` says why in a sentence.
+
+        A statistic that does not decide is not "not checkable": record it with :meth:`claim`, whose
+        verdict is then ``undecided``. A reason that speaks of standard errors or noise is refused."""
+        if not reason or not needs or not str(needs).strip():
+            raise ValueError("a claim that is not checkable here needs the reason and what it needs (hardware or data)")
+        if _is_statistical(reason):
+            raise ValueError(f"claim {id!r}: a statistical reason ({reason!r}) makes a claim undecided, not "
+                             "not-checkable-here: record the statistic with Ledger.claim")
         return self._add(Claim(id, paper, ref, statement, self.chapter, section,
-                               "not-checkable-here", "", {}, None, reason, source))
+                               "not-checkable-here", "", {}, None, reason, source, needs=needs))
+
+    def skip(self, *, paper: str, ref: str, statement: str, why: str) -> None:
+        """A printed statement the chapter discusses but does not check, and why (listed on the ledger page
+        under "Not checked, and why"; not a claim, no verdict)."""
+        if paper not in PAPERS:
+            raise ValueError(f"unknown paper key {paper!r}; known: {sorted(PAPERS)}")
+        if not (ref and statement and why):
+            raise ValueError("a skipped statement needs its printed location, the statement and why it is not checked")
+        self.skipped.append({"paper": paper, "ref": ref, "statement": statement, "why": why,
+                             "chapter": self.chapter})
 
     def defects(self) -> list[str]:
-        """Claims whose negative control holds (their check could not have failed)."""
+        """Claims that cannot be published (see :func:`claim_defects`)."""
         return claim_defects(self.claims)
 
     # --- output -------------------------------------------------------------------------------
     def to_json(self) -> str:
-        return json.dumps({"chapter": self.chapter, "claims": [asdict(c) for c in self.claims]}, indent=1)
+        return json.dumps({"chapter": self.chapter, "claims": [asdict(c) for c in self.claims],
+                           "skipped": self.skipped}, indent=1)
 
     def save(self, path: str | os.PathLike | None = None) -> Path | None:
         """Write the claims as JSON to ``path``, or to the file the book executor names; else nothing."""
@@ -439,7 +506,7 @@ class Ledger:
         self.glue()
         defects = self.defects()
         if defects:
-            raise LedgerDefect("negative controls that hold (fix the check or its control):\n  "
+            raise LedgerDefect("claims that cannot be published (fix the check or its control):\n  "
                                + "\n  ".join(defects))
         return HTML(self.table_html())
 
@@ -456,9 +523,43 @@ def control_holds(claim: Claim) -> bool:
     return claim.control is not None and bool(claim.control["holds"])
 
 
+def _is_statistical(reason: str | None) -> bool:
+    text = (reason or "").lower()
+    return any(word in text for word in _STATISTICAL_WORDS)
+
+
 def claim_defects(claims: Iterable[Claim]) -> list[str]:
-    """Claims whose negative control holds (their check could not have failed), one line each."""
-    return [f"{c.id}: the negative control holds ({c.control['summary']})" for c in claims if control_holds(c)]
+    """Claims that cannot be published, one line each: a negative control that holds (the check could not
+    have failed); a checked claim without a control or without ``control.input``; a verdict that does not
+    follow from its evidence; a ``not-checkable-here`` claim that ran a check, gives a statistical reason or
+    does not name what it needs."""
+    out = []
+    for c in claims:
+        if c.verdict == "not-checkable-here" and not c.evidence:
+            if not c.needs or not str(c.needs).strip():
+                out.append(f"{c.id}: not checkable here, but it does not say what hardware or data it needs")
+            if _is_statistical(c.reason):
+                out.append(f"{c.id}: not checkable here for a statistical reason ({c.reason}): that is 'undecided'")
+            continue
+        if not c.evidence:
+            out.append(f"{c.id}: verdict {c.verdict!r} without evidence")
+            continue
+        try:
+            implied = verdict_from_evidence(c.evidence)
+        except ValueError as exc:
+            out.append(f"{c.id}: malformed evidence ({exc})")
+            continue
+        if implied != c.verdict:
+            out.append(f"{c.id}: verdict {c.verdict!r} does not follow from its evidence (which gives {implied!r})")
+        if not isinstance(c.control, dict) or not isinstance(c.control.get("holds"), bool):
+            out.append(f"{c.id}: a checked claim without a negative control")
+            continue
+        if control_holds(c):
+            out.append(f"{c.id}: the negative control holds ({c.control.get('summary')})")
+        if not isinstance(c.control.get("input"), str) or not c.control["input"].strip():
+            out.append(f"{c.id}: the negative control does not say what its input is and why the claim rules "
+                       "it out (control.input)")
+    return out
 
 
 def verdict_key(claim_id: str) -> str:
@@ -509,6 +610,30 @@ def load_claims(directory: str | os.PathLike | None = None) -> list[Claim]:
     return claims
 
 
+def load_skipped(directory: str | os.PathLike | None = None) -> list[dict]:
+    """Every printed statement the chapters list as not checked (:meth:`Ledger.skip`), in file order."""
+    if directory is None:
+        build = os.environ.get(BUILD_DIR_ENV)
+        if not build:
+            return []
+        directory = Path(build) / "executed"
+    skipped: list[dict] = []
+    for path in sorted(Path(directory).rglob("*.claims.json")):
+        if path.name.startswith("."):
+            continue
+        data = json.loads(path.read_text())
+        skipped.extend(data.get("skipped", []) if isinstance(data, dict) else [])
+    return skipped
+
+
+def glue_numbers(**values) -> None:
+    """Glue several computed numbers at once, each under its keyword (``{glue:text}`name:.3f``` in the text)."""
+    from myst_nb import glue
+
+    for name, value in values.items():
+        glue(name, value, display=False)
+
+
 def verdict_counts(claims: Iterable[Claim]) -> dict[str, dict[str, int]]:
     """Counts per paper and verdict, with a ``"total"`` row."""
     table: dict[str, Counter] = {}
@@ -519,7 +644,7 @@ def verdict_counts(claims: Iterable[Claim]) -> dict[str, dict[str, int]]:
 
 
 _BADGE = {"confirmed": "#1b7f3b", "proof-gap": "#6a4fb3", "corrected": "#b36b00", "refuted": "#b00020",
-          "not-checkable-here": "#555"}
+          "undecided": "#8a6d00", "not-checkable-here": "#555"}
 
 
 def claims_table_html(claims: Sequence[Claim], link: bool = True) -> str:
@@ -539,10 +664,16 @@ def claims_table_html(claims: Sequence[Claim], link: bool = True) -> str:
         if c.proof_step:
             what += (f"<br><em>Proof step that fails:</em> {html.escape(c.proof_step)}"
                      f"<br><em>Repair:</em> {html.escape(c.repair or '')}")
-        detail = html.escape(c.reason if c.verdict == "not-checkable-here" else c.check)
+        if c.verdict == "not-checkable-here":
+            detail = html.escape(c.reason or "") + (f"<br><em>Needs:</em> {html.escape(c.needs)}" if c.needs else "")
+        elif c.verdict == "undecided":
+            detail = html.escape(c.reason or c.check)
+        else:
+            detail = html.escape(c.check)
         control = ("&mdash;" if c.control is None else
-                   f"{html.escape(c.control['summary'])} "
-                   f"<em>({'fails, as it must' if not c.control['holds'] else 'HOLDS: defect'})</em>")
+                   (f"<em>Input:</em> {html.escape(str(c.control.get('input') or ''))}<br>" if c.control.get("input") else "")
+                   + f"{html.escape(str(c.control.get('summary', '')))} "
+                   f"<em>({'fails, as it must' if not c.control.get('holds') else 'HOLDS: defect'})</em>")
         colour = _BADGE[c.verdict]
         rows.append(
             f"<tr><td>{ident}</td><td>{html.escape(c.paper_name)}, {html.escape(c.ref)}"
@@ -580,21 +711,32 @@ def counts_table_html(claims: Sequence[Claim]) -> str:
     return f'<table class="claims-counts">{head}{"".join(rows)}</table>'
 
 
-def render_ledger(claims: Sequence[Claim]):
+def skipped_html(skipped: Sequence[dict]) -> str:
+    """The printed statements the chapters discuss but do not check, with why (one line each)."""
+    if not skipped:
+        return "<p>Every printed statement the chapters discuss is checked above.</p>"
+    items = [f"<li><strong>{html.escape(PAPERS.get(s['paper'], (s['paper'],))[0])}, {html.escape(s['ref'])}</strong>: "
+             f"{html.escape(s['statement'])} <em>Not checked:</em> {html.escape(s['why'])} "
+             f'(<a href="{html.escape(s["chapter"])}.html">{html.escape(s["chapter"])}</a>)</li>' for s in skipped]
+    return f'<ul class="claims-skipped">{"".join(items)}</ul>'
+
+
+def render_ledger(claims: Sequence[Claim], skipped: Sequence[dict] = ()):
     """The ledger page's content: the errata, counts per verdict and paper, then every claim, linked.
 
-    Raises :class:`LedgerDefect` when a recorded claim's negative control holds (a claims file that no
-    chapter could have published, e.g. edited by hand or left by an older check): the ledger page then
-    fails, and with it the build.
+    Raises :class:`LedgerDefect` when a recorded claim has a defect (:func:`claim_defects`: a claims file
+    that no chapter could have published, e.g. edited by hand or left by an older check): the ledger page
+    then fails, and with it the build.
     """
     from IPython.display import HTML
 
     defects = claim_defects(claims)
     if defects:
-        raise LedgerDefect("the ledger cannot be published: negative controls that hold (fix the check or its "
-                           "control):\n  " + "\n  ".join(defects))
+        raise LedgerDefect("the ledger cannot be published (fix the check, its control or the claims file):\n  "
+                           + "\n  ".join(defects))
     if not claims:
         return HTML("<p><strong>No claims were found.</strong> Execute the book with "
                     "<code>make book</code> so that each chapter records its claims.</p>")
     return HTML("<h3>Errata</h3>" + errata_html(claims) + "<h3>Counts</h3>" + counts_table_html(claims)
-                + "<h3>Every claim</h3>" + claims_table_html(claims, link=True))
+                + "<h3>Every claim</h3>" + claims_table_html(claims, link=True)
+                + "<h3>Not checked, and why</h3>" + skipped_html(skipped))
