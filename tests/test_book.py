@@ -9,7 +9,7 @@ import pytest
 
 from resnet_theory.book import toc_files
 from resnet_theory.browser import book_pages, check_page, find_chromium, html_problems, serve
-from resnet_theory.ledger import VERDICTS, load_claims
+from resnet_theory.ledger import VERDICTS, claim_defects, load_claims
 
 from conftest import ROOT
 
@@ -57,20 +57,25 @@ def test_every_chapter_recorded_its_claims_and_the_ledger_page_shows_them(built_
 
 
 def test_every_checkable_claim_has_a_negative_control_that_fails(built_book):
+    """Every checked claim has a control that failed and says what its input is (control.input); a claim that is
+    not checkable here names what it needs and gives no statistical reason (that would be 'undecided')."""
     claims = load_claims(built_book.build_dir / "executed")
     assert claims
-    missing, holding = [], []
+    missing, holding, no_input = [], [], []
     for c in claims:
-        checked = c.verdict != "not-checkable-here" or c.evidence  # an undecided statistical check still ran
-        if not checked:
-            assert c.reason, f"{c.id}: not checkable here without a reason"
+        if c.verdict == "not-checkable-here" and not c.evidence:
+            assert c.reason and c.needs, f"{c.id}: not checkable here without a reason and what it needs"
             continue
         if c.control is None:
             missing.append(c.id)
         elif c.control["holds"] is not False or not c.control["summary"]:
             holding.append(f"{c.id}: {c.control}")
+        elif len(str(c.control.get("input", "")).split()) < 4:
+            no_input.append(c.id)
     assert not missing, f"checkable claims without a negative control: {missing}"
     assert not holding, "negative controls that hold:\n" + "\n".join(holding)
+    assert not no_input, f"controls that do not say what their input is (control.input): {no_input}"
+    assert claim_defects(claims) == []
 
 
 def test_errata_are_proof_gaps_or_corrections_with_their_evidence(built_book):
