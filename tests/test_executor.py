@@ -317,6 +317,10 @@ def _html_output(nb_path: Path) -> str:
                    for o in c.get("outputs", []))
 
 
+#: A control input sentence for the test claims.
+CI = "an input the claim rules out, for the test"
+
+
 def _record_claims(build: Path, control_holds: bool = False):
     """Claims as a chapter executed by the book records them: a confirmed claim, a correction, a proof gap."""
     from resnet_theory.ledger import Check, Ledger
@@ -324,15 +328,18 @@ def _record_claims(build: Path, control_holds: bool = False):
     ledger = Ledger("linear")
     ledger.claim("hardt-ma/thm-2.1", paper="hardt-ma", ref="Theorem 2.1", statement="a bound",
                  section="linear-thm-2-1", printed=Check.at_most([0.5], 1.0, what="norm"),
+                 control_input=CI,
                  control=Check.at_most([0.5], 0.4, what="norm vs the bound scaled below the worst case"))
     ledger.claim("hardt-ma/eq-2.3", paper="hardt-ma", ref="(2.3)", statement="an identity",
                  section="linear-eq-2-3", printed=Check.at_least([1.0], 2.0, what="printed"),
                  corrected=Check.at_least([1.0], 1.0, what="corrected"), corrected_statement="the fixed identity",
+                 control_input=CI,
                  control=Check.at_least([1.0], 1.5, what="corrected bound scaled up"))
     ledger.claim("shamir/lemma-3", paper="shamir", ref="Lemma 3", statement="a lemma", section="linear-lemma-3",
                  printed=Check.equal(1, 1, what="statement"),
                  proof_step=Check.at_most([1.1], 1.0, what="step"), proof_step_statement="the printed step",
                  repair=Check.at_most([0.9], 1.0, what="repair"), repair_statement="the repaired step",
+                 control_input=CI,
                  control=Check.equal(1, 2, what="a perturbed closed form"))
     path = ledger.save(build / "executed" / "book" / "linear.claims.json")
     if control_holds:  # a claims file no chapter could have published: edited by hand, or an older check
@@ -373,7 +380,7 @@ def test_the_ledger_and_status_pages_render_without_a_kernel(tmp_path, monkeypat
     assert '>hardt-ma/eq-2.3</a>' in errata and '>shamir/lemma-3</a>' in errata
     assert "hardt-ma/thm-2.1" not in errata and "the fixed identity" in errata and "the repaired step" in errata
     counts = page.split('class="claims-counts"', 1)[1].split("</table>", 1)[0]
-    assert "<td>total</td><td>1</td><td>1</td><td>1</td><td>0</td><td>0</td><td>3</td>" in counts
+    assert "<td>total</td><td>1</td><td>1</td><td>1</td><td>0</td><td>0</td><td>0</td><td>3</td>" in counts
     table = page.split('class="claims-ledger"', 1)[1]
     assert "how this check could have failed" in table and table.count("fails, as it must") == 3
     for claim in ledger.claims:
@@ -419,7 +426,8 @@ def test_a_chapter_whose_control_holds_fails_and_the_ledger_page_runs_in_the_exe
         from resnet_theory.ledger import Check, Ledger
         ledger = Ledger("defect")
         ledger.claim("shamir/x", paper="shamir", ref="r", statement="s", section="defect-x",
-                     printed=Check.equal(1, 1, what="w"), control=Check.equal(1, 1, what="cannot fail"))
+                     printed=Check.equal(1, 1, what="w"), control=Check.equal(1, 1, what="cannot fail"),
+                     control_input="the same statement, which the claim does not rule out")
         ledger.show()"""))
     gather = chapter("Ledger", 'profile = "quick"\nseed = 0', "import os\nos.getpid()",
                      "from resnet_theory.ledger import load_claims, render_ledger\nrender_ledger(load_claims())")

@@ -26,7 +26,7 @@ from conftest import ROOT
 
 MAX_CODE_LINE = 88
 PAGES = [entry for entry in toc_files(ROOT)]
-BOOKKEEPING_CALLS = {"claim", "not_checkable", "glue"}
+BOOKKEEPING_CALLS = {"claim", "not_checkable", "skip", "glue", "glue_numbers"}
 HIDDEN_INPUT_TAGS = {"hide-input", "remove-input", "remove-cell", "hide-cell"}
 FIGURE_CALLS = re.compile(r"\b(plt\.(show|plot|figure|subplots|imshow|scatter|bar|hist|semilogy|loglog)|"
                           r"loglog_with_fit|\.savefig|subplots)\s*\(")
