@@ -375,14 +375,18 @@ def test_the_ledger_and_status_pages_render_without_a_kernel(tmp_path, monkeypat
     # The ledger: the errata first, then the counts, then every claim linked to its section, with its control.
     nb_path = build / "executed" / "book" / "ledger.ipynb"
     page = _html_output(nb_path)
-    assert page.index("<h3>Errata</h3>") < page.index("<h3>Counts</h3>") < page.index("<h3>Every claim</h3>")
+    assert page.index('class="claims-errata"') < page.index('class="claims-counts"') < page.index('class="claims-ledger"')
+    headings = [c.source for c in nbformat.read(nb_path, as_version=4).cells
+                if c.cell_type == "markdown" and c.source.startswith("## ")]
+    headings = [h.splitlines()[0] for h in headings]
+    assert headings == ["## Errata", "## Counts", "## Every claim", "## Not checked, and why"]
     errata = page.split('class="claims-errata"', 1)[1].split("</ul>", 1)[0]
     assert '>hardt-ma/eq-2.3</a>' in errata and '>shamir/lemma-3</a>' in errata
     assert "hardt-ma/thm-2.1" not in errata and "the fixed identity" in errata and "the repaired step" in errata
     counts = page.split('class="claims-counts"', 1)[1].split("</table>", 1)[0]
     assert "<td>total</td><td>1</td><td>1</td><td>1</td><td>0</td><td>0</td><td>0</td><td>3</td>" in counts
     table = page.split('class="claims-ledger"', 1)[1]
-    assert "how this check could have failed" in table and table.count("fails, as it must") == 3
+    assert table.count("Control input") == 3 and table.count("fails, as it must") == 3
     for claim in ledger.claims:
         assert f'href="{claim.chapter}.html#{claim.section}"' in table
     assert "norm vs the bound scaled below the worst case" in table

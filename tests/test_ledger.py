@@ -219,7 +219,10 @@ def test_rendered_ledger_links_to_sections():
     page = render_ledger(ledger.claims).data
     assert "claims-counts" in page and "claims-ledger" in page
     assert "No claims" in render_ledger([]).data
-    assert "how this check could have failed" in html and "fails, as it must" in html
+    assert "Control input" in html and "fails, as it must" in html
+    # one row per claim, each with an anchor a reader can link to; the verdict is one unbreakable word
+    assert html.count("<tr id=\"claim-") == len(ledger.claims) and 'id="claim-hardt-ma-thm-2-1"' in html
+    assert 'href="#claim-hardt-ma-eq-2-3"' in html and 'class="claim-verdict"' in html
     assert "Errata" in page and "fixed" in errata_html(ledger.claims)
 
 
@@ -372,3 +375,36 @@ def test_undecided_corrected_statement_is_not_an_erratum():
     shaky = Check.statistical(0.911, 0.01, 0.90, what="acc", test="median", n=3)
     assert derive_verdict(bad, shaky) == "undecided"
     assert derive_verdict(bad, ok) == "corrected"
+
+
+def test_the_ledger_page_parts_render_under_their_own_headings(tmp_path):
+    from resnet_theory.ledger import ledger_section, published_claims
+
+    ledger = _ledger()
+    ledger.save(tmp_path / "linear.claims.json")
+    claims = published_claims(tmp_path)
+    assert 'class="claims-errata"' in ledger_section("errata", claims).data
+    assert 'class="claims-counts"' in ledger_section("counts", claims).data
+    assert 'class="claims-ledger"' in ledger_section("claims", claims).data
+    assert "checked above" in ledger_section("skipped", claims, []).data
+    assert "No claims" in ledger_section("claims", []).data
+    with pytest.raises(ValueError, match="unknown ledger part"):
+        ledger_section("everything", claims)
+    errata = ledger_section("errata", claims).data
+    # one sentence per erratum, the computation one click away
+    assert "what holds: fixed." in errata and "<details" in errata
+    data = json.loads((tmp_path / "linear.claims.json").read_text())
+    data["claims"][0]["control"]["holds"] = True
+    (tmp_path / "linear.claims.json").write_text(json.dumps(data))
+    with pytest.raises(LedgerDefect, match="negative control holds"):
+        published_claims(tmp_path)
+
+
+def test_statements_typeset_their_math_and_escape_the_rest():
+    from resnet_theory.ledger import text_html
+
+    out = text_html(r"a bound $\|A_i\| \le 2/\ell$ for <every> i")
+    assert out == (r'<span class="mathjax_process">a bound \(\|A_i\| \le 2/\ell\) for &lt;every&gt; i</span>')
+    assert text_html("no math < here, $5 only") == "no math &lt; here, $5 only"
+    row = claims_table_html(_ledger().claims[:1], link=True)
+    assert "mathjax_process" not in row          # plain statements stay plain

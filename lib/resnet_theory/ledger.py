@@ -54,6 +54,7 @@ import html
 import json
 import math
 import os
+import re
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -647,55 +648,97 @@ _BADGE = {"confirmed": "#1b7f3b", "proof-gap": "#6a4fb3", "corrected": "#b36b00"
           "undecided": "#8a6d00", "not-checkable-here": "#555"}
 
 
-def claims_table_html(claims: Sequence[Claim], link: bool = True) -> str:
-    """An HTML table of claims; with ``link`` each id links to the chapter section that checks it.
+_INLINE_MATH = re.compile(r"(?<![\\$])\$([^$\n]+?)\$")
 
-    Per claim: where the statement comes from, what the check computed, and how the check could have
-    failed (its negative control, which did fail).
-    """
+
+def text_html(text: str | None) -> str:
+    """Escape ``text`` for HTML, with its ``$...$`` spans typeset as math: they become ``\\(...\\)`` inside an
+    element MathJax processes (the book's pages ignore raw output text otherwise)."""
+    escaped = html.escape(text or "")
+    if not _INLINE_MATH.search(escaped):
+        return escaped
+    return '<span class="mathjax_process">' + _INLINE_MATH.sub(r"\\(\1\\)", escaped) + "</span>"
+
+
+def claim_anchor(claim_id: str) -> str:
+    """The HTML id of a claim's row on the ledger page: ``hardt-ma/thm-2.1`` -> ``claim-hardt-ma-thm-2-1``."""
+    return "claim-" + "".join(ch if ch.isalnum() else "-" for ch in claim_id.lower())
+
+
+def _verdict_badge(verdict: str) -> str:
+    return f'<span class="claim-verdict" style="color:{_BADGE[verdict]}">{html.escape(verdict)}</span>'
+
+
+def _claim_details(c: Claim) -> str:
+    """What a reader opens to audit a claim: where the statement comes from, what was computed, the control."""
+    rows = [("Source", c.source_text)]
+    if c.corrected_statement:
+        rows.append(("What holds instead", c.corrected_statement))
+    if c.proof_step:
+        rows += [("Proof step that fails", c.proof_step), ("Repair", c.repair or "")]
+    if c.verdict == "not-checkable-here":
+        rows.append(("Why not checked", c.reason or ""))
+        if c.needs:
+            rows.append(("Needs", c.needs))
+    else:
+        if c.verdict == "undecided":
+            rows.append(("Why undecided", c.reason or ""))
+        rows.append(("What the check computed", c.check))
+    if c.control is not None:
+        if c.control.get("input"):
+            rows.append(("Control input", str(c.control["input"])))
+        outcome = "fails, as it must" if not c.control.get("holds") else "HOLDS: defect"
+        rows.append(("Control result", f"{c.control.get('summary', '')} ({outcome})"))
+    items = "".join(f"<dt>{html.escape(k)}</dt><dd>{text_html(v)}</dd>" for k, v in rows)
+    return f'<details class="claim-details"><summary>evidence and control</summary><dl>{items}</dl></details>'
+
+
+def claims_table_html(claims: Sequence[Claim], link: bool = True) -> str:
+    """An HTML table of claims, one row each: verdict, the claim (its id, the statement, and the evidence and
+    negative control one click away), and where it is printed. With ``link`` each row has an anchor
+    (:func:`claim_anchor`) and its id links to the chapter section that checks it."""
     rows = []
     for c in claims:
         ident = html.escape(c.id)
         if link:
             ident = f'<a href="{html.escape(c.chapter)}.html#{html.escape(c.section)}">{ident}</a>'
-        what = html.escape(c.statement)
-        if c.corrected_statement:
-            what += f"<br><em>Corrected:</em> {html.escape(c.corrected_statement)}"
-        if c.proof_step:
-            what += (f"<br><em>Proof step that fails:</em> {html.escape(c.proof_step)}"
-                     f"<br><em>Repair:</em> {html.escape(c.repair or '')}")
-        if c.verdict == "not-checkable-here":
-            detail = html.escape(c.reason or "") + (f"<br><em>Needs:</em> {html.escape(c.needs)}" if c.needs else "")
-        elif c.verdict == "undecided":
-            detail = html.escape(c.reason or c.check)
-        else:
-            detail = html.escape(c.check)
-        control = ("&mdash;" if c.control is None else
-                   (f"<em>Input:</em> {html.escape(str(c.control.get('input') or ''))}<br>" if c.control.get("input") else "")
-                   + f"{html.escape(str(c.control.get('summary', '')))} "
-                   f"<em>({'fails, as it must' if not c.control.get('holds') else 'HOLDS: defect'})</em>")
-        colour = _BADGE[c.verdict]
+        anchor = claim_anchor(c.id)
+        permalink = f' <a class="claim-permalink" href="#{anchor}" title="link to this claim">#</a>' if link else ""
         rows.append(
-            f"<tr><td>{ident}</td><td>{html.escape(c.paper_name)}, {html.escape(c.ref)}"
-            f"<br><small>{html.escape(c.source_text)}</small></td>"
-            f"<td>{what}</td><td>{detail}</td><td>{control}</td>"
-            f'<td><strong style="color:{colour}">{c.verdict}</strong></td></tr>')
-    head = ("<tr><th>claim</th><th>source</th><th>statement</th><th>what the check computed</th>"
-            "<th>how this check could have failed</th><th>verdict</th></tr>")
-    return f'<table class="claims-ledger">{head}{"".join(rows)}</table>'
+            f'<tr id="{anchor}"><td>{_verdict_badge(c.verdict)}</td>'
+            f'<td><code class="claim-id">{ident}</code>{permalink}<br>{text_html(c.statement)}'
+            f"{_claim_details(c)}</td>"
+            f"<td>{html.escape(c.paper_name)}, {html.escape(c.ref)}</td></tr>")
+    head = "<tr><th>verdict</th><th>claim</th><th>printed in</th></tr>"
+    colgroup = '<colgroup><col class="col-verdict"><col class="col-claim"><col class="col-where"></colgroup>'
+    return f'<table class="claims-ledger">{colgroup}<thead>{head}</thead><tbody>{"".join(rows)}</tbody></table>'
 
 
 def errata_html(claims: Sequence[Claim], link: bool = True) -> str:
-    """The errata: each corrected or proof-gap claim as one sentence (what is printed, fails, holds)."""
+    """The errata, one sentence each (what is printed, what fails, what holds); the computed evidence is one
+    click away (``<details>``), and the claim's id links to its row in the table below and its section."""
     items = []
     for c in claims:
-        sentence = c.erratum
-        if sentence is None:
+        if c.verdict not in ("corrected", "proof-gap"):
             continue
+        where = f"{c.paper_name}, {c.ref}"
+        if c.verdict == "corrected":
+            sentence = (f"{where}: as printed, the statement fails on a computed counterexample; "
+                        f"what holds: {c.corrected_statement}")
+            parts = (("printed", "The printed statement"), ("corrected", "The corrected statement"))
+        else:
+            sentence = (f"{where}: the statement holds, but a step of the printed proof fails as written "
+                        f"({c.proof_step}); repaired: {c.repair}")
+            parts = (("printed", "The statement"), ("proof_step", "The printed step"), ("repair", "The repair"))
         label = html.escape(c.id)
         if link:
             label = f'<a href="{html.escape(c.chapter)}.html#{html.escape(c.section)}">{label}</a>'
-        items.append(f'<li><strong>{label}</strong> ({c.verdict}): {html.escape(sentence)}</li>')
+        evidence = "".join(f"<dt>{name}</dt><dd>{html.escape(str(c.evidence.get(key, {}).get('summary', '')))}</dd>"
+                           for key, name in parts)
+        items.append(f'<li>{text_html(sentence.rstrip("."))}. <small>(<code class="claim-id">{label}</code>, '
+                     f"{c.verdict})</small><details class=\"claim-details\"><summary>the computation</summary>"
+                     f"<dl><dt>Statement as printed</dt><dd>{text_html(c.statement)}</dd>{evidence}</dl>"
+                     "</details></li>")
     if not items:
         return '<p class="claims-errata">No erratum: every checked statement and proof step holds as printed.</p>'
     return f'<ul class="claims-errata">{"".join(items)}</ul>'
@@ -716,7 +759,7 @@ def skipped_html(skipped: Sequence[dict]) -> str:
     if not skipped:
         return "<p>Every printed statement the chapters discuss is checked above.</p>"
     items = [f"<li><strong>{html.escape(PAPERS.get(s['paper'], (s['paper'],))[0])}, {html.escape(s['ref'])}</strong>: "
-             f"{html.escape(s['statement'])} <em>Not checked:</em> {html.escape(s['why'])} "
+             f"{text_html(s['statement'])} <em>Not checked:</em> {text_html(s['why'])} "
              f'(<a href="{html.escape(s["chapter"])}.html">{html.escape(s["chapter"])}</a>)</li>' for s in skipped]
     return f'<ul class="claims-skipped">{"".join(items)}</ul>'
 
@@ -740,3 +783,29 @@ def render_ledger(claims: Sequence[Claim], skipped: Sequence[dict] = ()):
     return HTML("<h3>Errata</h3>" + errata_html(claims) + "<h3>Counts</h3>" + counts_table_html(claims)
                 + "<h3>Every claim</h3>" + claims_table_html(claims, link=True)
                 + "<h3>Not checked, and why</h3>" + skipped_html(skipped))
+
+
+def published_claims(directory: str | os.PathLike | None = None) -> list[Claim]:
+    """The claims the ledger page publishes (:func:`load_claims`), refused whole when any has a defect
+    (:func:`claim_defects`): a claims file no chapter could have written stops the page and the build."""
+    claims = load_claims(directory)
+    defects = claim_defects(claims)
+    if defects:
+        raise LedgerDefect("the ledger cannot be published (fix the check, its control or the claims file):\n  "
+                           + "\n  ".join(defects))
+    return claims
+
+
+def ledger_section(part: str, claims: Sequence[Claim], skipped: Sequence[dict] = ()):
+    """One part of the ledger page, under its own heading in the page (so that it is in the page contents):
+    ``"errata"``, ``"counts"``, ``"claims"`` or ``"skipped"``."""
+    from IPython.display import HTML
+
+    if not claims and part != "skipped":
+        return HTML("<p><strong>No claims were found.</strong> Execute the book with "
+                    "<code>make book</code> so that each chapter records its claims.</p>")
+    render = {"errata": lambda: errata_html(claims), "counts": lambda: counts_table_html(claims),
+              "claims": lambda: claims_table_html(claims, link=True), "skipped": lambda: skipped_html(skipped)}
+    if part not in render:
+        raise ValueError(f"unknown ledger part {part!r}; known: {sorted(render)}")
+    return HTML(render[part]())
