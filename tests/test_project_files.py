@@ -1,0 +1,36 @@
+"""The files a reuser looks for: the licence, how to cite the book, what changed."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_the_licence_covers_code_and_text():
+    text = (ROOT / "LICENSE").read_text()
+    assert "MIT License" in text and "Permission is hereby granted" in text
+    assert "CC BY 4.0" in text and "creativecommons.org/licenses/by/4.0" in text
+
+
+def test_citation_file_is_valid_cff_and_cites_the_papers_of_the_bibliography():
+    cff = yaml.safe_load((ROOT / "CITATION.cff").read_text())
+    for key in ("cff-version", "message", "title", "authors", "version", "license"):
+        assert cff.get(key), f"CITATION.cff lacks {key!r}"
+    assert cff["cff-version"] == "1.2.0"
+    assert set(cff["license"]) == {"MIT", "CC-BY-4.0"}
+    bib = (ROOT / "references.bib").read_text()
+    bib_titles = {re.sub(r"[{}]", "", t).lower() for t in re.findall(r"title\s*=\s*\{(.+)\},?\n", bib)}
+    for ref in cff["references"]:
+        assert ref["title"].lower() in bib_titles, f"{ref['title']!r} is not in references.bib"
+    version = re.search(r'^version = "([^"]+)"', (ROOT / "pyproject.toml").read_text(), re.M).group(1)
+    assert cff["version"] == version, "CITATION.cff and pyproject.toml give different versions"
+
+
+def test_the_readme_points_to_the_licence_the_citation_and_the_changelog():
+    readme = (ROOT / "README.md").read_text()
+    for name in ("LICENSE", "CITATION.cff", "CHANGELOG.md"):
+        assert name in readme and (ROOT / name).is_file()
