@@ -13,7 +13,7 @@ PYTEST_ARGS ?=
 PINS_HASH := $(shell cat requirements.lock pyproject.toml | sha256sum | cut -c1-16)
 STAMP   := $(VENV)/.installed-$(PINS_HASH)
 
-.PHONY: install book test lock clean verdicts-across-seeds
+.PHONY: install book pdf test lock clean verdicts-across-seeds
 
 install: $(STAMP)
 
@@ -27,6 +27,10 @@ $(STAMP):
 
 book: install
 	$(PY) -m resnet_theory.book execute --profile $(PROFILE) $(if $(FORCE),--force) $(ARGS)
+
+# The book as one PDF (every page printed by headless Chromium, tables and math kept): _build/pdf/.
+pdf: book
+	$(PY) -m resnet_theory.pdf
 
 # The book at other seeds (each in _build/seed-N), then every verdict and claim id compared with _build.
 SEEDS   ?= 1 2

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import html
 import json
 import os
+import re
 
 import pytest
 
@@ -134,3 +136,33 @@ def test_the_book_works_served_under_a_url_prefix(built_book):
             if page.stem in REVIEWS:
                 assert report.images > 0 and report.mathjax_elements > 0, f"{page.name} under the prefix"
     assert not problems, "\n".join(problems)
+
+
+def test_the_pdf_keeps_every_page_every_table_and_the_typeset_math(built_book, tmp_path):
+    """``make pdf``: the built pages printed by Chromium and joined; every HTML table of every page is in the
+    PDF (its first header cell's text on that page's PDF pages), math is typeset (no raw TeX) and the
+    document has the book's title and one bookmark per page."""
+    from pypdf import PdfReader
+
+    from resnet_theory.book import toc_files
+    from resnet_theory.pdf import TITLE, build_pdf
+
+    chromium = chromium_or_skip()
+    entries = toc_files(ROOT)
+    printed = build_pdf(built_book.html, entries, tmp_path / "book.pdf", chromium)
+    reader = PdfReader(tmp_path / "book.pdf")
+    assert reader.metadata.title == TITLE
+    assert [item.title for item in reader.outline] == [p.title for p in printed]
+    assert len(reader.pages) == sum(p.pages for p in printed) and all(p.pages >= 1 for p in printed)
+    tables = 0
+    for page in printed:
+        text = " ".join(reader.pages[i].extract_text() for i in range(page.first_page, page.first_page + page.pages))
+        flat = re.sub(r"\s+", "", text)
+        assert "\\(" not in text and "$$" not in text, f"{page.entry}: raw TeX in the PDF"
+        source = (built_book.html / f"{page.entry}.html").read_text()
+        for table in re.findall(r"<table\b.*?</table>", source, re.S):
+            first = re.search(r"<t[hd]\b[^>]*>(.*?)</t[hd]>", table, re.S)
+            label = re.sub(r"\s+", "", html.unescape(re.sub(r"<[^>]+>", "", first.group(1)))) if first else ""
+            assert label and label in flat, f"{page.entry}: a table headed {label!r} is missing from the PDF"
+            tables += 1
+    assert tables >= 10, f"only {tables} tables in the whole book?"
