@@ -20,6 +20,7 @@ from resnet_theory.linear import (
     critical_point_search, identity_gd_steps_to, random_theorem_2_1_target, rotation_root,
     theorem_2_1_ratio, theorem_2_1_worst_ratio_search, _admissible_splits,
 )
+from resnet_theory.linear import best_factorization_in_ball, risk_by_quadrature
 
 torch.set_num_threads(1)
 FAST = settings(max_examples=25, deadline=None)
@@ -398,6 +399,77 @@ def test_risk_matches_monte_carlo():
     losses = np.sum((x @ compose(A).T - y) ** 2, axis=1)
     se = losses.std() / math.sqrt(n)
     assert abs(losses.mean() - risk(A, R, Sigma)) <= 5 * se
+
+
+@FAST
+@given(st.integers(1, 5), st.integers(1, 5), st.integers(2, 9), st.integers(0, 2**32 - 1))
+def test_quadrature_risk_is_claim_2_3_for_any_layers(d, depth, atoms, seed):
+    """Eq. (2.2) integrated exactly equals ||E Sigma^1/2||_F^2 + d for any layers and any discrete input law."""
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((atoms, d))
+    w = rng.random(atoms) + 0.1
+    w /= w.sum()
+    Sigma = (X.T * w) @ X
+    R = rng.standard_normal((d, d))
+    A = rng.standard_normal((depth, d, d))
+    expected = risk(A, R, Sigma)
+    assert risk_by_quadrature(A, R, X, w) == pytest.approx(expected, rel=1e-10, abs=1e-10 * d)
+
+
+def test_quadrature_risk_with_input_dependent_noise():
+    """Noise xi = M x + eta moves the target to R + M: the constant of Claim 2.3 then depends on A."""
+    rng = np.random.default_rng(3)
+    d = 3
+    X, w = rng.standard_normal((6, d)), np.full(6, 1 / 6)
+    Sigma = (X.T * w) @ X
+    R, M = rng.standard_normal((d, d)), 0.1 * rng.standard_normal((d, d))
+    gaps = []
+    for scale in (0.0, 0.5, 1.0):
+        A = scale * rng.standard_normal((3, d, d))
+        f = risk_by_quadrature(A, R, X, w, noise_map=M)
+        assert f == pytest.approx(risk(A, R + M, Sigma), rel=1e-12)
+        gaps.append(f - (risk(A, R, Sigma) - d))
+    assert np.ptp(gaps) > 1e-3
+
+
+def test_quadrature_risk_rejects_bad_input():
+    A, R = np.zeros((2, 2, 2)), np.eye(2)
+    X, w = np.ones((3, 2)), np.full(3, 1 / 3)
+    with pytest.raises(ValueError, match="sum to one"):
+        risk_by_quadrature(A, R, X, np.ones(3))
+    with pytest.raises(ValueError, match="shape"):
+        risk_by_quadrature(A, R, np.ones((3, 3)), w)
+    with pytest.raises(ValueError, match="noise_map"):
+        risk_by_quadrature(A, R, X, w, noise_map=np.eye(3))
+    with pytest.raises(ValueError):
+        risk_by_quadrature(A, np.eye(3), X, w)
+
+
+def test_search_in_ball_finds_oriented_targets_and_not_reflections():
+    """det R > 0: an exact product inside the printed radius is found; det R < 0: the residual stays at
+    s_min(R) or above, as every product of factors I + A_i with ||A_i|| < 1 has positive determinant."""
+    depth = 24
+    radius = 2 * math.pi / depth  # the camera-ready bound at gamma = 0
+    c, s = math.cos(3.0), math.sin(3.0)
+    rotation = np.array([[c, -s, 0], [s, c, 0], [0, 0, 1.0]])
+    found = best_factorization_in_ball(rotation, depth, radius, seed=0)
+    assert found["residual"] <= 1e-9 and found["max_norm"] <= radius * (1 + 1e-12)
+    reflection = np.diag([-1.0, 1.0, 1.0])
+    stuck = best_factorization_in_ball(reflection, depth, radius, seed=0)
+    assert stuck["residual"] >= stuck["s_min"] * (1 - 1e-9) and stuck["det"] >= 0
+    with pytest.raises(ValueError):
+        best_factorization_in_ball(reflection, 0, radius)
+    with pytest.raises(ValueError):
+        best_factorization_in_ball(reflection, depth, -1.0)
+
+
+def test_bound_outside_the_ball_only_when_asked():
+    A = np.tile(-0.6 * np.eye(2), (3, 1, 1))
+    R = np.eye(2) * 2
+    with pytest.raises(ValueError, match="outside the tau-ball"):
+        gradient_lower_bound(A, R, np.eye(2), 0.5)
+    outside = gradient_lower_bound(A, R, np.eye(2), 0.5, allow_outside=True)
+    assert np.sum(risk_gradient(A, R, np.eye(2)) ** 2) < outside  # A_i = -0.6 I breaks the bound for tau = 0.5
 
 
 @settings(max_examples=10, deadline=None)

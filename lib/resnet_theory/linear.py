@@ -33,7 +33,7 @@ from . import validate
 __all__ = [
     "FactorizationPlan", "GDResult", "compose", "factorization_plan", "factorize_near_identity", "gamma",
     "gradient_lower_bound", "gradient_lower_bound_printed", "identity_init_gd", "layer_norms",
-    "risk", "risk_gradient", "risk_gradient_descent", "risk_gradient_printed_order", "random_rotation",
+    "risk", "risk_by_quadrature", "best_factorization_in_ball", "risk_gradient", "risk_gradient_descent", "risk_gradient_printed_order", "random_rotation",
     "random_matrix_with_gamma", "random_layers_in_ball", "sympy_risk", "torch_risk", "theorem_2_1_sweep", "theorem_2_1_bound", "theorem_2_1_bound_early", "theorem_2_1_bound_integer", "theorem_2_1_min_depth",
     "FACTORIZATION_METHODS", "rotation_root", "theorem_2_1_ratio", "theorem_2_1_worst_ratio_search",
     "critical_point_search", "CriticalPointSearch", "identity_gd_steps_to", "TARGET_KINDS",
@@ -469,6 +469,37 @@ def risk(A, R, Sigma) -> float:
     return float(np.trace(E @ Sigma @ E.T)) + A.shape[1]
 
 
+def risk_by_quadrature(A, R, atoms, weights, noise_map=None) -> float:
+    """The population risk computed from its definition (eq. 2.2), not from Claim 2.3's closed form.
+
+    ``x`` takes the values ``atoms[m]`` (shape ``(n, d)``) with probabilities ``weights[m]``; the target is
+    ``y = R x + xi`` with ``xi = noise_map @ x + eta`` (``noise_map`` defaults to zero: the setting of Section
+    2, noise independent of x) and ``eta ~ N(0, I_d)``. The expectation over ``eta`` uses the two-point
+    Gauss-Hermite rule in every coordinate (nodes +-1, weights 1/2), exact for the quadratic integrand, so
+    the result is ``E ||(I + A_l)...(I + A_1) x - y||^2`` to rounding, for any A.
+    """
+    A = _as_layers(A)
+    d = A.shape[1]
+    R = _as_square_matrix(R, "R")
+    if R.shape[0] != d:
+        raise ValueError(f"R is {R.shape[0]} x {R.shape[0]} but the layers are {d} x {d}")
+    atoms = validate.finite_array("atoms", atoms, ndim=2)
+    if atoms.shape[1] != d:
+        raise ValueError(f"atoms must have shape (n, {d}), got {atoms.shape}")
+    weights = validate.finite_array("weights", weights, shape=(atoms.shape[0],))
+    if np.any(weights < 0) or not math.isclose(float(weights.sum()), 1.0, rel_tol=1e-12):
+        raise ValueError("weights must be non-negative and sum to one")
+    M = np.zeros((d, d)) if noise_map is None else _as_square_matrix(noise_map, "noise_map")
+    if M.shape[0] != d:
+        raise ValueError(f"noise_map must be {d} x {d}, got shape {M.shape}")
+    if d > 16:
+        raise ValueError(f"the 2^d-node noise rule is limited to d <= 16, got d = {d}")
+    nodes = np.array(np.meshgrid(*([[-1.0, 1.0]] * d), indexing="ij")).reshape(d, -1).T  # (2^d, d)
+    residual = atoms @ (compose(A) - R - M).T  # P x - R x - M x, shape (n, d)
+    sq = np.sum((residual[:, None, :] - nodes[None, :, :]) ** 2, axis=2)  # (n, 2^d)
+    return float(weights @ sq.mean(axis=1))
+
+
 def risk_gradient(A, R, Sigma) -> np.ndarray:
     """``d risk / d A_i = 2 (I+A_{i+1})^T ... (I+A_l)^T E Sigma (I+A_1)^T ... (I+A_{i-1})^T``, shape (depth, d, d).
 
@@ -549,23 +580,26 @@ def sympy_risk_gradient(depth, d, R, Sigma):
 
 
 # --- eq. (2.3): the gradient lower bound ------------------------------------------------------------------
-def _bound_inputs(A, R, Sigma, tau):
+def _bound_inputs(A, R, Sigma, tau, allow_outside=False):
     A, R, Sigma = _check_risk_inputs(A, R, Sigma)
     tau = validate.finite_float("tau", tau)
     if not 0.0 <= tau < 1.0:
         raise ValueError(f"tau must satisfy 0 <= tau < 1, got {tau!r}")
     norm = float(np.max(layer_norms(A)))
-    if norm > tau * (1 + 1e-12) + 1e-15:
+    if not validate.boolean("allow_outside", allow_outside) and norm > tau * (1 + 1e-12) + 1e-15:
         raise ValueError(f"A is outside the tau-ball: max_i ||A_i|| = {norm:.6g} > tau = {tau:.6g}")
     s_min = float(np.min(np.linalg.eigvalsh(Sigma)))
     excess = risk(A, R, Sigma) - A.shape[1]  # C_opt = d: the product can equal R, leaving only the noise
     return A.shape[0], tau, max(s_min, 0.0), excess
 
 
-def gradient_lower_bound(A, R, Sigma, tau) -> float:
+def gradient_lower_bound(A, R, Sigma, tau, allow_outside=False) -> float:
     """What the proof of eq. (2.3) yields on ``max_i ||A_i|| <= tau``:
-    ``||grad f(A)||_F^2 >= 4 l (1 - tau)^(2(l-1)) s_min(Sigma) (f(A) - C_opt)``, with ``C_opt = d``."""
-    depth, tau, s_min, excess = _bound_inputs(A, R, Sigma, tau)
+    ``||grad f(A)||_F^2 >= 4 l (1 - tau)^(2(l-1)) s_min(Sigma) (f(A) - C_opt)``, with ``C_opt = d``.
+
+    Layers outside the ball are refused unless ``allow_outside=True`` (a negative control evaluates the
+    bound where it promises nothing)."""
+    depth, tau, s_min, excess = _bound_inputs(A, R, Sigma, tau, allow_outside)
     return 4.0 * depth * (1.0 - tau) ** (2 * (depth - 1)) * s_min * excess
 
 
@@ -600,6 +634,45 @@ def risk_gradient_descent(A0, R, Sigma, steps, lr):
         if not np.isfinite(out[t + 1]):
             raise validate.DivergenceError(f"gradient descent diverged at step {t + 1}; lower the learning rate {lr}")
     return out, A
+
+
+def best_factorization_in_ball(R, depth, radius, starts=4, steps=400, seed=None) -> dict:
+    """Look for layers with ``max_i ||A_i|| <= radius`` whose product is ``R``, independently of the
+    Theorem 2.1 construction: projected gradient descent on ``||(I + A_l)...(I + A_1) - R||_F^2`` (the
+    excess risk at ``Sigma = I``) with a backtracking step, from ``A = 0`` and ``starts - 1`` random points
+    of the ball. Returns the smallest residual ``||P - R||_F`` found, the largest layer norm there and the
+    determinant of that product. For ``det R < 0`` and ``radius < 1`` no such product exists (every
+    ``I + A_i`` has positive determinant) and the residual cannot fall below ``s_min(R)``."""
+    R = _as_square_matrix(R, "R")
+    d = R.shape[0]
+    depth = _as_depth(depth)
+    radius = validate.positive_float("radius", radius)
+    starts = _as_depth(starts, "starts")
+    steps = _as_depth(steps, "steps")
+    _check_depth_budget(depth, d, layers=True)
+    rng = _rng(seed)
+    I = np.eye(d)
+    best = {"residual": math.inf}
+    for m in range(starts):
+        A = np.zeros((depth, d, d)) if m == 0 else random_layers_in_ball(depth, d, radius, rng)
+        res = float(np.linalg.norm(compose(A) - R))
+        lr = 0.5 / depth
+        for _ in range(steps):
+            g = risk_gradient(A, R, I)
+            while lr > 1e-12:
+                trial = _project_to_ball(A - lr * g, radius)
+                res_trial = float(np.linalg.norm(compose(trial) - R))
+                if res_trial < res:
+                    A, res, lr = trial, res_trial, lr * 1.5
+                    break
+                lr /= 2
+            else:
+                break
+        if res < best["residual"]:
+            P = compose(A)
+            best = {"residual": res, "max_norm": float(np.max(layer_norms(A))), "det": float(np.linalg.det(P))}
+    best["s_min"] = float(np.linalg.svd(R, compute_uv=False)[-1])
+    return best
 
 
 def _as_steps(steps) -> int:
