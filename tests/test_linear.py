@@ -663,3 +663,49 @@ def test_identity_init_gd_backend_options_follow_the_validation_rule():
     if not torch.cuda.is_available():
         with pytest.raises(ValueError, match="CUDA is not available here"):
             identity_init_gd(Phi, 2, 10, 0.1, backend="torch", device="cuda")
+
+
+# --- Theorem 2.1: special case, depth hypothesis, printed proof steps (Appendix A.1) --------------------
+@FAST
+@given(oriented_matrices(psd=True), st.integers(0, 40))
+def test_psd_layers_meet_three_gamma_over_depth(R, extra):
+    """Appendix A.1's special case: equal roots, max ||A_j|| <= 3 gamma / l once l >= 3 gamma."""
+    depth = theorem_2_1_min_depth(R) + extra
+    A = factorize_near_identity(R, depth)
+    assert rel_err(compose(A), R) <= 1e-9
+    assert np.max(layer_norms(A)) <= 3 * gamma(R) / depth * (1 + 1e-12) + 1e-15
+
+
+def test_bounds_are_missed_below_three_gamma():
+    """Below l = 3 gamma every factorisation of diag(e^gamma, ...) has a layer of norm >= e^(gamma/l) - 1."""
+    g = 8.0
+    R = np.diag([math.exp(g), 1.0, math.exp(-g / 2)])
+    A = factorize_near_identity(R, 1)
+    norm = np.max(layer_norms(A))
+    assert norm == pytest.approx(math.expm1(g), rel=1e-12)
+    assert norm > theorem_2_1_bound(R, 1) and norm > theorem_2_1_bound_early(R, 1) and norm > 3 * g
+
+
+@pytest.mark.parametrize("q", [2, 3, 5])
+def test_rotation_layer_norm_is_twice_half_angle_sine(q):
+    """||S W S^T - I|| = max 2|sin(theta/2q)|, not the printed max|sin(theta/q)|; both stay below pi/q."""
+    Q = random_rotation(4, seed=q)
+    theta = np.angle(np.linalg.eigvals(Q))
+    norm = np.linalg.norm(rotation_root(Q, q) - np.eye(4), 2)
+    assert norm == pytest.approx(np.max(2 * np.abs(np.sin(theta / (2 * q)))), rel=1e-10)
+    assert norm > np.max(np.abs(np.sin(theta / q))) * (1 + 1e-6)
+    assert norm <= math.pi / q
+
+
+def test_printed_layer_counts_do_not_add_up():
+    """With the printed p and q (our reading), 2q + p != l unless gamma = 4 pi / 3; swapped, they add up."""
+    ell, g = sp.symbols("ell gamma", positive=True)
+    a, b = sp.sqrt(sp.pi), sp.sqrt(3 * g)
+    p_printed, q_printed = ell * b / (2 * (a + b)), ell * a / (a + b)
+    assert sp.simplify(2 * q_printed + p_printed - ell) != 0
+    assert sp.simplify((2 * q_printed + p_printed - ell).subs(g, 4 * sp.pi / 3)) == 0
+    assert sp.simplify(2 * p_printed + q_printed - ell) == 0
+    p_fixed, q_fixed = ell * b / (a + b), ell * a / (2 * (a + b))
+    assert sp.simplify(2 * q_fixed + p_fixed - ell) == 0
+    slack = sp.simplify(2 * (a + b) ** 2 / ell - sp.pi / q_fixed - 3 * g / p_fixed)
+    assert slack.is_nonnegative

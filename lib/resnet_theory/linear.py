@@ -4,8 +4,8 @@ Hardt & Ma study the linear residual network ``x -> (I + A_l) ... (I + A_1) x`` 
 ``y = R x + xi`` with ``xi ~ N(0, I_d)`` and ``Sigma = E[x x^T]``. This module implements
 
 - the Theorem 2.1 construction (:func:`factorize_near_identity`, :func:`factorization_plan`,
-  :func:`compose`), the constant ``gamma(R)`` and both published bounds on ``max_i ||A_i||``
-  (:func:`theorem_2_1_bound`, camera-ready; :func:`theorem_2_1_bound_early`, early arXiv version);
+  :func:`compose`), the constant ``gamma(R)`` and two bounds on ``max_i ||A_i||``
+  (:func:`theorem_2_1_bound`, the printed ICLR one; :func:`theorem_2_1_bound_early`, a review's);
 - the population risk of Claim 2.3 (:func:`risk`), its gradient (Lemma 2.4) in the order the chain rule
   gives (:func:`risk_gradient`) and in the order the ICLR text prints (:func:`risk_gradient_printed_order`);
 - the gradient lower bound of eq. (2.3) as printed (:func:`gradient_lower_bound_printed`) and as its
@@ -144,7 +144,9 @@ def theorem_2_1_bound(R, depth) -> float:
 
 
 def theorem_2_1_bound_early(R, depth) -> float:
-    """The early arXiv bound ``(4 pi + 3 gamma) / depth`` on ``max_i ||A_i||``."""
+    """The bound ``(4 pi + 3 gamma) / depth`` on ``max_i ||A_i||`` as a review of the paper (PaperWhy) states
+    Theorem 2.1; the printed ICLR text has :func:`theorem_2_1_bound`, and which version the review read is
+    not known to us."""
     depth = _as_depth(depth)
     return (4.0 * math.pi + 3.0 * gamma(R)) / depth
 
@@ -884,7 +886,7 @@ def theorem_2_1_sweep(R, depths, method: str = "polar") -> dict:
 # --- Theorem 2.1: the statement against the best construction, and an adversarial search ----------------
 def theorem_2_1_ratio(R, depths, method: str = "polar") -> np.ndarray:
     """``max_i ||A_i|| / bound`` at each depth, for the layers :func:`factorization_plan` predicts with
-    ``method``, against the smaller of the two published bounds (camera-ready and early arXiv).
+    ``method``, against the smaller of the two bounds (the printed one and the review's).
 
     Uses one decomposition per depth (no layers are built): fast enough for a search. The chapter confirms
     the worst cases it finds with :func:`factorize_near_identity` and :func:`layer_norms`.
