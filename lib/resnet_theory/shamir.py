@@ -62,6 +62,12 @@ def _check_loss(loss: str) -> str:
     return validate.choice("loss", loss, LOSSES)
 
 
+def _skip(skip) -> bool:
+    if not isinstance(skip, bool):
+        raise TypeError(f"skip must be True (the residual network) or False (no skip connection), got {skip!r}")
+    return skip
+
+
 def _tensor(x, name: str, ndim: int) -> torch.Tensor:
     return torch.as_tensor(validate.finite_array(name, x, ndim=ndim, allow_empty=True))
 
@@ -506,19 +512,21 @@ def _has_recession_direction(X: np.ndarray, y: np.ndarray) -> bool:
     return bool(res.status == 0 and -res.fun > 1e-9)
 
 
-def objective_derivatives(X, y, w, V, f_theta, loss: str = "squared") -> dict:
+def objective_derivatives(X, y, w, V, f_theta, loss: str = "squared", *, skip: bool = True) -> dict:
     """Value, gradient and Hessian of ``F_theta(w, V)`` in the flat parameters ``(w, vec V)`` (row-major V).
 
     Also returns the blocks ``hessian_ww`` (d x d) and the split gradients ``gradient_w``, ``gradient_V``.
-    Computed by torch autograd in float64 with theta fixed.
+    Computed by torch autograd in float64 with theta fixed. With ``skip=False`` the same for the network
+    without the skip connection, ``x -> w^T V f_theta(x)`` (the input the paper's results rule out).
     """
     X, y, loss = _data(X, y, loss)
+    skip = _skip(skip)
     Z = _features(f_theta, X)
     w, V = _wV(w, V, X.shape[1], Z.shape[1])
     d, k = V.shape
 
     def F(z):
-        return loss_values((X + Z @ z[d:].reshape(d, k).T) @ z[:d], y, loss).mean()
+        return loss_values((X * float(skip) + Z @ z[d:].reshape(d, k).T) @ z[:d], y, loss).mean()
 
     z = torch.cat([w, V.reshape(-1)])
     zg = z.clone().requires_grad_(True)
@@ -537,7 +545,7 @@ def _w_star(w_star, d):
     return w_star
 
 
-def theorem1_sides(X, y, w, V, f_theta, w_star, loss: str = "squared") -> dict:
+def theorem1_sides(X, y, w, V, f_theta, w_star, loss: str = "squared", *, skip: bool = True) -> dict:
     """Both sides of Theorem 1 at ``(w, V, theta)`` with ``w != 0``, against the linear predictor ``w_star``.
 
     ``lhs = |grad F_theta(w, V)|`` and
@@ -546,7 +554,7 @@ def theorem1_sides(X, y, w, V, f_theta, w_star, loss: str = "squared") -> dict:
     term ``|V|^2 / |w|^2``, a stronger statement that Example 1 refutes).
     """
     X, y, loss = _data(X, y, loss)
-    der = objective_derivatives(X, y, w, V, f_theta, loss)
+    der = objective_derivatives(X, y, w, V, f_theta, loss, skip=skip)
     w = _tensor(w, "w", 1).numpy()
     V = _tensor(V, "V", 2).numpy()
     w_star = _w_star(w_star, X.shape[1])
@@ -566,7 +574,7 @@ def theorem1_sides(X, y, w, V, f_theta, w_star, loss: str = "squared") -> dict:
             "norm_w": math.sqrt(nw2), "norm_V": float(np.linalg.norm(V, 2))}
 
 
-def theorem2_sides(X, y, V, f_theta, w_star, loss: str = "squared") -> dict:
+def theorem2_sides(X, y, V, f_theta, w_star, loss: str = "squared", *, skip: bool = True) -> dict:
     """Both parts of Theorem 2 at ``w = 0``.
 
     ``lambda_min`` of the Hessian in ``(w, V)`` (the theorem says it is at most 0), and
@@ -578,7 +586,8 @@ def theorem2_sides(X, y, V, f_theta, w_star, loss: str = "squared") -> dict:
     w_star = _w_star(w_star, X.shape[1])
     if not np.any(w_star):
         raise ValueError("Theorem 2 needs w_star != 0")
-    der = objective_derivatives(X, y, torch.zeros(X.shape[1], dtype=torch.float64), V, f_theta, loss)
+    der = objective_derivatives(X, y, torch.zeros(X.shape[1], dtype=torch.float64), V, f_theta, loss,
+                                skip=skip)
     lam = float(np.linalg.eigvalsh(der["hessian"])[0])
     Hww = float(np.linalg.norm(der["hessian_ww"], 2))
     normV = float(np.linalg.norm(V.numpy(), 2))
@@ -847,11 +856,14 @@ def theorem1_adversarial(X, y, f_theta, w_star, w0, V0, loss: str = "squared", s
             "ratio": sides["lhs"] / sides["rhs"] if sides["rhs"] > 0 else math.inf}
 
 
-def minimize_residual_objective(X, y, f_theta, loss: str = "squared", seed: int = 0) -> dict:
+def minimize_residual_objective(X, y, f_theta, loss: str = "squared", seed: int = 0, *,
+                                skip: bool = True) -> dict:
     """A local minimum of ``F_theta(w, V)`` (theta fixed) by a trust-region Newton method from a random start.
 
     Returns the point, the value, the gradient norm and the smallest Hessian eigenvalue there, so that the
-    caller can verify it is (numerically) a second-order stationary point.
+    caller can verify it is (numerically) a second-order stationary point, and the search's ``path`` (every
+    iterate ``(w, V)`` from the start to the end point: the candidates of :func:`approximate_stationary_points`).
+    ``skip=False``: the network without the skip connection, ``x -> w^T V f_theta(x)``.
     """
     X, y, loss = _data(X, y, loss)
     Z = _features(f_theta, X)
@@ -867,13 +879,15 @@ def minimize_residual_objective(X, y, f_theta, loss: str = "squared", seed: int 
         key = z.tobytes()
         if key not in cache:
             cache.clear()
-            cache[key] = objective_derivatives(X, y, *unpack(z), f_theta, loss)
+            cache[key] = objective_derivatives(X, y, *unpack(z), f_theta, loss, skip=skip)
         return cache[key]
 
     z0 = rng.normal(size=d + d * k) * 0.5
+    path = [z0.copy()]
     sol = optimize.minimize(lambda z: derivatives(z)["value"], z0, jac=lambda z: derivatives(z)["gradient"],
                             hess=lambda z: derivatives(z)["hessian"], method="trust-exact",
-                            options={"gtol": 1e-10, "maxiter": 500})
+                            options={"gtol": 1e-10, "maxiter": 500},
+                            callback=lambda zk: path.append(np.array(zk, dtype=float)))
     z = sol.x
     # polish: Newton steps through the pseudo-inverse (the minima are degenerate: F depends on V only
     # through V^T w), kept while the gradient shrinks and the value does not rise beyond rounding
@@ -888,13 +902,15 @@ def minimize_residual_objective(X, y, f_theta, loss: str = "squared", seed: int 
                 np.linalg.norm(new["gradient"]) >= np.linalg.norm(der["gradient"]):
             break
         z = trial
+        path.append(z.copy())
         if np.linalg.norm(step) <= 1e-14 * max(1.0, np.linalg.norm(z)):
             break
     sol.x = z
-    der = objective_derivatives(X, y, *unpack(sol.x), f_theta, loss)
+    der = objective_derivatives(X, y, *unpack(sol.x), f_theta, loss, skip=skip)
     w, V = unpack(sol.x)
     return {"w": w, "V": V, "value": der["value"], "gradient_norm": float(np.linalg.norm(der["gradient"])),
-            "lambda_min": float(np.linalg.eigvalsh(der["hessian"])[0])}
+            "lambda_min": float(np.linalg.eigvalsh(der["hessian"])[0]),
+            "path": [unpack(p) for p in path]}
 
 
 # --- experiments the chapter runs (kept here so that the chapter's cells stay short) ----------------
@@ -1031,7 +1047,7 @@ def bernoulli_kl(a: torch.Tensor, p: torch.Tensor) -> torch.Tensor:
 def theorem4_rates(steps: int, n_runs: int, seed: int = 0, *, architecture: str = "output skip",
                    d: int = 5, k: int = 4, width: int = 16, depth: int = 3, radius: float = 2.0,
                    u_norm: float = 1.5, lr_theta: float = 0.05, n_fresh: int = 64,
-                   step_exponent: float = 0.5) -> dict:
+                   step_exponent: float = 0.5, comparator_outside: bool = False) -> dict:
     """Projected SGD (Theorem 4's procedure) for ``n_runs`` independent runs at once, and its exact-in-y gap.
 
     Data: :class:`LogisticLinearSource` with ``u* = u_norm (1, ..., 1)/sqrt(d)``; ``u*`` is the population
@@ -1045,7 +1061,14 @@ def theorem4_rates(steps: int, n_runs: int, seed: int = 0, *, architecture: str 
     :func:`bernoulli_kl`), is estimated on ``n_fresh`` fresh inputs per run (exact over ``y``, unbiased over
     ``x``). Returns ``excess`` (runs, steps), ``gap`` (runs, horizons): the average excess risk of the
     iterates up to ``T`` for ``T = 8, 16, ..., <= steps``, its ``gap_standard_error`` from the fresh-input
-    sampling, and the constants ``radius``, ``lipschitz``, ``loss_bound``.
+    sampling, and the constants ``radius``, ``lipschitz``, ``loss_bound`` (``log(1 + e^{radius G})``, the
+    largest loss on the ball) and ``loss_range`` (``radius G``: on ``|p| <= radius G`` the logistic loss
+    spans ``log(1 + e^{bG}) - log(1 + e^{-bG}) = bG``; the gap does not change when a constant is
+    subtracted from the loss, so Theorem 4 applies with ``r`` the half-range and Hoeffding needs the range).
+
+    The gap is always measured against ``F_lin(u*)``. With ``radius < u_norm`` (allowed only with
+    ``comparator_outside=True``) ``u*`` lies outside the ball, so that is not Theorem 4's comparator
+    ``min_{|u| <= radius} F_lin(u)``: a run the theorem does not cover (a negative control).
     """
     steps = _positive_int(steps, "steps", minimum=16)
     n_runs = _positive_int(n_runs, "n_runs")
@@ -1056,8 +1079,9 @@ def theorem4_rates(steps: int, n_runs: int, seed: int = 0, *, architecture: str 
         _positive_int(val, name)
     radius = _positive_number(radius, "radius")
     u_norm = _positive_number(u_norm, "u_norm")
-    if u_norm > radius:
-        raise ValueError(f"u_norm must be at most radius (the comparator must lie in the ball), got {u_norm}")
+    if u_norm > radius and comparator_outside is not True:
+        raise ValueError(f"u_norm must be at most radius (the comparator must lie in the ball), got {u_norm}; "
+                         "pass comparator_outside=True for a run Theorem 4 does not cover")
     lr_theta = _positive_number(lr_theta, "lr_theta", allow_zero=True)
     step_exponent = _positive_number(step_exponent, "step_exponent")
     gen = torch.Generator().manual_seed(seed)
@@ -1104,7 +1128,8 @@ def theorem4_rates(steps: int, n_runs: int, seed: int = 0, *, architecture: str 
     avg_se = (torch.sqrt(torch.cumsum(excess_var, dim=1)) / counts).numpy()
     return {"horizons": horizons, "excess": excess.numpy(), "gap": avg[:, horizons - 1],
             "gap_standard_error": avg_se[:, horizons - 1], "radius": radius, "lipschitz": G,
-            "loss_bound": math.log1p(math.exp(radius * G)), "architecture": architecture,
+            "loss_bound": math.log1p(math.exp(radius * G)), "loss_range": radius * G,
+            "architecture": architecture,
             "step_exponent": step_exponent}
 
 
@@ -1121,19 +1146,22 @@ def rate_exponents(horizons, gaps, t_min: int) -> np.ndarray:
 
 
 # --- Corollary 1: a local minimum verified at the scale of the problem ---------------------------------
-def residual_class_separates(X, y, f_theta) -> bool:
+def residual_class_separates(X, y, f_theta, *, skip: bool = True) -> bool:
     """Whether some residual predictor separates a logistic sample (then ``inf F = 0`` is not attained).
 
     For ``w != 0`` the residual predictors ``w^T (x + V f_theta(x)) = w^T x + (V^T w)^T f_theta(x)`` are
     exactly the linear predictors on the features ``[x, f_theta(x)]``; the test is a linear programme.
+    Without the skip (``skip=False``) they are the linear predictors on ``f_theta(x)`` alone.
     """
     X, y, _ = _data(X, y, "logistic")
+    skip = _skip(skip)
     Z = _features(f_theta, X)
-    return _has_recession_direction(np.hstack([X.numpy(), Z.numpy()]), y.numpy())
+    features = np.hstack([X.numpy(), Z.numpy()]) if skip else Z.numpy()
+    return _has_recession_direction(features, y.numpy())
 
 
 def verify_local_minimum(X, y, w, V, f_theta, loss: str = "squared", *, rtol_gradient: float = 1e-8,
-                         rtol_curvature: float = 1e-8, rtol_escape: float = 1e-8) -> dict:
+                         rtol_curvature: float = 1e-8, rtol_escape: float = 1e-8, skip: bool = True) -> dict:
     """Decide whether ``(w, V)`` is a local minimum of ``F_theta``, with tolerances at the problem's scale.
 
     - gradient: ``|grad F| max(|z|, 1) / F <= rtol_gradient`` with ``z = (w, vec V)``: the first-order change
@@ -1147,13 +1175,13 @@ def verify_local_minimum(X, y, w, V, f_theta, loss: str = "squared", *, rtol_gra
       (:func:`residual_class_separates`): then no minimum is attained anywhere.
 
     Returns the numbers and ``status``: ``"local minimum"``, ``"no minimum attained"``, ``"not stationary"``
-    or ``"negative curvature"``.
+    or ``"negative curvature"``. ``skip=False``: the same for the network without the skip connection.
     """
     X, y, loss = _data(X, y, loss)
     rtol_gradient = validate.positive_float("rtol_gradient", rtol_gradient)
     rtol_curvature = validate.positive_float("rtol_curvature", rtol_curvature)
     rtol_escape = validate.positive_float("rtol_escape", rtol_escape)
-    der = objective_derivatives(X, y, w, V, f_theta, loss)
+    der = objective_derivatives(X, y, w, V, f_theta, loss, skip=skip)
     w_t, V_t = _wV(w, V, X.shape[1], _features(f_theta, X).shape[1])
     F, g, H = der["value"], der["gradient"], der["hessian"]
     z_norm = max(math.sqrt(float((w_t ** 2).sum() + (V_t ** 2).sum())), 1.0)
@@ -1162,11 +1190,11 @@ def verify_local_minimum(X, y, w, V, f_theta, loss: str = "squared", *, rtol_gra
     eig = np.linalg.eigvalsh(H)
     H_norm = float(np.max(np.abs(eig)))
     relative_curvature = float(eig[0]) / H_norm if H_norm > 0 else 0.0
-    p = residual_predictions(X, w_t, V_t, f_theta)
+    p = residual_predictions(X, w_t, V_t, f_theta) if skip else (_features(f_theta, X) @ V_t.T) @ w_t
     factors = np.geomspace(1.5, 2.0 ** 16, 24)
     along = np.array([float(loss_values(c * p, y, loss).mean()) for c in factors])
     escape_drop = max(0.0, (F - float(along.min())) / F) if F > 0 else 0.0
-    separable = loss == "logistic" and residual_class_separates(X, y, f_theta)
+    separable = loss == "logistic" and residual_class_separates(X, y, f_theta, skip=skip)
     if separable or escape_drop > rtol_escape:
         status = "no minimum attained"
     elif relative_gradient > rtol_gradient:
@@ -1188,14 +1216,15 @@ def infimum_linear_objective(X, y, loss: str = "squared") -> float:
     return float(best_linear_predictor(X, y, loss)["value"])
 
 
-def corollary1_survey(n_instances: int, seed: int = 0, losses=LOSSES) -> list[dict]:
+def corollary1_survey(n_instances: int, seed: int = 0, losses=LOSSES, *, skip: bool = True) -> list[dict]:
     """Corollary 1 on random instances: a local search for a minimum, its verification, the linear baseline.
 
     Instance ``i`` uses the loss ``losses[i % len(losses)]`` and :func:`random_theorem_instance` with seed
     ``SEED_STRIDE seed + 20000 + i``; :func:`minimize_residual_objective` starts from a random point (seed
     ``i``),
     :func:`verify_local_minimum` decides what was found, and ``inf_linear`` is the unconstrained
-    :func:`infimum_linear_objective` (the residual model is unconstrained too).
+    :func:`infimum_linear_objective` (the residual model is unconstrained too). ``skip=False``: the same
+    search on the same instances for the network without the skip, ``x -> w^T V f_theta(x)``.
     """
     n_instances = validate.positive_int("n_instances", n_instances)
     seed = validate.non_negative_int("seed", seed)
@@ -1206,10 +1235,11 @@ def corollary1_survey(n_instances: int, seed: int = 0, losses=LOSSES) -> list[di
         loss = losses[i % len(losses)]
         instance = SEED_STRIDE * seed + 20_000 + i
         a = random_theorem_instance(instance, loss)
-        m = minimize_residual_objective(a["X"], a["y"], a["f_theta"], loss, seed=i)
-        v = verify_local_minimum(a["X"], a["y"], m["w"], m["V"], a["f_theta"], loss)
+        m = minimize_residual_objective(a["X"], a["y"], a["f_theta"], loss, seed=i, skip=skip)
+        v = verify_local_minimum(a["X"], a["y"], m["w"], m["V"], a["f_theta"], loss, skip=skip)
         rows.append({"instance": instance, "loss": loss, **v,
-                     "inf_linear": infimum_linear_objective(a["X"], a["y"], loss)})
+                     "inf_linear": infimum_linear_objective(a["X"], a["y"], loss),
+                     "w": m["w"], "V": m["V"], "path": m["path"]})
     return rows
 
 
@@ -1291,3 +1321,58 @@ def output_skip_hessian(X, y, w, v, f_theta, loss: str = "squared") -> np.ndarra
     H = torch.autograd.functional.hessian(
         lambda z: loss_values(X @ z[:d] + Z @ z[d:], y, loss).mean(), torch.cat([w, v]))
     return H.numpy()
+
+
+# --- Theorem 3 without its polynomial: approximate second-order stationary points on a bounded domain ------
+def approximate_stationary_points(X, y, f_theta, path, loss: str = "squared", *, bound: float,
+                                  eps_levels=(1e-2, 1e-4, 1e-6, 1e-8), skip: bool = True) -> dict:
+    """The points of a search ``path`` that are eps-SOPSPs of ``F_theta`` on ``max(|w|, |V|) < bound``.
+
+    Definition 1 as review 003 gives it: ``|grad F_theta| <= eps`` and ``lambda_min(grad^2 F_theta) >=
+    -sqrt(mu_2 eps)``, with ``mu_2`` the Lipschitz constant of the Hessian in ``(w, V)`` on the domain. Here
+    ``mu_2`` is estimated *from below* by the largest ``|H(z_i) - H(z_j)| / |z_i - z_j|`` over pairs of points
+    of the path inside the domain: a smaller ``mu_2`` makes the curvature condition stricter, so every point
+    counted is an eps-SOPSP for the true ``mu_2`` too. ``|V|`` is the spectral norm.
+
+    Per point inside the domain: ``value``, ``gradient_norm``, ``lambda_min`` and ``excess = F -
+    min_{|u| <= bound} F_lin(u)`` (Theorem 3's comparator with ``r = bound``). Per level ``eps``:
+    ``count[eps]`` points and the largest excess among them, ``worst_excess[eps]`` (``-inf`` when none).
+    ``scale = F(0, V) - min_{|u| <= bound} F_lin(u)`` is the loss's own scale (``F(0, V)`` does not depend on
+    ``V``): what the best linear predictor gains over predicting 0.
+    """
+    X, y, loss = _data(X, y, loss)
+    bound = _positive_number(bound, "bound")
+    levels = validate.finite_array("eps_levels", eps_levels, ndim=1)
+    if np.any(levels <= 0):
+        raise ValueError("eps_levels must be positive")
+    if not isinstance(path, (list, tuple)) or not path:
+        raise ValueError("path must be a non-empty list of points (w, V)")
+    linear = best_linear_predictor(X, y, loss, radius=bound)["value"]
+    zero_value = float(loss_values(torch.zeros_like(y), y, loss).mean())
+    rows, hessians, points = [], [], []
+    for w, V in path:
+        w_t, V_t = _tensor(w, "w", 1), _tensor(V, "V", 2)
+        norm_w, norm_V = float(w_t.norm()), float(np.linalg.norm(V_t.numpy(), 2))
+        if max(norm_w, norm_V) >= bound:
+            continue
+        der = objective_derivatives(X, y, w_t, V_t, f_theta, loss, skip=skip)
+        rows.append((der["value"], float(np.linalg.norm(der["gradient"])),
+                     float(np.linalg.eigvalsh(der["hessian"])[0]), norm_w, norm_V))
+        hessians.append(der["hessian"])
+        points.append(torch.cat([w_t, V_t.reshape(-1)]).numpy())
+    mu2 = 0.0
+    for i in range(len(points)):
+        for j in range(i):
+            dz = float(np.linalg.norm(points[i] - points[j]))
+            if dz > 0:
+                mu2 = max(mu2, float(np.linalg.norm(hessians[i] - hessians[j], 2)) / dz)
+    arr = np.array(rows, dtype=float).reshape(-1, 5)
+    excess = arr[:, 0] - linear
+    count, worst = {}, {}
+    for eps in levels:
+        ok = (arr[:, 1] <= eps) & (arr[:, 2] >= -math.sqrt(mu2 * eps))
+        count[float(eps)] = int(ok.sum())
+        worst[float(eps)] = float(excess[ok].max()) if ok.any() else -math.inf
+    return {"value": arr[:, 0], "gradient_norm": arr[:, 1], "lambda_min": arr[:, 2], "norm_w": arr[:, 3],
+            "norm_V": arr[:, 4], "excess": excess, "mu2": mu2, "linear_value": linear,
+            "scale": zero_value - linear, "count": count, "worst_excess": worst}
