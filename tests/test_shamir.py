@@ -442,6 +442,142 @@ def test_theorem4_rate_is_at_least_root_T():
     assert e.mean() + 2 * e.std(ddof=1) / np.sqrt(len(e)) < -0.375
 
 
+# --- the negative controls: the same network without the skip ---------------------------------------
+def test_no_skip_objective_is_the_features_only_predictor():
+    inst = S.random_theorem_instance(7, "logistic")
+    X, y, f = inst["X"], inst["y"], inst["f_theta"]
+    w, V = inst["w"], inst["V"]
+    der = S.objective_derivatives(X, y, w, V, f, "logistic", skip=False)
+    Z = f(X).detach()
+    p = (Z @ torch.as_tensor(V).T) @ torch.as_tensor(w)
+    assert der["value"] == pytest.approx(float(torch.nn.functional.softplus(-y * p).mean()), rel=1e-12)
+    # gradient and Hessian against central finite differences of that value
+    z0 = np.concatenate([w, V.ravel()])
+    value = lambda z: S.objective_derivatives(X, y, z[:3], z[3:].reshape(3, 3), f, "logistic",  # noqa: E731
+                                              skip=False)["value"]
+    h = 1e-6
+    fd = np.array([(value(z0 + h * e) - value(z0 - h * e)) / (2 * h) for e in np.eye(len(z0))])
+    assert np.allclose(der["gradient"], fd, rtol=1e-5, atol=1e-9)
+    grad = lambda z: S.objective_derivatives(X, y, z[:3], z[3:].reshape(3, 3), f, "logistic",  # noqa: E731
+                                             skip=False)["gradient"]
+    fd_h = np.array([(grad(z0 + h * e) - grad(z0 - h * e)) / (2 * h) for e in np.eye(len(z0))])
+    assert np.allclose(der["hessian"], fd_h, rtol=1e-4, atol=1e-7)
+    # with the skip the value differs (the skip adds w^T x)
+    assert S.objective_derivatives(X, y, w, V, f, "logistic")["value"] != pytest.approx(der["value"])
+
+
+def test_without_the_skip_a_verified_minimum_is_worse_than_linear():
+    # instance 20003 (logistic): separable for the residual class, not for the features alone
+    inst = S.random_theorem_instance(20_003, "logistic")
+    X, y, f = inst["X"], inst["y"], inst["f_theta"]
+    m = S.minimize_residual_objective(X, y, f, "logistic", seed=3, skip=False)
+    v = S.verify_local_minimum(X, y, m["w"], m["V"], f, "logistic", skip=False)
+    assert v["status"] == "local minimum" and not v["separable"]
+    assert not S.residual_class_separates(X, y, f, skip=False) and S.residual_class_separates(X, y, f)
+    inf_lin = S.infimum_linear_objective(X, y, "logistic")
+    assert v["value"] > inf_lin + 0.1
+    # independent: the no-skip class is linear on f(x), so its minimum is that convex problem's
+    Z = f(X).detach()
+    assert v["value"] == pytest.approx(S.infimum_linear_objective(Z, y, "logistic"), rel=1e-8)
+    # and Theorem 1's inequality fails there: zero gradient, positive right side
+    s1 = S.theorem1_sides(X, y, m["w"], m["V"], f, inst["w_star"], "logistic", skip=False)
+    assert s1["rhs"] > 0 and s1["lhs"] < 1e-3 * s1["rhs"]
+    # the path runs from the random start to the end point
+    assert len(m["path"]) >= 2 and np.allclose(m["path"][-1][0], m["w"])
+
+
+def test_theorem2_fails_without_the_skip_but_not_with_it():
+    fails = 0
+    for i in range(10):
+        b = S.random_theorem_instance(2 * i + 1, S.LOSSES[i % 2], w_zero=True)
+        args = (b["X"], b["y"], b["V"], b["f_theta"], b["w_star"], b["loss"])
+        with_skip = S.theorem2_sides(*args)
+        assert with_skip["lhs"] >= with_skip["rhs"]
+        without = S.theorem2_sides(*args, skip=False)
+        fails += without["lhs"] < without["rhs"]
+    assert fails >= 1
+
+
+def test_corollary1_survey_without_the_skip_reports_points():
+    rows = S.corollary1_survey(2, seed=0, skip=False)
+    assert all(r["path"] and r["w"].shape == (3,) and r["V"].shape == (3, 3) for r in rows)
+
+
+# --- Theorem 3 without its polynomial ----------------------------------------------------------------
+def test_approximate_stationary_points_on_a_residual_path():
+    inst = S.random_theorem_instance(20_000, "squared")
+    m = S.minimize_residual_objective(inst["X"], inst["y"], inst["f_theta"], "squared", seed=0)
+    levels = (1e-2, 1e-4, 1e-8)
+    q = S.approximate_stationary_points(inst["X"], inst["y"], inst["f_theta"], m["path"], "squared",
+                                        bound=10.0, eps_levels=levels)
+    counts = [q["count"][e] for e in levels]
+    assert counts == sorted(counts, reverse=True) and counts[-1] >= 1 and q["mu2"] > 0
+    # the excess is F minus the best linear value on the ball (least squares lies inside it here)
+    best = S.best_linear_predictor(inst["X"], inst["y"])
+    assert np.linalg.norm(best["w"]) < 10
+    assert q["linear_value"] == pytest.approx(best["value"], rel=1e-6)
+    assert np.allclose(q["excess"], q["value"] - q["linear_value"])
+    assert q["scale"] == pytest.approx(float((inst["y"] ** 2).mean() / 2) - q["linear_value"], rel=1e-12)
+    for e in levels:
+        assert q["worst_excess"][e] <= (e + e ** 0.25) * q["scale"]
+    # mu2 is a lower estimate: the Hessian's change between two points of the path
+    tiny = S.approximate_stationary_points(inst["X"], inst["y"], inst["f_theta"], m["path"], "squared",
+                                           bound=1e-3, eps_levels=levels)
+    assert len(tiny["value"]) == 0 and tiny["worst_excess"][1e-2] == -math.inf
+
+
+def test_approximate_stationary_points_without_the_skip_exceed_the_tolerance():
+    inst = S.random_theorem_instance(20_003, "logistic")
+    m = S.minimize_residual_objective(inst["X"], inst["y"], inst["f_theta"], "logistic", seed=3, skip=False)
+    q = S.approximate_stationary_points(inst["X"], inst["y"], inst["f_theta"], m["path"], "logistic",
+                                        bound=10.0, eps_levels=(1e-8,), skip=False)
+    assert q["count"][1e-8] >= 1 and q["worst_excess"][1e-8] > (1e-8 + 1e-2) * q["scale"]
+
+
+# --- Theorem 4's control: a ball that excludes the best linear predictor ------------------------------
+def test_logistic_loss_spans_bG_on_the_ball():
+    for x in (0.01, 0.5, 4.47, 30.0):
+        assert math.log1p(math.exp(x)) - math.log1p(math.exp(-x)) == pytest.approx(x, rel=1e-12)
+    r = S.theorem4_rates(16, 1, seed=0, radius=2.0)
+    assert r["loss_range"] == pytest.approx(2.0 * r["lipschitz"]) and r["loss_range"] < r["loss_bound"]
+
+
+def test_theorem4_bound_fails_on_a_ball_that_excludes_u_star():
+    inside = S.theorem4_rates(1024, 2, seed=3)
+    b_in = S.theorem4_bound(inside["horizons"], inside["radius"], inside["lipschitz"],
+                            inside["loss_range"], 0.05)
+    assert np.all(inside["gap"] <= b_in)
+    with pytest.raises(ValueError, match="comparator_outside"):
+        S.theorem4_rates(64, 2, radius=0.05)
+    out = S.theorem4_rates(1024, 2, seed=3, radius=0.05, comparator_outside=True)
+    b_out = S.theorem4_bound(out["horizons"], out["radius"], out["lipschitz"], out["loss_range"], 0.05)
+    assert np.all(out["gap"][:, -1] > b_out[-1])
+    # the gap levels off near F_lin(0) - F_lin(u*), what a ball around 0 cannot beat
+    assert np.all(out["gap"][:, -1] > 0.5 * out["gap"][:, 0])
+
+
+BAD_CONTROLS = [
+    (TypeError, lambda: S.objective_derivatives(_inst()["X"], _inst()["y"], _inst()["w"], _inst()["V"],
+                                                _inst()["f_theta"], skip="no")),
+    (TypeError, lambda: S.residual_class_separates(np.ones((2, 1)), np.array([-1.0, 1.0]), lambda x: x,
+                                                   skip=0)),
+    (ValueError, lambda: S.approximate_stationary_points(_inst()["X"], _inst()["y"], _inst()["f_theta"], [],
+                                                         bound=1.0)),
+    (ValueError, lambda: S.approximate_stationary_points(_inst()["X"], _inst()["y"], _inst()["f_theta"],
+                                                         [(_inst()["w"], _inst()["V"])], bound=0.0)),
+    (ValueError, lambda: S.approximate_stationary_points(_inst()["X"], _inst()["y"], _inst()["f_theta"],
+                                                         [(_inst()["w"], _inst()["V"])], bound=1.0,
+                                                         eps_levels=(-1e-3,))),
+    (ValueError, lambda: S.theorem4_rates(64, 2, radius=1.0, comparator_outside="yes")),
+]
+
+
+@pytest.mark.parametrize("error,call", BAD_CONTROLS, ids=[str(i) for i in range(len(BAD_CONTROLS))])
+def test_bad_inputs_of_the_controls_raise_clear_errors(error, call):
+    with pytest.raises(error):
+        call()
+
+
 # --- Theorem 4 -------------------------------------------------------------------------------------
 def _theorem4_setup(arch, steps=300):
     d, k, b = 3, 2, 1.5
