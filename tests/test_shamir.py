@@ -556,7 +556,18 @@ def test_theorem4_bound_fails_on_a_ball_that_excludes_u_star():
     assert np.all(out["gap"][:, -1] > 0.5 * out["gap"][:, 0])
 
 
+def test_a_step_that_stops_shrinking_leaves_a_larger_gap():
+    default = S.theorem4_rates(512, 2, seed=5)
+    flat = S.theorem4_rates(512, 2, seed=5, plateau_after=1)
+    assert flat["plateau_after"] == 1 and default["plateau_after"] is None
+    # same data and networks, only the schedule differs: the first step is the same
+    assert np.allclose(flat["excess"][:, :2], default["excess"][:, :2])
+    assert flat["gap"][:, -1].mean() > 2 * default["gap"][:, -1].mean()
+
+
 BAD_CONTROLS = [
+    (ValueError, lambda: S.theorem4_rates(64, 2, plateau_after=0)),
+    (TypeError, lambda: S.theorem4_rates(64, 2, plateau_after=1.5)),
     (TypeError, lambda: S.objective_derivatives(_inst()["X"], _inst()["y"], _inst()["w"], _inst()["V"],
                                                 _inst()["f_theta"], skip="no")),
     (TypeError, lambda: S.residual_class_separates(np.ones((2, 1)), np.array([-1.0, 1.0]), lambda x: x,

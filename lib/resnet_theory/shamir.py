@@ -1047,7 +1047,8 @@ def bernoulli_kl(a: torch.Tensor, p: torch.Tensor) -> torch.Tensor:
 def theorem4_rates(steps: int, n_runs: int, seed: int = 0, *, architecture: str = "output skip",
                    d: int = 5, k: int = 4, width: int = 16, depth: int = 3, radius: float = 2.0,
                    u_norm: float = 1.5, lr_theta: float = 0.05, n_fresh: int = 64,
-                   step_exponent: float = 0.5, comparator_outside: bool = False) -> dict:
+                   step_exponent: float = 0.5, comparator_outside: bool = False,
+                   plateau_after: int | None = None) -> dict:
     """Projected SGD (Theorem 4's procedure) for ``n_runs`` independent runs at once, and its exact-in-y gap.
 
     Data: :class:`LogisticLinearSource` with ``u* = u_norm (1, ..., 1)/sqrt(d)``; ``u*`` is the population
@@ -1055,7 +1056,9 @@ def theorem4_rates(steps: int, n_runs: int, seed: int = 0, *, architecture: str 
     linear predictor is known exactly. Each run draws its own sample stream and its own ``f_theta``.
     Steps: ``(w, v)`` (or ``(w, V)`` for ``architecture="original"``) take ``eta_t = D / (G t^s)`` with
     ``D = 2 radius``, ``G = sqrt(1 + k)``, ``s = step_exponent`` (the theorem's ``s = 1/2``), then are
-    projected onto the ball of ``radius``; ``theta`` takes ``lr_theta / sqrt(t)``, unprojected.
+    projected onto the ball of ``radius``; ``theta`` takes ``lr_theta / sqrt(t)``, unprojected. With
+    ``plateau_after = t0`` the step stops shrinking at ``t0``: ``eta_t = D / (G min(t, t0)^s)``, a schedule
+    the theorem does not cover.
 
     Before every step the population excess risk of the current iterate, ``E_x KL(...)`` (see
     :func:`bernoulli_kl`), is estimated on ``n_fresh`` fresh inputs per run (exact over ``y``, unbiased over
@@ -1084,6 +1087,7 @@ def theorem4_rates(steps: int, n_runs: int, seed: int = 0, *, architecture: str 
                          "pass comparator_outside=True for a run Theorem 4 does not cover")
     lr_theta = _positive_number(lr_theta, "lr_theta", allow_zero=True)
     step_exponent = _positive_number(step_exponent, "step_exponent")
+    plateau = math.inf if plateau_after is None else _positive_int(plateau_after, "plateau_after")
     gen = torch.Generator().manual_seed(seed)
     u_star = torch.full((d,), u_norm / math.sqrt(d), dtype=torch.float64)
     theta = _batched_mlp(n_runs, [d] + [width] * (depth - 1) + [k], gen)
@@ -1112,7 +1116,7 @@ def theorem4_rates(steps: int, n_runs: int, seed: int = 0, *, architecture: str 
         p = predict(X_train[:, t:t + 1])[:, 0]
         loss = torch.nn.functional.softplus(-y_train[:, t] * p).sum()
         grads = torch.autograd.grad(loss, [w, second] + theta)
-        eta = 2 * radius / (G * (t + 1) ** step_exponent)
+        eta = 2 * radius / (G * min(t + 1, plateau) ** step_exponent)
         with torch.no_grad():
             w -= eta * grads[0]
             second -= eta * grads[1]
@@ -1130,7 +1134,7 @@ def theorem4_rates(steps: int, n_runs: int, seed: int = 0, *, architecture: str 
             "gap_standard_error": avg_se[:, horizons - 1], "radius": radius, "lipschitz": G,
             "loss_bound": math.log1p(math.exp(radius * G)), "loss_range": radius * G,
             "architecture": architecture,
-            "step_exponent": step_exponent}
+            "step_exponent": step_exponent, "plateau_after": plateau_after}
 
 
 def rate_exponents(horizons, gaps, t_min: int) -> np.ndarray:
