@@ -14,6 +14,10 @@ Contents, in the order of the chapter ``book/linear_predictors.md``:
   :func:`residual_predictions`, :func:`residual_objective`, :func:`linear_objective`,
   :func:`best_linear_predictor`, :func:`objective_derivatives` (gradient and Hessian in ``(w, V)``),
   :func:`theorem1_sides`, :func:`theorem2_sides`, :func:`random_theorem_instance`.
+- The negative controls: the same network without the skip, ``x -> w^T V f_theta(x)`` (``skip=False`` in
+  :func:`objective_derivatives`, :func:`theorem1_sides`, :func:`theorem2_sides`,
+  :func:`minimize_residual_objective`, :func:`verify_local_minimum`, :func:`corollary1_survey`).
+- Theorem 3 without its polynomial: :func:`approximate_stationary_points` (eps-SOPSPs on a search path).
 - Theorem 4 (a skip connection to the output): :class:`OutputSkipNet` ``x -> w^T x + v^T f_theta(x)``,
   :class:`ResidualNet` (the original architecture, for contrast), :class:`LogisticLinearSource` (a data
   distribution whose best predictor is linear) and :func:`projected_sgd`.
