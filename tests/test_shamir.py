@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import sympy as sp
 import torch
-from hypothesis import given, settings, strategies as st
+from hypothesis import example, given, settings, strategies as st
 
 from resnet_theory import checks
 from resnet_theory import shamir as S
@@ -72,7 +72,12 @@ def _independent_checks(eps, penalty, radius, minimum, rng):
     g = g + penalty * minimum["point"]
     H = np.array(sp.lambdify((w, v, e), review["hessian"])(*minimum["point"], eps), dtype=float) + penalty * np.eye(2)
     z = minimum["point"]
-    probe = z + rng.normal(size=(2000, 2)) * np.geomspace(1e-4, 3e-2, 2000)[:, None]
+    # unit directions at distances 1e-4 to 3e-2: a local minimum may have lower values farther out (a
+    # boundary minimum on a ball of radius 0.53 with eps 2.31, penalty 0.75 has a basin of radius about
+    # 0.04, and Gaussian-scaled probes reached 0.09)
+    directions = rng.normal(size=(2000, 2))
+    directions /= np.linalg.norm(directions, axis=1, keepdims=True)
+    probe = z + directions * np.geomspace(1e-4, 3e-2, 2000)[:, None]
     if radius is None:
         assert np.linalg.norm(g) < 1e-7
         assert np.linalg.eigvalsh(H)[0] > -1e-7
@@ -146,6 +151,7 @@ def test_strongly_convex_case_has_one_minimum():
 
 @FEW
 @given(eps=st.floats(0.3, 3.0), penalty=st.floats(0.01, 1.0), use_ball=st.booleans(), radius=st.floats(0.5, 3.0))
+@example(eps=2.3125, penalty=0.75, use_ball=True, radius=0.53125)  # a boundary minimum with a small basin
 def test_every_reported_minimum_is_verified(eps, penalty, use_ball, radius):
     rng = np.random.default_rng(3)
     r = radius if use_ball else None
