@@ -257,21 +257,202 @@ def test_lemma_b1_block_moves_exactly_its_group(seed, k, m, others):
     assert np.array_equal(ex.apply_block(H, U, V, s), H)   # every other point exactly unchanged
 
 
-@pytest.mark.parametrize("rho_prime", [0.01, 0.05, 0.2])
-def test_printed_distance_condition_is_not_enough(rho_prime):
-    # Unit vectors at squared distance 2 rho' (our reading of the printed hypothesis) have inner product
-    # 1 - rho' > 1 - 2 rho' = t, so the printed threshold fires on the wrong rows.
+@pytest.mark.parametrize("rho_prime", [0.01, 0.05, 0.2, 0.3])
+def test_printed_shared_threshold_fails_on_the_squared_reading(rho_prime):
+    # Squared norms 1 + rho' at squared distance 3 rho' satisfy Lemma B.1 read with squared distances, but
+    # their inner products 1 - rho'/2 exceed the proof's threshold 1 - 2 rho' (inequality (B.1) needs 6 rho').
     k = 4
-    alphas, betas = ex.printed_condition_counterexample(k, rho_prime)
-    assert np.allclose(np.linalg.norm(alphas, axis=1), 1.0)
+    alphas, betas = ex.shared_threshold_counterexample(k, rho_prime)
+    assert np.allclose((alphas ** 2).sum(1), 1 + rho_prime)
     dist = ((alphas[:, None] - alphas[None]) ** 2).sum(-1)[~np.eye(k, dtype=bool)]
-    assert np.allclose(dist, 2 * rho_prime)
+    assert np.allclose(dist, 3 * rho_prime)
     U, V, s, cond = ex.lemma_b1_block(alphas, betas, threshold=1 - 2 * rho_prime)
+    assert cond.lower == pytest.approx(1 - rho_prime / 2)
     assert np.abs(ex.apply_block(alphas, U, V, s) - betas).max() > 0.1
-    # The corrected (inner-product) condition holds for these vectors, and its threshold works.
-    U, V, s, cond = ex.lemma_b1_block(alphas, betas)
-    assert cond.holds and cond.lower == pytest.approx(1 - rho_prime)
+    U, V, s, cond = ex.lemma_b1_block(alphas, betas)              # one threshold per unit works
+    assert cond.holds_per_unit
     assert np.allclose(ex.apply_block(alphas, U, V, s), betas, atol=1e-9)
+
+
+@pytest.mark.parametrize("rho_prime", [0.01, 0.05, 0.1, 2 / 9])
+def test_hull_counterexample_satisfies_the_printed_hypotheses_and_has_no_block(rho_prime):
+    A, B, O = ex.hull_counterexample(rho_prime)
+    pts = np.vstack([A, O])
+    assert np.all(np.abs((pts ** 2).sum(1) - 1) <= rho_prime + 1e-12)              # (a)
+    targets = np.vstack([B, O])
+    for i in range(4):
+        for j in range(4):
+            if i != j and min(i, j) < 2:                                            # S = {0, 1}
+                assert np.linalg.norm(pts[i] - pts[j]) >= 3 * rho_prime - 1e-12     # (b), unsquared
+                assert np.linalg.norm(pts[i] - targets[j]) >= 3 * rho_prime - 1e-12  # (b) literally
+    assert np.allclose(A[0], O.mean(0))                      # alpha_1 is the midpoint of the outside
+    assert np.linalg.matrix_rank(B - A) == 2
+    assert ex.firing_margin(A[0], O) <= 1e-12 and ex.firing_margin(A[1], O) > 0.5
+    with pytest.raises(ex.ConstructionError, match="convex hull") as info:
+        ex.general_lemma_b1_block(A, B, O)
+    assert info.value.condition == "hull" and info.value.indices == (0,)
+    # squared, the separation is 2 rho': below the 3 rho' of the squared reading
+    assert np.linalg.norm(A[0] - O[0]) ** 2 == pytest.approx(2 * rho_prime)
+
+
+def test_hull_counterexample_leaves_the_printed_hypothesis_above_two_ninths():
+    A, _, O = ex.hull_counterexample(0.25)
+    assert np.linalg.norm(A[0] - O[0]) < 3 * 0.25
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 10_000), rho_prime=st.sampled_from([0.05, 0.1, 0.2]))
+def test_general_block_exists_exactly_when_no_point_of_s_is_in_the_hull(seed, rho_prime):
+    rng = np.random.default_rng(seed)
+    A, O = ex.lemma_b1_instance(4, 8, rho_prime, 3 * rho_prime, rng, squared=False)
+    assert np.all(np.abs((np.vstack([A, O]) ** 2).sum(1) - 1) <= rho_prime + 1e-12)
+    d = np.linalg.norm(A[:, None] - np.vstack([A, O])[None], axis=-1)
+    assert d[d > 0].min() >= 3 * rho_prime * (1 - 1e-9)
+    B = rng.standard_normal(A.shape)
+    margins = [ex.firing_margin(a, O) for a in A]
+    if min(margins) <= 1e-9:
+        with pytest.raises(ex.ConstructionError):
+            ex.general_lemma_b1_block(A, B, O)
+    else:
+        U, V, s, _ = ex.general_lemma_b1_block(A, B, O)
+        np.testing.assert_allclose(ex.apply_block(A, U, V, s), B, atol=1e-8)
+        np.testing.assert_allclose(ex.apply_block(O, U, V, s), O, atol=0)
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 10_000), rho_prime=st.sampled_from([0.05, 0.1, 0.2, 0.3]))
+def test_per_unit_block_works_on_the_squared_reading(seed, rho_prime):
+    # Squared separation 3 rho' (> 2 rho') and the norm window: every unit beats every other point.
+    rng = np.random.default_rng(seed)
+    A, O = ex.lemma_b1_instance(4, 8, rho_prime, 3 * rho_prime, rng, squared=True)
+    B = rng.standard_normal(A.shape)
+    U, V, s, cond = ex.lemma_b1_block(A, B, O)
+    assert cond.unit_margin > 0
+    np.testing.assert_allclose(ex.apply_block(A, U, V, s), B, atol=1e-9)
+    assert np.array_equal(ex.apply_block(O, U, V, s), O)
+
+
+@pytest.mark.parametrize("rho_prime", [0.05, 0.1, 0.2, 1 / 3])
+def test_ring_instance_is_the_tight_case(rho_prime):
+    A, O = ex.ring_instance(4, rho_prime)
+    pts = np.vstack([A, O])
+    assert np.all(np.abs((pts ** 2).sum(1) - 1) <= rho_prime + 1e-12)
+    d2 = ((A[:, None] - pts[None]) ** 2).sum(-1)
+    assert d2[d2 > 1e-12].min() == pytest.approx(3 * rho_prime)
+    cond = ex.block_condition(A, O)
+    assert cond.unit_upper[0] - cond.unit_lower[0] == pytest.approx(rho_prime / 2)
+    U, V, s, _ = ex.lemma_b1_block(A, np.eye(4), O)
+    np.testing.assert_allclose(ex.apply_block(A, U, V, s), np.eye(4), atol=1e-9)
+
+
+def test_per_unit_block_fails_when_points_come_closer_than_the_squared_reading():
+    rng = np.random.default_rng(5)
+    fails = 0
+    for _ in range(20):
+        A, O = ex.lemma_b1_instance(4, 8, 0.1, 0.1 / 8, rng, squared=True, spread=4.0)
+        try:
+            ex.lemma_b1_block(A, rng.standard_normal(A.shape), O)
+        except ex.ConstructionError:
+            fails += 1
+    assert fails >= 10
+
+
+def test_firing_margin():
+    O = np.array([[1.0, 0.0], [-1.0, 0.0], [0.0, 1.0], [0.0, -1.0]])
+    assert ex.firing_margin(np.zeros(2), O) == pytest.approx(0.0, abs=1e-12)      # inside the hull
+    assert ex.firing_margin(np.array([0.5, 0.5]), O) == pytest.approx(0.0, abs=1e-12)   # on its edge
+    assert ex.firing_margin(np.array([2.0, 0.0]), O) == pytest.approx(1.0)          # u = e_1, c = -1
+    assert ex.firing_margin(np.ones(2), np.zeros((0, 2))) > 0
+
+
+def test_projection_distortion_against_brute_force():
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((12, 5))
+    A = rng.standard_normal((7, 5)) / math.sqrt(7)
+    pts = np.vstack([np.zeros(5), X])
+    brute = max(abs(np.linalg.norm(A @ (u - v)) / np.linalg.norm(u - v) - 1)
+                for i, u in enumerate(pts) for v in pts[i + 1:])
+    assert ex.projection_distortion(X, A) == pytest.approx(brute, rel=1e-9)
+    Q = np.linalg.qr(rng.standard_normal((5, 5)))[0]
+    assert ex.projection_distortion(X, Q) <= 1e-12
+    assert ex.projection_distortion(X, 2 * Q) == pytest.approx(1.0)
+
+
+def test_printed_projection_step_fails_and_the_union_width_keeps_every_pair():
+    # The proof's A_0 (standard normal entries, k = 10 ln n / rho^2) keeps no norm within 1 +- rho/3; with
+    # entries N(0, 1/k) at k_JL every pair is kept with probability >= 1/2 (in practice nearly always).
+    rng = np.random.default_rng(1)
+    X = ex.equidistant_points(60, 1.0)
+    k_p, k_jl = ex.paper_k(60, 1.0), ex.jl_union_width(60, 1 / 3)
+    assert k_p < k_jl
+    printed = [ex.projection_distortion(X, ex.random_projection(61, k_p, rng, "printed")) for _ in range(10)]
+    assert min(printed) > 1.0
+    kept = [ex.projection_distortion(X, ex.random_projection(61, k_jl, rng, "gaussian")) <= 1 / 3
+            for _ in range(20)]
+    assert sum(kept) >= 16
+
+
+def test_width_formulas_of_the_proof_steps():
+    eps = 0.2
+    assert ex.jl_union_width(100, eps) == math.ceil(2 * math.log(100 * 101 / 0.5) / (eps ** 2 / 2 - eps ** 3 / 3))
+    assert ex.surrogate_width(1000) == math.ceil(8 * math.log(1000 * 999))
+    assert ex.surrogate_width(10, t=0.25, delta=0.1) == math.ceil(2 * math.log(10 * 9 / 0.2) / 0.0625)
+    rng = np.random.default_rng(2)
+    ok = []
+    for _ in range(20):
+        Q = ex.surrogate_labels(200, ex.surrogate_width(200), rng)
+        G = Q @ Q.T
+        ok.append(G[np.triu_indices(200, 1)].max() < 0.5)
+    assert sum(ok) >= 16
+    k_printed = math.floor(4 * math.log(1000)) + 1           # the paper's k > 4 log r
+    Q = ex.surrogate_labels(1000, k_printed, rng)
+    assert (Q @ Q.T)[np.triu_indices(1000, 1)].max() >= 0.5
+
+
+def test_schur_off_block_separates_normal_matrices():
+    rng = np.random.default_rng(3)
+    for d in range(2, 8):
+        M = rng.standard_normal((d, d))
+        Q = np.linalg.qr(M)[0]
+        for normal in (Q, M + M.T, M - M.T, Q @ np.diag(rng.standard_normal(d)) @ Q.T):
+            assert ex.schur_off_block(normal) <= 1e-12
+        if d >= 3:
+            assert ex.schur_off_block(np.triu(M) + 3 * np.eye(d)) > 1e-3     # non-normal
+
+
+def test_twin_inputs_with_different_labels_break_the_construction_at_a_fixed_width():
+    rng = np.random.default_rng(4)
+    X = sphere(200, 64, rng)
+    twin = X[0] + 1e-5 * rng.standard_normal(64)
+    X = np.insert(X, 1, twin / np.linalg.norm(twin), axis=0)
+    y = np.arange(201) % 5
+    with pytest.raises(ex.ConstructionError):
+        ex.build_interpolating_resnet(X, y, k=ex.paper_k(200, ex.separation(X[2:])), attempts=12)
+
+
+def test_bad_input_to_the_proof_step_helpers():
+    with pytest.raises(ValueError):
+        ex.projection_distortion(np.ones((3, 2)), np.ones((2, 3)))
+    with pytest.raises(ValueError):
+        ex.jl_union_width(10, 1.0)
+    with pytest.raises(ValueError):
+        ex.surrogate_width(1)
+    with pytest.raises(ValueError):
+        ex.hull_counterexample(0.0)
+    with pytest.raises(ValueError):
+        ex.ring_instance(1, 0.1)
+    with pytest.raises(ValueError):
+        ex.ring_instance(3, 0.5)
+    with pytest.raises(ValueError):
+        ex.shared_threshold_counterexample(3, 0.6)
+    with pytest.raises(ValueError):
+        ex.general_lemma_b1_block(np.ones((3, 2)), np.ones((3, 2)), np.zeros((0, 2)))
+    with pytest.raises(ValueError):
+        ex.schur_off_block(np.ones((2, 3)))
+    with pytest.raises(ValueError):
+        ex.lemma_b1_instance(3, 2, 0.1, 0.0, np.random.default_rng(0))
+    with pytest.raises(ValueError):
+        ex.firing_margin(np.array([np.nan, 1.0]), np.zeros((1, 2)))
 
 
 def test_block_condition_reports_failure():
@@ -530,7 +711,7 @@ def test_bad_input_to_network_methods_and_helpers():
     with pytest.raises(ValueError, match="at least one seed"):
         ex.success_rate(GOOD_X, GOOD_Y, 3, [])
     with pytest.raises(ValueError, match="rho_prime"):
-        ex.printed_condition_counterexample(3, 1.5)
+        ex.shared_threshold_counterexample(3, 1.5)
     with pytest.raises(ValueError, match="sizes"):
         bench.time_builds([])
     with pytest.raises(ValueError, match="thresholds must be one of"):

@@ -12,7 +12,8 @@ The proof is a construction, built and verified here:
    keeps the lifted coordinate at least ``1/sqrt(2)``: at 0 the square root would turn rounding errors of
    ``1e-16`` into ``1e-8``.
 2. **Project** to ``R^k`` with ``A_0`` (:func:`random_projection`): a Gaussian matrix with entries of
-   variance ``1/k`` (the scale that keeps norms on average; the paper leaves the scale unstated), or, for
+   variance ``1/k`` (the scale that keeps norms on average; the printed proof takes standard normal entries,
+   under which norms grow like ``sqrt(k)``: the ``1/k`` is our addition), or, for
    ``k >= D`` (``D`` the normalised dimension), the same matrix with its columns orthonormalised, an exact
    isometry. The width: :func:`paper_k` is the paper's ``ceil(10 log n / rho^2)``; an explicit ``k`` is
    honoured with the Gaussian projection; without one the builder uses :func:`union_bound_k`, a width at
@@ -48,6 +49,16 @@ current points but its own ``k`` stay inactive), done as matrix products in chun
 :data:`CHUNK_ENTRIES` entries that are reduced while they are in cache: memory is linear in ``n``, no
 ``n x n`` matrix is held, and :func:`separation` works in tiles too. All of it is float64. The
 ``backend="torch"`` option runs the same loops in torch (float64) on any device, e.g. a GPU.
+
+The printed proof, step by step (for the chapter's review of Appendix B): :func:`projection_distortion`
+measures the projection step of the proof of Theorem 3.2 (every norm and distance of ``{0, x_1..x_n}``
+within ``1 +- rho/3``) and :func:`jl_union_width` gives a width at which it holds; Lemma B.1 as printed
+(an unsquared separation ``3 rho'``) fails on :func:`hull_counterexample`, where :func:`firing_margin` (a
+linear program) shows that no unit can fire on a point of S and stay silent on the others, while
+:func:`general_lemma_b1_block` builds a block whenever one exists; :func:`lemma_b1_instance`,
+:func:`ring_instance` and :func:`shared_threshold_counterexample` are instances of its hypotheses;
+:func:`surrogate_width` is the width at which random surrogates are pairwise below ``1/2``; and
+:func:`schur_off_block` checks Claim C.1 of Appendix C.
 
 Parameter counts (:func:`paper_parameter_count`): the paper counts weights only,
 ``k D + depth 2 k^2 + (k r + r^2)``; with biases add ``depth k + r``. The normalisation constants
@@ -1112,18 +1123,258 @@ def smallest_width(X, y, draws: int, k_max: int, *, num_classes=None, thresholds
     return hi
 
 
-def printed_condition_counterexample(k: int, rho_prime: float) -> tuple[np.ndarray, np.ndarray]:
-    """``k`` unit vectors in ``R^{k+1}`` at pairwise squared distance exactly ``2 rho'``, and targets.
+def shared_threshold_counterexample(k: int, rho_prime: float) -> tuple[np.ndarray, np.ndarray]:
+    """``k`` vectors in ``R^{k+1}`` that satisfy Lemma B.1's hypotheses read with squared distances (squared
+    norms ``1 + rho'``, squared distances exactly ``3 rho'``), and targets ``e_1 .. e_k``.
 
-    ``alpha_i = sqrt(1 - rho') e_0 + sqrt(rho') e_i``: their inner products are ``1 - rho'``, above the
-    printed threshold ``1 - 2 rho'``. The targets are ``e_1 .. e_k``.
+    ``alpha_i = sqrt(1 + rho') (sqrt(1 - c) e_0 + sqrt(c) e_i)`` with ``c = 3 rho' / (2 (1 + rho'))``: their
+    inner products are ``1 - rho'/2``, above the printed proof's shared threshold ``1 - 2 rho'`` (inequality
+    (B.1) would need squared distances of ``6 rho'``), so that threshold fires the wrong units.
     """
     k = _check_k(k)
-    if not (np.isfinite(rho_prime) and 0 < rho_prime < 1):
-        raise ValueError(f"rho_prime must lie in (0, 1), got {rho_prime}")
+    rho_prime = validate.finite_float("rho_prime", rho_prime, minimum=0.0, open_minimum=True, maximum=0.5,
+                                      open_maximum=True)
+    c = 3 * rho_prime / (2 * (1 + rho_prime))
     alphas = np.zeros((k, k + 1))
-    alphas[:, 0] = math.sqrt(1.0 - rho_prime)
-    alphas[np.arange(k), np.arange(1, k + 1)] = math.sqrt(rho_prime)
+    alphas[:, 0] = math.sqrt((1 + rho_prime) * (1 - c))
+    alphas[np.arange(k), np.arange(1, k + 1)] = math.sqrt((1 + rho_prime) * c)
     return alphas, np.eye(k + 1)[1:]
 
 
+def ring_instance(k: int, rho_prime: float) -> tuple[np.ndarray, np.ndarray]:
+    """The tightest case of Lemma B.1 read with squared distances, in ``R^k`` (``k >= 2``, ``rho' <= 1/3``):
+    ``(alphas, outside)``.
+
+    ``alpha_1 = sqrt(1 - rho') e_1`` (the smallest norm the window allows) is ringed by ``2 (k - 1)`` outside
+    points ``a e_1 +- b e_i`` of squared norm ``1 + rho'`` (the largest) at squared distance exactly
+    ``3 rho'``; the other ``k - 1`` points of S are ``-(e_1 + e_i) / sqrt(2)``. Unit 1's margin
+    ``||alpha_1||^2 - max <alpha_1, h>`` is ``rho' / 2``.
+    """
+    k = validate.integer("k", k, minimum=2)
+    rho_prime = validate.finite_float("rho_prime", rho_prime, minimum=0.0, open_minimum=True, maximum=1 / 3)
+    a = (2 - 3 * rho_prime) / (2 * math.sqrt(1 - rho_prime))
+    b = math.sqrt(1 + rho_prime - a * a)
+    alphas = np.zeros((k, k))
+    alphas[0, 0] = math.sqrt(1 - rho_prime)
+    outside = []
+    for i in range(1, k):
+        alphas[i, 0] = alphas[i, i] = -1 / math.sqrt(2)
+        for sign in (1.0, -1.0):
+            h = np.zeros(k)
+            h[0], h[i] = a, sign * b
+            outside.append(h)
+    return alphas, np.array(outside)
+
+
+# --- the printed proof, step by step (Appendix B) ------------------------------------------------
+def projection_distortion(X, A) -> float:
+    """``max | ||A (u - v)|| / ||u - v|| - 1 |`` over the pairs ``u != v`` of ``{0, x_1, .., x_n}`` (rows of ``X``).
+
+    The proof of Theorem 3.2 asks a random ``A_0`` to keep every norm and every distance of that set within a
+    factor ``1 +- rho/3``: it does exactly when this number is at most ``rho / 3``. Pairs of identical rows
+    are left out. Memory ``O(n^2)`` (Gram matrices): meant for a few thousand points.
+    """
+    X = _as_inputs(X)
+    A = validate.finite_array("A", A, ndim=2)
+    if A.shape[1] != X.shape[1]:
+        raise ValueError(f"A has {A.shape[1]} columns but the points have dimension {X.shape[1]}")
+    P = X @ A.T
+    G, H = X @ X.T, P @ P.T
+    sq, sq_p = np.diag(G).copy(), np.diag(H).copy()
+    worst = 0.0
+    keep = sq > 0
+    if keep.any():                                         # pairs (0, x_i): the norms
+        worst = float(np.max(np.abs(np.sqrt(sq_p[keep] / sq[keep]) - 1.0)))
+    d2 = sq[:, None] + sq[None, :] - 2.0 * G
+    d2p = sq_p[:, None] + sq_p[None, :] - 2.0 * H
+    iu = np.triu_indices(X.shape[0], 1)
+    d2, d2p = d2[iu], np.maximum(d2p[iu], 0.0)
+    keep = d2 > 1e-12 * max(1.0, float(sq.max()))
+    if keep.any():
+        worst = max(worst, float(np.max(np.abs(np.sqrt(d2p[keep] / d2[keep]) - 1.0))))
+    return worst
+
+
+def jl_union_width(n: int, eps: float, delta: float = 0.5) -> int:
+    """A width at which a Gaussian ``A_0`` with ``N(0, 1/k)`` entries keeps every norm and distance of
+    ``{0, x_1..x_n}`` within ``1 +- eps`` (squared, hence also unsquared) with probability ``>= 1 - delta``.
+
+    For one pair, ``||A_0 u||^2 / ||u||^2`` is ``chi^2_k / k``; its Chernoff bounds give a failure
+    probability at most ``2 exp(-k (eps^2/2 - eps^3/3) / 2)`` (Dasgupta & Gupta 2003, Lemma 2.2). A union
+    bound over the ``n (n + 1) / 2`` pairs: ``k = ceil(2 ln(n (n + 1) / delta) / (eps^2/2 - eps^3/3))``.
+    """
+    n = _check_k(n, "n")
+    eps = validate.finite_float("eps", eps, minimum=0.0, open_minimum=True, maximum=1.0, open_maximum=True)
+    delta = validate.probability("delta", delta, open_low=True, open_high=True)
+    return math.ceil(2.0 * math.log(n * (n + 1) / delta) / (eps ** 2 / 2 - eps ** 3 / 3))
+
+
+def firing_margin(alpha, outside) -> float:
+    """How far one ReLU unit can fire on ``alpha`` while it is silent on every row of ``outside``.
+
+    The value of the linear program ``max u.alpha + c`` over ``(u, c)`` in ``[-1, 1]^(k+1)`` subject to
+    ``u.h + c <= 0`` for every row ``h`` of ``outside`` (SciPy's HiGHS). It is positive exactly when
+    ``alpha`` lies outside the convex hull of ``outside``, and 0 when it lies inside: then every unit that is
+    silent on ``outside`` is silent on ``alpha`` too.
+    """
+    from scipy.optimize import linprog
+
+    a = validate.finite_array("alpha", alpha, ndim=1)
+    H = np.asarray(outside, dtype=np.float64).reshape(-1, a.shape[0])
+    if not np.all(np.isfinite(H)):
+        raise ValueError("outside contains NaN or inf")
+    if H.shape[0] == 0:
+        return float(np.abs(a).sum() + 1.0)
+    cost = -np.append(a, 1.0)
+    res = linprog(cost, A_ub=np.hstack([H, np.ones((H.shape[0], 1))]), b_ub=np.zeros(H.shape[0]),
+                  bounds=[(-1.0, 1.0)] * (a.shape[0] + 1), method="highs")
+    if res.status != 0:
+        raise RuntimeError(f"the firing-margin linear program failed: {res.message}")
+    return max(0.0, float(-res.fun))
+
+
+def general_lemma_b1_block(alphas, betas, outside):
+    """A block ``h + V relu(U h + s)`` with ``k`` units that moves each row of ``alphas`` (the set S, at most
+    ``k`` rows in ``R^k``) to the same row of ``betas`` and leaves every row of ``outside`` unchanged,
+    without Lemma B.1's threshold recipe: unit ``j`` is the hyperplane of :func:`firing_margin` for
+    ``alphas[j]`` against ``outside``, shifted to fire by half its margin on ``alphas[j]``; ``V`` solves
+    ``V relu(U alpha_j + s) = beta_j - alpha_j``.
+
+    Such a block exists whenever every ``alpha_j`` lies outside the convex hull of ``outside`` (and the
+    activations of S are independent, which holds generically). Conversely, when the displacements
+    ``beta_j - alpha_j`` are linearly independent, ``V`` must be invertible on them, so every unit must be
+    silent on ``outside``; an ``alpha_j`` inside that hull then silences every unit, and no block exists.
+    Raises :class:`ConstructionError` (condition ``"hull"``) in that case. Returns ``(U, V, s, margins)``.
+    """
+    A = np.atleast_2d(validate.finite_array("alphas", alphas))
+    B = np.atleast_2d(validate.finite_array("betas", betas))
+    m, k = A.shape
+    if B.shape != A.shape:
+        raise ValueError(f"alphas and betas must have the same shape, got {A.shape} and {B.shape}")
+    if m > k:
+        raise ValueError(f"a block in R^{k} moves at most {k} points, got {m}")
+    H = np.asarray(outside, dtype=np.float64).reshape(-1, k)
+    U, V, s = np.zeros((k, k)), np.zeros((k, k)), np.full(k, -1.0)
+    margins = np.array([firing_margin(a, H) for a in A])
+    if not np.all(margins > 1e-9):
+        j = int(np.argmin(margins))
+        raise ConstructionError(f"point {j} of S lies in the convex hull of the other points (firing margin "
+                                f"{margins[j]:.3g}): no unit can fire on it and stay silent on them", "hull", (j,))
+    for j, a in enumerate(A):
+        u = _hyperplane(a, H)
+        U[j], s[j] = u[:-1], u[-1] - margins[j] / 2
+    Z = np.maximum(A @ U[:m].T + s[:m], 0.0)              # Z[i, j]: unit j on alpha_i
+    if np.linalg.cond(Z) > 1e12:
+        raise ConstructionError("the activations of S are (nearly) dependent", "activations", ())
+    V[:, :m] = np.linalg.solve(Z, B - A).T
+    return U, V, s, margins
+
+
+def _hyperplane(alpha, H) -> np.ndarray:
+    from scipy.optimize import linprog
+
+    if H.shape[0] == 0:
+        return np.append(np.sign(alpha) + (alpha == 0), 1.0)
+    res = linprog(-np.append(alpha, 1.0), A_ub=np.hstack([H, np.ones((H.shape[0], 1))]), b_ub=np.zeros(H.shape[0]),
+                  bounds=[(-1.0, 1.0)] * (alpha.shape[0] + 1), method="highs")
+    return res.x
+
+
+def hull_counterexample(rho_prime: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Four vectors of ``R^2`` that satisfy Lemma B.1's hypotheses as printed, for ``k = 2`` and ``S = {1, 2}``,
+    but admit no block: ``(alphas_S, betas_S, outside)``.
+
+    ``alpha_1 = sqrt(1 - rho') e_1`` is the midpoint of the two outside points
+    ``sqrt(1 + rho') (cos t, +-sin t)`` with ``cos t = sqrt((1 - rho') / (1 + rho'))``; ``alpha_2 = -e_1``.
+    Every squared norm lies in ``[1 - rho', 1 + rho']``; ``alpha_1`` is at distance ``sqrt(2 rho')`` from its
+    two neighbours, which is at least the printed ``3 rho'`` (unsquared) when ``rho' <= 2/9``. The targets
+    are chosen with independent displacements.
+    """
+    rho_prime = validate.finite_float("rho_prime", rho_prime, minimum=0.0, open_minimum=True, maximum=1.0,
+                                      open_maximum=True)
+    c = math.sqrt((1 - rho_prime) / (1 + rho_prime))
+    r = math.sqrt(1 + rho_prime)
+    outside = np.array([[r * c, r * math.sqrt(1 - c * c)], [r * c, -r * math.sqrt(1 - c * c)]])
+    alphas = np.array([[math.sqrt(1 - rho_prime), 0.0], [-1.0, 0.0]])
+    betas = np.array([[3.0, 3.0], [-3.0, 3.0]])
+    return alphas, betas, outside
+
+
+def lemma_b1_instance(k: int, m: int, rho_prime: float, min_distance: float, rng: np.random.Generator, *,
+                      squared: bool = True, spread: float = 1.5) -> tuple[np.ndarray, np.ndarray]:
+    """A random instance of Lemma B.1 in ``R^k``: ``(alphas, outside)``, ``k`` points of S and ``m`` outside.
+
+    Every squared norm is uniform in ``[1 - rho', 1 + rho']``. Each outside point is put near a random point
+    of S, at a distance between ``min_distance`` and ``spread`` times it (``min_distance`` is a squared
+    distance when ``squared``, else a distance), and every pair with a point of S is at least that far apart
+    (rejection): points that crowd S as closely as the hypothesis allows.
+    """
+    k, m = _check_k(k), validate.non_negative_int("m", m)
+    rho_prime = validate.finite_float("rho_prime", rho_prime, minimum=0.0, open_minimum=True, maximum=1.0,
+                                      open_maximum=True)
+    min_distance = validate.positive_float("min_distance", min_distance)
+    d_min = math.sqrt(min_distance) if squared else min_distance
+
+    def norm_sq():
+        return rng.uniform(1 - rho_prime, 1 + rho_prime)
+
+    def far_enough(p, S):
+        return S.shape[0] == 0 or bool(np.min(np.linalg.norm(S - p, axis=1)) >= d_min * (1 - 1e-12))
+
+    S = np.zeros((0, k))
+    for _ in range(100_000):
+        if S.shape[0] == k:
+            break
+        v = rng.standard_normal(k)
+        p = v / np.linalg.norm(v) * math.sqrt(norm_sq())
+        if far_enough(p, S):
+            S = np.vstack([S, p])
+    out = np.zeros((0, k))
+    for _ in range(200_000):
+        if out.shape[0] == m:
+            break
+        a = S[rng.integers(k)]
+        w = rng.standard_normal(k)
+        h = a + rng.uniform(d_min, spread * d_min) * w / np.linalg.norm(w)
+        if abs(h @ h - 1.0) <= rho_prime and far_enough(h, S):
+            out = np.vstack([out, h])
+    if S.shape[0] < k or out.shape[0] < m:
+        raise ValueError("could not place the points; lower min_distance or m")
+    return S, out
+
+
+def surrogate_width(r: int, t: float = 0.5, delta: float = 0.5) -> int:
+    """A width at which ``r`` independent uniformly random unit vectors of ``R^k`` have every pairwise inner
+    product below ``t`` with probability at least ``1 - delta``: ``k = ceil(2 ln(r (r - 1) / (2 delta)) / t^2)``.
+
+    For one pair, ``P(<q_i, q_j> >= t) <= exp(-k t^2 / 2)`` (the measure of a spherical cap, e.g. Ball 1997,
+    Lemma 2.2); a union bound over the ``r (r - 1) / 2`` pairs gives the width (``16 ln r`` or so for
+    ``t = 1/2``, against the paper's ``4 log r``).
+    """
+    r = validate.integer("r", r, minimum=2)
+    t = validate.finite_float("t", t, minimum=0.0, open_minimum=True, maximum=1.0, open_maximum=True)
+    delta = validate.probability("delta", delta, open_low=True, open_high=True)
+    return math.ceil(2.0 * math.log(r * (r - 1) / (2.0 * delta)) / t ** 2)
+
+
+def schur_off_block(M) -> float:
+    """``max |T_ij| / ||M||`` over the entries of the real Schur form ``M = Z T Z^T`` outside its diagonal blocks
+    (1 x 1, or 2 x 2 where ``T`` has a subdiagonal entry). For a normal ``M`` it is 0 up to rounding, and
+    ``Z``, ``T`` are then Claim C.1's ``S``, ``D``; a non-normal ``M`` of size 3 or more leaves entries outside the
+    blocks (of size 2 every real matrix is one block)."""
+    from scipy.linalg import schur
+
+    M = validate.finite_array("M", M, ndim=2)
+    if M.shape[0] != M.shape[1]:
+        raise ValueError(f"M must be square, got shape {M.shape}")
+    T, _ = schur(M, output="real")
+    d = T.shape[0]
+    block = np.zeros(d, dtype=np.int64)             # block index of each row
+    i = b = 0
+    while i < d:
+        size = 2 if i + 1 < d and T[i + 1, i] != 0.0 else 1
+        block[i:i + size] = b
+        i, b = i + size, b + 1
+    off = block[:, None] != block[None, :]
+    scale = max(float(np.linalg.norm(M, 2)), np.finfo(float).tiny)
+    return float(np.abs(T[off]).max(initial=0.0)) / scale
