@@ -12,14 +12,16 @@ import torch
 from conftest import bad_int_options, one_line_error
 
 from resnet_theory.allconv import SMALL_CONFIG, AllConvResNet, conv_weight_parameters, flops_per_image
+from resnet_theory import devices
 from resnet_theory.bench import (
-    PerImageAugmentedDataset, build_model, format_report, main, make_optimizer, make_train_step, matmul_ceiling,
-    run_benchmark)
+    MIN_ROUNDS_TO_RANK, PerImageAugmentedDataset, build_model, format_report, main, make_optimizer,
+    make_train_step, matmul_ceiling, rank_pipelines, run_benchmark, spread, time_interleaved)
 
 TINY = ["--device", "cpu", "--steps", "2", "--warmup", "1", "--images", "64", "--batch-size", "16",
-        "--ceiling-size", "128", "--threads", "1"]
+        "--ceiling-size", "128", "--threads", "1", "--rounds", "3"]
 PIPELINE_LINE = re.compile(r"^pipeline (device|dataloader): ([\d,.]+) images/s \| ([\d.]+) ms/step \| ([\d.]+) TFLOP/s"
-                           r" \| ([\d.]+)% of ceiling \| 64k-step schedule ([\d.]+) (min|h) \| last loss ([\d.]+)$",
+                           r" \| ([\d.]+)% of ceiling \| 64k-step schedule ([\d.]+) (min|h) \| last loss ([\d.]+)"
+                           r" \| rounds ([\d,.]+) to ([\d,.]+) images/s \(spread ([\d.]+)% of the median\)$",
                            re.MULTILINE)
 
 
@@ -30,11 +32,17 @@ def test_cli_runs_end_to_end_and_prints_the_ratio():
     out = proc.stdout
     assert f"torch {torch.__version__}" in out and "device: cpu" in out
     assert "synthetic digits-shaped uint8 images (1x8x8)" in out  # the CPU default says what it ran on
-    assert re.search(r"^ratio: device / dataloader = \d+\.\d\dx images per second$", out, re.MULTILINE)
+    assert re.search(r"^ratio: device / dataloader = \d+\.\d\dx images per second \(median of 3 round\(s\); "
+                     r"\d+\.\d\dx to \d+\.\d\dx, spread [\d.]+% of the median\)$", out, re.MULTILINE)
+    assert re.search(r"^ranking: (device faster in every one of 3 rounds|dataloader faster in every one of 3 "
+                     r"rounds|not ranked: the ratio ranges from .* on both sides of 1;.*too wide to rank.*)", out,
+                     re.MULTILINE)
+    assert "then 3 round(s) of 2 timed steps per pipeline, the pipelines taking turns" in out
     found = PIPELINE_LINE.findall(out)
     assert [f[0] for f in found] == ["device", "dataloader"]
     for f in found:
-        assert float(f[1].replace(",", "")) > 0 and math.isfinite(float(f[7]))
+        rate, lo, hi = (float(f[i].replace(",", "")) for i in (1, 8, 9))
+        assert 0 < lo <= rate <= hi and math.isfinite(float(f[7]))
 
 
 def test_figures_are_consistent(tmp_path):
@@ -46,14 +54,23 @@ def test_figures_are_consistent(tmp_path):
     assert result["training_flops_per_image"] == 3 * result["forward_flops_per_image"]
     assert result["model"] == "small" and result["data"] == "digits" and result["precision"] == "float32"
     assert result["pad"] == 1 and result["flip"] is False
+    assert result["rounds"] == 3 and result["steps"] == 2
     for p in result["pipelines"].values():
+        rounds = p["rounds_images_per_second"]
+        assert len(rounds) == 3 and p["images_per_second"] == pytest.approx(np.median(rounds))
+        assert p["spread"] == pytest.approx(spread(rounds))
         assert p["tflops"] == pytest.approx(p["images_per_second"] * result["training_flops_per_image"] / 1e12)
         assert p["fraction_of_ceiling"] == pytest.approx(p["tflops"] / result["ceiling_tflops"])
         assert p["ms_per_step"] == pytest.approx(1e3 * 16 / p["images_per_second"])
         assert p["schedule_minutes"] == pytest.approx(64_000 * 128 / p["images_per_second"] / 60)
         assert 0 < p["last_loss"] < 10
-    assert result["ratio"] == pytest.approx(result["pipelines"]["device"]["images_per_second"]
-                                            / result["pipelines"]["dataloader"]["images_per_second"])
+    # the ratio is taken within each round (the two pipelines timed next to each other), then the median
+    per_round = [d / c for d, c in zip(result["pipelines"]["device"]["rounds_images_per_second"],
+                                       result["pipelines"]["dataloader"]["rounds_images_per_second"])]
+    assert result["ratio_rounds"] == pytest.approx(per_round)
+    assert result["ratio"] == pytest.approx(np.median(per_round))
+    assert result["ratio_spread"] == pytest.approx(spread(per_round))
+    assert result["ranking"] == rank_pipelines(per_round)
 
 
 def test_compile_is_guarded_on_cpu_and_profile_is_printed(capsys):
@@ -137,6 +154,8 @@ def test_matmul_ceiling_is_a_positive_rate():
     (dict(threads=0), "threads must be a positive integer"),
     (dict(profile_steps=-1), "profile_steps must be a non-negative integer"),
     (dict(compile_mode="fastest"), "compile_mode must be one of"),
+    (dict(rounds=0), "rounds must be a positive integer"),
+    (dict(precision="fp8"), "precision must be one of 'auto', 'bf16', 'fp16', 'float32', got 'fp8'"),
 ])
 def test_bad_benchmark_arguments(kwargs, message):
     # (a wrong type is a TypeError: see test_benchmark_arguments_follow_the_validation_rule)
@@ -149,6 +168,8 @@ def test_bad_benchmark_arguments(kwargs, message):
     (dict(profile_steps=True), "profile_steps must be a non-negative integer, got True"),
     (dict(model=3), "model must be one of 'small', 'full', got 3"),
     (dict(compile_mode=None), "compile_mode must be one of"),
+    (dict(precision=16), "precision must be one of"),
+    (dict(rounds=2.0), "rounds must be a positive integer"),
 ])
 def test_benchmark_arguments_follow_the_validation_rule(kwargs, message):
     with pytest.raises(TypeError, match=message):
@@ -159,7 +180,10 @@ def test_cuda_request():
     if torch.cuda.is_available():  # on a GPU machine: a tiny run on the fast path's precision and layout
         result = run_benchmark(device="cuda", model="small", data="digits", steps=1, warmup=1, images=64,
                                batch_size=16, ceiling_size=256, workers=0)
-        assert result.precision == "bf16 autocast" and result.channels_last and result.ratio > 0
+        facts = devices.describe(torch.device("cuda"))
+        expected = devices.choose_precision("auto", facts)
+        assert result.precision == expected.description and result.ratio > 0
+        assert result.channels_last == devices.use_channels_last(facts, expected)
     else:
         with pytest.raises(ValueError, match="device='cuda' was requested but CUDA is not available here"):
             run_benchmark(device="cuda")
@@ -173,6 +197,8 @@ def test_cuda_request():
     (["--model", "huge"], "argument --model: invalid choice"),
     (["--pipelines", "gpu"], "pipelines must be a non-empty selection"),
     (["--compile-mode", "fastest"], "argument --compile-mode: invalid choice"),
+    (["--rounds", "0"], "argument --rounds: must be an integer >= 1, got '0'"),
+    (["--precision", "fp8"], "argument --precision: invalid choice"),
 ])
 def test_cli_reports_bad_arguments_in_one_line_with_status_2(capsys, argv, words):
     err = one_line_error(capsys, main, ["--device", "cpu", *argv])
@@ -188,3 +214,67 @@ def test_cpu_runs_flush_subnormals_like_the_engine_and_restore_the_setting():
     assert torch.tensor(1e-40).item() != 0.0, "the flush must be switched off again after the run"
     kept = run_benchmark(device="cpu", flush_denormal=False, **tiny)
     assert not any("subnormal" in n for n in kept.notes)
+
+
+# --- several rounds, and when they rank the pipelines ----------------------------------------------------
+def test_rounds_alternate_the_order_of_the_pipelines():
+    calls = []
+
+    def timed(name):
+        calls.append(name)
+        return len(calls)
+
+    rounds = time_interleaved(timed, ["device", "dataloader"], 4)
+    assert calls == ["device", "dataloader", "dataloader", "device", "device", "dataloader", "dataloader", "device"]
+    assert rounds == [{"device": 1, "dataloader": 2}, {"dataloader": 3, "device": 4},
+                      {"device": 5, "dataloader": 6}, {"dataloader": 7, "device": 8}]
+
+
+def test_spread_is_median_range_and_relative_width():
+    assert spread([2.0, 1.0, 4.0]) == {"median": 2.0, "min": 1.0, "max": 4.0, "relative": 1.5}
+
+
+@pytest.mark.parametrize("ratios, ranked, faster", [
+    ([1.2, 1.1, 1.3], True, "device"),                 # every round puts the device pipeline ahead
+    ([0.5, 0.9, 0.7, 0.8, 0.6], True, "dataloader"),
+    ([0.15, 0.17, 1.13], False, None),                 # the spread the issue saw: both sides of 1
+    ([1.01, 0.99, 1.02, 1.05, 1.03], False, None),     # one round the other way is enough to refuse
+    ([1.5, 1.6], False, None),                         # too few rounds, however clear
+    ([1.0, 1.2, 1.3], False, None),                    # a tie in one round is not "ahead"
+])
+def test_the_pipelines_are_ranked_only_when_every_round_agrees(ratios, ranked, faster):
+    verdict = rank_pipelines(ratios)
+    assert verdict["ranked"] is ranked and verdict["faster"] == faster
+    if ranked:
+        assert verdict["text"].startswith(f"{faster} faster in every one of {len(ratios)} rounds")
+    elif len(ratios) < MIN_ROUNDS_TO_RANK:
+        assert verdict["text"] == f"not ranked: {len(ratios)} round(s), at least {MIN_ROUNDS_TO_RANK} are needed to rank"
+    else:
+        assert "too wide to rank" in verdict["text"]
+
+
+def test_one_round_reports_its_figures_but_does_not_rank(tmp_path):
+    result = run_benchmark(device="cpu", steps=1, warmup=0, images=32, batch_size=16, ceiling_size=64, threads=1,
+                           rounds=1)
+    assert result.rounds == 1 and len(result.ratio_rounds) == 1 and result.ratio_spread["relative"] == 0.0
+    assert result.ranking["ranked"] is False and "at least 3" in result.ranking["text"]
+    assert "ranking: not ranked: 1 round(s)" in format_report(result)
+
+
+@pytest.mark.parametrize("precision, autocast, scaler", [("bf16", torch.bfloat16, False),
+                                                         ("fp16", torch.float16, True)])
+def test_the_train_step_runs_in_the_chosen_precision(precision, autocast, scaler):
+    # the CUDA precisions' code path, run on the CPU: autocast to the dtype, and fp16's gradient scaler
+    chosen = devices.choose_precision(precision, devices.DeviceFacts("cpu"))
+    assert chosen.autocast == autocast and chosen.scaler is scaler
+    torch.manual_seed(0)
+    model = AllConvResNet(**SMALL_CONFIG)
+    seen = []
+    model.head.register_forward_hook(lambda m, i, o: seen.append(i[0].dtype))
+    opt = make_optimizer(model, torch.device("cpu"))
+    step = make_train_step(model, opt, torch.device("cpu"), bf16=False, channels_last=False, precision=chosen)
+    stem = model.stem.weight.clone()
+    loss = step(torch.randn(8, 1, 8, 8), torch.arange(8))
+    assert loss.dtype == torch.float32 and math.isfinite(loss.item())
+    assert seen == [autocast]
+    assert not torch.equal(model.stem.weight, stem), "the step updated the weights"

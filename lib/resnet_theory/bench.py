@@ -5,6 +5,7 @@ data against a conventional DataLoader, in one run.
                                   [--batch-size 128] [--device cpu|cuda] [--compile] [--compile-mode MODE]
                                   [--workers N] [--images N] [--pipelines device,dataloader] [--threads N]
                                   [--ceiling-size N] [--seed N] [--profile-steps N] [--json PATH]
+                                  [--rounds N] [--precision auto|bf16|fp16|float32]
 
 Two input pipelines feed the same training step (forward, cross-entropy, backward, SGD with momentum 0.9,
 lr 0.05, weight decay 1e-4 on conv weights; a fresh network with the same seed for each):
@@ -18,37 +19,51 @@ lr 0.05, weight decay 1e-4 on conv weights; a fresh network with the same seed f
 The data are synthetic (random uint8 images and labels, no dataset needed) with the shape of the real data:
 ``digits`` is 1x8x8 (1,437 images, as the digits training split; pad 1, no flip, since a mirrored digit is
 another symbol), ``cifar`` is 3x32x32 (50,000 images on CUDA, 2,048 on CPU; pad 4, flip). Defaults: on CUDA
-the full CIFAR network on CIFAR-shaped data at batch 128 with bf16 autocast and channels_last; on CPU the
-small network (:data:`resnet_theory.allconv.SMALL_CONFIG`) on digits-shaped data in float32, few steps.
+the full CIFAR network on CIFAR-shaped data at batch 128 in the engine's precision (``--precision auto``: bf16
+autocast on GPUs that have it, fp16 autocast with a gradient scaler on older ones with fp16 tensor cores,
+float32 otherwise; :mod:`resnet_theory.devices`) with channels_last; on CPU the small network
+(:data:`resnet_theory.allconv.SMALL_CONFIG`) on digits-shaped data in float32, few steps.
+
+Timing on a noisy machine: the two pipelines are built and warmed up first, then timed in ``--rounds``
+rounds (default 5) of ``--steps`` steps each, taking turns, in reversed order every other round (device,
+dataloader; dataloader, device; ...), so that a change in the machine's load during the run weighs on both.
+Each figure is the median over the rounds, with its range and relative spread; the ratio is the median of
+the per-round ratios. The pipelines are ranked only when every round puts the same one ahead (at least
+three rounds; :func:`rank_pipelines`); otherwise the report says that the spread is too wide to rank them.
+(A single back-to-back run on the 2-core CPU printed ratios of 0.15x, 0.17x and 1.13x within minutes.)
 
 FLOPs come from :func:`resnet_theory.allconv.flops_per_image` (2 FLOPs per multiply-add, convolutions and
 head only); a training step is counted as 3x the forward pass. The ceiling is a measured dense matrix
-product in the run's precision (bf16 on CUDA, float32 on CPU). The fast path (``--compile``: ``torch.compile``
+product in the run's precision (the autocast dtype, or float32). The fast path (``--compile``: ``torch.compile``
 with ``--compile-mode``, where ``reduce-overhead`` and ``max-autotune`` use CUDA graphs; fused SGD) is used
 on CUDA only: on CPU ``--compile`` is ignored, with a note, so CPU runs and tests stay eager.
-Warm-up steps (compilation included) are not timed; the timed loop has no host synchronisation.
+Warm-up steps (compilation included) are not timed; a timed round has no host synchronisation inside it.
 
 Output format
 -------------
-One ``key: value`` line per fact, then one line per pipeline, then the ratio. An example, measured with
-``python -m resnet_theory.bench --threads 1`` on a shared 2-core CPU (other jobs running)::
+One ``key: value`` line per fact, then one line per pipeline, then the ratio and the ranking. An example,
+measured with ``python -m resnet_theory.bench --threads 1`` on a shared 2-core CPU (other jobs running; load
+average 4.8)::
 
     resnet_theory.bench: training throughput, device-resident data vs DataLoader
     device: cpu (CPU: x86_64, 2 cores, torch threads 1) | torch 2.13.0+cpu | precision float32 | channels_last off | compile off
     model: small AllConvResNet: widths 16-32-64, 3 blocks per stage, 268,096 trainable parameters
     data: synthetic digits-shaped uint8 images (1x8x8), 1,437 held; augmentation pad 1, flip off
     flops: 5,033,216 forward per image; 15,099,648 per training image (3x forward)
-    run: batch 128, 2 warm-up + 10 timed steps per pipeline
-    ceiling: 0.038 TFLOP/s (float32 matmul, measured: 1024x1024 by 1024x1024, best of 3 rounds of 5)
-    pipeline device: 2,269.7 images/s | 56.40 ms/step | 0.034 TFLOP/s | 89.9% of ceiling | 64k-step schedule 60.2 min | last loss 2.3
-    pipeline dataloader: 2,139.8 images/s | 59.82 ms/step | 0.032 TFLOP/s | 84.7% of ceiling | 64k-step schedule 63.8 min | last loss 2.31
-    ratio: device / dataloader = 1.06x images per second
+    run: batch 128, 2 warm-up steps, then 5 round(s) of 10 timed steps per pipeline, the pipelines taking turns (order reversed every other round); figures are medians over rounds
+    ceiling: 0.105 TFLOP/s (float32 matmul, measured: 1024x1024 by 1024x1024, best of 3 rounds of 5)
+    note: subnormal floats flushed to zero on the CPU during the run, as in the training engine
+    pipeline device: 7,792.2 images/s | 16.43 ms/step | 0.118 TFLOP/s | 112.2% of ceiling | 64k-step schedule 17.5 min | last loss 2.31 | rounds 7,661.4 to 7,926.8 images/s (spread 3.4% of the median)
+    pipeline dataloader: 6,948.6 images/s | 18.42 ms/step | 0.105 TFLOP/s | 100.0% of ceiling | 64k-step schedule 19.6 min | last loss 2.3 | rounds 6,860.1 to 7,059.4 images/s (spread 2.9% of the median)
+    ratio: device / dataloader = 1.11x images per second (median of 5 round(s); 1.09x to 1.14x, spread 5.1% of the median)
+    ranking: device faster in every one of 5 rounds (ratio 1.09x to 1.14x)
 
 ``images/s`` counts training images (after augmentation) per second of the timed loop, data loading
 included; ``TFLOP/s`` = images/s x training FLOPs per image; ``of ceiling`` = that over the measured matmul
 rate (small convolutions on a busy CPU can come close to, or pass, a noisy ceiling); ``64k-step schedule``
 = the time 64,000 steps of 128 images (the paper's schedule) would take at this rate, for the model and data
-of the run; ``last loss`` is the loss of the last timed step (random labels: about ln(classes)).
+of the run; ``last loss`` is the loss of the last timed step (random labels: about ln(classes)); ``rounds``
+gives the range over the rounds and ``spread`` = (max - min) / median.
 ``--json PATH`` writes the same figures as JSON. ``--profile-steps N`` appends a ``profile (device pipeline):``
 section: N more steps under ``torch.profiler``, the top operations by self device time (CUDA) or self CPU
 time, to see where a step's time goes (convolution kernels, other kernels, launch overhead).
@@ -68,7 +83,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from resnet_theory import validate
+from resnet_theory import devices, validate
 from resnet_theory.allconv import SMALL_CONFIG, AllConvResNet, conv_weight_parameters, count_parameters, flops_per_image
 from resnet_theory.data import DeviceData
 
@@ -77,6 +92,9 @@ PAPER_STEPS, PAPER_BATCH = 64_000, 128
 DATA_SHAPES = {"digits": (1, 8, 8), "cifar": (3, 32, 32)}
 AUGMENTATION = {"digits": dict(pad=1, flip=False), "cifar": dict(pad=4, flip=True)}
 PIPELINES = ("device", "dataloader")
+#: Fewest rounds from which the ratio of the two pipelines is ranked (all rounds on one side of 1: with three,
+#: a chance of 1 in 4 that two equally fast pipelines look ranked, 1 in 16 with five, the default).
+MIN_ROUNDS_TO_RANK = 3
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 
 
@@ -115,7 +133,7 @@ def make_optimizer(model: torch.nn.Module, device: torch.device, lr: float = 0.0
     groups = [{"params": [p for p in params if id(p) in decay], "weight_decay": weight_decay},
               {"params": [p for p in params if id(p) not in decay], "weight_decay": 0.0}]
     groups = [g for g in groups if g["params"]]
-    if device.type == "cuda":
+    if devices.fused_sgd(devices.DeviceFacts(device.type)):
         try:
             return torch.optim.SGD(groups, lr=lr, momentum=momentum, fused=True)
         except (TypeError, RuntimeError):  # pragma: no cover - older torch without fused SGD
@@ -123,17 +141,27 @@ def make_optimizer(model: torch.nn.Module, device: torch.device, lr: float = 0.0
     return torch.optim.SGD(groups, lr=lr, momentum=momentum)
 
 
-def make_train_step(model, optimizer, device: torch.device, bf16: bool, channels_last: bool):
-    """One training step ``step(x, y) -> loss`` (a tensor; no host synchronisation)."""
+def make_train_step(model, optimizer, device: torch.device, bf16: bool, channels_last: bool,
+                    precision: devices.Precision | None = None):
+    """One training step ``step(x, y) -> loss`` (a tensor; no host synchronisation), as the engine's: under
+    autocast to ``precision.autocast`` (or bf16 when ``bf16`` and no ``precision`` is given), with a gradient
+    scaler when ``precision.scaler`` (fp16)."""
+    dtype = precision.autocast if precision is not None else (torch.bfloat16 if bf16 else None)
+    scaler = torch.amp.GradScaler(device.type) if precision is not None and precision.scaler else None
 
     def step(x, y):
         if channels_last:
             x = x.contiguous(memory_format=torch.channels_last)
-        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
-            loss = F.cross_entropy(model(x), y)
+        with torch.autocast(device.type, dtype=dtype, enabled=dtype is not None):
+            loss = F.cross_entropy(model(x).float(), y)
         optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        optimizer.step()
+        if scaler is None:
+            loss.backward()
+            optimizer.step()
+        else:
+            scaler.scale(loss).backward()
+            scaler.step(optimizer)
+            scaler.update()
         return loss.detach()
 
     return step
@@ -202,14 +230,18 @@ class BenchResult:
     flip: bool
     batch_size: int
     warmup: int
-    steps: int
+    steps: int                      # timed steps per pipeline in each round
+    rounds: int
     forward_flops_per_image: int
     training_flops_per_image: int
     ceiling_tflops: float
     ceiling_description: str
     notes: list = field(default_factory=list)
     pipelines: dict = field(default_factory=dict)  # name -> figures
-    ratio: float | None = None
+    ratio: float | None = None            # median over the rounds of each round's device / dataloader ratio
+    ratio_rounds: list | None = None      # that ratio in each round
+    ratio_spread: dict | None = None      # median, min, max, relative spread of the ratio
+    ranking: dict | None = None           # rank_pipelines(ratio_rounds)
     profile: str | None = None  # torch.profiler table of the device pipeline, with --profile-steps
 
 
@@ -234,12 +266,15 @@ def run_benchmark(model: str | None = None, data: str | None = None, steps: int 
                   compile: bool = False, compile_mode: str = "default", workers: int | None = None,
                   images: int | None = None, pipelines=PIPELINES, seed: int = 0,
                   ceiling_size: int | None = None, threads: int | None = None,
-                  profile_steps: int = 0, flush_denormal: bool = True) -> BenchResult:
+                  profile_steps: int = 0, flush_denormal: bool = True, rounds: int | None = None,
+                  precision: str = "auto") -> BenchResult:
     """Run the benchmark (see the module docstring); ``None`` picks the device's default.
 
     ``threads`` sets ``torch.set_num_threads`` for the run (restored afterwards); on a busy shared CPU one
     thread avoids the stalls of several spinning threads competing for the same cores. ``profile_steps``
-    more steps of the device pipeline run under ``torch.profiler`` after its timed loop (not timed).
+    more steps of the device pipeline run under ``torch.profiler`` after its timed loops (not timed).
+    ``rounds`` (default 5) rounds of ``steps`` timed steps per pipeline, the pipelines taking turns (see
+    :func:`time_interleaved`). ``precision``: as the engine's (:func:`resnet_theory.devices.choose_precision`).
     ``flush_denormal`` (CPU only) flushes subnormal floats to zero during the run, as the training engine does:
     the paper's small initialisation makes many values subnormal, which x86 CPUs process far more slowly."""
     if threads is not None:
@@ -249,7 +284,7 @@ def run_benchmark(model: str | None = None, data: str | None = None, steps: int 
         try:
             return run_benchmark(model, data, steps, warmup, batch_size, device, compile, compile_mode, workers,
                                  images, pipelines, seed, ceiling_size, threads=None, profile_steps=profile_steps,
-                                 flush_denormal=flush_denormal)
+                                 flush_denormal=flush_denormal, rounds=rounds, precision=precision)
         finally:
             torch.set_num_threads(saved)
     on_cpu = validate.torch_device("device", device or ("cuda" if torch.cuda.is_available() else "cpu")).type == "cpu"
@@ -257,7 +292,7 @@ def run_benchmark(model: str | None = None, data: str | None = None, steps: int 
         try:
             result = run_benchmark(model, data, steps, warmup, batch_size, device, compile, compile_mode, workers,
                                    images, pipelines, seed, ceiling_size, threads=None, profile_steps=profile_steps,
-                                   flush_denormal=False)
+                                   flush_denormal=False, rounds=rounds, precision=precision)
         finally:
             torch.set_flush_denormal(False)
         result.notes.append("subnormal floats flushed to zero on the CPU during the run, as in the training engine")
@@ -265,6 +300,11 @@ def run_benchmark(model: str | None = None, data: str | None = None, steps: int 
     device = validate.torch_device("device", device or ("cuda" if torch.cuda.is_available() else "cpu"))
     validate.choice("device", device.type, ("cpu", "cuda"))
     on_gpu = device.type == "cuda"
+    if on_gpu and device.index is None:   # an explicit index, as the engine has
+        device = torch.device("cuda", torch.cuda.current_device())
+    facts = devices.describe(device)
+    precision = devices.choose_precision(validate.choice("precision", precision, devices.PRECISIONS), facts)
+    rounds = validate.positive_int("rounds", rounds if rounds is not None else 5)
     model = validate.choice("model", model or ("full" if on_gpu else "small"), ("small", "full"))
     data = validate.choice("data", data or ("cifar" if model == "full" else "digits"), sorted(DATA_SHAPES))
     pipelines = tuple(pipelines)
@@ -290,22 +330,23 @@ def run_benchmark(model: str | None = None, data: str | None = None, steps: int 
     use_compile = compile and on_gpu
     if compile and not on_gpu:
         notes.append("--compile ignored on CPU: the fast path (torch.compile, CUDA graphs) is for CUDA only")
-    bf16 = channels_last = on_gpu
+    channels_last = devices.use_channels_last(facts, precision)
     net = build_model(model, data, seed)
     forward = flops_per_image(net, shape)
     desc = (f"{model} AllConvResNet: widths {'-'.join(map(str, net.widths))}, {net.blocks_per_stage[0]} blocks per "
             f"stage, {count_parameters(net):,} trainable parameters")
-    dtype = torch.bfloat16 if bf16 else torch.float32
+    dtype = precision.autocast or torch.float32
     reps = 50 if on_gpu else 5
     ceiling = matmul_ceiling(device, dtype, ceiling_size, reps)
     result = BenchResult(
         device=str(device), device_name=_device_name(device), torch_version=torch.__version__,
-        precision="bf16 autocast" if bf16 else "float32", channels_last=channels_last,
+        precision=precision.description, channels_last=channels_last,
         compile=f"torch.compile mode={compile_mode}" if use_compile else "off", model=model,
         model_description=desc, trainable_parameters=count_parameters(net), data=data, input_shape=shape,
         images_held=images, pad=aug["pad"], flip=aug["flip"], batch_size=batch_size, warmup=warmup, steps=steps,
+        rounds=rounds,
         forward_flops_per_image=forward, training_flops_per_image=3 * forward, ceiling_tflops=ceiling,
-        ceiling_description=(f"{'bf16' if bf16 else 'float32'} matmul, measured: {ceiling_size}x{ceiling_size} by "
+        ceiling_description=(f"{str(dtype).removeprefix('torch.')} matmul, measured: {ceiling_size}x{ceiling_size} by "
                              f"{ceiling_size}x{ceiling_size}, best of 3 rounds of {reps}"), notes=notes)
 
     gen = torch.Generator().manual_seed(seed)
@@ -313,13 +354,14 @@ def run_benchmark(model: str | None = None, data: str | None = None, steps: int 
     labels = torch.randint(0, net.num_classes, (images,), generator=gen).numpy()
     resident = DeviceData(raw, labels, device)
 
+    steppers = {}
     for name in pipelines:
         net = build_model(model, data, seed).to(device)
         if channels_last:
             net = net.to(memory_format=torch.channels_last)
         optimizer = make_optimizer(net, device)
         runnable = torch.compile(net, mode=compile_mode) if use_compile else net
-        step = make_train_step(runnable, optimizer, device, bf16, channels_last)
+        step = make_train_step(runnable, optimizer, device, False, channels_last, precision)
         if name == "device":
             batch_gen = torch.Generator(device=device).manual_seed(seed)
 
@@ -340,25 +382,79 @@ def run_benchmark(model: str | None = None, data: str | None = None, steps: int 
         batches = epochs()
         for _ in range(warmup):
             step(*next(batches))
+        steppers[name] = (step, batches)
+
+    def timed(name: str) -> tuple[float, float]:
+        step, batches = steppers[name]
         synchronize(device)
         start = time.perf_counter()
         for _ in range(steps):
             loss = step(*next(batches))
         synchronize(device)
-        elapsed = time.perf_counter() - start
-        per_second = steps * batch_size / elapsed
+        return steps * batch_size / (time.perf_counter() - start), float(loss)
+
+    per_round = time_interleaved(timed, pipelines, rounds)
+    for name in pipelines:
+        rates = [r[name][0] for r in per_round]
+        per_second = float(np.median(rates))
         tflops = per_second * result.training_flops_per_image / 1e12
         result.pipelines[name] = {
-            "images_per_second": per_second, "ms_per_step": 1e3 * elapsed / steps, "tflops": tflops,
+            "images_per_second": per_second, "ms_per_step": 1e3 * batch_size / per_second, "tflops": tflops,
             "fraction_of_ceiling": tflops / ceiling, "schedule_minutes": PAPER_STEPS * PAPER_BATCH / per_second / 60,
-            "last_loss": float(loss)}
-        if profile_steps and name == "device":
-            result.profile = profile_table(step, batches, profile_steps, device)
-        del batches
+            "last_loss": per_round[-1][name][1], "rounds_images_per_second": rates,
+            "spread": spread(rates)}
+    if profile_steps and "device" in steppers:
+        result.profile = profile_table(*steppers["device"], profile_steps, device)
+    steppers.clear()
     if len(result.pipelines) == 2:
-        result.ratio = (result.pipelines["device"]["images_per_second"]
-                        / result.pipelines["dataloader"]["images_per_second"])
+        ratios = [r["device"][0] / r["dataloader"][0] for r in per_round]
+        result.ratio = float(np.median(ratios))
+        result.ratio_rounds = ratios
+        result.ratio_spread = spread(ratios)
+        result.ranking = rank_pipelines(ratios)
     return result
+
+
+def time_interleaved(timed, names, rounds: int) -> list[dict]:
+    """``rounds`` rounds in which every pipeline is timed once (``timed(name) -> figures``), the pipelines
+    taking turns, in reversed order every other round (A B, B A, A B, ...) so that a slow drift of the machine
+    (another job starting, a clock changing) weighs on both alike. One dict per round: name -> figures."""
+    names = list(names)
+    out = []
+    for r in range(rounds):
+        order = names if r % 2 == 0 else names[::-1]
+        out.append({name: timed(name) for name in order})
+    return out
+
+
+def spread(values) -> dict:
+    """Median, minimum, maximum and the relative spread ``(max - min) / median`` of per-round figures."""
+    values = np.asarray(values, dtype=float)
+    median = float(np.median(values))
+    return {"median": median, "min": float(values.min()), "max": float(values.max()),
+            "relative": float((values.max() - values.min()) / median) if median else float("nan")}
+
+
+def rank_pipelines(ratios, min_rounds: int = MIN_ROUNDS_TO_RANK) -> dict:
+    """Whether the per-round ratios ``device / dataloader`` rank the pipelines: only when there are at least
+    ``min_rounds`` rounds and every round puts the same pipeline ahead (all ratios above 1, or all below).
+    Otherwise the spread is too wide to rank them, and the result says so. Returns ``{"ranked": bool,
+    "faster": name or None, "text": one sentence}``."""
+    ratios = [float(r) for r in ratios]
+    lo, hi = min(ratios), max(ratios)
+    span = f"{lo:.2f}x to {hi:.2f}x"
+    if len(ratios) < min_rounds:
+        return {"ranked": False, "faster": None,
+                "text": f"not ranked: {len(ratios)} round(s), at least {min_rounds} are needed to rank"}
+    if lo > 1:
+        return {"ranked": True, "faster": "device",
+                "text": f"device faster in every one of {len(ratios)} rounds (ratio {span})"}
+    if hi < 1:
+        return {"ranked": True, "faster": "dataloader",
+                "text": f"dataloader faster in every one of {len(ratios)} rounds (ratio {span})"}
+    return {"ranked": False, "faster": None,
+            "text": f"not ranked: the ratio ranges from {span} over {len(ratios)} rounds, on both sides of 1; "
+                    "the spread is too wide to rank the pipelines on this machine now"}
 
 
 def format_report(result: BenchResult) -> str:
@@ -374,7 +470,8 @@ def format_report(result: BenchResult) -> str:
         f"augmentation pad {r.pad}, flip {'on' if r.flip else 'off'}",
         f"flops: {r.forward_flops_per_image:,} forward per image; {r.training_flops_per_image:,} per training "
         "image (3x forward)",
-        f"run: batch {r.batch_size}, {r.warmup} warm-up + {r.steps} timed steps per pipeline",
+        f"run: batch {r.batch_size}, {r.warmup} warm-up steps, then {r.rounds} round(s) of {r.steps} timed steps per "
+        "pipeline, the pipelines taking turns (order reversed every other round); figures are medians over rounds",
         f"ceiling: {r.ceiling_tflops:.3f} TFLOP/s ({r.ceiling_description})",
     ]
     lines += [f"note: {n}" for n in r.notes]
@@ -383,9 +480,14 @@ def format_report(result: BenchResult) -> str:
         schedule = f"{minutes:.1f} min" if minutes < 120 else f"{minutes / 60:.1f} h"
         lines.append(f"pipeline {name}: {p['images_per_second']:,.1f} images/s | {p['ms_per_step']:.2f} ms/step | "
                      f"{p['tflops']:.3f} TFLOP/s | {100 * p['fraction_of_ceiling']:.1f}% of ceiling | "
-                     f"64k-step schedule {schedule} | last loss {p['last_loss']:.3g}")
+                     f"64k-step schedule {schedule} | last loss {p['last_loss']:.3g} | rounds "
+                     f"{p['spread']['min']:,.1f} to {p['spread']['max']:,.1f} images/s "
+                     f"(spread {100 * p['spread']['relative']:.1f}% of the median)")
     if r.ratio is not None:
-        lines.append(f"ratio: device / dataloader = {r.ratio:.2f}x images per second")
+        lines.append(f"ratio: device / dataloader = {r.ratio:.2f}x images per second (median of {r.rounds} "
+                     f"round(s); {r.ratio_spread['min']:.2f}x to {r.ratio_spread['max']:.2f}x, spread "
+                     f"{100 * r.ratio_spread['relative']:.1f}% of the median)")
+        lines.append(f"ranking: {r.ranking['text']}")
     if r.profile is not None:
         lines.append(f"profile (device pipeline): {r.profile}")
     return "\n".join(lines)
@@ -396,7 +498,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", choices=["small", "full"], help="default: full on CUDA, small on CPU")
     parser.add_argument("--data", choices=sorted(DATA_SHAPES), help="shape of the synthetic images "
                         "(default: cifar for the full model, digits for the small one)")
-    parser.add_argument("--steps", type=validate.int_option(1), help="timed steps per pipeline (default: 100 on CUDA, 10 on CPU)")
+    parser.add_argument("--steps", type=validate.int_option(1), help="timed steps per pipeline in each round "
+                        "(default: 100 on CUDA, 10 on CPU)")
+    parser.add_argument("--rounds", type=validate.int_option(1), help="rounds, the pipelines taking turns "
+                        f"(default 5; at least {MIN_ROUNDS_TO_RANK} to rank them)")
+    parser.add_argument("--precision", choices=list(devices.PRECISIONS), default="auto",
+                        help="auto: bf16 on GPUs with it, fp16 + gradient scaler on older ones, float32 on CPU")
     parser.add_argument("--warmup", type=validate.int_option(0), help="untimed steps first (default: 5 on CUDA, 20 with --compile, 2 on CPU)")
     parser.add_argument("--batch-size", type=validate.int_option(1), default=128)
     parser.add_argument("--device", choices=["cpu", "cuda"], help="default: cuda when available")
@@ -427,7 +534,8 @@ def main(argv: list[str] | None = None) -> int:
                                compile_mode=args.compile_mode, workers=args.workers, images=args.images,
                                pipelines=[p.strip() for p in args.pipelines.split(",") if p.strip()],
                                seed=args.seed, ceiling_size=args.ceiling_size, threads=args.threads,
-                               profile_steps=args.profile_steps, flush_denormal=not args.keep_denormals)
+                               profile_steps=args.profile_steps, flush_denormal=not args.keep_denormals,
+                               rounds=args.rounds, precision=args.precision)
     except (TypeError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -17,7 +17,10 @@ members into one network with *grouped convolutions* turns G small convolutions 
   starts from exactly the weights ``train.train`` would build for its seed, and is updated by momentum SGD
   with weight decay on convolution weights only, at its own learning rate. The results are
   :class:`resnet_theory.train.TrainResult` records, one per member, with the engine's history format, and
-  agree with one-at-a-time training up to float rounding (``tests/test_ensemble.py``).
+  agree with one-at-a-time training up to float rounding (``tests/test_ensemble.py``). They compute in the
+  configuration's ``precision`` as the engine does (float32 on the CPU, bf16 autocast on GPUs that have it),
+  except that this SGD has no gradient scaler: ``"fp16"`` is refused, and on a GPU without bf16 ``"auto"``
+  trains in float32 where the engine would use fp16 (:func:`resnet_theory.devices.choose_precision`).
 - A member whose loss diverges (the engine's guard: NaN, non-finite weights or a mean loss above
   ``10 ln(classes)`` over a logging interval) is stopped at that step exactly as the engine stops a run:
   its weights are zeroed and its learning rate set to 0, so it can no longer disturb anything, and its
@@ -40,7 +43,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from resnet_theory import allconv
+from resnet_theory import allconv, devices
 from resnet_theory import train as engine
 from resnet_theory import validate
 
@@ -226,16 +229,23 @@ def train_members(configs: Sequence[engine.TrainConfig]) -> list[engine.TrainRes
     configs = list(configs)
     shared = _check_members(configs)
     device = engine._device(shared, 0, 1)
+    facts = devices.describe(device)
+    precision = devices.choose_precision(shared.precision, facts, scaler_allowed=False)
     flush = shared.flush_denormal and device.type == "cpu" and torch.set_flush_denormal(True)
     try:
-        return _train_members(configs, shared, device, data_module)
+        with devices.backend_settings(facts, shared.deterministic):
+            return _train_members(configs, shared, device, data_module, precision)
     finally:
         if flush:
             torch.set_flush_denormal(False)
 
 
-def _train_members(configs, shared, device, data_module) -> list[engine.TrainResult]:
+def _train_members(configs, shared, device, data_module, precision) -> list[engine.TrainResult]:
     G = len(configs)
+
+    def autocast():
+        return torch.autocast(device.type, dtype=precision.autocast, enabled=precision.autocast is not None)
+
     train_data, test_data, channels = engine.device_datasets(shared, device, data_module)
 
     members, streams = [], []
@@ -265,7 +275,8 @@ def _train_members(configs, shared, device, data_module) -> list[engine.TrainRes
         with torch.no_grad():
             for x, y in test_data.batches(shared.eval_batch_size, None, augment=False, shuffle=False,
                                           drop_last=False):
-                logits = net(x.repeat(1, G, 1, 1)).float()  # (N, G, classes)
+                with autocast():
+                    logits = net(x.repeat(1, G, 1, 1)).float()  # (N, G, classes)
                 ce = F.cross_entropy(logits.permute(0, 2, 1), y[:, None].expand(-1, G), reduction="none")
                 losses += ce.sum(0).double().cpu()
                 correct += (logits.argmax(2) == y[:, None]).sum(0).double().cpu()
@@ -277,7 +288,8 @@ def _train_members(configs, shared, device, data_module) -> list[engine.TrainRes
 
     for g, c in enumerate(configs):
         histories[g].append({"kind": "start", "step": 0, "world_size": 1, "local_batch_size": c.batch_size,
-                             "device": str(device), "trainable_parameters": trainable, "config": c.to_dict(),
+                             "device": str(device), "precision": precision.name,
+                             "trainable_parameters": trainable, "config": c.to_dict(),
                              "batched_members": G})
     if shared.eval_every:
         run_eval(0, list(range(G)))
@@ -292,7 +304,8 @@ def _train_members(configs, shared, device, data_module) -> list[engine.TrainRes
         batches = [next(s) for s in streams]
         x = torch.stack([b[0] for b in batches], dim=1).flatten(1, 2)  # (N, G * C, H, W)
         y = torch.stack([b[1] for b in batches], dim=1)                 # (N, G)
-        logits = net(x)
+        with autocast():
+            logits = net(x).float()
         losses = F.cross_entropy(logits.permute(0, 2, 1), y, reduction="none").mean(0)  # (G,)
         for p, _ in params:
             p.grad = None

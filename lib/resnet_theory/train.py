@@ -6,19 +6,23 @@ is :class:`resnet_theory.allconv.AllConvResNet`). Everything else is engineering
 
 - one library call, :func:`train` on a :class:`TrainConfig`, and the same thing from the shell:
   ``python -m resnet_theory.train --dataset digits --steps 300 --out-dir runs/digits``;
-- the data stay on the device (:class:`resnet_theory.data.DeviceData`); bf16 autocast and channels_last on
-  CUDA, float32 on the CPU; ``torch.compile`` only when asked for;
+- the data stay on the device (:class:`resnet_theory.data.DeviceData`); the precision is ``precision="auto"``:
+  bf16 autocast on GPUs that have bf16 (compute capability 8.0 and newer), fp16 autocast with a gradient
+  scaler on older GPUs with fp16 tensor cores, float32 on the CPU (the decisions, and the device index, are
+  the pure functions of :mod:`resnet_theory.devices`); channels_last and fused SGD on CUDA; ``torch.compile``
+  only when asked for;
 - a tqdm progress bar (step, loss, images/s), metrics as JSON lines, evaluation every ``eval_every`` steps;
 - checkpoints every ``checkpoint_every`` steps, written atomically (temporary file, then ``os.replace``),
   holding the model, the optimiser, the step, the history and every random state (torch CPU and CUDA, the data
   generator, numpy, Python). ``resume=True`` continues a killed run exactly: on the CPU the resumed run ends
-  with bitwise the same weights as an uninterrupted one;
+  with bitwise the same weights as an uninterrupted one, and on CUDA too with ``deterministic=True``
+  (deterministic cuDNN kernels, no cuDNN autotuning; ``python -m resnet_theory.gpu_check`` checks it);
 - on the CPU, subnormal floats are flushed to zero while training (``flush_denormal``): the paper's small
   initialisation makes many gradients and weights subnormal, and x86 CPUs process those about ten times more
   slowly (a 100-step digits run took 97 s instead of 9.5 s when this was written);
 - a NaN or diverging loss stops the run with a message naming the step, and the last good checkpoint stays;
 - several processes with ``torchrun --nproc_per_node=N -m resnet_theory.train ...``
-  (DistributedDataParallel; gloo on the CPU, NCCL on GPUs): every rank draws the same global batch and trains on
+  (DistributedDataParallel, also for one process started by torchrun; gloo on the CPU, NCCL on GPUs): every rank draws the same global batch and trains on
   its own slice of it, so N processes follow the same trajectory as one process with the same global batch.
 
 How the data order is made resumable: each epoch's batches come from ``DeviceData.batches`` driven by one
@@ -49,6 +53,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from . import devices as _devices
 from . import validate as _validate
 
 DATASETS = {"cifar10": 10, "cifar100": 100, "digits": 10}
@@ -67,10 +72,12 @@ TENSORFLOW_RECIPE = {"augment": True, "augment_pad": 2, "augment_flip": True, "s
 #: Fields added to :class:`TrainConfig` after checkpoints were first written, with the value that reproduces
 #: what the code did before the field existed: a checkpoint without the field is read as having that value.
 #: (``standardize``: per-channel standardisation was the only kind before the TensorFlow recipe.)
-FIELDS_ADDED_LATER = {"standardize": "channel"}
+#: (``precision``: "auto" is what the code did before on the CPU, float32, and on GPUs with bf16, bf16 autocast.)
+FIELDS_ADDED_LATER = {"standardize": "channel", "precision": "auto", "deterministic": False}
 #: Fields that may differ between a checkpoint and the run that resumes it (they do not change the numbers).
 RESUMABLE_CHANGES = {"steps", "resume", "progress", "eval_every", "log_every", "checkpoint_every", "out_dir",
-                     "data_dir", "download", "device", "compile", "on_divergence", "eval_batch_size"}
+                     "data_dir", "download", "device", "compile", "on_divergence", "eval_batch_size",
+                     "deterministic"}
 
 
 class ConfigError(ValueError):
@@ -142,6 +149,8 @@ class TrainConfig:
     resume: bool = False                # continue from out_dir/checkpoint.pt
     device: str = "auto"                # "auto" (CUDA when available), "cpu", "cuda", "cuda:1", ...
     compile: bool = False               # torch.compile the model (only when asked, also on CUDA)
+    precision: str = "auto"             # "auto" (bf16 / fp16 + scaler / float32 by device), "bf16", "fp16", "float32"
+    deterministic: bool = False         # CUDA: deterministic cuDNN kernels, no autotuning (bitwise resumption)
     flush_denormal: bool = True         # CPU: flush subnormal floats to zero during the run (see below)
     progress: bool = True               # tqdm progress bar
 
@@ -198,8 +207,9 @@ class TrainConfig:
         for name in ("eval_every", "checkpoint_every", "seed", "augment_pad"):
             check(name, v.non_negative_int)
         for name in ("augment", "augment_flip", "download", "skip", "trainable_head", "resume", "compile",
-                     "flush_denormal", "progress"):
+                     "flush_denormal", "progress", "deterministic"):
             check(name, v.boolean)
+        check("precision", v.choice, _devices.PRECISIONS)
         v.instance("widths", self.widths, (tuple, list), what="a tuple of positive integers")
         if not self.widths:
             raise ValueError(f"widths must be one or more positive integers, got {self.widths!r}")
@@ -350,7 +360,9 @@ def set_random_states(states: dict) -> None:
     np.random.set_state(states["numpy"])
     random.setstate(states["python"])
     if "torch_cuda" in states and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(states["torch_cuda"])
+        # one state per GPU of the machine that wrote the checkpoint; this one may have fewer
+        for index, state in enumerate(states["torch_cuda"][:torch.cuda.device_count()]):
+            torch.cuda.set_rng_state(state, index)
 
 
 class BatchStream:
@@ -400,8 +412,9 @@ class BatchStream:
 
 @torch.no_grad()
 def evaluate(model: nn.Module, test, batch_size: int, amp: bool, rank: int = 0, world_size: int = 1,
-             channels_last: bool = False) -> tuple[float, float]:
-    """Mean cross-entropy and accuracy on the whole test set (each process takes every world_size-th batch)."""
+             channels_last: bool = False, amp_dtype: torch.dtype | None = torch.bfloat16) -> tuple[float, float]:
+    """Mean cross-entropy and accuracy on the whole test set (each process takes every world_size-th batch);
+    with ``amp``, under autocast to ``amp_dtype``."""
     was_training = model.training
     model.eval()
     device = next(model.parameters()).device
@@ -411,7 +424,7 @@ def evaluate(model: nn.Module, test, batch_size: int, amp: bool, rank: int = 0, 
             continue
         if channels_last:
             x = x.contiguous(memory_format=torch.channels_last)
-        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=amp):
+        with torch.autocast(device.type, dtype=amp_dtype, enabled=amp):
             logits = model(x).float()
         sums[0] += F.cross_entropy(logits, y, reduction="sum").double()
         sums[1] += (logits.argmax(1) == y).sum()
@@ -634,23 +647,20 @@ def _distributed() -> tuple[int, int, int]:
     return int(os.environ["RANK"]), int(os.environ.get("LOCAL_RANK", "0")), world
 
 
+def _launched_by_torchrun() -> bool:
+    """Whether torchrun (or another launcher setting the env:// variables) started this process; then a process
+    group is set up even for one process, so that one-process torchrun runs the same code as N processes."""
+    return "MASTER_ADDR" in os.environ and "RANK" in os.environ and "WORLD_SIZE" in os.environ
+
+
 def _device(config: TrainConfig, local_rank: int, world: int) -> torch.device:
-    if config.device == "auto":
-        name = "cuda" if torch.cuda.is_available() else "cpu"
-    else:
-        name = config.device
+    """The run's device, with an explicit index on CUDA (:func:`resnet_theory.devices.resolve_device`)."""
+    count = _devices.cuda_device_count()
     try:
-        device = torch.device(name)
-    except (RuntimeError, TypeError):
-        raise ConfigError(f"device must be 'auto', 'cpu' or a CUDA device, got {config.device!r}") from None
-    if device.type == "cuda":
-        if not torch.cuda.is_available():
-            raise ConfigError(f"device {config.device!r} asked for but CUDA is not available here")
-        if world > 1:
-            device = torch.device("cuda", local_rank)
-    elif device.type != "cpu":
-        raise ConfigError(f"device must be 'auto', 'cpu' or a CUDA device, got {config.device!r}")
-    return device
+        return _devices.resolve_device(config.device, cuda_devices=count, local_rank=local_rank, world=world,
+                                       current=torch.cuda.current_device() if count else 0)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def _seeds(seed: int) -> tuple[int, int]:
@@ -695,15 +705,25 @@ def train(config: TrainConfig) -> TrainResult:
     rank, local_rank, world = _distributed()
     config.validate(world)
     device = _device(config, local_rank, world)
+    facts = _devices.describe(device)
+    try:
+        precision = _devices.choose_precision(config.precision, facts)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    if device.type == "cuda":
+        torch.cuda.set_device(device)   # before the process group: NCCL binds each rank to this GPU
     flush = config.flush_denormal and device.type == "cpu" and torch.set_flush_denormal(True)
     own_group = False
-    if world > 1:
+    distributed = world > 1 or _launched_by_torchrun()
+    if distributed:
         import torch.distributed as dist
         if not dist.is_initialized():
-            dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
+            backend = _devices.ddp_backend(facts)
+            dist.init_process_group(backend, device_id=device if backend == "nccl" else None)
             own_group = True
     try:
-        return _train(config, data_module, rank, world, device)
+        with _devices.backend_settings(facts, config.deterministic):
+            return _train(config, data_module, rank, world, device, facts, precision, distributed)
     finally:
         if flush:
             torch.set_flush_denormal(False)
@@ -712,11 +732,9 @@ def train(config: TrainConfig) -> TrainResult:
             dist.destroy_process_group()
 
 
-def _train(config: TrainConfig, data_module, rank: int, world: int, device: torch.device) -> TrainResult:
-    cuda = device.type == "cuda"
-    if cuda:
-        torch.cuda.set_device(device)
-        torch.backends.cudnn.benchmark = True
+def _train(config: TrainConfig, data_module, rank: int, world: int, device: torch.device,
+           facts: _devices.DeviceFacts, precision: _devices.Precision, distributed: bool) -> TrainResult:
+    channels_last = _devices.use_channels_last(facts, precision)
     out_dir = Path(config.out_dir) if config.out_dir else None
     ckpt_path = out_dir / CHECKPOINT_NAME if out_dir else None
     if out_dir is not None and rank == 0:
@@ -728,10 +746,11 @@ def _train(config: TrainConfig, data_module, rank: int, world: int, device: torc
 
     data_seed = seed_model_draws(config.seed)
     model = build_model(config, in_channels=channels).to(device)
-    if cuda:
+    if channels_last:
         model = model.to(memory_format=torch.channels_last)
     optimizer = torch.optim.SGD(parameter_groups(model, config.weight_decay), lr=config.lr,
-                                momentum=config.momentum, **({"fused": True} if cuda else {}))
+                                momentum=config.momentum, **({"fused": True} if _devices.fused_sgd(facts) else {}))
+    scaler = _devices.grad_scaler(facts, precision)
     generator = torch.Generator(device=device).manual_seed(data_seed)
     stream = BatchStream(train_data, config.batch_size, generator, *config.augmentation)
     history: list[dict] = []
@@ -739,6 +758,8 @@ def _train(config: TrainConfig, data_module, rank: int, world: int, device: torc
     if payload is not None:
         model.load_state_dict(payload["model"])
         optimizer.load_state_dict(payload["optimizer"])
+        if scaler is not None and payload.get("grad_scaler") is not None:
+            scaler.load_state_dict(payload["grad_scaler"])
         stream.restore(payload["data_stream"])
         set_random_states(payload["random_states"])
         history = list(payload["history"])
@@ -747,11 +768,11 @@ def _train(config: TrainConfig, data_module, rank: int, world: int, device: torc
                        keep_until_step=start_step if payload is not None else None)
 
     net: nn.Module = model
-    if config.compile:
-        net = torch.compile(net)
-    if world > 1:
+    if distributed:
         from torch.nn.parallel import DistributedDataParallel
-        net = DistributedDataParallel(net, device_ids=[device.index] if cuda else None, broadcast_buffers=False)
+        net = DistributedDataParallel(net, device_ids=_devices.ddp_device_ids(device), broadcast_buffers=False)
+    if config.compile:   # after the DDP wrapper, so that the compiler sees the gradient buckets
+        net = torch.compile(net)
     local = config.batch_size // world
     threshold = config.divergence_threshold()
     trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
@@ -770,27 +791,31 @@ def _train(config: TrainConfig, data_module, rank: int, world: int, device: torc
         if rank == 0:
             save_checkpoint(ckpt_path, {"config": config.to_dict(), "step": step, "model": model.state_dict(),
                                         "optimizer": optimizer.state_dict(), "data_stream": stream.state(),
+                                        "grad_scaler": scaler.state_dict() if scaler is not None else None,
                                         "random_states": random_states(), "history": history})
         if world > 1:
             import torch.distributed as dist
             dist.barrier()
 
     def run_eval(step: int) -> dict:
-        loss, acc = evaluate(net if world == 1 else model, test_data, config.eval_batch_size, amp=cuda,
-                             rank=rank, world_size=world, channels_last=cuda)
+        loss, acc = evaluate(model if distributed else net, test_data, config.eval_batch_size,
+                             amp=precision.autocast is not None, rank=rank, world_size=world,
+                             channels_last=channels_last, amp_dtype=precision.autocast)
         record = {"kind": "eval", "step": step, "test_loss": loss, "test_accuracy": acc}
         log(record)
         return record
 
     if payload is None:
         log({"kind": "start", "step": 0, "world_size": world, "local_batch_size": local, "device": str(device),
+             "device_name": facts.name, "precision": precision.name,
+             "distributed": _devices.ddp_backend(facts) if distributed else None,
              "trainable_parameters": trainable,
              "config": config.to_dict()})
         if config.eval_every:
             run_eval(0)
     else:
         log({"kind": "resume", "step": start_step, "world_size": world, "local_batch_size": local,
-             "device": str(device)})
+             "device": str(device), "device_name": facts.name, "precision": precision.name})
 
     bar = None
     if config.progress and rank == 0:
@@ -811,14 +836,19 @@ def _train(config: TrainConfig, data_module, rank: int, world: int, device: torc
         x, y = next(stream)
         if world > 1:
             x, y = x[rank * local:(rank + 1) * local], y[rank * local:(rank + 1) * local]
-        if cuda:
+        if channels_last:
             x = x.contiguous(memory_format=torch.channels_last)
-        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=cuda):
+        with torch.autocast(device.type, dtype=precision.autocast, enabled=precision.autocast is not None):
             logits = net(x)
         loss = F.cross_entropy(logits.float(), y)
         optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        optimizer.step()
+        if scaler is None:
+            loss.backward()
+            optimizer.step()
+        else:   # fp16: scaled loss; a step whose gradients overflowed is skipped and the scale lowered
+            scaler.scale(loss).backward()
+            scaler.step(optimizer)
+            scaler.update()
         loss_sum += loss.detach()
         step += 1
         interval_steps += 1
