@@ -128,6 +128,8 @@ def test_weight_decay_only_on_conv_weights(trainable_head):
     (dict(resume=True), "resume=True needs out_dir"),
     (dict(device="tpu"), "device must be 'auto', 'cpu' or a CUDA device"),
     (dict(batch_size=5000), "smaller than one batch of 5000"),
+    (dict(precision="fp8"), "precision must be one of 'auto', 'bf16', 'fp16', 'float32', got 'fp8'"),
+    (dict(device="cuda:x"), "device must be 'auto', 'cpu' or a CUDA device"),
 ])
 def test_bad_configurations_fail_clearly(changes, words):
     with pytest.raises(ConfigError) as info:
@@ -146,6 +148,8 @@ def test_bad_configurations_fail_clearly(changes, words):
     (dict(augment_flip="False"), "augment_flip must be True or False, got 'False'"),
     (dict(init=3), "init must be one of 'small', 'standard', got 3"),
     (dict(out_dir=5), "out_dir must be a path"),
+    (dict(precision=16), "precision must be one of 'auto', 'bf16', 'fp16', 'float32', got 16"),
+    (dict(deterministic="yes"), "deterministic must be True or False"),
 ])
 def test_wrong_types_are_type_errors_and_config_errors(changes, words):
     # the one rule: a wrong type is a TypeError (it was a ValueError), still a ConfigError for the CLI
@@ -604,3 +608,73 @@ def test_a_checkpoint_written_before_a_field_existed_resumes_with_the_old_behavi
         train.load_checkpoint(out / "checkpoint.pt", replace(base, resume=True, standardize="image"))
     result = train.train(replace(base, resume=True, steps=3))
     assert result.steps_done == 3
+
+
+# --- devices and precisions (the CUDA decisions themselves: tests/test_devices.py) ------------------------------
+def test_one_gpu_gets_an_explicit_index(monkeypatch):
+    # The crash of issue 26: with one GPU, "auto" and "cuda" gave torch.device("cuda") without an index, which
+    # torch.cuda.set_device refuses. The engine's device now always carries one (here a machine with one GPU is
+    # described to the engine; nothing runs on it).
+    monkeypatch.setattr(train._devices, "cuda_device_count", lambda: 1)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    for requested in ("auto", "cuda", "cuda:0"):
+        assert train._device(tiny(device=requested), 0, 1) == torch.device("cuda", 0)
+    assert train._device(tiny(device="cpu"), 0, 1) == torch.device("cpu")
+    with pytest.raises(ConfigError, match=r"device 'cuda:1': only 1 CUDA device\(s\) are visible"):
+        train._device(tiny(device="cuda:1"), 0, 1)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="a machine without CUDA")
+def test_cuda_asked_for_without_cuda_is_a_clear_error(capsys):
+    with pytest.raises(ConfigError, match="device 'cuda' asked for but CUDA is not available here"):
+        train.train(tiny(device="cuda", steps=1))
+    assert train.main(["--dataset", "digits", "--device", "cuda", "--steps", "1", "--no-progress"]) == 2
+    assert "error: device 'cuda' asked for but CUDA is not available here" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("precision", ["bf16", "fp16"])
+def test_autocast_precisions_train_and_are_recorded(precision):
+    # The GPU precisions' code path (autocast, and fp16's gradient scaler) on the CPU, where they can be asked for.
+    result = train.train(tiny(steps=30, init="standard", precision=precision, eval_every=30))
+    assert result.history[0]["precision"] == precision and result.history[0]["distributed"] is None
+    steps, losses = result.curve("train", "loss")
+    assert np.isfinite(losses).all() and losses[-1] < losses[0], losses
+    assert result.final_test_accuracy > 0.2
+
+
+def test_fp16_resume_is_bitwise_and_keeps_the_gradient_scaler(tmp_path):
+    base = tiny(steps=16, augment=True, checkpoint_every=8, precision="fp16")
+    whole = train.train(replace(base, out_dir=str(tmp_path / "whole")))
+    train.train(replace(base, steps=8, out_dir=str(tmp_path / "split")))
+    saved = load_ckpt(tmp_path / "split" / "checkpoint.pt")["grad_scaler"]
+    assert saved is not None and saved["scale"] > 0
+    resumed = train.train(replace(base, out_dir=str(tmp_path / "split"), resume=True))
+    assert [r["precision"] for r in resumed.history if r["kind"] == "resume"] == ["fp16"]
+    assert_bitwise_equal(whole.model.state_dict(), resumed.model.state_dict())
+    assert load_ckpt(tmp_path / "whole" / "checkpoint.pt")["grad_scaler"] == \
+        load_ckpt(tmp_path / "split" / "checkpoint.pt")["grad_scaler"]
+    assert load_ckpt(tmp_path / "whole" / "checkpoint.pt")["config"]["precision"] == "fp16"
+
+
+def test_a_float32_run_cannot_be_resumed_in_another_precision(tmp_path):
+    train.train(tiny(steps=2, out_dir=str(tmp_path)))
+    with pytest.raises(ConfigError, match="precision: checkpoint 'auto', now 'fp16'"):
+        train.train(tiny(steps=4, out_dir=str(tmp_path), resume=True, precision="fp16"))
+
+
+def test_one_process_under_torchrun_uses_ddp_and_matches_a_plain_run(tmp_path):
+    config = tiny(steps=12, augment=True, eval_every=6, checkpoint_every=6)
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=1",
+               "-m", "resnet_theory.train"] + cli_args(replace(config, out_dir=str(tmp_path / "ddp")))
+    proc = subprocess.run(command, env=one_thread_env(), capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    records = [json.loads(line) for line in (tmp_path / "ddp" / "metrics.jsonl").read_text().splitlines()]
+    assert records[0]["world_size"] == 1 and records[0]["distributed"] == "gloo"
+    plain = subprocess.run([sys.executable, "-m", "resnet_theory.train"]
+                           + cli_args(replace(config, out_dir=str(tmp_path / "plain"))),
+                           env=one_thread_env(), capture_output=True, text=True, timeout=300)
+    assert plain.returncode == 0, plain.stderr[-3000:]
+    a, b = load_ckpt(tmp_path / "ddp" / "checkpoint.pt"), load_ckpt(tmp_path / "plain" / "checkpoint.pt")
+    assert a["step"] == b["step"] == 12
+    for name, value in b["model"].items():   # one process: the all-reduce is an identity, up to rounding
+        torch.testing.assert_close(a["model"][name], value, rtol=1e-6, atol=1e-9, msg=name)

@@ -451,7 +451,7 @@ class _TorchOps(_NumpyOps):
         import torch
 
         self.torch = torch
-        self.device = torch.device(device if device is not None else "cpu")
+        self.device = validate.torch_device("device", device if device is not None else "cpu")
         self.gpu = self.device.type != "cpu"
 
     @property
@@ -505,8 +505,17 @@ class _TorchOps(_NumpyOps):
     def to32(self, a):
         return a.to(self.torch.float32)
 
+    @contextlib.contextmanager
     def limits(self):
-        return contextlib.nullcontext()
+        """Full float32 matrix products while the loops run: the float32 screen of :func:`separation` bounds
+        its rounding error with float32's unit roundoff, which TF32 (10 mantissa bits, used by CUDA matrix
+        products after ``torch.set_float32_matmul_precision("high")``) or bf16 passes would exceed."""
+        saved = self.torch.get_float32_matmul_precision()
+        self.torch.set_float32_matmul_precision("highest")
+        try:
+            yield
+        finally:
+            self.torch.set_float32_matmul_precision(saved)
 
 
 def _backend(backend: str, device=None) -> _NumpyOps:
