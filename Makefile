@@ -9,16 +9,24 @@ ARGS    ?=
 # modules and pinned environment are unchanged is reused from its cached outputs.
 FORCE   ?=
 PYTEST_ARGS ?=
-# The install is redone only when the pins (or the package metadata) change.
-PINS_HASH := $(shell cat requirements.lock pyproject.toml | sha256sum | cut -c1-16)
+# Which torch build: empty (default) installs torch as pinned from PyPI, which on Linux is the CUDA build with
+# several GB of nvidia-* packages; TORCH=cpu installs the CPU build (torch==2.13.0+cpu), TORCH=cu128 (or another
+# CUDA tag that PyTorch publishes for this version) that CUDA build, from PyTorch's own index, before the other
+# pins (whose torch==2.13.0 the local build satisfies).
+TORCH   ?=
+TORCH_INDEX ?= https://download.pytorch.org/whl/$(TORCH)
+TORCH_PIN := $(shell grep '^torch==' requirements.lock)
+# The install is redone only when the pins (or the package metadata, or TORCH) change.
+PINS_HASH := $(shell { cat requirements.lock pyproject.toml; echo "torch build: $(TORCH)"; } | sha256sum | cut -c1-16)
 STAMP   := $(VENV)/.installed-$(PINS_HASH)
 
-.PHONY: install book pdf test lock clean verdicts-across-seeds
+.PHONY: install book pdf test lock clean verdicts-across-seeds gpu-check
 
 install: $(STAMP)
 
 $(STAMP):
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(if $(TORCH),$(PY) -m pip install --quiet --disable-pip-version-check --index-url $(TORCH_INDEX) "$(TORCH_PIN)+$(TORCH)")
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.lock
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
 	@rm -f $(VENV)/.installed-*
@@ -43,6 +51,11 @@ verdicts-across-seeds: book
 
 test: install
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+# On a machine with a CUDA GPU: train, compile, kill and resume, torchrun, bench, expressivity (under 5 minutes).
+# Without CUDA it says so in one line and exits 2.
+gpu-check: install
+	$(PY) -m resnet_theory.gpu_check $(ARGS)
 
 # Re-resolve requirements.in into requirements.lock (maintainers only).
 lock:

@@ -44,14 +44,40 @@ def test_every_top_level_requirement_is_pinned_and_torch_is_the_tested_build():
     assert pins["jupyter-book"].startswith("1."), "Jupyter Book 2 cannot build offline"
 
 
-def test_environment_yml_lists_the_same_packages_and_versions():
+def test_environment_yml_and_make_install_the_same_environment():
+    # One environment: conda creates .venv with Python and pip, and pip installs what `make install` installs
+    # (requirements.lock, then the package), so there is no second list of pins to drift from the lock.
     env = yaml.safe_load((ROOT / "environment.yml").read_text())
+    conda = [d for d in env["dependencies"] if isinstance(d, str)]
     pip_section = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict))
-    conda_pins = {_name(r): r.split("==")[1] for r in pip_section if "==" in r}
-    pins = lock_pins()
-    expected = {n: pins[n] for n in top_level()}
-    assert conda_pins == expected
-    assert any(d == "python=3.11" for d in env["dependencies"] if isinstance(d, str))
+    assert sorted(conda) == ["pip", "python=3.11"], "conda installs Python and pip only; the rest comes from pip"
+    assert pip_section == ["-r requirements.lock", "-e ."]
+    makefile = (ROOT / "Makefile").read_text()
+    install = makefile.split("\n$(STAMP):", 1)[1].split("\n\n", 1)[0]
+    assert "-r requirements.lock" in install and "-e ." in install
+    venv = re.search(r"^VENV\s*\?=\s*(\S+)", makefile, re.M).group(1)
+    command = f"conda env create -p {venv} -f environment.yml"
+    assert command in (ROOT / "environment.yml").read_text() and command in (ROOT / "README.md").read_text()
+    python = next(d for d in conda if d.startswith("python="))
+    assert python == "python=3.11" and "Python 3.11" in (ROOT / "README.md").read_text()
+
+
+def test_the_cpu_and_cuda_builds_of_torch_are_chosen_from_pytorchs_index():
+    # `make install TORCH=cpu` (or a CUDA tag) installs that build of the pinned torch before the lock, whose
+    # torch==2.13.0 a local build (2.13.0+cpu) satisfies; the README says how.
+    import subprocess
+
+    torch_pin = next(line for line in (ROOT / "requirements.lock").read_text().splitlines()
+                     if line.startswith("torch=="))
+    dry = subprocess.run(["make", "-n", "install", "TORCH=cpu", "VENV=/nonexistent-venv"], cwd=ROOT,
+                         capture_output=True, text=True, check=True).stdout
+    assert f'--index-url https://download.pytorch.org/whl/cpu "{torch_pin}+cpu"' in dry
+    assert dry.index("+cpu") < dry.index("-r requirements.lock")
+    plain = subprocess.run(["make", "-n", "install", "VENV=/nonexistent-venv"], cwd=ROOT,
+                           capture_output=True, text=True, check=True).stdout
+    assert "download.pytorch.org" not in plain and "-r requirements.lock" in plain
+    readme = (ROOT / "README.md").read_text()
+    assert "make install TORCH=cpu" in readme and "TORCH=cu" in readme
 
 
 def test_every_chapter_is_in_the_toc_and_every_toc_entry_exists():
