@@ -93,3 +93,14 @@ def test_a_training_run_that_fails_is_a_failed_step_naming_why(tmp_path):
     step = gpu_check.check_training(sizes, root, tmp_path, compiled=False)
     assert step.status == "FAIL"
     assert step.text.startswith("python -m resnet_theory.train exited 3: error: training diverged at step")
+
+
+def test_the_compiled_step_compiles_and_compares_with_the_eager_run(tmp_path):
+    # torch.compile on the CPU (inductor, about a minute here): the code path the GPU check takes with --compile
+    sizes = replace(gpu_check.CPU_SIZES, compile=True, steps=20)
+    root = gpu_check.write_synthetic_cifar10(tmp_path / "data", sizes.train_images, sizes.test_images)
+    eager = gpu_check.check_training(sizes, root, tmp_path, compiled=False)
+    compiled = gpu_check.check_training(sizes, root, tmp_path, compiled=True, eager=eager)
+    assert eager.status == compiled.status == "PASS", (eager.text, compiled.text)
+    assert compiled.figures["largest_relative_loss_difference"] <= 0.05
+    assert "of the eager run's at every logged step" in compiled.text and compiled.figures["speedup_over_eager"] > 0

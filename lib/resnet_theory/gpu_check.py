@@ -1,6 +1,7 @@
 """Check a CUDA machine in one command: ``python -m resnet_theory.gpu_check`` (``make gpu-check``).
 
-Meant as the first thing to run on a GPU machine, in under five minutes on one GPU. Each step prints one line,
+Meant as the first thing to run on a GPU machine, sized to take under five minutes on one GPU (not yet timed on
+one: no GPU has run it so far). Each step prints one line,
 ``gpu-check: PASS|FAIL|SKIP <step>: <figures>``, and the command ends with a summary line; the exit status is
 0 when every step passed, 1 when one failed, and 2, after one line saying so, on a machine without CUDA (nothing
 is checked there). The steps:
@@ -12,8 +13,9 @@ is checked there). The steps:
    data written as the official binary files (colour and texture depend on the class, so the loss must go
    down), at learning rate 0.01 (the paper's 0.05 made the loss NaN within 30 steps on these data, in a CPU
    run of the full network at batch 32); passes if the run ends normally with finite losses that fall;
-3. ``train compiled``: the same with ``--compile``; passes if it trains too and its first logged mean loss is
-   within 5% of the eager run's (the same steps computed by compiled kernels);
+3. ``train compiled``: the same with ``--compile``; passes if it trains too and every logged mean loss is
+   within 5% of the eager run's (the same steps computed by other kernels: they differ by rounding only; on the
+   CPU a float32 and a bf16 run of the small network differed by under 1e-4 in loss after 12 steps);
 4. ``kill and resume``: two runs with ``--deterministic``, one killed with SIGKILL after its first checkpoint
    and resumed; passes if the final weights and momentum buffers are bitwise the same;
 5. ``torchrun``: one process under ``torchrun --standalone --nproc_per_node=1`` (DistributedDataParallel with
@@ -213,14 +215,16 @@ def check_training(sizes: Sizes, data_dir: Path, work: Path, compiled: bool, eag
     elif not losses[-1] < losses[0]:
         problems.append(f"the loss did not fall ({losses[0]:.4f} -> {losses[-1]:.4f})")
     if compiled and eager is not None and eager.status == "PASS":
-        first = eager.figures["losses"][0]
-        figures["first_loss_relative_difference"] = abs(losses[0] - first) / abs(first)
-        text += f"; first mean loss {losses[0]:.4f} vs eager {first:.4f}"
+        reference = eager.figures["losses"]
+        worst = max(abs(a - b) / abs(b) for a, b in zip(losses, reference))
+        figures["largest_relative_loss_difference"] = worst
+        text += (f"; mean losses within {100 * worst:.2f}% of the eager run's at every logged step (last "
+                 f"{losses[-1]:.4f} vs {reference[-1]:.4f})")
         speedup = rates[-1] / eager.figures["images_per_second_last_interval"]
         figures["speedup_over_eager"] = speedup
         text += f"; {speedup:.2f}x the eager images/s"
-        if figures["first_loss_relative_difference"] > 0.05:
-            problems.append("the first mean loss differs from the eager run's by more than 5%")
+        if not worst <= 0.05:
+            problems.append("a mean loss differs from the eager run's by more than 5%")
     return Step(name, "FAIL" if problems else "PASS", text + ("; " + "; ".join(problems) if problems else ""),
                 figures)
 
