@@ -235,25 +235,38 @@ def check_kill_and_resume(sizes: Sizes, data_dir: Path, work: Path) -> Step:
     extra = ("--deterministic", "--checkpoint-every", str(sizes.checkpoint_every))
     whole_dir, killed_dir = work / "whole", work / "killed"
     base = [sys.executable, "-m", "resnet_theory.train"]
-    whole = subprocess.Popen(base + _train_args(sizes, data_dir, whole_dir, steps, *extra), env=_env(sizes),
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    victim = subprocess.Popen(base + _train_args(sizes, data_dir, killed_dir, steps, *extra), env=_env(sizes),
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    checkpoint = killed_dir / "checkpoint.pt"
-    deadline = time.monotonic() + sizes.timeout
-    while not checkpoint.exists() and victim.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.005)
-    if victim.poll() is not None:
-        whole.kill()
-        whole.wait()
+    logs = {"whole": work / "whole.log", "victim": work / "killed.log"}   # files, not pipes: nothing can block
+    with open(logs["whole"], "w") as whole_log, open(logs["victim"], "w") as victim_log:
+        whole = subprocess.Popen(base + _train_args(sizes, data_dir, whole_dir, steps, *extra), env=_env(sizes),
+                                 stdout=whole_log, stderr=subprocess.STDOUT)
+        victim = subprocess.Popen(base + _train_args(sizes, data_dir, killed_dir, steps, *extra), env=_env(sizes),
+                                  stdout=victim_log, stderr=subprocess.STDOUT)
+        checkpoint = killed_dir / "checkpoint.pt"
+        deadline = time.monotonic() + sizes.timeout
+        while not checkpoint.exists() and victim.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.005)
+        alive = victim.poll() is None
+        if alive:
+            os.kill(victim.pid, signal.SIGKILL)
+        victim.wait(timeout=60)
+        try:
+            whole.wait(timeout=sizes.timeout)
+        finally:
+            if whole.poll() is None:
+                whole.kill()
+                whole.wait()
+
+    def last_line(path: Path) -> str:
+        lines = [line for line in path.read_text().splitlines() if line.strip()]
+        return lines[-1][:300] if lines else "no output"
+
+    if not alive:
         return Step(name, "FAIL", f"the run to be killed ended first (status {victim.returncode}: "
-                                  f"{(victim.stderr.read() or '').strip()[-300:]}); raise Sizes.resume_steps")
-    os.kill(victim.pid, signal.SIGKILL)
-    victim.wait(timeout=60)
-    victim.stderr.close()
-    _, err = whole.communicate(timeout=sizes.timeout)
+                                  f"{last_line(logs['victim'])}); raise Sizes.resume_steps")
+    if not checkpoint.exists():
+        return Step(name, "FAIL", f"the run to be killed wrote no checkpoint in {sizes.timeout:.0f} s")
     if whole.returncode != 0:
-        return Step(name, "FAIL", f"the uninterrupted run exited {whole.returncode}: {err.strip()[-300:]}")
+        return Step(name, "FAIL", f"the uninterrupted run exited {whole.returncode}: {last_line(logs['whole'])}")
     killed_at = _checkpoint(checkpoint)["step"]
     resumed = _run(sizes, base + _train_args(sizes, data_dir, killed_dir, steps, *extra, "--resume"))
     if resumed.returncode != 0:
