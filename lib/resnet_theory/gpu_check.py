@@ -322,8 +322,8 @@ def check_bench(sizes: Sizes) -> Step:
     figures = asdict(result)
     text = (f"{result.model} network, {result.precision}, {result.rounds} rounds of {result.steps} steps: device "
             f"pipeline {device['images_per_second']:,.0f} images/s (spread {100 * device['spread']['relative']:.0f}%), "
-            f"{device['tflops']:.1f} TFLOP/s = {100 * device['fraction_of_ceiling']:.0f}% of a "
-            f"{result.ceiling_tflops:.0f} TFLOP/s matmul; DataLoader {loader['images_per_second']:,.0f} images/s; "
+            f"{device['tflops']:.3g} TFLOP/s = {100 * device['fraction_of_ceiling']:.0f}% of a "
+            f"{result.ceiling_tflops:.3g} TFLOP/s matmul; DataLoader {loader['images_per_second']:,.0f} images/s; "
             f"{result.ranking['text']}; the paper's 64,000 steps would take {minutes:.1f} min "
             f"(goal {GOAL_MINUTES:g} min{', met' if minutes <= GOAL_MINUTES else ', not met'})")
     ok = all(math.isfinite(p["images_per_second"]) and p["images_per_second"] > 0 and math.isfinite(p["last_loss"])
