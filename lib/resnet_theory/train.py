@@ -22,8 +22,9 @@ is :class:`resnet_theory.allconv.AllConvResNet`). Everything else is engineering
   slowly (a 100-step digits run took 97 s instead of 9.5 s when this was written);
 - a NaN or diverging loss stops the run with a message naming the step, and the last good checkpoint stays;
 - several processes with ``torchrun --nproc_per_node=N -m resnet_theory.train ...``
-  (DistributedDataParallel, also for one process started by torchrun; gloo on the CPU, NCCL on GPUs): every rank draws the same global batch and trains on
-  its own slice of it, so N processes follow the same trajectory as one process with the same global batch.
+  (DistributedDataParallel, also for one process started by torchrun; gloo on the CPU, NCCL on GPUs): every
+  rank draws the same global batch and trains on its own slice of it, so N processes follow the same trajectory
+  as one process with the same global batch.
 
 How the data order is made resumable: each epoch's batches come from ``DeviceData.batches`` driven by one
 ``torch.Generator``. A checkpoint stores that generator's state at the start of the current epoch and the number
