@@ -104,3 +104,28 @@ def test_the_compiled_step_compiles_and_compares_with_the_eager_run(tmp_path):
     assert eager.status == compiled.status == "PASS", (eager.text, compiled.text)
     assert compiled.figures["largest_relative_loss_difference"] <= 0.05
     assert "of the eager run's at every logged step" in compiled.text and compiled.figures["speedup_over_eager"] > 0
+
+
+def test_main_on_a_gpu_machine_prints_a_summary_writes_json_and_exits_1_on_a_failure(tmp_path, monkeypatch, capsys):
+    # main() as it runs on a GPU machine (the steps themselves replaced: they are rehearsed above)
+    def fake_run_checks(sizes, report, work_dir=None):
+        steps = [gpu_check.Step("device", "PASS", "cuda:0 NVIDIA H100", {"name": "NVIDIA H100"}),
+                 gpu_check.Step("bench", "FAIL", "RuntimeError: out of memory")]
+        for s in steps:
+            report(s.line())
+        return steps
+
+    monkeypatch.setattr(gpu_check, "no_cuda_reason", lambda: None)
+    monkeypatch.setattr(gpu_check, "run_checks", fake_run_checks)
+    out_json = tmp_path / "figures" / "gpu-check.json"
+    assert gpu_check.main(["--json", str(out_json)]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("gpu-check: 7 steps, sizes ")
+    assert lines[1:3] == ["gpu-check: PASS device: cuda:0 NVIDIA H100 (0.0 s)",
+                          "gpu-check: FAIL bench: RuntimeError: out of memory (0.0 s)"]
+    assert re.fullmatch(r"gpu-check: 1 of 2 steps passed in \d+ s; failed: bench", lines[3])
+    saved = json.loads(out_json.read_text())
+    assert [s["name"] for s in saved["steps"]] == ["device", "bench"] and saved["sizes"]["device"] == "cuda"
+    monkeypatch.setattr(gpu_check, "run_checks", lambda sizes, report, work_dir=None: [
+        gpu_check.Step("device", "PASS", "-")])
+    assert gpu_check.main([]) == 0
