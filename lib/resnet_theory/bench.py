@@ -63,7 +63,9 @@ included; ``TFLOP/s`` = images/s x training FLOPs per image; ``of ceiling`` = th
 rate (small convolutions on a busy CPU can come close to, or pass, a noisy ceiling); ``64k-step schedule``
 = the time 64,000 steps of 128 images (the paper's schedule) would take at this rate, for the model and data
 of the run; ``last loss`` is the loss of the last timed step (random labels: about ln(classes)); ``rounds``
-gives the range over the rounds and ``spread`` = (max - min) / median.
+gives the range over the rounds and ``spread`` = (max - min) / median (ms/step, TFLOP/s, the fraction of the
+ceiling and the schedule are images/s rescaled, so their relative spread is the same; ``--json`` keeps every
+round's images/s and ratio).
 ``--json PATH`` writes the same figures as JSON. ``--profile-steps N`` appends a ``profile (device pipeline):``
 section: N more steps under ``torch.profiler``, the top operations by self device time (CUDA) or self CPU
 time, to see where a step's time goes (convolution kernels, other kernels, launch overhead).
