@@ -719,3 +719,23 @@ def test_sigmoid_helpers_reject_bad_inputs():
         S.sigmoid_deviation_bound([1.0, 2.0])
     with pytest.raises(ValueError, match="theta"):
         S.sigmoid_saddle_example().as_map([0.0] * 5)
+
+
+@pytest.mark.parametrize("name,dim", [("swirl", 2), ("sine-shear", 1), ("sine-shear", 3), ("tanh-residual", 4),
+                                      ("holder", 2), ("cusp", 2)])
+def test_sympy_map_is_an_exact_witness_of_the_jacobian(name, dim):
+    h = S.ruled_out_map(name) if name in S.RULED_OUT_MAPS else S.example_map(name, dim, seed=7)
+    components, symbols = S.sympy_map(h)
+    assert len(components) == dim == len(symbols)
+    points = [p[:dim] for p in (np.array([0.3, -0.4, 0.1, 0.2]), np.array([-0.6, 0.1, 0.25, -0.3]))]
+    for k, component in enumerate(components):
+        sd = sympy_derivatives(component, symbols, simplify=False, hessian=False)
+        for p in points:
+            assert float(sd.value(p)) == pytest.approx(float(h(torch.as_tensor(p)[None])[0, k]), abs=1e-13)
+        report = compare_gradients(lambda p, k=k: h(p[None])[0, k], points, closed_form={"sympy": sd.gradient})
+        assert report.check().holds, report.max_rel_error
+
+
+def test_sympy_map_refuses_other_maps():
+    with pytest.raises(ValueError, match="example_map or ruled_out_map"):
+        S.sympy_map(_good_h)

@@ -905,6 +905,9 @@ def example_map(name: str, dim: int, seed: int = 0, strength: float = 0.6) -> To
         return (1 + 1e-9) * m_norm * curvature(radius)   # 1e-9: room for rounding in the norms
 
     h.second_derivative_bound = second_derivative_bound
+    h.parts = {"name": name, "strength": strength, "M": M, "c": c}   # for the SymPy witness, sympy_map
+    if name == "tanh-residual":
+        h.parts.update(W1=W1, b=b, W2=W2)
     return h
 
 
@@ -1285,7 +1288,38 @@ def ruled_out_map(name: str, strength: float = 0.6) -> TorchMap:
             return (1 + 1e-9) * (2 / c) * (1 + np.asarray(radius, dtype=float) / c)
     h.__name__ = name
     h.second_derivative_bound = second_derivative_bound
+    h.parts = {"name": name, "strength": strength}
     return h
+
+
+def sympy_map(h: TorchMap):
+    """The map ``h`` of :func:`example_map` or :func:`ruled_out_map` as SymPy expressions, written from the
+    formulas independently of the torch code (the exact witness of its Jacobian): returns ``(components,
+    symbols)``."""
+    import sympy as sp
+
+    parts = getattr(h, "parts", None)
+    if not isinstance(parts, dict) or "name" not in parts:
+        raise ValueError("sympy_map needs a map made by example_map or ruled_out_map")
+    name, s = parts["name"], parts["strength"]
+    dim = parts["M"].shape[0] if "M" in parts else 2
+    x = sp.symbols(f"x0:{dim}")
+    if name == "holder":
+        r = sp.sqrt(sum(v ** 2 for v in x))
+        return [v * (1 + s * sp.sqrt(r)) for v in x], list(x)
+    if name == "cusp":
+        return [s / 3 * (1 - (1 - x[0] / s) ** 3), x[1] + 0 * x[0]], list(x)
+    M, c = sp.Matrix(parts["M"].numpy()), sp.Matrix(parts["c"].numpy())
+    X = sp.Matrix(x)
+    if name == "swirl":
+        angle = 2 * s * (x[0] ** 2 + x[1] ** 2)
+        inner = sp.Matrix([[sp.cos(angle), -sp.sin(angle)], [sp.sin(angle), sp.cos(angle)]]) * X
+    elif name == "sine-shear":
+        inner = X + sp.Matrix([s / 2 * sp.sin(2 * x[(k + 1) % dim]) for k in range(dim)])
+    else:
+        W1, b, W2 = (sp.Matrix(np.atleast_2d(parts[k].numpy())) for k in ("W1", "b", "W2"))
+        inner = X + W2 * (W1 * X + b.T).applyfunc(sp.tanh)
+    return list(M * inner + c), list(x)
 
 
 @dataclass
