@@ -16,12 +16,20 @@ Representation (the talk's main result, our reconstruction of the construction):
   ``Phi_m = h - h(0)``), the layers are ``h_i = Phi_i o Phi_{i-1}^{-1}`` (plus the translation ``h(0)`` in the
   last layer). The composition telescopes to ``h`` exactly (:func:`near_identity_factors`).
 - ``||h_i - Id||_L`` is measured by :func:`factor_deviations` (cheap, from ``h'`` alone) and, for any map,
-  by :func:`lipschitz_constant` (a lower estimate from Jacobians).
+  by :func:`lipschitz_constant` (a lower estimate from Jacobians); it is bounded above, with a certificate,
+  by :func:`certified_deviations` and, for every depth at once, :func:`rate_certificate`.
+- :func:`representation_evidence` gathers what the representation claims are decided on (exactness, attained
+  and certified deviations, the certificate); the same computation runs on :func:`ruled_out_map`, maps
+  outside the theorem (not smooth; not bi-Lipschitz), for the negative controls. :func:`sympy_map` writes
+  every map as SymPy expressions, the exact witness of its Jacobian.
 
 Optimisation (the talk's theorem on ``Q(h) = 1/2 E ||h(X) - Y||^2``), on an empirical distribution:
 :func:`random_residual_blocks` builds residual MLP blocks with a *certified* ``||h_i - Id||_L <= eps`` and
 :func:`functional_gradient` computes the Frechet derivative of Q with respect to each block in ``L2`` of the
-sample. :func:`sigmoid_saddle_example` is our own instance of the abstract's negative result in parameter space.
+sample (:func:`functional_risk_sympy`: the same derivative from SymPy); :func:`gradient_bound_instances` draws
+random instances, inside the theorem (``eps < 1``) or outside it. :func:`sigmoid_saddle_example` (a saddle at
+the identity, for exactly symmetric data) and :func:`sigmoid_local_minimum_example` (a strict local minimum
+near the identity, generic data) are our own instances of the abstract's negative result in parameter space.
 """
 
 from __future__ import annotations
