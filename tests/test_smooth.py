@@ -567,3 +567,175 @@ def test_new_helpers_reject_bad_inputs():
 def test_scale_schedule_follows_the_validation_rule(spacing, exc, words):
     with pytest.raises(exc, match=words):
         S.scale_schedule(3, spacing)
+
+
+# --- maps the representation theorem rules out, and the evidence the rate claims are decided on -------
+def test_ruled_out_maps_are_normalised_and_break_the_hypotheses():
+    origin = torch.zeros(1, 2, dtype=DT)
+    for name in S.RULED_OUT_MAPS:
+        h = S.ruled_out_map(name)
+        assert torch.allclose(h(origin), origin)
+        assert torch.allclose(S.batch_jacobian(h, origin)[0], torch.eye(2, dtype=DT), atol=1e-15)
+        S.check_positive_orientation(h, 2)      # det h' >= 0, so the construction accepts it
+    holder = S.ruled_out_map("holder")
+    quotients = [float(torch.linalg.matrix_norm(S.batch_jacobian(holder, torch.tensor([[r, 0.0]], dtype=DT))[0]
+                                                - torch.eye(2, dtype=DT), ord=2)) / r for r in (1e-2, 1e-4, 1e-6)]
+    # ||h'(x) - I|| = 0.9 |x|^(1/2): the quotient by |x| grows like |x|^(-1/2), so h' is not Lipschitz
+    assert quotients == pytest.approx([0.9 * r ** -0.5 for r in (1e-2, 1e-4, 1e-6)], rel=1e-9)
+    assert holder.second_derivative_bound(1.0) == math.inf
+    cusp = S.ruled_out_map("cusp")
+    J = S.batch_jacobian(cusp, torch.tensor([[0.6, 0.3]], dtype=DT))[0]
+    assert float(S.singular_values(J[None])[0, -1]) < 1e-12      # g'(0.6) = 0: h^-1 is not Lipschitz
+    t = torch.linspace(-1, 1, 401, dtype=DT)[:, None]
+    assert torch.all(torch.diff(cusp(torch.cat([t, 0 * t], 1))[:, 0]) > 0)   # still injective
+
+
+def test_ruled_out_map_rejects_bad_inputs():
+    with pytest.raises(ValueError, match="name must be one of"):
+        S.ruled_out_map("fold")
+    with pytest.raises(ValueError, match="strength"):
+        S.ruled_out_map("holder", strength=1.5)
+    with pytest.raises(ValueError, match="strength"):
+        S.ruled_out_map("cusp", strength=0.0)
+
+
+@pytest.mark.parametrize("spacing", S.SPACINGS)
+def test_representation_evidence_certifies_a_covered_map(spacing):
+    h = S.example_map("sine-shear", 1, seed=2)
+    ms = [4, 8, 16]
+    e = S.representation_evidence(h, 1, ms, spacing, label="sine-shear", certify_points=2000, n_points=64)
+    assert e.label == "sine-shear, d=1" and math.isfinite(e.constant) and e.reason == ""
+    assert np.all(e.exact_errors < 1e-12)
+    assert np.all(e.eps <= e.certified) and np.all(e.certified <= e.rate_bound())
+    cert = S.rate_certificate(h, 1, grid_points=2000)
+    shape = np.log(ms) / ms if spacing == "geometric" else 1.0 / np.array(ms)
+    expected = cert.log_constant if spacing == "geometric" else cert.constant
+    assert np.allclose(e.rate_bound(), expected * shape, rtol=1e-12)
+
+
+def test_representation_evidence_finds_no_certificate_for_ruled_out_maps():
+    ms = [4, 8, 16, 32]
+    holder = S.representation_evidence(S.ruled_out_map("holder"), 2, ms, n_points=64, certify_points=2000)
+    assert holder.constant == math.inf and np.all(np.isinf(holder.certified)) and "infinite" in holder.reason
+    # our construction's first layer deviates like m^(-1/2): eps(m) = 0.45 (4/m)^(1/2), m eps(m) grows
+    assert np.allclose(holder.eps, 0.45 * (4 / np.array(ms)) ** 0.5, rtol=1e-6)
+    assert np.all(holder.exact_errors < 1e-12)
+    cusp = S.representation_evidence(S.ruled_out_map("cusp"), 2, ms, n_points=64, certify_points=2000)
+    assert cusp.constant == math.inf and "singular" in cusp.reason
+    assert np.all(cusp.eps > 1)          # no layer set near the identity
+
+
+def test_representation_evidence_rejects_bad_inputs():
+    h = S.example_map("sine-shear", 1)
+    with pytest.raises(ValueError, match="two depths"):
+        S.representation_evidence(h, 1, [4])
+    with pytest.raises(ValueError, match="spacing must be one of"):
+        S.representation_evidence(h, 1, [4, 8], "equidistributed")
+    with pytest.raises(ValueError, match="second_derivative_bound"):
+        S.try_rate_certificate(_good_h, 2)
+
+
+# --- the gradient bound inside and outside the theorem, and its SymPy witness -------------------------
+def test_gradient_bound_instances_hold_inside_and_fail_outside_the_theorem():
+    gen = torch.Generator().manual_seed(5)
+    inside = S.gradient_bound_instances(150, gen)
+    assert np.all(inside.ratios >= 2 * (1 - 1e-12))      # our derivation: a factor 2 to spare
+    assert np.all((inside.eps > 0.02) & (inside.eps < 0.95)) and set(inside.depths) <= set(range(1, 9))
+    outside = S.gradient_bound_instances(600, gen, eps_range=(1.0, 2.0), depths=(3, 5, 7))
+    assert set(outside.depths) <= {3, 5, 7} and np.all(outside.eps > 1)
+    assert np.any(outside.ratios < 1)                     # eps > 1: the printed bound fails somewhere
+
+
+def test_gradient_bound_instances_reject_bad_inputs():
+    with pytest.raises(ValueError, match="n must"):
+        S.gradient_bound_instances(0)
+    with pytest.raises(ValueError, match="eps_range"):
+        S.gradient_bound_instances(3, eps_range=(0.5, 0.2))
+    with pytest.raises(ValueError, match="at least one value"):
+        S.gradient_bound_instances(3, depths=())
+
+
+def test_functional_risk_sympy_matches_autograd():
+    from resnet_theory.checks import sympy_derivatives as sdv
+
+    gen = torch.Generator().manual_seed(4)
+    blocks = S.random_residual_blocks(2, 2, 2, 0.5, gen)
+    problem = S.random_empirical_problem(3, 2, gen)
+    fg = S.functional_gradient(blocks, problem)
+    for i in (1, 2):
+        expr, symbols = S.functional_risk_sympy(blocks, problem, i)
+        sd = sdv(expr, symbols, simplify=False, hessian=False)
+        assert np.allclose(sd.gradient(np.zeros(len(symbols))), fg.gradients[i - 1].ravel(), atol=1e-14)
+        assert float(sd.value(np.zeros(len(symbols)))) == pytest.approx(float(S.empirical_risk(blocks, problem)))
+    with pytest.raises(ValueError, match="i must be at most 2"):
+        S.functional_risk_sympy(blocks, problem, 3)
+
+
+# --- parameter space: a saddle for symmetric data only, a strict local minimum on generic data ---------
+def test_saddle_needs_exactly_symmetric_data():
+    ex = S.sigmoid_saddle_example()
+    x = ex.x.clone()
+    x[0] += 1e-3
+    moved = S.SigmoidSaddle(x, S.SigmoidSaddle.network(torch.as_tensor(ex.theta_star), x), ex.theta_star,
+                            ex.theta_critical)
+    g = torch.func.grad(moved.loss)(torch.as_tensor(ex.theta_critical))
+    assert float(g.norm()) > 1e-6 and float(moved.loss(ex.theta_star)) < 1e-30
+
+
+@pytest.mark.parametrize("deviation", [0.02, 0.1, 0.5])
+def test_sigmoid_local_minimum_is_strict_suboptimal_and_near_identity(deviation):
+    import sympy as sp
+
+    ex = S.sigmoid_local_minimum_example(deviation)
+    theta = ex.theta_critical
+    assert S.sigmoid_deviation_bound(theta) == pytest.approx(deviation, rel=1e-3)
+    assert float(ex.loss(ex.theta_star)) < 1e-30
+    assert float(ex.loss(theta)) > 1e-3 * float(ex.loss(np.concatenate([[0.0, 0.0], theta[2:]])))
+    symbols = sp.symbols("V1 V2 W1 W2 b1 b2")
+    V, W, b = symbols[0:2], symbols[2:4], symbols[4:6]
+    expr = sum((float(x) + sum(V[k] / (1 + sp.exp(-(W[k] * float(x) + b[k]))) for k in range(2)) - float(y)) ** 2
+               for x, y in zip(ex.x.numpy(), ex.y.numpy())) / (2 * len(ex.x))
+    sd = sympy_derivatives(expr, symbols, simplify=False)
+    scale = np.array([ex.output_scale] * 2 + [1.0] * 4)
+    assert np.linalg.norm(sd.gradient(theta)) < 1e-14
+    eig = np.linalg.eigvalsh(sd.hessian(theta) * np.outer(scale, scale)) / ex.output_scale ** 2
+    # in (V/s, W, b) the Hessian is s^2 times the unscaled one: the same positive spectrum at every scale
+    assert eig.min() > 1e-5 and eig.max() == pytest.approx(0.854, rel=1e-2)
+    # the scaled problem's minimiser is the unscaled one with V -> s V
+    base = S.sigmoid_local_minimum_example(1.0)
+    assert np.allclose(theta[:2] / ex.output_scale, base.theta_critical[:2] / base.output_scale, rtol=1e-6)
+    assert np.allclose(theta[2:], base.theta_critical[2:], rtol=1e-6)
+    # the function-space derivative at the same map is far from zero at every layer
+    n = len(ex.x)
+    data = S.EmpiricalProblem(ex.x[:, None], torch.full((n,), 1 / n, dtype=DT), torch.arange(n), ex.y[:, None])
+    fg = S.functional_gradient(S.near_identity_factors(ex.as_map(theta), 3, 1, linear="logarithm"), data)
+    assert np.all(fg.norms >= 0.5 * fg.distance) and fg.distance > 0
+
+
+def test_sigmoid_helpers_reject_bad_inputs():
+    with pytest.raises(ValueError, match="deviation"):
+        S.sigmoid_local_minimum_example(0.0)
+    with pytest.raises(ValueError, match="theta"):
+        S.sigmoid_deviation_bound([1.0, 2.0])
+    with pytest.raises(ValueError, match="theta"):
+        S.sigmoid_saddle_example().as_map([0.0] * 5)
+
+
+@pytest.mark.parametrize("name,dim", [("swirl", 2), ("sine-shear", 1), ("sine-shear", 3), ("tanh-residual", 4),
+                                      ("holder", 2), ("cusp", 2)])
+def test_sympy_map_is_an_exact_witness_of_the_jacobian(name, dim):
+    h = S.ruled_out_map(name) if name in S.RULED_OUT_MAPS else S.example_map(name, dim, seed=7)
+    components, symbols = S.sympy_map(h)
+    assert len(components) == dim == len(symbols)
+    points = [p[:dim] for p in (np.array([0.3, -0.4, 0.1, 0.2]), np.array([-0.6, 0.1, 0.25, -0.3]))]
+    for k, component in enumerate(components):
+        sd = sympy_derivatives(component, symbols, simplify=False, hessian=False)
+        for p in points:
+            assert float(sd.value(p)) == pytest.approx(float(h(torch.as_tensor(p)[None])[0, k]), abs=1e-13)
+        report = compare_gradients(lambda p, k=k: h(p[None])[0, k], points, closed_form={"sympy": sd.gradient})
+        assert report.check().holds, report.max_rel_error
+
+
+def test_sympy_map_refuses_other_maps():
+    with pytest.raises(ValueError, match="example_map or ruled_out_map"):
+        S.sympy_map(_good_h)

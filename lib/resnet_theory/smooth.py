@@ -16,12 +16,20 @@ Representation (the talk's main result, our reconstruction of the construction):
   ``Phi_m = h - h(0)``), the layers are ``h_i = Phi_i o Phi_{i-1}^{-1}`` (plus the translation ``h(0)`` in the
   last layer). The composition telescopes to ``h`` exactly (:func:`near_identity_factors`).
 - ``||h_i - Id||_L`` is measured by :func:`factor_deviations` (cheap, from ``h'`` alone) and, for any map,
-  by :func:`lipschitz_constant` (a lower estimate from Jacobians).
+  by :func:`lipschitz_constant` (a lower estimate from Jacobians); it is bounded above, with a certificate,
+  by :func:`certified_deviations` and, for every depth at once, :func:`rate_certificate`.
+- :func:`representation_evidence` gathers what the representation claims are decided on (exactness, attained
+  and certified deviations, the certificate); the same computation runs on :func:`ruled_out_map`, maps
+  outside the theorem (not smooth; not bi-Lipschitz), for the negative controls. :func:`sympy_map` writes
+  every map as SymPy expressions, the exact witness of its Jacobian.
 
 Optimisation (the talk's theorem on ``Q(h) = 1/2 E ||h(X) - Y||^2``), on an empirical distribution:
 :func:`random_residual_blocks` builds residual MLP blocks with a *certified* ``||h_i - Id||_L <= eps`` and
 :func:`functional_gradient` computes the Frechet derivative of Q with respect to each block in ``L2`` of the
-sample. :func:`sigmoid_saddle_example` is our own instance of the abstract's negative result in parameter space.
+sample (:func:`functional_risk_sympy`: the same derivative from SymPy); :func:`gradient_bound_instances` draws
+random instances, inside the theorem (``eps < 1``) or outside it. :func:`sigmoid_saddle_example` (a saddle at
+the identity, for exactly symmetric data) and :func:`sigmoid_local_minimum_example` (a strict local minimum
+near the identity, generic data) are our own instances of the abstract's negative result in parameter space.
 """
 
 from __future__ import annotations
@@ -905,6 +913,9 @@ def example_map(name: str, dim: int, seed: int = 0, strength: float = 0.6) -> To
         return (1 + 1e-9) * m_norm * curvature(radius)   # 1e-9: room for rounding in the norms
 
     h.second_derivative_bound = second_derivative_bound
+    h.parts = {"name": name, "strength": strength, "M": M, "c": c}   # for the SymPy witness, sympy_map
+    if name == "tanh-residual":
+        h.parts.update(W1=W1, b=b, W2=W2)
     return h
 
 
@@ -1107,16 +1118,18 @@ def functional_gradient_closed_form(blocks: Sequence[ResidualBlock], problem: Em
 class SigmoidSaddle:
     """A one-block residual network ``x + sum_k V_k sigmoid(W_k x + b_k)`` on the line, data and a critical point.
 
-    Parameters are a flat vector ``theta = (V_1, V_2, W_1, W_2, b_1, b_2)``. The target is realisable:
-    ``y = x + v (sigmoid(w x) - sigmoid(-w x))`` is the network at ``theta_star = (v, -v, w, -w, 0, 0)``.
-    ``theta_critical = (0, 0, 0, 0, b_1, b_2)`` computes the identity; it is a critical point because the
-    data are symmetric, so the target's residual averages to zero and every other derivative carries a factor V.
+    Parameters are a flat vector ``theta = (V_1, V_2, W_1, W_2, b_1, b_2)``; the target ``y`` is the network at
+    ``theta_star`` (realisable) and ``theta_critical`` a critical point with positive loss. Built by
+    :func:`sigmoid_saddle_example` (a saddle at the identity, for symmetric data only) and
+    :func:`sigmoid_local_minimum_example` (a strict local minimum near the identity, generic data).
     """
 
     x: torch.Tensor
     y: torch.Tensor
     theta_star: np.ndarray
     theta_critical: np.ndarray
+    #: the factor s applied to the output weights V (see :func:`sigmoid_local_minimum_example`)
+    output_scale: float = 1.0
 
     @staticmethod
     def network(theta: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
@@ -1127,9 +1140,19 @@ class SigmoidSaddle:
         theta = torch.as_tensor(theta, dtype=DTYPE)
         return 0.5 * ((self.network(theta, self.x) - self.y) ** 2).mean()
 
+    def as_map(self, theta) -> TorchMap:
+        """The network at ``theta`` as a map of the line, ``(N, 1) -> (N, 1)`` (for the function-space view)."""
+        theta = torch.as_tensor(validate.finite_array("theta", theta, shape=(6,)), dtype=DTYPE)
+        return lambda z: self.network(theta, z[:, 0])[:, None]
+
 
 def sigmoid_saddle_example(n: int = 8, v: float = 0.8, w: float = 2.0, b=(0.3, -0.7)) -> SigmoidSaddle:
-    """:class:`SigmoidSaddle` with ``n`` points symmetric about 0 in ``[-1, 1]`` (n even, v, w nonzero)."""
+    """:class:`SigmoidSaddle` with ``n`` points symmetric about 0 in ``[-1, 1]`` (n even, v, w nonzero).
+
+    The target ``y = x + v (sigmoid(w x) - sigmoid(-w x))`` is the network at ``theta_star = (v, -v, w, -w, 0,
+    0)``. ``theta_critical = (0, 0, 0, 0, b_1, b_2)`` computes the identity; it is critical only because the
+    data are exactly symmetric (the target's odd residual then averages to zero, and every other derivative
+    carries a factor V), and it is a saddle: at ``V = 0`` the ``(W, b)`` block of the Hessian vanishes."""
     n = _as_positive_int(n, "n")
     if n % 2:
         raise ValueError(f"n must be even so that the inputs are symmetric about 0, got {n}")
@@ -1228,3 +1251,284 @@ def carry_grid(factors: Sequence[TorchMap], lines: Sequence[torch.Tensor]) -> li
     return [[part.numpy() for part in torch.split(stage, sizes)] for stage in stages]
 
 
+
+
+# --- maps the representation theorem rules out (negative controls) -----------------------------------
+RULED_OUT_MAPS = ("holder", "cusp")
+
+
+def ruled_out_map(name: str, strength: float = 0.6) -> TorchMap:
+    """Maps of the plane outside the representation theorem's hypotheses, for its negative controls.
+
+    - ``"holder"``: ``h(x) = x (1 + strength |x|^(1/2))``, a bi-Lipschitz homeomorphism (for ``strength <= 1``)
+      whose derivative is only Holder-1/2 at the origin, ``||h'(x) - h'(0)|| = 1.5 strength |x|^(1/2)``: it is
+      not smooth in the theorem's sense (no Lipschitz derivative), and ``sup ||h''||`` on any ball around 0 is
+      infinite (its ``second_derivative_bound`` says so).
+    - ``"cusp"``: ``h(x) = (g(x_1), x_2)`` with ``g(t) = (c/3)(1 - (1 - t/c)^3)``, ``c = strength``: a smooth
+      homeomorphism with ``g' = (1 - t/c)^2``, singular on the line ``x_1 = c``, so ``h^{-1}`` is not
+      Lipschitz and h is not bi-Lipschitz. No composition of maps with ``||h_i - Id||_L <= eps < 1`` equals it
+      (such a composition has an inverse with Lipschitz constant at most ``(1 - eps)^(-m)``).
+
+    Both satisfy ``h(0) = 0`` and ``h'(0) = I``, and ``det h' >= 0``, so :func:`near_identity_factors` accepts
+    them.
+    """
+    name = validate.choice("name", name, RULED_OUT_MAPS)
+    strength = _as_positive_float(strength, "strength")
+    if name == "holder":
+        if strength > 1:
+            raise ValueError(f"strength must be <= 1 for the Holder map to be invertible, got {strength}")
+
+        def h(x):
+            r2 = (x ** 2).sum(dim=1, keepdim=True)
+            safe = torch.where(r2 > 0, r2, torch.ones_like(r2))   # no NaN gradient through 0 ** (1/4)
+            return x * (1 + strength * torch.where(r2 > 0, safe ** 0.25, torch.zeros_like(r2)))
+
+        def second_derivative_bound(radius):  # ||h''(x)|| ~ |x|^(-1/2): unbounded on every ball around 0
+            return np.full_like(np.asarray(radius, dtype=float), np.inf)
+    else:
+        c = strength
+
+        def h(x):
+            t = x[:, :1]
+            return torch.cat([(c / 3) * (1 - (1 - t / c) ** 3), x[:, 1:]], dim=1)
+
+        def second_derivative_bound(radius):  # |g''(t)| = (2/c) |1 - t/c| <= (2/c)(1 + radius/c)
+            return (1 + 1e-9) * (2 / c) * (1 + np.asarray(radius, dtype=float) / c)
+    h.__name__ = name
+    h.second_derivative_bound = second_derivative_bound
+    h.parts = {"name": name, "strength": strength}
+    return h
+
+
+def sympy_map(h: TorchMap):
+    """The map ``h`` of :func:`example_map` or :func:`ruled_out_map` as SymPy expressions, written from the
+    formulas independently of the torch code (the exact witness of its Jacobian): returns ``(components,
+    symbols)``."""
+    import sympy as sp
+
+    parts = getattr(h, "parts", None)
+    if not isinstance(parts, dict) or "name" not in parts:
+        raise ValueError("sympy_map needs a map made by example_map or ruled_out_map")
+    name, s = parts["name"], parts["strength"]
+    dim = parts["M"].shape[0] if "M" in parts else 2
+    x = sp.symbols(f"x0:{dim}")
+    if name == "holder":
+        r = sp.sqrt(sum(v ** 2 for v in x))
+        return [v * (1 + s * sp.sqrt(r)) for v in x], list(x)
+    if name == "cusp":
+        return [s / 3 * (1 - (1 - x[0] / s) ** 3), x[1] + 0 * x[0]], list(x)
+    M, c = sp.Matrix(parts["M"].numpy()), sp.Matrix(parts["c"].numpy())
+    X = sp.Matrix(x)
+    if name == "swirl":
+        angle = 2 * s * (x[0] ** 2 + x[1] ** 2)
+        inner = sp.Matrix([[sp.cos(angle), -sp.sin(angle)], [sp.sin(angle), sp.cos(angle)]]) * X
+    elif name == "sine-shear":
+        inner = X + sp.Matrix([s / 2 * sp.sin(2 * x[(k + 1) % dim]) for k in range(dim)])
+    else:
+        W1, b, W2 = (sp.Matrix(np.atleast_2d(parts[k].numpy())) for k in ("W1", "b", "W2"))
+        inner = X + W2 * (W1 * X + b.T).applyfunc(sp.tanh)
+    return list(M * inner + c), list(x)
+
+
+@dataclass
+class RepresentationEvidence(RateResult):
+    """Everything the representation claims are decided on, for one map and one spacing of the scales.
+
+    ``eps`` (lower estimates, :func:`factor_deviations`) and ``certified`` (cell-wise certified bounds,
+    :func:`certified_deviations`; ``inf`` where the map admits no certificate) at the depths ``ms``;
+    ``constant``: the certificate's ``C`` (uniform scales, bound ``C/m``) or ``C'`` (geometric, bound
+    ``C' log m / m``) of :func:`rate_certificate` (``certificate``), ``inf`` with ``reason`` when the map admits
+    none; ``exact_errors``: ``max |h_m o ... o h_1 - h| / max |h|`` on the ball at the depths ``exact_depths``.
+    """
+
+    constant: float = math.inf
+    reason: str = ""
+    certificate: RateCertificate | None = None
+    exact_depths: np.ndarray | None = None
+    exact_errors: np.ndarray | None = None
+
+    def rate_bound(self) -> np.ndarray:
+        """The certificate's bound at each depth of ``ms`` (``C/m`` or ``C' log m / m``)."""
+        ms = np.asarray(self.ms, dtype=float)
+        shape = np.log(ms) / ms if self.spacing == "geometric" else 1.0 / ms
+        return self.constant * shape
+
+
+def try_rate_certificate(h: TorchMap, dim: int, domain_radius: float = 1.0, *, grid_points: int = 4096
+                         ) -> tuple[RateCertificate | None, str]:
+    """:func:`rate_certificate`, or ``None`` and the reason when ``h`` admits none on the ball: ``sup ||h''||``
+    infinite (``h'`` not Lipschitz) or ``g'`` not provably invertible on every cell (``ArithmeticError``)."""
+    _check_callable(h, "h")
+    curvature = getattr(h, "second_derivative_bound", None)
+    if curvature is None or not callable(curvature):
+        raise ValueError("try_rate_certificate needs h.second_derivative_bound (a certified bound on ||h''||)")
+    if not np.isfinite(curvature(np.asarray(float(domain_radius)))):
+        return None, "sup ||h''|| on the ball is infinite (h' is not Lipschitz)"
+    try:
+        return rate_certificate(h, dim, domain_radius, grid_points=grid_points), ""
+    except ArithmeticError as err:
+        return None, ("g' could not be shown invertible on every cell of the grid (it is singular somewhere "
+                      "on the ball, or the grid is too coarse)")
+
+
+def representation_evidence(h: TorchMap, dim: int, ms: Sequence[int], spacing: str = "uniform", *,
+                            label: str | None = None, linear: str = "logarithm", domain_radius: float = 1.0,
+                            n_points: int = 256, certify_points: int = 20000,
+                            exact_depths: Sequence[int] = (1, 3, 12), n_exact: int = 300, seed: int = 0,
+                            certificate: tuple[RateCertificate | None, str] | None = None
+                            ) -> RepresentationEvidence:
+    """:class:`RepresentationEvidence` for ``h`` (any map with ``second_derivative_bound``; uniform or
+    geometric scales). The same computation serves a map the theorem covers and one it rules out: where a
+    certificate does not exist (see :func:`try_rate_certificate`; the cell-wise bounds of
+    :func:`certified_deviations` likewise), the bound is ``inf`` and ``reason`` says why. ``certificate``: the
+    result of :func:`try_rate_certificate` for ``h``, when already computed (it does not depend on the spacing).
+    """
+    _check_callable(h, "h")
+    dim = _as_positive_int(dim, "dim")
+    spacing = validate.choice("spacing", spacing, SPACINGS)
+    ms = np.asarray([_as_positive_int(m, "m") for m in ms])
+    if len(ms) < 2:
+        raise ValueError("need at least two depths to measure a rate")
+    cert, reason = certificate if certificate is not None else try_rate_certificate(
+        h, dim, domain_radius, grid_points=certify_points)
+    curvature_finite = bool(np.isfinite(h.second_derivative_bound(np.asarray(float(domain_radius)))))
+    lower, certified = [], []
+    for m in ms:
+        lower.append(factor_deviations(h, int(m), dim, domain_radius, spacing=spacing, linear=linear,
+                                       n_points=n_points, seed=seed).max())
+        bound = math.inf
+        if curvature_finite:
+            try:
+                bound = certified_deviations(h, int(m), dim, domain_radius, spacing=spacing, linear=linear,
+                                             grid_points=certify_points).bound.max()
+            except ArithmeticError:   # g' not provably invertible on some cell: no certified bound
+                pass
+        certified.append(bound)
+    if cert is None:
+        constant = math.inf
+    else:
+        constant = cert.constant if spacing == "uniform" else cert.log_constant
+    x = ball_points(n_exact, dim, domain_radius, torch.Generator().manual_seed(seed))
+    x = x * (0.999 * domain_radius / x.norm(dim=1, keepdim=True).clamp_min(domain_radius))
+    exact_depths = np.asarray([_as_positive_int(m, "exact depth") for m in exact_depths])
+    errors = []
+    with torch.no_grad():
+        target = h(x)
+        for m in exact_depths:
+            factors = near_identity_factors(h, int(m), dim, domain_radius, spacing=spacing, linear=linear,
+                                            seed=seed)
+            errors.append(float((compose(factors, x) - target).abs().max() / target.abs().max()))
+    name = label or getattr(h, "__name__", "h")
+    return RepresentationEvidence(name, dim, spacing, ms, np.array(lower), np.array(certified), constant,
+                                  reason, cert, exact_depths, np.array(errors))
+
+
+# --- the functional-gradient bound on random instances, and a SymPy witness -------------------------
+@dataclass
+class GradientBoundInstances:
+    """Random compositions of residual blocks with certified ``||h_i - Id||_L <= eps`` and random data:
+    per instance ``eps``, depth ``m``, the norms ``||D_{h_i} Q||`` and the printed bound of review 002."""
+
+    eps: np.ndarray
+    depths: np.ndarray
+    norms: list
+    printed: np.ndarray
+    distances: np.ndarray
+
+    @property
+    def ratios(self) -> np.ndarray:
+        """``min_i ||D_{h_i} Q|| / printed bound`` per instance."""
+        return np.array([n.min() for n in self.norms]) / self.printed
+
+
+def gradient_bound_instances(n: int, generator: torch.Generator | None = None, *,
+                             eps_range: tuple[float, float] = (0.02, 0.95), depths: Sequence[int] = range(1, 9),
+                             dims: Sequence[int] = range(1, 5), width: int = 6, n_atoms: Sequence[int] = range(2, 16)
+                             ) -> GradientBoundInstances:
+    """``n`` instances: depth, dimension and number of distinct inputs drawn from ``depths``, ``dims``,
+    ``n_atoms``, ``eps`` uniform in ``eps_range`` (which may lie outside the theorem's ``eps < 1``: the
+    negative control), blocks of :func:`random_residual_blocks`, data of :func:`random_empirical_problem`."""
+    n = _as_positive_int(n, "n")
+    low, high = (validate.finite_float(name, v) for name, v in zip(("eps_range[0]", "eps_range[1]"), eps_range))
+    if not 0 < low < high:
+        raise ValueError(f"eps_range must satisfy 0 < low < high, got {eps_range!r}")
+    depths, dims, n_atoms = (list(v) for v in (depths, dims, n_atoms))
+    if not depths or not dims or not n_atoms:
+        raise ValueError("depths, dims and n_atoms must each hold at least one value")
+    pick = lambda values: values[int(torch.randint(len(values), (1,), generator=generator))]  # noqa: E731
+    eps_all, ms, norms, printed, distances = [], [], [], [], []
+    for _ in range(n):
+        m, d = pick(depths), pick(dims)
+        eps = low + (high - low) * float(torch.rand(1, generator=generator))
+        blocks = random_residual_blocks(m, d, width, eps, generator)
+        problem = random_empirical_problem(pick(n_atoms), d, generator)
+        fg = functional_gradient(blocks, problem)
+        eps_all.append(eps), ms.append(m), norms.append(fg.norms)
+        printed.append(fg.printed_bound(eps)), distances.append(fg.distance)
+    return GradientBoundInstances(np.array(eps_all), np.array(ms), norms, np.array(printed), np.array(distances))
+
+
+def functional_risk_sympy(blocks: Sequence[ResidualBlock], problem: EmpiricalProblem, i: int):
+    """Q as a SymPy expression in the perturbation ``delta_i`` of layer i (1-based) at the K atoms' images:
+    returns ``(expr, symbols)`` with the symbols in the order of ``delta_i.ravel()`` (the SymPy witness of
+    the derivative :func:`functional_gradient` computes by autograd)."""
+    import sympy as sp
+
+    m = len(blocks)
+    i = validate.integer("i", i, minimum=1, maximum=m)
+    K, d = problem.atoms.shape
+    symbols = sp.symbols(f"delta0:{K * d}")
+    delta = sp.Matrix(K, d, symbols)
+    z = sp.Matrix(problem.atoms.numpy())
+    for j, block in enumerate(blocks, start=1):
+        W1, b, W2 = (sp.Matrix(np.atleast_2d(t.numpy())) for t in (block.W1, block.b, block.W2))
+        pre = z * W1.T + sp.ones(K, 1) * b
+        z = z + pre.applyfunc(sp.tanh) * W2.T
+        if j == i:
+            z = z + delta
+    y = problem.y.numpy()
+    index = problem.index.numpy()
+    expr = sum((z[int(k), c] - float(y[j, c])) ** 2 for j, k in enumerate(index) for c in range(d))
+    return expr / (2 * len(index)), list(symbols)
+
+
+# --- a near-identity strict local minimum in parameter space ----------------------------------------
+#: Ten inputs and a two-unit target (``V*, W*, b*``), drawn once (numpy ``default_rng(15)``, rounded to 4
+#: digits), and a point near a suboptimal local minimum that BFGS found from a random start.
+_LOCAL_MIN_X = (-0.9103, -0.7075, -0.3112, -0.3093, -0.086, 0.1432, 0.3855, 0.4375, 0.6316, 0.9519)
+_LOCAL_MIN_TARGET = (-0.5956, 2.0941, 2.1861, -1.617, 0.2015, 0.215)
+_LOCAL_MIN_START = (0.5517, 1.2003, -7.8412, -4.0543, 3.4270, -1.1629)
+
+
+def sigmoid_deviation_bound(theta) -> float:
+    """Certified ``||f_theta - Id||_L <= sum_k |V_k W_k| / 4`` for ``f_theta(x) = x + sum_k V_k s(W_k x + b_k)``
+    (``s' <= 1/4`` for the sigmoid)."""
+    theta = validate.finite_array("theta", theta, shape=(6,))
+    return float(np.abs(theta[0:2] * theta[2:4]).sum() / 4)
+
+
+def sigmoid_local_minimum_example(deviation: float = 0.1, newton_steps: int = 8) -> SigmoidSaddle:
+    """A near-identity strict local minimum of the two-unit sigmoid residual network that is not global.
+
+    The data are ten fixed, asymmetric inputs with the realisable target ``f_{theta*}``; ``theta_critical`` is
+    a local minimum with positive loss, polished by ``newton_steps`` Newton steps. Both are scaled so that the
+    local minimum's certified deviation :func:`sigmoid_deviation_bound` equals ``deviation``: with ``V -> s V``
+    for the target and the network, the loss is ``s^2`` times the unscaled one in ``(V / s, W, b)``, so every
+    critical point (and its type) carries over and the near-identity region is reached at any ``deviation``.
+    """
+    deviation = _as_positive_float(deviation, "deviation")
+    newton_steps = _as_positive_int(newton_steps, "newton_steps")
+    start = np.array(_LOCAL_MIN_START)
+    s = deviation / sigmoid_deviation_bound(start)
+    scale = np.array([s, s, 1, 1, 1, 1])
+    theta_star = np.array(_LOCAL_MIN_TARGET) * scale
+    x = torch.tensor(_LOCAL_MIN_X, dtype=DTYPE)
+    y = SigmoidSaddle.network(torch.as_tensor(theta_star), x).detach()
+    example = SigmoidSaddle(x, y, theta_star, start * scale, s)
+    theta = torch.as_tensor(start * scale)
+    for _ in range(newton_steps):
+        g = torch.func.grad(example.loss)(theta)
+        H = torch.func.hessian(example.loss)(theta)
+        theta = theta - torch.linalg.solve(H, g)
+    example.theta_critical = theta.numpy()
+    return example
