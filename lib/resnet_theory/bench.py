@@ -455,6 +455,8 @@ def json_path_problem(path: str) -> str | None:
     target = Path(path)
     if target.is_dir():
         return "is a folder"
+    if target.parent.exists() and not target.parent.is_dir():
+        return f"{target.parent} is not a folder"
     if not target.parent.is_dir():
         return f"the folder {target.parent} does not exist"
     existed = target.exists()

@@ -460,6 +460,16 @@ def _append_file(path: Path, text: str) -> None:
         fh.write(text)
 
 
+def _remove_quietly(path: Path) -> None:
+    """Remove a temporary file if it is there, during clean-up after a failed write: on a read-only file system
+    even removing a file that does not exist fails (EROFS: the kernel checks the mount before the name), and
+    that error must not replace the one being reported."""
+    try:
+        path.unlink(missing_ok=True)
+    except OSError:
+        pass
+
+
 def _kept_checkpoint(path: Path) -> str:
     """What survives a failed write in ``path``'s folder, for the error message (only checkpoints that
     verify count: a folder or a damaged file in their place is no checkpoint)."""
@@ -492,7 +502,7 @@ def save_checkpoint(path: Path, payload: dict) -> None:
         raise OutputError(f"cannot write a checkpoint in {path.parent}: {_validate.describe_os_error(exc)}; "
                           f"{_kept_checkpoint(path)}") from exc
     finally:
-        tmp.unlink(missing_ok=True)
+        _remove_quietly(tmp)
 
 
 def read_checkpoint(path: Path) -> dict:
@@ -597,7 +607,11 @@ def prepare_run_folder(out_dir: Path, config: TrainConfig) -> RunFolderLock:
         raise OutputError(f"cannot create the output folder {out_dir}: {_validate.describe_os_error(exc)}") from None
     lock = RunFolderLock(out_dir)
     try:
-        clean_temporaries(out_dir)
+        try:
+            clean_temporaries(out_dir)
+        except OSError as exc:
+            raise OutputError(f"cannot remove a killed run's temporary files in the output folder {out_dir}: "
+                              f"{_validate.describe_os_error(exc)}") from None
         for name in RUN_FILES:
             if (out_dir / name).exists() and not (out_dir / name).is_file():
                 raise OutputError(f"{out_dir / name} is not a file (a folder or special file stands in its place); "
@@ -630,7 +644,7 @@ def check_output_folder(out_dir: Path, need_bytes: int) -> None:
     except OSError as exc:
         raise OutputError(f"cannot write in the output folder {out_dir}: {_validate.describe_os_error(exc)}") from None
     finally:
-        probe.unlink(missing_ok=True)
+        _remove_quietly(probe)
     free = shutil.disk_usage(out_dir).free
     if free < 2 * need_bytes:
         raise OutputError(f"the output folder {out_dir} has {_validate.human_bytes(free)} free; two checkpoints "
@@ -743,7 +757,7 @@ class _Metrics:
                 tmp.write_text("".join(line + "\n" for line in kept))
                 os.replace(tmp, path)
         except OSError as exc:
-            path.with_name(path.name + ".tmp").unlink(missing_ok=True)
+            _remove_quietly(path.with_name(path.name + ".tmp"))
             raise self._error(exc) from exc
 
     @staticmethod
