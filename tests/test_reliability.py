@@ -214,6 +214,7 @@ def test_an_old_format_checkpoint_is_refused_in_one_line(run_copy, capsys):
     (lambda p: p.pop("optimizer"), "it has no 'optimizer' field"),
     (lambda p: p.update(step="4"), "its 'step' field is not a step number"),
     (lambda p: p.update(history={"kind": "x"}), "its 'history' field is not a list of metrics records"),
+    (lambda p: p["history"][1].update(step="1"), "its 'history' field is not a list of metrics records"),
     (lambda p: p["data_stream"].pop("consumed"), "its 'data_stream' field is not a data-stream position"),
 ])
 def test_a_checkpoint_that_verifies_but_lacks_a_field_or_has_a_wrong_type_is_refused_in_one_line(
@@ -551,7 +552,8 @@ def test_a_claims_file_without_an_execution_record_is_refused(ledger_copy, capsy
 
 
 # --- report.json and cache records that are not objects; --root and --build-dir -----------------------------
-@pytest.mark.parametrize("content", ["null", "[]", "[1, 2]", '{"chapters": null}', '{"chapters": [1, null]}', "3"])
+@pytest.mark.parametrize("content", ["null", "[]", "[1, 2]", '{"chapters": null}', '{"chapters": [1, null]}', "3",
+                                     '{"chapters": []}'])
 def test_a_report_or_cache_record_that_is_not_an_object_is_replaced_not_a_traceback(ledger_copy, capsys, content):
     root, build, _ = ledger_copy
     report = build / "executed" / "report.json"

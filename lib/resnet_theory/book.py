@@ -1041,8 +1041,9 @@ def load_report(build_dir: str | os.PathLike | None = None) -> dict | None:
     if not path.exists():
         return None
     report = read_json_object(path)
-    if report is None or not isinstance(report.get("chapters", []), list) \
-            or not all(isinstance(c, dict) for c in report.get("chapters", [])):
+    if report is None or not isinstance(report.get("chapters"), list) \
+            or not all(isinstance(c, dict) for c in report["chapters"]) \
+            or not isinstance(report.get("environment"), dict) or not isinstance(report.get("attempt", {}), dict):
         raise BookError(f"{path} is not an execution report (damaged or edited?): execute the book again "
                         f"(make book), which rewrites it")
     return report

@@ -578,7 +578,10 @@ class RunFolderLock:
             import fcntl
         except ImportError:  # pragma: no cover - not POSIX: no lock
             return
-        fd = os.open(folder, os.O_RDONLY)
+        try:
+            fd = os.open(folder, os.O_RDONLY)
+        except OSError as exc:
+            raise OutputError(f"cannot open the output folder {folder}: {_validate.describe_os_error(exc)}") from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
@@ -672,7 +675,8 @@ _PAYLOAD_FIELDS = {
                       and isinstance(v.get("python"), list) and len(v["python"]) == 3,
                       "the random states (torch_cpu, numpy, python)"),
     "history": (lambda v: isinstance(v, list) and all(isinstance(r, dict) and isinstance(r.get("kind"), str)
-                                                      for r in v), "a list of metrics records"),
+                                                      and _is_int(r.get("step", 0)) for r in v),
+                "a list of metrics records"),
 }
 
 
