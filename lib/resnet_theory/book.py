@@ -1265,6 +1265,10 @@ def run_chapter(root: Path, chapter: str, profile: str, overrides: list[tuple[st
     if entry not in entries:
         raise BookError(f"{chapter} is not a chapter in {root / '_toc.yml'}")
     (plan,) = plan_chapters(root, [entry], profile, overrides)
+    if output is not None and output.exists() and not output.is_file():
+        raise BookError(f"-o {output}: not a file (a folder stands there); give the notebook's path")
+    if output is not None and output.parent.exists() and not output.parent.is_dir():
+        raise BookError(f"-o {output}: {output.parent} is not a folder")
     default = build_dir / "executed" / f"{entry}.ipynb"
     in_build = output is None or output.resolve() == default.resolve()
     output = output or default
