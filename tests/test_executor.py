@@ -342,11 +342,17 @@ def _record_claims(build: Path, control_holds: bool = False):
                  control_input=CI,
                  control=Check.equal(1, 2, what="a perturbed closed form"))
     path = ledger.save(build / "executed" / "book" / "linear.claims.json")
-    if control_holds:  # a claims file no chapter could have published: edited by hand, or an older check
+    if control_holds:  # a claims file no chapter could have published: an older check
         data = json.loads(path.read_text())
         data["claims"][0]["control"]["holds"] = True
         path.write_text(json.dumps(data))
+    record_execution(build, "book/linear", path)
     return ledger
+
+
+def record_execution(build: Path, entry: str, claims: Path) -> None:
+    """The executor's record of a chapter's execution, with the SHA-256 of the claims file it wrote."""
+    book._write_atomic(book.cache_record_path(build, entry), json.dumps({"claims_sha": book._file_sha(claims)}))
 
 
 def test_the_ledger_and_status_pages_render_without_a_kernel(tmp_path, monkeypatch):

@@ -92,3 +92,609 @@ def test_one_divergence_exception():
     assert issubclass(TrainingDiverged, validate.DivergenceError) and issubclass(TrainingDiverged, RuntimeError)
     with pytest.raises(validate.DivergenceError, match="diverged"):
         linear.identity_init_gd(np.eye(2) * 3, 4, 50, lr=50.0)
+
+
+# ============================================================================================================
+# Reliability II (#23): untrusted files, parameters and concurrent runs. Each test below fails on the code
+# before the issue was fixed (commit 673df69).
+# ============================================================================================================
+import errno
+import math
+import hashlib
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import textwrap
+from dataclasses import replace
+from pathlib import Path
+
+import torch
+from conftest import MYST_HEADER, one_line_error
+
+from resnet_theory import book, data, train, verdict_diff
+from resnet_theory.ledger import Check, ClaimsFileError, Ledger, LedgerDefect, load_claims
+
+#: The library these tests import, for the command lines they start.
+LIB = str(Path(train.__file__).resolve().parents[1])
+TINY = dict(dataset="digits", stem_channels=4, widths=(4, 8), blocks_per_stage=1, batch_size=32, lr=0.05,
+            lr_milestones=(1000,), eval_every=0, log_every=1, checkpoint_every=1, progress=False)
+
+
+def tiny(**changes) -> train.TrainConfig:
+    return train.TrainConfig(**{**TINY, **changes})
+
+
+def cli(config: train.TrainConfig) -> list[str]:
+    args = []
+    for key, value in config.to_dict().items():
+        if value is None:
+            continue
+        flag = "--" + key.replace("_", "-")
+        if isinstance(value, bool):
+            args.append(flag if value else "--no-" + key.replace("_", "-"))
+        elif isinstance(value, list):
+            args += [flag, ",".join(map(str, value))]
+        else:
+            args += [flag, str(value)]
+    return args
+
+
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory) -> train.TrainConfig:
+    """A tiny run of 4 steps with a checkpoint after each (checkpoint.pt at 4, checkpoint.prev.pt at 3)."""
+    config = tiny(steps=4, out_dir=str(tmp_path_factory.mktemp("finished-run")))
+    train.train(config)
+    return config
+
+
+@pytest.fixture
+def run_copy(finished_run, tmp_path) -> tuple[train.TrainConfig, Path]:
+    out = tmp_path / "run"
+    shutil.copytree(finished_run.out_dir, out)
+    return replace(finished_run, out_dir=str(out)), out
+
+
+def _checkpoint_bytes(body: bytes) -> bytes:
+    """A file with this library's header, the body's true SHA-256 and length: it verifies."""
+    return train._MAGIC + hashlib.sha256(body).digest() + len(body).to_bytes(8, "little") + body
+
+
+class _Payload:
+    """Unpickling this runs ``os.system``: the attack a checkpoint file can carry."""
+
+    def __init__(self, marker: Path):
+        self.marker = marker
+
+    def __reduce__(self):
+        return os.system, (f"touch {self.marker}",)
+
+
+# --- a crafted checkpoint must not run code ---------------------------------------------------------------
+def test_a_crafted_checkpoint_that_verifies_is_refused_without_running_its_payload(run_copy, tmp_path, capsys):
+    config, out = run_copy
+    marker = tmp_path / "code-ran"
+    buffer = io.BytesIO()
+    torch.save({"step": 4, "config": {}, "x": _Payload(marker)}, buffer)
+    body = buffer.getvalue()
+    # the payload is real: torch's full unpickler runs it
+    torch.load(io.BytesIO(body), weights_only=False)
+    assert marker.exists()
+    marker.unlink()
+    for name in ("checkpoint.pt", "checkpoint.prev.pt"):
+        (out / name).write_bytes(_checkpoint_bytes(body))
+    with pytest.raises(train.CheckpointDamaged, match="weights_only=True refused it"):
+        train.read_checkpoint(out / "checkpoint.pt")
+    err = one_line_error(capsys, train.main, cli(replace(config, resume=True, steps=6)))
+    assert f"{out / 'checkpoint.pt'} holds objects" in err and f"{out / 'checkpoint.prev.pt'} holds objects" in err
+    assert not marker.exists(), "the checkpoint's pickle payload ran"
+
+
+def test_a_checkpoint_holds_only_what_weights_only_loads_and_resumes_exactly(run_copy):
+    config, out = run_copy
+    payload = torch.load(io.BytesIO(train._verified_body(out / "checkpoint.pt")), weights_only=True)
+    assert payload["step"] == 4 and isinstance(payload["random_states"]["numpy"]["keys"], torch.Tensor)
+    result = train.train(replace(config, resume=True, steps=6))
+    assert result.steps_done == 6 and [r["step"] for r in result.history if r["kind"] == "resume"] == [4]
+
+
+def test_an_old_format_checkpoint_is_refused_in_one_line(run_copy, capsys):
+    config, out = run_copy
+    for name in ("checkpoint.pt", "checkpoint.prev.pt"):
+        path = out / name
+        path.write_bytes(b"resnet-theory-ckpt-v2\n" + path.read_bytes()[len(train._MAGIC):])
+    err = one_line_error(capsys, train.main, cli(replace(config, resume=True, steps=6)))
+    assert "written by an older version" in err and "not loaded" in err
+
+
+@pytest.mark.parametrize("change, words", [
+    (lambda p: p.pop("optimizer"), "it has no 'optimizer' field"),
+    (lambda p: p.update(step="4"), "its 'step' field is not a step number"),
+    (lambda p: p.update(history={"kind": "x"}), "its 'history' field is not a list of metrics records"),
+    (lambda p: p["history"][1].update(step="1"), "its 'history' field is not a list of metrics records"),
+    (lambda p: p["data_stream"].pop("consumed"), "its 'data_stream' field is not a data-stream position"),
+])
+def test_a_checkpoint_that_verifies_but_lacks_a_field_or_has_a_wrong_type_is_refused_in_one_line(
+        run_copy, capsys, change, words):
+    config, out = run_copy
+    for name in ("checkpoint.pt", "checkpoint.prev.pt"):
+        payload = train.read_checkpoint(out / name)
+        change(payload)
+        (out / name).write_bytes(_checkpoint_bytes(_saved(payload)))
+    err = one_line_error(capsys, train.main, cli(replace(config, resume=True, steps=6)))
+    assert f"{out / 'checkpoint.pt'} verifies but cannot be resumed from: {words}" in err, err
+
+
+def test_a_checkpoint_whose_state_does_not_fit_the_model_is_refused_in_one_line(run_copy, capsys):
+    config, out = run_copy
+    for name in ("checkpoint.pt", "checkpoint.prev.pt"):
+        payload = train.read_checkpoint(out / name)
+        first = next(iter(payload["model"]))
+        payload["model"][first] = torch.zeros(1)
+        (out / name).write_bytes(_checkpoint_bytes(_saved(payload)))
+    err = one_line_error(capsys, train.main, cli(replace(config, resume=True, steps=6)))
+    assert f"cannot resume from {out / 'checkpoint.pt'}: its state does not fit this run" in err, err
+
+
+def _saved(payload) -> bytes:
+    buffer = io.BytesIO()
+    torch.save(payload, buffer)
+    return buffer.getvalue()
+
+
+# --- run folders: never overwritten, never shared ------------------------------------------------------------
+def test_a_new_run_into_a_folder_holding_a_run_is_refused_and_the_run_is_kept(run_copy, capsys):
+    config, out = run_copy
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    err = one_line_error(capsys, train.main, cli(replace(config, steps=2)))
+    assert f"{out} already holds a run" in err and "--resume" in err and "--out-dir" in err, err
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+
+
+def test_a_second_run_on_a_folder_in_use_is_refused_at_once(run_copy, capsys):
+    config, out = run_copy
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": LIB}
+    first = subprocess.Popen([sys.executable, "-m", "resnet_theory.train",
+                              *cli(replace(config, resume=True, steps=100_000, log_every=1000,
+                                           checkpoint_every=100_000))],
+                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        metrics = out / "metrics.jsonl"
+        deadline = time.monotonic() + 120
+        while '"kind": "resume"' not in metrics.read_text() and first.poll() is None \
+                and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert first.poll() is None, first.stderr.read()
+        before = metrics.read_bytes()
+        err = one_line_error(capsys, train.main, cli(replace(config, resume=True, steps=8)))
+        assert f"another run is using {out}" in err, err
+        assert metrics.read_bytes() == before
+    finally:
+        first.kill()
+        first.wait(timeout=30)
+    # the lock dies with its process: the folder can be resumed again
+    assert train.train(replace(config, resume=True, steps=5)).steps_done == 5
+
+
+def test_resuming_with_fewer_steps_than_the_checkpoint_is_refused(run_copy, capsys):
+    config, out = run_copy
+    err = one_line_error(capsys, train.main, cli(replace(config, resume=True, steps=2)))
+    assert f"the checkpoint {out / 'checkpoint.pt'} is at step 4, past steps=2" in err, err
+
+
+def test_resuming_a_finished_run_reports_its_last_training_loss_not_nan(run_copy, capsys):
+    config, _ = run_copy
+    assert train.main(cli(replace(config, resume=True, steps=4))) == 0
+    summary = json.loads(capsys.readouterr().out.splitlines()[-1])
+    assert summary["steps"] == 4 and math.isfinite(summary["train_loss"]), summary
+
+
+# --- metrics files that are not what a run wrote ---------------------------------------------------------------
+@pytest.mark.parametrize("damage, words", [
+    (lambda lines: lines[:2] + [b'{"kind": "train", "st'] + lines[2:], "line 3: it is not JSON"),
+    (lambda lines: lines[:1] + [b'{"kind": "train", "step": 1, "note": "\xff\xfe"}'] + lines[1:],
+     "line 2: it is not UTF-8 text"),
+    (lambda lines: lines[:3] + [b'{"step": 2, "loss": 1.0}'] + lines[3:], "line 4: it is not a record with a 'kind'"),
+    (lambda lines: lines[:1] + [b'[1, 2]'] + lines[1:], "line 2: it is not a record with a 'kind'"),
+])
+def test_a_damaged_metrics_file_is_named_with_its_line_and_the_way_on(run_copy, capsys, damage, words):
+    config, out = run_copy
+    metrics = out / "metrics.jsonl"
+    metrics.write_bytes(b"\n".join(damage(metrics.read_bytes().splitlines())) + b"\n")
+    err = one_line_error(capsys, train.main, cli(replace(config, resume=True, steps=6)))
+    assert f"{metrics} {words}" in err and "move metrics.jsonl aside and resume again" in err, err
+    # the way on that the message offers: the metrics are rewritten from the checkpoint's history
+    metrics.rename(out / "metrics.damaged")
+    result = train.train(replace(config, resume=True, steps=6))
+    records = [json.loads(line) for line in metrics.read_text().splitlines()]
+    assert [r["step"] for r in records if r["kind"] == "train"] == [1, 2, 3, 4, 5, 6]
+    assert records == json.loads(json.dumps(result.history))
+
+
+# --- run files replaced by folders, read-only file systems ------------------------------------------------------
+def test_a_checkpoint_replaced_by_a_folder_is_named_and_never_called_kept(run_copy, capsys):
+    config, out = run_copy
+    (out / "checkpoint.pt").unlink()
+    (out / "checkpoint.pt").mkdir()
+    for resume in (True, False):
+        err = one_line_error(capsys, train.main, cli(replace(config, resume=resume, steps=6)), code=1)
+        assert f"{out / 'checkpoint.pt'} is not a file" in err and "is kept" not in err, err
+    assert (out / "checkpoint.pt").is_dir() and train.read_checkpoint(out / "checkpoint.prev.pt")["step"] == 3
+
+
+def test_a_failed_checkpoint_write_never_names_a_folder_as_the_kept_checkpoint(tmp_path):
+    path = tmp_path / "checkpoint.pt"
+    path.mkdir()
+    with pytest.raises(train.OutputError) as info:
+        train.save_checkpoint(path, {"step": 1})
+    assert "no checkpoint that verifies is kept" in str(info.value) and f"{path} is kept" not in str(info.value)
+
+
+def test_a_read_only_file_system_is_reported_in_one_line(tmp_path, capsys, monkeypatch):
+    """On a read-only file system even removing a missing file fails with EROFS (Linux checks the mount before
+    the name), so the clean-up of the probe file used to replace the one-line error by a traceback."""
+    def read_only_write(*args, **kwargs):
+        raise OSError(errno.EROFS, "Read-only file system")
+
+    real_unlink = Path.unlink
+
+    def read_only_unlink(self, missing_ok=False):
+        if str(self).startswith(str(tmp_path)):
+            raise OSError(errno.EROFS, "Read-only file system", str(self))
+        return real_unlink(self, missing_ok=missing_ok)
+
+    monkeypatch.setattr(train, "_write_file", read_only_write)
+    monkeypatch.setattr(Path, "unlink", read_only_unlink)
+    err = one_line_error(capsys, train.main, cli(tiny(steps=2, out_dir=str(tmp_path))), code=1)
+    assert f"cannot write in the output folder {tmp_path}: the file system is read-only" in err, err
+    with pytest.raises(train.OutputError, match="the file system is read-only"):
+        train.save_checkpoint(tmp_path / "checkpoint.pt", {"step": 1})
+
+
+# --- -p values: JSON-like only, of the type of the chapter's default, refused before anything runs -------------
+@pytest.fixture
+def params_book(tmp_path) -> Path:
+    from test_executor import chapter, make_book
+
+    return make_book(tmp_path / "src", {
+        "intro": "# Intro\n",
+        "good": chapter("Good", 'profile = "quick"\nseed = 0\nname = "x"\nsize = None\nrate = 0.5\nflag = False\n'
+                                'sizes = [1, 2]', "print(seed)")})
+
+
+@pytest.mark.parametrize("name, value, words", [
+    ("seed", "b'x'", "bytes is not a parameter value"),
+    ("size", "b'__import__(\"os\").system(\"true\")'", "bytes is not a parameter value"),
+    ("seed", "1j", "a complex number is not a parameter value"),
+    ("size", "{1, 2}", "a set is not a parameter value"),
+    ("size", "(1, 2)", "a tuple (write a list) is not a parameter value"),
+    ("size", "NaN", "nan is not a finite number"),
+    ("size", "1e999", "inf is not a finite number"),
+    ("seed", "1.5", "must be an integer like its default 0, got a number"),
+    ("seed", "True", "must be an integer like its default 0, got True or False"),
+    ("seed", "'3'", "must be an integer like its default 0, got a string"),
+    ("name", "3", "must be a string like its default 'x', got an integer"),
+    ("rate", "'fast'", "must be a number like its default 0.5, got a string"),
+    ("flag", "1", "must be True or False like its default False, got an integer"),
+    ("sizes", "3", "must be a list like its default [1, 2], got an integer"),
+    ("good:seed", "null", "must be an integer like its default 0"),
+])
+def test_a_parameter_value_that_is_not_json_like_or_of_another_type_is_refused_in_one_line(
+        params_book, tmp_path, capsys, name, value, words):
+    build = tmp_path / "build"
+    for command in (["execute", "--no-html"], ["run", "book/good.md"]):
+        err = one_line_error(capsys, book.main, [*command, "--root", str(params_book), "--build-dir", str(build),
+                                                 "-p", name, value])
+        assert f"-p {name}" in err and words in err, err
+    assert not list(build.rglob("*.ipynb")), "nothing may run"
+
+
+def test_json_like_values_of_the_default_type_are_accepted(params_book):
+    values = [("seed", "3"), ("rate", "1"), ("name", "hello world"), ("size", '{"a": [1, 2.5]}'),
+              ("flag", "true"), ("sizes", "[]"), ("good:size", "null")]
+    (plan,) = book.plan_chapters(params_book, ["book/good"], "quick", values)
+    assert plan.parameters == {"profile": "quick", "seed": 3, "rate": 1, "name": "hello world", "size": None,
+                               "flag": True, "sizes": []}
+
+
+# --- the ledger publishes only the claims files that their chapters' executions wrote --------------------------
+ALPHA = textwrap.dedent('''\
+    from resnet_theory.ledger import Check, Ledger
+    ledger = Ledger("alpha")
+    ledger.claim("hardt-ma/x", paper="hardt-ma", ref="Theorem 2.1", statement="a bound holds", section="alpha-x",
+                 printed=Check.at_most([0.5], 1.0, what="value"),
+                 control=Check.at_most([2.0], 1.0, what="a value the claim rules out"),
+                 control_input="a value twice the bound, which the claim rules out")
+    ledger.not_checkable("hardt-ma/y", paper="hardt-ma", ref="Section 4", statement="CIFAR accuracy",
+                         section="alpha-y", reason="the archives are not bundled", needs="CIFAR-10 and a GPU")
+    ledger.show()''')
+
+
+@pytest.fixture(scope="module")
+def ledger_book(tmp_path_factory) -> tuple[Path, Path]:
+    """A book with one chapter that records two claims (executed once, with a kernel) and an in-process ledger."""
+    from test_executor import chapter, make_book
+
+    gather = chapter("Ledger", 'profile = "quick"\nseed = 0',
+                     "from resnet_theory.ledger import load_claims, render_ledger\nrender_ledger(load_claims())")
+    gather = gather.replace("kernelspec:", "resnet_theory:\n  execution: in-process\nkernelspec:", 1)
+    base = tmp_path_factory.mktemp("ledger-book")
+    root = make_book(base / "src", {"intro": "# Intro\n", "alpha": chapter("Alpha", 'profile = "quick"\nseed = 0',
+                                                                             ALPHA), "ledger": gather})
+    build = base / "build"
+    assert book.main(["execute", "--root", str(root), "--build-dir", str(build), "--no-html"]) == 0
+    return root, build
+
+
+@pytest.fixture
+def ledger_copy(ledger_book, tmp_path) -> tuple[Path, Path, Path]:
+    root, build = (shutil.copytree(p, tmp_path / p.name) for p in ledger_book)
+    return Path(root), Path(build), Path(build) / "executed" / "book" / "alpha.claims.json"
+
+
+def _ledger_commands(root: Path, build: Path) -> list[list[str]]:
+    return [["execute", "--root", str(root), "--build-dir", str(build), "--no-html", "--only", "book/ledger"],
+            ["run", "book/ledger.md", "--root", str(root), "--build-dir", str(build)]]
+
+
+def _publishes(root, build, capsys) -> list[str]:
+    """Execute the ledger page both ways; the stderr of each run that failed (an empty list: both published)."""
+    errors = []
+    for command in _ledger_commands(root, build):
+        code = book.main(command)
+        err = capsys.readouterr().err
+        if code:
+            errors.append(err)
+    return errors
+
+
+def test_the_ledger_publishes_what_the_chapter_executed(ledger_copy, capsys):
+    root, build, _ = ledger_copy
+    assert _publishes(root, build, capsys) == []
+
+
+def _edit(path: Path, change) -> None:
+    data = json.loads(path.read_text())
+    change(data)
+    path.write_text(json.dumps(data))
+
+
+def _forge_confirmed(data):
+    """Turn the not-checkable claim into a confirmed one, with evidence and a control copied from the other: a
+    record self-consistent enough that its verdict follows from its evidence."""
+    x, y = data["claims"]
+    y.update(verdict="confirmed", check=x["check"], evidence=x["evidence"], control=x["control"], reason=None,
+             needs=None)
+
+
+def test_a_hand_edited_claims_file_is_refused_naming_it(ledger_copy, capsys):
+    root, build, claims = ledger_copy
+    _edit(claims, _forge_confirmed)
+    errors = _publishes(root, build, capsys)
+    assert len(errors) == 2, "published a claims file edited by hand"
+    for err in errors:
+        assert f"{claims}: not the file that executing book/alpha wrote" in err, err
+
+
+def test_the_claims_of_a_chapter_no_longer_in_the_toc_are_refused(ledger_copy, capsys):
+    root, build, claims = ledger_copy
+    toc = root / "_toc.yml"
+    toc.write_text(toc.read_text().replace("  - file: book/alpha\n", ""))
+    errors = _publishes(root, build, capsys)
+    assert len(errors) == 2, "published the claims of a chapter that is no longer in the book"
+    for err in errors:
+        assert f"{claims}: claims of book/alpha, which is not a chapter in" in err, err
+
+
+def _record(build: Path, entry: str, claims: Path) -> None:
+    """What the executor records when executing ``entry`` wrote ``claims``."""
+    book._write_atomic(book.cache_record_path(build, entry), json.dumps({"claims_sha": book._file_sha(claims)}))
+
+
+def test_a_claim_id_recorded_in_two_files_is_refused_naming_both(ledger_copy, capsys):
+    root, build, claims = ledger_copy
+    (root / "book" / "beta.md").write_text("# Beta\n")
+    toc = root / "_toc.yml"
+    toc.write_text(toc.read_text() + "  - file: book/beta\n")
+    beta = claims.with_name("beta.claims.json")
+    shutil.copy(claims, beta)
+    _edit(beta, lambda d: d["claims"].pop(1))
+    _record(build, "book/beta", beta)
+    errors = _publishes(root, build, capsys)
+    assert len(errors) == 2, "published a claim recorded twice"
+    for err in errors:
+        assert "claim 'hardt-ma/x' is recorded twice" in err and str(claims) in err and str(beta) in err, err
+
+
+@pytest.mark.parametrize("change, words", [
+    (lambda d: d["claims"][0].update(extra=1), "claim 'hardt-ma/x' has unknown keys: extra"),
+    (lambda d: d["claims"][0].update(evidence=[1]), "claim 'hardt-ma/x': evidence must be dict, got list"),
+    (lambda d: d["claims"][0].update(statement=None), "claim 'hardt-ma/x': statement must be str, got NoneType"),
+    (lambda d: d["claims"][0].pop("verdict"), "claim 'hardt-ma/x' lacks verdict"),
+    (lambda d: d.update(claims={"a": 1}), "it must be an object with a list of 'claims'"),
+    (lambda d: d["claims"].append(["not", "a", "record"]), "a claim record must be an object, got list"),
+])
+def test_a_malformed_claims_record_is_refused_naming_the_file(ledger_copy, capsys, change, words):
+    root, build, claims = ledger_copy
+    _edit(claims, change)
+    _record(build, "book/alpha", claims)          # recorded as executed: only the record's form is at fault
+    errors = _publishes(root, build, capsys)
+    assert len(errors) == 2
+    for err in errors:
+        assert f"{claims}: malformed claims file: {words}" in err, err
+    with pytest.raises(ClaimsFileError, match="malformed claims file"):
+        load_claims(claims.parent)
+    assert verdict_diff.main([str(build), str(build)]) == 2      # never 1, "the verdicts differ"
+    assert f"verdict_diff: {claims}: malformed claims file: {words}" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("content, words", [(b"{not json", "not a claims file (not JSON"),
+                                             (b"\xff\xfe", "not a claims file (not JSON"),
+                                             (b"null", "malformed claims file"),
+                                             (b"[]", "malformed claims file")])
+def test_verdict_diff_on_an_unreadable_claims_file_exits_2_naming_it(ledger_copy, capsys, content, words):
+    _, build, claims = ledger_copy
+    other = shutil.copytree(build, build.with_name("other"))
+    claims.write_bytes(content)
+    assert verdict_diff.main([str(build), str(other)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{claims}: {words}" in err, err
+
+
+def test_a_claims_file_without_an_execution_record_is_refused(ledger_copy, capsys):
+    root, build, claims = ledger_copy
+    book.cache_record_path(build, "book/alpha").unlink()
+    errors = _publishes(root, build, capsys)
+    assert len(errors) == 2 and all(f"{claims}: no execution record" in err for err in errors), errors
+
+
+# --- report.json and cache records that are not objects; --root and --build-dir -----------------------------
+@pytest.mark.parametrize("content", ["null", "[]", "[1, 2]", '{"chapters": null}', '{"chapters": [1, null]}', "3",
+                                     '{"chapters": []}'])
+def test_a_report_or_cache_record_that_is_not_an_object_is_replaced_not_a_traceback(ledger_copy, capsys, content):
+    root, build, _ = ledger_copy
+    report = build / "executed" / "report.json"
+    for command in _ledger_commands(root, build):
+        report.write_text(content)
+        assert book.main(command) == 0, capsys.readouterr().err
+        assert isinstance(json.loads(report.read_text()), dict)
+    report.write_text(content)
+    with pytest.raises(book.BookError, match="is not an execution report"):
+        book.load_report(build)
+    if not content.startswith("{"):
+        record = book.cache_record_path(build, "book/alpha")
+        record.write_text(content)
+        assert book.read_cache_record(build, "book/alpha") is None
+        assert book.load_cache_record(build, "book/alpha", build / "executed" / "book" / "alpha.ipynb") is None
+
+
+def test_a_cache_record_holding_a_list_makes_the_chapter_execute_again(ledger_copy, capsys):
+    root, build, claims = ledger_copy
+    book.cache_record_path(build, "book/alpha").write_text("[1, 2]")
+    assert book.main(["execute", "--root", str(root), "--build-dir", str(build), "--no-html",
+                      "--only", "book/alpha", "book/ledger"]) == 0
+    assert "book/alpha.md: executed" in capsys.readouterr().out
+    assert book.read_cache_record(build, "book/alpha")["claims_sha"] == book._file_sha(claims)
+
+
+def test_a_root_or_build_folder_that_is_a_file_or_missing_is_refused_in_one_line(ledger_copy, tmp_path, capsys):
+    root, build, _ = ledger_copy
+    a_file = tmp_path / "a-file"
+    a_file.write_text("x")
+    cases = [(["--root", str(tmp_path / "nowhere")], "no such folder"), (["--root", str(a_file)], "not a folder"),
+             (["--root", str(tmp_path)], "no _toc.yml and _config.yml there"),
+             (["--root", str(root), "--build-dir", str(a_file)], "not a folder"),
+             (["--root", str(root), "--build-dir", str(a_file / "sub")], "cannot create it")]
+    for options, words in cases:
+        for command in (["execute", "--no-html"], ["run", "book/ledger.md"]):
+            err = one_line_error(capsys, book.main, [*command, *options])
+            assert words in err, err
+    for output, words in ((tmp_path, "not a file"), (a_file / "x.ipynb", "is not a folder")):
+        err = one_line_error(capsys, book.main, ["run", "book/ledger.md", "--root", str(root), "-o", str(output)])
+        assert f"-o {output}: " in err and words in err, err
+    # a build folder that does not exist yet is created
+    assert book.main(["execute", "--root", str(root), "--build-dir", str(tmp_path / "new" / "build"), "--no-html",
+                      "--only", "book/intro"]) == 0
+
+
+# --- bench --json: an unwritable path is refused before the run ------------------------------------------------
+def test_bench_json_to_an_unwritable_path_is_refused_before_the_run(tmp_path, capsys, monkeypatch):
+    from resnet_theory import bench
+
+    def no_run(**kwargs):
+        raise AssertionError("the benchmark ran although its results could not be written")
+
+    monkeypatch.setattr(bench, "run_benchmark", no_run)
+    a_file = tmp_path / "a-file"
+    a_file.write_text("x")
+    for path, words in ((tmp_path / "missing" / "out.json", f"the folder {tmp_path / 'missing'} does not exist"),
+                        (tmp_path, "is a folder"), (a_file / "out.json", f"{a_file} is not a folder")):
+        err = one_line_error(capsys, bench.main, ["--json", str(path)])
+        assert f"--json {path}: {words}" in err, err
+    assert a_file.read_text() == "x" and sorted(p.name for p in tmp_path.iterdir()) == ["a-file"]
+
+
+# --- CIFAR members far larger than the format allows are refused before they are read ---------------------------
+def test_a_cifar_archive_member_larger_than_the_format_allows_is_refused_before_it_is_read(tmp_path, monkeypatch):
+    layout = data.CIFAR_LAYOUTS["cifar10"]
+    record = bytes(1 + data.IMAGE_BYTES)           # zeros: label 0, black pixels, a valid record
+    archive = tmp_path / layout.archive
+    with tarfile.open(archive, "w:gz") as tar:
+        for name in layout.train + layout.test:      # data_batch_1.bin holds 20,000 records, twice the format's
+            payload = record * (20_000 if name == layout.train[0] else 2)
+            info = tarfile.TarInfo(f"{layout.folder}/{name}")
+            info.size = len(payload)
+            tar.addfile(info, io.BytesIO(payload))
+
+    def no_read(*args, **kwargs):
+        raise AssertionError("a member was read")
+
+    monkeypatch.setattr(tarfile.TarFile, "extractfile", no_read)
+    with pytest.raises(data.DatasetError, match=rf"member {layout.folder}/data_batch_1.bin: 61,460,000 bytes, "
+                                                rf"more than the 30,730,000 bytes"):
+        data.load_cifar(tmp_path, "cifar10", md5=data.file_md5(archive))
+
+
+def test_a_cifar_batch_file_larger_than_the_format_allows_is_refused_before_it_is_read(tmp_path):
+    layout = data.CIFAR_LAYOUTS["cifar100"]
+    folder = tmp_path / layout.folder
+    folder.mkdir()
+    (folder / "test.bin").write_bytes(bytes(2 + data.IMAGE_BYTES))
+    with open(folder / "train.bin", "wb") as fh:       # 50,001 whole records (sparse): one more than the format
+        fh.truncate(50_001 * (2 + data.IMAGE_BYTES))
+    with pytest.raises(data.DatasetError, match=r"train.bin: 153,703,074 bytes, more than the 153,700,000"):
+        data.load_cifar(tmp_path, "cifar100")
+
+
+# --- sizes the machine cannot handle fail fast, naming the argument; strings are not numbers ----------------------
+@pytest.mark.parametrize("call, name", [
+    (lambda: linear.random_rotation(10 ** 6), "d=1000000"),
+    (lambda: linear.identity_init_gd(np.eye(2), 10 ** 5, 10 ** 6, 0.01), "steps=1000000"),
+    (lambda: linear.identity_init_gd(np.eye(500), 10 ** 5, 1, 0.01), "depth=100000"),
+    (lambda: shamir.critical_points(0.1, n_starts=10 ** 9), "n_starts=1000000000"),
+    (lambda: shamir.survey_theorems(10 ** 8), "n_instances=100000000"),
+    (lambda: expressivity.separation(np.zeros((10 ** 6, 30))), r"X=array of shape \(1000000, 30\) and dtype float64"),
+])
+def test_huge_sizes_fail_fast_with_the_budget_error_naming_the_argument(call, name):
+    start = time.perf_counter()
+    with pytest.raises(validate.BudgetError, match=rf"^{name} needs about"):
+        call()
+    assert time.perf_counter() - start < 2.0
+
+
+@pytest.mark.parametrize("module, argv, words", [
+    ("linear", ["--d", "1000000"], "d=1000000 needs about"),
+    ("linear", ["--depth", "1000000000"], "depth=1000000000 needs about"),
+    ("linear", ["--d", "-3"], "argument --d: must be an integer >= 1"),
+    ("expressivity", ["--sizes", "100", "100000000"], "--sizes=100000000 needs about"),
+    ("expressivity", ["--dim", "ten"], "argument --dim: expected an integer"),
+    ("ensemble", ["--members", "100000000"], "--members=100000000 needs about"),
+    ("ensemble", ["--blocks", "100000000"], "this model needs about"),
+])
+def test_the_benchmarks_size_options_fail_fast_in_one_line(module, argv, words):
+    start = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", f"resnet_theory.benchmarks.{module}", *argv], capture_output=True,
+                          text=True, timeout=120, env={**os.environ, "PYTHONPATH": LIB})
+    assert proc.returncode == 2 and proc.stdout == "", (proc.stdout, proc.stderr)
+    assert proc.stderr.startswith("error: ") and proc.stderr.count("\n") == 1 and words in proc.stderr, proc.stderr
+    assert time.perf_counter() - start < 60
+
+
+@pytest.mark.parametrize("call", [
+    lambda: shamir.theorem4_bound("10", 1.0, 1.0, 1.0, 0.1),
+    lambda: shamir.theorem4_bound(True, 1.0, 1.0, 1.0, 0.1),
+    lambda: shamir.theorem4_bound(["10", "20"], 1.0, 1.0, 1.0, 0.1),
+    lambda: shamir.theorem4_bound(10, "1", 1.0, 1.0, 0.1),
+])
+def test_strings_and_booleans_where_numbers_belong_are_type_errors(call):
+    with pytest.raises(TypeError):
+        call()
+
+
+def test_theorem4_bound_still_takes_numbers_and_arrays():
+    assert shamir.theorem4_bound(np.int64(100), 1.0, 1.0, 1.0, 0.1) == pytest.approx(
+        shamir.theorem4_bound(100.0, 1.0, 1.0, 1.0, 0.1))
+    assert shamir.theorem4_bound([10, 100], 1.0, 1.0, 1.0, 0.1).shape == (2,)

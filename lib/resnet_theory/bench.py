@@ -530,6 +530,11 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # --help (0) or a bad option (2, one line already printed)
         return int(exc.code or 0)
+    if args.json:
+        problem = json_path_problem(args.json)
+        if problem:   # found before the run, not after minutes of it
+            print(f"error: --json {args.json}: {problem}", file=sys.stderr)
+            return 2
     try:
         result = run_benchmark(model=args.model, data=args.data, steps=args.steps, warmup=args.warmup,
                                batch_size=args.batch_size, device=args.device, compile=args.compile,
@@ -543,9 +548,36 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     print(format_report(result), flush=True)
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump(asdict(result), f, indent=1)
+        try:
+            with open(args.json, "w") as f:
+                json.dump(asdict(result), f, indent=1)
+        except OSError as exc:
+            print(f"error: --json {args.json}: cannot write it ({validate.describe_os_error(exc)})", file=sys.stderr)
+            return 1
     return 0
+
+
+def json_path_problem(path: str) -> str | None:
+    """Why the figures could not be written to ``path`` (a folder, a missing folder, no permission), found
+    by opening it for appending (nothing is truncated; a file created for the test is removed), or None."""
+    from pathlib import Path
+
+    target = Path(path)
+    if target.is_dir():
+        return "is a folder"
+    if target.parent.exists() and not target.parent.is_dir():
+        return f"{target.parent} is not a folder"
+    if not target.parent.is_dir():
+        return f"the folder {target.parent} does not exist"
+    existed = target.exists()
+    try:
+        with open(target, "a"):
+            pass
+    except OSError as exc:
+        return f"cannot write it ({validate.describe_os_error(exc)})"
+    if not existed:
+        target.unlink(missing_ok=True)
+    return None
 
 
 if __name__ == "__main__":

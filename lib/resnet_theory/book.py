@@ -46,8 +46,12 @@ full profile is sized for a GPU.
 
 A parameter given as ``-p NAME VALUE`` goes to every chapter whose parameters cell defines ``NAME`` (it is
 an error if none does); ``-p CHAPTER:NAME VALUE`` goes to one chapter (an error if that chapter does not
-define it). Values are Python literals (``-p depth 100``, ``-p data_dir "'/data/cifar'"``) or, failing that,
-strings. Every such error is raised before anything runs.
+define it). Values are JSON-like: numbers, strings, ``True``/``False`` (or ``true``/``false``), ``None`` (or
+``null``), lists and dicts of those, written as Python or JSON literals (``-p depth 100``,
+``-p data_dir "'/data/cifar'"``); a word that is no literal is taken as a string (``-p data_dir /data/cifar``).
+Anything else (bytes, complex numbers, sets, tuples, NaN) is refused, and so is a value whose type differs
+from the chapter's default (``-p seed 1.5`` where ``seed = 0``; a default of ``None`` takes any value). Every
+such error is raised before anything runs.
 """
 
 from __future__ import annotations
@@ -65,7 +69,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .ledger import BUILD_DIR_ENV, CLAIMS_FILE_ENV
+from .ledger import BUILD_DIR_ENV, CLAIMS_FILE_ENV, ROOT_ENV
 
 PROFILES = ("quick", "full")
 REQUIRED_PARAMETERS = ("profile", "seed")
@@ -119,12 +123,74 @@ def chapter_source(root: Path, entry: str) -> Path:
 
 
 # --- parameters -----------------------------------------------------------------------------------
+_JSON_WORDS = {"true": True, "false": False, "null": None}
+
+
+def _json_like_problem(value: Any) -> str | None:
+    """Why ``value`` is not JSON-like (numbers, strings, booleans, None, lists, dicts with string keys), or None."""
+    if value is None or isinstance(value, (bool, int, str)):
+        return None
+    if isinstance(value, float):
+        return None if value == value and abs(value) != float("inf") else f"{value!r} is not a finite number"
+    if isinstance(value, list):
+        return next((p for p in map(_json_like_problem, value) if p), None)
+    if isinstance(value, dict):
+        if not all(isinstance(k, str) for k in value):
+            return "a dict's keys must be strings"
+        return next((p for p in map(_json_like_problem, value.values()) if p), None)
+    kind = {bytes: "bytes", complex: "a complex number", set: "a set", frozenset: "a set",
+            tuple: "a tuple (write a list)"}.get(type(value), type(value).__name__)
+    return f"{kind} is not a parameter value"
+
+
 def parse_value(text: str) -> Any:
-    """A Python literal if ``text`` is one, else the string itself."""
+    """The JSON-like value ``text`` stands for: a Python or JSON literal (number, string, boolean, None/null,
+    list, dict) or, when ``text`` is no literal at all, the string itself. A literal of any other kind
+    (``b'...'``, ``1j``, ``{1, 2}``, a tuple, NaN) raises :class:`BookError`: papermill writes values into the
+    parameters cell, and only JSON-like ones are written there as data."""
+    if not isinstance(text, str):
+        raise BookError(f"a parameter value must be given as text, got {type(text).__name__}")
+    stripped = text.strip()
+    if stripped in _JSON_WORDS:
+        return _JSON_WORDS[stripped]
     try:
-        return ast.literal_eval(text)
-    except (ValueError, SyntaxError):
-        return text
+        value = ast.literal_eval(stripped)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        try:
+            value = json.loads(stripped)
+        except (ValueError, RecursionError):
+            return text
+    problem = _json_like_problem(value)
+    if problem:
+        raise BookError(f"{text!r}: {problem}; give a number, a string, True/False, None, a list or a dict")
+    return value
+
+
+def _type_name(value: Any) -> str:
+    return {bool: "True or False", int: "an integer", float: "a number", str: "a string", list: "a list",
+            tuple: "a list", dict: "a dict"}.get(type(value), type(value).__name__)
+
+
+def check_parameter_type(name: str, value: Any, default: Any) -> None:
+    """Refuse a value whose type differs from the chapter's default (``None``, or a default that is no literal,
+    takes any JSON-like value; an integer is accepted where the default is a float)."""
+    if default is None or value is None and not isinstance(default, (bool, int, float, str)):
+        return
+    if isinstance(default, bool):
+        ok = isinstance(value, bool)
+    elif isinstance(default, int):
+        ok = isinstance(value, int) and not isinstance(value, bool)
+    elif isinstance(default, float):
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    elif isinstance(default, (list, tuple)):
+        ok = isinstance(value, list)
+    elif isinstance(default, (str, dict)):
+        ok = isinstance(value, type(default))
+    else:
+        return
+    if not ok:
+        raise BookError(f"-p {name} {value!r}: must be {_type_name(default)} like its default {default!r}, "
+                        f"got {_type_name(value)}")
 
 
 def parameters_cell(notebook) -> Any | None:
@@ -205,7 +271,10 @@ def plan_chapters(root: Path, entries: list[str], profile: str, overrides: list[
                                  execution_mode(nb)))
     by_stem = {Path(p.entry).stem: p for p in plans}
     for name, raw in overrides:
-        value = parse_value(raw)
+        try:
+            value = parse_value(raw)
+        except BookError as exc:
+            raise BookError(f"-p {name} {exc}") from None
         if ":" in name:
             stem, pname = name.split(":", 1)
             plan = by_stem.get(stem)
@@ -214,6 +283,7 @@ def plan_chapters(root: Path, entries: list[str], profile: str, overrides: list[
             if pname not in defined.get(plan.entry, {}):
                 raise BookError(f"-p {name}: {plan.source.relative_to(root)} does not define {pname!r} in its "
                                 f"parameters cell (it defines: {', '.join(defined.get(plan.entry, {})) or 'nothing'})")
+            check_parameter_type(name, value, defined[plan.entry][pname])
             plan.parameters[pname] = value
         else:
             if name == "profile":
@@ -226,6 +296,7 @@ def plan_chapters(root: Path, entries: list[str], profile: str, overrides: list[
             if not targets:
                 raise BookError(f"-p {name}: no chapter in this run defines {name!r} in its parameters cell")
             for plan in targets:
+                check_parameter_type(name, value, defined[plan.entry][name])
                 plan.parameters[name] = value
     return plans
 
@@ -508,12 +579,19 @@ def claims_path(notebook_path: Path) -> Path:
     return notebook_path.with_name(notebook_path.stem + ".claims.json")
 
 
+def read_json_object(path: Path) -> dict | None:
+    """The JSON object stored at ``path``; None when there is none, it cannot be read, or it holds anything but
+    an object (``null``, a list, a number: a damaged or hand-made file)."""
+    try:
+        data = json.loads(Path(path).read_bytes().decode("utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
 def read_cache_record(build_dir: Path, entry: str) -> dict | None:
     """The cache record of a chapter as written (None if there is none or it cannot be read), unverified."""
-    try:
-        return json.loads(cache_record_path(build_dir, entry).read_text())
-    except (OSError, ValueError):
-        return None
+    return read_json_object(cache_record_path(build_dir, entry))
 
 
 def load_cache_record(build_dir: Path, entry: str, notebook_path: Path) -> dict | None:
@@ -789,8 +867,9 @@ def execute_chapter(plan: ChapterPlan, output: Path, build_dir: Path | None, pro
     record_path = (cache_record_path(build_dir, plan.entry)
                    if build_dir is not None and components is not None else None)
     previous_record = read_cache_record(build_dir, plan.entry) if record_path is not None else None
-    saved = {k: os.environ.get(k) for k in (CLAIMS_FILE_ENV, BUILD_DIR_ENV)}
+    saved = {k: os.environ.get(k) for k in (CLAIMS_FILE_ENV, BUILD_DIR_ENV, ROOT_ENV)}
     os.environ[CLAIMS_FILE_ENV] = str(tmp_claims.resolve())
+    os.environ[ROOT_ENV] = str(plan.source.resolve().parents[len(Path(plan.entry).parts) - 1])
     if build_dir is not None:
         os.environ[BUILD_DIR_ENV] = str(build_dir.resolve())
     _kernel_env()
@@ -939,11 +1018,9 @@ def write_report(path: Path, results: list[ChapterResult], profile: str, env: di
     """
     with _ReportLock(path):
         chapters: dict[str, dict] = {}
-        if path.is_file():
-            try:
-                chapters = {c["chapter"]: c for c in json.loads(path.read_text()).get("chapters", [])}
-            except (ValueError, KeyError, TypeError):
-                chapters = {}
+        previous = (read_json_object(path) or {}).get("chapters")
+        if isinstance(previous, list):    # rows of a damaged or hand-made report are dropped, not a traceback
+            chapters = {c["chapter"]: c for c in previous if isinstance(c, dict) and isinstance(c.get("chapter"), str)}
         for r in results:
             chapters[r.chapter] = asdict(r)
         names = list(chapters)
@@ -961,7 +1038,15 @@ def load_report(build_dir: str | os.PathLike | None = None) -> dict | None:
         if not build_dir:
             return None
     path = Path(build_dir) / "executed" / "report.json"
-    return json.loads(path.read_text()) if path.is_file() else None
+    if not path.exists():
+        return None
+    report = read_json_object(path)
+    if report is None or not isinstance(report.get("chapters"), list) \
+            or not all(isinstance(c, dict) for c in report["chapters"]) \
+            or not isinstance(report.get("environment"), dict) or not isinstance(report.get("attempt", {}), dict):
+        raise BookError(f"{path} is not an execution report (damaged or edited?): execute the book again "
+                        f"(make book), which rewrites it")
+    return report
 
 
 BOOK_FILES = ("_config.yml", "_toc.yml", "references.bib")
@@ -1180,6 +1265,10 @@ def run_chapter(root: Path, chapter: str, profile: str, overrides: list[tuple[st
     if entry not in entries:
         raise BookError(f"{chapter} is not a chapter in {root / '_toc.yml'}")
     (plan,) = plan_chapters(root, [entry], profile, overrides)
+    if output is not None and output.exists() and not output.is_file():
+        raise BookError(f"-o {output}: not a file (a folder stands there); give the notebook's path")
+    if output is not None and output.parent.exists() and not output.parent.is_dir():
+        raise BookError(f"-o {output}: {output.parent} is not a folder")
     default = build_dir / "executed" / f"{entry}.ipynb"
     in_build = output is None or output.resolve() == default.resolve()
     output = output or default
@@ -1207,7 +1296,7 @@ def run_chapter(root: Path, chapter: str, profile: str, overrides: list[tuple[st
     if in_build and plan.in_process and result.status == "ok" and report.is_file():
         # Re-rendering the status page (or the ledger) reports on the last run: its state and attempt (a
         # failure, an interruption, the pages not reached) stay; only the page's own row is updated.
-        previous = json.loads(report.read_text())
+        previous = read_json_object(report) or {}
         write_report(report, [result], previous.get("profile", profile), previous.get("environment", env),
                      state=previous.get("state", "complete"), attempt=previous.get("attempt"), order=entries)
     elif in_build:
@@ -1253,7 +1342,18 @@ def main(argv: list[str] | None = None) -> int:
         signal.signal(signal.SIGTERM, _raise_on_signal)
     try:
         root = (args.root or find_root()).resolve()
+        if args.root is not None and not root.is_dir():
+            raise BookError(f"--root {args.root}: {'not a folder' if root.exists() else 'no such folder'}")
+        if args.root is not None and not ((root / "_toc.yml").is_file() and (root / "_config.yml").is_file()):
+            raise BookError(f"--root {args.root}: no _toc.yml and _config.yml there (not a book's root)")
         build_dir = (args.build_dir or root / "_build").resolve()
+        if build_dir.exists() and not build_dir.is_dir():
+            raise BookError(f"--build-dir {args.build_dir or build_dir}: not a folder")
+        try:
+            build_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise BookError(f"--build-dir {args.build_dir or build_dir}: cannot create it "
+                            f"({exc.strerror or exc})") from None
         overrides = [tuple(p) for p in args.parameter]
         if args.command == "execute":
             return execute_book(root, build_dir, args.profile, overrides, html=not args.no_html, only=args.only,

@@ -116,6 +116,24 @@ EXPECTED_MD5 = {
 }
 
 IMAGE_BYTES = 3 * 32 * 32
+#: Records in each batch file of the official archives: no batch file of the format holds more, so a larger
+#: member (or file) is refused before it is read. Any other member (names, readme) is at most
+#: ``OTHER_MEMBER_MAX_BYTES``.
+OFFICIAL_RECORDS = {"cifar-10-batches-bin": {**{f"data_batch_{i}.bin": 10_000 for i in range(1, 6)},
+                                             "test_batch.bin": 10_000},
+                    "cifar-100-binary": {"train.bin": 50_000, "test.bin": 10_000}}
+OTHER_MEMBER_MAX_BYTES = 1 << 20
+
+
+def max_member_bytes(layout: "CifarLayout", name: str) -> int:
+    """The largest a file ``name`` of ``layout``'s folder can be in the official format."""
+    records = OFFICIAL_RECORDS.get(layout.folder, {}).get(name)
+    return OTHER_MEMBER_MAX_BYTES if records is None else records * (layout.label_bytes + IMAGE_BYTES)
+
+
+def _too_large(size: int, limit: int, source: str, layout: "CifarLayout") -> DatasetError:
+    return DatasetError(f"{source}: {size:,} bytes, more than the {limit:,} bytes a file of the {layout.title} "
+                        f"format can hold; refusing to read it (not a {layout.title} file?)")
 
 
 def file_md5(path: str | os.PathLike) -> str:
@@ -151,6 +169,9 @@ def _read_split(folder: Path, files: Sequence[str], layout: CifarLayout, describ
         path = folder / name
         if not path.is_file():
             raise DatasetError(f"{describe(name)}: missing (expected {layout.title} batch {name!r} in {folder})")
+        size, limit = path.stat().st_size, max_member_bytes(layout, name)
+        if size > limit:
+            raise _too_large(size, limit, describe(name), layout)
         parts.append(read_cifar_records(path.read_bytes(), layout, describe(name)))
     return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
 
@@ -194,6 +215,9 @@ def _extract_archive(archive: Path, root: Path, layout: CifarLayout) -> dict:
                 for name in layout.train + layout.test:
                     if f"{layout.folder}/{name}" not in names:
                         raise DatasetError(f"{archive}: missing member {layout.folder}/{name}")
+                for m in members:         # sizes from the tar headers: nothing is read yet
+                    if m.isfile() and m.size > (limit := max_member_bytes(layout, PurePosixPath(m.name).name)):
+                        raise _too_large(m.size, limit, f"{archive}: member {m.name}", layout)
                 for m in members:
                     target = tmp.joinpath(*PurePosixPath(m.name).parts)
                     if tmp.resolve() not in target.resolve().parents and target.resolve() != tmp.resolve():

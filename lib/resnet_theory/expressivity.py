@@ -568,6 +568,9 @@ def separation(X, chunk: int | None = None, *, backend: str = "numpy", device=No
     n, D = X.shape
     if n < 2:
         raise ValueError("separation needs at least two points")
+    if backend == "numpy":   # on the CPU; a GPU takes far more
+        validate.check_budget("X", 1.5 * n * n * D, validate.OPS_LIMIT, what="work", unit="operations (n^2 D)",
+                              value=X)
     ops = _backend(backend, device)
     if chunk is None:
         chunk = max(1, math.isqrt(ops.chunk_entries))

@@ -96,8 +96,16 @@ class LedgerDefect(RuntimeError):
 _STATISTICAL_WORDS = ("standard error", "within noise", "within its noise", "not decisive", "does not decide",
                       "statistically", "significan")
 
+class ClaimsFileError(LedgerDefect, ValueError):
+    """A claims file that cannot be published or compared: malformed (not JSON, unknown keys, wrong types),
+    a claim id recorded twice, a chapter no longer in the book's TOC, or a file that differs from the one its
+    chapter's execution recorded (its SHA-256 in the execution record). The message names the file."""
+
+
 CLAIMS_FILE_ENV = "RESNET_THEORY_CLAIMS_FILE"
 BUILD_DIR_ENV = "RESNET_THEORY_BUILD_DIR"
+#: The book's root (set by the executor for the pages it runs), where ``_toc.yml`` is.
+ROOT_ENV = "RESNET_THEORY_ROOT"
 
 
 def _as_float(x: Any) -> float:
@@ -582,49 +590,159 @@ def _jsonable(x):
     return x
 
 
+_STR, _OPT_STR, _DICT, _OPT_DICT = (str,), (str, type(None)), (dict,), (dict, type(None))
+#: The type of every field of a claims record (a record holds exactly these keys, the optional ones may be
+#: missing).
+_CLAIM_FIELD_TYPES = {"id": _STR, "paper": _STR, "ref": _STR, "statement": _STR, "chapter": _STR, "section": _STR,
+                      "verdict": _STR, "check": _STR, "evidence": _DICT, "corrected_statement": _OPT_STR,
+                      "reason": _OPT_STR, "source": _STR, "control": _OPT_DICT, "proof_step": _OPT_STR,
+                      "repair": _OPT_STR, "needs": _OPT_STR}
+_REQUIRED_CLAIM_FIELDS = ("id", "paper", "ref", "statement", "chapter", "section", "verdict", "check", "evidence")
+
+
 def claim_from_dict(d: dict) -> Claim:
+    """A :class:`Claim` from its JSON record; a record with unknown or missing keys, a value of the wrong type, or
+    an unknown verdict, source or paper raises :class:`ValueError` saying which."""
+    if not isinstance(d, dict):
+        raise ValueError(f"a claim record must be an object, got {type(d).__name__}")
+    label = f"claim {d.get('id')!r}" if isinstance(d.get("id"), str) else "a claim record"
+    unknown = sorted(str(k) for k in d if k not in _CLAIM_FIELD_TYPES)
+    if unknown:
+        raise ValueError(f"{label} has unknown keys: {', '.join(unknown)}")
+    missing = [k for k in _REQUIRED_CLAIM_FIELDS if k not in d]
+    if missing:
+        raise ValueError(f"{label} lacks {', '.join(missing)}")
+    for key, types in _CLAIM_FIELD_TYPES.items():
+        if key in d and not isinstance(d[key], types):
+            raise ValueError(f"{label}: {key} must be {' or '.join('null' if t is type(None) else t.__name__ for t in types)}, "
+                             f"got {type(d[key]).__name__}")
     claim = Claim(**d)
     if claim.verdict not in VERDICTS:
         raise ValueError(f"claim {claim.id!r} has unknown verdict {claim.verdict!r}")
     if claim.source not in SOURCES:
         raise ValueError(f"claim {claim.id!r} has unknown source {claim.source!r}")
+    if claim.paper not in PAPERS:
+        raise ValueError(f"claim {claim.id!r} has unknown paper {claim.paper!r}")
     return claim
 
 
-def load_claims(directory: str | os.PathLike | None = None) -> list[Claim]:
-    """Every ``*.claims.json`` under ``directory`` (default: the executor's build directory).
+def _claims_files(directory: Path) -> list[Path]:
+    """The published claims files under ``directory``. Hidden files are skipped: they are the executor's
+    temporaries (``.NAME.partial-PID.claims.json``) of a chapter still executing, or of a run that was killed."""
+    return [p for p in sorted(Path(directory).rglob("*.claims.json")) if not p.name.startswith(".")]
 
-    Hidden files are skipped: they are the executor's temporaries (``.NAME.partial-PID.claims.json``) of a
-    chapter still executing, or of a run that was killed, not published claims.
-    """
+
+def read_claims_file(path: Path) -> tuple[list[Claim], list[dict]]:
+    """The claims and skipped statements of one claims file; :class:`ClaimsFileError` naming the file for
+    anything a chapter's :meth:`Ledger.save` could not have written."""
+    try:
+        data = json.loads(Path(path).read_bytes().decode("utf-8"))
+    except OSError as exc:
+        raise ClaimsFileError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ClaimsFileError(f"{path}: not a claims file (not JSON: {exc})") from None
+    try:
+        if not isinstance(data, dict) or not isinstance(data.get("claims"), list):
+            raise ValueError("it must be an object with a list of 'claims'")
+        unknown = sorted(str(k) for k in data if k not in ("chapter", "claims", "skipped"))
+        if unknown:
+            raise ValueError(f"unknown keys: {', '.join(unknown)}")
+        claims = [claim_from_dict(d) for d in data["claims"]]
+        skipped = data.get("skipped", [])
+        if not isinstance(skipped, list) or not all(
+                isinstance(s, dict) and all(isinstance(s.get(k), str) for k in ("paper", "ref", "statement", "why",
+                                                                                 "chapter")) for s in skipped):
+            raise ValueError("'skipped' must be a list of records with paper, ref, statement, why and chapter")
+    except ValueError as exc:
+        raise ClaimsFileError(f"{path}: malformed claims file: {exc}") from None
+    return claims, skipped
+
+
+def _default_directory() -> Path | None:
+    build = os.environ.get(BUILD_DIR_ENV)
+    return Path(build) / "executed" if build else None
+
+
+def _book_root() -> Path | None:
+    """The book's root: the executor says where it is; else the nearest ``_toc.yml`` above the working folder."""
+    if os.environ.get(ROOT_ENV):
+        return Path(os.environ[ROOT_ENV])
+    from resnet_theory.book import BookError, find_root
+
+    try:
+        return find_root()
+    except BookError:
+        return None
+
+
+def verify_claims_files(executed: Path, files: Sequence[Path], root: Path | None = None) -> None:
+    """Check that every claims file in a build's ``executed`` folder is what its chapter's execution wrote:
+    its chapter is in the book's TOC, and the SHA-256 recorded by the executor when it executed the chapter
+    (the execution record ``<build>/cache/<chapter>.json``) matches the file. Raises :class:`ClaimsFileError`
+    naming the file otherwise (a file edited by hand, copied from another build, or left by a removed chapter)."""
+    from resnet_theory import book
+
+    build = Path(executed).parent
+    entries = None
+    if root is not None and (Path(root) / "_toc.yml").is_file():
+        entries = set(book.toc_files(Path(root)))
+    for path in files:
+        entry = path.relative_to(executed).as_posix()[:-len(".claims.json")]
+        if entries is not None and entry not in entries:
+            raise ClaimsFileError(f"{path}: claims of {entry}, which is not a chapter in {Path(root) / '_toc.yml'} "
+                                  f"(a removed or renamed chapter): delete the file")
+        record = book.read_cache_record(build, entry)
+        if record is None or "claims_sha" not in record:
+            raise ClaimsFileError(f"{path}: no execution record ({book.cache_record_path(build, entry)}) says "
+                                  f"that executing {entry} wrote it: execute {entry} again")
+        if record["claims_sha"] != book._file_sha(path):
+            raise ClaimsFileError(f"{path}: not the file that executing {entry} wrote (its SHA-256 differs from "
+                                  f"the one in {book.cache_record_path(build, entry)}; edited by hand?): execute "
+                                  f"{entry} again")
+
+
+def _load(directory, verify: bool | None) -> tuple[list[Claim], list[dict]]:
     if directory is None:
-        build = os.environ.get(BUILD_DIR_ENV)
-        if not build:
-            return []
-        directory = Path(build) / "executed"
+        directory = _default_directory()
+        if directory is None:
+            return [], []
+        verify = True if verify is None else verify
+    directory = Path(directory)
+    files = _claims_files(directory)
+    if verify:
+        verify_claims_files(directory, files, _book_root())
     claims: list[Claim] = []
-    for path in sorted(Path(directory).rglob("*.claims.json")):
-        if path.name.startswith("."):
-            continue
-        data = json.loads(path.read_text())
-        claims.extend(claim_from_dict(d) for d in data["claims"])
-    return claims
-
-
-def load_skipped(directory: str | os.PathLike | None = None) -> list[dict]:
-    """Every printed statement the chapters list as not checked (:meth:`Ledger.skip`), in file order."""
-    if directory is None:
-        build = os.environ.get(BUILD_DIR_ENV)
-        if not build:
-            return []
-        directory = Path(build) / "executed"
     skipped: list[dict] = []
-    for path in sorted(Path(directory).rglob("*.claims.json")):
-        if path.name.startswith("."):
-            continue
-        data = json.loads(path.read_text())
-        skipped.extend(data.get("skipped", []) if isinstance(data, dict) else [])
-    return skipped
+    where: dict[str, Path] = {}
+    for path in files:
+        file_claims, file_skipped = read_claims_file(path)
+        for c in file_claims:
+            if c.id in where:
+                other = where[c.id]
+                raise ClaimsFileError(f"{path}: claim {c.id!r} is recorded twice"
+                                      + ("" if other == path else f" (also in {other})")
+                                      + ": claim ids must be unique across the book")
+            where[c.id] = path
+        claims.extend(file_claims)
+        skipped.extend(file_skipped)
+    return claims, skipped
+
+
+def load_claims(directory: str | os.PathLike | None = None, *, verify: bool | None = None) -> list[Claim]:
+    """Every claim of the ``*.claims.json`` files under ``directory`` (default: the executor's build folder).
+
+    Each file is read strictly (:func:`read_claims_file`), and a claim id may appear once in all of them; any
+    problem raises :class:`ClaimsFileError` naming the file. With ``verify`` (the default when reading the
+    executor's build folder, as the ledger page does) each file is also checked against what executed it
+    (:func:`verify_claims_files`). Hidden files (the executor's temporaries) are skipped.
+    """
+    return _load(directory, verify)[0]
+
+
+def load_skipped(directory: str | os.PathLike | None = None, *, verify: bool | None = None) -> list[dict]:
+    """Every printed statement the chapters list as not checked (:meth:`Ledger.skip`), in file order (the files
+    checked as :func:`load_claims` checks them)."""
+    return _load(directory, verify)[1]
 
 
 def glue_numbers(**values) -> None:

@@ -722,6 +722,12 @@ def identity_init_gd(Phi, depth, steps, lr, reg=0.0, *, backend="numpy", device=
     steps = _as_steps(steps)
     lr = _as_lr(lr)
     reg = validate.non_negative_float("reg", reg)
+    d = Phi.shape[0]   # the layers, their partial products and gradients; three Python loops over depth a step
+    validate.check_budget("depth", 4 * 8.0 * depth * d * d, validate.memory_limit_bytes(), value=depth)
+    validate.check_budget("steps", 3.0 * steps * depth, validate.LOOP_LIMIT, what="work", unit="loop iterations",
+                          value=steps)
+    validate.check_budget("steps", 6.0 * steps * depth * d ** 3, validate.OPS_LIMIT, what="work",
+                          unit="operations", value=steps)
     if validate.choice("backend", backend, ("numpy", "torch")) == "torch":
         return _gd_torch(Phi, depth, steps, lr, float(reg), device, dtype)
     if device is not None and str(device) != "cpu":
@@ -820,6 +826,8 @@ def _rng(seed):
 def random_rotation(d, seed=None) -> np.ndarray:
     """A Haar-random matrix in SO(d)."""
     d = _as_depth(d, "d")
+    validate.check_budget("d", 3 * 8.0 * d * d, validate.memory_limit_bytes(), value=d)   # the matrix, its QR
+    validate.check_budget("d", 2.0 * d ** 3, validate.OPS_LIMIT, what="work", unit="operations", value=d)
     Q, Rm = np.linalg.qr(_rng(seed).standard_normal((d, d)))
     Q = Q * np.sign(np.diag(Rm))[None, :]
     if np.linalg.det(Q) < 0:

@@ -297,6 +297,8 @@ def critical_points(eps, penalty=0.0, radius=None, *, n_starts: int = 400, box: 
     Returned sorted by value, with duplicates (closer than ``1e-5``) removed.
     """
     eps, penalty, radius, n_starts, box = _check_landscape_args(eps, penalty, radius, n_starts, box)
+    validate.check_budget("n_starts", 100.0 * n_starts, validate.LOOP_LIMIT, what="work",
+                          unit="loop iterations", value=n_starts)  # ~100 a start
     tol = validate.positive_float("tol", tol)
     neighbourhood = validate.positive_float("neighbourhood", neighbourhood)
     _, gradient, hessian = _landscape(eps, penalty)
@@ -788,6 +790,9 @@ def theorem4_bound(T, radius: float, lipschitz: float, loss_bound: float, delta:
     ``r sqrt(2 log(2/delta) / T)`` (Azuma-Hoeffding for the iterates' risks and Hoeffding for the comparator,
     each at level ``delta/2``), for losses in ``[0, r]``. [derived: not the paper's constant]
     """
+    if isinstance(T, (str, bytes, bool, np.bool_)) or np.asarray(T).dtype.kind not in "iuf":
+        raise TypeError(f"T must be a number of steps or an array of them, got {validate.show(T)} "
+                        f"({type(T).__name__})")
     T = np.asarray(T, dtype=float)
     if T.size == 0 or np.any(~np.isfinite(T)) or np.any(T < 1):
         raise ValueError("T must be finite and at least 1")
@@ -929,6 +934,8 @@ def survey_theorems(n_instances: int, seed: int = 0, losses=LOSSES) -> dict:
     seed = _seed(seed)
     if isinstance(losses, str) or not losses or any(l not in LOSSES for l in losses):
         raise ValueError(f"losses must be a non-empty sequence drawn from {LOSSES}")
+    validate.check_budget("n_instances", 0.02 * 2 * len(losses) * n_instances, 3600.0, what="time",
+                          unit="seconds", value=n_instances)  # ~20 ms each
     rows1, rows2 = [], []
     for loss in losses:
         for i in range(n_instances):

@@ -14,9 +14,13 @@ is :class:`resnet_theory.allconv.AllConvResNet`). Everything else is engineering
 - a tqdm progress bar (step, loss, images/s), metrics as JSON lines, evaluation every ``eval_every`` steps;
 - checkpoints every ``checkpoint_every`` steps, written atomically (temporary file, then ``os.replace``),
   holding the model, the optimiser, the step, the history and every random state (torch CPU and CUDA, the data
-  generator, numpy, Python). ``resume=True`` continues a killed run exactly: on the CPU the resumed run ends
-  with bitwise the same weights as an uninterrupted one, and on CUDA too with ``deterministic=True``
-  (deterministic cuDNN kernels, no cuDNN autotuning; ``python -m resnet_theory.gpu_check`` checks it);
+  generator, numpy, Python) as plain tensors, numbers, strings and lists, read back with
+  ``torch.load(weights_only=True)`` (a crafted file cannot run code). ``resume=True`` continues a killed run
+  exactly: on the CPU the resumed run ends with bitwise the same weights as an uninterrupted one, and on CUDA
+  too with ``deterministic=True`` (deterministic cuDNN kernels, no cuDNN autotuning;
+  ``python -m resnet_theory.gpu_check`` checks it);
+- one run per output folder: a new run into a folder holding one is refused (pass ``resume=True`` or another
+  folder), and the folder is locked while a run uses it, so a second run on it is refused at once;
 - on the CPU, subnormal floats are flushed to zero while training (``flush_denormal``): the paper's small
   initialisation makes many gradients and weights subnormal, and x86 CPUs process those about ten times more
   slowly (a 100-step digits run took 97 s instead of 9.5 s when this was written);
@@ -350,16 +354,26 @@ def load_dataset(config: TrainConfig) -> dict:
 
 
 def random_states() -> dict:
-    states = {"torch_cpu": torch.get_rng_state(), "numpy": np.random.get_state(), "python": random.getstate()}
+    """Every random state a run draws from, as plain tensors, numbers, strings and lists (what
+    ``torch.load(weights_only=True)`` reads back; numpy's state array is stored as an int64 tensor)."""
+    name, keys, pos, has_gauss, cached = np.random.get_state()
+    version, internal, gauss_next = random.getstate()
+    states = {"torch_cpu": torch.get_rng_state(),
+              "numpy": {"bit_generator": str(name), "keys": torch.from_numpy(keys.astype(np.int64)),
+                        "pos": int(pos), "has_gauss": int(has_gauss), "cached_gaussian": float(cached)},
+              "python": [int(version), [int(k) for k in internal], gauss_next]}
     if torch.cuda.is_available() and torch.cuda.is_initialized():
-        states["torch_cuda"] = torch.cuda.get_rng_state_all()
+        states["torch_cuda"] = list(torch.cuda.get_rng_state_all())
     return states
 
 
 def set_random_states(states: dict) -> None:
     torch.set_rng_state(states["torch_cpu"])
-    np.random.set_state(states["numpy"])
-    random.setstate(states["python"])
+    n = states["numpy"]
+    np.random.set_state((n["bit_generator"], n["keys"].numpy().astype(np.uint32), n["pos"], n["has_gauss"],
+                         n["cached_gaussian"]))
+    version, internal, gauss_next = states["python"]
+    random.setstate((version, tuple(internal), gauss_next))
     if "torch_cuda" in states and torch.cuda.is_available():
         # one state per GPU of the machine that wrote the checkpoint; this one may have fewer
         for index, state in enumerate(states["torch_cuda"][:torch.cuda.device_count()]):
@@ -439,8 +453,12 @@ def evaluate(model: nn.Module, test, batch_size: int, amp: bool, rank: int = 0, 
 
 
 # A checkpoint file is MAGIC, the SHA-256 of the body, the body's length (8 bytes, little-endian), then the body
-# (what torch.save writes). A file that does not verify is never unpickled.
-_MAGIC = b"resnet-theory-ckpt-v2\n"
+# (what torch.save writes). A file that does not verify is never unpickled, and one that verifies is read with
+# torch.load(weights_only=True): tensors, numbers, strings, lists and dicts only, never arbitrary objects (the
+# SHA-256 checks that the file is whole, not who wrote it). Version 2 pickled numpy's random state and was read
+# with weights_only=False; such files are refused.
+_MAGIC = b"resnet-theory-ckpt-v3\n"
+_OLD_MAGICS = (b"resnet-theory-ckpt-v2\n",)
 
 
 def _write_file(path: Path, data: bytes) -> None:
@@ -457,14 +475,25 @@ def _append_file(path: Path, text: str) -> None:
         fh.write(text)
 
 
+def _remove_quietly(path: Path) -> None:
+    """Remove a temporary file if it is there, during clean-up after a failed write: on a read-only file system
+    even removing a file that does not exist fails (EROFS: the kernel checks the mount before the name), and
+    that error must not replace the one being reported."""
+    try:
+        path.unlink(missing_ok=True)
+    except OSError:
+        pass
+
+
 def _kept_checkpoint(path: Path) -> str:
-    """What survives a failed write in ``path``'s folder, for the error message."""
+    """What survives a failed write in ``path``'s folder, for the error message (only checkpoints that
+    verify count: a folder or a damaged file in their place is no checkpoint)."""
     previous = path.with_name(PREVIOUS_CHECKPOINT_NAME)
-    if path.exists():
+    if _checkpoint_intact(path):
         return f"the last good checkpoint {path} is kept"
-    if previous.exists():
+    if _checkpoint_intact(previous):
         return f"the previous checkpoint {previous} is kept"
-    return "no checkpoint was written yet"
+    return "no checkpoint that verifies is kept"
 
 
 def save_checkpoint(path: Path, payload: dict) -> None:
@@ -488,17 +517,25 @@ def save_checkpoint(path: Path, payload: dict) -> None:
         raise OutputError(f"cannot write a checkpoint in {path.parent}: {_validate.describe_os_error(exc)}; "
                           f"{_kept_checkpoint(path)}") from exc
     finally:
-        tmp.unlink(missing_ok=True)
+        _remove_quietly(tmp)
 
 
 def read_checkpoint(path: Path) -> dict:
     """The payload of a checkpoint written by :func:`save_checkpoint`, after checking its SHA-256.
 
-    Raises :class:`CheckpointDamaged` (the reason in one line) for an empty, truncated or altered file. It holds
-    pickled random states: load only your own files.
+    Raises :class:`CheckpointDamaged` (the reason in one line) for an empty, truncated or altered file, and for
+    one whose body holds anything but tensors, numbers, strings, lists and dicts: the body is read with
+    ``torch.load(weights_only=True)``, so a file crafted to run code when unpickled is refused, not run (a
+    checkpoint is trusted input only as far as torch's ``weights_only`` loader makes it so).
     """
-    body = _verified_body(Path(path))
-    return torch.load(io.BytesIO(body), map_location="cpu", weights_only=False)
+    path = Path(path)
+    body = _verified_body(path)
+    try:
+        return torch.load(io.BytesIO(body), map_location="cpu", weights_only=True)
+    except Exception as exc:  # pickle.UnpicklingError and whatever a crafted body makes the loader raise
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise CheckpointDamaged(f"{path} holds objects that a checkpoint of this library never holds and is "
+                                f"not loaded (torch.load with weights_only=True refused it: {first[:200]})") from None
 
 
 def _checkpoint_intact(path: Path) -> bool:
@@ -512,10 +549,16 @@ def _checkpoint_intact(path: Path) -> bool:
 
 def _verified_body(path: Path) -> bytes:
     """The stored payload bytes of a checkpoint file, after its header, length and SHA-256 checks."""
+    if path.exists() and not path.is_file():
+        raise CheckpointDamaged(f"{path} is not a file (a folder or special file stands in its place)")
     data = path.read_bytes()
     head = len(_MAGIC) + 32 + 8
     if not data:
         raise CheckpointDamaged(f"{path} is empty")
+    if data.startswith(_OLD_MAGICS):
+        raise CheckpointDamaged(f"{path} was written by an older version of this library (format v2, whose "
+                                "random states could only be read by unpickling arbitrary objects); it is not "
+                                "loaded: start a new run, or resume it with the version that wrote it")
     if not data.startswith(_MAGIC):
         raise CheckpointDamaged(f"{path} is not a checkpoint of this library (unknown header)")
     if len(data) < head:
@@ -539,6 +582,73 @@ def clean_temporaries(out_dir: Path) -> list[Path]:
     return removed
 
 
+class RunFolderLock:
+    """An exclusive, non-blocking ``flock`` on the run folder itself (no lock file is left behind): a second run
+    on the same folder is refused at once instead of interleaving its metrics and checkpoints with the first's.
+    Released by :meth:`release` or when the process ends (also when it is killed)."""
+
+    def __init__(self, folder: Path):
+        self.folder, self.fd = folder, None
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - not POSIX: no lock
+            return
+        try:
+            fd = os.open(folder, os.O_RDONLY)
+        except OSError as exc:
+            raise OutputError(f"cannot open the output folder {folder}: {_validate.describe_os_error(exc)}") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            raise ConfigError(f"another run is using {folder} (it holds the folder's lock): wait for it to "
+                              f"finish, or give this run another folder (--out-dir)") from None
+        self.fd = fd
+
+    def release(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+
+#: The files of a run in its folder.
+RUN_FILES = (CHECKPOINT_NAME, PREVIOUS_CHECKPOINT_NAME, METRICS_NAME)
+
+
+def prepare_run_folder(out_dir: Path, config: TrainConfig) -> RunFolderLock:
+    """Create and lock the run folder, remove a killed run's temporaries, and refuse what would lose data or
+    fail later: a new run (no ``resume``) into a folder holding a run, a run file replaced by a folder, an
+    unwritable folder or too little free space (:func:`check_output_folder`). Returns the held lock."""
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutputError(f"cannot create the output folder {out_dir}: {_validate.describe_os_error(exc)}") from None
+    lock = RunFolderLock(out_dir)
+    try:
+        try:
+            clean_temporaries(out_dir)
+        except OSError as exc:
+            raise OutputError(f"cannot remove a killed run's temporary files in the output folder {out_dir}: "
+                              f"{_validate.describe_os_error(exc)}") from None
+        for name in RUN_FILES:
+            if (out_dir / name).exists() and not (out_dir / name).is_file():
+                raise OutputError(f"{out_dir / name} is not a file (a folder or special file stands in its place); "
+                                  f"the run cannot keep its {'metrics' if name == METRICS_NAME else 'checkpoints'} "
+                                  f"there: move it away")
+        if not config.resume:
+            held = [name for name in RUN_FILES if (out_dir / name).is_file()
+                    and (name != METRICS_NAME or (out_dir / name).stat().st_size > 0)]
+            if held:
+                raise ConfigError(f"{out_dir} already holds a run ({', '.join(held)}): a new run would overwrite "
+                                  f"it; pass --resume (resume=True) to continue it, or give a new folder "
+                                  f"(--out-dir)")
+        check_output_folder(out_dir, config.checkpoint_bytes())
+    except BaseException:
+        lock.release()
+        raise
+    return lock
+
+
 def check_output_folder(out_dir: Path, need_bytes: int) -> None:
     """Refuse, in one line naming the folder, an output folder that cannot be created or written, or whose
     disk has less free space than two checkpoints need. Writes (and removes) a small probe file."""
@@ -552,26 +662,73 @@ def check_output_folder(out_dir: Path, need_bytes: int) -> None:
     except OSError as exc:
         raise OutputError(f"cannot write in the output folder {out_dir}: {_validate.describe_os_error(exc)}") from None
     finally:
-        probe.unlink(missing_ok=True)
+        _remove_quietly(probe)
     free = shutil.disk_usage(out_dir).free
     if free < 2 * need_bytes:
         raise OutputError(f"the output folder {out_dir} has {_validate.human_bytes(free)} free; two checkpoints "
                           f"of this model need about {_validate.human_bytes(2 * need_bytes)}")
 
 
+def _is_int(x) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+#: What a checkpoint payload holds: field -> (test, what it must be).
+_PAYLOAD_FIELDS = {
+    "config": (lambda v: isinstance(v, dict), "a dict"),
+    "step": (lambda v: _is_int(v) and v >= 0, "a step number >= 0"),
+    "model": (lambda v: isinstance(v, dict) and all(isinstance(t, torch.Tensor) for t in v.values()),
+              "a dict of tensors"),
+    "optimizer": (lambda v: isinstance(v, dict) and isinstance(v.get("state"), dict)
+                  and isinstance(v.get("param_groups"), list), "an optimiser state (state, param_groups)"),
+    "data_stream": (lambda v: isinstance(v, dict) and _is_int(v.get("epoch")) and _is_int(v.get("consumed"))
+                    and v["consumed"] >= 0 and isinstance(v.get("epoch_start_state"), torch.Tensor)
+                    and isinstance(v.get("generator_state"), torch.Tensor),
+                    "a data-stream position (epoch, consumed, epoch_start_state, generator_state)"),
+    "random_states": (lambda v: isinstance(v, dict) and isinstance(v.get("torch_cpu"), torch.Tensor)
+                      and isinstance(v.get("numpy"), dict) and isinstance(v["numpy"].get("keys"), torch.Tensor)
+                      and isinstance(v.get("python"), list) and len(v["python"]) == 3,
+                      "the random states (torch_cpu, numpy, python)"),
+    "history": (lambda v: isinstance(v, list) and all(isinstance(r, dict) and isinstance(r.get("kind"), str)
+                                                      and _is_int(r.get("step", 0)) for r in v),
+                "a list of metrics records"),
+}
+
+
+def payload_problem(payload) -> str | None:
+    """Why a checkpoint payload that verified cannot be resumed from (a missing field, a wrong type), or None."""
+    if not isinstance(payload, dict):
+        return f"it holds a {type(payload).__name__}, not a dict of the run's state"
+    for name, (test, what) in _PAYLOAD_FIELDS.items():
+        if name not in payload:
+            return f"it has no {name!r} field"
+        try:
+            ok = test(payload[name])
+        except Exception:
+            ok = False
+        if not ok:
+            return f"its {name!r} field is not {what} (got {_validate.show(payload[name], 60)})"
+    return None
+
+
 def load_checkpoint(path: Path, config: TrainConfig) -> dict:
     """The newest checkpoint in ``path``'s folder that verifies, checked against ``config``.
 
-    A damaged ``checkpoint.pt`` is named in a one-line warning and ``checkpoint.prev.pt`` is used; when both
-    are damaged the run is refused with both names.
+    A damaged ``checkpoint.pt`` (or one that verifies but lacks a field or holds a wrong type) is named in a
+    one-line warning and ``checkpoint.prev.pt`` is used; when both are damaged the run is refused with both
+    names. A checkpoint past ``config.steps`` is refused (there is nothing left to train).
     """
-    candidates = [p for p in (path, path.with_name(PREVIOUS_CHECKPOINT_NAME)) if p.is_file()]
+    candidates = [p for p in (path, path.with_name(PREVIOUS_CHECKPOINT_NAME)) if p.exists()]
     if not candidates:
         raise ConfigError(f"resume=True but there is no checkpoint at {path}")
     problems, payload, used = [], None, None
     for candidate in candidates:
         try:
-            payload, used = read_checkpoint(candidate), candidate
+            loaded = read_checkpoint(candidate)
+            problem = payload_problem(loaded)
+            if problem is not None:
+                raise CheckpointDamaged(f"{candidate} verifies but cannot be resumed from: {problem}")
+            payload, used = loaded, candidate
             break
         except (CheckpointDamaged, OSError) as exc:
             problems.append(str(exc))
@@ -585,6 +742,11 @@ def load_checkpoint(path: Path, config: TrainConfig) -> dict:
               if k not in RESUMABLE_CHANGES and saved.get(k) != now[k]]
     if differ:
         raise ConfigError(f"cannot resume {path} with a different configuration ({'; '.join(differ)})")
+    if payload["step"] > config.steps:
+        raise ConfigError(f"cannot resume: the checkpoint {used} is at step {payload['step']}, past steps="
+                          f"{config.steps}; pass a number of steps of at least {payload['step']} (--steps) to "
+                          f"train on, or start a new run in another folder")
+    payload["path"] = str(used)
     return payload
 
 
@@ -596,7 +758,7 @@ class _Metrics:
     resumed once there is room; a record cut short by a killed process is dropped on resume.
     """
 
-    def __init__(self, path: Path | None, keep_until_step: int | None):
+    def __init__(self, path: Path | None, keep_until_step: int | None, history: list[dict] | None = None):
         self.path = path
         if path is None:
             return
@@ -604,23 +766,50 @@ class _Metrics:
             path.parent.mkdir(parents=True, exist_ok=True)
             if keep_until_step is None:
                 path.write_text("")
-            elif path.exists():
-                lines = [line for line in path.read_text().splitlines() if line.strip()]
-                records = [json.loads(line) for line in lines[:-1]] + self._last_record(lines[-1:])
+            else:
+                if path.exists():
+                    records = self.read_records(path, keep_until_step)
+                else:   # removed (or moved aside): rewritten from the history the checkpoint holds
+                    records = list(history or [])
                 kept = [json.dumps(r) for r in records if r.get("step", 0) <= keep_until_step and r["kind"] != "end"]
                 tmp = path.with_name(path.name + ".tmp")
                 tmp.write_text("".join(line + "\n" for line in kept))
                 os.replace(tmp, path)
         except OSError as exc:
-            path.with_name(path.name + ".tmp").unlink(missing_ok=True)
+            _remove_quietly(path.with_name(path.name + ".tmp"))
             raise self._error(exc) from exc
 
     @staticmethod
-    def _last_record(lines: list[str]) -> list[dict]:
-        try:
-            return [json.loads(line) for line in lines]
-        except json.JSONDecodeError:      # the record a killed process was writing
-            return []
+    def read_records(path: Path, step: int) -> list[dict]:
+        """The records of a metrics file being resumed; the last line may be cut short (a killed process was
+        writing it) and is then dropped. Anything else that is not a record raises :class:`ConfigError` naming
+        the file and line, and how to continue from the checkpoint (which holds the run's history)."""
+        lines = path.read_bytes().split(b"\n")
+        while lines and not lines[-1].strip():
+            lines.pop()
+        records = []
+        for number, raw in enumerate(lines, start=1):
+            if not raw.strip():
+                continue
+            why = None
+            try:
+                record = json.loads(raw.decode("utf-8"))
+            except UnicodeDecodeError:
+                why = "it is not UTF-8 text"
+            except json.JSONDecodeError as exc:
+                if number == len(lines):     # the record a killed process was writing
+                    break
+                why = f"it is not JSON ({exc.msg})"
+            if why is None and not (isinstance(record, dict) and isinstance(record.get("kind"), str)):
+                why = "it is not a record with a 'kind'"
+            elif why is None and not (_is_int(record.get("step", 0)) or isinstance(record.get("step"), float)):
+                why = "its 'step' is not a number"
+            if why is not None:
+                raise ConfigError(f"cannot resume: {path} line {number}: {why}; the checkpoint (step {step}) holds "
+                                  f"the run's history: move {path.name} aside and resume again to continue from "
+                                  f"the checkpoint, with the metrics rewritten from it")
+            records.append(record)
+        return records
 
     def _error(self, exc: OSError) -> OutputError:
         return OutputError(f"cannot write the metrics in {self.path.parent}: {_validate.describe_os_error(exc)}; "
@@ -735,12 +924,21 @@ def train(config: TrainConfig) -> TrainResult:
 
 def _train(config: TrainConfig, data_module, rank: int, world: int, device: torch.device,
            facts: _devices.DeviceFacts, precision: _devices.Precision, distributed: bool) -> TrainResult:
+    """The run, with its output folder prepared and locked (rank 0) for as long as it lasts."""
+    lock = prepare_run_folder(Path(config.out_dir), config) if config.out_dir and rank == 0 else None
+    try:
+        return _train_in_folder(config, data_module, rank, world, device, facts, precision, distributed)
+    finally:
+        if lock is not None:
+            lock.release()
+
+
+def _train_in_folder(config: TrainConfig, data_module, rank: int, world: int, device: torch.device,
+                     facts: _devices.DeviceFacts, precision: _devices.Precision,
+                     distributed: bool) -> TrainResult:
     channels_last = _devices.use_channels_last(facts, precision)
     out_dir = Path(config.out_dir) if config.out_dir else None
     ckpt_path = out_dir / CHECKPOINT_NAME if out_dir else None
-    if out_dir is not None and rank == 0:
-        clean_temporaries(out_dir) if out_dir.is_dir() else None
-        check_output_folder(out_dir, config.checkpoint_bytes())
     payload = load_checkpoint(ckpt_path, config) if config.resume else None
 
     train_data, test_data, channels = device_datasets(config, device, data_module)
@@ -757,16 +955,22 @@ def _train(config: TrainConfig, data_module, rank: int, world: int, device: torc
     history: list[dict] = []
     start_step = 0
     if payload is not None:
-        model.load_state_dict(payload["model"])
-        optimizer.load_state_dict(payload["optimizer"])
-        if scaler is not None and payload.get("grad_scaler") is not None:
-            scaler.load_state_dict(payload["grad_scaler"])
-        stream.restore(payload["data_stream"])
-        set_random_states(payload["random_states"])
+        try:
+            model.load_state_dict(payload["model"])
+            optimizer.load_state_dict(payload["optimizer"])
+            if scaler is not None and payload.get("grad_scaler") is not None:
+                scaler.load_state_dict(payload["grad_scaler"])
+            stream.restore(payload["data_stream"])
+            set_random_states(payload["random_states"])
+        except (RuntimeError, ValueError, TypeError, KeyError, IndexError) as exc:
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            raise ConfigError(f"cannot resume from {payload['path']}: its state does not fit this run "
+                              f"({type(exc).__name__}: {first[:200]})") from None
         history = list(payload["history"])
         start_step = int(payload["step"])
     metrics = _Metrics(out_dir / METRICS_NAME if (out_dir and rank == 0) else None,
-                       keep_until_step=start_step if payload is not None else None)
+                       keep_until_step=start_step if payload is not None else None,
+                       history=history if payload is not None else None)
 
     net: nn.Module = model
     if distributed:
@@ -824,7 +1028,8 @@ def _train(config: TrainConfig, data_module, rank: int, world: int, device: torc
         bar = tqdm(total=config.steps, initial=min(start_step, config.steps), desc="train", unit="step",
                    dynamic_ncols=True)
     diverged, message = False, ""
-    last_train_loss = history[-1]["loss"] if history and "loss" in history[-1] else float("nan")
+    # the last training loss recorded before this run (a resumed run with no step left to take reports it)
+    last_train_loss = next((float(r["loss"]) for r in reversed(history) if r.get("kind") == "train"), float("nan"))
     loss_sum = torch.zeros((), dtype=torch.float64, device=device)
     interval_steps, interval_start, started = 0, time.perf_counter(), time.perf_counter()
     images_done, train_seconds = 0, 0.0
@@ -873,7 +1078,7 @@ def _train(config: TrainConfig, data_module, rank: int, world: int, device: torc
         if not math.isfinite(mean_loss) or finite < world or mean_loss > threshold:
             diverged = True
             what = divergence_reason(mean_loss, threshold, step, interval_steps)
-            kept = (f"the last good checkpoint ({ckpt_path}) is kept" if ckpt_path and ckpt_path.exists()
+            kept = (f"the last good checkpoint ({ckpt_path}) is kept" if ckpt_path and _checkpoint_intact(ckpt_path)
                     else "no checkpoint was written before it")
             message = f"training diverged at step {step}: {what}; stopped, {kept}"
             log({"kind": "diverged", "step": step, "loss": mean_loss, "message": message})
@@ -907,7 +1112,7 @@ def _train(config: TrainConfig, data_module, rank: int, world: int, device: torc
         log({"kind": "end", "step": step, "message": message, "seconds": wall})
     result = TrainResult(config=config, history=history, steps_done=step, final_test_accuracy=test_acc,
                          final_test_loss=test_loss, final_train_loss=last_train_loss, diverged=diverged,
-                         message=message, checkpoint_path=str(ckpt_path) if ckpt_path and ckpt_path.exists() else None,
+                         message=message, checkpoint_path=str(ckpt_path) if ckpt_path and ckpt_path.is_file() else None,
                          wall_seconds=wall, images_per_second=images_done / train_seconds if train_seconds > 0 else float("nan"),
                          trainable_parameters=trainable, model=model)
     if diverged and config.on_divergence == "raise":

@@ -32,6 +32,17 @@ from resnet_theory import train as engine
 from resnet_theory import validate
 
 
+def member_bytes(config: engine.TrainConfig) -> float:
+    """About the memory one member takes while training: weights, gradients, momentum and a copy, and the
+    activations of a batch (two convolution outputs per block, float32), as the training engine estimates."""
+    from resnet_theory import allconv
+
+    blocks = (config.blocks_per_stage,) * len(config.widths)
+    weights = allconv.estimate_model_bytes(1, config.stem_channels, config.widths, blocks, config.kernel_size,
+                                           config.num_classes)
+    return 4 * weights + 4 * 2 * config.batch_size * 8 * 8 * sum(w * b for w, b in zip(config.widths, blocks))
+
+
 def digits_config(blocks: int = 4, steps: int = 60, lr: float = 0.05) -> engine.TrainConfig:
     """The chapter's digits configuration (widths 8, 16, 32) with ``blocks`` blocks per stage."""
     return engine.TrainConfig(dataset="digits", stem_channels=8, widths=(8, 16, 32), blocks_per_stage=blocks,
@@ -99,7 +110,10 @@ def run(members: int = 10, steps: int = 60, blocks: int = 4, seed: int = 0, ways
         sequential_members: int | None = None) -> list[dict]:
     """Time every way (see the module docstring); ``sequential_members`` seeds for the one-at-a-time
     baseline (default: all), scaled to ``members``. Returns one row per way."""
+    members = validate.positive_int("members", members)
     base = digits_config(blocks, steps)
+    base.validate()                     # one member's memory, refused with the estimate
+    validate.check_budget("members", members * member_bytes(base), validate.memory_limit_bytes(), value=members)
     seeds = list(range(seed, seed + members))
     configs = [dataclasses.replace(base, seed=s) for s in seeds]
     threads_before = torch.get_num_threads()
@@ -155,7 +169,12 @@ def main(argv=None) -> int:
     parser.add_argument("--sequential-members", type=validate.int_option(1), default=None,
                         help="seeds for the one-at-a-time baseline (default: all)")
     args = parser.parse_args(argv)
-    rows = run(args.members, args.steps, args.blocks, args.seed, sequential_members=args.sequential_members)
+    try:
+        rows = run(args.members, args.steps, args.blocks, args.seed, sequential_members=args.sequential_members)
+    except engine.ConfigError as exc:      # sizes this machine cannot hold, refused before anything runs
+        parser.error(str(exc))
+    except validate.BudgetError as exc:
+        parser.error(f"--{str(exc)}")
     print(f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, torch {torch.__version__}; "
           f"load average {os.getloadavg()[0]:.2f}")
     print(format_rows(rows))

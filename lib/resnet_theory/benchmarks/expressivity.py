@@ -17,7 +17,6 @@ in ``n``. These are printed figures, not a timed test.
 
 from __future__ import annotations
 
-import argparse
 import os
 import platform
 import time
@@ -25,8 +24,19 @@ import tracemalloc
 
 import numpy as np
 
+from .. import validate
 from ..expressivity import construct_interpolating_resnet, paper_k, separation
 from ..plotting import fit_power_law
+
+
+def check_sizes(sizes, dim: int, backend: str, name: str = "sizes") -> None:
+    """Refuse (:class:`resnet_theory.validate.BudgetError`, naming ``name``) a size whose data and build
+    arrays exceed the memory, or whose work (on the CPU) exceeds the budget, before any size runs."""
+    for n in sizes:
+        validate.check_budget(name, 4 * 8.0 * n * dim, validate.memory_limit_bytes(), value=n)
+        if backend == "numpy":
+            validate.check_budget(name, 3.0 * n * n * dim, validate.OPS_LIMIT, what="work",
+                                  unit="operations (n^2 dim)", value=n)
 
 
 def time_builds(sizes, dim: int = 256, classes: int = 10, seed: int = 0, backend: str = "numpy",
@@ -38,6 +48,7 @@ def time_builds(sizes, dim: int = 256, classes: int = 10, seed: int = 0, backend
         raise ValueError(f"sizes must be a non-empty list of integers >= 2, got {sizes}")
     if int(dim) < 1 or int(classes) < 1:
         raise ValueError(f"dim and classes must be positive, got dim={dim}, classes={classes}")
+    check_sizes(sizes, int(dim), backend)
     rows = []
     for n in sizes:
         rng = np.random.default_rng([seed, n])
@@ -67,14 +78,19 @@ def time_builds(sizes, dim: int = 256, classes: int = 10, seed: int = 0, backend
 
 
 def main(argv=None) -> list[dict]:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 2000, 5000, 10000, 20000])
-    parser.add_argument("--dim", type=int, default=256)
-    parser.add_argument("--classes", type=int, default=10)
-    parser.add_argument("--seed", type=int, default=0)
+    parser = validate.OneLineParser(prog="python -m resnet_theory.benchmarks.expressivity",
+                                    description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=validate.int_option(2), nargs="+", default=[1000, 2000, 5000, 10000, 20000])
+    parser.add_argument("--dim", type=validate.int_option(1), default=256)
+    parser.add_argument("--classes", type=validate.int_option(1), default=10)
+    parser.add_argument("--seed", type=validate.int_option(0), default=0)
     parser.add_argument("--backend", choices=["numpy", "torch"], default="numpy")
     parser.add_argument("--device", default=None, help="torch device, e.g. cuda (torch backend only)")
     args = parser.parse_args(argv)
+    try:   # refused before anything runs or prints
+        check_sizes(args.sizes, args.dim, args.backend, name="--sizes")
+    except validate.BudgetError as exc:
+        parser.error(str(exc))
     print(f"# {platform.processor() or platform.machine()}, {os.cpu_count()} cores, numpy {np.__version__}, "
           f"backend={args.backend}{'' if args.device is None else ' on ' + args.device}, dim={args.dim}, "
           f"classes={args.classes}")

@@ -8,12 +8,12 @@ prints.
 
 from __future__ import annotations
 
-import argparse
 import platform
 import time
 
 import numpy as np
 
+from resnet_theory import validate
 from resnet_theory.linear import (FACTORIZATION_METHODS, compose, factorization_plan, factorize_near_identity, gamma, layer_norms,
                                   random_matrix_with_gamma, theorem_2_1_bound, theorem_2_1_bound_early)
 
@@ -40,15 +40,19 @@ def run(d: int = 256, depth: int = 1000, target_gamma: float = 1.0, seed: int = 
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--d", type=int, default=256, help="matrix dimension")
-    parser.add_argument("--depth", type=int, default=1000, help="number of layers")
-    parser.add_argument("--gamma", type=float, default=1.0, help="gamma(R) of the random target")
-    parser.add_argument("--seed", type=int, default=0)
+    parser = validate.OneLineParser(prog="python -m resnet_theory.benchmarks.linear",
+                                    description=__doc__.split("\n\n")[0])
+    parser.add_argument("--d", type=validate.int_option(1), default=256, help="matrix dimension")
+    parser.add_argument("--depth", type=validate.int_option(1), default=1000, help="number of layers")
+    parser.add_argument("--gamma", type=validate.float_option, default=1.0, help="gamma(R) of the random target")
+    parser.add_argument("--seed", type=validate.int_option(0), default=0)
     parser.add_argument("--method", choices=FACTORIZATION_METHODS, default="polar",
                         help="polar split (default) or the SVD scheme of the paper's proof")
     args = parser.parse_args(argv)
-    r = run(args.d, args.depth, args.gamma, args.seed, args.method)
+    try:   # sizes beyond the machine are refused at once by the library's budget checks, naming d or depth
+        r = run(args.d, args.depth, args.gamma, args.seed, args.method)
+    except (TypeError, ValueError) as exc:
+        parser.error(str(exc))
     print(f"machine: {platform.processor() or platform.machine()}, numpy {np.__version__}")
     print(f"R: d = {r['d']}, gamma = {r['gamma']:.4g}; depth {r['depth']}: q = {r['q']} rotation and "
           f"p = {r['p']} scaling layers ({r['kind']}); layers use {r['memory_MB']:.1f} MB")
