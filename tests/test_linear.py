@@ -836,3 +836,45 @@ def test_bhl_functions_reject_bad_input():
         growth_fit([1.0, 2.0, -3.0], [1.0, 2.0, 3.0])
     with pytest.raises(ValueError):
         growth_fit([1.0, 2.0, 3.0], [1.0, 0.0, 3.0])
+
+
+from resnet_theory.linear import symmetric_identity_gd  # noqa: E402
+
+
+@pytest.mark.parametrize("reg", [0.0, 0.01])
+def test_symmetric_reduction_agrees_with_matrix_runs_before_the_symmetry_breaks(reg):
+    """The scalar recursion is what exact arithmetic does; float matrix runs follow it until rounding grows."""
+    spectrum = np.array([-3.0, 0.5, 1.0, 2.0])
+    Q = random_rotation(4, 11)
+    Phi = Q @ np.diag(spectrum) @ Q.T
+    eta = bhl_step_size(Phi, 8)
+    exact = symmetric_identity_gd(spectrum, 8, eta, 300, reg=reg)
+    matrix = identity_gd_trace(Phi, 8, eta, 300, reg=reg)
+    np.testing.assert_allclose(exact.losses, matrix.losses, rtol=1e-9)
+    eig = np.linalg.eigvalsh(0.5 * (matrix.layers[0] + matrix.layers[0].T))
+    np.testing.assert_allclose(np.sort(eig), np.sort(exact.mu), atol=1e-9)
+
+
+@pytest.mark.parametrize("reg", [0.0, 1e-3, 1e-2, 1e-1])
+def test_exact_runs_keep_the_negative_eigenvalue_floor(reg):
+    spectrum = np.array([-1.0, -0.5, 0.5, 2.0])
+    eta = bhl_step_size(np.diag(spectrum), 8)
+    run = symmetric_identity_gd(spectrum, 8, eta, 20_000, reg=reg)
+    assert run.min_mu > 0 and run.losses.min() >= 0.5 * (1.0 + 0.25)
+    flipped = symmetric_identity_gd(np.abs(spectrum), 8, eta, 20_000, reg=reg)
+    assert flipped.losses[-1] < 0.01
+
+
+def test_symmetric_identity_gd_rejects_bad_input():
+    with pytest.raises(ValueError):
+        symmetric_identity_gd(np.ones((2, 2)), 2, 0.1, 10)
+    with pytest.raises(ValueError):
+        symmetric_identity_gd([1.0, float("nan")], 2, 0.1, 10)
+    with pytest.raises(ValueError):
+        symmetric_identity_gd([1.0], 0, 0.1, 10)
+    with pytest.raises(ValueError):
+        symmetric_identity_gd([1.0], 2, -0.1, 10)
+    with pytest.raises(ValueError):
+        symmetric_identity_gd([1.0], 2, 0.1, 10, reg=-1.0)
+    with pytest.raises(DivergenceError):
+        symmetric_identity_gd([10.0], 4, 5.0, 50)
