@@ -709,3 +709,172 @@ def test_printed_layer_counts_do_not_add_up():
     assert sp.simplify(2 * q_fixed + p_fixed - ell) == 0
     slack = sp.simplify(2 * (a + b) ** 2 / ell - sp.pi / q_fixed - 3 * g / p_fixed)
     assert slack.is_nonnegative
+
+
+# --- Bartlett, Helmbold & Long: step suited to the target, traces, determinant floor, growth fits ----------
+from resnet_theory.linear import (  # noqa: E402  (kept apart from the imports above, which another branch edits)
+    GrowthFit, bhl_step_size, det_loss_floor, growth_fit, identity_gd_trace,
+)
+from resnet_theory.validate import DivergenceError  # noqa: E402
+
+
+def test_bhl_step_size_values():
+    assert bhl_step_size(np.diag([0.5, 0.2]), 4) == pytest.approx(0.5 / 4)          # ||Phi|| <= 1: scale / L
+    assert bhl_step_size(np.diag([4.0, 1.0]), 2) == pytest.approx(0.5 / (2 * 4.0))  # 4^(2 - 2/2) = 4
+    assert bhl_step_size(np.diag([16.0, 1.0]), 4, scale=1.0) == pytest.approx(1 / (4 * 16 ** 1.5))
+
+
+def test_fixed_step_diverges_on_spectrum_1_to_4_but_the_suited_step_converges():
+    Q = random_rotation(6, 3)
+    Phi = Q @ np.diag(np.geomspace(1.0, 4.0, 6)) @ Q.T
+    with pytest.raises(DivergenceError):
+        identity_gd_steps_to(Phi, 8, 0.5 / 8, 1e-8, 30_000)
+    steps = identity_gd_steps_to(Phi, 8, bhl_step_size(Phi, 8), 1e-8, 30_000)
+    assert steps is not None
+    assert identity_gd_trace(Phi, 8, bhl_step_size(Phi, 8), steps).losses[-1] <= 1e-8
+
+
+@settings(max_examples=15, deadline=None)
+@given(log_lam=st.lists(st.floats(-2.5, 2.5), min_size=2, max_size=5), depth=st.sampled_from([2, 4, 8]),
+       seed=st.integers(0, 2**32 - 1))
+def test_suited_step_converges_on_random_spd_targets_of_any_norm(log_lam, depth, seed):
+    Q = random_rotation(len(log_lam), seed)
+    Phi = Q @ np.diag(np.exp(log_lam)) @ Q.T
+    assert identity_gd_steps_to(Phi, depth, bhl_step_size(Phi, depth), 1e-8, 200_000) is not None
+
+
+@pytest.mark.parametrize("reg", [0.0, 0.03])
+def test_trace_agrees_with_identity_init_gd(reg):
+    Phi = np.random.default_rng(4).standard_normal((3, 3)) * 0.4 + np.eye(3)
+    tr = identity_gd_trace(Phi, 5, 0.05, 200, reg=reg)
+    ref = identity_init_gd(Phi, 5, 200, 0.05, reg=reg)
+    assert tr.losses.shape == (201,) and tr.product_dets.shape == (201,)
+    assert tr.losses[0] == pytest.approx(ref.initial_loss, rel=1e-12)
+    np.testing.assert_allclose(tr.losses[1:], ref.losses, rtol=1e-9, atol=1e-15)
+    np.testing.assert_allclose(tr.layers, ref.layers, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(tr.product_dets[-1], np.linalg.det(ref.product), rtol=1e-9)
+
+
+def test_trace_stops_at_the_tolerance_like_steps_to():
+    Phi = random_matrix_with_gamma(3, 0.5, seed=1, psd=True)
+    steps = identity_gd_steps_to(Phi, 4, 0.1, 1e-8, 10_000)
+    tr = identity_gd_trace(Phi, 4, 0.1, 10_000, tol=1e-8)
+    assert tr.losses.size == steps + 1 and tr.losses[-1] <= 1e-8 and np.all(tr.losses[:-1] > 1e-8)
+
+
+@settings(max_examples=30, deadline=None)
+@given(d=st.integers(2, 5), seed=st.integers(0, 2**32 - 1))
+def test_det_loss_floor_is_the_distance_to_nonnegative_determinants(d, seed):
+    rng = np.random.default_rng(seed)
+    Phi = rng.standard_normal((d, d))
+    if np.linalg.det(Phi) > 0:
+        Phi[0] *= -1                                     # det Phi < 0
+    floor = det_loss_floor(Phi)
+    U, s, Vt = np.linalg.svd(Phi)
+    assert floor == pytest.approx(0.5 * s[-1] ** 2, rel=1e-12)
+    nearest = U @ np.diag(np.r_[s[:-1], 0.0]) @ Vt   # attained by zeroing the smallest singular value
+    assert 0.5 * np.sum((nearest - Phi) ** 2) == pytest.approx(floor, rel=1e-9)
+    for _ in range(20):                                  # no matrix with det >= 0 is closer
+        P = Phi + rng.standard_normal((d, d)) * rng.uniform(0.01, 3.0)
+        if np.linalg.det(P) >= 0:
+            assert 0.5 * np.sum((P - Phi) ** 2) >= floor * (1 - 1e-12)
+    assert det_loss_floor(np.eye(d)) == 0.0 and det_loss_floor(-Phi if d % 2 else Phi @ Phi) == 0.0
+
+
+@pytest.mark.parametrize("reg", [0.0, 0.01, 0.1])
+def test_negative_determinant_runs_stay_above_the_floor(reg):
+    Q = random_rotation(4, 7)
+    Phi = Q @ np.diag([-3.0, 0.5, 1.0, 2.0]) @ Q.T
+    tr = identity_gd_trace(Phi, 8, bhl_step_size(Phi, 8), 4000, reg=reg)
+    assert np.all(tr.product_dets > 0)
+    assert tr.losses.min() >= det_loss_floor(Phi) == pytest.approx(0.125)
+    flipped = Q @ np.diag([3.0, 0.5, 1.0, 2.0]) @ Q.T    # same singular values, positive definite
+    assert identity_gd_trace(flipped, 8, bhl_step_size(flipped, 8), 4000, reg=reg).losses.min() < 0.125
+
+
+def test_growth_fit_tells_power_laws_from_exponentials():
+    x = np.array([2.0, 4, 8, 16, 32])
+    power = growth_fit(x, 3 * x ** 1.75)
+    assert isinstance(power, GrowthFit) and power.exponent == pytest.approx(1.75, abs=1e-9)
+    assert power.power_rms < 1e-9 < power.exponential_rms and power.power_law_fits_better
+    assert power.exponent_se < 1e-9
+    s = np.linspace(5.0, 20.0, 7)
+    expo = growth_fit(s, 2 * np.exp(0.5 * s))
+    assert expo.exponential_rms < 1e-9 < expo.power_rms and not expo.power_law_fits_better
+    affine = growth_fit(s, 40 * (s - 3))                  # linear convergence: steps affine in log(1/eps)
+    assert affine.power_law_fits_better
+
+
+def test_bhl_functions_reject_bad_input():
+    with pytest.raises(ValueError):
+        bhl_step_size(np.ones((2, 3)), 2)
+    with pytest.raises(ValueError):
+        bhl_step_size(np.eye(2), 0)
+    with pytest.raises(ValueError):
+        bhl_step_size(np.eye(2), 2, scale=-1.0)
+    with pytest.raises(TypeError):
+        bhl_step_size(np.eye(2), 2.5)
+    with pytest.raises(ValueError):
+        identity_gd_trace(np.eye(2), 2, 0.1, 0)
+    with pytest.raises(ValueError):
+        identity_gd_trace(np.eye(2), 2, 0.1, 10, reg=-1.0)
+    with pytest.raises(ValueError):
+        identity_gd_trace(np.eye(2), 2, 0.1, 10, tol=0.0)
+    with pytest.raises(ValueError):
+        identity_gd_trace(np.eye(2), 2, float("nan"), 10)
+    with pytest.raises(DivergenceError):
+        identity_gd_trace(10 * np.eye(2), 4, 5.0, 50)
+    with pytest.raises(ValueError):
+        det_loss_floor(np.ones((2, 3)))
+    with pytest.raises(ValueError):
+        growth_fit([1.0, 2.0, 3.0], [1.0, 2.0])
+    with pytest.raises(ValueError):
+        growth_fit([1.0, 2.0], [1.0, 2.0])
+    with pytest.raises(ValueError):
+        growth_fit([1.0, 1.0, 2.0], [1.0, 2.0, 3.0])
+    with pytest.raises(ValueError):
+        growth_fit([1.0, 2.0, -3.0], [1.0, 2.0, 3.0])
+    with pytest.raises(ValueError):
+        growth_fit([1.0, 2.0, 3.0], [1.0, 0.0, 3.0])
+
+
+from resnet_theory.linear import symmetric_identity_gd  # noqa: E402
+
+
+@pytest.mark.parametrize("reg", [0.0, 0.01])
+def test_symmetric_reduction_agrees_with_matrix_runs_before_the_symmetry_breaks(reg):
+    """The scalar recursion is what exact arithmetic does; float matrix runs follow it until rounding grows."""
+    spectrum = np.array([-3.0, 0.5, 1.0, 2.0])
+    Q = random_rotation(4, 11)
+    Phi = Q @ np.diag(spectrum) @ Q.T
+    eta = bhl_step_size(Phi, 8)
+    exact = symmetric_identity_gd(spectrum, 8, eta, 300, reg=reg)
+    matrix = identity_gd_trace(Phi, 8, eta, 300, reg=reg)
+    np.testing.assert_allclose(exact.losses, matrix.losses, rtol=1e-9)
+    eig = np.linalg.eigvalsh(0.5 * (matrix.layers[0] + matrix.layers[0].T))
+    np.testing.assert_allclose(np.sort(eig), np.sort(exact.mu), atol=1e-9)
+
+
+@pytest.mark.parametrize("reg", [0.0, 1e-3, 1e-2, 1e-1])
+def test_exact_runs_keep_the_negative_eigenvalue_floor(reg):
+    spectrum = np.array([-1.0, -0.5, 0.5, 2.0])
+    eta = bhl_step_size(np.diag(spectrum), 8)
+    run = symmetric_identity_gd(spectrum, 8, eta, 20_000, reg=reg)
+    assert run.min_mu > 0 and run.losses.min() >= 0.5 * (1.0 + 0.25)
+    flipped = symmetric_identity_gd(np.abs(spectrum), 8, eta, 20_000, reg=reg)
+    assert flipped.losses[-1] < 0.01
+
+
+def test_symmetric_identity_gd_rejects_bad_input():
+    with pytest.raises(ValueError):
+        symmetric_identity_gd(np.ones((2, 2)), 2, 0.1, 10)
+    with pytest.raises(ValueError):
+        symmetric_identity_gd([1.0, float("nan")], 2, 0.1, 10)
+    with pytest.raises(ValueError):
+        symmetric_identity_gd([1.0], 0, 0.1, 10)
+    with pytest.raises(ValueError):
+        symmetric_identity_gd([1.0], 2, -0.1, 10)
+    with pytest.raises(ValueError):
+        symmetric_identity_gd([1.0], 2, 0.1, 10, reg=-1.0)
+    with pytest.raises(DivergenceError):
+        symmetric_identity_gd([10.0], 4, 5.0, 50)

@@ -1129,3 +1129,180 @@ def random_theorem_2_1_target(kind, d, seed=None) -> np.ndarray:
     Q = random_rotation(d, rng)
     stretch = random_matrix_with_gamma(d, float(np.exp(rng.uniform(-6.0, 0.0))), rng)
     return Q @ W @ Q.T @ stretch
+
+
+# --- Bartlett, Helmbold & Long: a step suited to the target, runs with determinants, growth fits -------------
+def bhl_step_size(Phi, depth, scale=0.5) -> float:
+    """A step size suited to ``Phi``: ``scale / (L max(1, ||Phi||_2)^(2 - 2/L))``.
+
+    Our choice; the paper's step sizes are in its full text, which was not available to us. Why this one: for
+    a symmetric target every layer's eigenvalue ``mu`` along an eigenvector with eigenvalue ``lambda`` follows
+    ``mu <- mu - eta mu^(L-1) (mu^L - lambda)``, whose linearisation at ``mu = lambda^(1/L)`` has slope
+    ``L lambda^(2 - 2/L)``; on the path from ``mu = 1`` it stays below ``(2L - 1) max(1, lambda)^(2 - 2/L)``.
+    ``scale = 0.5`` keeps ``eta`` times it below one. For ``||Phi||_2 <= 1`` this is ``scale / L``.
+    """
+    Phi = _as_square_matrix(Phi, "Phi")
+    depth = _as_depth(depth)
+    scale = validate.positive_float("scale", scale)
+    top = max(1.0, float(np.linalg.norm(Phi, 2)))
+    return scale / (depth * top ** (2.0 - 2.0 / depth))
+
+
+@dataclass
+class IdentityGDTrace:
+    """A run of gradient descent from ``Theta_i = I`` (:func:`identity_gd_trace`).
+
+    ``losses[t]`` and ``product_dets[t]`` are ``1/2 ||P_t - Phi||_F^2`` and ``det P_t`` for the product
+    ``P_t = Theta_L ... Theta_1`` after ``t`` steps (``t = 0`` is the identity; ``steps + 1`` entries; the
+    regulariser is not in ``losses``); ``layers`` are the final layers, shape ``(depth, d, d)``."""
+
+    losses: np.ndarray
+    product_dets: np.ndarray
+    layers: np.ndarray
+
+
+def identity_gd_trace(Phi, depth, lr, steps, reg=0.0, tol=None) -> IdentityGDTrace:
+    """Gradient descent from ``Theta_i = I`` on ``1/2 ||Theta_L ... Theta_1 - Phi||_F^2 + reg sum_i ||Theta_i - I||_F^2``,
+    recording the loss and the determinant of the product at every step; with ``tol``, it stops at the first
+    step whose loss is at most ``tol`` (the arrays then end there).
+
+    The same objective as :func:`identity_init_gd` (written independently: all layers updated at once from the
+    prefix and suffix products, as in :func:`identity_gd_steps_to`). Raises ``DivergenceError`` when the loss
+    stops being finite."""
+    Phi = _as_square_matrix(Phi, "Phi")
+    depth = _as_depth(depth)
+    lr = _as_lr(lr)
+    steps = _as_steps(steps)
+    reg = validate.non_negative_float("reg", reg)
+    tol = -math.inf if tol is None else validate.positive_float("tol", tol)
+    d = Phi.shape[0]
+    I = np.eye(d)
+    T = np.repeat(I[None], depth, axis=0)
+    right, left = np.empty_like(T), np.empty_like(T)  # Theta_{i-1}...Theta_1 and Theta_L...Theta_{i+1}
+    right[0], left[-1] = I, I
+    losses, dets = np.empty(steps + 1), np.empty(steps + 1)
+    with np.errstate(over="ignore", invalid="ignore"):
+        for t in range(steps + 1):
+            for i in range(1, depth):
+                right[i] = T[i - 1] @ right[i - 1]
+            P = T[-1] @ right[-1]
+            G = P - Phi
+            losses[t] = 0.5 * float(np.sum(G ** 2))
+            dets[t] = float(np.linalg.det(P)) if np.all(np.isfinite(P)) else math.nan
+            if not math.isfinite(losses[t]):
+                raise validate.DivergenceError(f"identity_gd_trace diverged at step {t}; lower the learning rate {lr}")
+            if t == steps or losses[t] <= tol:
+                losses, dets = losses[: t + 1], dets[: t + 1]
+                break
+            for i in range(depth - 2, -1, -1):
+                left[i] = left[i + 1] @ T[i + 1]
+            grads = left.transpose(0, 2, 1) @ G @ right.transpose(0, 2, 1)
+            if reg:
+                grads = grads + 2.0 * reg * (T - I)
+            T = T - lr * grads
+    return IdentityGDTrace(losses, dets, T)
+
+
+def det_loss_floor(Phi) -> float:
+    """The smallest of ``1/2 ||P - Phi||_F^2`` over all ``P`` with ``det P >= 0``: ``1/2 s_min(Phi)^2`` when
+    ``det Phi < 0``, else 0.
+
+    Why: the segment from ``Phi`` (``det < 0``) to such a ``P`` crosses a singular matrix ``S``, and
+    ``||P - Phi||_F >= ||S - Phi||_F >= s_min(Phi)`` (the distance to the singular matrices, Eckart-Young-Mirsky),
+    attained by zeroing ``Phi``'s smallest singular value. So a run whose product keeps ``det P_t > 0`` never
+    has loss below this floor."""
+    Phi = _as_square_matrix(Phi, "Phi")
+    if np.linalg.det(Phi) >= 0:
+        return 0.0
+    return 0.5 * float(np.linalg.svd(Phi, compute_uv=False).min()) ** 2
+
+
+@dataclass
+class GrowthFit:
+    """How step counts grow with a variable ``x`` (:func:`growth_fit`).
+
+    ``exponent`` (with its least-squares standard error) and ``power_rms`` are from ``log y = a + p log x``;
+    ``exponential_rms`` from ``log y = b + c x``; both RMS residuals are in ``log y``."""
+
+    exponent: float
+    exponent_se: float
+    power_rms: float
+    exponential_rms: float
+
+    @property
+    def power_law_fits_better(self) -> bool:
+        """A power law in ``x`` describes the points at least as well as an exponential in ``x``."""
+        return self.power_rms <= self.exponential_rms
+
+
+def growth_fit(x, y) -> GrowthFit:
+    """Fit ``y = c x^p`` and ``y = b e^(c x)`` by least squares on ``log y``; see :class:`GrowthFit`.
+
+    A finite grid cannot prove that growth is polynomial; the comparison says which of the two shapes the
+    points follow over the grid (an exponential in ``x`` bends upwards on log-log axes)."""
+    x = validate.finite_array("x", x, ndim=1, positive=True)
+    y = validate.finite_array("y", y, ndim=1, positive=True)
+    if x.shape != y.shape:
+        raise ValueError(f"x and y must have the same length, got {x.size} and {y.size}")
+    if x.size < 3:
+        raise ValueError(f"growth_fit needs at least 3 points, got {x.size}")
+    if np.unique(x).size < 3:
+        raise ValueError("growth_fit needs at least 3 distinct values of x")
+    logx, logy = np.log(x), np.log(y)
+
+    def line(u):
+        slope, intercept = np.polyfit(u, logy, 1)
+        resid = logy - (slope * u + intercept)
+        return float(slope), resid
+
+    p, r_pow = line(logx)
+    _, r_exp = line(x)
+    se = math.sqrt(float(np.sum(r_pow ** 2)) / (x.size - 2) / float(np.sum((logx - logx.mean()) ** 2)))
+    return GrowthFit(p, se, float(np.sqrt(np.mean(r_pow ** 2))), float(np.sqrt(np.mean(r_exp ** 2))))
+
+
+__all__ += ["bhl_step_size", "IdentityGDTrace", "identity_gd_trace", "det_loss_floor", "GrowthFit", "growth_fit"]
+
+
+@dataclass
+class SymmetricGDRun:
+    """Exact-arithmetic gradient descent from the identity on a symmetric target (:func:`symmetric_identity_gd`).
+
+    ``losses[t]`` is ``1/2 sum_k (mu_k^L - lambda_k)^2`` after ``t`` steps (``steps + 1`` entries), ``mu`` the
+    final layer eigenvalues, ``min_mu`` the smallest layer eigenvalue over the whole run."""
+
+    losses: np.ndarray
+    mu: np.ndarray
+    min_mu: float
+
+
+def symmetric_identity_gd(eigenvalues, depth, lr, steps, reg=0.0) -> SymmetricGDRun:
+    """Gradient descent from ``Theta_i = I`` on a symmetric ``Phi`` with these eigenvalues, as exact arithmetic
+    runs it (the same objective as :func:`identity_gd_trace`).
+
+    In exact arithmetic every layer stays equal to the others and a polynomial in ``Phi`` (induction: the
+    gradient in layer i is ``Theta^(L-1) (Theta^L - Phi) + 2 reg (Theta - I)`` when all layers equal ``Theta``),
+    so along each eigenvector the common layer eigenvalue follows
+    ``mu <- mu - lr (mu^(L-1) (mu^L - lambda) + 2 reg (mu - 1))``. Floating-point matrix runs leave this
+    invariant set once rounding errors grow along its unstable directions; this reduction does not."""
+    lam = validate.finite_array("eigenvalues", eigenvalues, ndim=1)
+    depth = _as_depth(depth)
+    lr = _as_lr(lr)
+    steps = _as_steps(steps)
+    reg = validate.non_negative_float("reg", reg)
+    mu = np.ones_like(lam)
+    losses = np.empty(steps + 1)
+    min_mu = 1.0
+    with np.errstate(over="ignore", invalid="ignore"):
+        for t in range(steps + 1):
+            power = mu ** depth
+            losses[t] = 0.5 * float(np.sum((power - lam) ** 2))
+            if not math.isfinite(losses[t]):
+                raise validate.DivergenceError(f"symmetric_identity_gd diverged at step {t}; lower lr {lr}")
+            min_mu = min(min_mu, float(mu.min()))
+            if t < steps:
+                mu = mu - lr * (mu ** (depth - 1) * (power - lam) + 2.0 * reg * (mu - 1.0))
+    return SymmetricGDRun(losses, mu, min_mu)
+
+
+__all__ += ["SymmetricGDRun", "symmetric_identity_gd"]
