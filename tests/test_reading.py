@@ -137,9 +137,17 @@ def test_papermill_sees_every_parameter(entry, tmp_path):
     cells = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
     if not cells:
         return
-    assigned = {t.id for node in ast.parse(cells[0].source).body if isinstance(node, ast.Assign)
-                for t in node.targets if isinstance(t, ast.Name)}
+    body = ast.parse(cells[0].source).body
+    assigned = {t.id for node in body if isinstance(node, ast.Assign) for t in node.targets
+                if isinstance(t, ast.Name)}
+    assigned |= {node.target.id for node in body if isinstance(node, ast.AnnAssign)}
     path = tmp_path / "chapter.ipynb"
     jupytext.write(nb, path, fmt="ipynb")
-    inferred = set(papermill.inspect_notebook(str(path)))
-    assert inferred == assigned, f"{entry}: papermill does not see {sorted(assigned - inferred)}"
+    inspected = papermill.inspect_notebook(str(path))
+    assert set(inspected) == assigned, f"{entry}: papermill does not see {sorted(assigned - set(inspected))}"
+    # every parameter has a type and a help text in `papermill --help-notebook` (not "Unknown type")
+    untyped = [n for n, p in inspected.items() if p["inferred_type_name"] in ("None", "")]
+    assert not untyped, f"{entry}: annotate these parameters (name: type = default  # help): {untyped}"
+    if entry not in ("book/ledger", "book/status"):
+        no_help = [n for n, p in inspected.items() if not p["help"]]
+        assert not no_help, f"{entry}: parameters without a help comment: {no_help}"

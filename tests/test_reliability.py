@@ -392,6 +392,39 @@ def test_a_parameter_value_that_is_not_json_like_or_of_another_type_is_refused_i
     assert not list(build.rglob("*.ipynb")), "nothing may run"
 
 
+@pytest.fixture
+def annotated_book(tmp_path) -> Path:
+    from test_executor import chapter, make_book
+
+    return make_book(tmp_path / "src", {
+        "intro": "# Intro\n",
+        "typed": chapter("Typed", 'profile: str = "quick"\nseed: int = 0\nsize: int = None  # n (None: profile)\n'
+                                  'rates: list[float] = None\nmode: str = None', "print(seed)")})
+
+
+@pytest.mark.parametrize("name, value, words", [
+    ("size", "'many'", "the chapter declares size: int, got a string"),
+    ("size", "2.5", "the chapter declares size: int, got a number"),
+    ("size", "True", "the chapter declares size: int, got True or False"),
+    ("rates", "0.1", "the chapter declares rates: list[float], got a number"),
+    ("mode", "3", "the chapter declares mode: str, got an integer"),
+])
+def test_an_annotated_parameter_is_checked_against_its_annotation(annotated_book, tmp_path, capsys, name, value,
+                                                                   words):
+    """A parameter whose default is None (``size: int = None``) still has a type: the annotation that papermill
+    shows in ``--help-notebook``; ``-p size many`` is refused before anything runs."""
+    build = tmp_path / "build"
+    err = one_line_error(capsys, book.main, ["execute", "--no-html", "--root", str(annotated_book),
+                                             "--build-dir", str(build), "-p", name, value])
+    assert f"-p {name}" in err and words in err, err
+    assert not list(build.rglob("*.ipynb")), "nothing may run"
+    (plan,) = book.plan_chapters(annotated_book, ["book/typed"], "quick",
+                                 [("size", "7"), ("rates", "[0.1, 1]"), ("mode", "fast"), ("seed", "2")])
+    assert plan.parameters == {"profile": "quick", "size": 7, "rates": [0.1, 1], "mode": "fast", "seed": 2}
+    (plan,) = book.plan_chapters(annotated_book, ["book/typed"], "quick", [("size", "None")])
+    assert plan.parameters["size"] is None
+
+
 def test_json_like_values_of_the_default_type_are_accepted(params_book):
     values = [("seed", "3"), ("rate", "1"), ("name", "hello world"), ("size", '{"a": [1, 2.5]}'),
               ("flag", "true"), ("sizes", "[]"), ("good:size", "null")]

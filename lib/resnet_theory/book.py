@@ -171,9 +171,37 @@ def _type_name(value: Any) -> str:
             tuple: "a list", dict: "a dict"}.get(type(value), type(value).__name__)
 
 
-def check_parameter_type(name: str, value: Any, default: Any) -> None:
-    """Refuse a value whose type differs from the chapter's default (``None``, or a default that is no literal,
-    takes any JSON-like value; an integer is accepted where the default is a float)."""
+#: The types a parameters cell may annotate (``max_depth: int = None``), as papermill shows them.
+_ANNOTATION_TYPES = {"int": (int,), "float": (int, float), "str": (str,), "bool": (bool,), "None": (type(None),),
+                     "list": (list,), "dict": (dict,)}
+
+
+def annotation_types(annotation: str) -> tuple[type, ...] | None:
+    """The Python types an annotation such as ``int | None`` or ``list[int]`` admits (the outer types only), or
+    None for an annotation this reader does not know (then only the default's type is checked)."""
+    types: list[type] = []
+    for part in annotation.split("|"):
+        name = part.strip().split("[", 1)[0].strip()
+        if name not in _ANNOTATION_TYPES:
+            return None
+        types.extend(_ANNOTATION_TYPES[name])
+    return tuple(types)
+
+
+def check_parameter_type(name: str, value: Any, default: Any, annotation: str | None = None) -> None:
+    """Refuse a value whose type differs from the chapter's annotation of the parameter (``int``; ``None`` too
+    when the default is ``None``) or,
+    without one, from its default (``None``, or a default that is no literal, then takes any JSON-like value;
+    an integer is accepted where a float is expected, a boolean never where a number is)."""
+    allowed = annotation_types(annotation) if annotation else None
+    if allowed is not None:
+        if default is None:   # ``n: int = None`` (papermill's grammar has no "|"): None stays allowed
+            allowed = allowed + (type(None),)
+        ok = isinstance(value, allowed) and not (isinstance(value, bool) and bool not in allowed)
+        if not ok:
+            raise BookError(f"-p {name} {value!r}: the chapter declares {name}: {annotation}, "
+                            f"got {_type_name(value)}")
+        return
     if default is None or value is None and not isinstance(default, (bool, int, float, str)):
         return
     if isinstance(default, bool):
@@ -223,6 +251,15 @@ def defined_parameters(notebook) -> dict[str, Any]:
     return names
 
 
+def parameter_annotations(notebook) -> dict[str, str]:
+    """The annotations of the ``parameters`` cell's annotated assignments (``seed: int = 0`` -> ``{"seed": "int"}``)."""
+    cell = parameters_cell(notebook)
+    if cell is None:
+        return {}
+    return {node.target.id: ast.unparse(node.annotation) for node in ast.parse(cell.source).body
+            if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)}
+
+
 def has_code(notebook) -> bool:
     return any(c.cell_type == "code" and c.source.strip() for c in notebook.cells)
 
@@ -256,6 +293,7 @@ def plan_chapters(root: Path, entries: list[str], profile: str, overrides: list[
         raise BookError(f"unknown profile {profile!r}; choose one of {', '.join(PROFILES)}")
     plans = []
     defined: dict[str, dict[str, Any]] = {}
+    annotated: dict[str, dict[str, str]] = {}
     for entry in entries:
         source = chapter_source(root, entry)
         nb = jupytext.read(source, fmt="md:myst")
@@ -267,6 +305,7 @@ def plan_chapters(root: Path, entries: list[str], profile: str, overrides: list[
                 raise BookError(f"{source.relative_to(root)}: its 'parameters' cell must define "
                                 f"{', '.join(REQUIRED_PARAMETERS)}; missing {', '.join(missing)}")
             defined[entry] = names
+            annotated[entry] = parameter_annotations(nb)
         plans.append(ChapterPlan(entry, source, executes, {"profile": profile} if executes else {}, nb,
                                  execution_mode(nb)))
     by_stem = {Path(p.entry).stem: p for p in plans}
@@ -283,7 +322,7 @@ def plan_chapters(root: Path, entries: list[str], profile: str, overrides: list[
             if pname not in defined.get(plan.entry, {}):
                 raise BookError(f"-p {name}: {plan.source.relative_to(root)} does not define {pname!r} in its "
                                 f"parameters cell (it defines: {', '.join(defined.get(plan.entry, {})) or 'nothing'})")
-            check_parameter_type(name, value, defined[plan.entry][pname])
+            check_parameter_type(name, value, defined[plan.entry][pname], annotated[plan.entry].get(pname))
             plan.parameters[pname] = value
         else:
             if name == "profile":
@@ -296,7 +335,7 @@ def plan_chapters(root: Path, entries: list[str], profile: str, overrides: list[
             if not targets:
                 raise BookError(f"-p {name}: no chapter in this run defines {name!r} in its parameters cell")
             for plan in targets:
-                check_parameter_type(name, value, defined[plan.entry][name])
+                check_parameter_type(name, value, defined[plan.entry][name], annotated[plan.entry].get(name))
                 plan.parameters[name] = value
     return plans
 
