@@ -803,3 +803,18 @@ def test_an_only_run_that_builds_html_renders_the_in_process_pages_too(tmp_path)
     assert book.select_entries(root, toc, None, html=True) == toc
     with pytest.raises(book.BookError, match="not in _toc.yml: book/nope"):
         book.select_entries(root, toc, ["book/good", "book/nope"], html=True)
+
+
+def test_chapters_run_in_a_kernel_reached_over_unix_sockets_not_tcp(tmp_path, capfd):
+    """The kernel listens on Unix sockets in the user's runtime folder, not on TCP ports on localhost (which any
+    local user could reach): no "running over TCP without encryption" warning, no socket file left anywhere."""
+    root = make_book(tmp_path / "src", {"intro": "# Intro\n",
+                                        "sock": chapter("Sock", 'profile = "quick"\nseed = 0',
+                                                        "import json, os\nprint('pid', os.getpid())")})
+    build = tmp_path / "build"
+    assert book.main(["execute", "--root", str(root), "--build-dir", str(build), "--no-html"]) == 0
+    err = capfd.readouterr().err
+    assert "without encryption" not in err
+    assert "pid" in outputs(build / "executed" / "book" / "sock.ipynb")
+    assert not [p for p in (root / "book").iterdir() if "ipc" in p.name], "socket files left beside the chapter"
+    assert book.kernel_manager_class()().transport == ("ipc" if os.name == "posix" else "tcp")

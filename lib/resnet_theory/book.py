@@ -260,6 +260,22 @@ def parameter_annotations(notebook) -> dict[str, str]:
             if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)}
 
 
+def kernel_manager_class():
+    """The kernel manager papermill starts chapters with: on POSIX systems the kernel talks to the executor over
+    Unix sockets in the Jupyter runtime folder (private to this user), not over TCP ports on localhost, which any
+    local user could connect to (ipykernel warns about it on every start); elsewhere the default TCP manager."""
+    from jupyter_client.manager import AsyncKernelManager
+    from traitlets import CaselessStrEnum
+
+    if os.name != "posix":
+        return AsyncKernelManager
+
+    class UnixSocketKernelManager(AsyncKernelManager):
+        transport = CaselessStrEnum(["tcp", "ipc"], default_value="ipc", config=True)
+
+    return UnixSocketKernelManager
+
+
 def has_code(notebook) -> bool:
     return any(c.cell_type == "code" and c.source.strip() for c in notebook.cells)
 
@@ -918,7 +934,8 @@ def execute_chapter(plan: ChapterPlan, output: Path, build_dir: Path | None, pro
             run_in_process(nb, tmp_nb, plan.parameters, plan.source.parent)
         else:
             papermill.execute_notebook(nb, str(tmp_nb), parameters=plan.parameters, kernel_name="python3",
-                                       cwd=str(plan.source.parent), progress_bar=False, log_output=False)
+                                       cwd=str(plan.source.parent), progress_bar=False, log_output=False,
+                                       kernel_manager_class=kernel_manager_class())
         status = "ok"
         hide_default_parameters(tmp_nb, plan.parameters, defined_parameters(nb))
     except failure as exc:
