@@ -818,3 +818,13 @@ def test_chapters_run_in_a_kernel_reached_over_unix_sockets_not_tcp(tmp_path, ca
     assert "pid" in outputs(build / "executed" / "book" / "sock.ipynb")
     assert not [p for p in (root / "book").iterdir() if "ipc" in p.name], "socket files left beside the chapter"
     assert book.kernel_manager_class()().transport == ("ipc" if os.name == "posix" else "tcp")
+
+
+def test_the_executed_notebook_carries_no_copy_of_its_source_and_no_machine_path(small_book, tmp_path):
+    build = tmp_path / "build"
+    book.main(["execute", "--root", str(small_book), "--build-dir", str(build), "--no-html", "--only", "book/good"])
+    path = build / "executed" / "book" / "good.ipynb"
+    record = nbformat.read(path, as_version=4).metadata["papermill"]
+    assert record["input_path"] == "book/good.md" and record["output_path"] == "good.ipynb"
+    text = path.read_text()
+    assert str(tmp_path) not in text and "cell_type" not in json.dumps(record)

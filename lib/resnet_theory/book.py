@@ -938,6 +938,7 @@ def execute_chapter(plan: ChapterPlan, output: Path, build_dir: Path | None, pro
                                        kernel_manager_class=kernel_manager_class())
         status = "ok"
         hide_default_parameters(tmp_nb, plan.parameters, defined_parameters(nb))
+        tidy_metadata(tmp_nb, plan.entry, output.name)
     except failure as exc:
         if exc.ename == "KeyboardInterrupt":  # Ctrl-C reached the kernel before it reached us
             tmp_nb.unlink(missing_ok=True)
@@ -1017,6 +1018,22 @@ def hide_default_parameters(path: Path, injected: dict, defaults: dict) -> None:
         tags = cell.metadata.get("tags", [])
         if "injected-parameters" in tags and "remove-cell" not in tags:
             cell.metadata["tags"] = [*tags, "remove-cell"]
+    nbformat.write(nb, path)
+
+
+def tidy_metadata(path: Path, entry: str, output_name: str) -> None:
+    """Keep the build machine out of the executed notebook a reader downloads: papermill records the input it was
+    given (here the whole chapter, some 50-70 kB, since it is handed a notebook object) and the absolute output
+    path; they become the chapter's source name and the notebook's own file name."""
+    import nbformat
+
+    nb = nbformat.read(path, as_version=4)
+    record = nb.metadata.get("papermill")
+    if not isinstance(record, dict):
+        return
+    record["input_path"] = f"{entry}.md"
+    record["output_path"] = output_name
+    record.pop("environment_variables", None)
     nbformat.write(nb, path)
 
 
