@@ -151,3 +151,20 @@ def test_papermill_sees_every_parameter(entry, tmp_path):
     if entry not in ("book/ledger", "book/status"):
         no_help = [n for n, p in inspected.items() if not p["help"]]
         assert not no_help, f"{entry}: parameters without a help comment: {no_help}"
+
+
+@pytest.mark.parametrize("entry", PAGES)
+def test_no_visible_code_cell_calls_glue(entry):
+    """Gluing numbers into the prose is bookkeeping: it belongs in a removed or input-hidden cell, so a reader sees
+    the computation, not the plumbing (the notebook keeps it)."""
+    nb = jupytext.read(ROOT / f"{entry}.md", fmt="md:myst")
+    hidden = {"hide-input", "remove-cell", "remove-input", "hide-cell"}
+    offenders = []
+    for n, cell in enumerate(c for c in nb.cells if c.cell_type == "code"):
+        if hidden & set(cell.metadata.get("tags", [])):
+            continue
+        calls = [node for node in ast.walk(ast.parse(cell.source)) if isinstance(node, ast.Call)
+                 and getattr(node.func, "id", getattr(node.func, "attr", None)) in ("glue", "glue_numbers")]
+        if calls:
+            offenders.append(f"code cell {n + 1}: {cell.source.strip().splitlines()[0][:70]}")
+    assert not offenders, f"{entry}: visible cells that call glue:\n  " + "\n  ".join(offenders)
