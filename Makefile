@@ -20,7 +20,7 @@ TORCH_PIN := $(shell grep '^torch==' requirements.lock)
 PINS_HASH := $(shell { cat requirements.lock pyproject.toml; echo "torch build: $(TORCH)"; } | sha256sum | cut -c1-16)
 STAMP   := $(VENV)/.installed-$(PINS_HASH)
 
-.PHONY: install book pdf test lock clean verdicts-across-seeds gpu-check
+.PHONY: install book pdf test lock clean verdicts-across-seeds gpu-check kernel
 
 install: $(STAMP)
 
@@ -35,6 +35,10 @@ $(STAMP):
 
 book: install
 	$(PY) -m resnet_theory.book execute --profile $(PROFILE) $(if $(FORCE),--force) $(ARGS)
+
+# Register .venv as a Jupyter kernel, "Python (resnet-theory)", for reading and running chapters in JupyterLab.
+kernel: install
+	$(PY) -m ipykernel install --user --name resnet-theory --display-name "Python (resnet-theory)"
 
 # The book as one PDF (every page printed by headless Chromium, tables and math kept): _build/pdf/.
 pdf: book

@@ -34,3 +34,11 @@ def test_the_readme_points_to_the_licence_the_citation_and_the_changelog():
     readme = (ROOT / "README.md").read_text()
     for name in ("LICENSE", "CITATION.cff", "CHANGELOG.md"):
         assert name in readme and (ROOT / name).is_file()
+
+
+def test_make_kernel_registers_the_projects_environment():
+    import subprocess
+
+    out = subprocess.run(["make", "-n", "kernel"], cwd=ROOT, capture_output=True, text=True).stdout
+    assert "-m ipykernel install --user --name resnet-theory" in out
+    assert "make kernel" in (ROOT / "README.md").read_text()
