@@ -11,7 +11,7 @@ from torch import nn
 from resnet_theory.allconv import (
     CIFAR10_CONV_WEIGHTS, PAPER_TRAINABLE_PARAMETERS, SMALL_CONFIG, AllConvResNet, RandomProjection,
     ResidualBlock, architecture_table, conv_weight_parameters, count_parameters, flops_per_image, he_init_std,
-    parameter_breakdown, small_init_std, training_flops_per_image)
+    parameter_breakdown, printed_standard_init_std, small_init_std, training_flops_per_image)
 
 
 @pytest.fixture(scope="module")
@@ -84,6 +84,21 @@ def test_standard_init_statistics():
         k, c = conv.kernel_size[0], conv.out_channels
         assert he_init_std(k, c) == pytest.approx(math.sqrt(2 / (k * k * c)))
         assert conv.weight.std().item() == pytest.approx(math.sqrt(2 / (k * k * c)), rel=0.05)
+
+
+def test_printed_standard_init_statistics():
+    """Section 4.1's 'standard' 1/(k sqrt c): He's without the sqrt 2, and k sqrt(c) times the small one."""
+    torch.manual_seed(3)
+    model = AllConvResNet(init="printed-standard", blocks_per_stage=1)
+    for conv in model.residual_convs():
+        k, c = conv.kernel_size[0], conv.out_channels
+        assert printed_standard_init_std(k, c) == pytest.approx(he_init_std(k, c) / math.sqrt(2))
+        assert printed_standard_init_std(k, c) == pytest.approx(k * math.sqrt(c) * small_init_std(k, c))
+        assert conv.weight.std().item() == pytest.approx(1 / (k * math.sqrt(c)), rel=0.05)
+    with pytest.raises(ValueError, match="out_channels"):
+        printed_standard_init_std(3, 0)
+    with pytest.raises(ValueError, match="init"):
+        AllConvResNet(init="Printed-Standard")
 
 
 def test_seed_makes_the_network_reproducible():

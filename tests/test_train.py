@@ -117,7 +117,7 @@ def test_weight_decay_only_on_conv_weights(trainable_head):
     (dict(lr_milestones=(50, 10)), "lr_milestones must be increasing; found 50 then 10"),
     (dict(lr_milestones=(10, 10)), "lr_milestones must be increasing; found 10 then 10"),
     (dict(lr_milestones=(0,)), "lr_milestones[0] must be a positive integer (at least 1), got 0"),
-    (dict(init="xavier"), "init must be one of 'small', 'standard', got 'xavier'"),
+    (dict(init="xavier"), "init must be one of 'small', 'standard', 'printed-standard', got 'xavier'"),
     (dict(widths=()), "widths must be one or more positive integers"),
     (dict(widths=(4, 0)), "widths[1] must be a positive integer (at least 1), got 0"),
     (dict(kernel_size=4), "kernel_size must be odd"),

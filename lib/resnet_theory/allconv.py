@@ -22,7 +22,10 @@ Choices the paper leaves open, and what this module does
   for the first C1 of a stage). With ``k = 3, c = 64`` this is 1/576, about 0.0017: the residual branches
   start close to zero and the network starts close to the identity map on the stem's features.
   ``init="standard"`` is He/Kaiming initialisation as in the original ResNet code: standard deviation
-  ``sqrt(2 / (k^2 c))`` with the same ``c`` (output channels, "fan-out"). The stem is not a residual
+  ``sqrt(2 / (k^2 c))`` with the same ``c`` (output channels, "fan-out"). ``init="printed-standard"`` is the
+  standard deviation ``1/(k sqrt(c))`` that Section 4.1 names as the one "used for standard convolutional
+  layers" (He's without its ReLU gain sqrt 2), the comparison the paper's sentence on the initialisation
+  makes. The stem is not a residual
   convolution: it gets the He initialisation in both modes, so that the features the identity paths carry
   are not vanishingly small.
 - **Biases**: every convolution has a bias, initialised to zero (without batch norm nothing else can shift
@@ -74,7 +77,7 @@ CIFAR10_CONV_WEIGHTS = 13_538_736
 #: A small variant for the CPU on 8x8 digits (1 channel): same structure, narrower and shallower.
 SMALL_CONFIG = dict(in_channels=1, stem_channels=16, widths=(16, 32, 64), blocks_per_stage=3)
 
-INITS = ("small", "standard")
+INITS = ("small", "standard", "printed-standard")
 
 
 def _positive_int(value, name: str) -> int:
@@ -105,6 +108,11 @@ def estimate_model_bytes(in_channels: int, stem_channels: int, widths: Sequence[
 def small_init_std(kernel_size: int, out_channels: int) -> float:
     """The paper's standard deviation for a residual conv: ``1 / (k^2 c)`` with ``c`` output channels."""
     return 1.0 / (_positive_int(kernel_size, "kernel_size") ** 2 * _positive_int(out_channels, "out_channels"))
+
+
+def printed_standard_init_std(kernel_size: int, out_channels: int) -> float:
+    """The "standard" standard deviation as Section 4.1 prints it: ``1 / (k sqrt(c))``, ``c`` output channels."""
+    return 1.0 / (_positive_int(kernel_size, "kernel_size") * math.sqrt(_positive_int(out_channels, "out_channels")))
 
 
 def he_init_std(kernel_size: int, out_channels: int) -> float:
@@ -181,7 +189,8 @@ class AllConvResNet(nn.Module):
     stem_channels: output channels of the 3x3 stem conv (16 in the paper).
     widths: channels of each stage (the paper: 64, 128, 256); must not decrease.
     blocks_per_stage: residual blocks per stage, one integer for all stages or one per stage (paper: 9).
-    init: ``"small"`` (the paper's ``1/(k^2 c)``) or ``"standard"`` (He).
+    init: ``"small"`` (the paper's ``1/(k^2 c)``), ``"standard"`` (He) or ``"printed-standard"``
+        (``1/(k sqrt(c))``, the standard deviation Section 4.1 calls standard).
     skip: ``False`` removes every identity path (a plain network of the same depth).
     trainable_head: make the random projection a trained parameter instead of a fixed buffer.
     kernel_size: of every convolution (odd).
@@ -248,7 +257,8 @@ class AllConvResNet(nn.Module):
         """Draw the weights as the module docstring describes (biases to zero)."""
         k = self.kernel_size
         nn.init.normal_(self.stem.weight, 0.0, he_init_std(k, self.stem.out_channels))
-        std_of = small_init_std if self.init == "small" else he_init_std
+        std_of = {"small": small_init_std, "standard": he_init_std,
+                  "printed-standard": printed_standard_init_std}[self.init]
         for conv in self.residual_convs():
             nn.init.normal_(conv.weight, 0.0, std_of(k, conv.out_channels))
         for conv in [self.stem, *self.residual_convs()]:

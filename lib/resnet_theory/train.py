@@ -222,7 +222,7 @@ class TrainConfig:
         if self.kernel_size % 2 == 0:
             raise ValueError(f"kernel_size must be odd (same padding), got {self.kernel_size}")
         check("standardize", v.choice, ("channel", "image"))
-        check("init", v.choice, ("small", "standard"))
+        check("init", v.choice, ("small", "standard", "printed-standard"))
         check("on_divergence", v.choice, ("raise", "stop"))
         for name in ("lr", "lr_gamma", "max_loss"):
             check(name, v.positive_float)

@@ -1,0 +1,86 @@
+"""The digits ablation runs (resnet_theory.ablation): training-set scoring of batched multi-seed runs."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import pytest
+import torch
+
+from resnet_theory import ablation, ensemble
+from resnet_theory import train as engine
+
+
+def tiny(**changes) -> engine.TrainConfig:
+    config = engine.TrainConfig(dataset="digits", stem_channels=4, widths=(4, 8), blocks_per_stage=1, steps=12,
+                                lr=0.05, lr_milestones=(6, 10), eval_every=0, log_every=3, checkpoint_every=0,
+                                progress=False, on_divergence="stop")
+    return dataclasses.replace(config, **changes)
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def test_training_fit_counts_the_errors_of_the_model_on_the_training_set():
+    """A hand count over the training split: argmax of the model's logits against the labels."""
+    from resnet_theory import data
+
+    config = tiny()
+    torch.manual_seed(0)
+    model = engine.build_model(config, in_channels=1)
+    fit = ablation.training_fit(model, config, batch_size=100)
+    images, labels = data.load_digits_images()["train"]
+    split = data.DeviceData(images, labels, "cpu")
+    with torch.no_grad():
+        logits = model(split.images)
+    assert fit["n"] == len(labels) == 1437
+    assert fit["train_error"] == pytest.approx(float((logits.argmax(1) != split.labels).float().mean()))
+    expected = float(torch.nn.functional.cross_entropy(logits, split.labels))
+    assert fit["train_loss"] == pytest.approx(expected, rel=1e-5)
+
+
+def test_runs_match_ensemble_runs_and_carry_their_training_fit():
+    configs = [tiny(), tiny(lr=0.02, init="printed-standard")]
+    seeds = [3, 4, 5]
+    ours = ablation.train_seeds(configs, seeds, workers=2)
+    reference = ensemble.train_seeds(configs, seeds, workers=1)
+    for runs, refs, config in zip(ours, reference, configs):
+        assert [r.config.seed for r in runs] == seeds
+        for r, ref in zip(runs, refs):
+            assert r.final_train_loss == pytest.approx(ref.final_train_loss, rel=1e-4)
+            fit = ablation.training_fit(ref.model, dataclasses.replace(config, seed=ref.config.seed))
+            assert ablation.final_training_error(r) == pytest.approx(fit["train_error"], abs=1 / 1437 + 1e-12)
+            assert ablation.final_training_loss(r) == pytest.approx(fit["train_loss"], rel=1e-3)
+            assert r.model is None
+
+
+def test_a_diverged_run_scores_chance():
+    (run,), = ablation.train_seeds([tiny(steps=20, lr_milestones=(5,), lr_gamma=1e9, init="standard")], [0],
+                                   workers=1)
+    assert run.diverged
+    assert ablation.final_training_error(run) == pytest.approx(0.9)
+    assert ablation.final_training_loss(run) == pytest.approx(math.log(10))
+
+
+def test_bad_input_gives_clear_errors():
+    with pytest.raises(TypeError, match="TrainConfig"):
+        ablation.train_seeds([{"lr": 0.05}], [0])
+    with pytest.raises(ValueError, match="at least one seed"):
+        ablation.train_seeds([tiny()], [])
+    with pytest.raises(ValueError, match="workers"):
+        ablation.train_seeds([tiny()], [0], workers=0)
+    with pytest.raises(TypeError, match="TrainResult"):
+        ablation.final_training_error("run")
+    (run,), = ensemble.train_seeds([tiny(steps=3)], [0])
+    with pytest.raises(ValueError, match="no training-set evaluation"):
+        ablation.final_training_error(run)
+    with pytest.raises(TypeError, match="TrainConfig"):
+        ablation.training_fit(torch.nn.Linear(2, 2), {"dataset": "digits"})
+    with pytest.raises(ValueError, match="batch_size"):
+        ablation.training_fit(torch.nn.Linear(2, 2), tiny(), batch_size=0)
