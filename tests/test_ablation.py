@@ -84,3 +84,25 @@ def test_bad_input_gives_clear_errors():
         ablation.training_fit(torch.nn.Linear(2, 2), {"dataset": "digits"})
     with pytest.raises(ValueError, match="batch_size"):
         ablation.training_fit(torch.nn.Linear(2, 2), tiny(), batch_size=0)
+
+
+def test_mean_difference_is_welch():
+    import numpy as np
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    @settings(max_examples=50, deadline=None)
+    @given(st.lists(st.floats(-1e3, 1e3), min_size=2, max_size=30),
+           st.lists(st.floats(-1e3, 1e3), min_size=2, max_size=30))
+    def check(a, b):
+        d = ablation.mean_difference(a, b)
+        assert d["difference"] == pytest.approx(np.mean(a) - np.mean(b), abs=1e-9)
+        se = math.sqrt(np.var(a, ddof=1) / len(a) + np.var(b, ddof=1) / len(b))
+        assert d["se"] == pytest.approx(se, rel=1e-9, abs=1e-12)
+        assert d["n"] == min(len(a), len(b))
+
+    check()
+    with pytest.raises(ValueError, match="at least two"):
+        ablation.mean_difference([1.0], [1.0, 2.0])
+    with pytest.raises(ValueError, match="finite"):
+        ablation.mean_difference([1.0, float("nan")], [1.0, 2.0])

@@ -120,3 +120,16 @@ def final_training_loss(result: engine.TrainResult) -> float:
     uniform guess, ln(classes)."""
     record = _record(result)
     return math.log(result.config.num_classes) if record is None else float(record["train_loss"])
+
+
+def mean_difference(a, b) -> dict:
+    """``mean(a) - mean(b)`` for two independent samples with its standard error
+    ``sqrt(var(a)/n_a + var(b)/n_b)`` (sample variances, as in Welch's test); ``n`` is the smaller sample.
+
+    The mean, not the median, for outcomes with two modes (a run trains or diverges): the median of such a
+    sample jumps from one mode to the other with a single run, the mean moves by ``1/n`` of the gap."""
+    va, vb = ensemble._values(a, "mean_difference (a)"), ensemble._values(b, "mean_difference (b)")
+    if va.size < 2 or vb.size < 2:
+        raise ValueError(f"mean_difference needs at least two values in each sample, got {va.size} and {vb.size}")
+    se = math.sqrt(va.var(ddof=1) / va.size + vb.var(ddof=1) / vb.size)
+    return {"difference": float(va.mean() - vb.mean()), "se": se, "n": int(min(va.size, vb.size))}
