@@ -721,6 +721,13 @@ def test_the_benchmarks_size_options_fail_fast_in_one_line(module, argv, words):
     lambda: shamir.theorem4_bound(True, 1.0, 1.0, 1.0, 0.1),
     lambda: shamir.theorem4_bound(["10", "20"], 1.0, 1.0, 1.0, 0.1),
     lambda: shamir.theorem4_bound(10, "1", 1.0, 1.0, 0.1),
+    # found by the second probe of this family: numeric strings went through np.asarray(..., dtype=float)
+    lambda: shamir.landscape_value(1.0, 0.0, ["0.3"], [0.1]),
+    lambda: shamir.rate_exponents(["8", "16", "32"], [[1.0, 0.5, 0.2]], 8),
+    lambda: shamir.rate_exponents([8, 16, 32], [[1.0, 0.5, 0.2]], "8"),
+    lambda: shamir.average_regret(np.ones((3, 2)), np.ones(3), ["1", "1", "1"], 1.0, [1]),
+    lambda: shamir.average_regret(np.ones((3, 2)), np.ones(3), np.ones(3), 1.0, ["1"]),
+    lambda: __import__("resnet_theory.smooth", fromlist=["x"]).svd_cancellation([["1", "0"], ["0", "1"]]),
 ])
 def test_strings_and_booleans_where_numbers_belong_are_type_errors(call):
     with pytest.raises(TypeError):

@@ -172,8 +172,8 @@ def landscape_value(eps: float, penalty: float, w, v):
     """``F(w, v) + (penalty/2)(w^2 + v^2)`` on arrays ``w, v`` (for contour plots)."""
     eps = _positive_number(eps, "eps")
     penalty = _positive_number(penalty, "penalty", allow_zero=True)
-    w = np.asarray(w, dtype=float)
-    v = np.asarray(v, dtype=float)
+    w = validate.finite_array("w", w)
+    v = validate.finite_array("v", v)
     if w.shape != v.shape:
         raise ValueError(f"w and v must have the same shape, got {w.shape} and {v.shape}")
     if not (np.all(np.isfinite(w)) and np.all(np.isfinite(v))):
@@ -810,11 +810,11 @@ def average_regret(X, y, online_losses, radius: float, horizons) -> np.ndarray:
     Online gradient descent guarantees at most ``1.5 D G / sqrt(T)`` for any sequence of convex losses.
     """
     X, y, _ = _data(X, y, "logistic")
-    online = np.asarray(online_losses, dtype=float)
-    if online.shape != (X.shape[0],) or not np.all(np.isfinite(online)):
+    online = validate.finite_array("online_losses", online_losses)
+    if online.shape != (X.shape[0],):
         raise ValueError("online_losses must be finite, one per sample")
     radius = _positive_number(radius, "radius")
-    horizons = np.asarray(horizons)
+    horizons = validate.integer_array("horizons", horizons, ndim=1)
     if horizons.size == 0 or not np.issubdtype(horizons.dtype, np.integer) or \
             np.any(horizons < 1) or np.any(horizons > X.shape[0]):
         raise ValueError(f"horizons must be integers in [1, {X.shape[0]}]")
@@ -1150,8 +1150,9 @@ def theorem4_rates(steps: int, n_runs: int, seed: int = 0, *, architecture: str 
 
 def rate_exponents(horizons, gaps, t_min: int) -> np.ndarray:
     """The least-squares slope of ``log gap`` against ``log T`` over ``T >= t_min``, one per run (row)."""
-    horizons = np.asarray(horizons, dtype=float)
-    gaps = np.atleast_2d(np.asarray(gaps, dtype=float))
+    horizons = validate.finite_array("horizons", horizons, ndim=1, positive=True)
+    gaps = np.atleast_2d(validate.finite_array("gaps", gaps))
+    t_min = validate.integer("t_min", t_min, minimum=1)
     if gaps.shape[1] != horizons.size:
         raise ValueError(f"gaps must have one column per horizon ({horizons.size}), got shape {gaps.shape}")
     keep = horizons >= t_min

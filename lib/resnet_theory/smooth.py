@@ -981,8 +981,8 @@ def svd_cancellation(R) -> dict:
 
     Near the identity U and V^T can each be far from I while ``U V^T`` is close to it: a scheme that splits U
     and V^T separately pays for both rotations."""
-    R = np.asarray(R, dtype=float)
-    if R.ndim != 2 or R.shape[0] != R.shape[1] or not np.linalg.det(R) > 0:
+    R = validate.square_matrix("R", R)
+    if not np.linalg.det(R) > 0:
         raise ValueError("R must be a square matrix with a positive determinant")
     U, _, Vt = np.linalg.svd(R)
     if np.linalg.det(U) < 0:
