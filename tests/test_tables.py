@@ -54,3 +54,12 @@ def test_arguments_follow_the_validation_rule():
         html_table(["a"], [[1]], digits=0)
     with pytest.raises(TypeError, match=r"rows\[1\] must be a dict, got \[2\]"):
         ResultsTable([{"a": 1}, [2]])
+
+
+def test_wide_tables_get_the_class_that_sets_them_in_smaller_type():
+    from resnet_theory.tables import WIDE_COLUMNS
+
+    narrow = html_table([f"c{i}" for i in range(WIDE_COLUMNS - 1)], [list(range(WIDE_COLUMNS - 1))])
+    wide = html_table([f"c{i}" for i in range(WIDE_COLUMNS)], [list(range(WIDE_COLUMNS))])
+    assert 'class="book-table"' in narrow and "book-table-wide" not in narrow
+    assert 'class="book-table book-table-wide"' in wide

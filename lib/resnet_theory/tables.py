@@ -27,13 +27,20 @@ def format_cell(value, digits: int = 4, none_text: str = "n/a") -> str:
     return str(value)
 
 
+#: Tables with this many columns or more get the class ``book-table-wide`` (smaller type in ``book.css``), so
+#: that they fit the article column at a 1400-pixel window.
+WIDE_COLUMNS = 9
+
+
 def html_table(headers, rows, digits: int = 4, none_text: str = "n/a") -> str:
-    """An HTML table; every row needs one entry per header."""
+    """An HTML table; every row needs one entry per header. A table of :data:`WIDE_COLUMNS` columns or more is
+    set in smaller type (class ``book-table-wide``)."""
     headers = list(headers)
     digits = validate.positive_int("digits", digits)
     if not headers:
         raise ValueError("html_table needs at least one column")
-    out = ['<table class="book-table"><tr>' + "".join(f"<th>{html.escape(str(h))}</th>" for h in headers) + "</tr>"]
+    classes = "book-table book-table-wide" if len(headers) >= WIDE_COLUMNS else "book-table"
+    out = [f'<table class="{classes}"><tr>' + "".join(f"<th>{html.escape(str(h))}</th>" for h in headers) + "</tr>"]
     for row in rows:
         row = list(row)
         if len(row) != len(headers):
