@@ -129,18 +129,10 @@ def tiny(**changes) -> train.TrainConfig:
 
 
 def cli(config: train.TrainConfig) -> list[str]:
-    args = []
-    for key, value in config.to_dict().items():
-        if value is None:
-            continue
-        flag = "--" + key.replace("_", "-")
-        if isinstance(value, bool):
-            args.append(flag if value else "--no-" + key.replace("_", "-"))
-        elif isinstance(value, list):
-            args += [flag, ",".join(map(str, value))]
-        else:
-            args += [flag, str(value)]
-    return args
+    """The command-line form of a configuration (test_train's, shared)."""
+    from test_train import cli_args
+
+    return cli_args(config)
 
 
 @pytest.fixture(scope="module")
