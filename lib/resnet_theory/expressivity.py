@@ -22,7 +22,7 @@ The proof is a construction, built and verified here:
    otherwise (:func:`default_k`). On well-separated inputs the paper's width is too narrow for a random
    ``A_0``: at ``rho = 2`` (orthonormal inputs) almost no draw fits.
 3. **Surrogate labels**: ``r`` random unit vectors ``q_c`` in ``R^k`` (:func:`surrogate_labels`).
-4. **One block per group of k points** (Lemma B.1, :func:`lemma_b1_block`): rows of ``U`` are the group's
+4. **One block per group of k points** (Lemma B.1, :func:`lemma_b_1_block`): rows of ``U`` are the group's
    current representations ``alpha_j``, column ``j`` of ``V`` is ``(q_{y_j} - alpha_j) / (||alpha_j||^2 - t_j)``
    and ``s = -t`` with ``t`` in ``R^k``: **one threshold per unit** (the paper's block has ``s`` in ``R^k``).
    Unit ``j`` fires on ``alpha_j`` and on no other current representation ``h`` (of the group, of points
@@ -55,7 +55,7 @@ measures the projection step of the proof of Theorem 3.2 (every norm and distanc
 within ``1 +- rho/3``) and :func:`jl_union_width` gives a width at which it holds; Lemma B.1 as printed
 (an unsquared separation ``3 rho'``) fails on :func:`hull_counterexample`, where :func:`firing_margin` (a
 linear program) shows that no unit can fire on a point of S and stay silent on the others, while
-:func:`general_lemma_b1_block` builds a block whenever one exists; :func:`lemma_b1_instance`,
+:func:`general_lemma_b_1_block` builds a block whenever one exists; :func:`lemma_b_1_instance`,
 :func:`ring_instance` and :func:`shared_threshold_counterexample` are instances of its hypotheses;
 :func:`surrogate_width` is the width at which random surrogates are pairwise below ``1/2``; and
 :func:`schur_off_block` checks Claim C.1 of Appendix C.
@@ -316,7 +316,7 @@ def _condition_from_gram(G: np.ndarray, diag: np.ndarray) -> BlockCondition:
                           unit_lower.copy(), diag.copy(), rows.astype(np.int64))
 
 
-def lemma_b1_block(alphas, betas, others=None, threshold: float | None = None,
+def lemma_b_1_block(alphas, betas, others=None, threshold: float | None = None,
                    thresholds: str = "per-unit"):
     """The block of Lemma B.1 that moves ``alphas[j]`` to ``betas[j]`` and fixes every row of ``others``.
 
@@ -1245,7 +1245,7 @@ def firing_margin(alpha, outside) -> float:
     return max(0.0, float(-res.fun))
 
 
-def general_lemma_b1_block(alphas, betas, outside):
+def general_lemma_b_1_block(alphas, betas, outside):
     """A block ``h + V relu(U h + s)`` with ``k`` units that moves each row of ``alphas`` (the set S, at most
     ``k`` rows in ``R^k``) to the same row of ``betas`` and leaves every row of ``outside`` unchanged,
     without Lemma B.1's threshold recipe: unit ``j`` is the hyperplane of :func:`firing_margin` for
@@ -1312,7 +1312,7 @@ def hull_counterexample(rho_prime: float) -> tuple[np.ndarray, np.ndarray, np.nd
     return alphas, betas, outside
 
 
-def lemma_b1_instance(k: int, m: int, rho_prime: float, min_distance: float, rng: np.random.Generator, *,
+def lemma_b_1_instance(k: int, m: int, rho_prime: float, min_distance: float, rng: np.random.Generator, *,
                       squared: bool = True, spread: float = 1.5) -> tuple[np.ndarray, np.ndarray]:
     """A random instance of Lemma B.1 in ``R^k``: ``(alphas, outside)``, ``k`` points of S and ``m`` outside.
 

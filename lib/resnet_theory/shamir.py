@@ -5,18 +5,18 @@ the seminar review of the paper (``seeds/003``) and are checked numerically, not
 
 Contents, in the order of the chapter ``book/linear_predictors.md``:
 
-- Example 1 (why the bounds must depend on the norms): :func:`example1_symbolic`, :func:`example1_saddle`,
-  :func:`example1_objective` (torch, for autograd and finite differences).
+- Example 1 (why the bounds must depend on the norms): :func:`example_1_symbolic`, :func:`example_1_saddle`,
+  :func:`example_1_objective` (torch, for autograd and finite differences).
 - The landscapes of the review's figure: :func:`landscape_value`, :func:`find_local_minima` (multi-start,
   every candidate verified; saddles are rejected) and :func:`critical_points` (every critical point found
   by root finding on the gradient, with its classification).
 - The residual predictor ``x -> w^T (x + V f_theta(x))`` (Section 2 of the paper as the review gives it):
   :func:`residual_predictions`, :func:`residual_objective`, :func:`linear_objective`,
   :func:`best_linear_predictor`, :func:`objective_derivatives` (gradient and Hessian in ``(w, V)``),
-  :func:`theorem1_sides`, :func:`theorem2_sides`, :func:`random_theorem_instance`.
+  :func:`theorem_1_sides`, :func:`theorem_2_sides`, :func:`random_theorem_instance`.
 - The negative controls: the same network without the skip, ``x -> w^T V f_theta(x)`` (``skip=False`` in
-  :func:`objective_derivatives`, :func:`theorem1_sides`, :func:`theorem2_sides`,
-  :func:`minimize_residual_objective`, :func:`verify_local_minimum`, :func:`corollary1_survey`).
+  :func:`objective_derivatives`, :func:`theorem_1_sides`, :func:`theorem_2_sides`,
+  :func:`minimize_residual_objective`, :func:`verify_local_minimum`, :func:`corollary_1_survey`).
 - Theorem 3 without its polynomial: :func:`approximate_stationary_points` (eps-SOPSPs on a search path).
 - Theorem 4 (a skip connection to the output): :class:`OutputSkipNet` ``x -> w^T x + v^T f_theta(x)``,
   :class:`ResidualNet` (the original architecture, for contrast), :class:`LogisticLinearSource` (a data
@@ -87,7 +87,7 @@ def _exact(eps) -> sp.Rational:
     return sp.Rational(repr(float(eps)))
 
 
-def example1_symbolic() -> dict:
+def example_1_symbolic() -> dict:
     """Example 1 exactly: ``F(w, v) = 1/2 (w (1 + eps v) - 1)^2`` with its gradient and Hessian in ``(w, v)``.
 
     Scalars ``x = y = 1``, ``w* = 1``, ``f_theta(x) = eps x`` and the squared loss (review 003). Returns a dict
@@ -101,7 +101,7 @@ def example1_symbolic() -> dict:
     return {"symbols": (w, v, eps), "objective": F, "gradient": gradient, "hessian": hessian}
 
 
-def example1_review_formulas() -> dict:
+def example_1_review_formulas() -> dict:
     """The gradient and Hessian of Example 1 as the review prints them (to compare with SymPy)."""
     w, v = sp.symbols("w v", real=True)
     eps = sp.Symbol("eps", positive=True)
@@ -112,14 +112,14 @@ def example1_review_formulas() -> dict:
     return {"symbols": (w, v, eps), "gradient": gradient, "hessian": hessian}
 
 
-def example1_saddle(eps) -> dict:
+def example_1_saddle(eps) -> dict:
     """The point ``(0, -1/eps)`` of Example 1 with its value, gradient, Hessian and eigenvalues, exactly.
 
     ``eps`` must be positive; floats are read through their shortest decimal form (``0.1`` is ``1/10``).
     Eigenvalues are sorted ascending.
     """
     e = _exact(eps)
-    sym = example1_symbolic()
+    sym = example_1_symbolic()
     w, v, eps_s = sym["symbols"]
     point = (sp.Integer(0), -1 / e)
     subs = {w: point[0], v: point[1], eps_s: e}
@@ -132,7 +132,7 @@ def example1_saddle(eps) -> dict:
             "eigenvalues": [sp.simplify(z) for z in eigenvalues]}
 
 
-def example1_objective(eps: float, penalty: float = 0.0) -> Callable[[torch.Tensor], torch.Tensor]:
+def example_1_objective(eps: float, penalty: float = 0.0) -> Callable[[torch.Tensor], torch.Tensor]:
     """``F(w, v) + (penalty/2)(w^2 + v^2)`` as a torch function of the vector ``(w, v)``."""
     eps = _positive_number(eps, "eps")
     penalty = _positive_number(penalty, "penalty", allow_zero=True)
@@ -551,7 +551,7 @@ def _w_star(w_star, d):
     return w_star
 
 
-def theorem1_sides(X, y, w, V, f_theta, w_star, loss: str = "squared", *, skip: bool = True) -> dict:
+def theorem_1_sides(X, y, w, V, f_theta, w_star, loss: str = "squared", *, skip: bool = True) -> dict:
     """Both sides of Theorem 1 at ``(w, V, theta)`` with ``w != 0``, against the linear predictor ``w_star``.
 
     ``lhs = |grad F_theta(w, V)|`` and
@@ -566,7 +566,7 @@ def theorem1_sides(X, y, w, V, f_theta, w_star, loss: str = "squared", *, skip: 
     w_star = _w_star(w_star, X.shape[1])
     nw2 = float(w @ w)
     if nw2 == 0:
-        raise ValueError("Theorem 1 needs w != 0 (use theorem2_sides at w = 0)")
+        raise ValueError("Theorem 1 needs w != 0 (use theorem_2_sides at w = 0)")
     F_lin = linear_objective(X, y, w_star, loss)
     gap = der["value"] - F_lin
     ns2 = float(w_star @ w_star)
@@ -580,7 +580,7 @@ def theorem1_sides(X, y, w, V, f_theta, w_star, loss: str = "squared", *, skip: 
             "norm_w": math.sqrt(nw2), "norm_V": float(np.linalg.norm(V, 2))}
 
 
-def theorem2_sides(X, y, V, f_theta, w_star, loss: str = "squared", *, skip: bool = True) -> dict:
+def theorem_2_sides(X, y, V, f_theta, w_star, loss: str = "squared", *, skip: bool = True) -> dict:
     """Both parts of Theorem 2 at ``w = 0``.
 
     ``lambda_min`` of the Hessian in ``(w, V)`` (the theorem says it is at most 0), and
@@ -783,7 +783,7 @@ def projected_sgd(model: torch.nn.Module, source: LogisticLinearSource, steps: i
     return {"X": X.numpy(), "y": y.numpy(), "online_losses": online, "risks": risks}
 
 
-def theorem4_bound(T, radius: float, lipschitz: float, loss_bound: float, delta: float) -> np.ndarray:
+def theorem_4_bound(T, radius: float, lipschitz: float, loss_bound: float, delta: float) -> np.ndarray:
     """Our explicit form of Theorem 4's ``O(.)`` for projected SGD with steps ``D / (G sqrt(t))``.
 
     ``1.5 D G / sqrt(T)`` (online gradient descent's regret, ``D = 2 radius``) plus
@@ -826,12 +826,12 @@ def average_regret(X, y, online_losses, radius: float, horizons) -> np.ndarray:
 
 
 # --- searching for trouble: adversarial points for Theorem 1, local minima for Corollary 1 -----------
-def theorem1_adversarial(X, y, f_theta, w_star, w0, V0, loss: str = "squared", steps: int = 200,
+def theorem_1_adversarial(X, y, f_theta, w_star, w0, V0, loss: str = "squared", steps: int = 200,
                          lr: float = 0.03) -> dict:
     """Minimise the ratio ``lhs / rhs`` of Theorem 1 over ``(w, V)`` by Adam, starting at ``(w0, V0)``.
 
     A search for violations: the theorem says the ratio never drops below 1 where ``rhs > 0``. Returns the
-    smallest ratio met (and the point), computed again with :func:`theorem1_sides` at that point.
+    smallest ratio met (and the point), computed again with :func:`theorem_1_sides` at that point.
     """
     X, y, loss = _data(X, y, loss)
     Z = _features(f_theta, X)
@@ -860,7 +860,7 @@ def theorem1_adversarial(X, y, f_theta, w_star, w0, V0, loss: str = "squared", s
         opt.zero_grad()
         torch.log(ratio).backward()
         opt.step()
-    sides = theorem1_sides(X, y, best[1], best[2], f_theta, w_star, loss)
+    sides = theorem_1_sides(X, y, best[1], best[2], f_theta, w_star, loss)
     return {"w": best[1], "V": best[2], **sides,
             "ratio": sides["lhs"] / sides["rhs"] if sides["rhs"] > 0 else math.inf}
 
@@ -940,10 +940,10 @@ def survey_theorems(n_instances: int, seed: int = 0, losses=LOSSES) -> dict:
     for loss in losses:
         for i in range(n_instances):
             a = random_theorem_instance(SEED_STRIDE * seed + 2 * i, loss)
-            s1 = theorem1_sides(a["X"], a["y"], a["w"], a["V"], a["f_theta"], a["w_star"], loss)
+            s1 = theorem_1_sides(a["X"], a["y"], a["w"], a["V"], a["f_theta"], a["w_star"], loss)
             rows1.append((s1["lhs"], s1["rhs"], loss))
             b = random_theorem_instance(SEED_STRIDE * seed + 2 * i + 1, loss, w_zero=True)
-            s2 = theorem2_sides(b["X"], b["y"], b["V"], b["f_theta"], b["w_star"], loss)
+            s2 = theorem_2_sides(b["X"], b["y"], b["V"], b["f_theta"], b["w_star"], loss)
             rows2.append((s2["lhs"], s2["rhs"], s2["lambda_min"], loss, s2["hessian_norm"]))
     return {"t1_lhs": np.array([r[0] for r in rows1]), "t1_rhs": np.array([r[1] for r in rows1]),
             "t1_loss": np.array([r[2] for r in rows1]), "t2_lhs": np.array([r[0] for r in rows2]),
@@ -952,7 +952,7 @@ def survey_theorems(n_instances: int, seed: int = 0, losses=LOSSES) -> dict:
             "t2_hessian_norm": np.array([r[4] for r in rows2])}
 
 
-def theorem4_experiment(steps: int, n_seeds: int, seed: int = 0, d: int = 5, k: int = 4, width: int = 16,
+def theorem_4_experiment(steps: int, n_seeds: int, seed: int = 0, d: int = 5, k: int = 4, width: int = 16,
                         depth: int = 3, radius: float = 2.0, n_test: int = 2000, delta: float = 0.05) -> dict:
     """Projected SGD on both architectures for ``steps`` steps, ``n_seeds`` runs each (Theorem 4).
 
@@ -960,7 +960,7 @@ def theorem4_experiment(steps: int, n_seeds: int, seed: int = 0, d: int = 5, k: 
     ``n_test`` points. For horizons ``T = 8, 16, ..., <= steps`` returns per architecture the gap
     ``(1/T) sum_t risk(iterate_t) - min_{|u| <= radius} F_lin(u)`` (mean over runs, and every run), the
     average regret against the best linear predictor in hindsight, and our explicit bound
-    :func:`theorem4_bound` (``G = sqrt(1 + k)``: ``|x| <= 1`` and ``|f_theta(x)|_inf <= 1``;
+    :func:`theorem_4_bound` (``G = sqrt(1 + k)``: ``|x| <= 1`` and ``|f_theta(x)|_inf <= 1``;
     ``r = log(1 + exp(radius G))``).
     """
     steps = _positive_int(steps, "steps", minimum=16)
@@ -975,7 +975,7 @@ def theorem4_experiment(steps: int, n_seeds: int, seed: int = 0, d: int = 5, k: 
     r = math.log1p(math.exp(radius * G))
     horizons = 2 ** np.arange(3, int(math.log2(steps)) + 1)
     out = {"horizons": horizons, "best_linear": best["value"], "lipschitz": G, "loss_bound": r,
-           "bound": theorem4_bound(horizons, radius, G, r, delta), "radius": radius, "delta": delta}
+           "bound": theorem_4_bound(horizons, radius, G, r, delta), "radius": radius, "delta": delta}
     for name, arch in (("output skip", OutputSkipNet), ("original", ResidualNet)):
         gaps, regrets = [], []
         for s in range(n_seeds):
@@ -1055,7 +1055,7 @@ def bernoulli_kl(a: torch.Tensor, p: torch.Tensor) -> torch.Tensor:
     return q * (sp_(-p) - sp_(-a)) + (1 - q) * (sp_(p) - sp_(a))
 
 
-def theorem4_rates(steps: int, n_runs: int, seed: int = 0, *, architecture: str = "output skip",
+def theorem_4_rates(steps: int, n_runs: int, seed: int = 0, *, architecture: str = "output skip",
                    d: int = 5, k: int = 4, width: int = 16, depth: int = 3, radius: float = 2.0,
                    u_norm: float = 1.5, lr_theta: float = 0.05, n_fresh: int = 64,
                    step_exponent: float = 0.5, comparator_outside: bool = False,
@@ -1232,7 +1232,7 @@ def infimum_linear_objective(X, y, loss: str = "squared") -> float:
     return float(best_linear_predictor(X, y, loss)["value"])
 
 
-def corollary1_survey(n_instances: int, seed: int = 0, losses=LOSSES, *, skip: bool = True) -> list[dict]:
+def corollary_1_survey(n_instances: int, seed: int = 0, losses=LOSSES, *, skip: bool = True) -> list[dict]:
     """Corollary 1 on random instances: a local search for a minimum, its verification, the linear baseline.
 
     Instance ``i`` uses the loss ``losses[i % len(losses)]`` and :func:`random_theorem_instance` with seed
@@ -1300,7 +1300,7 @@ def landscape_sweep(eps, penalties=(), radii=(), *, n_starts: int = 100) -> list
     return rows
 
 
-def theorem1_rhs_along(X, y, w, V, f_theta, w_star, scales, loss: str = "squared") -> np.ndarray:
+def theorem_1_rhs_along(X, y, w, V, f_theta, w_star, scales, loss: str = "squared") -> np.ndarray:
     """Theorem 1's right side with the comparator ``c w_star`` for each ``c`` in ``scales``.
 
     The numerator ``F - F_lin(c w_star)`` is largest at the best linear predictor, but the denominator grows
