@@ -218,7 +218,7 @@ def test_theorem_2_holds_on_random_instances(seed, loss):
 def test_theorem_1_adversarial_search_stays_above_one():
     inst = S.random_theorem_instance(5, "squared")
     res = S.theorem_1_adversarial(inst["X"], inst["y"], inst["f_theta"], inst["w_star"], inst["w"], inst["V"],
-                                 steps=60)
+                                  steps=60)
     start = S.theorem_1_sides(inst["X"], inst["y"], inst["w"], inst["V"], inst["f_theta"], inst["w_star"])
     assert res["ratio"] >= 1.0
     assert res["ratio"] <= start["lhs"] / start["rhs"] + 1e-12
@@ -353,7 +353,7 @@ def test_theorem_1_rhs_along_matches_the_sides_and_can_exceed_them():
     for i in range(10):
         a = S.random_theorem_instance(2 * i, S.LOSSES[i % 2])
         r = S.theorem_1_rhs_along(a["X"], a["y"], a["w"], a["V"], a["f_theta"], a["w_star"],
-                                 np.linspace(0.05, 1, 20), a["loss"])
+                                  np.linspace(0.05, 1, 20), a["loss"])
         if r[-1] > 0:
             gains.append(r.max() / r[-1])
     assert max(gains) > 1  # the best linear predictor does not always maximise the right side
@@ -551,7 +551,7 @@ def test_logistic_loss_spans_bG_on_the_ball():
 def test_theorem_4_bound_fails_on_a_ball_that_excludes_u_star():
     inside = S.theorem_4_rates(1024, 2, seed=3)
     b_in = S.theorem_4_bound(inside["horizons"], inside["radius"], inside["lipschitz"],
-                            inside["loss_range"], 0.05)
+                             inside["loss_range"], 0.05)
     assert np.all(inside["gap"] <= b_in)
     with pytest.raises(ValueError, match="comparator_outside"):
         S.theorem_4_rates(64, 2, radius=0.05)
@@ -743,7 +743,7 @@ BAD = [
     (ValueError, lambda: S.average_regret(np.ones((3, 2)), np.ones(3), np.ones(2), 1.0, [1])),
     (ValueError, lambda: S.average_regret(np.ones((3, 2)), np.ones(3), np.ones(3), 1.0, [4])),
     (ValueError, lambda: S.theorem_1_adversarial(_inst()["X"], _inst()["y"], _inst()["f_theta"], _inst()["w_star"],
-                                                _inst()["w"], _inst()["V"], steps=0)),
+                                                 _inst()["w"], _inst()["V"], steps=0)),
     (ValueError, lambda: S.minimize_residual_objective(_inst()["X"], _inst()["y"], _inst()["f_theta"], seed=-1)),
     (ValueError, lambda: S.survey_theorems(0)),
     (ValueError, lambda: S.survey_theorems(2, losses="squared")),
@@ -770,9 +770,9 @@ BAD = [
     (ValueError, lambda: S.landscape_sweep(1.0, radii=(0.0,))),
     (ValueError, lambda: S.landscape_sweep(1.0, radii=(1.0,), n_starts=2)),
     (ValueError, lambda: S.theorem_1_rhs_along(_inst()["X"], _inst()["y"], np.zeros(3), _inst()["V"],
-                                              _inst()["f_theta"], _inst()["w_star"], [1.0])),
+                                               _inst()["f_theta"], _inst()["w_star"], [1.0])),
     (ValueError, lambda: S.theorem_1_rhs_along(_inst()["X"], _inst()["y"], _inst()["w"], _inst()["V"],
-                                              _inst()["f_theta"], _inst()["w_star"], [np.nan])),
+                                               _inst()["f_theta"], _inst()["w_star"], [np.nan])),
     (ValueError, lambda: S.output_skip_hessian(_inst()["X"], _inst()["y"], np.zeros(3), np.zeros(2),
                                                _inst()["f_theta"])),
     (TypeError, lambda: S.bernoulli_kl(np.zeros(2), torch.zeros(2))),

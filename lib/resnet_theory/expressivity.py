@@ -317,7 +317,7 @@ def _condition_from_gram(G: np.ndarray, diag: np.ndarray) -> BlockCondition:
 
 
 def lemma_b_1_block(alphas, betas, others=None, threshold: float | None = None,
-                   thresholds: str = "per-unit"):
+                    thresholds: str = "per-unit"):
     """The block of Lemma B.1 that moves ``alphas[j]`` to ``betas[j]`` and fixes every row of ``others``.
 
     Returns ``(U, V, s, condition)`` with ``U, V`` of shape ``(k, k)`` (``k`` = the dimension; the group
@@ -1313,7 +1313,7 @@ def hull_counterexample(rho_prime: float) -> tuple[np.ndarray, np.ndarray, np.nd
 
 
 def lemma_b_1_instance(k: int, m: int, rho_prime: float, min_distance: float, rng: np.random.Generator, *,
-                      squared: bool = True, spread: float = 1.5) -> tuple[np.ndarray, np.ndarray]:
+                       squared: bool = True, spread: float = 1.5) -> tuple[np.ndarray, np.ndarray]:
     """A random instance of Lemma B.1 in ``R^k``: ``(alphas, outside)``, ``k`` points of S and ``m`` outside.
 
     Every squared norm is uniform in ``[1 - rho', 1 + rho']``. Each outside point is put near a random point

@@ -827,7 +827,7 @@ def average_regret(X, y, online_losses, radius: float, horizons) -> np.ndarray:
 
 # --- searching for trouble: adversarial points for Theorem 1, local minima for Corollary 1 -----------
 def theorem_1_adversarial(X, y, f_theta, w_star, w0, V0, loss: str = "squared", steps: int = 200,
-                         lr: float = 0.03) -> dict:
+                          lr: float = 0.03) -> dict:
     """Minimise the ratio ``lhs / rhs`` of Theorem 1 over ``(w, V)`` by Adam, starting at ``(w0, V0)``.
 
     A search for violations: the theorem says the ratio never drops below 1 where ``rhs > 0``. Returns the
@@ -953,7 +953,7 @@ def survey_theorems(n_instances: int, seed: int = 0, losses=LOSSES) -> dict:
 
 
 def theorem_4_experiment(steps: int, n_seeds: int, seed: int = 0, d: int = 5, k: int = 4, width: int = 16,
-                        depth: int = 3, radius: float = 2.0, n_test: int = 2000, delta: float = 0.05) -> dict:
+                         depth: int = 3, radius: float = 2.0, n_test: int = 2000, delta: float = 0.05) -> dict:
     """Projected SGD on both architectures for ``steps`` steps, ``n_seeds`` runs each (Theorem 4).
 
     Data from :class:`LogisticLinearSource` with ``|u*| = 1.5 <= radius``; risks on a test sample of
@@ -1056,10 +1056,10 @@ def bernoulli_kl(a: torch.Tensor, p: torch.Tensor) -> torch.Tensor:
 
 
 def theorem_4_rates(steps: int, n_runs: int, seed: int = 0, *, architecture: str = "output skip",
-                   d: int = 5, k: int = 4, width: int = 16, depth: int = 3, radius: float = 2.0,
-                   u_norm: float = 1.5, lr_theta: float = 0.05, n_fresh: int = 64,
-                   step_exponent: float = 0.5, comparator_outside: bool = False,
-                   plateau_after: int | None = None) -> dict:
+                    d: int = 5, k: int = 4, width: int = 16, depth: int = 3, radius: float = 2.0,
+                    u_norm: float = 1.5, lr_theta: float = 0.05, n_fresh: int = 64,
+                    step_exponent: float = 0.5, comparator_outside: bool = False,
+                    plateau_after: int | None = None) -> dict:
     """Projected SGD (Theorem 4's procedure) for ``n_runs`` independent runs at once, and its exact-in-y gap.
 
     Data: :class:`LogisticLinearSource` with ``u* = u_norm (1, ..., 1)/sqrt(d)``; ``u*`` is the population
