@@ -1217,51 +1217,7 @@ def det_loss_floor(Phi) -> float:
     return 0.5 * float(np.linalg.svd(Phi, compute_uv=False).min()) ** 2
 
 
-@dataclass
-class GrowthFit:
-    """How step counts grow with a variable ``x`` (:func:`growth_fit`).
-
-    ``exponent`` (with its least-squares standard error) and ``power_rms`` are from ``log y = a + p log x``;
-    ``exponential_rms`` from ``log y = b + c x``; both RMS residuals are in ``log y``."""
-
-    exponent: float
-    exponent_se: float
-    power_rms: float
-    exponential_rms: float
-
-    @property
-    def power_law_fits_better(self) -> bool:
-        """A power law in ``x`` describes the points at least as well as an exponential in ``x``."""
-        return self.power_rms <= self.exponential_rms
-
-
-def growth_fit(x, y) -> GrowthFit:
-    """Fit ``y = c x^p`` and ``y = b e^(c x)`` by least squares on ``log y``; see :class:`GrowthFit`.
-
-    A finite grid cannot prove that growth is polynomial; the comparison says which of the two shapes the
-    points follow over the grid (an exponential in ``x`` bends upwards on log-log axes)."""
-    x = validate.finite_array("x", x, ndim=1, positive=True)
-    y = validate.finite_array("y", y, ndim=1, positive=True)
-    if x.shape != y.shape:
-        raise ValueError(f"x and y must have the same length, got {x.size} and {y.size}")
-    if x.size < 3:
-        raise ValueError(f"growth_fit needs at least 3 points, got {x.size}")
-    if np.unique(x).size < 3:
-        raise ValueError("growth_fit needs at least 3 distinct values of x")
-    logx, logy = np.log(x), np.log(y)
-
-    def line(u):
-        slope, intercept = np.polyfit(u, logy, 1)
-        resid = logy - (slope * u + intercept)
-        return float(slope), resid
-
-    p, r_pow = line(logx)
-    _, r_exp = line(x)
-    se = math.sqrt(float(np.sum(r_pow ** 2)) / (x.size - 2) / float(np.sum((logx - logx.mean()) ** 2)))
-    return GrowthFit(p, se, float(np.sqrt(np.mean(r_pow ** 2))), float(np.sqrt(np.mean(r_exp ** 2))))
-
-
-__all__ += ["bhl_step_size", "IdentityGDTrace", "identity_gd_trace", "det_loss_floor", "GrowthFit", "growth_fit"]
+__all__ += ["bhl_step_size", "IdentityGDTrace", "identity_gd_trace", "det_loss_floor"]
 
 
 @dataclass

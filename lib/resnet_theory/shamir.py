@@ -40,7 +40,7 @@ import torch
 from scipy import optimize
 
 from . import validate
-from .plotting import fit_power_law
+from .fits import fit_power_law
 
 LOSSES = ("squared", "logistic")
 #: Instance seeds of the surveys are ``SEED_STRIDE * seed + i``: different chapter seeds share no instance.
