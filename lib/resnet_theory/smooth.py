@@ -40,9 +40,11 @@ from typing import Callable, Sequence
 
 import numpy as np
 import scipy.linalg
+import sympy as sp
 import torch
 
 from . import validate
+from .linear import factorize_near_identity
 
 TorchMap = Callable[[torch.Tensor], torch.Tensor]
 DTYPE = torch.float64
@@ -53,23 +55,15 @@ class NewtonConvergenceError(validate.DivergenceError):
 
 
 # --- input checks ------------------------------------------------------------------------------------
-def _as_positive_int(value, name: str) -> int:
-    return validate.positive_int(name, value)
-
-
-def _as_positive_float(value, name: str) -> float:
-    return validate.positive_float(name, value)
-
-
 def _check_callable(f, name: str) -> None:
     validate.callable_arg(name, f, what="a callable mapping a torch tensor (N, dim) to (N, dim)")
 
 
 def ball_points(n: int, dim: int, radius: float, generator: torch.Generator | None = None) -> torch.Tensor:
     """``n`` points uniform in the closed ball of ``radius`` in ``R^dim`` (float64)."""
-    n = _as_positive_int(n, "n")
-    dim = _as_positive_int(dim, "dim")
-    radius = _as_positive_float(radius, "radius")
+    n = validate.positive_int("n", n)
+    dim = validate.positive_int("dim", dim)
+    radius = validate.positive_float("radius", radius)
     direction = torch.randn(n, dim, dtype=DTYPE, generator=generator)
     direction /= direction.norm(dim=1, keepdim=True).clamp_min(1e-300)
     r = torch.rand(n, 1, dtype=DTYPE, generator=generator) ** (1.0 / dim)
@@ -126,8 +120,8 @@ def check_positive_orientation(h: TorchMap, dim: int, domain_radius: float = 1.0
     Also rejects a non-callable ``h`` and one that changes the shape of its input.
     """
     _check_callable(h, "h")
-    dim = _as_positive_int(dim, "dim")
-    domain_radius = _as_positive_float(domain_radius, "domain_radius")
+    dim = validate.positive_int("dim", dim)
+    domain_radius = validate.positive_float("domain_radius", domain_radius)
     x = _test_points(dim, domain_radius, n_points, seed)
     with torch.no_grad():
         y = _apply_checked(h, x, "h")
@@ -209,7 +203,7 @@ def linear_near_identity_factors(R, depth: int, method: str = "hardt-ma") -> tup
     is verified either way.
     """
     R = validate.square_matrix("R", R)
-    depth = _as_positive_int(depth, "depth")
+    depth = validate.positive_int("depth", depth)
     method = validate.choice("method", method, LINEAR_METHODS)
     det = np.linalg.det(R)
     if not det > 0:
@@ -217,17 +211,9 @@ def linear_near_identity_factors(R, depth: int, method: str = "hardt-ma") -> tup
     if method == "logarithm":
         A, source = _logarithm_factorize(R, depth)
     else:
-        import inspect
-
-        from .linear import factorize_near_identity
         linear_method = "svd" if method == "hardt-ma" else "polar"
-        if "method" in inspect.signature(factorize_near_identity).parameters:
-            A = np.asarray(factorize_near_identity(R, depth, method=linear_method), dtype=float)
-            source = f"resnet_theory.linear ({linear_method})"
-        elif method == "hardt-ma":  # an older linear module: its only construction is the SVD scheme
-            A, source = np.asarray(factorize_near_identity(R, depth), dtype=float), "resnet_theory.linear"
-        else:
-            A, source = _fallback_factorize(R, depth), "local polar split"
+        A = np.asarray(factorize_near_identity(R, depth, method=linear_method), dtype=float)
+        source = f"resnet_theory.linear ({linear_method})"
     product = np.eye(R.shape[0])
     for layer in A:
         product = (np.eye(R.shape[0]) + layer) @ product
@@ -248,7 +234,7 @@ def scale_schedule(m: int, spacing="uniform") -> np.ndarray:
     i.e. ``a_i = m^{-(m-i)/(m-1)}`` (the spacing whose analysis gives ``log m / m``). An array of length
     ``m + 1`` is checked and returned as is.
     """
-    m = _as_positive_int(m, "m")
+    m = validate.positive_int("m", m)
     if isinstance(spacing, str):
         if validate.choice("spacing", spacing, SPACINGS) == "uniform":
             return np.arange(m + 1) / m
@@ -361,8 +347,8 @@ def newton_inverse(h: TorchMap, z: torch.Tensor, x0: torch.Tensor | None = None,
         raise TypeError(f"z must be a 2-D torch tensor (N, dim), got {validate.show(z)}")
     if z.ndim != 2:
         raise ValueError(f"z must be a 2-D torch tensor (N, dim), got shape {tuple(z.shape)}")
-    tol = _as_positive_float(tol, "tol")
-    max_iter = _as_positive_int(max_iter, "max_iter")
+    tol = validate.positive_float("tol", tol)
+    max_iter = validate.positive_int("max_iter", max_iter)
     start = (z if x0 is None else x0).detach().clone()
     target = z.detach()
     scale = 1.0 + target.norm(dim=1)
@@ -413,14 +399,14 @@ def near_identity_factors(h: TorchMap, m: int, dim: int, domain_radius: float = 
     determinant is not positive at one of ``n_check`` test points of the ball (the message names the point).
     """
     _check_callable(h, "h")
-    m = _as_positive_int(m, "m")
-    dim = _as_positive_int(dim, "dim")
-    domain_radius = _as_positive_float(domain_radius, "domain_radius")
+    m = validate.positive_int("m", m)
+    dim = validate.positive_int("dim", dim)
+    domain_radius = validate.positive_float("domain_radius", domain_radius)
     scales = scale_schedule(m, spacing)
     check_positive_orientation(h, dim, domain_radius, n_check, seed)
-    newton_tol = _as_positive_float(newton_tol, "newton_tol")
+    newton_tol = validate.positive_float("newton_tol", newton_tol)
     linear = validate.choice("linear", linear, LINEAR_METHODS)
-    path = _RescalingPath(h, m, dim, scales, newton_tol, _as_positive_int(newton_max_iter, "newton_max_iter"),
+    path = _RescalingPath(h, m, dim, scales, newton_tol, validate.positive_int("newton_max_iter", newton_max_iter),
                           linear)
     return [path.factor(i) for i in range(1, m + 1)]
 
@@ -441,9 +427,9 @@ def alternating_split(h: TorchMap, m: int, dim: int, *, newton_tol: float = 1e-1
     Every layer moves points as much as h does, whatever m is: the contrast to :func:`near_identity_factors`.
     """
     _check_callable(h, "h")
-    m = _as_positive_int(m, "m")
-    dim = _as_positive_int(dim, "dim")
-    newton_tol = _as_positive_float(newton_tol, "newton_tol")
+    m = validate.positive_int("m", m)
+    dim = validate.positive_int("dim", dim)
+    newton_tol = validate.positive_float("newton_tol", newton_tol)
     if m % 2 == 0:
         raise ValueError(f"the alternating split needs an odd number of layers, got m = {m}")
     origin = torch.zeros(1, dim, dtype=DTYPE)
@@ -535,12 +521,12 @@ def lipschitz_constant(f: TorchMap, dim: int, domain_radius: float, *, n_points:
     ``return_details=True``.
     """
     _check_callable(f, "f")
-    dim = _as_positive_int(dim, "dim")
-    domain_radius = _as_positive_float(domain_radius, "domain_radius")
-    n_points = _as_positive_int(n_points, "n_points")
+    dim = validate.positive_int("dim", dim)
+    domain_radius = validate.positive_float("domain_radius", domain_radius)
+    n_points = validate.positive_int("n_points", n_points)
     n_refine = validate.non_negative_int("n_refine", n_refine)
     refine_steps = validate.non_negative_int("refine_steps", refine_steps)
-    lr = 0.05 * domain_radius if lr is None else _as_positive_float(lr, "lr")
+    lr = 0.05 * domain_radius if lr is None else validate.positive_float("lr", lr)
     x = _test_points(dim, domain_radius, n_points, seed)
     try:
         with torch.no_grad():
@@ -579,9 +565,9 @@ def factor_deviations(h: TorchMap, m: int, dim: int, domain_radius: float = 1.0,
     ``D_{i-1}`` gives the Euclidean one on that ball (the tests compare the two).
     """
     _check_callable(h, "h")
-    m = _as_positive_int(m, "m")
-    dim = _as_positive_int(dim, "dim")
-    domain_radius = _as_positive_float(domain_radius, "domain_radius")
+    m = validate.positive_int("m", m)
+    dim = validate.positive_int("dim", dim)
+    domain_radius = validate.positive_float("domain_radius", domain_radius)
     scales = torch.as_tensor(scale_schedule(m, spacing))
     check_positive_orientation(h, dim, domain_radius, 64, seed)
     origin = torch.zeros(1, dim, dtype=DTYPE)
@@ -607,7 +593,7 @@ def factor_deviations(h: TorchMap, m: int, dim: int, domain_radius: float = 1.0,
         Ji = torch.linalg.solve(inner, outer, left=False)              # outer @ inner^{-1}
         return _spectral_norms(Ji - eye)                               # (m, N)
 
-    x = _test_points(dim, domain_radius, _as_positive_int(n_points, "n_points"), seed)
+    x = _test_points(dim, domain_radius, validate.positive_int("n_points", n_points), seed)
     values = deviations(x)                                             # (m, N)
     best = values.max(dim=1).values
     if n_refine and refine_steps:
@@ -675,17 +661,17 @@ def certified_deviations(h: TorchMap, m: int, dim: int, domain_radius: float = 1
     computes it on every cell (same result; the tests compare the two).
     """
     _check_callable(h, "h")
-    m = _as_positive_int(m, "m")
-    dim = _as_positive_int(dim, "dim")
-    r = _as_positive_float(domain_radius, "domain_radius")
-    grid_points = _as_positive_int(grid_points, "grid_points")
+    m = validate.positive_int("m", m)
+    dim = validate.positive_int("dim", dim)
+    r = validate.positive_float("domain_radius", domain_radius)
+    grid_points = validate.positive_int("grid_points", grid_points)
     curvature = second_derivative_bound if second_derivative_bound is not None else getattr(
         h, "second_derivative_bound", None)
     if curvature is None:
         raise ValueError("certified_deviations needs a certified bound on ||h''|| (second_derivative_bound=...); "
                          "h carries none")
     if not callable(curvature):
-        constant = _as_positive_float(curvature, "second_derivative_bound") if curvature != 0 else 0.0
+        constant = validate.positive_float("second_derivative_bound", curvature) if curvature != 0 else 0.0
         curvature = lambda rho, c=constant: np.full_like(np.asarray(rho, dtype=float), c)  # noqa: E731
     scales = scale_schedule(m, spacing)
     check_positive_orientation(h, dim, r, 64, 0)
@@ -779,7 +765,7 @@ class RateCertificate:
 
     def bound(self, m: int, spacing="uniform") -> float:
         """The certified bound on ``max_i ||h_i - Id||_L`` at depth m for the given scales."""
-        m = _as_positive_int(m, "m")
+        m = validate.positive_int("m", m)
         step = float(np.max(np.diff(scale_schedule(m, spacing))))
         return math.expm1(self.log_norm / m) + step * self.step_constant
 
@@ -789,9 +775,9 @@ def rate_certificate(h: TorchMap, dim: int, domain_radius: float = 1.0, *, grid_
     """:class:`RateCertificate` for ``h`` on the ball (needs a real logarithm of ``h'(0)`` and a certified,
     radius-nondecreasing bound on ``||h''||``, by default ``h.second_derivative_bound``)."""
     _check_callable(h, "h")
-    dim = _as_positive_int(dim, "dim")
-    r = _as_positive_float(domain_radius, "domain_radius")
-    grid_points = _as_positive_int(grid_points, "grid_points")
+    dim = validate.positive_int("dim", dim)
+    r = validate.positive_float("domain_radius", domain_radius)
+    grid_points = validate.positive_int("grid_points", grid_points)
     curvature = second_derivative_bound or getattr(h, "second_derivative_bound", None)
     if curvature is None or not callable(curvature):
         raise ValueError("rate_certificate needs a callable certified bound on ||h''|| (second_derivative_bound)")
@@ -825,8 +811,8 @@ def equidistributed_scales(h: TorchMap, m: int, dim: int, domain_radius: float =
     :func:`factor_deviations`, and place the new scales at equal quantiles of ``int rho da`` (mesh
     equidistribution); repeat ``iterations`` times.
     """
-    m = _as_positive_int(m, "m")
-    iterations = _as_positive_int(iterations, "iterations")
+    m = validate.positive_int("m", m)
+    iterations = validate.positive_int("iterations", iterations)
     a = scale_schedule(m, "uniform")
     for _ in range(iterations):
         eps = factor_deviations(h, m, dim, domain_radius, spacing=a, linear=linear, n_points=n_points, n_refine=0,
@@ -860,8 +846,8 @@ def example_map(name: str, dim: int, seed: int = 0, strength: float = 0.6) -> To
     ``strength``-Lipschitz), M has positive determinant, so all three are bi-Lipschitz diffeomorphisms.
     """
     name = validate.choice("name", name, EXAMPLE_MAPS)
-    dim = _as_positive_int(dim, "dim")
-    strength = _as_positive_float(strength, "strength")
+    dim = validate.positive_int("dim", dim)
+    strength = validate.positive_float("strength", strength)
     if name != "swirl" and strength >= 1:
         raise ValueError(f"strength must be < 1 for {name!r} to be invertible, got {strength}")
     gen = torch.Generator().manual_seed(seed)
@@ -949,8 +935,8 @@ def residual_block_lipschitz_bound(W1, W2) -> float:
 def random_residual_blocks(m: int, dim: int, width: int, eps: float, generator: torch.Generator | None = None
                            ) -> list[ResidualBlock]:
     """m random blocks, each rescaled so that its certified bound ``||W2|| ||W1||`` equals ``eps`` exactly."""
-    m, dim, width = (_as_positive_int(v, n) for v, n in ((m, "m"), (dim, "dim"), (width, "width")))
-    eps = _as_positive_float(eps, "eps")
+    m, dim, width = (validate.positive_int(n, v) for v, n in ((m, "m"), (dim, "dim"), (width, "width")))
+    eps = validate.positive_float("eps", eps)
     blocks = []
     for _ in range(m):
         W1 = torch.randn(width, dim, dtype=DTYPE, generator=generator)
@@ -967,8 +953,8 @@ def aligned_residual_blocks(m: int, dim: int, eps: float) -> list[ResidualBlock]
     (the slope at 0), and the Jacobian ``I - eps diag(1 - tanh^2 z)`` is ``(1 - eps) I`` at the origin. On inputs
     near 0 every layer's Jacobian is close to ``(1 - eps) I``, all aligned, so ``(h_m o ... o h_{i+1})'`` is close
     to ``(1 - eps)^(m-i) I``: the instance where the depth factor of the functional-gradient bound is tight."""
-    m, dim = _as_positive_int(m, "m"), _as_positive_int(dim, "dim")
-    eps = _as_positive_float(eps, "eps")
+    m, dim = validate.positive_int("m", m), validate.positive_int("dim", dim)
+    eps = validate.positive_float("eps", eps)
     if eps >= 1:
         raise ValueError(f"eps must be < 1 for a near-identity block, got {eps}")
     eye = torch.eye(dim, dtype=DTYPE)
@@ -1016,8 +1002,8 @@ def random_empirical_problem(n_atoms: int, dim: int, generator: torch.Generator 
                              max_repeats: int = 3, noise: float = 0.5, atom_scale: float = 1.0) -> EmpiricalProblem:
     """Random atoms in ``R^dim`` (standard normal times ``atom_scale``), each seen 1..max_repeats times with
     noisy labels (so ``Q(h*) > 0``)."""
-    atom_scale = _as_positive_float(atom_scale, "atom_scale")
-    n_atoms, dim, max_repeats = (_as_positive_int(v, n) for v, n in
+    atom_scale = validate.positive_float("atom_scale", atom_scale)
+    n_atoms, dim, max_repeats = (validate.positive_int(n, v) for v, n in
                                  ((n_atoms, "n_atoms"), (dim, "dim"), (max_repeats, "max_repeats")))
     atoms = atom_scale * torch.randn(n_atoms, dim, dtype=DTYPE, generator=generator)
     counts = torch.randint(1, max_repeats + 1, (n_atoms,), generator=generator)
@@ -1153,7 +1139,7 @@ def sigmoid_saddle_example(n: int = 8, v: float = 0.8, w: float = 2.0, b=(0.3, -
     0)``. ``theta_critical = (0, 0, 0, 0, b_1, b_2)`` computes the identity; it is critical only because the
     data are exactly symmetric (the target's odd residual then averages to zero, and every other derivative
     carries a factor V), and it is a saddle: at ``V = 0`` the ``(W, b)`` block of the Hessian vanishes."""
-    n = _as_positive_int(n, "n")
+    n = validate.positive_int("n", n)
     if n % 2:
         raise ValueError(f"n must be even so that the inputs are symmetric about 0, got {n}")
     for value, name in ((v, "v"), (w, "w")):
@@ -1205,7 +1191,7 @@ def deviation_rates(cases: Sequence[tuple[str, int]], ms: Sequence[int], spacing
     With ``certify_points``, also the certified upper bounds of :func:`certified_deviations` on a grid of
     about that many points (uniform and geometric scales; ``None`` for the equidistributed ones).
     """
-    ms = np.asarray([_as_positive_int(m, "m") for m in ms])
+    ms = np.asarray([validate.positive_int("m", m) for m in ms])
     if len(ms) < 2:
         raise ValueError("need at least two depths to measure a rate")
     for spacing in spacings:
@@ -1230,8 +1216,8 @@ def deviation_rates(cases: Sequence[tuple[str, int]], ms: Sequence[int], spacing
 
 def grid_lines(half_width: float = 0.7, n_lines: int = 9, n_points: int = 81) -> list[torch.Tensor]:
     """Horizontal and vertical lines of a square grid in the plane, each ``(n_points, 2)``."""
-    half_width = _as_positive_float(half_width, "half_width")
-    n_lines, n_points = _as_positive_int(n_lines, "n_lines"), _as_positive_int(n_points, "n_points")
+    half_width = validate.positive_float("half_width", half_width)
+    n_lines, n_points = validate.positive_int("n_lines", n_lines), validate.positive_int("n_points", n_points)
     ticks = torch.linspace(-half_width, half_width, n_lines, dtype=DTYPE)
     t = torch.linspace(-half_width, half_width, n_points, dtype=DTYPE)
     return ([torch.stack([t, torch.full_like(t, c)], dim=1) for c in ticks]
@@ -1273,7 +1259,7 @@ def ruled_out_map(name: str, strength: float = 0.6) -> TorchMap:
     them.
     """
     name = validate.choice("name", name, RULED_OUT_MAPS)
-    strength = _as_positive_float(strength, "strength")
+    strength = validate.positive_float("strength", strength)
     if name == "holder":
         if strength > 1:
             raise ValueError(f"strength must be <= 1 for the Holder map to be invertible, got {strength}")
@@ -1304,8 +1290,6 @@ def sympy_map(h: TorchMap):
     """The map ``h`` of :func:`example_map` or :func:`ruled_out_map` as SymPy expressions, written from the
     formulas independently of the torch code (the exact witness of its Jacobian): returns ``(components,
     symbols)``."""
-    import sympy as sp
-
     parts = getattr(h, "parts", None)
     if not isinstance(parts, dict) or "name" not in parts:
         raise ValueError("sympy_map needs a map made by example_map or ruled_out_map")
@@ -1384,9 +1368,9 @@ def representation_evidence(h: TorchMap, dim: int, ms: Sequence[int], spacing: s
     result of :func:`try_rate_certificate` for ``h``, when already computed (it does not depend on the spacing).
     """
     _check_callable(h, "h")
-    dim = _as_positive_int(dim, "dim")
+    dim = validate.positive_int("dim", dim)
     spacing = validate.choice("spacing", spacing, SPACINGS)
-    ms = np.asarray([_as_positive_int(m, "m") for m in ms])
+    ms = np.asarray([validate.positive_int("m", m) for m in ms])
     if len(ms) < 2:
         raise ValueError("need at least two depths to measure a rate")
     cert, reason = certificate if certificate is not None else try_rate_certificate(
@@ -1410,7 +1394,7 @@ def representation_evidence(h: TorchMap, dim: int, ms: Sequence[int], spacing: s
         constant = cert.constant if spacing == "uniform" else cert.log_constant
     x = ball_points(n_exact, dim, domain_radius, torch.Generator().manual_seed(seed))
     x = x * (0.999 * domain_radius / x.norm(dim=1, keepdim=True).clamp_min(domain_radius))
-    exact_depths = np.asarray([_as_positive_int(m, "exact depth") for m in exact_depths])
+    exact_depths = np.asarray([validate.positive_int("exact depth", m) for m in exact_depths])
     errors = []
     with torch.no_grad():
         target = h(x)
@@ -1448,7 +1432,7 @@ def gradient_bound_instances(n: int, generator: torch.Generator | None = None, *
     """``n`` instances: depth, dimension and number of distinct inputs drawn from ``depths``, ``dims``,
     ``n_atoms``, ``eps`` uniform in ``eps_range`` (which may lie outside the theorem's ``eps < 1``: the
     negative control), blocks of :func:`random_residual_blocks`, data of :func:`random_empirical_problem`."""
-    n = _as_positive_int(n, "n")
+    n = validate.positive_int("n", n)
     low, high = (validate.finite_float(name, v) for name, v in zip(("eps_range[0]", "eps_range[1]"), eps_range))
     if not 0 < low < high:
         raise ValueError(f"eps_range must satisfy 0 < low < high, got {eps_range!r}")
@@ -1472,8 +1456,6 @@ def functional_risk_sympy(blocks: Sequence[ResidualBlock], problem: EmpiricalPro
     """Q as a SymPy expression in the perturbation ``delta_i`` of layer i (1-based) at the K atoms' images:
     returns ``(expr, symbols)`` with the symbols in the order of ``delta_i.ravel()`` (the SymPy witness of
     the derivative :func:`functional_gradient` computes by autograd)."""
-    import sympy as sp
-
     m = len(blocks)
     i = validate.integer("i", i, minimum=1, maximum=m)
     K, d = problem.atoms.shape
@@ -1516,8 +1498,8 @@ def sigmoid_local_minimum_example(deviation: float = 0.1, newton_steps: int = 8)
     for the target and the network, the loss is ``s^2`` times the unscaled one in ``(V / s, W, b)``, so every
     critical point (and its type) carries over and the near-identity region is reached at any ``deviation``.
     """
-    deviation = _as_positive_float(deviation, "deviation")
-    newton_steps = _as_positive_int(newton_steps, "newton_steps")
+    deviation = validate.positive_float("deviation", deviation)
+    newton_steps = validate.positive_int("newton_steps", newton_steps)
     start = np.array(_LOCAL_MIN_START)
     s = deviation / sigmoid_deviation_bound(start)
     scale = np.array([s, s, 1, 1, 1, 1])
