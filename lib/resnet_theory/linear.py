@@ -1,13 +1,14 @@
 """Linear residual networks: Hardt & Ma (2017), Section 2, and Bartlett, Helmbold & Long (2018).
 
 Hardt & Ma study the linear residual network ``x -> (I + A_l) ... (I + A_1) x`` fitted to
-``y = R x + xi`` with ``xi ~ N(0, I_d)`` and ``Sigma = E[x x^T]``. This module implements
+``y = R x + xi`` with ``xi ~ N(0, I_d)`` and ``Sigma = E[x x^T]``. This module implements, in the order of
+the chapter ``book/linear.md``,
 
+- the population risk of Claim 2.3 (:func:`risk`), its gradient (Lemma 2.4) in the order the chain rule
+  gives (:func:`risk_gradient`) and in the order the ICLR text prints (:func:`risk_gradient_printed_order`);
 - the Theorem 2.1 construction (:func:`factorize_near_identity`, :func:`factorization_plan`,
   :func:`compose`), the constant ``gamma(R)`` and two bounds on ``max_i ||A_i||``
   (:func:`theorem_2_1_bound`, the printed ICLR one; :func:`theorem_2_1_bound_early`, a review's);
-- the population risk of Claim 2.3 (:func:`risk`), its gradient (Lemma 2.4) in the order the chain rule
-  gives (:func:`risk_gradient`) and in the order the ICLR text prints (:func:`risk_gradient_printed_order`);
 - the gradient lower bound of eq. (2.3) as printed (:func:`gradient_lower_bound_printed`) and as its
   proof actually yields it (:func:`gradient_lower_bound`);
 - gradient descent on the risk (:func:`risk_gradient_descent`) and, for Bartlett, Helmbold & Long,
@@ -27,24 +28,31 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.linalg
 import scipy.optimize
+import sympy as sp
+import torch
+from torch.func import hessian
 
-from . import validate
+from . import checks, validate
+
 
 __all__ = [
-    "FactorizationPlan", "GDResult", "compose", "factorization_plan", "factorize_near_identity", "gamma",
-    "gradient_lower_bound", "gradient_lower_bound_printed", "identity_init_gd", "layer_norms",
-    "risk", "risk_by_quadrature", "best_factorization_in_ball", "risk_gradient", "risk_gradient_descent", "risk_gradient_printed_order", "random_rotation",
-    "random_matrix_with_gamma", "random_layers_in_ball", "sympy_risk", "torch_risk", "theorem_2_1_sweep", "theorem_2_1_bound", "theorem_2_1_bound_early", "theorem_2_1_bound_integer", "theorem_2_1_min_depth",
-    "FACTORIZATION_METHODS", "rotation_root", "theorem_2_1_ratio", "theorem_2_1_worst_ratio_search",
-    "critical_point_search", "CriticalPointSearch", "identity_gd_steps_to", "TARGET_KINDS",
-    "random_theorem_2_1_target",
+    "best_factorization_in_ball", "bhl_step_size", "compose", "critical_point_search", "CriticalPointSearch",
+    "det_loss_floor", "FACTORIZATION_METHODS", "factorization_plan", "FactorizationPlan",
+    "factorize_near_identity", "gamma", "GDResult", "gradient_lower_bound", "gradient_lower_bound_printed",
+    "identity_gd_steps_to", "identity_gd_trace", "identity_init_gd", "IdentityGDTrace", "layer_norms",
+    "random_layers_in_ball", "random_matrix_with_gamma", "random_rotation", "random_theorem_2_1_target", "risk",
+    "risk_by_quadrature", "risk_gradient", "risk_gradient_descent", "risk_gradient_printed_order",
+    "rotation_root", "symmetric_identity_gd", "SymmetricGDRun", "sympy_risk", "sympy_risk_gradient",
+    "TARGET_KINDS", "theorem_2_1_bound", "theorem_2_1_bound_early", "theorem_2_1_bound_integer",
+    "theorem_2_1_min_depth", "theorem_2_1_ratio", "theorem_2_1_sweep", "theorem_2_1_worst_ratio_search",
+    "torch_risk",
 ]
 
 # Relative tolerance for deciding that a matrix is symmetric / a singular value equals one.
 _SYMMETRY_RTOL = 1e-12
 
 
-# --- input validation --------------------------------------------------------------------------------
+# --- input validation -----------------------------------------------------------------------------------
 def _as_square_matrix(M, name: str) -> np.ndarray:
     return validate.square_matrix(name, M)
 
@@ -91,7 +99,15 @@ def _check_risk_inputs(A, R, Sigma):
     return A, R, _as_covariance(Sigma, A.shape[1])
 
 
-# --- products ------------------------------------------------------------------------------------------
+def _as_steps(steps) -> int:
+    return validate.positive_int("steps", steps)
+
+
+def _as_lr(lr) -> float:
+    return validate.positive_float("lr", lr)
+
+
+# --- Section 2, the setting: the network's matrix, and random instances ---------------------------------
 def compose(A) -> np.ndarray:
     """The network's matrix ``(I + A[depth-1]) ... (I + A[0])`` for layers ``A`` of shape ``(depth, d, d)``."""
     A = _as_layers(A)
@@ -126,7 +142,170 @@ def _prefix_suffix(A):
     return right, left, P
 
 
-# --- Theorem 2.1 -------------------------------------------------------------------------------------
+def _rng(seed):
+    return seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+
+
+def random_rotation(d, seed=None) -> np.ndarray:
+    """A Haar-random matrix in SO(d)."""
+    d = _as_depth(d, "d")
+    validate.check_budget("d", 3 * 8.0 * d * d, validate.memory_limit_bytes(), value=d)   # the matrix, its QR
+    validate.check_budget("d", 2.0 * d ** 3, validate.OPS_LIMIT, what="work", unit="operations", value=d)
+    Q, Rm = np.linalg.qr(_rng(seed).standard_normal((d, d)))
+    Q = Q * np.sign(np.diag(Rm))[None, :]
+    if np.linalg.det(Q) < 0:
+        Q[:, 0] *= -1
+    return Q
+
+
+def random_matrix_with_gamma(d, target_gamma, seed=None, psd=False) -> np.ndarray:
+    """A random ``R = U diag(s) V^T`` with ``det R > 0`` and ``gamma(R) = target_gamma`` exactly (up to rounding).
+
+    The singular values are log-uniform in ``[e^-gamma, e^gamma]`` with one endpoint attained; ``psd=True``
+    takes ``V = U`` (symmetric positive definite).
+    """
+    d = _as_depth(d, "d")
+    target_gamma = validate.non_negative_float("target_gamma", target_gamma)
+    rng = _rng(seed)
+    logs = rng.uniform(-target_gamma, target_gamma, size=d)
+    logs[0] = target_gamma if rng.random() < 0.5 else -target_gamma
+    U = random_rotation(d, rng)
+    V = U if psd else random_rotation(d, rng)
+    return (U * np.exp(logs)[None, :]) @ V.T
+
+
+def random_layers_in_ball(depth, d, tau, seed=None, boundary=False) -> np.ndarray:
+    """Random layers ``A`` of shape ``(depth, d, d)`` with ``||A_i|| = tau * u_i``, ``u_i ~ U(0, 1)``,
+    Gaussian directions: random points of the ball ``max_i ||A_i|| <= tau`` (not uniform in it).
+    ``boundary=True`` puts every layer on the boundary: ``||A_i|| = tau`` exactly."""
+    depth = _as_depth(depth)
+    d = _as_depth(d, "d")
+    tau = validate.non_negative_float("tau", tau)
+    rng = _rng(seed)
+    A = rng.standard_normal((depth, d, d))
+    u = np.ones(depth) if validate.boolean("boundary", boundary) else rng.uniform(0.0, 1.0, depth)
+    scale = tau * u / np.linalg.norm(A, 2, axis=(1, 2))
+    return A * scale[:, None, None]
+
+
+# --- Claim 2.3: the risk is a weighted distance to R ----------------------------------------------------
+def risk(A, R, Sigma) -> float:
+    """Population risk ``E ||(I + A_l)...(I + A_1) x - y||^2`` for ``y = R x + xi``, ``xi ~ N(0, I_d)``.
+
+    Equals ``||E Sigma^(1/2)||_F^2 + d = tr(E Sigma E^T) + d`` with ``E = compose(A) - R`` (Claim 2.3;
+    the noise contributes ``E ||xi||^2 = d``).
+    """
+    A, R, Sigma = _check_risk_inputs(A, R, Sigma)
+    E = compose(A) - R
+    return float(np.trace(E @ Sigma @ E.T)) + A.shape[1]
+
+
+def risk_by_quadrature(A, R, atoms, weights, noise_map=None) -> float:
+    """The population risk computed from its definition (eq. 2.2), not from Claim 2.3's closed form.
+
+    ``x`` takes the values ``atoms[m]`` (shape ``(n, d)``) with probabilities ``weights[m]``; the target is
+    ``y = R x + xi`` with ``xi = noise_map @ x + eta`` (``noise_map`` defaults to zero: the setting of Section
+    2, noise independent of x) and ``eta ~ N(0, I_d)``. The expectation over ``eta`` uses the two-point
+    Gauss-Hermite rule in every coordinate (nodes +-1, weights 1/2), exact for the quadratic integrand, so
+    the result is ``E ||(I + A_l)...(I + A_1) x - y||^2`` to rounding, for any A.
+    """
+    A = _as_layers(A)
+    d = A.shape[1]
+    R = _as_square_matrix(R, "R")
+    if R.shape[0] != d:
+        raise ValueError(f"R is {R.shape[0]} x {R.shape[0]} but the layers are {d} x {d}")
+    atoms = validate.finite_array("atoms", atoms, ndim=2)
+    if atoms.shape[1] != d:
+        raise ValueError(f"atoms must have shape (n, {d}), got {atoms.shape}")
+    weights = validate.finite_array("weights", weights, shape=(atoms.shape[0],))
+    if np.any(weights < 0) or not math.isclose(float(weights.sum()), 1.0, rel_tol=1e-12):
+        raise ValueError("weights must be non-negative and sum to one")
+    M = np.zeros((d, d)) if noise_map is None else _as_square_matrix(noise_map, "noise_map")
+    if M.shape[0] != d:
+        raise ValueError(f"noise_map must be {d} x {d}, got shape {M.shape}")
+    if d > 16:
+        raise ValueError(f"the 2^d-node noise rule is limited to d <= 16, got d = {d}")
+    nodes = np.array(np.meshgrid(*([[-1.0, 1.0]] * d), indexing="ij")).reshape(d, -1).T  # (2^d, d)
+    residual = atoms @ (compose(A) - R - M).T  # P x - R x - M x, shape (n, d)
+    sq = np.sum((residual[:, None, :] - nodes[None, :, :]) ** 2, axis=2)  # (n, 2^d)
+    return float(weights @ sq.mean(axis=1))
+
+
+# --- Lemma 2.4: the gradient of the risk (corrected and printed order), and its torch and SymPy witnesses ---
+def risk_gradient(A, R, Sigma) -> np.ndarray:
+    """``d risk / d A_i = 2 (I+A_{i+1})^T ... (I+A_l)^T E Sigma (I+A_1)^T ... (I+A_{i-1})^T``, shape (depth, d, d).
+
+    That is ``2 L_i^T E Sigma R_i^T`` with ``L_i = (I+A_l)...(I+A_{i+1})`` and ``R_i = (I+A_{i-1})...(I+A_1)``.
+    """
+    A, R, Sigma = _check_risk_inputs(A, R, Sigma)
+    right, left, P = _prefix_suffix(A)
+    G = (P - R) @ Sigma
+    return 2.0 * np.einsum("lji,jk,lmk->lim", left, G, right)
+
+
+def risk_gradient_printed_order(A, R, Sigma) -> np.ndarray:
+    """Lemma 2.4 as the ICLR text prints it: the transposed factors on each side in the opposite order,
+    ``2 (I+A_l)^T ... (I+A_{i+1})^T E Sigma (I+A_{i-1})^T ... (I+A_1)^T``. Not the gradient when depth >= 3."""
+    A, R, Sigma = _check_risk_inputs(A, R, Sigma)
+    depth, d, _ = A.shape
+    _, _, P = _prefix_suffix(A)
+    G = (P - R) @ Sigma
+    out = np.empty_like(A)
+    for i in range(depth):
+        left = np.eye(d)
+        for j in range(depth - 1, i, -1):  # (I+A_l)^T (I+A_{l-1})^T ... (I+A_{i+1})^T
+            left = left @ (np.eye(d) + A[j]).T
+        right = np.eye(d)
+        for j in range(i - 1, -1, -1):  # (I+A_{i-1})^T ... (I+A_1)^T
+            right = right @ (np.eye(d) + A[j]).T
+        out[i] = 2.0 * left @ G @ right
+    return out
+
+
+def torch_risk(depth, d, R, Sigma):
+    """The risk as a torch function of one flat float64 vector of ``depth * d * d`` layer entries
+    (``A[0]`` first, row-major), for the autograd and finite-difference witnesses of :mod:`resnet_theory.checks`."""
+    depth, d = _as_depth(depth), _as_depth(d, "d")
+    _, R, Sigma = _check_risk_inputs(np.zeros((depth, d, d)), R, Sigma)
+    R_t, S_t = torch.as_tensor(R), torch.as_tensor(Sigma)
+
+    def f(v):
+        if v.numel() != depth * d * d:
+            raise ValueError(f"expected {depth * d * d} parameters, got {v.numel()}")
+        A = v.reshape(depth, d, d)
+        I = torch.eye(d, dtype=v.dtype)
+        P = I
+        for i in range(depth):
+            P = (I + A[i]) @ P
+        E = P - R_t
+        return torch.trace(E @ S_t @ E.T) + d
+    return f
+
+
+def sympy_risk(depth, d, R, Sigma):
+    """The risk ``tr(E Sigma E^T) + d`` as an exact SymPy expression in ``depth * d * d`` symbols ``a0, a1, ...``
+    (same order as :func:`torch_risk`); ``R`` and ``Sigma`` are converted to exact rationals."""
+    depth, d = _as_depth(depth), _as_depth(d, "d")
+    _check_risk_inputs(np.zeros((depth, d, d)), R, Sigma)
+    Rs = sp.Matrix(np.asarray(R, dtype=float).tolist()).applyfunc(sp.nsimplify)
+    Ss = sp.Matrix(np.asarray(Sigma, dtype=float).tolist()).applyfunc(sp.nsimplify)
+    symbols = sp.symbols(f"a0:{depth * d * d}")
+    P = sp.eye(d)
+    for i in range(depth):
+        P = (sp.eye(d) + sp.Matrix(d, d, symbols[i * d * d:(i + 1) * d * d])) * P
+    E = P - Rs
+    return sp.expand((E * Ss * E.T).trace()) + d, symbols
+
+
+def sympy_risk_gradient(depth, d, R, Sigma):
+    """The exact gradient of :func:`sympy_risk`: its ``depth * d * d`` SymPy expressions and a numpy callable of
+    the flat layers (the order of :func:`torch_risk`), from :func:`resnet_theory.checks.sympy_derivatives` with
+    the risk differentiated as a polynomial and no Hessian."""
+    sd = checks.sympy_derivatives(*sympy_risk(depth, d, R, Sigma), simplify=False, hessian=False, polynomial=True)
+    return list(sd.gradient_exprs), sd.gradient
+
+
+# --- Theorem 2.1: the constant gamma(R) and the bounds on max_i ||A_i|| ---------------------------------
 def gamma(R) -> float:
     """``gamma(R) = max(|log s_max(R)|, |log s_min(R)|)`` for an invertible square ``R``."""
     R = _as_square_matrix(R, "R")
@@ -174,6 +353,7 @@ def theorem_2_1_min_depth(R) -> int:
     return max(1, math.ceil(3.0 * gamma(R) - 1e-12))
 
 
+# --- Theorem 2.1: the construction (the polar split, and the SVD scheme of the proof) -------------------
 @dataclass
 class FactorizationPlan:
     """How :func:`factorize_near_identity` splits ``depth`` layers.
@@ -459,439 +639,33 @@ def factorize_near_identity(R, depth, method: str = "polar") -> np.ndarray:
     return A
 
 
-# --- the risk (Claim 2.3) and its gradient (Lemma 2.4) ---------------------------------------------------
-def risk(A, R, Sigma) -> float:
-    """Population risk ``E ||(I + A_l)...(I + A_1) x - y||^2`` for ``y = R x + xi``, ``xi ~ N(0, I_d)``.
-
-    Equals ``||E Sigma^(1/2)||_F^2 + d = tr(E Sigma E^T) + d`` with ``E = compose(A) - R`` (Claim 2.3;
-    the noise contributes ``E ||xi||^2 = d``).
-    """
-    A, R, Sigma = _check_risk_inputs(A, R, Sigma)
-    E = compose(A) - R
-    return float(np.trace(E @ Sigma @ E.T)) + A.shape[1]
+# --- Theorem 2.1: the statement on random targets, an adversarial search, the best factorisation in a ball ---
+#: Families of targets for the Theorem 2.1 statement check (:func:`random_theorem_2_1_target`).
+TARGET_KINDS = ("near-pi rotation x stretch", "symmetric positive definite", "random")
 
 
-def risk_by_quadrature(A, R, atoms, weights, noise_map=None) -> float:
-    """The population risk computed from its definition (eq. 2.2), not from Claim 2.3's closed form.
-
-    ``x`` takes the values ``atoms[m]`` (shape ``(n, d)``) with probabilities ``weights[m]``; the target is
-    ``y = R x + xi`` with ``xi = noise_map @ x + eta`` (``noise_map`` defaults to zero: the setting of Section
-    2, noise independent of x) and ``eta ~ N(0, I_d)``. The expectation over ``eta`` uses the two-point
-    Gauss-Hermite rule in every coordinate (nodes +-1, weights 1/2), exact for the quadratic integrand, so
-    the result is ``E ||(I + A_l)...(I + A_1) x - y||^2`` to rounding, for any A.
-    """
-    A = _as_layers(A)
-    d = A.shape[1]
-    R = _as_square_matrix(R, "R")
-    if R.shape[0] != d:
-        raise ValueError(f"R is {R.shape[0]} x {R.shape[0]} but the layers are {d} x {d}")
-    atoms = validate.finite_array("atoms", atoms, ndim=2)
-    if atoms.shape[1] != d:
-        raise ValueError(f"atoms must have shape (n, {d}), got {atoms.shape}")
-    weights = validate.finite_array("weights", weights, shape=(atoms.shape[0],))
-    if np.any(weights < 0) or not math.isclose(float(weights.sum()), 1.0, rel_tol=1e-12):
-        raise ValueError("weights must be non-negative and sum to one")
-    M = np.zeros((d, d)) if noise_map is None else _as_square_matrix(noise_map, "noise_map")
-    if M.shape[0] != d:
-        raise ValueError(f"noise_map must be {d} x {d}, got shape {M.shape}")
-    if d > 16:
-        raise ValueError(f"the 2^d-node noise rule is limited to d <= 16, got d = {d}")
-    nodes = np.array(np.meshgrid(*([[-1.0, 1.0]] * d), indexing="ij")).reshape(d, -1).T  # (2^d, d)
-    residual = atoms @ (compose(A) - R - M).T  # P x - R x - M x, shape (n, d)
-    sq = np.sum((residual[:, None, :] - nodes[None, :, :]) ** 2, axis=2)  # (n, 2^d)
-    return float(weights @ sq.mean(axis=1))
-
-
-def risk_gradient(A, R, Sigma) -> np.ndarray:
-    """``d risk / d A_i = 2 (I+A_{i+1})^T ... (I+A_l)^T E Sigma (I+A_1)^T ... (I+A_{i-1})^T``, shape (depth, d, d).
-
-    That is ``2 L_i^T E Sigma R_i^T`` with ``L_i = (I+A_l)...(I+A_{i+1})`` and ``R_i = (I+A_{i-1})...(I+A_1)``.
-    """
-    A, R, Sigma = _check_risk_inputs(A, R, Sigma)
-    right, left, P = _prefix_suffix(A)
-    G = (P - R) @ Sigma
-    return 2.0 * np.einsum("lji,jk,lmk->lim", left, G, right)
-
-
-def risk_gradient_printed_order(A, R, Sigma) -> np.ndarray:
-    """Lemma 2.4 as the ICLR text prints it: the transposed factors on each side in the opposite order,
-    ``2 (I+A_l)^T ... (I+A_{i+1})^T E Sigma (I+A_{i-1})^T ... (I+A_1)^T``. Not the gradient when depth >= 3."""
-    A, R, Sigma = _check_risk_inputs(A, R, Sigma)
-    depth, d, _ = A.shape
-    _, _, P = _prefix_suffix(A)
-    G = (P - R) @ Sigma
-    out = np.empty_like(A)
-    for i in range(depth):
-        left = np.eye(d)
-        for j in range(depth - 1, i, -1):  # (I+A_l)^T (I+A_{l-1})^T ... (I+A_{i+1})^T
-            left = left @ (np.eye(d) + A[j]).T
-        right = np.eye(d)
-        for j in range(i - 1, -1, -1):  # (I+A_{i-1})^T ... (I+A_1)^T
-            right = right @ (np.eye(d) + A[j]).T
-        out[i] = 2.0 * left @ G @ right
-    return out
-
-
-def torch_risk(depth, d, R, Sigma):
-    """The risk as a torch function of one flat float64 vector of ``depth * d * d`` layer entries
-    (``A[0]`` first, row-major), for the autograd and finite-difference witnesses of :mod:`resnet_theory.checks`."""
-    import torch
-
-    depth, d = _as_depth(depth), _as_depth(d, "d")
-    _, R, Sigma = _check_risk_inputs(np.zeros((depth, d, d)), R, Sigma)
-    R_t, S_t = torch.as_tensor(R), torch.as_tensor(Sigma)
-
-    def f(v):
-        if v.numel() != depth * d * d:
-            raise ValueError(f"expected {depth * d * d} parameters, got {v.numel()}")
-        A = v.reshape(depth, d, d)
-        I = torch.eye(d, dtype=v.dtype)
-        P = I
-        for i in range(depth):
-            P = (I + A[i]) @ P
-        E = P - R_t
-        return torch.trace(E @ S_t @ E.T) + d
-    return f
-
-
-def sympy_risk(depth, d, R, Sigma):
-    """The risk ``tr(E Sigma E^T) + d`` as an exact SymPy expression in ``depth * d * d`` symbols ``a0, a1, ...``
-    (same order as :func:`torch_risk`); ``R`` and ``Sigma`` are converted to exact rationals."""
-    import sympy as sp
-
-    depth, d = _as_depth(depth), _as_depth(d, "d")
-    _check_risk_inputs(np.zeros((depth, d, d)), R, Sigma)
-    Rs = sp.Matrix(np.asarray(R, dtype=float).tolist()).applyfunc(sp.nsimplify)
-    Ss = sp.Matrix(np.asarray(Sigma, dtype=float).tolist()).applyfunc(sp.nsimplify)
-    symbols = sp.symbols(f"a0:{depth * d * d}")
-    P = sp.eye(d)
-    for i in range(depth):
-        P = (sp.eye(d) + sp.Matrix(d, d, symbols[i * d * d:(i + 1) * d * d])) * P
-    E = P - Rs
-    return sp.expand((E * Ss * E.T).trace()) + d, symbols
-
-
-def sympy_risk_gradient(depth, d, R, Sigma):
-    """The exact gradient of :func:`sympy_risk`: its ``depth * d * d`` SymPy expressions and a numpy callable of
-    the flat layers (the order of :func:`torch_risk`), from :func:`resnet_theory.checks.sympy_derivatives` with
-    the risk differentiated as a polynomial and no Hessian."""
-    from . import checks
-
-    sd = checks.sympy_derivatives(*sympy_risk(depth, d, R, Sigma), simplify=False, hessian=False, polynomial=True)
-    return list(sd.gradient_exprs), sd.gradient
-
-
-# --- eq. (2.3): the gradient lower bound ------------------------------------------------------------------
-def _bound_inputs(A, R, Sigma, tau, allow_outside=False):
-    A, R, Sigma = _check_risk_inputs(A, R, Sigma)
-    tau = validate.finite_float("tau", tau)
-    if not 0.0 <= tau < 1.0:
-        raise ValueError(f"tau must satisfy 0 <= tau < 1, got {tau!r}")
-    norm = float(np.max(layer_norms(A)))
-    if not validate.boolean("allow_outside", allow_outside) and norm > tau * (1 + 1e-12) + 1e-15:
-        raise ValueError(f"A is outside the tau-ball: max_i ||A_i|| = {norm:.6g} > tau = {tau:.6g}")
-    s_min = float(np.min(np.linalg.eigvalsh(Sigma)))
-    excess = risk(A, R, Sigma) - A.shape[1]  # C_opt = d: the product can equal R, leaving only the noise
-    return A.shape[0], tau, max(s_min, 0.0), excess
-
-
-def gradient_lower_bound(A, R, Sigma, tau, allow_outside=False) -> float:
-    """What the proof of eq. (2.3) yields on ``max_i ||A_i|| <= tau``:
-    ``||grad f(A)||_F^2 >= 4 l (1 - tau)^(2(l-1)) s_min(Sigma) (f(A) - C_opt)``, with ``C_opt = d``.
-
-    Layers outside the ball are refused unless ``allow_outside=True`` (a negative control evaluates the
-    bound where it promises nothing)."""
-    depth, tau, s_min, excess = _bound_inputs(A, R, Sigma, tau, allow_outside)
-    return 4.0 * depth * (1.0 - tau) ** (2 * (depth - 1)) * s_min * excess
-
-
-def gradient_lower_bound_printed(A, R, Sigma, tau) -> float:
-    """Eq. (2.3) as printed: ``4 l (1 - tau)^(l-1) s_min(Sigma)^2 (f(A) - C_opt)``. It fails, e.g. at
-    ``A = 0`` with ``Sigma = c I``, ``c > 1``."""
-    depth, tau, s_min, excess = _bound_inputs(A, R, Sigma, tau)
-    return 4.0 * depth * (1.0 - tau) ** (depth - 1) * s_min ** 2 * excess
-
-
-# --- gradient descent ------------------------------------------------------------------------------------
-def risk_gradient_descent(A0, R, Sigma, steps, lr):
-    """Plain gradient descent on :func:`risk` from layers ``A0``; returns ``(excess_risks, A)``.
-
-    ``excess_risks[t]`` is ``f(A) - d`` after ``t`` steps (length ``steps + 1``). Starting at ``A0 = -I``
-    in every layer is the plain parameterisation ``W_l ... W_1`` started at ``W = 0``.
-    """
-    A, R, Sigma = _check_risk_inputs(A0, R, Sigma)
-    steps = _as_steps(steps)
-    lr = _as_lr(lr)
-    A = A.copy()
-
-    def excess(A):  # tr(E Sigma E^T) directly: risk(A) - d would lose everything below d * 1e-16
-        E = compose(A) - R
-        return float(np.trace(E @ Sigma @ E.T))
-
-    out = np.empty(steps + 1)
-    out[0] = excess(A)
-    for t in range(steps):
-        A -= lr * risk_gradient(A, R, Sigma)
-        out[t + 1] = excess(A)
-        if not np.isfinite(out[t + 1]):
-            raise validate.DivergenceError(f"gradient descent diverged at step {t + 1}; lower the learning rate {lr}")
-    return out, A
-
-
-def best_factorization_in_ball(R, depth, radius, starts=4, steps=400, seed=None) -> dict:
-    """Look for layers with ``max_i ||A_i|| <= radius`` whose product is ``R``, independently of the
-    Theorem 2.1 construction: projected gradient descent on ``||(I + A_l)...(I + A_1) - R||_F^2`` (the
-    excess risk at ``Sigma = I``) with a backtracking step, from ``A = 0`` and ``starts - 1`` random points
-    of the ball. Returns the smallest residual ``||P - R||_F`` found, the largest layer norm there and the
-    determinant of that product. For ``det R < 0`` and ``radius < 1`` no such product exists (every
-    ``I + A_i`` has positive determinant) and the residual cannot fall below ``s_min(R)``."""
-    R = _as_square_matrix(R, "R")
-    d = R.shape[0]
-    depth = _as_depth(depth)
-    radius = validate.positive_float("radius", radius)
-    starts = _as_depth(starts, "starts")
-    steps = _as_depth(steps, "steps")
-    _check_depth_budget(depth, d, layers=True)
-    rng = _rng(seed)
-    I = np.eye(d)
-    best = {"residual": math.inf}
-    for m in range(starts):
-        A = np.zeros((depth, d, d)) if m == 0 else random_layers_in_ball(depth, d, radius, rng)
-        res = float(np.linalg.norm(compose(A) - R))
-        lr = 0.5 / depth
-        for _ in range(steps):
-            g = risk_gradient(A, R, I)
-            while lr > 1e-12:
-                trial = _project_to_ball(A - lr * g, radius)
-                res_trial = float(np.linalg.norm(compose(trial) - R))
-                if res_trial < res:
-                    A, res, lr = trial, res_trial, lr * 1.5
-                    break
-                lr /= 2
-            else:
-                break
-        if res < best["residual"]:
-            P = compose(A)
-            best = {"residual": res, "max_norm": float(np.max(layer_norms(A))), "det": float(np.linalg.det(P))}
-    best["s_min"] = float(np.linalg.svd(R, compute_uv=False)[-1])
-    return best
-
-
-def _as_steps(steps) -> int:
-    return validate.positive_int("steps", steps)
-
-
-def _as_lr(lr) -> float:
-    return validate.positive_float("lr", lr)
-
-
-@dataclass
-class GDResult:
-    """Gradient descent from the identity (:func:`identity_init_gd`).
-
-    ``losses[t]`` is ``1/2 ||Theta_L ... Theta_1 - Phi||_F^2`` after step ``t + 1`` (one entry per step;
-    the regulariser is not included, ``objectives`` includes it); ``initial_loss`` is the loss at the
-    identity; ``layers`` has shape ``(depth, d, d)`` (numpy, on the CPU).
-    """
-
-    losses: np.ndarray
-    objectives: np.ndarray
-    initial_loss: float
-    layers: np.ndarray
-    backend: str
-    device: str
-
-    @property
-    def product(self) -> np.ndarray:
-        P = np.eye(self.layers.shape[1])
-        for layer in self.layers:
-            P = layer @ P
-        return P
-
-
-def identity_init_gd(Phi, depth, steps, lr, reg=0.0, *, backend="numpy", device=None, dtype=None) -> GDResult:
-    """Gradient descent from ``Theta_i = I`` on ``1/2 ||Theta_L ... Theta_1 - Phi||_F^2 + reg sum_i ||Theta_i - I||_F^2``.
-
-    Bartlett, Helmbold & Long's setting (isotropic inputs, so the population loss is this Frobenius loss).
-    The gradient in layer i is ``L_i^T (P - Phi) R_i^T + 2 reg (Theta_i - I)`` (products of the layers above
-    and below). ``backend="torch"`` runs the same updates in torch on ``device`` (default: CUDA if available),
-    in ``dtype`` (default float64). Raises ``FloatingPointError`` if the loss stops being finite.
-    """
-    Phi = _as_square_matrix(Phi, "Phi")
-    depth = _as_depth(depth)
-    steps = _as_steps(steps)
-    lr = _as_lr(lr)
-    reg = validate.non_negative_float("reg", reg)
-    d = Phi.shape[0]   # the layers, their partial products and gradients; three Python loops over depth a step
-    validate.check_budget("depth", 4 * 8.0 * depth * d * d, validate.memory_limit_bytes(), value=depth)
-    validate.check_budget("steps", 3.0 * steps * depth, validate.LOOP_LIMIT, what="work", unit="loop iterations",
-                          value=steps)
-    validate.check_budget("steps", 6.0 * steps * depth * d ** 3, validate.OPS_LIMIT, what="work",
-                          unit="operations", value=steps)
-    if validate.choice("backend", backend, ("numpy", "torch")) == "torch":
-        return _gd_torch(Phi, depth, steps, lr, float(reg), device, dtype)
-    if device is not None and str(device) != "cpu":
-        raise ValueError(f"the numpy backend runs on the CPU only, got device={device!r}")
-    return _gd_numpy(Phi, depth, steps, lr, float(reg))
-
-
-def _gd_numpy(Phi, depth, steps, lr, reg) -> GDResult:
-    d = Phi.shape[0]
-    I = np.eye(d)
-    T = np.repeat(I[None], depth, axis=0)
-    losses, objectives = np.empty(steps), np.empty(steps)
-    initial = 0.5 * float(np.sum((I - Phi) ** 2))
-
-    def products(T):
-        right = np.empty_like(T)
-        P = I
-        for i in range(depth):
-            right[i] = P
-            P = T[i] @ P
-        return right, P
-
-    right, P = products(T)
-    with np.errstate(over="ignore", invalid="ignore"):  # divergence is reported below, not warned about
-        T = _gd_numpy_loop(T, I, Phi, depth, steps, lr, reg, right, P, products, losses, objectives)
-    return GDResult(losses, objectives, initial, T, "numpy", "cpu")
-
-
-def _gd_numpy_loop(T, I, Phi, depth, steps, lr, reg, right, P, products, losses, objectives):
-    for t in range(steps):
-        G = P - Phi
-        grads = np.empty_like(T)
-        Q = I
-        for i in range(depth - 1, -1, -1):  # Q = Theta_L ... Theta_{i+1}
-            grads[i] = Q.T @ G @ right[i].T
-            Q = Q @ T[i]
-        if reg:
-            grads += 2 * reg * (T - I)
-        T = T - lr * grads
-        right, P = products(T)
-        losses[t] = 0.5 * float(np.sum((P - Phi) ** 2))
-        objectives[t] = losses[t] + reg * float(np.sum((T - I) ** 2))
-        if not np.isfinite(objectives[t]):
-            raise validate.DivergenceError(f"identity_init_gd diverged at step {t + 1}; lower the learning rate {lr}")
-    return T
-
-
-def _gd_torch(Phi, depth, steps, lr, reg, device, dtype) -> GDResult:
-    import torch
-
-    if device is None:
-        device = "cuda" if torch.cuda.is_available() else "cpu"
-    device = validate.torch_device("device", device)
-    dtype = validate.choice("dtype", torch.float64 if dtype is None else dtype, (torch.float32, torch.float64))
-    d = Phi.shape[0]
-    Phi_t = torch.as_tensor(Phi, dtype=dtype, device=device)
-    I = torch.eye(d, dtype=dtype, device=device)
-    T = I.expand(depth, d, d).clone()
-    losses = torch.empty(steps, dtype=dtype, device=device)
-    objectives = torch.empty(steps, dtype=dtype, device=device)
-    with torch.no_grad():
-        for t in range(steps):
-            right = torch.empty_like(T)
-            P = I
-            for i in range(depth):
-                right[i] = P
-                P = T[i] @ P
-            G = P - Phi_t
-            grads = torch.empty_like(T)
-            Q = I
-            for i in range(depth - 1, -1, -1):
-                grads[i] = Q.T @ G @ right[i].T
-                Q = Q @ T[i]
-            if reg:
-                grads += 2 * reg * (T - I)
-            T = T - lr * grads
-            P = I
-            for i in range(depth):
-                P = T[i] @ P
-            losses[t] = 0.5 * torch.sum((P - Phi_t) ** 2)
-            objectives[t] = losses[t] + reg * torch.sum((T - I) ** 2)
-    objectives_np = objectives.cpu().numpy().astype(np.float64)
-    if not np.all(np.isfinite(objectives_np)):
-        bad = int(np.argmin(np.isfinite(objectives_np))) + 1
-        raise validate.DivergenceError(f"identity_init_gd diverged at step {bad}; lower the learning rate {lr}")
-    initial = 0.5 * float(np.sum((np.eye(d) - Phi) ** 2))
-    return GDResult(losses.cpu().numpy().astype(np.float64), objectives_np, initial,
-                    T.cpu().numpy().astype(np.float64), "torch", str(device))
-
-
-# --- random instances ----------------------------------------------------------------------------------
-def _rng(seed):
-    return seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
-
-
-def random_rotation(d, seed=None) -> np.ndarray:
-    """A Haar-random matrix in SO(d)."""
+def random_theorem_2_1_target(kind, d, seed=None) -> np.ndarray:
+    """A random ``R`` with ``det R > 0`` from one of :data:`TARGET_KINDS`: a rotation turning every plane by
+    nearly pi composed with a slight random stretch (gamma log-uniform in [e^-6, 1]; the case that strains
+    whole-number layer counts most), a symmetric positive definite matrix, or a random ``U diag(s) V^T``
+    (gamma log-uniform in [e^-5, e^1.2])."""
+    kind = validate.choice("kind", kind, TARGET_KINDS)
     d = _as_depth(d, "d")
-    validate.check_budget("d", 3 * 8.0 * d * d, validate.memory_limit_bytes(), value=d)   # the matrix, its QR
-    validate.check_budget("d", 2.0 * d ** 3, validate.OPS_LIMIT, what="work", unit="operations", value=d)
-    Q, Rm = np.linalg.qr(_rng(seed).standard_normal((d, d)))
-    Q = Q * np.sign(np.diag(Rm))[None, :]
-    if np.linalg.det(Q) < 0:
-        Q[:, 0] *= -1
-    return Q
-
-
-def random_matrix_with_gamma(d, target_gamma, seed=None, psd=False) -> np.ndarray:
-    """A random ``R = U diag(s) V^T`` with ``det R > 0`` and ``gamma(R) = target_gamma`` exactly (up to rounding).
-
-    The singular values are log-uniform in ``[e^-gamma, e^gamma]`` with one endpoint attained; ``psd=True``
-    takes ``V = U`` (symmetric positive definite).
-    """
-    d = _as_depth(d, "d")
-    target_gamma = validate.non_negative_float("target_gamma", target_gamma)
     rng = _rng(seed)
-    logs = rng.uniform(-target_gamma, target_gamma, size=d)
-    logs[0] = target_gamma if rng.random() < 0.5 else -target_gamma
-    U = random_rotation(d, rng)
-    V = U if psd else random_rotation(d, rng)
-    return (U * np.exp(logs)[None, :]) @ V.T
+    if kind == "random":
+        return random_matrix_with_gamma(d, float(np.exp(rng.uniform(-5.0, 1.2))), rng)
+    if kind == "symmetric positive definite":
+        return random_matrix_with_gamma(d, float(np.exp(rng.uniform(-5.0, 1.2))), rng, psd=True)
+    W = np.eye(d)
+    for k in range(d // 2):
+        theta = math.pi - abs(rng.normal(0.0, 0.05))
+        c, s = math.cos(theta), math.sin(theta)
+        W[2 * k: 2 * k + 2, 2 * k: 2 * k + 2] = [[c, -s], [s, c]]
+    Q = random_rotation(d, rng)
+    stretch = random_matrix_with_gamma(d, float(np.exp(rng.uniform(-6.0, 0.0))), rng)
+    return Q @ W @ Q.T @ stretch
 
 
-def random_layers_in_ball(depth, d, tau, seed=None, boundary=False) -> np.ndarray:
-    """Random layers ``A`` of shape ``(depth, d, d)`` with ``||A_i|| = tau * u_i``, ``u_i ~ U(0, 1)``,
-    Gaussian directions: random points of the ball ``max_i ||A_i|| <= tau`` (not uniform in it).
-    ``boundary=True`` puts every layer on the boundary: ``||A_i|| = tau`` exactly."""
-    depth = _as_depth(depth)
-    d = _as_depth(d, "d")
-    tau = validate.non_negative_float("tau", tau)
-    rng = _rng(seed)
-    A = rng.standard_normal((depth, d, d))
-    u = np.ones(depth) if validate.boolean("boundary", boundary) else rng.uniform(0.0, 1.0, depth)
-    scale = tau * u / np.linalg.norm(A, 2, axis=(1, 2))
-    return A * scale[:, None, None]
-
-
-def theorem_2_1_sweep(R, depths, method: str = "polar") -> dict:
-    """Factorise ``R`` at each depth with ``method``; return arrays of the measured largest layer norm, the
-    product's relative error, the three bounds (camera-ready, early, whole-number layer counts of the SVD
-    scheme) and the split (q, p)."""
-    R = _as_square_matrix(R, "R")
-    method = _as_method(method)
-    depths = [_as_depth(depth) for depth in depths]
-    if not depths:
-        raise ValueError("depths must contain at least one depth")
-    out = {k: [] for k in ("depth", "max_norm", "relative_error", "camera_ready", "early", "integer", "q", "p")}
-    for depth in depths:
-        A = factorize_near_identity(R, depth, method)
-        plan = factorization_plan(R, depth, method)
-        out["depth"].append(depth)
-        out["max_norm"].append(float(np.max(layer_norms(A))))
-        out["relative_error"].append(float(np.linalg.norm(compose(A) - R) / np.linalg.norm(R)))
-        out["camera_ready"].append(theorem_2_1_bound(R, depth))
-        out["early"].append(theorem_2_1_bound_early(R, depth))
-        out["integer"].append(theorem_2_1_bound_integer(R, depth))
-        out["q"].append(plan.q)
-        out["p"].append(plan.p)
-    return {k: np.asarray(v) for k, v in out.items()}
-
-
-
-
-# --- Theorem 2.1: the statement against the best construction, and an adversarial search ----------------
 def theorem_2_1_ratio(R, depths, method: str = "polar") -> np.ndarray:
     """``max_i ||A_i|| / bound`` at each depth, for the layers :func:`factorization_plan` predicts with
     ``method``, against the smaller of the two bounds (the printed one and the review's).
@@ -995,7 +769,107 @@ def theorem_2_1_worst_ratio_search(dims=(2, 3, 4), max_depth=24, random_starts=4
     return {"ratio": best[0], "R": best[1], "depth": best[2], "history": np.asarray(history)}
 
 
-# --- Theorem 2.2: searching for critical points inside the tau-ball --------------------------------------
+def _project_to_ball(A: np.ndarray, tau: float) -> np.ndarray:
+    """Nearest point (Frobenius) with every ``||A_i|| <= tau``: clip each layer's singular values at tau."""
+    U, s, Vt = np.linalg.svd(A)
+    return np.einsum("lij,lj,ljk->lik", U, np.minimum(s, tau), Vt)
+
+
+def best_factorization_in_ball(R, depth, radius, starts=4, steps=400, seed=None) -> dict:
+    """Look for layers with ``max_i ||A_i|| <= radius`` whose product is ``R``, independently of the
+    Theorem 2.1 construction: projected gradient descent on ``||(I + A_l)...(I + A_1) - R||_F^2`` (the
+    excess risk at ``Sigma = I``) with a backtracking step, from ``A = 0`` and ``starts - 1`` random points
+    of the ball. Returns the smallest residual ``||P - R||_F`` found, the largest layer norm there and the
+    determinant of that product. For ``det R < 0`` and ``radius < 1`` no such product exists (every
+    ``I + A_i`` has positive determinant) and the residual cannot fall below ``s_min(R)``."""
+    R = _as_square_matrix(R, "R")
+    d = R.shape[0]
+    depth = _as_depth(depth)
+    radius = validate.positive_float("radius", radius)
+    starts = _as_depth(starts, "starts")
+    steps = _as_depth(steps, "steps")
+    _check_depth_budget(depth, d, layers=True)
+    rng = _rng(seed)
+    I = np.eye(d)
+    best = {"residual": math.inf}
+    for m in range(starts):
+        A = np.zeros((depth, d, d)) if m == 0 else random_layers_in_ball(depth, d, radius, rng)
+        res = float(np.linalg.norm(compose(A) - R))
+        lr = 0.5 / depth
+        for _ in range(steps):
+            g = risk_gradient(A, R, I)
+            while lr > 1e-12:
+                trial = _project_to_ball(A - lr * g, radius)
+                res_trial = float(np.linalg.norm(compose(trial) - R))
+                if res_trial < res:
+                    A, res, lr = trial, res_trial, lr * 1.5
+                    break
+                lr /= 2
+            else:
+                break
+        if res < best["residual"]:
+            P = compose(A)
+            best = {"residual": res, "max_norm": float(np.max(layer_norms(A))), "det": float(np.linalg.det(P))}
+    best["s_min"] = float(np.linalg.svd(R, compute_uv=False)[-1])
+    return best
+
+
+def theorem_2_1_sweep(R, depths, method: str = "polar") -> dict:
+    """Factorise ``R`` at each depth with ``method``; return arrays of the measured largest layer norm, the
+    product's relative error, the three bounds (camera-ready, early, whole-number layer counts of the SVD
+    scheme) and the split (q, p)."""
+    R = _as_square_matrix(R, "R")
+    method = _as_method(method)
+    depths = [_as_depth(depth) for depth in depths]
+    if not depths:
+        raise ValueError("depths must contain at least one depth")
+    out = {k: [] for k in ("depth", "max_norm", "relative_error", "camera_ready", "early", "integer", "q", "p")}
+    for depth in depths:
+        A = factorize_near_identity(R, depth, method)
+        plan = factorization_plan(R, depth, method)
+        out["depth"].append(depth)
+        out["max_norm"].append(float(np.max(layer_norms(A))))
+        out["relative_error"].append(float(np.linalg.norm(compose(A) - R) / np.linalg.norm(R)))
+        out["camera_ready"].append(theorem_2_1_bound(R, depth))
+        out["early"].append(theorem_2_1_bound_early(R, depth))
+        out["integer"].append(theorem_2_1_bound_integer(R, depth))
+        out["q"].append(plan.q)
+        out["p"].append(plan.p)
+    return {k: np.asarray(v) for k, v in out.items()}
+
+
+# --- Theorem 2.2 and eq. (2.3): the gradient lower bound, as printed and as its proof yields it ---------
+def _bound_inputs(A, R, Sigma, tau, allow_outside=False):
+    A, R, Sigma = _check_risk_inputs(A, R, Sigma)
+    tau = validate.finite_float("tau", tau)
+    if not 0.0 <= tau < 1.0:
+        raise ValueError(f"tau must satisfy 0 <= tau < 1, got {tau!r}")
+    norm = float(np.max(layer_norms(A)))
+    if not validate.boolean("allow_outside", allow_outside) and norm > tau * (1 + 1e-12) + 1e-15:
+        raise ValueError(f"A is outside the tau-ball: max_i ||A_i|| = {norm:.6g} > tau = {tau:.6g}")
+    s_min = float(np.min(np.linalg.eigvalsh(Sigma)))
+    excess = risk(A, R, Sigma) - A.shape[1]  # C_opt = d: the product can equal R, leaving only the noise
+    return A.shape[0], tau, max(s_min, 0.0), excess
+
+
+def gradient_lower_bound(A, R, Sigma, tau, allow_outside=False) -> float:
+    """What the proof of eq. (2.3) yields on ``max_i ||A_i|| <= tau``:
+    ``||grad f(A)||_F^2 >= 4 l (1 - tau)^(2(l-1)) s_min(Sigma) (f(A) - C_opt)``, with ``C_opt = d``.
+
+    Layers outside the ball are refused unless ``allow_outside=True`` (a negative control evaluates the
+    bound where it promises nothing)."""
+    depth, tau, s_min, excess = _bound_inputs(A, R, Sigma, tau, allow_outside)
+    return 4.0 * depth * (1.0 - tau) ** (2 * (depth - 1)) * s_min * excess
+
+
+def gradient_lower_bound_printed(A, R, Sigma, tau) -> float:
+    """Eq. (2.3) as printed: ``4 l (1 - tau)^(l-1) s_min(Sigma)^2 (f(A) - C_opt)``. It fails, e.g. at
+    ``A = 0`` with ``Sigma = c I``, ``c > 1``."""
+    depth, tau, s_min, excess = _bound_inputs(A, R, Sigma, tau)
+    return 4.0 * depth * (1.0 - tau) ** (depth - 1) * s_min ** 2 * excess
+
+
+# --- Theorem 2.2: searching for critical points inside the tau-ball -------------------------------------
 @dataclass
 class CriticalPointSearch:
     """Result of :func:`critical_point_search`, one entry per start.
@@ -1015,12 +889,6 @@ class CriticalPointSearch:
     tau: float
 
 
-def _project_to_ball(A: np.ndarray, tau: float) -> np.ndarray:
-    """Nearest point (Frobenius) with every ``||A_i|| <= tau``: clip each layer's singular values at tau."""
-    U, s, Vt = np.linalg.svd(A)
-    return np.einsum("lij,lj,ljk->lik", U, np.minimum(s, tau), Vt)
-
-
 def critical_point_search(R, Sigma, starts, tau, iterations=60, critical_rtol=1e-16) -> CriticalPointSearch:
     """Minimise ``||grad f(A)||_F^2`` over ``max_i ||A_i|| <= tau`` from each start in ``starts``
     (shape ``(n, depth, d, d)``): projected Gauss-Newton steps ``-H^+ grad f`` (H the Hessian of the risk,
@@ -1028,9 +896,6 @@ def critical_point_search(R, Sigma, starts, tau, iterations=60, critical_rtol=1e
     then projected back into the ball. Gauss-Newton on the residual ``grad f`` is drawn to saddles and
     maxima as much as to minima, so it looks for *any* critical point, which is what Theorem 2.2 rules out.
     """
-    import torch
-    from torch.func import hessian
-
     starts = validate.finite_array("starts", starts, ndim=4)
     n, depth, d, _ = starts.shape
     R = _as_square_matrix(R, "R")
@@ -1072,7 +937,49 @@ def critical_point_search(R, Sigma, starts, tau, iterations=60, critical_rtol=1e
     return CriticalPointSearch(**out, critical=critical, tau=tau)
 
 
-# --- Bartlett, Helmbold & Long: steps to a tolerance ------------------------------------------------------
+# --- Theorem 2.2: gradient descent on the risk from A = 0, and the plain parameterisation ---------------
+def risk_gradient_descent(A0, R, Sigma, steps, lr):
+    """Plain gradient descent on :func:`risk` from layers ``A0``; returns ``(excess_risks, A)``.
+
+    ``excess_risks[t]`` is ``f(A) - d`` after ``t`` steps (length ``steps + 1``). Starting at ``A0 = -I``
+    in every layer is the plain parameterisation ``W_l ... W_1`` started at ``W = 0``.
+    """
+    A, R, Sigma = _check_risk_inputs(A0, R, Sigma)
+    steps = _as_steps(steps)
+    lr = _as_lr(lr)
+    A = A.copy()
+
+    def excess(A):  # tr(E Sigma E^T) directly: risk(A) - d would lose everything below d * 1e-16
+        E = compose(A) - R
+        return float(np.trace(E @ Sigma @ E.T))
+
+    out = np.empty(steps + 1)
+    out[0] = excess(A)
+    for t in range(steps):
+        A -= lr * risk_gradient(A, R, Sigma)
+        out[t + 1] = excess(A)
+        if not np.isfinite(out[t + 1]):
+            raise validate.DivergenceError(f"gradient descent diverged at step {t + 1}; lower the learning rate {lr}")
+    return out, A
+
+
+# --- Bartlett, Helmbold & Long: a step suited to the target, and steps to a tolerance -------------------
+def bhl_step_size(Phi, depth, scale=0.5) -> float:
+    """A step size suited to ``Phi``: ``scale / (L max(1, ||Phi||_2)^(2 - 2/L))``.
+
+    Our choice; the paper's step sizes are in its full text, which was not available to us. Why this one: for
+    a symmetric target every layer's eigenvalue ``mu`` along an eigenvector with eigenvalue ``lambda`` follows
+    ``mu <- mu - eta mu^(L-1) (mu^L - lambda)``, whose linearisation at ``mu = lambda^(1/L)`` has slope
+    ``L lambda^(2 - 2/L)``; on the path from ``mu = 1`` it stays below ``(2L - 1) max(1, lambda)^(2 - 2/L)``.
+    ``scale = 0.5`` keeps ``eta`` times it below one. For ``||Phi||_2 <= 1`` this is ``scale / L``.
+    """
+    Phi = _as_square_matrix(Phi, "Phi")
+    depth = _as_depth(depth)
+    scale = validate.positive_float("scale", scale)
+    top = max(1.0, float(np.linalg.norm(Phi, 2)))
+    return scale / (depth * top ** (2.0 - 2.0 / depth))
+
+
 def identity_gd_steps_to(Phi, depth, lr, tol, max_steps) -> int | None:
     """Steps of gradient descent from ``Theta_i = I`` on ``1/2 ||Theta_L ... Theta_1 - Phi||_F^2`` until the
     loss is at most ``tol``; ``None`` if ``max_steps`` do not suffice. The same updates as
@@ -1105,49 +1012,7 @@ def identity_gd_steps_to(Phi, depth, lr, tol, max_steps) -> int | None:
     return None  # pragma: no cover
 
 
-#: Families of targets for the Theorem 2.1 statement check (:func:`random_theorem_2_1_target`).
-TARGET_KINDS = ("near-pi rotation x stretch", "symmetric positive definite", "random")
-
-
-def random_theorem_2_1_target(kind, d, seed=None) -> np.ndarray:
-    """A random ``R`` with ``det R > 0`` from one of :data:`TARGET_KINDS`: a rotation turning every plane by
-    nearly pi composed with a slight random stretch (gamma log-uniform in [e^-6, 1]; the case that strains
-    whole-number layer counts most), a symmetric positive definite matrix, or a random ``U diag(s) V^T``
-    (gamma log-uniform in [e^-5, e^1.2])."""
-    kind = validate.choice("kind", kind, TARGET_KINDS)
-    d = _as_depth(d, "d")
-    rng = _rng(seed)
-    if kind == "random":
-        return random_matrix_with_gamma(d, float(np.exp(rng.uniform(-5.0, 1.2))), rng)
-    if kind == "symmetric positive definite":
-        return random_matrix_with_gamma(d, float(np.exp(rng.uniform(-5.0, 1.2))), rng, psd=True)
-    W = np.eye(d)
-    for k in range(d // 2):
-        theta = math.pi - abs(rng.normal(0.0, 0.05))
-        c, s = math.cos(theta), math.sin(theta)
-        W[2 * k: 2 * k + 2, 2 * k: 2 * k + 2] = [[c, -s], [s, c]]
-    Q = random_rotation(d, rng)
-    stretch = random_matrix_with_gamma(d, float(np.exp(rng.uniform(-6.0, 0.0))), rng)
-    return Q @ W @ Q.T @ stretch
-
-
-# --- Bartlett, Helmbold & Long: a step suited to the target, runs with determinants, growth fits -------------
-def bhl_step_size(Phi, depth, scale=0.5) -> float:
-    """A step size suited to ``Phi``: ``scale / (L max(1, ||Phi||_2)^(2 - 2/L))``.
-
-    Our choice; the paper's step sizes are in its full text, which was not available to us. Why this one: for
-    a symmetric target every layer's eigenvalue ``mu`` along an eigenvector with eigenvalue ``lambda`` follows
-    ``mu <- mu - eta mu^(L-1) (mu^L - lambda)``, whose linearisation at ``mu = lambda^(1/L)`` has slope
-    ``L lambda^(2 - 2/L)``; on the path from ``mu = 1`` it stays below ``(2L - 1) max(1, lambda)^(2 - 2/L)``.
-    ``scale = 0.5`` keeps ``eta`` times it below one. For ``||Phi||_2 <= 1`` this is ``scale / L``.
-    """
-    Phi = _as_square_matrix(Phi, "Phi")
-    depth = _as_depth(depth)
-    scale = validate.positive_float("scale", scale)
-    top = max(1.0, float(np.linalg.norm(Phi, 2)))
-    return scale / (depth * top ** (2.0 - 2.0 / depth))
-
-
+# --- Bartlett, Helmbold & Long: runs with determinants, and the loss floor when det Phi < 0 -------------
 @dataclass
 class IdentityGDTrace:
     """A run of gradient descent from ``Theta_i = I`` (:func:`identity_gd_trace`).
@@ -1217,9 +1082,7 @@ def det_loss_floor(Phi) -> float:
     return 0.5 * float(np.linalg.svd(Phi, compute_uv=False).min()) ** 2
 
 
-__all__ += ["bhl_step_size", "IdentityGDTrace", "identity_gd_trace", "det_loss_floor"]
-
-
+# --- Bartlett, Helmbold & Long: symmetric targets, the reduction exact arithmetic follows ---------------
 @dataclass
 class SymmetricGDRun:
     """Exact-arithmetic gradient descent from the identity on a symmetric target (:func:`symmetric_identity_gd`).
@@ -1261,4 +1124,133 @@ def symmetric_identity_gd(eigenvalues, depth, lr, steps, reg=0.0) -> SymmetricGD
     return SymmetricGDRun(losses, mu, min_mu)
 
 
-__all__ += ["SymmetricGDRun", "symmetric_identity_gd"]
+# --- Bartlett, Helmbold & Long: the same descent with a regulariser, numpy or torch, CPU or GPU ---------
+@dataclass
+class GDResult:
+    """Gradient descent from the identity (:func:`identity_init_gd`).
+
+    ``losses[t]`` is ``1/2 ||Theta_L ... Theta_1 - Phi||_F^2`` after step ``t + 1`` (one entry per step;
+    the regulariser is not included, ``objectives`` includes it); ``initial_loss`` is the loss at the
+    identity; ``layers`` has shape ``(depth, d, d)`` (numpy, on the CPU).
+    """
+
+    losses: np.ndarray
+    objectives: np.ndarray
+    initial_loss: float
+    layers: np.ndarray
+    backend: str
+    device: str
+
+    @property
+    def product(self) -> np.ndarray:
+        P = np.eye(self.layers.shape[1])
+        for layer in self.layers:
+            P = layer @ P
+        return P
+
+
+def identity_init_gd(Phi, depth, steps, lr, reg=0.0, *, backend="numpy", device=None, dtype=None) -> GDResult:
+    """Gradient descent from ``Theta_i = I`` on ``1/2 ||Theta_L ... Theta_1 - Phi||_F^2 + reg sum_i ||Theta_i - I||_F^2``.
+
+    Bartlett, Helmbold & Long's setting (isotropic inputs, so the population loss is this Frobenius loss).
+    The gradient in layer i is ``L_i^T (P - Phi) R_i^T + 2 reg (Theta_i - I)`` (products of the layers above
+    and below). ``backend="torch"`` runs the same updates in torch on ``device`` (default: CUDA if available),
+    in ``dtype`` (default float64). Raises ``FloatingPointError`` if the loss stops being finite.
+    """
+    Phi = _as_square_matrix(Phi, "Phi")
+    depth = _as_depth(depth)
+    steps = _as_steps(steps)
+    lr = _as_lr(lr)
+    reg = validate.non_negative_float("reg", reg)
+    d = Phi.shape[0]   # the layers, their partial products and gradients; three Python loops over depth a step
+    validate.check_budget("depth", 4 * 8.0 * depth * d * d, validate.memory_limit_bytes(), value=depth)
+    validate.check_budget("steps", 3.0 * steps * depth, validate.LOOP_LIMIT, what="work", unit="loop iterations",
+                          value=steps)
+    validate.check_budget("steps", 6.0 * steps * depth * d ** 3, validate.OPS_LIMIT, what="work",
+                          unit="operations", value=steps)
+    if validate.choice("backend", backend, ("numpy", "torch")) == "torch":
+        return _gd_torch(Phi, depth, steps, lr, float(reg), device, dtype)
+    if device is not None and str(device) != "cpu":
+        raise ValueError(f"the numpy backend runs on the CPU only, got device={device!r}")
+    return _gd_numpy(Phi, depth, steps, lr, float(reg))
+
+
+def _gd_numpy(Phi, depth, steps, lr, reg) -> GDResult:
+    d = Phi.shape[0]
+    I = np.eye(d)
+    T = np.repeat(I[None], depth, axis=0)
+    losses, objectives = np.empty(steps), np.empty(steps)
+    initial = 0.5 * float(np.sum((I - Phi) ** 2))
+
+    def products(T):
+        right = np.empty_like(T)
+        P = I
+        for i in range(depth):
+            right[i] = P
+            P = T[i] @ P
+        return right, P
+
+    right, P = products(T)
+    with np.errstate(over="ignore", invalid="ignore"):  # divergence is reported below, not warned about
+        T = _gd_numpy_loop(T, I, Phi, depth, steps, lr, reg, right, P, products, losses, objectives)
+    return GDResult(losses, objectives, initial, T, "numpy", "cpu")
+
+
+def _gd_numpy_loop(T, I, Phi, depth, steps, lr, reg, right, P, products, losses, objectives):
+    for t in range(steps):
+        G = P - Phi
+        grads = np.empty_like(T)
+        Q = I
+        for i in range(depth - 1, -1, -1):  # Q = Theta_L ... Theta_{i+1}
+            grads[i] = Q.T @ G @ right[i].T
+            Q = Q @ T[i]
+        if reg:
+            grads += 2 * reg * (T - I)
+        T = T - lr * grads
+        right, P = products(T)
+        losses[t] = 0.5 * float(np.sum((P - Phi) ** 2))
+        objectives[t] = losses[t] + reg * float(np.sum((T - I) ** 2))
+        if not np.isfinite(objectives[t]):
+            raise validate.DivergenceError(f"identity_init_gd diverged at step {t + 1}; lower the learning rate {lr}")
+    return T
+
+
+def _gd_torch(Phi, depth, steps, lr, reg, device, dtype) -> GDResult:
+    if device is None:
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    device = validate.torch_device("device", device)
+    dtype = validate.choice("dtype", torch.float64 if dtype is None else dtype, (torch.float32, torch.float64))
+    d = Phi.shape[0]
+    Phi_t = torch.as_tensor(Phi, dtype=dtype, device=device)
+    I = torch.eye(d, dtype=dtype, device=device)
+    T = I.expand(depth, d, d).clone()
+    losses = torch.empty(steps, dtype=dtype, device=device)
+    objectives = torch.empty(steps, dtype=dtype, device=device)
+    with torch.no_grad():
+        for t in range(steps):
+            right = torch.empty_like(T)
+            P = I
+            for i in range(depth):
+                right[i] = P
+                P = T[i] @ P
+            G = P - Phi_t
+            grads = torch.empty_like(T)
+            Q = I
+            for i in range(depth - 1, -1, -1):
+                grads[i] = Q.T @ G @ right[i].T
+                Q = Q @ T[i]
+            if reg:
+                grads += 2 * reg * (T - I)
+            T = T - lr * grads
+            P = I
+            for i in range(depth):
+                P = T[i] @ P
+            losses[t] = 0.5 * torch.sum((P - Phi_t) ** 2)
+            objectives[t] = losses[t] + reg * torch.sum((T - I) ** 2)
+    objectives_np = objectives.cpu().numpy().astype(np.float64)
+    if not np.all(np.isfinite(objectives_np)):
+        bad = int(np.argmin(np.isfinite(objectives_np))) + 1
+        raise validate.DivergenceError(f"identity_init_gd diverged at step {bad}; lower the learning rate {lr}")
+    initial = 0.5 * float(np.sum((np.eye(d) - Phi) ** 2))
+    return GDResult(losses.cpu().numpy().astype(np.float64), objectives_np, initial,
+                    T.cpu().numpy().astype(np.float64), "torch", str(device))
