@@ -46,6 +46,7 @@ import torch
 from . import validate
 from .linear import factorize_near_identity
 
+
 TorchMap = Callable[[torch.Tensor], torch.Tensor]
 DTYPE = torch.float64
 
@@ -54,7 +55,7 @@ class NewtonConvergenceError(validate.DivergenceError):
     """A numerical inverse needed by the construction did not converge."""
 
 
-# --- input checks ------------------------------------------------------------------------------------
+# --- input checks, points of the ball, Jacobians --------------------------------------------------------
 def _check_callable(f, name: str) -> None:
     validate.callable_arg(name, f, what="a callable mapping a torch tensor (N, dim) to (N, dim)")
 
@@ -136,7 +137,85 @@ def check_positive_orientation(h: TorchMap, dim: int, domain_radius: float = 1.0
     return float(dets[worst])
 
 
-# --- the linear part ----------------------------------------------------------------------------------
+# --- the chapter's smooth maps --------------------------------------------------------------------------
+EXAMPLE_MAPS = ("swirl", "sine-shear", "tanh-residual")
+
+
+def example_map(name: str, dim: int, seed: int = 0, strength: float = 0.6) -> TorchMap:
+    """Smooth, globally invertible, positively oriented maps of ``R^dim`` used by the chapter and tests.
+
+    - ``"swirl"`` (dim 2): rotate by ``2 strength |x|^2`` radians, then a fixed linear map with det > 0 and a shift.
+    - ``"sine-shear"``: ``M (x + (strength/2) sin(2 P x)) + c`` with P a cyclic shift of coordinates.
+    - ``"tanh-residual"``: ``M (x + W2 tanh(W1 x + b)) + c``, random with ``||W2|| ||W1|| = strength``.
+
+    Each map carries ``h.second_derivative_bound(radius)``: a certified bound on ``sup ||h''(x)||`` over the
+    ball of that radius, derived by hand from the formula (comments in the code), which
+    :func:`certified_deviations` needs.
+
+    With ``strength < 1`` the two residual maps are globally invertible (their residual parts are
+    ``strength``-Lipschitz), M has positive determinant, so all three are bi-Lipschitz diffeomorphisms.
+    """
+    name = validate.choice("name", name, EXAMPLE_MAPS)
+    dim = validate.positive_int("dim", dim)
+    strength = validate.positive_float("strength", strength)
+    if name != "swirl" and strength >= 1:
+        raise ValueError(f"strength must be < 1 for {name!r} to be invertible, got {strength}")
+    gen = torch.Generator().manual_seed(seed)
+    M = torch.linalg.matrix_exp(0.4 * torch.randn(dim, dim, dtype=DTYPE, generator=gen) / math.sqrt(dim))
+    c = 0.2 * torch.randn(dim, dtype=DTYPE, generator=gen)
+    if name == "swirl":
+        if dim != 2:
+            raise ValueError(f"the swirl map lives in the plane (dim 2), got dim {dim}")
+        M = torch.tensor([[1.1, 0.25], [-0.15, 0.9]], dtype=DTYPE)
+
+        def h(x):
+            angle = 2 * strength * (x ** 2).sum(dim=1, keepdim=True)
+            cos, sin = torch.cos(angle), torch.sin(angle)
+            rotated = torch.cat([cos * x[:, :1] - sin * x[:, 1:], sin * x[:, :1] + cos * x[:, 1:]], dim=1)
+            return rotated @ M.T + c
+
+        def curvature(radius):  # f(x) = Rot(2 s |x|^2) x: ||f''(x)|| <= 12 s |x| + 16 s^2 |x|^3
+            return 12 * strength * radius + 16 * strength ** 2 * radius ** 3
+    elif name == "sine-shear":
+        perm = [(k + 1) % dim for k in range(dim)]
+
+        def h(x):
+            return (x + 0.5 * strength * torch.sin(2 * x[:, perm])) @ M.T + c
+
+        def curvature(radius):  # component k has second derivative -2 s sin(2 x_p(k)) in (p(k), p(k)) only
+            return 2 * strength + 0 * radius
+    else:
+        width = 2 * dim + 2
+        W1 = torch.randn(width, dim, dtype=DTYPE, generator=gen)
+        W2 = torch.randn(dim, width, dtype=DTYPE, generator=gen)
+        W1 *= 1.5 / torch.linalg.matrix_norm(W1, ord=2)
+        W2 *= strength / 1.5 / torch.linalg.matrix_norm(W2, ord=2)
+        b = 0.5 * torch.randn(width, dtype=DTYPE, generator=gen)
+
+        def h(x):
+            return (x + torch.tanh(x @ W1.T + b) @ W2.T) @ M.T + c
+
+        tanh_curvature = 4 / (3 * math.sqrt(3))          # max |tanh''|
+        w1, w2 = (float(torch.linalg.matrix_norm(W, ord=2)) for W in (W1, W2))
+
+        def curvature(radius):  # ||W2 diag(tanh'') (W1 u) * (W1 v)|| <= ||W2|| max|tanh''| ||W1||^2
+            return w2 * tanh_curvature * w1 ** 2 + 0 * radius
+    h.__name__ = name.replace("-", "_")
+    m_norm = float(torch.linalg.matrix_norm(M, ord=2))
+
+    def second_derivative_bound(radius):
+        """Certified ``sup_{|x| <= radius} ||h''(x)||`` (bilinear operator norm), elementwise in ``radius``."""
+        radius = np.asarray(radius, dtype=float)
+        return (1 + 1e-9) * m_norm * curvature(radius)   # 1e-9: room for rounding in the norms
+
+    h.second_derivative_bound = second_derivative_bound
+    h.parts = {"name": name, "strength": strength, "M": M, "c": c}   # for the SymPy witness, sympy_map
+    if name == "tanh-residual":
+        h.parts.update(W1=W1, b=b, W2=W2)
+    return h
+
+
+# --- Warm-up: linear maps (Hardt & Ma's Theorem 2.1 as the talk restates it) ----------------------------
 def _orthogonal_log(Q: np.ndarray) -> np.ndarray:
     """A real skew-symmetric S with ``expm(S) = Q`` for an orthogonal Q with det +1 (real Schur form)."""
     T, Z = scipy.linalg.schur(Q, output="real")
@@ -223,7 +302,26 @@ def linear_near_identity_factors(R, depth: int, method: str = "hardt-ma") -> tup
     return A, source
 
 
-# --- scales a_0 < ... < a_m --------------------------------------------------------------------------
+def svd_cancellation(R) -> dict:
+    """For ``R`` with det R > 0: the largest rotation angles of U, of V^T (oriented SVD ``R = U K V^T``) and
+    of their product ``U V^T`` (the polar factor), and ``||log R||`` (principal real logarithm, NaN if none).
+
+    Near the identity U and V^T can each be far from I while ``U V^T`` is close to it: a scheme that splits U
+    and V^T separately pays for both rotations."""
+    R = validate.square_matrix("R", R)
+    if not np.linalg.det(R) > 0:
+        raise ValueError("R must be a square matrix with a positive determinant")
+    U, _, Vt = np.linalg.svd(R)
+    if np.linalg.det(U) < 0:
+        U[:, -1] *= -1
+        Vt[-1, :] *= -1
+    angle = lambda Q: float(np.linalg.norm(_orthogonal_log(Q), 2))  # noqa: E731
+    L = scipy.linalg.logm(R)
+    log_norm = float(np.linalg.norm(L.real, 2)) if np.max(np.abs(np.imag(L))) < 1e-10 else float("nan")
+    return {"angle_U": angle(U), "angle_V": angle(Vt), "angle_polar": angle(U @ Vt), "log_norm": log_norm}
+
+
+# --- the representation result: the rescaling construction, scales a_0 < ... < a_m ----------------------
 SPACINGS = ("uniform", "geometric")
 
 
@@ -248,7 +346,6 @@ def scale_schedule(m: int, spacing="uniform") -> np.ndarray:
     return validate.increasing("spacing", a)
 
 
-# --- the rescaling construction ----------------------------------------------------------------------
 class _RescalingPath:
     """``Phi_i = B_i o G_{a_i}`` with ``G_a(x) = g(a x)/a``, ``g = A^{-1}(h - h(0))``; see the module docstring."""
 
@@ -443,7 +540,31 @@ def alternating_split(h: TorchMap, m: int, dim: int, *, newton_tol: float = 1e-1
     return [h if i % 2 == 0 else h_inv for i in range(m)]
 
 
-# --- Lipschitz constants -----------------------------------------------------------------------------
+# --- the representation result: pictures, a grid carried through the layers -----------------------------
+def grid_lines(half_width: float = 0.7, n_lines: int = 9, n_points: int = 81) -> list[torch.Tensor]:
+    """Horizontal and vertical lines of a square grid in the plane, each ``(n_points, 2)``."""
+    half_width = validate.positive_float("half_width", half_width)
+    n_lines, n_points = validate.positive_int("n_lines", n_lines), validate.positive_int("n_points", n_points)
+    ticks = torch.linspace(-half_width, half_width, n_lines, dtype=DTYPE)
+    t = torch.linspace(-half_width, half_width, n_points, dtype=DTYPE)
+    return ([torch.stack([t, torch.full_like(t, c)], dim=1) for c in ticks]
+            + [torch.stack([torch.full_like(t, c), t], dim=1) for c in ticks])
+
+
+def carry_grid(factors: Sequence[TorchMap], lines: Sequence[torch.Tensor]) -> list[list[np.ndarray]]:
+    """The grid after 0, 1, ..., m layers: ``out[k][j]`` is line j after layers ``h_1 .. h_k``."""
+    if len(factors) == 0:
+        raise ValueError("need at least one factor")
+    points = torch.cat(list(lines))
+    sizes = [len(line) for line in lines]
+    stages = [points]
+    with torch.no_grad():
+        for f in factors:
+            stages.append(f(stages[-1]))
+    return [[part.numpy() for part in torch.split(stage, sizes)] for stage in stages]
+
+
+# --- the representation result: the rate, ||h_i - Id||_L against depth (Lipschitz constants, certificates) ---
 def _spectral_norms(J: torch.Tensor) -> torch.Tensor:
     finite = torch.isfinite(J).flatten(1).all(dim=1)
     if not bool(finite.all()):
@@ -827,335 +948,6 @@ def equidistributed_scales(h: TorchMap, m: int, dim: int, domain_radius: float =
     return a
 
 
-# --- example maps ------------------------------------------------------------------------------------
-EXAMPLE_MAPS = ("swirl", "sine-shear", "tanh-residual")
-
-
-def example_map(name: str, dim: int, seed: int = 0, strength: float = 0.6) -> TorchMap:
-    """Smooth, globally invertible, positively oriented maps of ``R^dim`` used by the chapter and tests.
-
-    - ``"swirl"`` (dim 2): rotate by ``2 strength |x|^2`` radians, then a fixed linear map with det > 0 and a shift.
-    - ``"sine-shear"``: ``M (x + (strength/2) sin(2 P x)) + c`` with P a cyclic shift of coordinates.
-    - ``"tanh-residual"``: ``M (x + W2 tanh(W1 x + b)) + c``, random with ``||W2|| ||W1|| = strength``.
-
-    Each map carries ``h.second_derivative_bound(radius)``: a certified bound on ``sup ||h''(x)||`` over the
-    ball of that radius, derived by hand from the formula (comments in the code), which
-    :func:`certified_deviations` needs.
-
-    With ``strength < 1`` the two residual maps are globally invertible (their residual parts are
-    ``strength``-Lipschitz), M has positive determinant, so all three are bi-Lipschitz diffeomorphisms.
-    """
-    name = validate.choice("name", name, EXAMPLE_MAPS)
-    dim = validate.positive_int("dim", dim)
-    strength = validate.positive_float("strength", strength)
-    if name != "swirl" and strength >= 1:
-        raise ValueError(f"strength must be < 1 for {name!r} to be invertible, got {strength}")
-    gen = torch.Generator().manual_seed(seed)
-    M = torch.linalg.matrix_exp(0.4 * torch.randn(dim, dim, dtype=DTYPE, generator=gen) / math.sqrt(dim))
-    c = 0.2 * torch.randn(dim, dtype=DTYPE, generator=gen)
-    if name == "swirl":
-        if dim != 2:
-            raise ValueError(f"the swirl map lives in the plane (dim 2), got dim {dim}")
-        M = torch.tensor([[1.1, 0.25], [-0.15, 0.9]], dtype=DTYPE)
-
-        def h(x):
-            angle = 2 * strength * (x ** 2).sum(dim=1, keepdim=True)
-            cos, sin = torch.cos(angle), torch.sin(angle)
-            rotated = torch.cat([cos * x[:, :1] - sin * x[:, 1:], sin * x[:, :1] + cos * x[:, 1:]], dim=1)
-            return rotated @ M.T + c
-
-        def curvature(radius):  # f(x) = Rot(2 s |x|^2) x: ||f''(x)|| <= 12 s |x| + 16 s^2 |x|^3
-            return 12 * strength * radius + 16 * strength ** 2 * radius ** 3
-    elif name == "sine-shear":
-        perm = [(k + 1) % dim for k in range(dim)]
-
-        def h(x):
-            return (x + 0.5 * strength * torch.sin(2 * x[:, perm])) @ M.T + c
-
-        def curvature(radius):  # component k has second derivative -2 s sin(2 x_p(k)) in (p(k), p(k)) only
-            return 2 * strength + 0 * radius
-    else:
-        width = 2 * dim + 2
-        W1 = torch.randn(width, dim, dtype=DTYPE, generator=gen)
-        W2 = torch.randn(dim, width, dtype=DTYPE, generator=gen)
-        W1 *= 1.5 / torch.linalg.matrix_norm(W1, ord=2)
-        W2 *= strength / 1.5 / torch.linalg.matrix_norm(W2, ord=2)
-        b = 0.5 * torch.randn(width, dtype=DTYPE, generator=gen)
-
-        def h(x):
-            return (x + torch.tanh(x @ W1.T + b) @ W2.T) @ M.T + c
-
-        tanh_curvature = 4 / (3 * math.sqrt(3))          # max |tanh''|
-        w1, w2 = (float(torch.linalg.matrix_norm(W, ord=2)) for W in (W1, W2))
-
-        def curvature(radius):  # ||W2 diag(tanh'') (W1 u) * (W1 v)|| <= ||W2|| max|tanh''| ||W1||^2
-            return w2 * tanh_curvature * w1 ** 2 + 0 * radius
-    h.__name__ = name.replace("-", "_")
-    m_norm = float(torch.linalg.matrix_norm(M, ord=2))
-
-    def second_derivative_bound(radius):
-        """Certified ``sup_{|x| <= radius} ||h''(x)||`` (bilinear operator norm), elementwise in ``radius``."""
-        radius = np.asarray(radius, dtype=float)
-        return (1 + 1e-9) * m_norm * curvature(radius)   # 1e-9: room for rounding in the norms
-
-    h.second_derivative_bound = second_derivative_bound
-    h.parts = {"name": name, "strength": strength, "M": M, "c": c}   # for the SymPy witness, sympy_map
-    if name == "tanh-residual":
-        h.parts.update(W1=W1, b=b, W2=W2)
-    return h
-
-
-# --- optimisation: the functional gradient on an empirical distribution ------------------------------
-@dataclass
-class ResidualBlock:
-    """``z -> z + W2 tanh(W1 z + b)``; ``||block - Id||_L <= ||W2|| ||W1||`` since tanh is 1-Lipschitz."""
-
-    W1: torch.Tensor
-    b: torch.Tensor
-    W2: torch.Tensor
-
-    def __call__(self, z):
-        return z + torch.tanh(z @ self.W1.T + self.b) @ self.W2.T
-
-    def jacobian(self, z):
-        """``I + W2 diag(1 - tanh^2(W1 z + b)) W1`` at each row of z, closed form, shape (N, d, d)."""
-        s = 1 - torch.tanh(z @ self.W1.T + self.b) ** 2
-        return torch.eye(z.shape[1], dtype=z.dtype) + (self.W2[None] * s[:, None, :]) @ self.W1
-
-
-def residual_block_lipschitz_bound(W1, W2) -> float:
-    """The certified bound ``||W2||_2 ||W1||_2`` on ``||x -> W2 s(W1 x + b)||_L`` for a 1-Lipschitz s."""
-    W1 = torch.as_tensor(W1, dtype=DTYPE)
-    W2 = torch.as_tensor(W2, dtype=DTYPE)
-    if W1.ndim != 2 or W2.ndim != 2 or W2.shape[1] != W1.shape[0]:
-        raise ValueError(f"need W1 (width, d) and W2 (d', width), got {tuple(W1.shape)} and {tuple(W2.shape)}")
-    return float(torch.linalg.matrix_norm(W2, ord=2) * torch.linalg.matrix_norm(W1, ord=2))
-
-
-def random_residual_blocks(m: int, dim: int, width: int, eps: float, generator: torch.Generator | None = None
-                           ) -> list[ResidualBlock]:
-    """m random blocks, each rescaled so that its certified bound ``||W2|| ||W1||`` equals ``eps`` exactly."""
-    m, dim, width = (validate.positive_int(n, v) for v, n in ((m, "m"), (dim, "dim"), (width, "width")))
-    eps = validate.positive_float("eps", eps)
-    blocks = []
-    for _ in range(m):
-        W1 = torch.randn(width, dim, dtype=DTYPE, generator=generator)
-        W2 = torch.randn(dim, width, dtype=DTYPE, generator=generator)
-        b = torch.randn(width, dtype=DTYPE, generator=generator)
-        W1 /= torch.linalg.matrix_norm(W1, ord=2)
-        W2 *= eps / torch.linalg.matrix_norm(W2, ord=2)
-        blocks.append(ResidualBlock(W1, b, W2))
-    return blocks
-
-
-def aligned_residual_blocks(m: int, dim: int, eps: float) -> list[ResidualBlock]:
-    """m copies of ``z -> z - eps tanh(z)`` (``W1 = I``, ``b = 0``, ``W2 = -eps I``): ``||block - Id||_L = eps``
-    (the slope at 0), and the Jacobian ``I - eps diag(1 - tanh^2 z)`` is ``(1 - eps) I`` at the origin. On inputs
-    near 0 every layer's Jacobian is close to ``(1 - eps) I``, all aligned, so ``(h_m o ... o h_{i+1})'`` is close
-    to ``(1 - eps)^(m-i) I``: the instance where the depth factor of the functional-gradient bound is tight."""
-    m, dim = validate.positive_int("m", m), validate.positive_int("dim", dim)
-    eps = validate.positive_float("eps", eps)
-    if eps >= 1:
-        raise ValueError(f"eps must be < 1 for a near-identity block, got {eps}")
-    eye = torch.eye(dim, dtype=DTYPE)
-    return [ResidualBlock(eye.clone(), torch.zeros(dim, dtype=DTYPE), -eps * eye) for _ in range(m)]
-
-
-def svd_cancellation(R) -> dict:
-    """For ``R`` with det R > 0: the largest rotation angles of U, of V^T (oriented SVD ``R = U K V^T``) and
-    of their product ``U V^T`` (the polar factor), and ``||log R||`` (principal real logarithm, NaN if none).
-
-    Near the identity U and V^T can each be far from I while ``U V^T`` is close to it: a scheme that splits U
-    and V^T separately pays for both rotations."""
-    R = validate.square_matrix("R", R)
-    if not np.linalg.det(R) > 0:
-        raise ValueError("R must be a square matrix with a positive determinant")
-    U, _, Vt = np.linalg.svd(R)
-    if np.linalg.det(U) < 0:
-        U[:, -1] *= -1
-        Vt[-1, :] *= -1
-    angle = lambda Q: float(np.linalg.norm(_orthogonal_log(Q), 2))  # noqa: E731
-    L = scipy.linalg.logm(R)
-    log_norm = float(np.linalg.norm(L.real, 2)) if np.max(np.abs(np.imag(L))) < 1e-10 else float("nan")
-    return {"angle_U": angle(U), "angle_V": angle(Vt), "angle_polar": angle(U @ Vt), "log_norm": log_norm}
-
-
-@dataclass
-class EmpiricalProblem:
-    """An empirical distribution: distinct inputs ``atoms`` (K, d) with weights, and samples (x_j, y_j).
-
-    ``h*`` (the minimiser of Q over all functions) is the mean of y over the samples at each atom.
-    """
-
-    atoms: torch.Tensor
-    weights: torch.Tensor
-    index: torch.Tensor
-    y: torch.Tensor
-
-    @property
-    def h_star(self) -> torch.Tensor:
-        sums = torch.zeros_like(self.atoms).index_add_(0, self.index, self.y)
-        return sums / (self.weights[:, None] * self.y.shape[0])
-
-
-def random_empirical_problem(n_atoms: int, dim: int, generator: torch.Generator | None = None,
-                             max_repeats: int = 3, noise: float = 0.5, atom_scale: float = 1.0) -> EmpiricalProblem:
-    """Random atoms in ``R^dim`` (standard normal times ``atom_scale``), each seen 1..max_repeats times with
-    noisy labels (so ``Q(h*) > 0``)."""
-    atom_scale = validate.positive_float("atom_scale", atom_scale)
-    n_atoms, dim, max_repeats = (validate.positive_int(n, v) for v, n in
-                                 ((n_atoms, "n_atoms"), (dim, "dim"), (max_repeats, "max_repeats")))
-    atoms = atom_scale * torch.randn(n_atoms, dim, dtype=DTYPE, generator=generator)
-    counts = torch.randint(1, max_repeats + 1, (n_atoms,), generator=generator)
-    index = torch.repeat_interleave(torch.arange(n_atoms), counts)
-    target = torch.sin(2 * atoms) + atoms.flip(1) ** 2 / 2
-    y = target[index] + noise * torch.randn(len(index), dim, dtype=DTYPE, generator=generator)
-    return EmpiricalProblem(atoms, counts.to(DTYPE) / len(index), index, y)
-
-
-@dataclass
-class FunctionalGradient:
-    """Norms of ``D_{h_i} Q(h)`` in the dual of ``L2(P_i)`` and the quantities of the talk's bound."""
-
-    norms: np.ndarray          # (m,) ||D_{h_i} Q(h)||
-    excess_risk: float         # Q(h) - Q(h*)
-    distance: float            # ||h - h*||_{L2(P)}
-    gradients: list            # (K, d) arrays dQ/d delta_i at the atoms (autograd)
-
-    def printed_bound(self, eps: float) -> float:
-        """``(1 - eps)^(m-1) (Q(h) - Q(h*)) / ||h - h*||``, the bound as review 002 reports it."""
-        m = len(self.norms)
-        return (1 - eps) ** (m - 1) * self.excess_risk / self.distance
-
-    def sharper_bounds(self, eps: float) -> np.ndarray:
-        """Our derivation: ``||D_{h_i} Q|| >= (1 - eps)^(m-i) ||h - h*|| = 2 (1-eps)^(m-i) (Q - Q*)/||h - h*||``."""
-        m = len(self.norms)
-        return (1 - eps) ** (m - np.arange(1, m + 1)) * self.distance
-
-
-def empirical_risk(blocks: Sequence[Callable], problem: EmpiricalProblem,
-                   perturbations: Sequence[torch.Tensor] | None = None) -> torch.Tensor:
-    """``Q = 1/(2n) sum_j ||h(x_j) - y_j||^2`` with ``h_i`` replaced by ``h_i + delta_i`` at the atoms' images."""
-    if len(blocks) == 0:
-        raise ValueError("need at least one layer")
-    if not isinstance(problem, EmpiricalProblem):
-        raise ValueError("problem must be an EmpiricalProblem")
-    if perturbations is not None and len(perturbations) != len(blocks):
-        raise ValueError(f"need one perturbation per layer ({len(blocks)}), got {len(perturbations)}")
-    z = problem.atoms
-    for i, block in enumerate(blocks):
-        z = block(z)
-        if perturbations is not None:
-            z = z + perturbations[i]
-    residual = z[problem.index] - problem.y
-    return 0.5 * (residual ** 2).sum() / residual.shape[0]
-
-
-def functional_gradient(blocks: Sequence[Callable], problem: EmpiricalProblem) -> FunctionalGradient:
-    """The Frechet derivative of Q with respect to each layer, in ``L2`` of the sample.
-
-    A perturbation of layer i is a function ``delta`` on the layer's inputs; only its values at the K atoms'
-    images matter, and ``||delta||^2 = sum_k w_k |delta_k|^2`` (the ``L2(P)`` norm pushed through the earlier
-    layers, which are injective). The derivative's norm is the dual one, ``(sum_k |dQ/d delta_k|^2 / w_k)^(1/2)``;
-    ``||h - h*||`` is the ``L2(P)`` norm as well, the norm in which ``Q(h) - Q(h*) = ||h - h*||^2 / 2``.
-    """
-    if len(blocks) == 0:
-        raise ValueError("need at least one layer")
-    if not isinstance(problem, EmpiricalProblem):
-        raise ValueError("problem must be an EmpiricalProblem")
-    deltas = [torch.zeros_like(problem.atoms, requires_grad=True) for _ in blocks]
-    with torch.enable_grad():
-        Q = empirical_risk(blocks, problem, deltas)
-        grads = torch.autograd.grad(Q, deltas)
-    w = problem.weights
-    norms = np.array([float(torch.sqrt(((g ** 2).sum(dim=1) / w).sum())) for g in grads])
-    with torch.no_grad():
-        h_atoms = problem.atoms
-        for block in blocks:
-            h_atoms = block(h_atoms)
-        distance = float(torch.sqrt((w * ((h_atoms - problem.h_star) ** 2).sum(dim=1)).sum()))
-        q_star = float(empirical_risk([lambda z: problem.h_star], problem))
-        excess = float(empirical_risk(blocks, problem)) - q_star
-    return FunctionalGradient(norms, excess, distance, [g.detach().numpy() for g in grads])
-
-
-def functional_gradient_closed_form(blocks: Sequence[ResidualBlock], problem: EmpiricalProblem, i: int) -> np.ndarray:
-    """``dQ/d delta_k = w_k (h_m o ... o h_{i+1})'(z_k)^T (h(u_k) - h*(u_k))`` from the blocks' Jacobians.
-
-    ``i`` is 1-based; this is the closed-form witness for the autograd gradient of :func:`functional_gradient`.
-    """
-    m = len(blocks)
-    i = validate.integer("i", i, minimum=1, maximum=m)
-    with torch.no_grad():
-        z = problem.atoms
-        inputs = []
-        for block in blocks:
-            inputs.append(z)
-            z = block(z)
-        J = torch.eye(z.shape[1], dtype=DTYPE).expand(z.shape[0], -1, -1)
-        for j in range(i, m):                       # blocks i+1..m (0-based i..m-1)
-            J = blocks[j].jacobian(inputs[j]) @ J
-        r = z - problem.h_star
-        return (problem.weights[:, None] * (J.transpose(1, 2) @ r.unsqueeze(-1)).squeeze(-1)).numpy()
-
-
-# --- the negative result in parameter space ----------------------------------------------------------
-@dataclass
-class SigmoidSaddle:
-    """A one-block residual network ``x + sum_k V_k sigmoid(W_k x + b_k)`` on the line, data and a critical point.
-
-    Parameters are a flat vector ``theta = (V_1, V_2, W_1, W_2, b_1, b_2)``; the target ``y`` is the network at
-    ``theta_star`` (realisable) and ``theta_critical`` a critical point with positive loss. Built by
-    :func:`sigmoid_saddle_example` (a saddle at the identity, for symmetric data only) and
-    :func:`sigmoid_local_minimum_example` (a strict local minimum near the identity, generic data).
-    """
-
-    x: torch.Tensor
-    y: torch.Tensor
-    theta_star: np.ndarray
-    theta_critical: np.ndarray
-    #: the factor s applied to the output weights V (see :func:`sigmoid_local_minimum_example`)
-    output_scale: float = 1.0
-
-    @staticmethod
-    def network(theta: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
-        V, W, b = theta[0:2], theta[2:4], theta[4:6]
-        return x + (torch.sigmoid(x[:, None] * W + b) * V).sum(dim=1)
-
-    def loss(self, theta) -> torch.Tensor:
-        theta = torch.as_tensor(theta, dtype=DTYPE)
-        return 0.5 * ((self.network(theta, self.x) - self.y) ** 2).mean()
-
-    def as_map(self, theta) -> TorchMap:
-        """The network at ``theta`` as a map of the line, ``(N, 1) -> (N, 1)`` (for the function-space view)."""
-        theta = torch.as_tensor(validate.finite_array("theta", theta, shape=(6,)), dtype=DTYPE)
-        return lambda z: self.network(theta, z[:, 0])[:, None]
-
-
-def sigmoid_saddle_example(n: int = 8, v: float = 0.8, w: float = 2.0, b=(0.3, -0.7)) -> SigmoidSaddle:
-    """:class:`SigmoidSaddle` with ``n`` points symmetric about 0 in ``[-1, 1]`` (n even, v, w nonzero).
-
-    The target ``y = x + v (sigmoid(w x) - sigmoid(-w x))`` is the network at ``theta_star = (v, -v, w, -w, 0,
-    0)``. ``theta_critical = (0, 0, 0, 0, b_1, b_2)`` computes the identity; it is critical only because the
-    data are exactly symmetric (the target's odd residual then averages to zero, and every other derivative
-    carries a factor V), and it is a saddle: at ``V = 0`` the ``(W, b)`` block of the Hessian vanishes."""
-    n = validate.positive_int("n", n)
-    if n % 2:
-        raise ValueError(f"n must be even so that the inputs are symmetric about 0, got {n}")
-    for value, name in ((v, "v"), (w, "w")):
-        if validate.finite_float(name, value) == 0:
-            raise ValueError(f"{name} must be a nonzero finite number, got {value!r}")
-    b = tuple(float(t) for t in b)
-    if len(b) != 2:
-        raise ValueError("b must hold two biases")
-    half = torch.linspace(1.0 / (n // 2), 1.0, n // 2, dtype=DTYPE)
-    x = torch.cat([-half.flip(0), half])
-    theta_star = np.array([v, -v, w, -w, 0.0, 0.0])
-    y = SigmoidSaddle.network(torch.as_tensor(theta_star), x)
-    return SigmoidSaddle(x, y.detach(), theta_star, np.array([0.0, 0.0, 0.0, 0.0, *b]))
-
-
-# --- helpers for the chapter: rates, grids, tables ---------------------------------------------------
 RATE_SPACINGS = ("uniform", "geometric", "equidistributed")
 
 
@@ -1214,32 +1006,7 @@ def deviation_rates(cases: Sequence[tuple[str, int]], ms: Sequence[int], spacing
     return results
 
 
-def grid_lines(half_width: float = 0.7, n_lines: int = 9, n_points: int = 81) -> list[torch.Tensor]:
-    """Horizontal and vertical lines of a square grid in the plane, each ``(n_points, 2)``."""
-    half_width = validate.positive_float("half_width", half_width)
-    n_lines, n_points = validate.positive_int("n_lines", n_lines), validate.positive_int("n_points", n_points)
-    ticks = torch.linspace(-half_width, half_width, n_lines, dtype=DTYPE)
-    t = torch.linspace(-half_width, half_width, n_points, dtype=DTYPE)
-    return ([torch.stack([t, torch.full_like(t, c)], dim=1) for c in ticks]
-            + [torch.stack([torch.full_like(t, c), t], dim=1) for c in ticks])
-
-
-def carry_grid(factors: Sequence[TorchMap], lines: Sequence[torch.Tensor]) -> list[list[np.ndarray]]:
-    """The grid after 0, 1, ..., m layers: ``out[k][j]`` is line j after layers ``h_1 .. h_k``."""
-    if len(factors) == 0:
-        raise ValueError("need at least one factor")
-    points = torch.cat(list(lines))
-    sizes = [len(line) for line in lines]
-    stages = [points]
-    with torch.no_grad():
-        for f in factors:
-            stages.append(f(stages[-1]))
-    return [[part.numpy() for part in torch.split(stage, sizes)] for stage in stages]
-
-
-
-
-# --- maps the representation theorem rules out (negative controls) -----------------------------------
+# --- the representation result: maps it rules out (negative controls), and the SymPy witness ------------
 RULED_OUT_MAPS = ("holder", "cusp")
 
 
@@ -1407,7 +1174,181 @@ def representation_evidence(h: TorchMap, dim: int, ms: Sequence[int], spacing: s
                                   reason, cert, exact_depths, np.array(errors))
 
 
-# --- the functional-gradient bound on random instances, and a SymPy witness -------------------------
+# --- the functional-gradient bound: Q(h) = 1/2 E ||h(X) - Y||^2 on an empirical distribution ------------
+@dataclass
+class ResidualBlock:
+    """``z -> z + W2 tanh(W1 z + b)``; ``||block - Id||_L <= ||W2|| ||W1||`` since tanh is 1-Lipschitz."""
+
+    W1: torch.Tensor
+    b: torch.Tensor
+    W2: torch.Tensor
+
+    def __call__(self, z):
+        return z + torch.tanh(z @ self.W1.T + self.b) @ self.W2.T
+
+    def jacobian(self, z):
+        """``I + W2 diag(1 - tanh^2(W1 z + b)) W1`` at each row of z, closed form, shape (N, d, d)."""
+        s = 1 - torch.tanh(z @ self.W1.T + self.b) ** 2
+        return torch.eye(z.shape[1], dtype=z.dtype) + (self.W2[None] * s[:, None, :]) @ self.W1
+
+
+def residual_block_lipschitz_bound(W1, W2) -> float:
+    """The certified bound ``||W2||_2 ||W1||_2`` on ``||x -> W2 s(W1 x + b)||_L`` for a 1-Lipschitz s."""
+    W1 = torch.as_tensor(W1, dtype=DTYPE)
+    W2 = torch.as_tensor(W2, dtype=DTYPE)
+    if W1.ndim != 2 or W2.ndim != 2 or W2.shape[1] != W1.shape[0]:
+        raise ValueError(f"need W1 (width, d) and W2 (d', width), got {tuple(W1.shape)} and {tuple(W2.shape)}")
+    return float(torch.linalg.matrix_norm(W2, ord=2) * torch.linalg.matrix_norm(W1, ord=2))
+
+
+def random_residual_blocks(m: int, dim: int, width: int, eps: float, generator: torch.Generator | None = None
+                           ) -> list[ResidualBlock]:
+    """m random blocks, each rescaled so that its certified bound ``||W2|| ||W1||`` equals ``eps`` exactly."""
+    m, dim, width = (validate.positive_int(n, v) for v, n in ((m, "m"), (dim, "dim"), (width, "width")))
+    eps = validate.positive_float("eps", eps)
+    blocks = []
+    for _ in range(m):
+        W1 = torch.randn(width, dim, dtype=DTYPE, generator=generator)
+        W2 = torch.randn(dim, width, dtype=DTYPE, generator=generator)
+        b = torch.randn(width, dtype=DTYPE, generator=generator)
+        W1 /= torch.linalg.matrix_norm(W1, ord=2)
+        W2 *= eps / torch.linalg.matrix_norm(W2, ord=2)
+        blocks.append(ResidualBlock(W1, b, W2))
+    return blocks
+
+
+def aligned_residual_blocks(m: int, dim: int, eps: float) -> list[ResidualBlock]:
+    """m copies of ``z -> z - eps tanh(z)`` (``W1 = I``, ``b = 0``, ``W2 = -eps I``): ``||block - Id||_L = eps``
+    (the slope at 0), and the Jacobian ``I - eps diag(1 - tanh^2 z)`` is ``(1 - eps) I`` at the origin. On inputs
+    near 0 every layer's Jacobian is close to ``(1 - eps) I``, all aligned, so ``(h_m o ... o h_{i+1})'`` is close
+    to ``(1 - eps)^(m-i) I``: the instance where the depth factor of the functional-gradient bound is tight."""
+    m, dim = validate.positive_int("m", m), validate.positive_int("dim", dim)
+    eps = validate.positive_float("eps", eps)
+    if eps >= 1:
+        raise ValueError(f"eps must be < 1 for a near-identity block, got {eps}")
+    eye = torch.eye(dim, dtype=DTYPE)
+    return [ResidualBlock(eye.clone(), torch.zeros(dim, dtype=DTYPE), -eps * eye) for _ in range(m)]
+
+
+@dataclass
+class EmpiricalProblem:
+    """An empirical distribution: distinct inputs ``atoms`` (K, d) with weights, and samples (x_j, y_j).
+
+    ``h*`` (the minimiser of Q over all functions) is the mean of y over the samples at each atom.
+    """
+
+    atoms: torch.Tensor
+    weights: torch.Tensor
+    index: torch.Tensor
+    y: torch.Tensor
+
+    @property
+    def h_star(self) -> torch.Tensor:
+        sums = torch.zeros_like(self.atoms).index_add_(0, self.index, self.y)
+        return sums / (self.weights[:, None] * self.y.shape[0])
+
+
+def random_empirical_problem(n_atoms: int, dim: int, generator: torch.Generator | None = None,
+                             max_repeats: int = 3, noise: float = 0.5, atom_scale: float = 1.0) -> EmpiricalProblem:
+    """Random atoms in ``R^dim`` (standard normal times ``atom_scale``), each seen 1..max_repeats times with
+    noisy labels (so ``Q(h*) > 0``)."""
+    atom_scale = validate.positive_float("atom_scale", atom_scale)
+    n_atoms, dim, max_repeats = (validate.positive_int(n, v) for v, n in
+                                 ((n_atoms, "n_atoms"), (dim, "dim"), (max_repeats, "max_repeats")))
+    atoms = atom_scale * torch.randn(n_atoms, dim, dtype=DTYPE, generator=generator)
+    counts = torch.randint(1, max_repeats + 1, (n_atoms,), generator=generator)
+    index = torch.repeat_interleave(torch.arange(n_atoms), counts)
+    target = torch.sin(2 * atoms) + atoms.flip(1) ** 2 / 2
+    y = target[index] + noise * torch.randn(len(index), dim, dtype=DTYPE, generator=generator)
+    return EmpiricalProblem(atoms, counts.to(DTYPE) / len(index), index, y)
+
+
+@dataclass
+class FunctionalGradient:
+    """Norms of ``D_{h_i} Q(h)`` in the dual of ``L2(P_i)`` and the quantities of the talk's bound."""
+
+    norms: np.ndarray          # (m,) ||D_{h_i} Q(h)||
+    excess_risk: float         # Q(h) - Q(h*)
+    distance: float            # ||h - h*||_{L2(P)}
+    gradients: list            # (K, d) arrays dQ/d delta_i at the atoms (autograd)
+
+    def printed_bound(self, eps: float) -> float:
+        """``(1 - eps)^(m-1) (Q(h) - Q(h*)) / ||h - h*||``, the bound as review 002 reports it."""
+        m = len(self.norms)
+        return (1 - eps) ** (m - 1) * self.excess_risk / self.distance
+
+    def sharper_bounds(self, eps: float) -> np.ndarray:
+        """Our derivation: ``||D_{h_i} Q|| >= (1 - eps)^(m-i) ||h - h*|| = 2 (1-eps)^(m-i) (Q - Q*)/||h - h*||``."""
+        m = len(self.norms)
+        return (1 - eps) ** (m - np.arange(1, m + 1)) * self.distance
+
+
+def empirical_risk(blocks: Sequence[Callable], problem: EmpiricalProblem,
+                   perturbations: Sequence[torch.Tensor] | None = None) -> torch.Tensor:
+    """``Q = 1/(2n) sum_j ||h(x_j) - y_j||^2`` with ``h_i`` replaced by ``h_i + delta_i`` at the atoms' images."""
+    if len(blocks) == 0:
+        raise ValueError("need at least one layer")
+    if not isinstance(problem, EmpiricalProblem):
+        raise ValueError("problem must be an EmpiricalProblem")
+    if perturbations is not None and len(perturbations) != len(blocks):
+        raise ValueError(f"need one perturbation per layer ({len(blocks)}), got {len(perturbations)}")
+    z = problem.atoms
+    for i, block in enumerate(blocks):
+        z = block(z)
+        if perturbations is not None:
+            z = z + perturbations[i]
+    residual = z[problem.index] - problem.y
+    return 0.5 * (residual ** 2).sum() / residual.shape[0]
+
+
+def functional_gradient(blocks: Sequence[Callable], problem: EmpiricalProblem) -> FunctionalGradient:
+    """The Frechet derivative of Q with respect to each layer, in ``L2`` of the sample.
+
+    A perturbation of layer i is a function ``delta`` on the layer's inputs; only its values at the K atoms'
+    images matter, and ``||delta||^2 = sum_k w_k |delta_k|^2`` (the ``L2(P)`` norm pushed through the earlier
+    layers, which are injective). The derivative's norm is the dual one, ``(sum_k |dQ/d delta_k|^2 / w_k)^(1/2)``;
+    ``||h - h*||`` is the ``L2(P)`` norm as well, the norm in which ``Q(h) - Q(h*) = ||h - h*||^2 / 2``.
+    """
+    if len(blocks) == 0:
+        raise ValueError("need at least one layer")
+    if not isinstance(problem, EmpiricalProblem):
+        raise ValueError("problem must be an EmpiricalProblem")
+    deltas = [torch.zeros_like(problem.atoms, requires_grad=True) for _ in blocks]
+    with torch.enable_grad():
+        Q = empirical_risk(blocks, problem, deltas)
+        grads = torch.autograd.grad(Q, deltas)
+    w = problem.weights
+    norms = np.array([float(torch.sqrt(((g ** 2).sum(dim=1) / w).sum())) for g in grads])
+    with torch.no_grad():
+        h_atoms = problem.atoms
+        for block in blocks:
+            h_atoms = block(h_atoms)
+        distance = float(torch.sqrt((w * ((h_atoms - problem.h_star) ** 2).sum(dim=1)).sum()))
+        q_star = float(empirical_risk([lambda z: problem.h_star], problem))
+        excess = float(empirical_risk(blocks, problem)) - q_star
+    return FunctionalGradient(norms, excess, distance, [g.detach().numpy() for g in grads])
+
+
+def functional_gradient_closed_form(blocks: Sequence[ResidualBlock], problem: EmpiricalProblem, i: int) -> np.ndarray:
+    """``dQ/d delta_k = w_k (h_m o ... o h_{i+1})'(z_k)^T (h(u_k) - h*(u_k))`` from the blocks' Jacobians.
+
+    ``i`` is 1-based; this is the closed-form witness for the autograd gradient of :func:`functional_gradient`.
+    """
+    m = len(blocks)
+    i = validate.integer("i", i, minimum=1, maximum=m)
+    with torch.no_grad():
+        z = problem.atoms
+        inputs = []
+        for block in blocks:
+            inputs.append(z)
+            z = block(z)
+        J = torch.eye(z.shape[1], dtype=DTYPE).expand(z.shape[0], -1, -1)
+        for j in range(i, m):                       # blocks i+1..m (0-based i..m-1)
+            J = blocks[j].jacobian(inputs[j]) @ J
+        r = z - problem.h_star
+        return (problem.weights[:, None] * (J.transpose(1, 2) @ r.unsqueeze(-1)).squeeze(-1)).numpy()
+
+
 @dataclass
 class GradientBoundInstances:
     """Random compositions of residual blocks with certified ``||h_i - Id||_L <= eps`` and random data:
@@ -1474,7 +1415,62 @@ def functional_risk_sympy(blocks: Sequence[ResidualBlock], problem: EmpiricalPro
     return expr / (2 * len(index)), list(symbols)
 
 
-# --- a near-identity strict local minimum in parameter space ----------------------------------------
+# --- the negative result in parameter space: a saddle at the identity, a strict local minimum near it ---
+@dataclass
+class SigmoidSaddle:
+    """A one-block residual network ``x + sum_k V_k sigmoid(W_k x + b_k)`` on the line, data and a critical point.
+
+    Parameters are a flat vector ``theta = (V_1, V_2, W_1, W_2, b_1, b_2)``; the target ``y`` is the network at
+    ``theta_star`` (realisable) and ``theta_critical`` a critical point with positive loss. Built by
+    :func:`sigmoid_saddle_example` (a saddle at the identity, for symmetric data only) and
+    :func:`sigmoid_local_minimum_example` (a strict local minimum near the identity, generic data).
+    """
+
+    x: torch.Tensor
+    y: torch.Tensor
+    theta_star: np.ndarray
+    theta_critical: np.ndarray
+    #: the factor s applied to the output weights V (see :func:`sigmoid_local_minimum_example`)
+    output_scale: float = 1.0
+
+    @staticmethod
+    def network(theta: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        V, W, b = theta[0:2], theta[2:4], theta[4:6]
+        return x + (torch.sigmoid(x[:, None] * W + b) * V).sum(dim=1)
+
+    def loss(self, theta) -> torch.Tensor:
+        theta = torch.as_tensor(theta, dtype=DTYPE)
+        return 0.5 * ((self.network(theta, self.x) - self.y) ** 2).mean()
+
+    def as_map(self, theta) -> TorchMap:
+        """The network at ``theta`` as a map of the line, ``(N, 1) -> (N, 1)`` (for the function-space view)."""
+        theta = torch.as_tensor(validate.finite_array("theta", theta, shape=(6,)), dtype=DTYPE)
+        return lambda z: self.network(theta, z[:, 0])[:, None]
+
+
+def sigmoid_saddle_example(n: int = 8, v: float = 0.8, w: float = 2.0, b=(0.3, -0.7)) -> SigmoidSaddle:
+    """:class:`SigmoidSaddle` with ``n`` points symmetric about 0 in ``[-1, 1]`` (n even, v, w nonzero).
+
+    The target ``y = x + v (sigmoid(w x) - sigmoid(-w x))`` is the network at ``theta_star = (v, -v, w, -w, 0,
+    0)``. ``theta_critical = (0, 0, 0, 0, b_1, b_2)`` computes the identity; it is critical only because the
+    data are exactly symmetric (the target's odd residual then averages to zero, and every other derivative
+    carries a factor V), and it is a saddle: at ``V = 0`` the ``(W, b)`` block of the Hessian vanishes."""
+    n = validate.positive_int("n", n)
+    if n % 2:
+        raise ValueError(f"n must be even so that the inputs are symmetric about 0, got {n}")
+    for value, name in ((v, "v"), (w, "w")):
+        if validate.finite_float(name, value) == 0:
+            raise ValueError(f"{name} must be a nonzero finite number, got {value!r}")
+    b = tuple(float(t) for t in b)
+    if len(b) != 2:
+        raise ValueError("b must hold two biases")
+    half = torch.linspace(1.0 / (n // 2), 1.0, n // 2, dtype=DTYPE)
+    x = torch.cat([-half.flip(0), half])
+    theta_star = np.array([v, -v, w, -w, 0.0, 0.0])
+    y = SigmoidSaddle.network(torch.as_tensor(theta_star), x)
+    return SigmoidSaddle(x, y.detach(), theta_star, np.array([0.0, 0.0, 0.0, 0.0, *b]))
+
+
 #: Ten inputs and a two-unit target (``V*, W*, b*``), drawn once (numpy ``default_rng(15)``, rounded to 4
 #: digits), and a point near a suboptimal local minimum that BFGS found from a random start.
 _LOCAL_MIN_X = (-0.9103, -0.7075, -0.3112, -0.3093, -0.086, 0.1432, 0.3855, 0.4375, 0.6316, 0.9519)
