@@ -143,10 +143,6 @@ def _as_labels(y, n: int, num_classes) -> tuple[np.ndarray, int]:
     return labels, r
 
 
-def _check_k(k, name: str = "k") -> int:
-    return validate.positive_int(name, k)
-
-
 def unique_points(X, y) -> tuple[np.ndarray, np.ndarray]:
     """Indices of the first occurrence of each distinct input (in data order), and each row's group.
 
@@ -223,8 +219,8 @@ def random_projection(D: int, k: int, rng: np.random.Generator, kind: str = "aut
     ``||A_0 x|| = ||x||`` exactly. ``"auto"``: orthonormal when ``k >= D``, else Gaussian.
     ``"printed"``: entries ``N(0, 1)``, the paper's unscaled matrix (norms grow like ``sqrt(k)``).
     """
-    D = _check_k(D, "D")
-    k = _check_k(k)
+    D = validate.positive_int("D", D)
+    k = validate.positive_int("k", k)
     if not isinstance(rng, np.random.Generator):
         raise TypeError("rng must be a numpy.random.Generator")
     kind = validate.choice("kind", kind, PROJECTIONS)
@@ -241,8 +237,8 @@ def random_projection(D: int, k: int, rng: np.random.Generator, kind: str = "aut
 
 def surrogate_labels(r: int, k: int, rng: np.random.Generator) -> np.ndarray:
     """``r`` independent uniformly random unit vectors in ``R^k`` (rows)."""
-    r = _check_k(r, "r")
-    k = _check_k(k)
+    r = validate.positive_int("r", r)
+    k = validate.positive_int("k", k)
     if not isinstance(rng, np.random.Generator):
         raise TypeError("rng must be a numpy.random.Generator")
     Q = rng.standard_normal((r, k))
@@ -693,7 +689,7 @@ def module_fit_error(module, X, y, num_classes: int, batch: int | None = None) -
     if batch is None:
         on_cpu = all(b.device.type == "cpu" for b in module.buffers())
         batch = 2048 if on_cpu else 65536
-    batch = _check_k(batch, "batch")
+    batch = validate.positive_int("batch", batch)
     worst = 0.0
     with torch.no_grad():
         for start in range(0, X.shape[0], batch):
@@ -833,7 +829,7 @@ def construct_interpolating_resnet(X, y, *, k: int, num_classes=None, seed: int 
     """
     X = _as_inputs(X)
     labels, r = _as_labels(y, X.shape[0], num_classes)
-    k = _check_k(k)
+    k = validate.positive_int("k", k)
     seed = validate.non_negative_int("seed", seed)
     projection = validate.choice("projection", projection, PROJECTIONS)
     thresholds = _check_thresholds(thresholds)
@@ -966,7 +962,7 @@ def lemma_b_1_instance(k: int, m: int, rho_prime: float, min_distance: float, rn
     distance when ``squared``, else a distance), and every pair with a point of S is at least that far apart
     (rejection): points that crowd S as closely as the hypothesis allows.
     """
-    k, m = _check_k(k), validate.non_negative_int("m", m)
+    k, m = validate.positive_int("k", k), validate.non_negative_int("m", m)
     rho_prime = validate.finite_float("rho_prime", rho_prime, minimum=0.0, open_minimum=True, maximum=1.0,
                                       open_maximum=True)
     min_distance = validate.positive_float("min_distance", min_distance)
@@ -1045,7 +1041,7 @@ def shared_threshold_counterexample(k: int, rho_prime: float) -> tuple[np.ndarra
     inner products are ``1 - rho'/2``, above the printed proof's shared threshold ``1 - 2 rho'`` (inequality
     (B.1) would need squared distances of ``6 rho'``), so that threshold fires the wrong units.
     """
-    k = _check_k(k)
+    k = validate.positive_int("k", k)
     rho_prime = validate.finite_float("rho_prime", rho_prime, minimum=0.0, open_minimum=True, maximum=0.5,
                                       open_maximum=True)
     c = 3 * rho_prime / (2 * (1 + rho_prime))
@@ -1127,7 +1123,7 @@ def separation(X, chunk: int | None = None, *, backend: str = "numpy", device=No
     ops = _backend(backend, device)
     if chunk is None:
         chunk = max(1, math.isqrt(ops.chunk_entries))
-    chunk = _check_k(chunk, "chunk")
+    chunk = validate.positive_int("chunk", chunk)
     Xb = X if ops.name == "numpy" else ops.asarray(X)    # read only: no copy needed
     sq = ops.row_sq_norms(Xb)
     sq_np = ops.to_numpy(sq)
@@ -1144,7 +1140,7 @@ def separation(X, chunk: int | None = None, *, backend: str = "numpy", device=No
 
 def paper_k(n: int, rho: float, c: float = 10.0) -> int:
     """The paper's choice ``k = ceil(c log n / rho^2)`` (natural log, ``c = 10``)."""
-    n = _check_k(n, "n")
+    n = validate.positive_int("n", n)
     rho = validate.positive_float("rho", rho)
     c = validate.positive_float("c", c)
     return max(1, math.ceil(c * math.log(max(n, 2)) / rho ** 2))
@@ -1157,7 +1153,7 @@ def equidistant_points(n: int, rho: float) -> np.ndarray:
     Every pair sits at the separation of Assumption 3.1, the data on which a width's dependence on
     ``rho`` shows most plainly; ``rho = 2`` gives orthonormal inputs.
     """
-    n = _check_k(n, "n")
+    n = validate.positive_int("n", n)
     rho = validate.finite_float("rho", rho, minimum=0.0, open_minimum=True, maximum=2.0)
     X = np.zeros((n, n + 1))
     X[np.arange(n), np.arange(n)] = math.sqrt(rho / 2)
@@ -1177,7 +1173,7 @@ def union_bound_k(n: int, rho: float, delta: float = 0.5) -> int:
     0.7). Points already moved onto a surrogate and the output block are not covered; the builder checks
     them.
     """
-    n = _check_k(n, "n")
+    n = validate.positive_int("n", n)
     rho = validate.finite_float("rho", rho, minimum=0.0, open_minimum=True, maximum=4.0)
     delta = validate.probability("delta", delta, open_low=True, open_high=True)
     if n == 1:
@@ -1199,7 +1195,7 @@ def default_k(n: int, rho: float | None, D: int) -> tuple[int, str]:
     no draw fits at that width (pass ``k=paper_k(n, rho)`` for it). ``rho=None`` (one point) gives the
     isometry.
     """
-    n, D = _check_k(n, "n"), _check_k(D, "D")
+    n, D = validate.positive_int("n", n), validate.positive_int("D", D)
     if rho is not None and rho > 0 and pair_failure_exponent(min(rho, 4.0)) > 0:
         k = union_bound_k(n, min(rho, 4.0))
         if k < D:
@@ -1215,7 +1211,8 @@ def smallest_width(X, y, draws: int, k_max: int, *, num_classes=None, thresholds
     Bisection assumes that success is monotone in ``k`` (true with high probability, not surely: a
     result ``k`` is a width at which all draws fit and ``k - 1`` one at which some draw failed).
     """
-    draws, k_max, k_min = _check_k(draws, "draws"), _check_k(k_max, "k_max"), _check_k(k_min, "k_min")
+    draws = validate.positive_int("draws", draws)
+    k_max, k_min = validate.positive_int("k_max", k_max), validate.positive_int("k_min", k_min)
     if k_min > k_max:
         raise ValueError(f"k_min={k_min} exceeds k_max={k_max}")
 
@@ -1277,7 +1274,7 @@ def jl_union_width(n: int, eps: float, delta: float = 0.5) -> int:
     probability at most ``2 exp(-k (eps^2/2 - eps^3/3) / 2)`` (Dasgupta & Gupta 2003, Lemma 2.2). A union
     bound over the ``n (n + 1) / 2`` pairs: ``k = ceil(2 ln(n (n + 1) / delta) / (eps^2/2 - eps^3/3))``.
     """
-    n = _check_k(n, "n")
+    n = validate.positive_int("n", n)
     eps = validate.finite_float("eps", eps, minimum=0.0, open_minimum=True, maximum=1.0, open_maximum=True)
     delta = validate.probability("delta", delta, open_low=True, open_high=True)
     return math.ceil(2.0 * math.log(n * (n + 1) / delta) / (eps ** 2 / 2 - eps ** 3 / 3))
@@ -1294,7 +1291,7 @@ def jl_k(n: int, rho: float, thresholds: str = "per-unit") -> int:
     eps^3/3)`` is evaluated at that ``eps``. (The surrogates of moved points are not covered: the builder
     checks them.)
     """
-    n = _check_k(n, "n")
+    n = validate.positive_int("n", n)
     thresholds = _check_thresholds(thresholds)
     rho = validate.finite_float("rho", rho, minimum=0.0, open_minimum=True, maximum=4.0)
     eps = rho / ((2.0 if thresholds == "per-unit" else 4.0) + rho)
@@ -1353,7 +1350,7 @@ def surrogate_width(r: int, t: float = 0.5, delta: float = 0.5) -> int:
 # --- Theorem 3.2, cost: the paper's parameter count -----------------------------------------------------
 def paper_parameter_count(k: int, D: int, depth: int, r: int, biases: bool = False) -> int:
     """``k D + depth 2 k^2 + (k r + r^2)`` (the paper's count, weights only); ``+ depth k + r`` with biases."""
-    k, D, r = _check_k(k), _check_k(D, "D"), _check_k(r, "r")
+    k, D, r = validate.positive_int("k", k), validate.positive_int("D", D), validate.positive_int("r", r)
     depth = validate.non_negative_int("depth", depth)
     count = k * D + depth * 2 * k * k + k * r + r * r
     if biases:

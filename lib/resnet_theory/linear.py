@@ -53,14 +53,6 @@ _SYMMETRY_RTOL = 1e-12
 
 
 # --- input validation -----------------------------------------------------------------------------------
-def _as_square_matrix(M, name: str) -> np.ndarray:
-    return validate.square_matrix(name, M)
-
-
-def _as_depth(depth, name: str = "depth") -> int:
-    return validate.positive_int(name, depth)
-
-
 def _as_layers(A, name: str = "A") -> np.ndarray:
     arr = validate.finite_array(name, A, allow_empty=True)
     if arr.ndim != 3 or arr.shape[1] != arr.shape[2]:
@@ -80,7 +72,7 @@ def _check_depth_budget(depth: int, d: int, *, layers: bool) -> None:
 
 
 def _as_covariance(Sigma, d: int) -> np.ndarray:
-    S = _as_square_matrix(Sigma, "Sigma")
+    S = validate.square_matrix("Sigma", Sigma)
     if S.shape[0] != d:
         raise ValueError(f"Sigma must be {d} x {d} to match the layers, got shape {S.shape}")
     scale = max(1.0, float(np.max(np.abs(S))))
@@ -93,18 +85,10 @@ def _as_covariance(Sigma, d: int) -> np.ndarray:
 
 def _check_risk_inputs(A, R, Sigma):
     A = _as_layers(A)
-    R = _as_square_matrix(R, "R")
+    R = validate.square_matrix("R", R)
     if R.shape[0] != A.shape[1]:
         raise ValueError(f"R is {R.shape[0]} x {R.shape[0]} but the layers are {A.shape[1]} x {A.shape[2]}")
     return A, R, _as_covariance(Sigma, A.shape[1])
-
-
-def _as_steps(steps) -> int:
-    return validate.positive_int("steps", steps)
-
-
-def _as_lr(lr) -> float:
-    return validate.positive_float("lr", lr)
 
 
 # --- Section 2, the setting: the network's matrix, and random instances ---------------------------------
@@ -148,7 +132,7 @@ def _rng(seed):
 
 def random_rotation(d, seed=None) -> np.ndarray:
     """A Haar-random matrix in SO(d)."""
-    d = _as_depth(d, "d")
+    d = validate.positive_int("d", d)
     validate.check_budget("d", 3 * 8.0 * d * d, validate.memory_limit_bytes(), value=d)   # the matrix, its QR
     validate.check_budget("d", 2.0 * d ** 3, validate.OPS_LIMIT, what="work", unit="operations", value=d)
     Q, Rm = np.linalg.qr(_rng(seed).standard_normal((d, d)))
@@ -164,7 +148,7 @@ def random_matrix_with_gamma(d, target_gamma, seed=None, psd=False) -> np.ndarra
     The singular values are log-uniform in ``[e^-gamma, e^gamma]`` with one endpoint attained; ``psd=True``
     takes ``V = U`` (symmetric positive definite).
     """
-    d = _as_depth(d, "d")
+    d = validate.positive_int("d", d)
     target_gamma = validate.non_negative_float("target_gamma", target_gamma)
     rng = _rng(seed)
     logs = rng.uniform(-target_gamma, target_gamma, size=d)
@@ -178,8 +162,8 @@ def random_layers_in_ball(depth, d, tau, seed=None, boundary=False) -> np.ndarra
     """Random layers ``A`` of shape ``(depth, d, d)`` with ``||A_i|| = tau * u_i``, ``u_i ~ U(0, 1)``,
     Gaussian directions: random points of the ball ``max_i ||A_i|| <= tau`` (not uniform in it).
     ``boundary=True`` puts every layer on the boundary: ``||A_i|| = tau`` exactly."""
-    depth = _as_depth(depth)
-    d = _as_depth(d, "d")
+    depth = validate.positive_int("depth", depth)
+    d = validate.positive_int("d", d)
     tau = validate.non_negative_float("tau", tau)
     rng = _rng(seed)
     A = rng.standard_normal((depth, d, d))
@@ -211,7 +195,7 @@ def risk_by_quadrature(A, R, atoms, weights, noise_map=None) -> float:
     """
     A = _as_layers(A)
     d = A.shape[1]
-    R = _as_square_matrix(R, "R")
+    R = validate.square_matrix("R", R)
     if R.shape[0] != d:
         raise ValueError(f"R is {R.shape[0]} x {R.shape[0]} but the layers are {d} x {d}")
     atoms = validate.finite_array("atoms", atoms, ndim=2)
@@ -220,7 +204,7 @@ def risk_by_quadrature(A, R, atoms, weights, noise_map=None) -> float:
     weights = validate.finite_array("weights", weights, shape=(atoms.shape[0],))
     if np.any(weights < 0) or not math.isclose(float(weights.sum()), 1.0, rel_tol=1e-12):
         raise ValueError("weights must be non-negative and sum to one")
-    M = np.zeros((d, d)) if noise_map is None else _as_square_matrix(noise_map, "noise_map")
+    M = np.zeros((d, d)) if noise_map is None else validate.square_matrix("noise_map", noise_map)
     if M.shape[0] != d:
         raise ValueError(f"noise_map must be {d} x {d}, got shape {M.shape}")
     if d > 16:
@@ -265,7 +249,7 @@ def risk_gradient_printed_order(A, R, Sigma) -> np.ndarray:
 def torch_risk(depth, d, R, Sigma):
     """The risk as a torch function of one flat float64 vector of ``depth * d * d`` layer entries
     (``A[0]`` first, row-major), for the autograd and finite-difference witnesses of :mod:`resnet_theory.checks`."""
-    depth, d = _as_depth(depth), _as_depth(d, "d")
+    depth, d = validate.positive_int("depth", depth), validate.positive_int("d", d)
     _, R, Sigma = _check_risk_inputs(np.zeros((depth, d, d)), R, Sigma)
     R_t, S_t = torch.as_tensor(R), torch.as_tensor(Sigma)
 
@@ -285,7 +269,7 @@ def torch_risk(depth, d, R, Sigma):
 def sympy_risk(depth, d, R, Sigma):
     """The risk ``tr(E Sigma E^T) + d`` as an exact SymPy expression in ``depth * d * d`` symbols ``a0, a1, ...``
     (same order as :func:`torch_risk`); ``R`` and ``Sigma`` are converted to exact rationals."""
-    depth, d = _as_depth(depth), _as_depth(d, "d")
+    depth, d = validate.positive_int("depth", depth), validate.positive_int("d", d)
     _check_risk_inputs(np.zeros((depth, d, d)), R, Sigma)
     Rs = sp.Matrix(np.asarray(R, dtype=float).tolist()).applyfunc(sp.nsimplify)
     Ss = sp.Matrix(np.asarray(Sigma, dtype=float).tolist()).applyfunc(sp.nsimplify)
@@ -308,7 +292,7 @@ def sympy_risk_gradient(depth, d, R, Sigma):
 # --- Theorem 2.1: the constant gamma(R) and the bounds on max_i ||A_i|| ---------------------------------
 def gamma(R) -> float:
     """``gamma(R) = max(|log s_max(R)|, |log s_min(R)|)`` for an invertible square ``R``."""
-    R = _as_square_matrix(R, "R")
+    R = validate.square_matrix("R", R)
     s = np.linalg.svd(R, compute_uv=False)
     if s[-1] <= 0:
         raise ValueError("R is singular (its smallest singular value is zero), so gamma(R) is infinite")
@@ -317,7 +301,7 @@ def gamma(R) -> float:
 
 def theorem_2_1_bound(R, depth) -> float:
     """The camera-ready (ICLR 2017) bound ``2 (sqrt(pi) + sqrt(3 gamma))^2 / depth`` on ``max_i ||A_i||``."""
-    depth = _as_depth(depth)
+    depth = validate.positive_int("depth", depth)
     g = gamma(R)
     return 2.0 * (math.sqrt(math.pi) + math.sqrt(3.0 * g)) ** 2 / depth
 
@@ -326,7 +310,7 @@ def theorem_2_1_bound_early(R, depth) -> float:
     """The bound ``(4 pi + 3 gamma) / depth`` on ``max_i ||A_i||`` as a review of the paper (PaperWhy) states
     Theorem 2.1; the printed ICLR text has :func:`theorem_2_1_bound`, and which version the review read is
     not known to us."""
-    depth = _as_depth(depth)
+    depth = validate.positive_int("depth", depth)
     return (4.0 * math.pi + 3.0 * gamma(R)) / depth
 
 
@@ -339,7 +323,7 @@ def theorem_2_1_bound_integer(R, depth) -> float:
     ``max_i ||A_i|| <= 2 (sqrt(pi) + sqrt(3 gamma))^2 / (l - 2 - 2 sqrt(3 gamma / pi))`` for
     ``l >= 3 gamma`` and ``l > 2 + 2 sqrt(3 gamma / pi)``; ``inf`` for smaller ``l``.
     """
-    depth = _as_depth(depth)
+    depth = validate.positive_int("depth", depth)
     g = gamma(R)
     a, b = math.sqrt(math.pi), math.sqrt(3.0 * g)
     effective = depth - 2.0 * (a + b) / a
@@ -559,8 +543,8 @@ def _plan_polar(R: np.ndarray, depth: int):
 
 def factorization_plan(R, depth, method: str = "polar") -> FactorizationPlan:
     """The split :func:`factorize_near_identity` uses for ``R`` at ``depth``, with the exact layer norms."""
-    R = _as_square_matrix(R, "R")
-    depth = _as_depth(depth)
+    R = validate.square_matrix("R", R)
+    depth = validate.positive_int("depth", depth)
     _check_depth_budget(depth, R.shape[0], layers=False)
     return _plan(R, depth, _as_method(method))[0]
 
@@ -570,8 +554,8 @@ def rotation_root(Q, q) -> np.ndarray:
     turning each plane of D by ``theta_k / q``; ``||S W S^T - I|| = max_k 2 |sin(theta_k / 2q)|``.
 
     The layer of Hardt & Ma's construction is ``B = S W S^T - I`` (the text prints ``I - S W S^T``)."""
-    Q = _as_square_matrix(Q, "Q")
-    q = _as_depth(q, "q")
+    Q = validate.square_matrix("Q", Q)
+    q = validate.positive_int("q", q)
     if np.max(np.abs(Q @ Q.T - np.eye(Q.shape[0]))) > 1e-9 or np.linalg.det(Q) <= 0:
         raise ValueError("Q must be a rotation: orthogonal (Q Q^T = I) with det Q = +1")
     Z, rotations = _rotation_generator(Q)
@@ -598,8 +582,8 @@ def factorize_near_identity(R, depth, method: str = "polar") -> np.ndarray:
     Raises ``ValueError`` for a non-square, non-2-D or non-finite ``R``, for ``det R <= 0``, for
     ``depth < 1`` and for an unknown method; ``TypeError`` for a non-integer depth.
     """
-    R = _as_square_matrix(R, "R")
-    depth = _as_depth(depth)
+    R = validate.square_matrix("R", R)
+    depth = validate.positive_int("depth", depth)
     _check_depth_budget(depth, R.shape[0], layers=True)
     plan, pieces = _plan(R, depth, _as_method(method))
     d = R.shape[0]
@@ -650,7 +634,7 @@ def random_theorem_2_1_target(kind, d, seed=None) -> np.ndarray:
     whole-number layer counts most), a symmetric positive definite matrix, or a random ``U diag(s) V^T``
     (gamma log-uniform in [e^-5, e^1.2])."""
     kind = validate.choice("kind", kind, TARGET_KINDS)
-    d = _as_depth(d, "d")
+    d = validate.positive_int("d", d)
     rng = _rng(seed)
     if kind == "random":
         return random_matrix_with_gamma(d, float(np.exp(rng.uniform(-5.0, 1.2))), rng)
@@ -673,8 +657,8 @@ def theorem_2_1_ratio(R, depths, method: str = "polar") -> np.ndarray:
     Uses one decomposition per depth (no layers are built): fast enough for a search. The chapter confirms
     the worst cases it finds with :func:`factorize_near_identity` and :func:`layer_norms`.
     """
-    R = _as_square_matrix(R, "R")
-    depths = [_as_depth(depth) for depth in depths]
+    R = validate.square_matrix("R", R)
+    depths = [validate.positive_int("depth", depth) for depth in depths]
     out = min(theorem_2_1_bound(R, 1), theorem_2_1_bound_early(R, 1)) / np.asarray(depths, dtype=float)
     method = _as_method(method)
     _check_invertible_oriented(R)
@@ -726,9 +710,9 @@ def theorem_2_1_worst_ratio_search(dims=(2, 3, 4), max_depth=24, random_starts=4
     Returns ``{"ratio", "R", "depth", "history"}`` for the worst case found; ``history`` lists every ratio
     evaluated (for a histogram).
     """
-    dims = [_as_depth(d, "d") for d in dims]
-    max_depth = _as_depth(max_depth, "max_depth")
-    random_starts = _as_depth(random_starts, "random_starts")
+    dims = [validate.positive_int("d", d) for d in dims]
+    max_depth = validate.positive_int("max_depth", max_depth)
+    random_starts = validate.positive_int("random_starts", random_starts)
     refine = validate.non_negative_int("refine", refine)
     max_gamma = validate.positive_float("max_gamma", max_gamma)
     method = _as_method(method)
@@ -782,12 +766,12 @@ def best_factorization_in_ball(R, depth, radius, starts=4, steps=400, seed=None)
     of the ball. Returns the smallest residual ``||P - R||_F`` found, the largest layer norm there and the
     determinant of that product. For ``det R < 0`` and ``radius < 1`` no such product exists (every
     ``I + A_i`` has positive determinant) and the residual cannot fall below ``s_min(R)``."""
-    R = _as_square_matrix(R, "R")
+    R = validate.square_matrix("R", R)
     d = R.shape[0]
-    depth = _as_depth(depth)
+    depth = validate.positive_int("depth", depth)
     radius = validate.positive_float("radius", radius)
-    starts = _as_depth(starts, "starts")
-    steps = _as_depth(steps, "steps")
+    starts = validate.positive_int("starts", starts)
+    steps = validate.positive_int("steps", steps)
     _check_depth_budget(depth, d, layers=True)
     rng = _rng(seed)
     I = np.eye(d)
@@ -818,9 +802,9 @@ def theorem_2_1_sweep(R, depths, method: str = "polar") -> dict:
     """Factorise ``R`` at each depth with ``method``; return arrays of the measured largest layer norm, the
     product's relative error, the three bounds (camera-ready, early, whole-number layer counts of the SVD
     scheme) and the split (q, p)."""
-    R = _as_square_matrix(R, "R")
+    R = validate.square_matrix("R", R)
     method = _as_method(method)
-    depths = [_as_depth(depth) for depth in depths]
+    depths = [validate.positive_int("depth", depth) for depth in depths]
     if not depths:
         raise ValueError("depths must contain at least one depth")
     out = {k: [] for k in ("depth", "max_norm", "relative_error", "camera_ready", "early", "integer", "q", "p")}
@@ -898,10 +882,10 @@ def critical_point_search(R, Sigma, starts, tau, iterations=60, critical_rtol=1e
     """
     starts = validate.finite_array("starts", starts, ndim=4)
     n, depth, d, _ = starts.shape
-    R = _as_square_matrix(R, "R")
+    R = validate.square_matrix("R", R)
     _, R, Sigma = _check_risk_inputs(starts[0], R, Sigma)
     tau = validate.positive_float("tau", tau)
-    iterations = _as_depth(iterations, "iterations")
+    iterations = validate.positive_int("iterations", iterations)
     f = torch_risk(depth, d, R, Sigma)
     hess = hessian(f)
     out = {k: np.empty(n) for k in ("grad_sq", "grad_sq_start", "excess", "excess_start", "max_norm")}
@@ -945,8 +929,8 @@ def risk_gradient_descent(A0, R, Sigma, steps, lr):
     in every layer is the plain parameterisation ``W_l ... W_1`` started at ``W = 0``.
     """
     A, R, Sigma = _check_risk_inputs(A0, R, Sigma)
-    steps = _as_steps(steps)
-    lr = _as_lr(lr)
+    steps = validate.positive_int("steps", steps)
+    lr = validate.positive_float("lr", lr)
     A = A.copy()
 
     def excess(A):  # tr(E Sigma E^T) directly: risk(A) - d would lose everything below d * 1e-16
@@ -973,8 +957,8 @@ def bhl_step_size(Phi, depth, scale=0.5) -> float:
     ``L lambda^(2 - 2/L)``; on the path from ``mu = 1`` it stays below ``(2L - 1) max(1, lambda)^(2 - 2/L)``.
     ``scale = 0.5`` keeps ``eta`` times it below one. For ``||Phi||_2 <= 1`` this is ``scale / L``.
     """
-    Phi = _as_square_matrix(Phi, "Phi")
-    depth = _as_depth(depth)
+    Phi = validate.square_matrix("Phi", Phi)
+    depth = validate.positive_int("depth", depth)
     scale = validate.positive_float("scale", scale)
     top = max(1.0, float(np.linalg.norm(Phi, 2)))
     return scale / (depth * top ** (2.0 - 2.0 / depth))
@@ -984,11 +968,11 @@ def identity_gd_steps_to(Phi, depth, lr, tol, max_steps) -> int | None:
     """Steps of gradient descent from ``Theta_i = I`` on ``1/2 ||Theta_L ... Theta_1 - Phi||_F^2`` until the
     loss is at most ``tol``; ``None`` if ``max_steps`` do not suffice. The same updates as
     :func:`identity_init_gd` (without regulariser), stopping early; raises ``DivergenceError`` on overflow."""
-    Phi = _as_square_matrix(Phi, "Phi")
-    depth = _as_depth(depth)
-    lr = _as_lr(lr)
+    Phi = validate.square_matrix("Phi", Phi)
+    depth = validate.positive_int("depth", depth)
+    lr = validate.positive_float("lr", lr)
     tol = validate.positive_float("tol", tol)
-    max_steps = _as_steps(max_steps)
+    max_steps = validate.positive_int("steps", max_steps)
     d = Phi.shape[0]
     I = np.eye(d)
     T = np.repeat(I[None], depth, axis=0)
@@ -1034,10 +1018,10 @@ def identity_gd_trace(Phi, depth, lr, steps, reg=0.0, tol=None) -> IdentityGDTra
     The same objective as :func:`identity_init_gd` (written independently: all layers updated at once from the
     prefix and suffix products, as in :func:`identity_gd_steps_to`). Raises ``DivergenceError`` when the loss
     stops being finite."""
-    Phi = _as_square_matrix(Phi, "Phi")
-    depth = _as_depth(depth)
-    lr = _as_lr(lr)
-    steps = _as_steps(steps)
+    Phi = validate.square_matrix("Phi", Phi)
+    depth = validate.positive_int("depth", depth)
+    lr = validate.positive_float("lr", lr)
+    steps = validate.positive_int("steps", steps)
     reg = validate.non_negative_float("reg", reg)
     tol = -math.inf if tol is None else validate.positive_float("tol", tol)
     d = Phi.shape[0]
@@ -1076,7 +1060,7 @@ def det_loss_floor(Phi) -> float:
     ``||P - Phi||_F >= ||S - Phi||_F >= s_min(Phi)`` (the distance to the singular matrices, Eckart-Young-Mirsky),
     attained by zeroing ``Phi``'s smallest singular value. So a run whose product keeps ``det P_t > 0`` never
     has loss below this floor."""
-    Phi = _as_square_matrix(Phi, "Phi")
+    Phi = validate.square_matrix("Phi", Phi)
     if np.linalg.det(Phi) >= 0:
         return 0.0
     return 0.5 * float(np.linalg.svd(Phi, compute_uv=False).min()) ** 2
@@ -1105,9 +1089,9 @@ def symmetric_identity_gd(eigenvalues, depth, lr, steps, reg=0.0) -> SymmetricGD
     ``mu <- mu - lr (mu^(L-1) (mu^L - lambda) + 2 reg (mu - 1))``. Floating-point matrix runs leave this
     invariant set once rounding errors grow along its unstable directions; this reduction does not."""
     lam = validate.finite_array("eigenvalues", eigenvalues, ndim=1)
-    depth = _as_depth(depth)
-    lr = _as_lr(lr)
-    steps = _as_steps(steps)
+    depth = validate.positive_int("depth", depth)
+    lr = validate.positive_float("lr", lr)
+    steps = validate.positive_int("steps", steps)
     reg = validate.non_negative_float("reg", reg)
     mu = np.ones_like(lam)
     losses = np.empty(steps + 1)
@@ -1157,10 +1141,10 @@ def identity_init_gd(Phi, depth, steps, lr, reg=0.0, *, backend="numpy", device=
     and below). ``backend="torch"`` runs the same updates in torch on ``device`` (default: CUDA if available),
     in ``dtype`` (default float64). Raises ``FloatingPointError`` if the loss stops being finite.
     """
-    Phi = _as_square_matrix(Phi, "Phi")
-    depth = _as_depth(depth)
-    steps = _as_steps(steps)
-    lr = _as_lr(lr)
+    Phi = validate.square_matrix("Phi", Phi)
+    depth = validate.positive_int("depth", depth)
+    steps = validate.positive_int("steps", steps)
+    lr = validate.positive_float("lr", lr)
     reg = validate.non_negative_float("reg", reg)
     d = Phi.shape[0]   # the layers, their partial products and gradients; three Python loops over depth a step
     validate.check_budget("depth", 4 * 8.0 * depth * d * d, validate.memory_limit_bytes(), value=depth)

@@ -55,16 +55,6 @@ SEED_STRIDE = 100_000
 
 
 # --- input validation -----------------------------------------------------------------------------------
-def _positive_number(x, name: str, allow_zero: bool = False) -> float:
-    if allow_zero:
-        return validate.non_negative_float(name, x)
-    return validate.positive_float(name, x)
-
-
-def _positive_int(x, name: str, minimum: int = 1) -> int:
-    return validate.integer(name, x, minimum=minimum)
-
-
 def _seed(seed) -> int:
     return validate.non_negative_int("seed", seed)
 
@@ -171,7 +161,7 @@ def best_linear_predictor(X, y, loss: str = "squared", radius=None) -> dict:
     """
     X, y, loss = _data(X, y, loss)
     if radius is not None:
-        radius = _positive_number(radius, "radius")
+        radius = validate.positive_float("radius", radius)
     Xn, yn = X.numpy(), y.numpy()
     n, d = Xn.shape
     if loss == "squared" and radius is None:
@@ -258,8 +248,8 @@ def objective_derivatives(X, y, w, V, f_theta, loss: str = "squared", *, skip: b
 def random_mlp(d: int, k: int, width: int, depth: int, generator: torch.Generator,
                final: str = "none") -> torch.nn.Sequential:
     """A random float64 ReLU network ``R^d -> R^k`` with ``depth`` linear layers (He-scaled Gaussian weights)."""
-    d, k = _positive_int(d, "d"), _positive_int(k, "k")
-    width, depth = _positive_int(width, "width"), _positive_int(depth, "depth")
+    d, k = validate.positive_int("d", d), validate.positive_int("k", k)
+    width, depth = validate.positive_int("width", width), validate.positive_int("depth", depth)
     final = validate.choice("final", final, ("none", "tanh"))
     if not isinstance(generator, torch.Generator):
         raise TypeError("generator must be a torch.Generator")
@@ -290,7 +280,7 @@ def random_theorem_instance(seed: int, loss: str = "squared", n: int = 30, d: in
     seed = _seed(seed)
     loss = _check_loss(loss)
     for name, val in (("n", n), ("d", d), ("k", k), ("width", width), ("depth", depth)):
-        _positive_int(val, name)
+        validate.positive_int(name, val)
     gen = torch.Generator().manual_seed(int(seed))
     rng = np.random.default_rng(seed)
     X = torch.randn(n, d, generator=gen, dtype=torch.float64)
@@ -312,7 +302,7 @@ def random_theorem_instance(seed: int, loss: str = "squared", n: int = 30, d: in
 # --- Example 1: a saddle that is almost flat and worse than linear --------------------------------------
 def _exact(eps) -> sp.Rational:
     """eps as an exact SymPy number: floats through their shortest decimal (0.1 -> 1/10)."""
-    _positive_number(eps, "eps")
+    validate.positive_float("eps", eps)
     if isinstance(eps, sp.Basic):
         return sp.nsimplify(eps)
     if isinstance(eps, (Fraction, numbers.Integral)):
@@ -367,8 +357,8 @@ def example_1_saddle(eps) -> dict:
 
 def example_1_objective(eps: float, penalty: float = 0.0) -> Callable[[torch.Tensor], torch.Tensor]:
     """``F(w, v) + (penalty/2)(w^2 + v^2)`` as a torch function of the vector ``(w, v)``."""
-    eps = _positive_number(eps, "eps")
-    penalty = _positive_number(penalty, "penalty", allow_zero=True)
+    eps = validate.positive_float("eps", eps)
+    penalty = validate.non_negative_float("penalty", penalty)
 
     def F(z: torch.Tensor) -> torch.Tensor:
         if z.shape != (2,):
@@ -450,7 +440,7 @@ def survey_theorems(n_instances: int, seed: int = 0, losses=LOSSES) -> dict:
     arrays ``t1_lhs, t1_rhs, t1_loss, t2_lhs, t2_rhs, t2_lambda_min, t2_loss, t2_hessian_norm`` (the
     spectral norm of the whole Hessian, the scale of ``t2_lambda_min``).
     """
-    n_instances = _positive_int(n_instances, "n_instances")
+    n_instances = validate.positive_int("n_instances", n_instances)
     seed = _seed(seed)
     if isinstance(losses, str) or not losses or any(l not in LOSSES for l in losses):
         raise ValueError(f"losses must be a non-empty sequence drawn from {LOSSES}")
@@ -504,8 +494,8 @@ def theorem_1_adversarial(X, y, f_theta, w_star, w0, V0, loss: str = "squared", 
     Z = _features(f_theta, X)
     w0, V0 = _wV(w0, V0, X.shape[1], Z.shape[1])
     w_star_t = torch.as_tensor(_w_star(w_star, X.shape[1]))
-    steps = _positive_int(steps, "steps")
-    lr = _positive_number(lr, "lr")
+    steps = validate.positive_int("steps", steps)
+    lr = validate.positive_float("lr", lr)
     F_lin = loss_values(X @ w_star_t, y, loss).mean()
     ns2 = float(w_star_t @ w_star_t)
     w = w0.clone().requires_grad_(True)
@@ -704,7 +694,7 @@ def approximate_stationary_points(X, y, f_theta, path, loss: str = "squared", *,
     ``V``): what the best linear predictor gains over predicting 0.
     """
     X, y, loss = _data(X, y, loss)
-    bound = _positive_number(bound, "bound")
+    bound = validate.positive_float("bound", bound)
     levels = validate.finite_array("eps_levels", eps_levels, ndim=1)
     if np.any(levels <= 0):
         raise ValueError("eps_levels must be positive")
@@ -765,8 +755,8 @@ def _landscape(eps: float, penalty: float):
 
 def landscape_value(eps: float, penalty: float, w, v):
     """``F(w, v) + (penalty/2)(w^2 + v^2)`` on arrays ``w, v`` (for contour plots)."""
-    eps = _positive_number(eps, "eps")
-    penalty = _positive_number(penalty, "penalty", allow_zero=True)
+    eps = validate.positive_float("eps", eps)
+    penalty = validate.non_negative_float("penalty", penalty)
     w = validate.finite_array("w", w)
     v = validate.finite_array("v", v)
     if w.shape != v.shape:
@@ -777,12 +767,12 @@ def landscape_value(eps: float, penalty: float, w, v):
 
 
 def _check_landscape_args(eps, penalty, radius, n_starts, box):
-    eps = _positive_number(eps, "eps")
-    penalty = _positive_number(penalty, "penalty", allow_zero=True)
+    eps = validate.positive_float("eps", eps)
+    penalty = validate.non_negative_float("penalty", penalty)
     if radius is not None:
-        radius = _positive_number(radius, "radius")
-    n_starts = _positive_int(n_starts, "n_starts", minimum=4)
-    box = _positive_number(box, "box")
+        radius = validate.positive_float("radius", radius)
+    n_starts = validate.integer("n_starts", n_starts, minimum=4)
+    box = validate.positive_float("box", box)
     return eps, penalty, radius, n_starts, box
 
 
@@ -937,7 +927,7 @@ def find_local_minima(eps, penalty=0.0, radius=None, *, n_starts: int = 400, box
     numbers), sorted by value.
     """
     eps, penalty, radius, n_starts, box = _check_landscape_args(eps, penalty, radius, n_starts, box)
-    separation = _positive_number(separation, "separation")
+    separation = validate.positive_float("separation", separation)
     value, gradient, hessian = _landscape(eps, penalty)
     rng = np.random.default_rng(_seed(seed))
     found = []
@@ -973,8 +963,8 @@ def landscape_panel(ax, eps: float, penalty: float, radius, minima: list[dict], 
     if not minima or not all(isinstance(m, dict) and "point" in m and "value" in m for m in minima):
         raise ValueError("minima must be a non-empty list of dicts with 'point' and 'value'")
     if radius is not None:
-        radius = _positive_number(radius, "radius")
-    box = _positive_number(box, "box")
+        radius = validate.positive_float("radius", radius)
+    box = validate.positive_float("box", box)
     g = np.linspace(-box, box, 301)
     W, V = np.meshgrid(g, g)
     F = landscape_value(eps, penalty, W, V)
@@ -1086,7 +1076,7 @@ class LogisticLinearSource:
         self.gen = torch.Generator().manual_seed(_seed(seed))
 
     def sample(self, n: int) -> tuple[torch.Tensor, torch.Tensor]:
-        n = _positive_int(n, "n")
+        n = validate.positive_int("n", n)
         g = torch.randn(n, self.d, generator=self.gen, dtype=torch.float64)
         g /= g.norm(dim=1, keepdim=True)
         r = torch.rand(n, 1, generator=self.gen, dtype=torch.float64) ** (1.0 / self.d)
@@ -1119,10 +1109,10 @@ def projected_sgd(model: torch.nn.Module, source: LogisticLinearSource, steps: i
         raise TypeError("model must be an OutputSkipNet or ResidualNet (a module with output_parameters())")
     if not isinstance(source, LogisticLinearSource):
         raise TypeError("source must be a LogisticLinearSource")
-    steps = _positive_int(steps, "steps")
-    radius = _positive_number(radius, "radius")
-    lipschitz = _positive_number(lipschitz, "lipschitz")
-    lr_theta = _positive_number(lr_theta, "lr_theta", allow_zero=True)
+    steps = validate.positive_int("steps", steps)
+    radius = validate.positive_float("radius", radius)
+    lipschitz = validate.positive_float("lipschitz", lipschitz)
+    lr_theta = validate.non_negative_float("lr_theta", lr_theta)
     if (X_test is None) != (y_test is None):
         raise ValueError("give both X_test and y_test, or neither")
     if X_test is not None:
@@ -1183,9 +1173,9 @@ def theorem_4_bound(T, radius: float, lipschitz: float, loss_bound: float, delta
     T = np.asarray(T, dtype=float)
     if T.size == 0 or np.any(~np.isfinite(T)) or np.any(T < 1):
         raise ValueError("T must be finite and at least 1")
-    radius = _positive_number(radius, "radius")
-    lipschitz = _positive_number(lipschitz, "lipschitz")
-    loss_bound = _positive_number(loss_bound, "loss_bound")
+    radius = validate.positive_float("radius", radius)
+    lipschitz = validate.positive_float("lipschitz", lipschitz)
+    loss_bound = validate.positive_float("loss_bound", loss_bound)
     delta = validate.probability("delta", delta, open_low=True, open_high=True)
     return 1.5 * 2 * radius * lipschitz / np.sqrt(T) + loss_bound * np.sqrt(2 * math.log(2 / delta) / T)
 
@@ -1200,7 +1190,7 @@ def average_regret(X, y, online_losses, radius: float, horizons) -> np.ndarray:
     online = validate.finite_array("online_losses", online_losses)
     if online.shape != (X.shape[0],):
         raise ValueError("online_losses must be finite, one per sample")
-    radius = _positive_number(radius, "radius")
+    radius = validate.positive_float("radius", radius)
     horizons = validate.integer_array("horizons", horizons, ndim=1)
     if horizons.size == 0 or not np.issubdtype(horizons.dtype, np.integer) or \
             np.any(horizons < 1) or np.any(horizons > X.shape[0]):
@@ -1223,11 +1213,11 @@ def theorem_4_experiment(steps: int, n_seeds: int, seed: int = 0, d: int = 5, k:
     :func:`theorem_4_bound` (``G = sqrt(1 + k)``: ``|x| <= 1`` and ``|f_theta(x)|_inf <= 1``;
     ``r = log(1 + exp(radius G))``).
     """
-    steps = _positive_int(steps, "steps", minimum=16)
-    n_seeds = _positive_int(n_seeds, "n_seeds")
+    steps = validate.integer("steps", steps, minimum=16)
+    n_seeds = validate.positive_int("n_seeds", n_seeds)
     seed = _seed(seed)
-    radius = _positive_number(radius, "radius")
-    n_test = _positive_int(n_test, "n_test")
+    radius = validate.positive_float("radius", radius)
+    n_test = validate.positive_int("n_test", n_test)
     u_star = np.full(d, 1.5 / math.sqrt(d))
     X_test, y_test = LogisticLinearSource(u_star, seed=seed + 10_000).sample(n_test)
     best = best_linear_predictor(X_test, y_test, "logistic", radius=radius)
@@ -1319,21 +1309,21 @@ def theorem_4_rates(steps: int, n_runs: int, seed: int = 0, *, architecture: str
     ``comparator_outside=True``) ``u*`` lies outside the ball, so that is not Theorem 4's comparator
     ``min_{|u| <= radius} F_lin(u)``: a run the theorem does not cover (a negative control).
     """
-    steps = _positive_int(steps, "steps", minimum=16)
-    n_runs = _positive_int(n_runs, "n_runs")
+    steps = validate.integer("steps", steps, minimum=16)
+    n_runs = validate.positive_int("n_runs", n_runs)
     seed = _seed(seed)
     if architecture not in ("output skip", "original"):
         raise ValueError(f"architecture must be 'output skip' or 'original', got {architecture!r}")
     for name, val in (("d", d), ("k", k), ("width", width), ("depth", depth), ("n_fresh", n_fresh)):
-        _positive_int(val, name)
-    radius = _positive_number(radius, "radius")
-    u_norm = _positive_number(u_norm, "u_norm")
+        validate.positive_int(name, val)
+    radius = validate.positive_float("radius", radius)
+    u_norm = validate.positive_float("u_norm", u_norm)
     if u_norm > radius and comparator_outside is not True:
         raise ValueError(f"u_norm must be at most radius (the comparator must lie in the ball), got {u_norm}; "
                          "pass comparator_outside=True for a run Theorem 4 does not cover")
-    lr_theta = _positive_number(lr_theta, "lr_theta", allow_zero=True)
-    step_exponent = _positive_number(step_exponent, "step_exponent")
-    plateau = math.inf if plateau_after is None else _positive_int(plateau_after, "plateau_after")
+    lr_theta = validate.non_negative_float("lr_theta", lr_theta)
+    step_exponent = validate.positive_float("step_exponent", step_exponent)
+    plateau = math.inf if plateau_after is None else validate.positive_int("plateau_after", plateau_after)
     gen = torch.Generator().manual_seed(seed)
     u_star = torch.full((d,), u_norm / math.sqrt(d), dtype=torch.float64)
     theta = _batched_mlp(n_runs, [d] + [width] * (depth - 1) + [k], gen)
