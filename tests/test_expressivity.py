@@ -245,13 +245,13 @@ def test_smallest_width_is_the_boundary():
 # --- Lemma B.1 -----------------------------------------------------------------------------------
 @SETTINGS
 @given(seed=st.integers(0, 10_000), k=st.integers(2, 12), m=st.integers(1, 12), others=st.integers(0, 40))
-def test_lemma_b1_block_moves_exactly_its_group(seed, k, m, others):
+def test_lemma_b_1_block_moves_exactly_its_group(seed, k, m, others):
     rng = np.random.default_rng(seed)
     m = min(m, k)
     pts = sphere(m + others, k, rng)
     A, H = pts[:m], pts[m:]
     B = rng.standard_normal((m, k))
-    U, V, s, cond = ex.lemma_b1_block(A, B, H)
+    U, V, s, cond = ex.lemma_b_1_block(A, B, H)
     assert cond.holds                          # distinct unit vectors always satisfy it
     assert np.allclose(ex.apply_block(A, U, V, s), B, atol=1e-9)
     assert np.array_equal(ex.apply_block(H, U, V, s), H)   # every other point exactly unchanged
@@ -266,10 +266,10 @@ def test_printed_shared_threshold_fails_on_the_squared_reading(rho_prime):
     assert np.allclose((alphas ** 2).sum(1), 1 + rho_prime)
     dist = ((alphas[:, None] - alphas[None]) ** 2).sum(-1)[~np.eye(k, dtype=bool)]
     assert np.allclose(dist, 3 * rho_prime)
-    U, V, s, cond = ex.lemma_b1_block(alphas, betas, threshold=1 - 2 * rho_prime)
+    U, V, s, cond = ex.lemma_b_1_block(alphas, betas, threshold=1 - 2 * rho_prime)
     assert cond.lower == pytest.approx(1 - rho_prime / 2)
     assert np.abs(ex.apply_block(alphas, U, V, s) - betas).max() > 0.1
-    U, V, s, cond = ex.lemma_b1_block(alphas, betas)              # one threshold per unit works
+    U, V, s, cond = ex.lemma_b_1_block(alphas, betas)              # one threshold per unit works
     assert cond.holds_per_unit
     assert np.allclose(ex.apply_block(alphas, U, V, s), betas, atol=1e-9)
 
@@ -289,7 +289,7 @@ def test_hull_counterexample_satisfies_the_printed_hypotheses_and_has_no_block(r
     assert np.linalg.matrix_rank(B - A) == 2
     assert ex.firing_margin(A[0], O) <= 1e-12 and ex.firing_margin(A[1], O) > 0.5
     with pytest.raises(ex.ConstructionError, match="convex hull") as info:
-        ex.general_lemma_b1_block(A, B, O)
+        ex.general_lemma_b_1_block(A, B, O)
     assert info.value.condition == "hull" and info.value.indices == (0,)
     # squared, the separation is 2 rho': below the 3 rho' of the squared reading
     assert np.linalg.norm(A[0] - O[0]) ** 2 == pytest.approx(2 * rho_prime)
@@ -304,7 +304,7 @@ def test_hull_counterexample_leaves_the_printed_hypothesis_above_two_ninths():
 @given(seed=st.integers(0, 10_000), rho_prime=st.sampled_from([0.05, 0.1, 0.2]))
 def test_general_block_exists_exactly_when_no_point_of_s_is_in_the_hull(seed, rho_prime):
     rng = np.random.default_rng(seed)
-    A, O = ex.lemma_b1_instance(4, 8, rho_prime, 3 * rho_prime, rng, squared=False)
+    A, O = ex.lemma_b_1_instance(4, 8, rho_prime, 3 * rho_prime, rng, squared=False)
     assert np.all(np.abs((np.vstack([A, O]) ** 2).sum(1) - 1) <= rho_prime + 1e-12)
     d = np.linalg.norm(A[:, None] - np.vstack([A, O])[None], axis=-1)
     assert d[d > 0].min() >= 3 * rho_prime * (1 - 1e-9)
@@ -312,9 +312,9 @@ def test_general_block_exists_exactly_when_no_point_of_s_is_in_the_hull(seed, rh
     margins = [ex.firing_margin(a, O) for a in A]
     if min(margins) <= 1e-9:
         with pytest.raises(ex.ConstructionError):
-            ex.general_lemma_b1_block(A, B, O)
+            ex.general_lemma_b_1_block(A, B, O)
     else:
-        U, V, s, _ = ex.general_lemma_b1_block(A, B, O)
+        U, V, s, _ = ex.general_lemma_b_1_block(A, B, O)
         np.testing.assert_allclose(ex.apply_block(A, U, V, s), B, atol=1e-8)
         np.testing.assert_allclose(ex.apply_block(O, U, V, s), O, atol=0)
 
@@ -324,9 +324,9 @@ def test_general_block_exists_exactly_when_no_point_of_s_is_in_the_hull(seed, rh
 def test_per_unit_block_works_on_the_squared_reading(seed, rho_prime):
     # Squared separation 3 rho' (> 2 rho') and the norm window: every unit beats every other point.
     rng = np.random.default_rng(seed)
-    A, O = ex.lemma_b1_instance(4, 8, rho_prime, 3 * rho_prime, rng, squared=True)
+    A, O = ex.lemma_b_1_instance(4, 8, rho_prime, 3 * rho_prime, rng, squared=True)
     B = rng.standard_normal(A.shape)
-    U, V, s, cond = ex.lemma_b1_block(A, B, O)
+    U, V, s, cond = ex.lemma_b_1_block(A, B, O)
     assert cond.unit_margin > 0
     np.testing.assert_allclose(ex.apply_block(A, U, V, s), B, atol=1e-9)
     assert np.array_equal(ex.apply_block(O, U, V, s), O)
@@ -341,7 +341,7 @@ def test_ring_instance_is_the_tight_case(rho_prime):
     assert d2[d2 > 1e-12].min() == pytest.approx(3 * rho_prime)
     cond = ex.block_condition(A, O)
     assert cond.unit_upper[0] - cond.unit_lower[0] == pytest.approx(rho_prime / 2)
-    U, V, s, _ = ex.lemma_b1_block(A, np.eye(4), O)
+    U, V, s, _ = ex.lemma_b_1_block(A, np.eye(4), O)
     np.testing.assert_allclose(ex.apply_block(A, U, V, s), np.eye(4), atol=1e-9)
 
 
@@ -349,9 +349,9 @@ def test_per_unit_block_fails_when_points_come_closer_than_the_squared_reading()
     rng = np.random.default_rng(5)
     fails = 0
     for _ in range(20):
-        A, O = ex.lemma_b1_instance(4, 8, 0.1, 0.1 / 8, rng, squared=True, spread=4.0)
+        A, O = ex.lemma_b_1_instance(4, 8, 0.1, 0.1 / 8, rng, squared=True, spread=4.0)
         try:
-            ex.lemma_b1_block(A, rng.standard_normal(A.shape), O)
+            ex.lemma_b_1_block(A, rng.standard_normal(A.shape), O)
         except ex.ConstructionError:
             fails += 1
     assert fails >= 10
@@ -446,11 +446,11 @@ def test_bad_input_to_the_proof_step_helpers():
     with pytest.raises(ValueError):
         ex.shared_threshold_counterexample(3, 0.6)
     with pytest.raises(ValueError):
-        ex.general_lemma_b1_block(np.ones((3, 2)), np.ones((3, 2)), np.zeros((0, 2)))
+        ex.general_lemma_b_1_block(np.ones((3, 2)), np.ones((3, 2)), np.zeros((0, 2)))
     with pytest.raises(ValueError):
         ex.schur_off_block(np.ones((2, 3)))
     with pytest.raises(ValueError):
-        ex.lemma_b1_instance(3, 2, 0.1, 0.0, np.random.default_rng(0))
+        ex.lemma_b_1_instance(3, 2, 0.1, 0.0, np.random.default_rng(0))
     with pytest.raises(ValueError):
         ex.firing_margin(np.array([np.nan, 1.0]), np.zeros((1, 2)))
 
@@ -461,7 +461,7 @@ def test_block_condition_reports_failure():
     assert not cond.holds and cond.upper == pytest.approx(0.25) and cond.lower == pytest.approx(0.5)
     assert not cond.holds_per_unit and cond.unit_margin == pytest.approx(-0.25)
     with pytest.raises(ex.ConstructionError, match="per-unit condition fails for unit 1"):
-        ex.lemma_b1_block(A, np.zeros((2, 2)))
+        ex.lemma_b_1_block(A, np.zeros((2, 2)))
 
 
 def test_per_unit_thresholds_work_where_no_shared_one_does():
@@ -473,8 +473,8 @@ def test_per_unit_thresholds_work_where_no_shared_one_does():
     cond = ex.block_condition(A, h)
     assert not cond.holds and cond.holds_per_unit
     with pytest.raises(ex.ConstructionError, match="shared-threshold"):
-        ex.lemma_b1_block(A, B, h, thresholds="shared")
-    U, V, s, _ = ex.lemma_b1_block(A, B, h)
+        ex.lemma_b_1_block(A, B, h, thresholds="shared")
+    U, V, s, _ = ex.lemma_b_1_block(A, B, h)
     np.testing.assert_allclose(ex.apply_block(A, U, V, s), B, atol=1e-12)
     assert np.array_equal(ex.apply_block(h, U, V, s), h)
 
@@ -693,9 +693,9 @@ def test_bad_input_to_network_methods_and_helpers():
     with pytest.raises(ValueError, match="depth"):
         ex.paper_parameter_count(2, 3, -1, 2)
     with pytest.raises(ValueError, match="same shape"):
-        ex.lemma_b1_block(np.eye(2), np.eye(3))
+        ex.lemma_b_1_block(np.eye(2), np.eye(3))
     with pytest.raises(ValueError, match="at most 2 points"):
-        ex.lemma_b1_block(np.ones((3, 2)), np.ones((3, 2)))
+        ex.lemma_b_1_block(np.ones((3, 2)), np.ones((3, 2)))
     with pytest.raises(ValueError, match="NaN or inf"):
         ex.block_condition(np.array([[np.nan, 1.0]]), np.zeros((0, 2)))
     with pytest.raises(ValueError, match="at least one point"):
@@ -717,7 +717,7 @@ def test_bad_input_to_network_methods_and_helpers():
     with pytest.raises(ValueError, match="thresholds must be one of"):
         ex.construct_interpolating_resnet(GOOD_X, GOOD_Y, k=3, thresholds="each")
     with pytest.raises(TypeError, match="thresholds must be one of"):
-        ex.lemma_b1_block(np.eye(2), np.eye(2), thresholds=1)
+        ex.lemma_b_1_block(np.eye(2), np.eye(2), thresholds=1)
     with pytest.raises(ValueError, match="backend must be one of"):
         ex.build_interpolating_resnet(GOOD_X, GOOD_Y, backend="jax")
     with pytest.raises(ValueError, match="backend='torch'"):

@@ -711,9 +711,9 @@ def test_printed_layer_counts_do_not_add_up():
     assert slack.is_nonnegative
 
 
-# --- Bartlett, Helmbold & Long: step suited to the target, traces, determinant floor, growth fits ----------
+# --- Bartlett, Helmbold & Long: step suited to the target, traces, determinant floor ----------------------
 from resnet_theory.linear import (  # noqa: E402  (kept apart from the imports above, which another branch edits)
-    GrowthFit, bhl_step_size, det_loss_floor, growth_fit, identity_gd_trace,
+    bhl_step_size, det_loss_floor, identity_gd_trace,
 )
 from resnet_theory.validate import DivergenceError  # noqa: E402
 
@@ -792,19 +792,6 @@ def test_negative_determinant_runs_stay_above_the_floor(reg):
     assert identity_gd_trace(flipped, 8, bhl_step_size(flipped, 8), 4000, reg=reg).losses.min() < 0.125
 
 
-def test_growth_fit_tells_power_laws_from_exponentials():
-    x = np.array([2.0, 4, 8, 16, 32])
-    power = growth_fit(x, 3 * x ** 1.75)
-    assert isinstance(power, GrowthFit) and power.exponent == pytest.approx(1.75, abs=1e-9)
-    assert power.power_rms < 1e-9 < power.exponential_rms and power.power_law_fits_better
-    assert power.exponent_se < 1e-9
-    s = np.linspace(5.0, 20.0, 7)
-    expo = growth_fit(s, 2 * np.exp(0.5 * s))
-    assert expo.exponential_rms < 1e-9 < expo.power_rms and not expo.power_law_fits_better
-    affine = growth_fit(s, 40 * (s - 3))                  # linear convergence: steps affine in log(1/eps)
-    assert affine.power_law_fits_better
-
-
 def test_bhl_functions_reject_bad_input():
     with pytest.raises(ValueError):
         bhl_step_size(np.ones((2, 3)), 2)
@@ -826,16 +813,6 @@ def test_bhl_functions_reject_bad_input():
         identity_gd_trace(10 * np.eye(2), 4, 5.0, 50)
     with pytest.raises(ValueError):
         det_loss_floor(np.ones((2, 3)))
-    with pytest.raises(ValueError):
-        growth_fit([1.0, 2.0, 3.0], [1.0, 2.0])
-    with pytest.raises(ValueError):
-        growth_fit([1.0, 2.0], [1.0, 2.0])
-    with pytest.raises(ValueError):
-        growth_fit([1.0, 1.0, 2.0], [1.0, 2.0, 3.0])
-    with pytest.raises(ValueError):
-        growth_fit([1.0, 2.0, -3.0], [1.0, 2.0, 3.0])
-    with pytest.raises(ValueError):
-        growth_fit([1.0, 2.0, 3.0], [1.0, 0.0, 3.0])
 
 
 from resnet_theory.linear import symmetric_identity_gd  # noqa: E402

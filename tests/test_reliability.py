@@ -73,7 +73,7 @@ def test_labels_too_large_for_int64_are_named_with_their_value():
     assert "-9223372036854775808" not in str(info.value)
 
 
-def test_inputs_scaled_by_1e200_get_a_message_about_scale_not_lemma_b1():
+def test_inputs_scaled_by_1e200_get_a_message_about_scale_not_lemma_b_1():
     X = np.random.default_rng(1).standard_normal((6, 2)) * 1e200
     with pytest.raises(ValueError, match="squared norms overflow float64") as info:
         expressivity.build_interpolating_resnet(X, np.array([0, 1, 0, 1, 0, 1]))
@@ -709,10 +709,10 @@ def test_the_benchmarks_size_options_fail_fast_in_one_line(module, argv, words):
 
 
 @pytest.mark.parametrize("call", [
-    lambda: shamir.theorem4_bound("10", 1.0, 1.0, 1.0, 0.1),
-    lambda: shamir.theorem4_bound(True, 1.0, 1.0, 1.0, 0.1),
-    lambda: shamir.theorem4_bound(["10", "20"], 1.0, 1.0, 1.0, 0.1),
-    lambda: shamir.theorem4_bound(10, "1", 1.0, 1.0, 0.1),
+    lambda: shamir.theorem_4_bound("10", 1.0, 1.0, 1.0, 0.1),
+    lambda: shamir.theorem_4_bound(True, 1.0, 1.0, 1.0, 0.1),
+    lambda: shamir.theorem_4_bound(["10", "20"], 1.0, 1.0, 1.0, 0.1),
+    lambda: shamir.theorem_4_bound(10, "1", 1.0, 1.0, 0.1),
     # found by the second probe of this family: numeric strings went through np.asarray(..., dtype=float)
     lambda: shamir.landscape_value(1.0, 0.0, ["0.3"], [0.1]),
     lambda: shamir.rate_exponents(["8", "16", "32"], [[1.0, 0.5, 0.2]], 8),
@@ -726,7 +726,7 @@ def test_strings_and_booleans_where_numbers_belong_are_type_errors(call):
         call()
 
 
-def test_theorem4_bound_still_takes_numbers_and_arrays():
-    assert shamir.theorem4_bound(np.int64(100), 1.0, 1.0, 1.0, 0.1) == pytest.approx(
-        shamir.theorem4_bound(100.0, 1.0, 1.0, 1.0, 0.1))
-    assert shamir.theorem4_bound([10, 100], 1.0, 1.0, 1.0, 0.1).shape == (2,)
+def test_theorem_4_bound_still_takes_numbers_and_arrays():
+    assert shamir.theorem_4_bound(np.int64(100), 1.0, 1.0, 1.0, 0.1) == pytest.approx(
+        shamir.theorem_4_bound(100.0, 1.0, 1.0, 1.0, 0.1))
+    assert shamir.theorem_4_bound([10, 100], 1.0, 1.0, 1.0, 0.1).shape == (2,)

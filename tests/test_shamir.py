@@ -19,9 +19,9 @@ FEW = settings(max_examples=6, deadline=None)
 
 
 # --- Example 1 -------------------------------------------------------------------------------------
-def test_example1_review_formulas_match_sympy():
-    sym = S.example1_symbolic()
-    review = S.example1_review_formulas()
+def test_example_1_review_formulas_match_sympy():
+    sym = S.example_1_symbolic()
+    review = S.example_1_review_formulas()
     w, v, eps = sym["symbols"]
     rw, rv, reps = review["symbols"]
     sub = {rw: w, rv: v, reps: eps}
@@ -31,9 +31,9 @@ def test_example1_review_formulas_match_sympy():
 
 
 @pytest.mark.parametrize("eps", [1, 2, Fraction(1, 3), sp.Rational(1, 10), 0.1, 0.001, 7.5])
-def test_example1_saddle_exact(eps):
+def test_example_1_saddle_exact(eps):
     e = sp.Rational(repr(eps)) if isinstance(eps, float) else sp.Rational(eps)
-    s = S.example1_saddle(eps)
+    s = S.example_1_saddle(eps)
     assert s["point"] == (0, -1 / e)
     assert s["value"] == sp.Rational(1, 2)
     assert s["gradient"] == sp.zeros(2, 1)
@@ -43,22 +43,22 @@ def test_example1_saddle_exact(eps):
 
 @FEW
 @given(st.fractions(min_value=Fraction(1, 1000), max_value=Fraction(100)))
-def test_example1_saddle_exact_random(eps):
+def test_example_1_saddle_exact_random(eps):
     e = sp.Rational(eps.numerator, eps.denominator)
-    s = S.example1_saddle(eps)
+    s = S.example_1_saddle(eps)
     assert s["eigenvalues"] == [-e, e] and s["value"] == sp.Rational(1, 2)
     # |v| at the saddle is 1/eps: the norm blows up as eps shrinks
     assert abs(s["point"][1]) == 1 / e
 
 
-def test_example1_three_witnesses():
-    sym = S.example1_symbolic()
+def test_example_1_three_witnesses():
+    sym = S.example_1_symbolic()
     w, v, eps = sym["symbols"]
     rng = np.random.default_rng(0)
     for e in (0.5, 1.0, 2.0):
         sd = checks.sympy_derivatives(sym["objective"].subs(eps, e), (w, v))
         pts = rng.uniform(-2, 2, size=(5, 2))
-        f = S.example1_objective(e)
+        f = S.example_1_objective(e)
         assert checks.compare_gradients(f, pts, closed_form={"sympy": sd.gradient}).check().holds
         assert checks.compare_hessians(f, pts, closed_form={"sympy": sd.hessian}).check().holds
 
@@ -66,7 +66,7 @@ def test_example1_three_witnesses():
 # --- landscapes ------------------------------------------------------------------------------------
 def _independent_checks(eps, penalty, radius, minimum, rng):
     """Verify a reported minimum without the finder's own code: exact review formulas and a dense probe."""
-    review = S.example1_review_formulas()
+    review = S.example_1_review_formulas()
     w, v, e = review["symbols"]
     g = np.array(sp.lambdify((w, v, e), review["gradient"])(*minimum["point"], eps), dtype=float).ravel()
     g = g + penalty * minimum["point"]
@@ -199,47 +199,47 @@ def test_best_linear_predictor_is_stationary(loss):
 
 @FEW
 @given(seed=st.integers(0, 10_000), loss=st.sampled_from(S.LOSSES))
-def test_theorem1_holds_on_random_instances(seed, loss):
+def test_theorem_1_holds_on_random_instances(seed, loss):
     inst = S.random_theorem_instance(seed, loss)
-    sides = S.theorem1_sides(inst["X"], inst["y"], inst["w"], inst["V"], inst["f_theta"], inst["w_star"], loss)
+    sides = S.theorem_1_sides(inst["X"], inst["y"], inst["w"], inst["V"], inst["f_theta"], inst["w_star"], loss)
     assert sides["lhs"] >= sides["rhs"] - 1e-12
     assert sides["rhs_frobenius"] <= sides["rhs"] + 1e-15 or sides["rhs"] <= 0
 
 
 @FEW
 @given(seed=st.integers(0, 10_000), loss=st.sampled_from(S.LOSSES))
-def test_theorem2_holds_on_random_instances(seed, loss):
+def test_theorem_2_holds_on_random_instances(seed, loss):
     inst = S.random_theorem_instance(seed, loss, w_zero=True)
-    sides = S.theorem2_sides(inst["X"], inst["y"], inst["V"], inst["f_theta"], inst["w_star"], loss)
+    sides = S.theorem_2_sides(inst["X"], inst["y"], inst["V"], inst["f_theta"], inst["w_star"], loss)
     assert sides["lambda_min"] <= 1e-12
     assert sides["lhs"] >= sides["rhs"] - 1e-12
 
 
-def test_theorem1_adversarial_search_stays_above_one():
+def test_theorem_1_adversarial_search_stays_above_one():
     inst = S.random_theorem_instance(5, "squared")
-    res = S.theorem1_adversarial(inst["X"], inst["y"], inst["f_theta"], inst["w_star"], inst["w"], inst["V"],
-                                 steps=60)
-    start = S.theorem1_sides(inst["X"], inst["y"], inst["w"], inst["V"], inst["f_theta"], inst["w_star"])
+    res = S.theorem_1_adversarial(inst["X"], inst["y"], inst["f_theta"], inst["w_star"], inst["w"], inst["V"],
+                                  steps=60)
+    start = S.theorem_1_sides(inst["X"], inst["y"], inst["w"], inst["V"], inst["f_theta"], inst["w_star"])
     assert res["ratio"] >= 1.0
     assert res["ratio"] <= start["lhs"] / start["rhs"] + 1e-12
 
 
-def test_example1_is_a_residual_instance():
+def test_example_1_is_a_residual_instance():
     # Example 1 in the general code: d = k = 1, f(x) = eps x, x = y = 1; at the saddle F = 1/2 > F_lin(1) = 0
     eps = 0.25
     X, y = torch.ones(1, 1, dtype=torch.float64), torch.ones(1, dtype=torch.float64)
     f = lambda x: eps * x  # noqa: E731
-    sides = S.theorem2_sides(X, y, [[-1 / eps]], f, [1.0])
+    sides = S.theorem_2_sides(X, y, [[-1 / eps]], f, [1.0])
     assert sides["F"] == pytest.approx(0.5) and sides["F_lin"] == pytest.approx(0.0)
     assert sides["lambda_min"] == pytest.approx(-eps)
     assert sides["lhs"] >= sides["rhs"] - 1e-12
 
 
-def test_theorem2_needs_the_norm_factor():
+def test_theorem_2_needs_the_norm_factor():
     # Example 1 at its saddle: with the factor |V| = 1/eps the bound holds; without it the left side is eps < 1/2
     X, y = torch.ones(1, 1, dtype=torch.float64), torch.ones(1, dtype=torch.float64)
     for eps in (0.4, 0.1, 0.01):
-        s = S.theorem2_sides(X, y, [[-1 / eps]], lambda x, eps=eps: eps * x, [1.0])
+        s = S.theorem_2_sides(X, y, [[-1 / eps]], lambda x, eps=eps: eps * x, [1.0])
         assert s["gradient_norm"] == pytest.approx(0.0, abs=1e-12)
         assert s["lhs"] >= s["rhs"]
         assert s["gradient_norm"] + s["curvature_term"] == pytest.approx(eps)
@@ -261,7 +261,7 @@ def test_minima_agree_with_the_classified_critical_points():
                 assert min(np.linalg.norm(m["point"] - c.point) for c in cps) < 1e-6
 
 
-def test_corollary1_on_a_local_minimum():
+def test_corollary_1_on_a_local_minimum():
     inst = S.random_theorem_instance(2, "squared")
     m = S.minimize_residual_objective(inst["X"], inst["y"], inst["f_theta"], "squared", seed=0)
     v = S.verify_local_minimum(inst["X"], inst["y"], m["w"], m["V"], inst["f_theta"])
@@ -307,7 +307,7 @@ def test_verification_rejects_the_saddle_and_a_random_point():
 
 
 @pytest.mark.parametrize("i", [0, 1, 2, 5])  # 3 is the separable sample, tested above
-def test_corollary1_on_verified_minima(i):
+def test_corollary_1_on_verified_minima(i):
     loss = S.LOSSES[i % 2]
     inst = S.random_theorem_instance(20_000 + i, loss)
     m = S.minimize_residual_objective(inst["X"], inst["y"], inst["f_theta"], loss, seed=i)
@@ -322,8 +322,8 @@ def test_corollary1_on_verified_minima(i):
     assert v["value"] <= S.infimum_linear_objective(inst["X"], inst["y"], loss) * (1 + 1e-9)
 
 
-def test_corollary1_survey_rows():
-    rows = S.corollary1_survey(4, seed=0)
+def test_corollary_1_survey_rows():
+    rows = S.corollary_1_survey(4, seed=0)
     assert [r["loss"] for r in rows] == ["squared", "logistic"] * 2
     assert {r["status"] for r in rows} <= {"local minimum", "no minimum attained", "not stationary",
                                          "negative curvature"}
@@ -344,25 +344,25 @@ def test_infimum_linear_objective():
 
 
 # --- Theorem 1's comparator, and the controls of Theorems 1 and 2 -------------------------------------
-def test_theorem1_rhs_along_matches_the_sides_and_can_exceed_them():
+def test_theorem_1_rhs_along_matches_the_sides_and_can_exceed_them():
     inst = S.random_theorem_instance(0, "squared")
     args = (inst["X"], inst["y"], inst["w"], inst["V"], inst["f_theta"], inst["w_star"])
-    along = S.theorem1_rhs_along(*args, [0.5, 1.0])
-    assert along[1] == pytest.approx(S.theorem1_sides(*args)["rhs"], rel=1e-12)
+    along = S.theorem_1_rhs_along(*args, [0.5, 1.0])
+    assert along[1] == pytest.approx(S.theorem_1_sides(*args)["rhs"], rel=1e-12)
     gains = []
     for i in range(10):
         a = S.random_theorem_instance(2 * i, S.LOSSES[i % 2])
-        r = S.theorem1_rhs_along(a["X"], a["y"], a["w"], a["V"], a["f_theta"], a["w_star"],
-                                 np.linspace(0.05, 1, 20), a["loss"])
+        r = S.theorem_1_rhs_along(a["X"], a["y"], a["w"], a["V"], a["f_theta"], a["w_star"],
+                                  np.linspace(0.05, 1, 20), a["loss"])
         if r[-1] > 0:
             gains.append(r.max() / r[-1])
     assert max(gains) > 1  # the best linear predictor does not always maximise the right side
 
 
-def test_theorem1_without_the_norm_term_fails_on_example1():
+def test_theorem_1_without_the_norm_term_fails_on_example_1():
     one, unit = torch.ones(1, 1, dtype=torch.float64), torch.ones(1, dtype=torch.float64)
     for eps in (1.0, 0.1):
-        s = S.theorem1_sides(one, unit, [1e-3], [[-1 / eps]], lambda x, e=eps: e * x, [1.0])
+        s = S.theorem_1_sides(one, unit, [1e-3], [[-1 / eps]], lambda x, e=eps: e * x, [1.0])
         assert s["lhs"] >= s["rhs"] and s["lhs"] / s["rhs"] == pytest.approx(2.0, rel=1e-3)
         assert s["lhs"] < s["rhs_without_V"]
 
@@ -376,7 +376,7 @@ def test_output_skip_hessian_is_the_closed_form():
     assert np.linalg.eigvalsh(H)[0] > 0
 
 
-def test_theorem2_curvature_relative_to_the_hessian():
+def test_theorem_2_curvature_relative_to_the_hessian():
     r = S.survey_theorems(3, seed=7)
     assert np.all(r["t2_lambda_min"] <= 1e-12 * r["t2_hessian_norm"])
     assert np.all(r["t2_hessian_norm"] > 0)
@@ -428,22 +428,22 @@ def test_rate_exponents_recover_a_power_law():
     assert np.allclose(S.rate_exponents(H, gaps, 64), [-0.5, -0.25, -1.0])
 
 
-def test_theorem4_rates_small_run():
-    r = S.theorem4_rates(512, 4, seed=0, d=3, k=2, width=8, depth=2)
+def test_theorem_4_rates_small_run():
+    r = S.theorem_4_rates(512, 4, seed=0, d=3, k=2, width=8, depth=2)
     assert r["gap"].shape == (4, 7) and list(r["horizons"]) == [8, 16, 32, 64, 128, 256, 512]
     assert np.all(r["gap"] > 0) and np.all(r["gap_standard_error"] < 0.2 * r["gap"])
     # the runs are independent: different data and networks give different curves
     assert len({round(float(g), 12) for g in r["gap"][:, -1]}) == 4
     # the gap falls, and stays far below the explicit bound
-    bound = S.theorem4_bound(r["horizons"], r["radius"], r["lipschitz"], r["loss_bound"], 0.05)
+    bound = S.theorem_4_bound(r["horizons"], r["radius"], r["lipschitz"], r["loss_bound"], 0.05)
     assert np.all(r["gap"][:, -1] < r["gap"][:, 0]) and np.all(r["gap"] < bound)
-    orig = S.theorem4_rates(64, 2, seed=0, d=3, k=2, width=8, depth=2, architecture="original")
+    orig = S.theorem_4_rates(64, 2, seed=0, d=3, k=2, width=8, depth=2, architecture="original")
     assert orig["gap"].shape == (2, 4)
 
 
-def test_theorem4_rate_is_at_least_root_T():
+def test_theorem_4_rate_is_at_least_root_T():
     # the chapter's test at a smaller size: the exponent of the gap is below -3/8 by two standard errors
-    r = S.theorem4_rates(2048, 8, seed=1)
+    r = S.theorem_4_rates(2048, 8, seed=1)
     e = S.rate_exponents(r["horizons"], r["gap"], 32)
     assert e.mean() + 2 * e.std(ddof=1) / np.sqrt(len(e)) < -0.375
 
@@ -486,26 +486,26 @@ def test_without_the_skip_a_verified_minimum_is_worse_than_linear():
     Z = f(X).detach()
     assert v["value"] == pytest.approx(S.infimum_linear_objective(Z, y, "logistic"), rel=1e-8)
     # and Theorem 1's inequality fails there: zero gradient, positive right side
-    s1 = S.theorem1_sides(X, y, m["w"], m["V"], f, inst["w_star"], "logistic", skip=False)
+    s1 = S.theorem_1_sides(X, y, m["w"], m["V"], f, inst["w_star"], "logistic", skip=False)
     assert s1["rhs"] > 0 and s1["lhs"] < 1e-3 * s1["rhs"]
     # the path runs from the random start to the end point
     assert len(m["path"]) >= 2 and np.allclose(m["path"][-1][0], m["w"])
 
 
-def test_theorem2_fails_without_the_skip_but_not_with_it():
+def test_theorem_2_fails_without_the_skip_but_not_with_it():
     fails = 0
     for i in range(10):
         b = S.random_theorem_instance(2 * i + 1, S.LOSSES[i % 2], w_zero=True)
         args = (b["X"], b["y"], b["V"], b["f_theta"], b["w_star"], b["loss"])
-        with_skip = S.theorem2_sides(*args)
+        with_skip = S.theorem_2_sides(*args)
         assert with_skip["lhs"] >= with_skip["rhs"]
-        without = S.theorem2_sides(*args, skip=False)
+        without = S.theorem_2_sides(*args, skip=False)
         fails += without["lhs"] < without["rhs"]
     assert fails >= 1
 
 
-def test_corollary1_survey_without_the_skip_reports_points():
-    rows = S.corollary1_survey(2, seed=0, skip=False)
+def test_corollary_1_survey_without_the_skip_reports_points():
+    rows = S.corollary_1_survey(2, seed=0, skip=False)
     assert all(r["path"] and r["w"].shape == (3,) and r["V"].shape == (3, 3) for r in rows)
 
 
@@ -544,27 +544,27 @@ def test_approximate_stationary_points_without_the_skip_exceed_the_tolerance():
 def test_logistic_loss_spans_bG_on_the_ball():
     for x in (0.01, 0.5, 4.47, 30.0):
         assert math.log1p(math.exp(x)) - math.log1p(math.exp(-x)) == pytest.approx(x, rel=1e-12)
-    r = S.theorem4_rates(16, 1, seed=0, radius=2.0)
+    r = S.theorem_4_rates(16, 1, seed=0, radius=2.0)
     assert r["loss_range"] == pytest.approx(2.0 * r["lipschitz"]) and r["loss_range"] < r["loss_bound"]
 
 
-def test_theorem4_bound_fails_on_a_ball_that_excludes_u_star():
-    inside = S.theorem4_rates(1024, 2, seed=3)
-    b_in = S.theorem4_bound(inside["horizons"], inside["radius"], inside["lipschitz"],
-                            inside["loss_range"], 0.05)
+def test_theorem_4_bound_fails_on_a_ball_that_excludes_u_star():
+    inside = S.theorem_4_rates(1024, 2, seed=3)
+    b_in = S.theorem_4_bound(inside["horizons"], inside["radius"], inside["lipschitz"],
+                             inside["loss_range"], 0.05)
     assert np.all(inside["gap"] <= b_in)
     with pytest.raises(ValueError, match="comparator_outside"):
-        S.theorem4_rates(64, 2, radius=0.05)
-    out = S.theorem4_rates(1024, 2, seed=3, radius=0.05, comparator_outside=True)
-    b_out = S.theorem4_bound(out["horizons"], out["radius"], out["lipschitz"], out["loss_range"], 0.05)
+        S.theorem_4_rates(64, 2, radius=0.05)
+    out = S.theorem_4_rates(1024, 2, seed=3, radius=0.05, comparator_outside=True)
+    b_out = S.theorem_4_bound(out["horizons"], out["radius"], out["lipschitz"], out["loss_range"], 0.05)
     assert np.all(out["gap"][:, -1] > b_out[-1])
     # the gap levels off near F_lin(0) - F_lin(u*), what a ball around 0 cannot beat
     assert np.all(out["gap"][:, -1] > 0.5 * out["gap"][:, 0])
 
 
 def test_a_step_that_stops_shrinking_leaves_a_larger_gap():
-    default = S.theorem4_rates(512, 2, seed=5)
-    flat = S.theorem4_rates(512, 2, seed=5, plateau_after=1)
+    default = S.theorem_4_rates(512, 2, seed=5)
+    flat = S.theorem_4_rates(512, 2, seed=5, plateau_after=1)
     assert flat["plateau_after"] == 1 and default["plateau_after"] is None
     # same data and networks, only the schedule differs: the first step is the same
     assert np.allclose(flat["excess"][:, :2], default["excess"][:, :2])
@@ -572,8 +572,8 @@ def test_a_step_that_stops_shrinking_leaves_a_larger_gap():
 
 
 BAD_CONTROLS = [
-    (ValueError, lambda: S.theorem4_rates(64, 2, plateau_after=0)),
-    (TypeError, lambda: S.theorem4_rates(64, 2, plateau_after=1.5)),
+    (ValueError, lambda: S.theorem_4_rates(64, 2, plateau_after=0)),
+    (TypeError, lambda: S.theorem_4_rates(64, 2, plateau_after=1.5)),
     (TypeError, lambda: S.objective_derivatives(_inst()["X"], _inst()["y"], _inst()["w"], _inst()["V"],
                                                 _inst()["f_theta"], skip="no")),
     (TypeError, lambda: S.residual_class_separates(np.ones((2, 1)), np.array([-1.0, 1.0]), lambda x: x,
@@ -585,7 +585,7 @@ BAD_CONTROLS = [
     (ValueError, lambda: S.approximate_stationary_points(_inst()["X"], _inst()["y"], _inst()["f_theta"],
                                                          [(_inst()["w"], _inst()["V"])], bound=1.0,
                                                          eps_levels=(-1e-3,))),
-    (ValueError, lambda: S.theorem4_rates(64, 2, radius=1.0, comparator_outside="yes")),
+    (ValueError, lambda: S.theorem_4_rates(64, 2, radius=1.0, comparator_outside="yes")),
 ]
 
 
@@ -596,7 +596,7 @@ def test_bad_inputs_of_the_controls_raise_clear_errors(error, call):
 
 
 # --- Theorem 4 -------------------------------------------------------------------------------------
-def _theorem4_setup(arch, steps=300):
+def _theorem_4_setup(arch, steps=300):
     d, k, b = 3, 2, 1.5
     u = np.array([1.0, -0.5, 0.3])
     model = arch(d, k, 8, 2, seed=0)
@@ -606,7 +606,7 @@ def _theorem4_setup(arch, steps=300):
 
 
 def test_projected_sgd_stays_in_the_ball_and_meets_the_regret_bound():
-    model, run, b, G = _theorem4_setup(S.OutputSkipNet)
+    model, run, b, G = _theorem_4_setup(S.OutputSkipNet)
     assert math.sqrt(float((model.w @ model.w + model.v @ model.v).detach())) <= b + 1e-12
     Ts = np.array([10, 50, 100, 300])
     regret = S.average_regret(run["X"], run["y"], run["online_losses"], b, Ts)
@@ -633,14 +633,14 @@ def test_output_skip_net_is_linear_in_w_and_v():
                                                    (1.0, ValueError, "delta must be < 1"),
                                                    (float("nan"), ValueError, "delta must be a finite number"),
                                                    ("0.05", TypeError, "delta must be a real number")])
-def test_theorem4_bound_refuses_a_confidence_outside_the_open_unit_interval(delta, error, message):
+def test_theorem_4_bound_refuses_a_confidence_outside_the_open_unit_interval(delta, error, message):
     with pytest.raises(error, match=message):
-        S.theorem4_bound([1, 2], 1.0, 1.0, 1.0, delta)
+        S.theorem_4_bound([1, 2], 1.0, 1.0, 1.0, delta)
 
 
-def test_theorem4_bound_decreases_like_one_over_root_T():
+def test_theorem_4_bound_decreases_like_one_over_root_T():
     T = np.array([1, 4, 16, 64])
-    b = S.theorem4_bound(T, 1.0, 2.0, 3.0, 0.05)
+    b = S.theorem_4_bound(T, 1.0, 2.0, 3.0, 0.05)
     assert np.allclose(b * np.sqrt(T), b[0])
 
 
@@ -652,8 +652,8 @@ def test_survey_theorems_small():
     assert np.all(r["t2_lambda_min"] <= 1e-12)
 
 
-def test_theorem4_experiment_small():
-    e = S.theorem4_experiment(64, 1, d=3, k=2, width=4, depth=2, n_test=200)
+def test_theorem_4_experiment_small():
+    e = S.theorem_4_experiment(64, 1, d=3, k=2, width=4, depth=2, n_test=200)
     assert list(e["horizons"]) == [8, 16, 32, 64]
     for name in ("output skip", "original"):
         assert e[name]["gaps"].shape == (1, 4) and e[name]["regret"].shape == (1, 4)
@@ -680,12 +680,12 @@ def _inst():
 
 
 BAD = [
-    (ValueError, lambda: S.example1_saddle(0)),
-    (ValueError, lambda: S.example1_saddle(-1)),
-    (ValueError, lambda: S.example1_saddle(float("nan"))),
-    (TypeError, lambda: S.example1_saddle("one")),
-    (ValueError, lambda: S.example1_objective(1.0, penalty=-1)),
-    (ValueError, lambda: S.example1_objective(1.0)(torch.zeros(3, dtype=torch.float64))),
+    (ValueError, lambda: S.example_1_saddle(0)),
+    (ValueError, lambda: S.example_1_saddle(-1)),
+    (ValueError, lambda: S.example_1_saddle(float("nan"))),
+    (TypeError, lambda: S.example_1_saddle("one")),
+    (ValueError, lambda: S.example_1_objective(1.0, penalty=-1)),
+    (ValueError, lambda: S.example_1_objective(1.0)(torch.zeros(3, dtype=torch.float64))),
     (ValueError, lambda: S.find_local_minima(1.0, penalty=-0.1)),
     (ValueError, lambda: S.find_local_minima(1.0, radius=-1)),
     (ValueError, lambda: S.find_local_minima(1.0, radius=0)),
@@ -713,11 +713,12 @@ BAD = [
     (ValueError, lambda: S.best_linear_predictor(np.zeros((0, 3)), np.zeros(0))),
     (TypeError, lambda: S.loss_values(np.ones(3), np.ones(3), "squared")),
     (ValueError, lambda: S.loss_values(torch.ones(3), torch.ones(2), "squared")),
-    (ValueError, lambda: S.theorem1_sides(_inst()["X"], _inst()["y"], np.zeros(3), _inst()["V"], _inst()["f_theta"],
-                                          _inst()["w_star"])),
-    (ValueError, lambda: S.theorem1_sides(_inst()["X"], _inst()["y"], _inst()["w"], _inst()["V"], _inst()["f_theta"],
-                                          np.ones(2))),
-    (ValueError, lambda: S.theorem2_sides(_inst()["X"], _inst()["y"], _inst()["V"], _inst()["f_theta"], np.zeros(3))),
+    (ValueError, lambda: S.theorem_1_sides(_inst()["X"], _inst()["y"], np.zeros(3), _inst()["V"], _inst()["f_theta"],
+                                           _inst()["w_star"])),
+    (ValueError, lambda: S.theorem_1_sides(_inst()["X"], _inst()["y"], _inst()["w"], _inst()["V"], _inst()["f_theta"],
+                                           np.ones(2))),
+    (ValueError, lambda: S.theorem_2_sides(_inst()["X"], _inst()["y"], _inst()["V"], _inst()["f_theta"],
+                                           np.zeros(3))),
     (ValueError, lambda: S.objective_derivatives(_inst()["X"], _inst()["y"], _inst()["w"], np.ones((2, 3)),
                                                  _inst()["f_theta"])),
     (ValueError, lambda: S.random_theorem_instance(-1)),
@@ -736,20 +737,20 @@ BAD = [
                                          1.0)),
     (ValueError, lambda: S.projected_sgd(S.OutputSkipNet(2, 1, 4, 2), S.LogisticLinearSource([1.0, 1.0]), 5, 1.0,
                                          1.0, X_test=np.ones((3, 2)))),
-    (ValueError, lambda: S.theorem4_bound([0, 1], 1.0, 1.0, 1.0, 0.05)),
-    (ValueError, lambda: S.theorem4_bound([1, 2], 1.0, 1.0, 1.0, 1.5)),
-    (ValueError, lambda: S.theorem4_bound([1, 2], 1.0, -1.0, 1.0, 0.5)),
+    (ValueError, lambda: S.theorem_4_bound([0, 1], 1.0, 1.0, 1.0, 0.05)),
+    (ValueError, lambda: S.theorem_4_bound([1, 2], 1.0, 1.0, 1.0, 1.5)),
+    (ValueError, lambda: S.theorem_4_bound([1, 2], 1.0, -1.0, 1.0, 0.5)),
     (ValueError, lambda: S.average_regret(np.ones((3, 2)), np.ones(3), np.ones(2), 1.0, [1])),
     (ValueError, lambda: S.average_regret(np.ones((3, 2)), np.ones(3), np.ones(3), 1.0, [4])),
-    (ValueError, lambda: S.theorem1_adversarial(_inst()["X"], _inst()["y"], _inst()["f_theta"], _inst()["w_star"],
-                                                _inst()["w"], _inst()["V"], steps=0)),
+    (ValueError, lambda: S.theorem_1_adversarial(_inst()["X"], _inst()["y"], _inst()["f_theta"], _inst()["w_star"],
+                                                 _inst()["w"], _inst()["V"], steps=0)),
     (ValueError, lambda: S.minimize_residual_objective(_inst()["X"], _inst()["y"], _inst()["f_theta"], seed=-1)),
     (ValueError, lambda: S.survey_theorems(0)),
     (ValueError, lambda: S.survey_theorems(2, losses="squared")),
     (ValueError, lambda: S.survey_theorems(2, losses=["hinge"])),
-    (ValueError, lambda: S.theorem4_experiment(8, 1)),
-    (ValueError, lambda: S.theorem4_experiment(64, 0)),
-    (ValueError, lambda: S.theorem4_experiment(64, 1, radius=-2.0)),
+    (ValueError, lambda: S.theorem_4_experiment(8, 1)),
+    (ValueError, lambda: S.theorem_4_experiment(64, 0)),
+    (ValueError, lambda: S.theorem_4_experiment(64, 1, radius=-2.0)),
     (ValueError, lambda: S.verify_local_minimum(_inst()["X"], _inst()["y"], _inst()["w"], _inst()["V"],
                                                 _inst()["f_theta"], rtol_gradient=0.0)),
     (TypeError, lambda: S.verify_local_minimum(_inst()["X"], _inst()["y"], _inst()["w"], _inst()["V"],
@@ -758,9 +759,9 @@ BAD = [
                                                 _inst()["f_theta"])),
     (ValueError, lambda: S.residual_class_separates(np.ones((2, 1)), np.array([0.0, 1.0]), lambda x: x)),
     (ValueError, lambda: S.infimum_linear_objective(np.ones((2, 1)), np.ones(2), "hinge")),
-    (ValueError, lambda: S.corollary1_survey(0)),
-    (ValueError, lambda: S.corollary1_survey(2, seed=-1)),
-    (ValueError, lambda: S.corollary1_survey(2, losses=["hinge"])),
+    (ValueError, lambda: S.corollary_1_survey(0)),
+    (ValueError, lambda: S.corollary_1_survey(2, seed=-1)),
+    (ValueError, lambda: S.corollary_1_survey(2, losses=["hinge"])),
     (ValueError, lambda: S.landscape_linear_optimum(-0.1)),
     (ValueError, lambda: S.landscape_linear_optimum(0.1, radius=0.0)),
     (TypeError, lambda: S.landscape_linear_optimum("none")),
@@ -768,18 +769,18 @@ BAD = [
     (ValueError, lambda: S.landscape_sweep(1.0, penalties=(-0.1,))),
     (ValueError, lambda: S.landscape_sweep(1.0, radii=(0.0,))),
     (ValueError, lambda: S.landscape_sweep(1.0, radii=(1.0,), n_starts=2)),
-    (ValueError, lambda: S.theorem1_rhs_along(_inst()["X"], _inst()["y"], np.zeros(3), _inst()["V"],
-                                              _inst()["f_theta"], _inst()["w_star"], [1.0])),
-    (ValueError, lambda: S.theorem1_rhs_along(_inst()["X"], _inst()["y"], _inst()["w"], _inst()["V"],
-                                              _inst()["f_theta"], _inst()["w_star"], [np.nan])),
+    (ValueError, lambda: S.theorem_1_rhs_along(_inst()["X"], _inst()["y"], np.zeros(3), _inst()["V"],
+                                               _inst()["f_theta"], _inst()["w_star"], [1.0])),
+    (ValueError, lambda: S.theorem_1_rhs_along(_inst()["X"], _inst()["y"], _inst()["w"], _inst()["V"],
+                                               _inst()["f_theta"], _inst()["w_star"], [np.nan])),
     (ValueError, lambda: S.output_skip_hessian(_inst()["X"], _inst()["y"], np.zeros(3), np.zeros(2),
                                                _inst()["f_theta"])),
     (TypeError, lambda: S.bernoulli_kl(np.zeros(2), torch.zeros(2))),
-    (ValueError, lambda: S.theorem4_rates(8, 2)),
-    (ValueError, lambda: S.theorem4_rates(64, 0)),
-    (ValueError, lambda: S.theorem4_rates(64, 2, architecture="plain")),
-    (ValueError, lambda: S.theorem4_rates(64, 2, u_norm=3.0, radius=2.0)),
-    (TypeError, lambda: S.theorem4_rates(64.0, 2)),
+    (ValueError, lambda: S.theorem_4_rates(8, 2)),
+    (ValueError, lambda: S.theorem_4_rates(64, 0)),
+    (ValueError, lambda: S.theorem_4_rates(64, 2, architecture="plain")),
+    (ValueError, lambda: S.theorem_4_rates(64, 2, u_norm=3.0, radius=2.0)),
+    (TypeError, lambda: S.theorem_4_rates(64.0, 2)),
     (ValueError, lambda: S.rate_exponents([8, 16, 32], [[1.0, 0.5, 0.2]], 32)),
     (ValueError, lambda: S.rate_exponents([8, 16, 32], [[1.0, 0.0, 0.2]], 8)),
     (ValueError, lambda: S.rate_exponents([8, 16, 32], [[1.0, 0.5]], 8)),

@@ -9,7 +9,7 @@ from hypothesis import given, settings, strategies as st
 
 from resnet_theory import smooth as S
 from resnet_theory.checks import compare_gradients, compare_hessians, sympy_derivatives
-from resnet_theory.plotting import fit_power_law
+from resnet_theory.fits import fit_power_law
 
 torch.set_num_threads(1)
 FEW = settings(max_examples=12, deadline=None)

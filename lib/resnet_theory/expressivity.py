@@ -22,7 +22,7 @@ The proof is a construction, built and verified here:
    otherwise (:func:`default_k`). On well-separated inputs the paper's width is too narrow for a random
    ``A_0``: at ``rho = 2`` (orthonormal inputs) almost no draw fits.
 3. **Surrogate labels**: ``r`` random unit vectors ``q_c`` in ``R^k`` (:func:`surrogate_labels`).
-4. **One block per group of k points** (Lemma B.1, :func:`lemma_b1_block`): rows of ``U`` are the group's
+4. **One block per group of k points** (Lemma B.1, :func:`lemma_b_1_block`): rows of ``U`` are the group's
    current representations ``alpha_j``, column ``j`` of ``V`` is ``(q_{y_j} - alpha_j) / (||alpha_j||^2 - t_j)``
    and ``s = -t`` with ``t`` in ``R^k``: **one threshold per unit** (the paper's block has ``s`` in ``R^k``).
    Unit ``j`` fires on ``alpha_j`` and on no other current representation ``h`` (of the group, of points
@@ -55,7 +55,7 @@ measures the projection step of the proof of Theorem 3.2 (every norm and distanc
 within ``1 +- rho/3``) and :func:`jl_union_width` gives a width at which it holds; Lemma B.1 as printed
 (an unsquared separation ``3 rho'``) fails on :func:`hull_counterexample`, where :func:`firing_margin` (a
 linear program) shows that no unit can fire on a point of S and stay silent on the others, while
-:func:`general_lemma_b1_block` builds a block whenever one exists; :func:`lemma_b1_instance`,
+:func:`general_lemma_b_1_block` builds a block whenever one exists; :func:`lemma_b_1_instance`,
 :func:`ring_instance` and :func:`shared_threshold_counterexample` are instances of its hypotheses;
 :func:`surrogate_width` is the width at which random surrogates are pairwise below ``1/2``; and
 :func:`schur_off_block` checks Claim C.1 of Appendix C.
@@ -72,9 +72,14 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
+import torch
+from scipy.linalg import schur
+from scipy.optimize import linprog
 from threadpoolctl import threadpool_limits
+from torch import nn
 
 from . import validate
+
 
 #: BLAS threads for the block loops. The products are small (n x k times k x k, once per block); on the
 #: shared 2-core machine OpenBLAS's waiting threads made the n = 20,000 build 1.5-30x slower than one thread.
@@ -108,7 +113,7 @@ class ConstructionError(ValueError):
         self.indices = tuple(int(i) for i in indices)
 
 
-# --- input validation ------------------------------------------------------------------------------
+# --- input validation -----------------------------------------------------------------------------------
 def _as_inputs(X, name: str = "X") -> np.ndarray:
     arr = validate.finite_array(name, X, ndim=2)
     # The normaliser works with squared norms: entries beyond ~1e154 overflow them to inf, which would
@@ -138,10 +143,6 @@ def _as_labels(y, n: int, num_classes) -> tuple[np.ndarray, int]:
     return labels, r
 
 
-def _check_k(k, name: str = "k") -> int:
-    return validate.positive_int(name, k)
-
-
 def unique_points(X, y) -> tuple[np.ndarray, np.ndarray]:
     """Indices of the first occurrence of each distinct input (in data order), and each row's group.
 
@@ -166,7 +167,11 @@ def unique_points(X, y) -> tuple[np.ndarray, np.ndarray]:
     return first[order], rank[inverse]
 
 
-# --- normalisation -------------------------------------------------------------------------------
+def _check_thresholds(thresholds) -> str:
+    return validate.choice("thresholds", thresholds, THRESHOLDS)
+
+
+# --- Theorem 3.2, the construction: normalise, project, surrogate labels, one block per group (Lemma B.1) ---
 @dataclass(frozen=True)
 class InputNormaliser:
     """``x -> x~`` on the unit sphere, injective on the data (see the module docstring)."""
@@ -206,7 +211,6 @@ class InputNormaliser:
         return out
 
 
-# --- the pieces of the construction --------------------------------------------------------------
 def random_projection(D: int, k: int, rng: np.random.Generator, kind: str = "auto") -> np.ndarray:
     """The ``k x D`` matrix ``A_0``.
 
@@ -215,8 +219,8 @@ def random_projection(D: int, k: int, rng: np.random.Generator, kind: str = "aut
     ``||A_0 x|| = ||x||`` exactly. ``"auto"``: orthonormal when ``k >= D``, else Gaussian.
     ``"printed"``: entries ``N(0, 1)``, the paper's unscaled matrix (norms grow like ``sqrt(k)``).
     """
-    D = _check_k(D, "D")
-    k = _check_k(k)
+    D = validate.positive_int("D", D)
+    k = validate.positive_int("k", k)
     if not isinstance(rng, np.random.Generator):
         raise TypeError("rng must be a numpy.random.Generator")
     kind = validate.choice("kind", kind, PROJECTIONS)
@@ -233,16 +237,12 @@ def random_projection(D: int, k: int, rng: np.random.Generator, kind: str = "aut
 
 def surrogate_labels(r: int, k: int, rng: np.random.Generator) -> np.ndarray:
     """``r`` independent uniformly random unit vectors in ``R^k`` (rows)."""
-    r = _check_k(r, "r")
-    k = _check_k(k)
+    r = validate.positive_int("r", r)
+    k = validate.positive_int("k", k)
     if not isinstance(rng, np.random.Generator):
         raise TypeError("rng must be a numpy.random.Generator")
     Q = rng.standard_normal((r, k))
     return Q / np.linalg.norm(Q, axis=1, keepdims=True)
-
-
-def _check_thresholds(thresholds) -> str:
-    return validate.choice("thresholds", thresholds, THRESHOLDS)
 
 
 @dataclass(frozen=True)
@@ -316,8 +316,8 @@ def _condition_from_gram(G: np.ndarray, diag: np.ndarray) -> BlockCondition:
                           unit_lower.copy(), diag.copy(), rows.astype(np.int64))
 
 
-def lemma_b1_block(alphas, betas, others=None, threshold: float | None = None,
-                   thresholds: str = "per-unit"):
+def lemma_b_1_block(alphas, betas, others=None, threshold: float | None = None,
+                    thresholds: str = "per-unit"):
     """The block of Lemma B.1 that moves ``alphas[j]`` to ``betas[j]`` and fixes every row of ``others``.
 
     Returns ``(U, V, s, condition)`` with ``U, V`` of shape ``(k, k)`` (``k`` = the dimension; the group
@@ -380,7 +380,7 @@ def apply_block(H, U, V, s) -> np.ndarray:
     return H
 
 
-# --- backends ------------------------------------------------------------------------------------
+# --- Theorem 3.2, the construction: the backends (numpy, or torch on any device) ------------------------
 class _NumpyOps:
     """The few array operations the build and verification loops need, in NumPy (float64)."""
 
@@ -448,8 +448,6 @@ class _TorchOps(_NumpyOps):
     name = "torch"
 
     def __init__(self, device=None):
-        import torch
-
         self.torch = torch
         self.device = validate.torch_device("device", device if device is not None else "cpu")
         self.gpu = self.device.type != "cpu"
@@ -527,179 +525,7 @@ def _backend(backend: str, device=None) -> _NumpyOps:
     return _TorchOps(device)
 
 
-# --- separation and the choice of k ---------------------------------------------------------------
-def _row_minima(Xa, sq, rows, chunk, ops, upper_only: bool):
-    """For the rows ``rows`` of ``Xa`` (positions, sorted): ``min_{j != i} ||x_j||^2 - 2 <x_i, x_j>``
-    over the columns ``j`` (only ``j > i`` when ``upper_only``, the rows then being all of them), in tiles
-    of ``chunk x chunk`` reduced while in cache. ``sq`` is in the precision of ``Xa``."""
-    n = Xa.shape[0]
-    out = []
-    for start in range(0, len(rows), chunk):
-        idx = rows[start:start + chunk]                  # numpy int array of row positions
-        block = Xa[int(idx[0]):int(idx[-1]) + 1] if upper_only else Xa[ops.index(idx)]
-        block = block * -2.0                             # exact: a power of two
-        low = None
-        for left in range(int(idx[0]) if upper_only else 0, n, chunk):
-            right = min(left + chunk, n)
-            T = block @ Xa[left:right].T
-            T += sq[None, left:right]
-            own = np.flatnonzero((idx >= left) & (idx < right))
-            if own.size:                                 # a row against itself
-                T[ops.index(own), ops.index(idx[own] - left)] = math.inf
-            m = ops.rowmin(T)
-            low = m if low is None else ops.minimum(low, m)
-        out.append(ops.to_numpy(low).astype(np.float64))
-    return np.concatenate(out)
-
-
-def separation(X, chunk: int | None = None, *, backend: str = "numpy", device=None) -> float:
-    """``rho = min_{i != j} ||x_i - x_j||^2`` over the rows of ``X`` (at least two rows), in float64.
-
-    Computed as ``||x_i||^2 + min_j (||x_j||^2 - 2 <x_i, x_j>)`` on square tiles of ``chunk`` by
-    ``chunk`` pairs (by default ``chunk^2`` is about :data:`CHUNK_ENTRIES`, on a GPU
-    :data:`GPU_CHUNK_ENTRIES`), each reduced to its row minima while in cache: never an ``n x n`` matrix.
-    Two passes: a float32 screen over every pair (each pair once), then float64 on the rows whose
-    screened minimum lies within twice a rounding bound ``E`` of the smallest one. ``E`` bounds the
-    float32 error of any pair's squared distance (``(D + 8) 2^-23 3 max ||x||^2``, beyond the
-    worst-case error of a length-``D`` dot product), so the pair attaining ``rho`` is always among the
-    rows recomputed, and the result is the float64 minimum.
-    """
-    X = _as_inputs(X)
-    n, D = X.shape
-    if n < 2:
-        raise ValueError("separation needs at least two points")
-    if backend == "numpy":   # on the CPU; a GPU takes far more
-        validate.check_budget("X", 1.5 * n * n * D, validate.OPS_LIMIT, what="work", unit="operations (n^2 D)",
-                              value=X)
-    ops = _backend(backend, device)
-    if chunk is None:
-        chunk = max(1, math.isqrt(ops.chunk_entries))
-    chunk = _check_k(chunk, "chunk")
-    Xb = X if ops.name == "numpy" else ops.asarray(X)    # read only: no copy needed
-    sq = ops.row_sq_norms(Xb)
-    sq_np = ops.to_numpy(sq)
-    every = np.arange(n)
-    with ops.limits():
-        X32 = ops.to32(Xb)
-        screen = _row_minima(X32, ops.to32(sq), every, chunk, ops, upper_only=True)
-        screen += sq_np
-        bound = (D + 8) * 2.0 ** -23 * 3.0 * float(sq_np.max())
-        candidates = np.flatnonzero(screen <= np.min(screen) + 2.0 * bound)
-        exact = _row_minima(Xb, sq, candidates, chunk, ops, upper_only=False)
-    return max(float(np.min(exact + sq_np[candidates])), 0.0)
-
-
-def paper_k(n: int, rho: float, c: float = 10.0) -> int:
-    """The paper's choice ``k = ceil(c log n / rho^2)`` (natural log, ``c = 10``)."""
-    n = _check_k(n, "n")
-    rho = validate.positive_float("rho", rho)
-    c = validate.positive_float("c", c)
-    return max(1, math.ceil(c * math.log(max(n, 2)) / rho ** 2))
-
-
-def jl_k(n: int, rho: float, thresholds: str = "per-unit") -> int:
-    """A ``k`` for which a Gaussian projection provably keeps the Lemma B.1 condition on the inputs.
-
-    A projection that keeps squared norms and distances of ``{0, x_1..x_n}`` within a factor ``1 +- eps``
-    keeps ``||alpha_i||^2 - ||alpha_j||^2 <= 2 eps`` and ``||alpha_i - alpha_j||^2 >= (1 - eps) rho``, so
-    ``<alpha_j, alpha_i> < ||alpha_j||^2`` (one threshold per unit) once ``eps < rho / (2 + rho)``; one
-    threshold shared by all units needs ``<alpha_i, alpha_j> <= 1 + eps - (1 - eps) rho / 2 < 1 - eps``,
-    i.e. ``eps < rho / (4 + rho)``. The Johnson-Lindenstrauss bound ``k >= 4 ln(n + 1) / (eps^2/2 -
-    eps^3/3)`` is evaluated at that ``eps``. (The surrogates of moved points are not covered: the builder
-    checks them.)
-    """
-    n = _check_k(n, "n")
-    thresholds = _check_thresholds(thresholds)
-    rho = validate.finite_float("rho", rho, minimum=0.0, open_minimum=True, maximum=4.0)
-    eps = rho / ((2.0 if thresholds == "per-unit" else 4.0) + rho)
-    return math.ceil(4.0 * math.log(n + 1) / (eps ** 2 / 2 - eps ** 3 / 3))
-
-
-def pair_failure_exponent(d2: float) -> float:
-    """The Chernoff exponent ``I(d2) = (1/2) ln(4 / (4 - d2))`` of one pair of inputs under a Gaussian ``A_0``.
-
-    For unit inputs ``x_j, x_i`` at squared distance ``d2`` and ``A_0`` with independent ``N(0, 1/k)``
-    entries, unit ``j``'s per-unit condition fails on ``x_i`` (``<A_0 x_j, A_0 x_i> >= ||A_0 x_j||^2``) iff
-    ``<A_0 x_j, A_0 (x_i - x_j)> >= 0``. That inner product is ``(1/k) sum_t g_t h_t`` over the ``k`` rows,
-    with ``(g_t, h_t)`` independent centred Gaussian pairs of variances ``1`` and ``d2`` and covariance
-    ``<x_j, x_i - x_j> = -d2/2``, whose moment generating function is
-    ``E exp(lam g h) = [(1 + lam d2/2)^2 - lam^2 d2]^(-1/2)``. At ``lam = 2 / (4 - d2)`` the bracket is
-    ``4 / (4 - d2)``, its largest value, so ``P(fail) <= exp(-k I(d2))`` (Chernoff). ``I`` increases with
-    ``d2`` and ``I(d2) >= d2 / 8``; at ``d2 = 4`` (antipodal inputs) the pair never fails (``inf``).
-    """
-    d2 = validate.finite_float("d2", d2, minimum=0.0, open_minimum=True, maximum=4.0)
-    # log1p keeps I > 0 for d2 below the rounding of 4 - d2 (near-duplicate inputs)
-    return math.inf if d2 == 4.0 else -0.5 * math.log1p(-d2 / 4.0)
-
-
-def union_bound_k(n: int, rho: float, delta: float = 0.5) -> int:
-    """A width at which one Gaussian draw of ``A_0`` keeps the per-unit condition on all ``n`` inputs with
-    probability at least ``1 - delta``: ``k = ceil(ln(n (n - 1) / delta) / I(rho))``.
-
-    Each of the ``n (n - 1)`` ordered pairs fails with probability at most ``exp(-k I(d2)) <=
-    exp(-k I(rho))`` (:func:`pair_failure_exponent`; ``I`` increases with the squared distance ``d2 >=
-    rho``), so a union bound gives the width. Since ``I(rho) >= rho / 8 >= rho^2 / 16`` for ``rho <= 2``,
-    it is at most ``16 ln(n^2 / delta) / rho^2 + 1``: ``O(log n / rho^2)`` like the paper's width, with a
-    larger constant where ``rho`` is large (the paper's ``c = 10`` is below it once ``rho`` exceeds about
-    0.7). Points already moved onto a surrogate and the output block are not covered; the builder checks
-    them.
-    """
-    n = _check_k(n, "n")
-    rho = validate.finite_float("rho", rho, minimum=0.0, open_minimum=True, maximum=4.0)
-    delta = validate.probability("delta", delta, open_low=True, open_high=True)
-    if n == 1:
-        return 1
-    exponent = pair_failure_exponent(rho)
-    if exponent == 0.0:                   # rho / 4 underflows: no finite width
-        raise ValueError(f"rho = {rho!r} is too small for a finite union-bound width")
-    return max(1, math.ceil(math.log(n * (n - 1) / delta) / exponent))
-
-
-def equidistant_points(n: int, rho: float) -> np.ndarray:
-    """``n`` unit vectors in ``R^(n+1)`` at squared distance exactly ``rho`` from each other (``0 < rho <= 2``):
-    ``x_i = sqrt(rho/2) e_i + sqrt(1 - rho/2) e_(n+1)``, so ``<x_i, x_j> = 1 - rho/2`` for ``i != j``.
-
-    Every pair sits at the separation of Assumption 3.1, the data on which a width's dependence on
-    ``rho`` shows most plainly; ``rho = 2`` gives orthonormal inputs.
-    """
-    n = _check_k(n, "n")
-    rho = validate.finite_float("rho", rho, minimum=0.0, open_minimum=True, maximum=2.0)
-    X = np.zeros((n, n + 1))
-    X[np.arange(n), np.arange(n)] = math.sqrt(rho / 2)
-    X[:, n] = math.sqrt(1 - rho / 2)
-    return X
-
-
-def default_k(n: int, rho: float | None, D: int) -> tuple[int, str]:
-    """The builder's width and projection when no ``k`` is given: ``(k, projection)``.
-
-    :func:`union_bound_k` (``delta = 1/2``: one draw keeps the per-unit condition on the inputs with
-    probability at least 1/2, so the builder's few draws rarely all fail) with the Gaussian projection
-    when it is below the normalised dimension ``D``; otherwise ``k = max(D, 2)`` with the exactly isometric
-    projection (a wider Gaussian map cannot keep the inputs' geometry better than an isometry). Not the
-    paper's ``ceil(10 log n / rho^2)``: on well-separated inputs (e.g. orthonormal ones, ``rho = 2``) almost
-    no draw fits at that width (pass ``k=paper_k(n, rho)`` for it). ``rho=None`` (one point) gives the
-    isometry.
-    """
-    n, D = _check_k(n, "n"), _check_k(D, "D")
-    if rho is not None and rho > 0 and pair_failure_exponent(min(rho, 4.0)) > 0:
-        k = union_bound_k(n, min(rho, 4.0))
-        if k < D:
-            return max(k, 2), "gaussian"
-    return max(D, 2), "orthonormal"
-
-
-def paper_parameter_count(k: int, D: int, depth: int, r: int, biases: bool = False) -> int:
-    """``k D + depth 2 k^2 + (k r + r^2)`` (the paper's count, weights only); ``+ depth k + r`` with biases."""
-    k, D, r = _check_k(k), _check_k(D, "D"), _check_k(r, "r")
-    depth = validate.non_negative_int("depth", depth)
-    count = k * D + depth * 2 * k * k + k * r + r * r
-    if biases:
-        count += depth * k + r
-    return int(count)
-
-
-# --- the network -----------------------------------------------------------------------------------
+# --- Theorem 3.2, the construction: the network and the builder -----------------------------------------
 @dataclass
 class InterpolatingResNet:
     """The network of Theorem 3.2 as built by :func:`build_interpolating_resnet` (arrays in float64).
@@ -786,9 +612,6 @@ class InterpolatingResNet:
 
 
 def _torch_module(net: InterpolatingResNet):
-    import torch
-    from torch import nn
-
     class ReLUResidualBlock(nn.Module):
         """``h + V relu(U h + s)``."""
 
@@ -847,8 +670,6 @@ def count_module_parameters(module) -> dict:
 
     Counted from the module itself, independently of :func:`paper_parameter_count`.
     """
-    import torch
-
     if not isinstance(module, torch.nn.Module):
         raise TypeError(f"module must be a torch.nn.Module, got {type(module).__name__}")
     counts = {"weights": 0, "biases": 0}
@@ -863,14 +684,12 @@ def module_fit_error(module, X, y, num_classes: int, batch: int | None = None) -
     ``batch`` rows at a time; by default 2048 on a CPU (a batch's activations stay in cache: 18% less
     CPU than 65536 rows for the n = 20,000 network at the paper's width) and 65536 on a GPU.
     """
-    import torch
-
     X = _as_inputs(X)
     labels, r = _as_labels(y, X.shape[0], num_classes)
     if batch is None:
         on_cpu = all(b.device.type == "cpu" for b in module.buffers())
         batch = 2048 if on_cpu else 65536
-    batch = _check_k(batch, "batch")
+    batch = validate.positive_int("batch", batch)
     worst = 0.0
     with torch.no_grad():
         for start in range(0, X.shape[0], batch):
@@ -882,7 +701,6 @@ def module_fit_error(module, X, y, num_classes: int, batch: int | None = None) -
     return worst
 
 
-# --- the builder -----------------------------------------------------------------------------------
 def _attempt(Xn, labels_u, original, r, k, rng, projection, thresholds, ops):
     """One draw of ``A_0`` and the surrogates; returns the network's arrays or raises ConstructionError.
 
@@ -1011,7 +829,7 @@ def construct_interpolating_resnet(X, y, *, k: int, num_classes=None, seed: int 
     """
     X = _as_inputs(X)
     labels, r = _as_labels(y, X.shape[0], num_classes)
-    k = _check_k(k)
+    k = validate.positive_int("k", k)
     seed = validate.non_negative_int("seed", seed)
     projection = validate.choice("projection", projection, PROJECTIONS)
     thresholds = _check_thresholds(thresholds)
@@ -1084,143 +902,7 @@ def build_interpolating_resnet(X, y, num_classes=None, k=None, seed=0, *, thresh
                                           device=device)
 
 
-# --- helpers for the chapter's experiments --------------------------------------------------------
-def success_rate(X, y, k: int, seeds, *, projection: str = "gaussian", thresholds: str = "per-unit",
-                 num_classes=None) -> float:
-    """Fraction of ``seeds`` for which one draw (no retries) builds a network that fits ``(X, y)``."""
-    seeds = list(seeds)
-    if not seeds:
-        raise ValueError("success_rate needs at least one seed")
-    ok = 0
-    for seed in seeds:
-        try:
-            construct_interpolating_resnet(X, y, k=k, num_classes=num_classes, seed=seed,
-                                           projection=projection, thresholds=thresholds, attempts=1)
-            ok += 1
-        except ConstructionError:
-            pass
-    return ok / len(seeds)
-
-
-def smallest_width(X, y, draws: int, k_max: int, *, num_classes=None, thresholds: str = "per-unit",
-                   k_min: int = 2) -> int | None:
-    """The smallest ``k`` in ``[k_min, k_max]`` at which every one of ``draws`` single Gaussian draws
-    (seeds ``0..draws-1``) fits, found by bisection; ``None`` if ``k_max`` itself does not.
-
-    Bisection assumes that success is monotone in ``k`` (true with high probability, not surely: a
-    result ``k`` is a width at which all draws fit and ``k - 1`` one at which some draw failed).
-    """
-    draws, k_max, k_min = _check_k(draws, "draws"), _check_k(k_max, "k_max"), _check_k(k_min, "k_min")
-    if k_min > k_max:
-        raise ValueError(f"k_min={k_min} exceeds k_max={k_max}")
-
-    def all_fit(k):
-        for seed in range(draws):
-            try:
-                construct_interpolating_resnet(X, y, k=k, num_classes=num_classes, seed=seed,
-                                               projection="gaussian", thresholds=thresholds, attempts=1)
-            except ConstructionError:
-                return False
-        return True
-
-    if not all_fit(k_max):
-        return None
-    lo, hi = k_min - 1, k_max                  # hi fits; lo is below the range or fails
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if all_fit(mid):
-            hi = mid
-        else:
-            lo = mid
-    return hi
-
-
-def shared_threshold_counterexample(k: int, rho_prime: float) -> tuple[np.ndarray, np.ndarray]:
-    """``k`` vectors in ``R^{k+1}`` that satisfy Lemma B.1's hypotheses read with squared distances (squared
-    norms ``1 + rho'``, squared distances exactly ``3 rho'``), and targets ``e_1 .. e_k``.
-
-    ``alpha_i = sqrt(1 + rho') (sqrt(1 - c) e_0 + sqrt(c) e_i)`` with ``c = 3 rho' / (2 (1 + rho'))``: their
-    inner products are ``1 - rho'/2``, above the printed proof's shared threshold ``1 - 2 rho'`` (inequality
-    (B.1) would need squared distances of ``6 rho'``), so that threshold fires the wrong units.
-    """
-    k = _check_k(k)
-    rho_prime = validate.finite_float("rho_prime", rho_prime, minimum=0.0, open_minimum=True, maximum=0.5,
-                                      open_maximum=True)
-    c = 3 * rho_prime / (2 * (1 + rho_prime))
-    alphas = np.zeros((k, k + 1))
-    alphas[:, 0] = math.sqrt((1 + rho_prime) * (1 - c))
-    alphas[np.arange(k), np.arange(1, k + 1)] = math.sqrt((1 + rho_prime) * c)
-    return alphas, np.eye(k + 1)[1:]
-
-
-def ring_instance(k: int, rho_prime: float) -> tuple[np.ndarray, np.ndarray]:
-    """The tightest case of Lemma B.1 read with squared distances, in ``R^k`` (``k >= 2``, ``rho' <= 1/3``):
-    ``(alphas, outside)``.
-
-    ``alpha_1 = sqrt(1 - rho') e_1`` (the smallest norm the window allows) is ringed by ``2 (k - 1)`` outside
-    points ``a e_1 +- b e_i`` of squared norm ``1 + rho'`` (the largest) at squared distance exactly
-    ``3 rho'``; the other ``k - 1`` points of S are ``-(e_1 + e_i) / sqrt(2)``. Unit 1's margin
-    ``||alpha_1||^2 - max <alpha_1, h>`` is ``rho' / 2``.
-    """
-    k = validate.integer("k", k, minimum=2)
-    rho_prime = validate.finite_float("rho_prime", rho_prime, minimum=0.0, open_minimum=True, maximum=1 / 3)
-    a = (2 - 3 * rho_prime) / (2 * math.sqrt(1 - rho_prime))
-    b = math.sqrt(1 + rho_prime - a * a)
-    alphas = np.zeros((k, k))
-    alphas[0, 0] = math.sqrt(1 - rho_prime)
-    outside = []
-    for i in range(1, k):
-        alphas[i, 0] = alphas[i, i] = -1 / math.sqrt(2)
-        for sign in (1.0, -1.0):
-            h = np.zeros(k)
-            h[0], h[i] = a, sign * b
-            outside.append(h)
-    return alphas, np.array(outside)
-
-
-# --- the printed proof, step by step (Appendix B) ------------------------------------------------
-def projection_distortion(X, A) -> float:
-    """``max | ||A (u - v)|| / ||u - v|| - 1 |`` over the pairs ``u != v`` of ``{0, x_1, .., x_n}`` (rows of ``X``).
-
-    The proof of Theorem 3.2 asks a random ``A_0`` to keep every norm and every distance of that set within a
-    factor ``1 +- rho/3``: it does exactly when this number is at most ``rho / 3``. Pairs of identical rows
-    are left out. Memory ``O(n^2)`` (Gram matrices): meant for a few thousand points.
-    """
-    X = _as_inputs(X)
-    A = validate.finite_array("A", A, ndim=2)
-    if A.shape[1] != X.shape[1]:
-        raise ValueError(f"A has {A.shape[1]} columns but the points have dimension {X.shape[1]}")
-    P = X @ A.T
-    G, H = X @ X.T, P @ P.T
-    sq, sq_p = np.diag(G).copy(), np.diag(H).copy()
-    worst = 0.0
-    keep = sq > 0
-    if keep.any():                                         # pairs (0, x_i): the norms
-        worst = float(np.max(np.abs(np.sqrt(sq_p[keep] / sq[keep]) - 1.0)))
-    d2 = sq[:, None] + sq[None, :] - 2.0 * G
-    d2p = sq_p[:, None] + sq_p[None, :] - 2.0 * H
-    iu = np.triu_indices(X.shape[0], 1)
-    d2, d2p = d2[iu], np.maximum(d2p[iu], 0.0)
-    keep = d2 > 1e-12 * max(1.0, float(sq.max()))
-    if keep.any():
-        worst = max(worst, float(np.max(np.abs(np.sqrt(d2p[keep] / d2[keep]) - 1.0))))
-    return worst
-
-
-def jl_union_width(n: int, eps: float, delta: float = 0.5) -> int:
-    """A width at which a Gaussian ``A_0`` with ``N(0, 1/k)`` entries keeps every norm and distance of
-    ``{0, x_1..x_n}`` within ``1 +- eps`` (squared, hence also unsquared) with probability ``>= 1 - delta``.
-
-    For one pair, ``||A_0 u||^2 / ||u||^2`` is ``chi^2_k / k``; its Chernoff bounds give a failure
-    probability at most ``2 exp(-k (eps^2/2 - eps^3/3) / 2)`` (Dasgupta & Gupta 2003, Lemma 2.2). A union
-    bound over the ``n (n + 1) / 2`` pairs: ``k = ceil(2 ln(n (n + 1) / delta) / (eps^2/2 - eps^3/3))``.
-    """
-    n = _check_k(n, "n")
-    eps = validate.finite_float("eps", eps, minimum=0.0, open_minimum=True, maximum=1.0, open_maximum=True)
-    delta = validate.probability("delta", delta, open_low=True, open_high=True)
-    return math.ceil(2.0 * math.log(n * (n + 1) / delta) / (eps ** 2 / 2 - eps ** 3 / 3))
-
-
+# --- Lemma B.1 as printed: its hypotheses, a counterexample, and the block whenever one exists ----------
 def firing_margin(alpha, outside) -> float:
     """How far one ReLU unit can fire on ``alpha`` while it is silent on every row of ``outside``.
 
@@ -1229,8 +911,6 @@ def firing_margin(alpha, outside) -> float:
     ``alpha`` lies outside the convex hull of ``outside``, and 0 when it lies inside: then every unit that is
     silent on ``outside`` is silent on ``alpha`` too.
     """
-    from scipy.optimize import linprog
-
     a = validate.finite_array("alpha", alpha, ndim=1)
     H = np.asarray(outside, dtype=np.float64).reshape(-1, a.shape[0])
     if not np.all(np.isfinite(H)):
@@ -1245,7 +925,78 @@ def firing_margin(alpha, outside) -> float:
     return max(0.0, float(-res.fun))
 
 
-def general_lemma_b1_block(alphas, betas, outside):
+def _hyperplane(alpha, H) -> np.ndarray:
+    if H.shape[0] == 0:
+        return np.append(np.sign(alpha) + (alpha == 0), 1.0)
+    res = linprog(-np.append(alpha, 1.0), A_ub=np.hstack([H, np.ones((H.shape[0], 1))]), b_ub=np.zeros(H.shape[0]),
+                  bounds=[(-1.0, 1.0)] * (alpha.shape[0] + 1), method="highs")
+    return res.x
+
+
+def hull_counterexample(rho_prime: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Four vectors of ``R^2`` that satisfy Lemma B.1's hypotheses as printed, for ``k = 2`` and ``S = {1, 2}``,
+    but admit no block: ``(alphas_S, betas_S, outside)``.
+
+    ``alpha_1 = sqrt(1 - rho') e_1`` is the midpoint of the two outside points
+    ``sqrt(1 + rho') (cos t, +-sin t)`` with ``cos t = sqrt((1 - rho') / (1 + rho'))``; ``alpha_2 = -e_1``.
+    Every squared norm lies in ``[1 - rho', 1 + rho']``; ``alpha_1`` is at distance ``sqrt(2 rho')`` from its
+    two neighbours, which is at least the printed ``3 rho'`` (unsquared) when ``rho' <= 2/9``. The targets
+    are chosen with independent displacements.
+    """
+    rho_prime = validate.finite_float("rho_prime", rho_prime, minimum=0.0, open_minimum=True, maximum=1.0,
+                                      open_maximum=True)
+    c = math.sqrt((1 - rho_prime) / (1 + rho_prime))
+    r = math.sqrt(1 + rho_prime)
+    outside = np.array([[r * c, r * math.sqrt(1 - c * c)], [r * c, -r * math.sqrt(1 - c * c)]])
+    alphas = np.array([[math.sqrt(1 - rho_prime), 0.0], [-1.0, 0.0]])
+    betas = np.array([[3.0, 3.0], [-3.0, 3.0]])
+    return alphas, betas, outside
+
+
+def lemma_b_1_instance(k: int, m: int, rho_prime: float, min_distance: float, rng: np.random.Generator, *,
+                       squared: bool = True, spread: float = 1.5) -> tuple[np.ndarray, np.ndarray]:
+    """A random instance of Lemma B.1 in ``R^k``: ``(alphas, outside)``, ``k`` points of S and ``m`` outside.
+
+    Every squared norm is uniform in ``[1 - rho', 1 + rho']``. Each outside point is put near a random point
+    of S, at a distance between ``min_distance`` and ``spread`` times it (``min_distance`` is a squared
+    distance when ``squared``, else a distance), and every pair with a point of S is at least that far apart
+    (rejection): points that crowd S as closely as the hypothesis allows.
+    """
+    k, m = validate.positive_int("k", k), validate.non_negative_int("m", m)
+    rho_prime = validate.finite_float("rho_prime", rho_prime, minimum=0.0, open_minimum=True, maximum=1.0,
+                                      open_maximum=True)
+    min_distance = validate.positive_float("min_distance", min_distance)
+    d_min = math.sqrt(min_distance) if squared else min_distance
+
+    def norm_sq():
+        return rng.uniform(1 - rho_prime, 1 + rho_prime)
+
+    def far_enough(p, S):
+        return S.shape[0] == 0 or bool(np.min(np.linalg.norm(S - p, axis=1)) >= d_min * (1 - 1e-12))
+
+    S = np.zeros((0, k))
+    for _ in range(100_000):
+        if S.shape[0] == k:
+            break
+        v = rng.standard_normal(k)
+        p = v / np.linalg.norm(v) * math.sqrt(norm_sq())
+        if far_enough(p, S):
+            S = np.vstack([S, p])
+    out = np.zeros((0, k))
+    for _ in range(200_000):
+        if out.shape[0] == m:
+            break
+        a = S[rng.integers(k)]
+        w = rng.standard_normal(k)
+        h = a + rng.uniform(d_min, spread * d_min) * w / np.linalg.norm(w)
+        if abs(h @ h - 1.0) <= rho_prime and far_enough(h, S):
+            out = np.vstack([out, h])
+    if S.shape[0] < k or out.shape[0] < m:
+        raise ValueError("could not place the points; lower min_distance or m")
+    return S, out
+
+
+def general_lemma_b_1_block(alphas, betas, outside):
     """A block ``h + V relu(U h + s)`` with ``k`` units that moves each row of ``alphas`` (the set S, at most
     ``k`` rows in ``R^k``) to the same row of ``betas`` and leaves every row of ``outside`` unchanged,
     without Lemma B.1's threshold recipe: unit ``j`` is the hyperplane of :func:`firing_margin` for
@@ -1282,79 +1033,306 @@ def general_lemma_b1_block(alphas, betas, outside):
     return U, V, s, margins
 
 
-def _hyperplane(alpha, H) -> np.ndarray:
-    from scipy.optimize import linprog
+def shared_threshold_counterexample(k: int, rho_prime: float) -> tuple[np.ndarray, np.ndarray]:
+    """``k`` vectors in ``R^{k+1}`` that satisfy Lemma B.1's hypotheses read with squared distances (squared
+    norms ``1 + rho'``, squared distances exactly ``3 rho'``), and targets ``e_1 .. e_k``.
 
-    if H.shape[0] == 0:
-        return np.append(np.sign(alpha) + (alpha == 0), 1.0)
-    res = linprog(-np.append(alpha, 1.0), A_ub=np.hstack([H, np.ones((H.shape[0], 1))]), b_ub=np.zeros(H.shape[0]),
-                  bounds=[(-1.0, 1.0)] * (alpha.shape[0] + 1), method="highs")
-    return res.x
-
-
-def hull_counterexample(rho_prime: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Four vectors of ``R^2`` that satisfy Lemma B.1's hypotheses as printed, for ``k = 2`` and ``S = {1, 2}``,
-    but admit no block: ``(alphas_S, betas_S, outside)``.
-
-    ``alpha_1 = sqrt(1 - rho') e_1`` is the midpoint of the two outside points
-    ``sqrt(1 + rho') (cos t, +-sin t)`` with ``cos t = sqrt((1 - rho') / (1 + rho'))``; ``alpha_2 = -e_1``.
-    Every squared norm lies in ``[1 - rho', 1 + rho']``; ``alpha_1`` is at distance ``sqrt(2 rho')`` from its
-    two neighbours, which is at least the printed ``3 rho'`` (unsquared) when ``rho' <= 2/9``. The targets
-    are chosen with independent displacements.
+    ``alpha_i = sqrt(1 + rho') (sqrt(1 - c) e_0 + sqrt(c) e_i)`` with ``c = 3 rho' / (2 (1 + rho'))``: their
+    inner products are ``1 - rho'/2``, above the printed proof's shared threshold ``1 - 2 rho'`` (inequality
+    (B.1) would need squared distances of ``6 rho'``), so that threshold fires the wrong units.
     """
-    rho_prime = validate.finite_float("rho_prime", rho_prime, minimum=0.0, open_minimum=True, maximum=1.0,
+    k = validate.positive_int("k", k)
+    rho_prime = validate.finite_float("rho_prime", rho_prime, minimum=0.0, open_minimum=True, maximum=0.5,
                                       open_maximum=True)
-    c = math.sqrt((1 - rho_prime) / (1 + rho_prime))
-    r = math.sqrt(1 + rho_prime)
-    outside = np.array([[r * c, r * math.sqrt(1 - c * c)], [r * c, -r * math.sqrt(1 - c * c)]])
-    alphas = np.array([[math.sqrt(1 - rho_prime), 0.0], [-1.0, 0.0]])
-    betas = np.array([[3.0, 3.0], [-3.0, 3.0]])
-    return alphas, betas, outside
+    c = 3 * rho_prime / (2 * (1 + rho_prime))
+    alphas = np.zeros((k, k + 1))
+    alphas[:, 0] = math.sqrt((1 + rho_prime) * (1 - c))
+    alphas[np.arange(k), np.arange(1, k + 1)] = math.sqrt((1 + rho_prime) * c)
+    return alphas, np.eye(k + 1)[1:]
 
 
-def lemma_b1_instance(k: int, m: int, rho_prime: float, min_distance: float, rng: np.random.Generator, *,
-                      squared: bool = True, spread: float = 1.5) -> tuple[np.ndarray, np.ndarray]:
-    """A random instance of Lemma B.1 in ``R^k``: ``(alphas, outside)``, ``k`` points of S and ``m`` outside.
+def ring_instance(k: int, rho_prime: float) -> tuple[np.ndarray, np.ndarray]:
+    """The tightest case of Lemma B.1 read with squared distances, in ``R^k`` (``k >= 2``, ``rho' <= 1/3``):
+    ``(alphas, outside)``.
 
-    Every squared norm is uniform in ``[1 - rho', 1 + rho']``. Each outside point is put near a random point
-    of S, at a distance between ``min_distance`` and ``spread`` times it (``min_distance`` is a squared
-    distance when ``squared``, else a distance), and every pair with a point of S is at least that far apart
-    (rejection): points that crowd S as closely as the hypothesis allows.
+    ``alpha_1 = sqrt(1 - rho') e_1`` (the smallest norm the window allows) is ringed by ``2 (k - 1)`` outside
+    points ``a e_1 +- b e_i`` of squared norm ``1 + rho'`` (the largest) at squared distance exactly
+    ``3 rho'``; the other ``k - 1`` points of S are ``-(e_1 + e_i) / sqrt(2)``. Unit 1's margin
+    ``||alpha_1||^2 - max <alpha_1, h>`` is ``rho' / 2``.
     """
-    k, m = _check_k(k), validate.non_negative_int("m", m)
-    rho_prime = validate.finite_float("rho_prime", rho_prime, minimum=0.0, open_minimum=True, maximum=1.0,
-                                      open_maximum=True)
-    min_distance = validate.positive_float("min_distance", min_distance)
-    d_min = math.sqrt(min_distance) if squared else min_distance
-
-    def norm_sq():
-        return rng.uniform(1 - rho_prime, 1 + rho_prime)
-
-    def far_enough(p, S):
-        return S.shape[0] == 0 or bool(np.min(np.linalg.norm(S - p, axis=1)) >= d_min * (1 - 1e-12))
-
-    S = np.zeros((0, k))
-    for _ in range(100_000):
-        if S.shape[0] == k:
-            break
-        v = rng.standard_normal(k)
-        p = v / np.linalg.norm(v) * math.sqrt(norm_sq())
-        if far_enough(p, S):
-            S = np.vstack([S, p])
-    out = np.zeros((0, k))
-    for _ in range(200_000):
-        if out.shape[0] == m:
-            break
-        a = S[rng.integers(k)]
-        w = rng.standard_normal(k)
-        h = a + rng.uniform(d_min, spread * d_min) * w / np.linalg.norm(w)
-        if abs(h @ h - 1.0) <= rho_prime and far_enough(h, S):
-            out = np.vstack([out, h])
-    if S.shape[0] < k or out.shape[0] < m:
-        raise ValueError("could not place the points; lower min_distance or m")
-    return S, out
+    k = validate.integer("k", k, minimum=2)
+    rho_prime = validate.finite_float("rho_prime", rho_prime, minimum=0.0, open_minimum=True, maximum=1 / 3)
+    a = (2 - 3 * rho_prime) / (2 * math.sqrt(1 - rho_prime))
+    b = math.sqrt(1 + rho_prime - a * a)
+    alphas = np.zeros((k, k))
+    alphas[0, 0] = math.sqrt(1 - rho_prime)
+    outside = []
+    for i in range(1, k):
+        alphas[i, 0] = alphas[i, i] = -1 / math.sqrt(2)
+        for sign in (1.0, -1.0):
+            h = np.zeros(k)
+            h[0], h[i] = a, sign * b
+            outside.append(h)
+    return alphas, np.array(outside)
 
 
+# --- Theorem 3.2 at the paper's width: the separation rho and the choice of k ---------------------------
+def _row_minima(Xa, sq, rows, chunk, ops, upper_only: bool):
+    """For the rows ``rows`` of ``Xa`` (positions, sorted): ``min_{j != i} ||x_j||^2 - 2 <x_i, x_j>``
+    over the columns ``j`` (only ``j > i`` when ``upper_only``, the rows then being all of them), in tiles
+    of ``chunk x chunk`` reduced while in cache. ``sq`` is in the precision of ``Xa``."""
+    n = Xa.shape[0]
+    out = []
+    for start in range(0, len(rows), chunk):
+        idx = rows[start:start + chunk]                  # numpy int array of row positions
+        block = Xa[int(idx[0]):int(idx[-1]) + 1] if upper_only else Xa[ops.index(idx)]
+        block = block * -2.0                             # exact: a power of two
+        low = None
+        for left in range(int(idx[0]) if upper_only else 0, n, chunk):
+            right = min(left + chunk, n)
+            T = block @ Xa[left:right].T
+            T += sq[None, left:right]
+            own = np.flatnonzero((idx >= left) & (idx < right))
+            if own.size:                                 # a row against itself
+                T[ops.index(own), ops.index(idx[own] - left)] = math.inf
+            m = ops.rowmin(T)
+            low = m if low is None else ops.minimum(low, m)
+        out.append(ops.to_numpy(low).astype(np.float64))
+    return np.concatenate(out)
+
+
+def separation(X, chunk: int | None = None, *, backend: str = "numpy", device=None) -> float:
+    """``rho = min_{i != j} ||x_i - x_j||^2`` over the rows of ``X`` (at least two rows), in float64.
+
+    Computed as ``||x_i||^2 + min_j (||x_j||^2 - 2 <x_i, x_j>)`` on square tiles of ``chunk`` by
+    ``chunk`` pairs (by default ``chunk^2`` is about :data:`CHUNK_ENTRIES`, on a GPU
+    :data:`GPU_CHUNK_ENTRIES`), each reduced to its row minima while in cache: never an ``n x n`` matrix.
+    Two passes: a float32 screen over every pair (each pair once), then float64 on the rows whose
+    screened minimum lies within twice a rounding bound ``E`` of the smallest one. ``E`` bounds the
+    float32 error of any pair's squared distance (``(D + 8) 2^-23 3 max ||x||^2``, beyond the
+    worst-case error of a length-``D`` dot product), so the pair attaining ``rho`` is always among the
+    rows recomputed, and the result is the float64 minimum.
+    """
+    X = _as_inputs(X)
+    n, D = X.shape
+    if n < 2:
+        raise ValueError("separation needs at least two points")
+    if backend == "numpy":   # on the CPU; a GPU takes far more
+        validate.check_budget("X", 1.5 * n * n * D, validate.OPS_LIMIT, what="work", unit="operations (n^2 D)",
+                              value=X)
+    ops = _backend(backend, device)
+    if chunk is None:
+        chunk = max(1, math.isqrt(ops.chunk_entries))
+    chunk = validate.positive_int("chunk", chunk)
+    Xb = X if ops.name == "numpy" else ops.asarray(X)    # read only: no copy needed
+    sq = ops.row_sq_norms(Xb)
+    sq_np = ops.to_numpy(sq)
+    every = np.arange(n)
+    with ops.limits():
+        X32 = ops.to32(Xb)
+        screen = _row_minima(X32, ops.to32(sq), every, chunk, ops, upper_only=True)
+        screen += sq_np
+        bound = (D + 8) * 2.0 ** -23 * 3.0 * float(sq_np.max())
+        candidates = np.flatnonzero(screen <= np.min(screen) + 2.0 * bound)
+        exact = _row_minima(Xb, sq, candidates, chunk, ops, upper_only=False)
+    return max(float(np.min(exact + sq_np[candidates])), 0.0)
+
+
+def paper_k(n: int, rho: float, c: float = 10.0) -> int:
+    """The paper's choice ``k = ceil(c log n / rho^2)`` (natural log, ``c = 10``)."""
+    n = validate.positive_int("n", n)
+    rho = validate.positive_float("rho", rho)
+    c = validate.positive_float("c", c)
+    return max(1, math.ceil(c * math.log(max(n, 2)) / rho ** 2))
+
+
+def equidistant_points(n: int, rho: float) -> np.ndarray:
+    """``n`` unit vectors in ``R^(n+1)`` at squared distance exactly ``rho`` from each other (``0 < rho <= 2``):
+    ``x_i = sqrt(rho/2) e_i + sqrt(1 - rho/2) e_(n+1)``, so ``<x_i, x_j> = 1 - rho/2`` for ``i != j``.
+
+    Every pair sits at the separation of Assumption 3.1, the data on which a width's dependence on
+    ``rho`` shows most plainly; ``rho = 2`` gives orthonormal inputs.
+    """
+    n = validate.positive_int("n", n)
+    rho = validate.finite_float("rho", rho, minimum=0.0, open_minimum=True, maximum=2.0)
+    X = np.zeros((n, n + 1))
+    X[np.arange(n), np.arange(n)] = math.sqrt(rho / 2)
+    X[:, n] = math.sqrt(1 - rho / 2)
+    return X
+
+
+def union_bound_k(n: int, rho: float, delta: float = 0.5) -> int:
+    """A width at which one Gaussian draw of ``A_0`` keeps the per-unit condition on all ``n`` inputs with
+    probability at least ``1 - delta``: ``k = ceil(ln(n (n - 1) / delta) / I(rho))``.
+
+    Each of the ``n (n - 1)`` ordered pairs fails with probability at most ``exp(-k I(d2)) <=
+    exp(-k I(rho))`` (:func:`pair_failure_exponent`; ``I`` increases with the squared distance ``d2 >=
+    rho``), so a union bound gives the width. Since ``I(rho) >= rho / 8 >= rho^2 / 16`` for ``rho <= 2``,
+    it is at most ``16 ln(n^2 / delta) / rho^2 + 1``: ``O(log n / rho^2)`` like the paper's width, with a
+    larger constant where ``rho`` is large (the paper's ``c = 10`` is below it once ``rho`` exceeds about
+    0.7). Points already moved onto a surrogate and the output block are not covered; the builder checks
+    them.
+    """
+    n = validate.positive_int("n", n)
+    rho = validate.finite_float("rho", rho, minimum=0.0, open_minimum=True, maximum=4.0)
+    delta = validate.probability("delta", delta, open_low=True, open_high=True)
+    if n == 1:
+        return 1
+    exponent = pair_failure_exponent(rho)
+    if exponent == 0.0:                   # rho / 4 underflows: no finite width
+        raise ValueError(f"rho = {rho!r} is too small for a finite union-bound width")
+    return max(1, math.ceil(math.log(n * (n - 1) / delta) / exponent))
+
+
+def default_k(n: int, rho: float | None, D: int) -> tuple[int, str]:
+    """The builder's width and projection when no ``k`` is given: ``(k, projection)``.
+
+    :func:`union_bound_k` (``delta = 1/2``: one draw keeps the per-unit condition on the inputs with
+    probability at least 1/2, so the builder's few draws rarely all fail) with the Gaussian projection
+    when it is below the normalised dimension ``D``; otherwise ``k = max(D, 2)`` with the exactly isometric
+    projection (a wider Gaussian map cannot keep the inputs' geometry better than an isometry). Not the
+    paper's ``ceil(10 log n / rho^2)``: on well-separated inputs (e.g. orthonormal ones, ``rho = 2``) almost
+    no draw fits at that width (pass ``k=paper_k(n, rho)`` for it). ``rho=None`` (one point) gives the
+    isometry.
+    """
+    n, D = validate.positive_int("n", n), validate.positive_int("D", D)
+    if rho is not None and rho > 0 and pair_failure_exponent(min(rho, 4.0)) > 0:
+        k = union_bound_k(n, min(rho, 4.0))
+        if k < D:
+            return max(k, 2), "gaussian"
+    return max(D, 2), "orthonormal"
+
+
+def smallest_width(X, y, draws: int, k_max: int, *, num_classes=None, thresholds: str = "per-unit",
+                   k_min: int = 2) -> int | None:
+    """The smallest ``k`` in ``[k_min, k_max]`` at which every one of ``draws`` single Gaussian draws
+    (seeds ``0..draws-1``) fits, found by bisection; ``None`` if ``k_max`` itself does not.
+
+    Bisection assumes that success is monotone in ``k`` (true with high probability, not surely: a
+    result ``k`` is a width at which all draws fit and ``k - 1`` one at which some draw failed).
+    """
+    draws = validate.positive_int("draws", draws)
+    k_max, k_min = validate.positive_int("k_max", k_max), validate.positive_int("k_min", k_min)
+    if k_min > k_max:
+        raise ValueError(f"k_min={k_min} exceeds k_max={k_max}")
+
+    def all_fit(k):
+        for seed in range(draws):
+            try:
+                construct_interpolating_resnet(X, y, k=k, num_classes=num_classes, seed=seed,
+                                               projection="gaussian", thresholds=thresholds, attempts=1)
+            except ConstructionError:
+                return False
+        return True
+
+    if not all_fit(k_max):
+        return None
+    lo, hi = k_min - 1, k_max                  # hi fits; lo is below the range or fails
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if all_fit(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+# --- Theorem 3.2, how wide the blocks must be: the projection step, the width needed, one pair of points ---
+def projection_distortion(X, A) -> float:
+    """``max | ||A (u - v)|| / ||u - v|| - 1 |`` over the pairs ``u != v`` of ``{0, x_1, .., x_n}`` (rows of ``X``).
+
+    The proof of Theorem 3.2 asks a random ``A_0`` to keep every norm and every distance of that set within a
+    factor ``1 +- rho/3``: it does exactly when this number is at most ``rho / 3``. Pairs of identical rows
+    are left out. Memory ``O(n^2)`` (Gram matrices): meant for a few thousand points.
+    """
+    X = _as_inputs(X)
+    A = validate.finite_array("A", A, ndim=2)
+    if A.shape[1] != X.shape[1]:
+        raise ValueError(f"A has {A.shape[1]} columns but the points have dimension {X.shape[1]}")
+    P = X @ A.T
+    G, H = X @ X.T, P @ P.T
+    sq, sq_p = np.diag(G).copy(), np.diag(H).copy()
+    worst = 0.0
+    keep = sq > 0
+    if keep.any():                                         # pairs (0, x_i): the norms
+        worst = float(np.max(np.abs(np.sqrt(sq_p[keep] / sq[keep]) - 1.0)))
+    d2 = sq[:, None] + sq[None, :] - 2.0 * G
+    d2p = sq_p[:, None] + sq_p[None, :] - 2.0 * H
+    iu = np.triu_indices(X.shape[0], 1)
+    d2, d2p = d2[iu], np.maximum(d2p[iu], 0.0)
+    keep = d2 > 1e-12 * max(1.0, float(sq.max()))
+    if keep.any():
+        worst = max(worst, float(np.max(np.abs(np.sqrt(d2p[keep] / d2[keep]) - 1.0))))
+    return worst
+
+
+def jl_union_width(n: int, eps: float, delta: float = 0.5) -> int:
+    """A width at which a Gaussian ``A_0`` with ``N(0, 1/k)`` entries keeps every norm and distance of
+    ``{0, x_1..x_n}`` within ``1 +- eps`` (squared, hence also unsquared) with probability ``>= 1 - delta``.
+
+    For one pair, ``||A_0 u||^2 / ||u||^2`` is ``chi^2_k / k``; its Chernoff bounds give a failure
+    probability at most ``2 exp(-k (eps^2/2 - eps^3/3) / 2)`` (Dasgupta & Gupta 2003, Lemma 2.2). A union
+    bound over the ``n (n + 1) / 2`` pairs: ``k = ceil(2 ln(n (n + 1) / delta) / (eps^2/2 - eps^3/3))``.
+    """
+    n = validate.positive_int("n", n)
+    eps = validate.finite_float("eps", eps, minimum=0.0, open_minimum=True, maximum=1.0, open_maximum=True)
+    delta = validate.probability("delta", delta, open_low=True, open_high=True)
+    return math.ceil(2.0 * math.log(n * (n + 1) / delta) / (eps ** 2 / 2 - eps ** 3 / 3))
+
+
+def jl_k(n: int, rho: float, thresholds: str = "per-unit") -> int:
+    """A ``k`` for which a Gaussian projection provably keeps the Lemma B.1 condition on the inputs.
+
+    A projection that keeps squared norms and distances of ``{0, x_1..x_n}`` within a factor ``1 +- eps``
+    keeps ``||alpha_i||^2 - ||alpha_j||^2 <= 2 eps`` and ``||alpha_i - alpha_j||^2 >= (1 - eps) rho``, so
+    ``<alpha_j, alpha_i> < ||alpha_j||^2`` (one threshold per unit) once ``eps < rho / (2 + rho)``; one
+    threshold shared by all units needs ``<alpha_i, alpha_j> <= 1 + eps - (1 - eps) rho / 2 < 1 - eps``,
+    i.e. ``eps < rho / (4 + rho)``. The Johnson-Lindenstrauss bound ``k >= 4 ln(n + 1) / (eps^2/2 -
+    eps^3/3)`` is evaluated at that ``eps``. (The surrogates of moved points are not covered: the builder
+    checks them.)
+    """
+    n = validate.positive_int("n", n)
+    thresholds = _check_thresholds(thresholds)
+    rho = validate.finite_float("rho", rho, minimum=0.0, open_minimum=True, maximum=4.0)
+    eps = rho / ((2.0 if thresholds == "per-unit" else 4.0) + rho)
+    return math.ceil(4.0 * math.log(n + 1) / (eps ** 2 / 2 - eps ** 3 / 3))
+
+
+def success_rate(X, y, k: int, seeds, *, projection: str = "gaussian", thresholds: str = "per-unit",
+                 num_classes=None) -> float:
+    """Fraction of ``seeds`` for which one draw (no retries) builds a network that fits ``(X, y)``."""
+    seeds = list(seeds)
+    if not seeds:
+        raise ValueError("success_rate needs at least one seed")
+    ok = 0
+    for seed in seeds:
+        try:
+            construct_interpolating_resnet(X, y, k=k, num_classes=num_classes, seed=seed,
+                                           projection=projection, thresholds=thresholds, attempts=1)
+            ok += 1
+        except ConstructionError:
+            pass
+    return ok / len(seeds)
+
+
+def pair_failure_exponent(d2: float) -> float:
+    """The Chernoff exponent ``I(d2) = (1/2) ln(4 / (4 - d2))`` of one pair of inputs under a Gaussian ``A_0``.
+
+    For unit inputs ``x_j, x_i`` at squared distance ``d2`` and ``A_0`` with independent ``N(0, 1/k)``
+    entries, unit ``j``'s per-unit condition fails on ``x_i`` (``<A_0 x_j, A_0 x_i> >= ||A_0 x_j||^2``) iff
+    ``<A_0 x_j, A_0 (x_i - x_j)> >= 0``. That inner product is ``(1/k) sum_t g_t h_t`` over the ``k`` rows,
+    with ``(g_t, h_t)`` independent centred Gaussian pairs of variances ``1`` and ``d2`` and covariance
+    ``<x_j, x_i - x_j> = -d2/2``, whose moment generating function is
+    ``E exp(lam g h) = [(1 + lam d2/2)^2 - lam^2 d2]^(-1/2)``. At ``lam = 2 / (4 - d2)`` the bracket is
+    ``4 / (4 - d2)``, its largest value, so ``P(fail) <= exp(-k I(d2))`` (Chernoff). ``I`` increases with
+    ``d2`` and ``I(d2) >= d2 / 8``; at ``d2 = 4`` (antipodal inputs) the pair never fails (``inf``).
+    """
+    d2 = validate.finite_float("d2", d2, minimum=0.0, open_minimum=True, maximum=4.0)
+    # log1p keeps I > 0 for d2 below the rounding of 4 - d2 (near-duplicate inputs)
+    return math.inf if d2 == 4.0 else -0.5 * math.log1p(-d2 / 4.0)
+
+
+# --- Theorem 3.2, surrogate labels: how wide for uncorrelated ones --------------------------------------
 def surrogate_width(r: int, t: float = 0.5, delta: float = 0.5) -> int:
     """A width at which ``r`` independent uniformly random unit vectors of ``R^k`` have every pairwise inner
     product below ``t`` with probability at least ``1 - delta``: ``k = ceil(2 ln(r (r - 1) / (2 delta)) / t^2)``.
@@ -1369,13 +1347,23 @@ def surrogate_width(r: int, t: float = 0.5, delta: float = 0.5) -> int:
     return math.ceil(2.0 * math.log(r * (r - 1) / (2.0 * delta)) / t ** 2)
 
 
+# --- Theorem 3.2, cost: the paper's parameter count -----------------------------------------------------
+def paper_parameter_count(k: int, D: int, depth: int, r: int, biases: bool = False) -> int:
+    """``k D + depth 2 k^2 + (k r + r^2)`` (the paper's count, weights only); ``+ depth k + r`` with biases."""
+    k, D, r = validate.positive_int("k", k), validate.positive_int("D", D), validate.positive_int("r", r)
+    depth = validate.non_negative_int("depth", depth)
+    count = k * D + depth * 2 * k * k + k * r + r * r
+    if biases:
+        count += depth * k + r
+    return int(count)
+
+
+# --- Appendix C: Claim C.1 ------------------------------------------------------------------------------
 def schur_off_block(M) -> float:
     """``max |T_ij| / ||M||`` over the entries of the real Schur form ``M = Z T Z^T`` outside its diagonal blocks
     (1 x 1, or 2 x 2 where ``T`` has a subdiagonal entry). For a normal ``M`` it is 0 up to rounding, and
     ``Z``, ``T`` are then Claim C.1's ``S``, ``D``; a non-normal ``M`` of size 3 or more leaves entries outside the
     blocks (of size 2 every real matrix is one block)."""
-    from scipy.linalg import schur
-
     M = validate.finite_array("M", M, ndim=2)
     if M.shape[0] != M.shape[1]:
         raise ValueError(f"M must be square, got shape {M.shape}")

@@ -1,13 +1,14 @@
 """Linear residual networks: Hardt & Ma (2017), Section 2, and Bartlett, Helmbold & Long (2018).
 
 Hardt & Ma study the linear residual network ``x -> (I + A_l) ... (I + A_1) x`` fitted to
-``y = R x + xi`` with ``xi ~ N(0, I_d)`` and ``Sigma = E[x x^T]``. This module implements
+``y = R x + xi`` with ``xi ~ N(0, I_d)`` and ``Sigma = E[x x^T]``. This module implements, in the order of
+the chapter ``book/linear.md``,
 
+- the population risk of Claim 2.3 (:func:`risk`), its gradient (Lemma 2.4) in the order the chain rule
+  gives (:func:`risk_gradient`) and in the order the ICLR text prints (:func:`risk_gradient_printed_order`);
 - the Theorem 2.1 construction (:func:`factorize_near_identity`, :func:`factorization_plan`,
   :func:`compose`), the constant ``gamma(R)`` and two bounds on ``max_i ||A_i||``
   (:func:`theorem_2_1_bound`, the printed ICLR one; :func:`theorem_2_1_bound_early`, a review's);
-- the population risk of Claim 2.3 (:func:`risk`), its gradient (Lemma 2.4) in the order the chain rule
-  gives (:func:`risk_gradient`) and in the order the ICLR text prints (:func:`risk_gradient_printed_order`);
 - the gradient lower bound of eq. (2.3) as printed (:func:`gradient_lower_bound_printed`) and as its
   proof actually yields it (:func:`gradient_lower_bound`);
 - gradient descent on the risk (:func:`risk_gradient_descent`) and, for Bartlett, Helmbold & Long,
@@ -27,32 +28,31 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.linalg
 import scipy.optimize
+import sympy as sp
+import torch
+from torch.func import hessian
 
-from . import validate
+from . import checks, validate
+
 
 __all__ = [
-    "FactorizationPlan", "GDResult", "compose", "factorization_plan", "factorize_near_identity", "gamma",
-    "gradient_lower_bound", "gradient_lower_bound_printed", "identity_init_gd", "layer_norms",
-    "risk", "risk_by_quadrature", "best_factorization_in_ball", "risk_gradient", "risk_gradient_descent", "risk_gradient_printed_order", "random_rotation",
-    "random_matrix_with_gamma", "random_layers_in_ball", "sympy_risk", "torch_risk", "theorem_2_1_sweep", "theorem_2_1_bound", "theorem_2_1_bound_early", "theorem_2_1_bound_integer", "theorem_2_1_min_depth",
-    "FACTORIZATION_METHODS", "rotation_root", "theorem_2_1_ratio", "theorem_2_1_worst_ratio_search",
-    "critical_point_search", "CriticalPointSearch", "identity_gd_steps_to", "TARGET_KINDS",
-    "random_theorem_2_1_target",
+    "best_factorization_in_ball", "bhl_step_size", "compose", "critical_point_search", "CriticalPointSearch",
+    "det_loss_floor", "FACTORIZATION_METHODS", "factorization_plan", "FactorizationPlan",
+    "factorize_near_identity", "gamma", "GDResult", "gradient_lower_bound", "gradient_lower_bound_printed",
+    "identity_gd_steps_to", "identity_gd_trace", "identity_init_gd", "IdentityGDTrace", "layer_norms",
+    "random_layers_in_ball", "random_matrix_with_gamma", "random_rotation", "random_theorem_2_1_target", "risk",
+    "risk_by_quadrature", "risk_gradient", "risk_gradient_descent", "risk_gradient_printed_order",
+    "rotation_root", "symmetric_identity_gd", "SymmetricGDRun", "sympy_risk", "sympy_risk_gradient",
+    "TARGET_KINDS", "theorem_2_1_bound", "theorem_2_1_bound_early", "theorem_2_1_bound_integer",
+    "theorem_2_1_min_depth", "theorem_2_1_ratio", "theorem_2_1_sweep", "theorem_2_1_worst_ratio_search",
+    "torch_risk",
 ]
 
 # Relative tolerance for deciding that a matrix is symmetric / a singular value equals one.
 _SYMMETRY_RTOL = 1e-12
 
 
-# --- input validation --------------------------------------------------------------------------------
-def _as_square_matrix(M, name: str) -> np.ndarray:
-    return validate.square_matrix(name, M)
-
-
-def _as_depth(depth, name: str = "depth") -> int:
-    return validate.positive_int(name, depth)
-
-
+# --- input validation -----------------------------------------------------------------------------------
 def _as_layers(A, name: str = "A") -> np.ndarray:
     arr = validate.finite_array(name, A, allow_empty=True)
     if arr.ndim != 3 or arr.shape[1] != arr.shape[2]:
@@ -72,7 +72,7 @@ def _check_depth_budget(depth: int, d: int, *, layers: bool) -> None:
 
 
 def _as_covariance(Sigma, d: int) -> np.ndarray:
-    S = _as_square_matrix(Sigma, "Sigma")
+    S = validate.square_matrix("Sigma", Sigma)
     if S.shape[0] != d:
         raise ValueError(f"Sigma must be {d} x {d} to match the layers, got shape {S.shape}")
     scale = max(1.0, float(np.max(np.abs(S))))
@@ -85,13 +85,13 @@ def _as_covariance(Sigma, d: int) -> np.ndarray:
 
 def _check_risk_inputs(A, R, Sigma):
     A = _as_layers(A)
-    R = _as_square_matrix(R, "R")
+    R = validate.square_matrix("R", R)
     if R.shape[0] != A.shape[1]:
         raise ValueError(f"R is {R.shape[0]} x {R.shape[0]} but the layers are {A.shape[1]} x {A.shape[2]}")
     return A, R, _as_covariance(Sigma, A.shape[1])
 
 
-# --- products ------------------------------------------------------------------------------------------
+# --- Section 2, the setting: the network's matrix, and random instances ---------------------------------
 def compose(A) -> np.ndarray:
     """The network's matrix ``(I + A[depth-1]) ... (I + A[0])`` for layers ``A`` of shape ``(depth, d, d)``."""
     A = _as_layers(A)
@@ -126,10 +126,173 @@ def _prefix_suffix(A):
     return right, left, P
 
 
-# --- Theorem 2.1 -------------------------------------------------------------------------------------
+def _rng(seed):
+    return seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+
+
+def random_rotation(d, seed=None) -> np.ndarray:
+    """A Haar-random matrix in SO(d)."""
+    d = validate.positive_int("d", d)
+    validate.check_budget("d", 3 * 8.0 * d * d, validate.memory_limit_bytes(), value=d)   # the matrix, its QR
+    validate.check_budget("d", 2.0 * d ** 3, validate.OPS_LIMIT, what="work", unit="operations", value=d)
+    Q, Rm = np.linalg.qr(_rng(seed).standard_normal((d, d)))
+    Q = Q * np.sign(np.diag(Rm))[None, :]
+    if np.linalg.det(Q) < 0:
+        Q[:, 0] *= -1
+    return Q
+
+
+def random_matrix_with_gamma(d, target_gamma, seed=None, psd=False) -> np.ndarray:
+    """A random ``R = U diag(s) V^T`` with ``det R > 0`` and ``gamma(R) = target_gamma`` exactly (up to rounding).
+
+    The singular values are log-uniform in ``[e^-gamma, e^gamma]`` with one endpoint attained; ``psd=True``
+    takes ``V = U`` (symmetric positive definite).
+    """
+    d = validate.positive_int("d", d)
+    target_gamma = validate.non_negative_float("target_gamma", target_gamma)
+    rng = _rng(seed)
+    logs = rng.uniform(-target_gamma, target_gamma, size=d)
+    logs[0] = target_gamma if rng.random() < 0.5 else -target_gamma
+    U = random_rotation(d, rng)
+    V = U if psd else random_rotation(d, rng)
+    return (U * np.exp(logs)[None, :]) @ V.T
+
+
+def random_layers_in_ball(depth, d, tau, seed=None, boundary=False) -> np.ndarray:
+    """Random layers ``A`` of shape ``(depth, d, d)`` with ``||A_i|| = tau * u_i``, ``u_i ~ U(0, 1)``,
+    Gaussian directions: random points of the ball ``max_i ||A_i|| <= tau`` (not uniform in it).
+    ``boundary=True`` puts every layer on the boundary: ``||A_i|| = tau`` exactly."""
+    depth = validate.positive_int("depth", depth)
+    d = validate.positive_int("d", d)
+    tau = validate.non_negative_float("tau", tau)
+    rng = _rng(seed)
+    A = rng.standard_normal((depth, d, d))
+    u = np.ones(depth) if validate.boolean("boundary", boundary) else rng.uniform(0.0, 1.0, depth)
+    scale = tau * u / np.linalg.norm(A, 2, axis=(1, 2))
+    return A * scale[:, None, None]
+
+
+# --- Claim 2.3: the risk is a weighted distance to R ----------------------------------------------------
+def risk(A, R, Sigma) -> float:
+    """Population risk ``E ||(I + A_l)...(I + A_1) x - y||^2`` for ``y = R x + xi``, ``xi ~ N(0, I_d)``.
+
+    Equals ``||E Sigma^(1/2)||_F^2 + d = tr(E Sigma E^T) + d`` with ``E = compose(A) - R`` (Claim 2.3;
+    the noise contributes ``E ||xi||^2 = d``).
+    """
+    A, R, Sigma = _check_risk_inputs(A, R, Sigma)
+    E = compose(A) - R
+    return float(np.trace(E @ Sigma @ E.T)) + A.shape[1]
+
+
+def risk_by_quadrature(A, R, atoms, weights, noise_map=None) -> float:
+    """The population risk computed from its definition (eq. 2.2), not from Claim 2.3's closed form.
+
+    ``x`` takes the values ``atoms[m]`` (shape ``(n, d)``) with probabilities ``weights[m]``; the target is
+    ``y = R x + xi`` with ``xi = noise_map @ x + eta`` (``noise_map`` defaults to zero: the setting of Section
+    2, noise independent of x) and ``eta ~ N(0, I_d)``. The expectation over ``eta`` uses the two-point
+    Gauss-Hermite rule in every coordinate (nodes +-1, weights 1/2), exact for the quadratic integrand, so
+    the result is ``E ||(I + A_l)...(I + A_1) x - y||^2`` to rounding, for any A.
+    """
+    A = _as_layers(A)
+    d = A.shape[1]
+    R = validate.square_matrix("R", R)
+    if R.shape[0] != d:
+        raise ValueError(f"R is {R.shape[0]} x {R.shape[0]} but the layers are {d} x {d}")
+    atoms = validate.finite_array("atoms", atoms, ndim=2)
+    if atoms.shape[1] != d:
+        raise ValueError(f"atoms must have shape (n, {d}), got {atoms.shape}")
+    weights = validate.finite_array("weights", weights, shape=(atoms.shape[0],))
+    if np.any(weights < 0) or not math.isclose(float(weights.sum()), 1.0, rel_tol=1e-12):
+        raise ValueError("weights must be non-negative and sum to one")
+    M = np.zeros((d, d)) if noise_map is None else validate.square_matrix("noise_map", noise_map)
+    if M.shape[0] != d:
+        raise ValueError(f"noise_map must be {d} x {d}, got shape {M.shape}")
+    if d > 16:
+        raise ValueError(f"the 2^d-node noise rule is limited to d <= 16, got d = {d}")
+    nodes = np.array(np.meshgrid(*([[-1.0, 1.0]] * d), indexing="ij")).reshape(d, -1).T  # (2^d, d)
+    residual = atoms @ (compose(A) - R - M).T  # P x - R x - M x, shape (n, d)
+    sq = np.sum((residual[:, None, :] - nodes[None, :, :]) ** 2, axis=2)  # (n, 2^d)
+    return float(weights @ sq.mean(axis=1))
+
+
+# --- Lemma 2.4: the gradient of the risk (corrected and printed order), and its torch and SymPy witnesses ---
+def risk_gradient(A, R, Sigma) -> np.ndarray:
+    """``d risk / d A_i = 2 (I+A_{i+1})^T ... (I+A_l)^T E Sigma (I+A_1)^T ... (I+A_{i-1})^T``, shape (depth, d, d).
+
+    That is ``2 L_i^T E Sigma R_i^T`` with ``L_i = (I+A_l)...(I+A_{i+1})`` and ``R_i = (I+A_{i-1})...(I+A_1)``.
+    """
+    A, R, Sigma = _check_risk_inputs(A, R, Sigma)
+    right, left, P = _prefix_suffix(A)
+    G = (P - R) @ Sigma
+    return 2.0 * np.einsum("lji,jk,lmk->lim", left, G, right)
+
+
+def risk_gradient_printed_order(A, R, Sigma) -> np.ndarray:
+    """Lemma 2.4 as the ICLR text prints it: the transposed factors on each side in the opposite order,
+    ``2 (I+A_l)^T ... (I+A_{i+1})^T E Sigma (I+A_{i-1})^T ... (I+A_1)^T``. Not the gradient when depth >= 3."""
+    A, R, Sigma = _check_risk_inputs(A, R, Sigma)
+    depth, d, _ = A.shape
+    _, _, P = _prefix_suffix(A)
+    G = (P - R) @ Sigma
+    out = np.empty_like(A)
+    for i in range(depth):
+        left = np.eye(d)
+        for j in range(depth - 1, i, -1):  # (I+A_l)^T (I+A_{l-1})^T ... (I+A_{i+1})^T
+            left = left @ (np.eye(d) + A[j]).T
+        right = np.eye(d)
+        for j in range(i - 1, -1, -1):  # (I+A_{i-1})^T ... (I+A_1)^T
+            right = right @ (np.eye(d) + A[j]).T
+        out[i] = 2.0 * left @ G @ right
+    return out
+
+
+def torch_risk(depth, d, R, Sigma):
+    """The risk as a torch function of one flat float64 vector of ``depth * d * d`` layer entries
+    (``A[0]`` first, row-major), for the autograd and finite-difference witnesses of :mod:`resnet_theory.checks`."""
+    depth, d = validate.positive_int("depth", depth), validate.positive_int("d", d)
+    _, R, Sigma = _check_risk_inputs(np.zeros((depth, d, d)), R, Sigma)
+    R_t, S_t = torch.as_tensor(R), torch.as_tensor(Sigma)
+
+    def f(v):
+        if v.numel() != depth * d * d:
+            raise ValueError(f"expected {depth * d * d} parameters, got {v.numel()}")
+        A = v.reshape(depth, d, d)
+        I = torch.eye(d, dtype=v.dtype)
+        P = I
+        for i in range(depth):
+            P = (I + A[i]) @ P
+        E = P - R_t
+        return torch.trace(E @ S_t @ E.T) + d
+    return f
+
+
+def sympy_risk(depth, d, R, Sigma):
+    """The risk ``tr(E Sigma E^T) + d`` as an exact SymPy expression in ``depth * d * d`` symbols ``a0, a1, ...``
+    (same order as :func:`torch_risk`); ``R`` and ``Sigma`` are converted to exact rationals."""
+    depth, d = validate.positive_int("depth", depth), validate.positive_int("d", d)
+    _check_risk_inputs(np.zeros((depth, d, d)), R, Sigma)
+    Rs = sp.Matrix(np.asarray(R, dtype=float).tolist()).applyfunc(sp.nsimplify)
+    Ss = sp.Matrix(np.asarray(Sigma, dtype=float).tolist()).applyfunc(sp.nsimplify)
+    symbols = sp.symbols(f"a0:{depth * d * d}")
+    P = sp.eye(d)
+    for i in range(depth):
+        P = (sp.eye(d) + sp.Matrix(d, d, symbols[i * d * d:(i + 1) * d * d])) * P
+    E = P - Rs
+    return sp.expand((E * Ss * E.T).trace()) + d, symbols
+
+
+def sympy_risk_gradient(depth, d, R, Sigma):
+    """The exact gradient of :func:`sympy_risk`: its ``depth * d * d`` SymPy expressions and a numpy callable of
+    the flat layers (the order of :func:`torch_risk`), from :func:`resnet_theory.checks.sympy_derivatives` with
+    the risk differentiated as a polynomial and no Hessian."""
+    sd = checks.sympy_derivatives(*sympy_risk(depth, d, R, Sigma), simplify=False, hessian=False, polynomial=True)
+    return list(sd.gradient_exprs), sd.gradient
+
+
+# --- Theorem 2.1: the constant gamma(R) and the bounds on max_i ||A_i|| ---------------------------------
 def gamma(R) -> float:
     """``gamma(R) = max(|log s_max(R)|, |log s_min(R)|)`` for an invertible square ``R``."""
-    R = _as_square_matrix(R, "R")
+    R = validate.square_matrix("R", R)
     s = np.linalg.svd(R, compute_uv=False)
     if s[-1] <= 0:
         raise ValueError("R is singular (its smallest singular value is zero), so gamma(R) is infinite")
@@ -138,7 +301,7 @@ def gamma(R) -> float:
 
 def theorem_2_1_bound(R, depth) -> float:
     """The camera-ready (ICLR 2017) bound ``2 (sqrt(pi) + sqrt(3 gamma))^2 / depth`` on ``max_i ||A_i||``."""
-    depth = _as_depth(depth)
+    depth = validate.positive_int("depth", depth)
     g = gamma(R)
     return 2.0 * (math.sqrt(math.pi) + math.sqrt(3.0 * g)) ** 2 / depth
 
@@ -147,7 +310,7 @@ def theorem_2_1_bound_early(R, depth) -> float:
     """The bound ``(4 pi + 3 gamma) / depth`` on ``max_i ||A_i||`` as a review of the paper (PaperWhy) states
     Theorem 2.1; the printed ICLR text has :func:`theorem_2_1_bound`, and which version the review read is
     not known to us."""
-    depth = _as_depth(depth)
+    depth = validate.positive_int("depth", depth)
     return (4.0 * math.pi + 3.0 * gamma(R)) / depth
 
 
@@ -160,7 +323,7 @@ def theorem_2_1_bound_integer(R, depth) -> float:
     ``max_i ||A_i|| <= 2 (sqrt(pi) + sqrt(3 gamma))^2 / (l - 2 - 2 sqrt(3 gamma / pi))`` for
     ``l >= 3 gamma`` and ``l > 2 + 2 sqrt(3 gamma / pi)``; ``inf`` for smaller ``l``.
     """
-    depth = _as_depth(depth)
+    depth = validate.positive_int("depth", depth)
     g = gamma(R)
     a, b = math.sqrt(math.pi), math.sqrt(3.0 * g)
     effective = depth - 2.0 * (a + b) / a
@@ -174,6 +337,7 @@ def theorem_2_1_min_depth(R) -> int:
     return max(1, math.ceil(3.0 * gamma(R) - 1e-12))
 
 
+# --- Theorem 2.1: the construction (the polar split, and the SVD scheme of the proof) -------------------
 @dataclass
 class FactorizationPlan:
     """How :func:`factorize_near_identity` splits ``depth`` layers.
@@ -379,8 +543,8 @@ def _plan_polar(R: np.ndarray, depth: int):
 
 def factorization_plan(R, depth, method: str = "polar") -> FactorizationPlan:
     """The split :func:`factorize_near_identity` uses for ``R`` at ``depth``, with the exact layer norms."""
-    R = _as_square_matrix(R, "R")
-    depth = _as_depth(depth)
+    R = validate.square_matrix("R", R)
+    depth = validate.positive_int("depth", depth)
     _check_depth_budget(depth, R.shape[0], layers=False)
     return _plan(R, depth, _as_method(method))[0]
 
@@ -390,8 +554,8 @@ def rotation_root(Q, q) -> np.ndarray:
     turning each plane of D by ``theta_k / q``; ``||S W S^T - I|| = max_k 2 |sin(theta_k / 2q)|``.
 
     The layer of Hardt & Ma's construction is ``B = S W S^T - I`` (the text prints ``I - S W S^T``)."""
-    Q = _as_square_matrix(Q, "Q")
-    q = _as_depth(q, "q")
+    Q = validate.square_matrix("Q", Q)
+    q = validate.positive_int("q", q)
     if np.max(np.abs(Q @ Q.T - np.eye(Q.shape[0]))) > 1e-9 or np.linalg.det(Q) <= 0:
         raise ValueError("Q must be a rotation: orthogonal (Q Q^T = I) with det Q = +1")
     Z, rotations = _rotation_generator(Q)
@@ -418,8 +582,8 @@ def factorize_near_identity(R, depth, method: str = "polar") -> np.ndarray:
     Raises ``ValueError`` for a non-square, non-2-D or non-finite ``R``, for ``det R <= 0``, for
     ``depth < 1`` and for an unknown method; ``TypeError`` for a non-integer depth.
     """
-    R = _as_square_matrix(R, "R")
-    depth = _as_depth(depth)
+    R = validate.square_matrix("R", R)
+    depth = validate.positive_int("depth", depth)
     _check_depth_budget(depth, R.shape[0], layers=True)
     plan, pieces = _plan(R, depth, _as_method(method))
     d = R.shape[0]
@@ -459,129 +623,206 @@ def factorize_near_identity(R, depth, method: str = "polar") -> np.ndarray:
     return A
 
 
-# --- the risk (Claim 2.3) and its gradient (Lemma 2.4) ---------------------------------------------------
-def risk(A, R, Sigma) -> float:
-    """Population risk ``E ||(I + A_l)...(I + A_1) x - y||^2`` for ``y = R x + xi``, ``xi ~ N(0, I_d)``.
+# --- Theorem 2.1: the statement on random targets, an adversarial search, the best factorisation in a ball ---
+#: Families of targets for the Theorem 2.1 statement check (:func:`random_theorem_2_1_target`).
+TARGET_KINDS = ("near-pi rotation x stretch", "symmetric positive definite", "random")
 
-    Equals ``||E Sigma^(1/2)||_F^2 + d = tr(E Sigma E^T) + d`` with ``E = compose(A) - R`` (Claim 2.3;
-    the noise contributes ``E ||xi||^2 = d``).
+
+def random_theorem_2_1_target(kind, d, seed=None) -> np.ndarray:
+    """A random ``R`` with ``det R > 0`` from one of :data:`TARGET_KINDS`: a rotation turning every plane by
+    nearly pi composed with a slight random stretch (gamma log-uniform in [e^-6, 1]; the case that strains
+    whole-number layer counts most), a symmetric positive definite matrix, or a random ``U diag(s) V^T``
+    (gamma log-uniform in [e^-5, e^1.2])."""
+    kind = validate.choice("kind", kind, TARGET_KINDS)
+    d = validate.positive_int("d", d)
+    rng = _rng(seed)
+    if kind == "random":
+        return random_matrix_with_gamma(d, float(np.exp(rng.uniform(-5.0, 1.2))), rng)
+    if kind == "symmetric positive definite":
+        return random_matrix_with_gamma(d, float(np.exp(rng.uniform(-5.0, 1.2))), rng, psd=True)
+    W = np.eye(d)
+    for k in range(d // 2):
+        theta = math.pi - abs(rng.normal(0.0, 0.05))
+        c, s = math.cos(theta), math.sin(theta)
+        W[2 * k: 2 * k + 2, 2 * k: 2 * k + 2] = [[c, -s], [s, c]]
+    Q = random_rotation(d, rng)
+    stretch = random_matrix_with_gamma(d, float(np.exp(rng.uniform(-6.0, 0.0))), rng)
+    return Q @ W @ Q.T @ stretch
+
+
+def theorem_2_1_ratio(R, depths, method: str = "polar") -> np.ndarray:
+    """``max_i ||A_i|| / bound`` at each depth, for the layers :func:`factorization_plan` predicts with
+    ``method``, against the smaller of the two bounds (the printed one and the review's).
+
+    Uses one decomposition per depth (no layers are built): fast enough for a search. The chapter confirms
+    the worst cases it finds with :func:`factorize_near_identity` and :func:`layer_norms`.
     """
-    A, R, Sigma = _check_risk_inputs(A, R, Sigma)
-    E = compose(A) - R
-    return float(np.trace(E @ Sigma @ E.T)) + A.shape[1]
-
-
-def risk_by_quadrature(A, R, atoms, weights, noise_map=None) -> float:
-    """The population risk computed from its definition (eq. 2.2), not from Claim 2.3's closed form.
-
-    ``x`` takes the values ``atoms[m]`` (shape ``(n, d)``) with probabilities ``weights[m]``; the target is
-    ``y = R x + xi`` with ``xi = noise_map @ x + eta`` (``noise_map`` defaults to zero: the setting of Section
-    2, noise independent of x) and ``eta ~ N(0, I_d)``. The expectation over ``eta`` uses the two-point
-    Gauss-Hermite rule in every coordinate (nodes +-1, weights 1/2), exact for the quadratic integrand, so
-    the result is ``E ||(I + A_l)...(I + A_1) x - y||^2`` to rounding, for any A.
-    """
-    A = _as_layers(A)
-    d = A.shape[1]
-    R = _as_square_matrix(R, "R")
-    if R.shape[0] != d:
-        raise ValueError(f"R is {R.shape[0]} x {R.shape[0]} but the layers are {d} x {d}")
-    atoms = validate.finite_array("atoms", atoms, ndim=2)
-    if atoms.shape[1] != d:
-        raise ValueError(f"atoms must have shape (n, {d}), got {atoms.shape}")
-    weights = validate.finite_array("weights", weights, shape=(atoms.shape[0],))
-    if np.any(weights < 0) or not math.isclose(float(weights.sum()), 1.0, rel_tol=1e-12):
-        raise ValueError("weights must be non-negative and sum to one")
-    M = np.zeros((d, d)) if noise_map is None else _as_square_matrix(noise_map, "noise_map")
-    if M.shape[0] != d:
-        raise ValueError(f"noise_map must be {d} x {d}, got shape {M.shape}")
-    if d > 16:
-        raise ValueError(f"the 2^d-node noise rule is limited to d <= 16, got d = {d}")
-    nodes = np.array(np.meshgrid(*([[-1.0, 1.0]] * d), indexing="ij")).reshape(d, -1).T  # (2^d, d)
-    residual = atoms @ (compose(A) - R - M).T  # P x - R x - M x, shape (n, d)
-    sq = np.sum((residual[:, None, :] - nodes[None, :, :]) ** 2, axis=2)  # (n, 2^d)
-    return float(weights @ sq.mean(axis=1))
-
-
-def risk_gradient(A, R, Sigma) -> np.ndarray:
-    """``d risk / d A_i = 2 (I+A_{i+1})^T ... (I+A_l)^T E Sigma (I+A_1)^T ... (I+A_{i-1})^T``, shape (depth, d, d).
-
-    That is ``2 L_i^T E Sigma R_i^T`` with ``L_i = (I+A_l)...(I+A_{i+1})`` and ``R_i = (I+A_{i-1})...(I+A_1)``.
-    """
-    A, R, Sigma = _check_risk_inputs(A, R, Sigma)
-    right, left, P = _prefix_suffix(A)
-    G = (P - R) @ Sigma
-    return 2.0 * np.einsum("lji,jk,lmk->lim", left, G, right)
-
-
-def risk_gradient_printed_order(A, R, Sigma) -> np.ndarray:
-    """Lemma 2.4 as the ICLR text prints it: the transposed factors on each side in the opposite order,
-    ``2 (I+A_l)^T ... (I+A_{i+1})^T E Sigma (I+A_{i-1})^T ... (I+A_1)^T``. Not the gradient when depth >= 3."""
-    A, R, Sigma = _check_risk_inputs(A, R, Sigma)
-    depth, d, _ = A.shape
-    _, _, P = _prefix_suffix(A)
-    G = (P - R) @ Sigma
-    out = np.empty_like(A)
-    for i in range(depth):
-        left = np.eye(d)
-        for j in range(depth - 1, i, -1):  # (I+A_l)^T (I+A_{l-1})^T ... (I+A_{i+1})^T
-            left = left @ (np.eye(d) + A[j]).T
-        right = np.eye(d)
-        for j in range(i - 1, -1, -1):  # (I+A_{i-1})^T ... (I+A_1)^T
-            right = right @ (np.eye(d) + A[j]).T
-        out[i] = 2.0 * left @ G @ right
+    R = validate.square_matrix("R", R)
+    depths = [validate.positive_int("depth", depth) for depth in depths]
+    out = min(theorem_2_1_bound(R, 1), theorem_2_1_bound_early(R, 1)) / np.asarray(depths, dtype=float)
+    method = _as_method(method)
+    _check_invertible_oriented(R)
+    if _is_spd(R):
+        return np.array([factorization_plan(R, depth, method).max_norm for depth in depths]) / out
+    if method == "polar":
+        Q, P = scipy.linalg.polar(R)
+        k = np.linalg.eigvalsh((P + P.T) / 2)
+        angles = np.abs(np.array([t for *_, t in _rotation_generator(Q)[1]], dtype=float))
+    else:
+        U, k, Vt = _svd_oriented(R)
+        angles = np.abs(np.array([t for *_, t in _rotation_generator(U)[1] + _rotation_generator(Vt)[1]],
+                                 dtype=float))
+    # the planners' admissible splits (_admissible_splits), all depths at once; the rotation layers' norm
+    # depends on q only, the scaling layers' on p only
+    q, p, ok = _admissible_splits(method, depths, *_trivial_factors(angles, k))  # p, ok: (depths, q)
+    rot = _rotation_norms(angles, q)
+    sca = _scaling_norms(k, np.arange(max(depths) + 1))
+    split = np.where(ok, np.maximum(rot[None, :], sca[np.maximum(p, 0)]), np.inf).min(axis=1, initial=np.inf)
+    for n, depth in enumerate(depths):
+        if depth <= 2:  # depth 1 (and depth 2 of the SVD scheme) are special cases of the plan
+            out[n] = factorization_plan(R, depth, method).max_norm / out[n]
+        else:
+            out[n] = float(split[n]) / out[n]
     return out
 
 
-def torch_risk(depth, d, R, Sigma):
-    """The risk as a torch function of one flat float64 vector of ``depth * d * d`` layer entries
-    (``A[0]`` first, row-major), for the autograd and finite-difference witnesses of :mod:`resnet_theory.checks`."""
-    import torch
-
-    depth, d = _as_depth(depth), _as_depth(d, "d")
-    _, R, Sigma = _check_risk_inputs(np.zeros((depth, d, d)), R, Sigma)
-    R_t, S_t = torch.as_tensor(R), torch.as_tensor(Sigma)
-
-    def f(v):
-        if v.numel() != depth * d * d:
-            raise ValueError(f"expected {depth * d * d} parameters, got {v.numel()}")
-        A = v.reshape(depth, d, d)
-        I = torch.eye(d, dtype=v.dtype)
-        P = I
-        for i in range(depth):
-            P = (I + A[i]) @ P
-        E = P - R_t
-        return torch.trace(E @ S_t @ E.T) + d
-    return f
+def _rotated_stretch(params: np.ndarray, d: int, mixing: np.ndarray) -> np.ndarray:
+    """``M1 blockdiag(rot(theta_k)) M1^T M2 diag(exp(g)) M2^T``: the first ``d // 2`` params are angles, the
+    next ``d`` log singular values; ``mixing = (M1, M2)`` are fixed rotations."""
+    angles, logs = params[: d // 2], params[d // 2: d // 2 + d]
+    W = np.eye(d)
+    for k, theta in enumerate(angles):
+        c, s = math.cos(theta), math.sin(theta)
+        W[2 * k: 2 * k + 2, 2 * k: 2 * k + 2] = [[c, -s], [s, c]]
+    M1, M2 = mixing
+    return (M1 @ W @ M1.T) @ ((M2 * np.exp(logs)[None, :]) @ M2.T)
 
 
-def sympy_risk(depth, d, R, Sigma):
-    """The risk ``tr(E Sigma E^T) + d`` as an exact SymPy expression in ``depth * d * d`` symbols ``a0, a1, ...``
-    (same order as :func:`torch_risk`); ``R`` and ``Sigma`` are converted to exact rationals."""
-    import sympy as sp
+def theorem_2_1_worst_ratio_search(dims=(2, 3, 4), max_depth=24, random_starts=40, refine=4,
+                                   max_gamma=2.0, method: str = "polar", seed=None) -> dict:
+    """Adversarial search for the ``R`` and depth ``l >= 3 gamma(R)`` that bring the construction closest to
+    (or over) the smaller published Theorem 2.1 bound.
 
-    depth, d = _as_depth(depth), _as_depth(d, "d")
-    _check_risk_inputs(np.zeros((depth, d, d)), R, Sigma)
-    Rs = sp.Matrix(np.asarray(R, dtype=float).tolist()).applyfunc(sp.nsimplify)
-    Ss = sp.Matrix(np.asarray(Sigma, dtype=float).tolist()).applyfunc(sp.nsimplify)
-    symbols = sp.symbols(f"a0:{depth * d * d}")
-    P = sp.eye(d)
-    for i in range(depth):
-        P = (sp.eye(d) + sp.Matrix(d, d, symbols[i * d * d:(i + 1) * d * d])) * P
-    E = P - Rs
-    return sp.expand((E * Ss * E.T).trace()) + d, symbols
+    ``R`` ranges over rotated stretches (:func:`_rotated_stretch`: plane rotations by any angles, with
+    singular values ``exp(g)``, ``|g| <= max_gamma``, mixed by random rotations); the objective is the largest
+    :func:`theorem_2_1_ratio` over the admissible depths up to ``max_depth``. ``random_starts`` random draws
+    per dimension (angles near pi half of the time) are followed by Nelder-Mead from the ``refine`` best.
+    Returns ``{"ratio", "R", "depth", "history"}`` for the worst case found; ``history`` lists every ratio
+    evaluated (for a histogram).
+    """
+    dims = [validate.positive_int("d", d) for d in dims]
+    max_depth = validate.positive_int("max_depth", max_depth)
+    random_starts = validate.positive_int("random_starts", random_starts)
+    refine = validate.non_negative_int("refine", refine)
+    max_gamma = validate.positive_float("max_gamma", max_gamma)
+    method = _as_method(method)
+    rng = _rng(seed)
+    history, best = [], (-np.inf, None, None)
+
+    def worst(params, d, mixing):
+        params = np.asarray(params, dtype=float).copy()
+        params[d // 2:] = np.clip(params[d // 2:], -max_gamma, max_gamma)
+        R = _rotated_stretch(params, d, mixing)
+        depths = list(range(theorem_2_1_min_depth(R), max_depth + 1))
+        if not depths:
+            return -np.inf, R, None
+        ratios = theorem_2_1_ratio(R, depths, method)
+        k = int(np.argmax(ratios))
+        history.append(float(ratios[k]))
+        return float(ratios[k]), R, depths[k]
+
+    for d in dims:
+        mixing = (random_rotation(d, rng), random_rotation(d, rng))
+        starts = []
+        for n in range(random_starts):
+            angles = (math.pi - np.abs(rng.normal(0, 0.1, d // 2))) if n % 2 else rng.uniform(-math.pi, math.pi, d // 2)
+            logs = rng.uniform(-1, 1, d) * max_gamma * rng.uniform() ** 3  # many draws with small gamma
+            params = np.concatenate([angles, logs])
+            starts.append((worst(params, d, mixing)[0], params))
+        starts.sort(key=lambda t: -t[0])
+        for _, params in starts[:refine]:
+            res = scipy.optimize.minimize(lambda x: -worst(x, d, mixing)[0], params, method="Nelder-Mead",
+                                          options={"maxfev": 150 * d, "xatol": 1e-6, "fatol": 1e-9})
+            value, R, depth = worst(res.x, d, mixing)
+            if value > best[0]:
+                best = (value, R, depth)
+        for value, params in starts[:1]:
+            v, R, depth = worst(params, d, mixing)
+            if v > best[0]:
+                best = (v, R, depth)
+    return {"ratio": best[0], "R": best[1], "depth": best[2], "history": np.asarray(history)}
 
 
-def sympy_risk_gradient(depth, d, R, Sigma):
-    """The exact gradient of :func:`sympy_risk`: its ``depth * d * d`` SymPy expressions and a numpy callable of
-    the flat layers (the order of :func:`torch_risk`), from :func:`resnet_theory.checks.sympy_derivatives` with
-    the risk differentiated as a polynomial and no Hessian."""
-    from . import checks
-
-    sd = checks.sympy_derivatives(*sympy_risk(depth, d, R, Sigma), simplify=False, hessian=False, polynomial=True)
-    return list(sd.gradient_exprs), sd.gradient
+def _project_to_ball(A: np.ndarray, tau: float) -> np.ndarray:
+    """Nearest point (Frobenius) with every ``||A_i|| <= tau``: clip each layer's singular values at tau."""
+    U, s, Vt = np.linalg.svd(A)
+    return np.einsum("lij,lj,ljk->lik", U, np.minimum(s, tau), Vt)
 
 
-# --- eq. (2.3): the gradient lower bound ------------------------------------------------------------------
+def best_factorization_in_ball(R, depth, radius, starts=4, steps=400, seed=None) -> dict:
+    """Look for layers with ``max_i ||A_i|| <= radius`` whose product is ``R``, independently of the
+    Theorem 2.1 construction: projected gradient descent on ``||(I + A_l)...(I + A_1) - R||_F^2`` (the
+    excess risk at ``Sigma = I``) with a backtracking step, from ``A = 0`` and ``starts - 1`` random points
+    of the ball. Returns the smallest residual ``||P - R||_F`` found, the largest layer norm there and the
+    determinant of that product. For ``det R < 0`` and ``radius < 1`` no such product exists (every
+    ``I + A_i`` has positive determinant) and the residual cannot fall below ``s_min(R)``."""
+    R = validate.square_matrix("R", R)
+    d = R.shape[0]
+    depth = validate.positive_int("depth", depth)
+    radius = validate.positive_float("radius", radius)
+    starts = validate.positive_int("starts", starts)
+    steps = validate.positive_int("steps", steps)
+    _check_depth_budget(depth, d, layers=True)
+    rng = _rng(seed)
+    I = np.eye(d)
+    best = {"residual": math.inf}
+    for m in range(starts):
+        A = np.zeros((depth, d, d)) if m == 0 else random_layers_in_ball(depth, d, radius, rng)
+        res = float(np.linalg.norm(compose(A) - R))
+        lr = 0.5 / depth
+        for _ in range(steps):
+            g = risk_gradient(A, R, I)
+            while lr > 1e-12:
+                trial = _project_to_ball(A - lr * g, radius)
+                res_trial = float(np.linalg.norm(compose(trial) - R))
+                if res_trial < res:
+                    A, res, lr = trial, res_trial, lr * 1.5
+                    break
+                lr /= 2
+            else:
+                break
+        if res < best["residual"]:
+            P = compose(A)
+            best = {"residual": res, "max_norm": float(np.max(layer_norms(A))), "det": float(np.linalg.det(P))}
+    best["s_min"] = float(np.linalg.svd(R, compute_uv=False)[-1])
+    return best
+
+
+def theorem_2_1_sweep(R, depths, method: str = "polar") -> dict:
+    """Factorise ``R`` at each depth with ``method``; return arrays of the measured largest layer norm, the
+    product's relative error, the three bounds (camera-ready, early, whole-number layer counts of the SVD
+    scheme) and the split (q, p)."""
+    R = validate.square_matrix("R", R)
+    method = _as_method(method)
+    depths = [validate.positive_int("depth", depth) for depth in depths]
+    if not depths:
+        raise ValueError("depths must contain at least one depth")
+    out = {k: [] for k in ("depth", "max_norm", "relative_error", "camera_ready", "early", "integer", "q", "p")}
+    for depth in depths:
+        A = factorize_near_identity(R, depth, method)
+        plan = factorization_plan(R, depth, method)
+        out["depth"].append(depth)
+        out["max_norm"].append(float(np.max(layer_norms(A))))
+        out["relative_error"].append(float(np.linalg.norm(compose(A) - R) / np.linalg.norm(R)))
+        out["camera_ready"].append(theorem_2_1_bound(R, depth))
+        out["early"].append(theorem_2_1_bound_early(R, depth))
+        out["integer"].append(theorem_2_1_bound_integer(R, depth))
+        out["q"].append(plan.q)
+        out["p"].append(plan.p)
+    return {k: np.asarray(v) for k, v in out.items()}
+
+
+# --- Theorem 2.2 and eq. (2.3): the gradient lower bound, as printed and as its proof yields it ---------
 def _bound_inputs(A, R, Sigma, tau, allow_outside=False):
     A, R, Sigma = _check_risk_inputs(A, R, Sigma)
     tau = validate.finite_float("tau", tau)
@@ -612,7 +853,75 @@ def gradient_lower_bound_printed(A, R, Sigma, tau) -> float:
     return 4.0 * depth * (1.0 - tau) ** (depth - 1) * s_min ** 2 * excess
 
 
-# --- gradient descent ------------------------------------------------------------------------------------
+# --- Theorem 2.2: searching for critical points inside the tau-ball -------------------------------------
+@dataclass
+class CriticalPointSearch:
+    """Result of :func:`critical_point_search`, one entry per start.
+
+    ``grad_sq`` is ``||grad f||_F^2`` at the end point and ``grad_sq_start`` at the start, ``excess`` is
+    ``f - C_opt`` (``C_opt = d``: the targets are reachable) and ``excess_start`` its value at the start,
+    ``max_norm`` the end point's ``max_i ||A_i||``. ``critical`` marks end points whose squared gradient fell
+    below ``critical_rtol`` times its starting value.
+    """
+
+    grad_sq: np.ndarray
+    grad_sq_start: np.ndarray
+    excess: np.ndarray
+    excess_start: np.ndarray
+    max_norm: np.ndarray
+    critical: np.ndarray
+    tau: float
+
+
+def critical_point_search(R, Sigma, starts, tau, iterations=60, critical_rtol=1e-16) -> CriticalPointSearch:
+    """Minimise ``||grad f(A)||_F^2`` over ``max_i ||A_i|| <= tau`` from each start in ``starts``
+    (shape ``(n, depth, d, d)``): projected Gauss-Newton steps ``-H^+ grad f`` (H the Hessian of the risk,
+    from torch; a pseudo-inverse, since minima form a manifold), halved until ``||grad f||^2`` decreases,
+    then projected back into the ball. Gauss-Newton on the residual ``grad f`` is drawn to saddles and
+    maxima as much as to minima, so it looks for *any* critical point, which is what Theorem 2.2 rules out.
+    """
+    starts = validate.finite_array("starts", starts, ndim=4)
+    n, depth, d, _ = starts.shape
+    R = validate.square_matrix("R", R)
+    _, R, Sigma = _check_risk_inputs(starts[0], R, Sigma)
+    tau = validate.positive_float("tau", tau)
+    iterations = validate.positive_int("iterations", iterations)
+    f = torch_risk(depth, d, R, Sigma)
+    hess = hessian(f)
+    out = {k: np.empty(n) for k in ("grad_sq", "grad_sq_start", "excess", "excess_start", "max_norm")}
+
+    def excess(A):
+        E = compose(A) - R
+        return float(np.trace(E @ Sigma @ E.T))
+
+    for m in range(n):
+        A = _project_to_ball(starts[m], tau)
+        g = risk_gradient(A, R, Sigma)
+        g2 = float(np.sum(g ** 2))
+        out["grad_sq_start"][m], out["excess_start"][m] = g2, excess(A)
+        for _ in range(iterations):
+            if g2 <= critical_rtol * out["grad_sq_start"][m]:
+                break
+            H = hess(torch.as_tensor(A.ravel())).numpy()
+            step = (np.linalg.pinv(H, rcond=1e-12, hermitian=True) @ g.ravel()).reshape(A.shape)
+            t = 1.0
+            while t > 1e-8:
+                trial = _project_to_ball(A - t * step, tau)
+                g_trial = risk_gradient(trial, R, Sigma)
+                g2_trial = float(np.sum(g_trial ** 2))
+                if g2_trial < g2:
+                    A, g, g2 = trial, g_trial, g2_trial
+                    break
+                t /= 2
+            else:
+                break  # no decrease along the projected step: a stationary point of the search
+        out["grad_sq"][m], out["excess"][m] = g2, excess(A)
+        out["max_norm"][m] = float(np.max(layer_norms(A)))
+    critical = out["grad_sq"] <= critical_rtol * np.maximum(out["grad_sq_start"], 1e-300)
+    return CriticalPointSearch(**out, critical=critical, tau=tau)
+
+
+# --- Theorem 2.2: gradient descent on the risk from A = 0, and the plain parameterisation ---------------
 def risk_gradient_descent(A0, R, Sigma, steps, lr):
     """Plain gradient descent on :func:`risk` from layers ``A0``; returns ``(excess_risks, A)``.
 
@@ -620,8 +929,8 @@ def risk_gradient_descent(A0, R, Sigma, steps, lr):
     in every layer is the plain parameterisation ``W_l ... W_1`` started at ``W = 0``.
     """
     A, R, Sigma = _check_risk_inputs(A0, R, Sigma)
-    steps = _as_steps(steps)
-    lr = _as_lr(lr)
+    steps = validate.positive_int("steps", steps)
+    lr = validate.positive_float("lr", lr)
     A = A.copy()
 
     def excess(A):  # tr(E Sigma E^T) directly: risk(A) - d would lose everything below d * 1e-16
@@ -638,53 +947,168 @@ def risk_gradient_descent(A0, R, Sigma, steps, lr):
     return out, A
 
 
-def best_factorization_in_ball(R, depth, radius, starts=4, steps=400, seed=None) -> dict:
-    """Look for layers with ``max_i ||A_i|| <= radius`` whose product is ``R``, independently of the
-    Theorem 2.1 construction: projected gradient descent on ``||(I + A_l)...(I + A_1) - R||_F^2`` (the
-    excess risk at ``Sigma = I``) with a backtracking step, from ``A = 0`` and ``starts - 1`` random points
-    of the ball. Returns the smallest residual ``||P - R||_F`` found, the largest layer norm there and the
-    determinant of that product. For ``det R < 0`` and ``radius < 1`` no such product exists (every
-    ``I + A_i`` has positive determinant) and the residual cannot fall below ``s_min(R)``."""
-    R = _as_square_matrix(R, "R")
-    d = R.shape[0]
-    depth = _as_depth(depth)
-    radius = validate.positive_float("radius", radius)
-    starts = _as_depth(starts, "starts")
-    steps = _as_depth(steps, "steps")
-    _check_depth_budget(depth, d, layers=True)
-    rng = _rng(seed)
+# --- Bartlett, Helmbold & Long: a step suited to the target, and steps to a tolerance -------------------
+def bhl_step_size(Phi, depth, scale=0.5) -> float:
+    """A step size suited to ``Phi``: ``scale / (L max(1, ||Phi||_2)^(2 - 2/L))``.
+
+    Our choice; the paper's step sizes are in its full text, which was not available to us. Why this one: for
+    a symmetric target every layer's eigenvalue ``mu`` along an eigenvector with eigenvalue ``lambda`` follows
+    ``mu <- mu - eta mu^(L-1) (mu^L - lambda)``, whose linearisation at ``mu = lambda^(1/L)`` has slope
+    ``L lambda^(2 - 2/L)``; on the path from ``mu = 1`` it stays below ``(2L - 1) max(1, lambda)^(2 - 2/L)``.
+    ``scale = 0.5`` keeps ``eta`` times it below one. For ``||Phi||_2 <= 1`` this is ``scale / L``.
+    """
+    Phi = validate.square_matrix("Phi", Phi)
+    depth = validate.positive_int("depth", depth)
+    scale = validate.positive_float("scale", scale)
+    top = max(1.0, float(np.linalg.norm(Phi, 2)))
+    return scale / (depth * top ** (2.0 - 2.0 / depth))
+
+
+def identity_gd_steps_to(Phi, depth, lr, tol, max_steps) -> int | None:
+    """Steps of gradient descent from ``Theta_i = I`` on ``1/2 ||Theta_L ... Theta_1 - Phi||_F^2`` until the
+    loss is at most ``tol``; ``None`` if ``max_steps`` do not suffice. The same updates as
+    :func:`identity_init_gd` (without regulariser), stopping early; raises ``DivergenceError`` on overflow."""
+    Phi = validate.square_matrix("Phi", Phi)
+    depth = validate.positive_int("depth", depth)
+    lr = validate.positive_float("lr", lr)
+    tol = validate.positive_float("tol", tol)
+    max_steps = validate.positive_int("steps", max_steps)
+    d = Phi.shape[0]
     I = np.eye(d)
-    best = {"residual": math.inf}
-    for m in range(starts):
-        A = np.zeros((depth, d, d)) if m == 0 else random_layers_in_ball(depth, d, radius, rng)
-        res = float(np.linalg.norm(compose(A) - R))
-        lr = 0.5 / depth
-        for _ in range(steps):
-            g = risk_gradient(A, R, I)
-            while lr > 1e-12:
-                trial = _project_to_ball(A - lr * g, radius)
-                res_trial = float(np.linalg.norm(compose(trial) - R))
-                if res_trial < res:
-                    A, res, lr = trial, res_trial, lr * 1.5
-                    break
-                lr /= 2
-            else:
+    T = np.repeat(I[None], depth, axis=0)
+    right, left = np.empty_like(T), np.empty_like(T)  # Theta_{i-1}...Theta_1 and Theta_L...Theta_{i+1}
+    right[0], left[-1] = I, I
+    with np.errstate(over="ignore", invalid="ignore"):
+        for t in range(max_steps + 1):
+            for i in range(1, depth):
+                right[i] = T[i - 1] @ right[i - 1]
+            G = T[-1] @ right[-1] - Phi
+            loss = 0.5 * float(np.sum(G ** 2))
+            if not math.isfinite(loss):
+                raise validate.DivergenceError(f"identity_gd_steps_to diverged at step {t}; lower lr {lr}")
+            if loss <= tol:
+                return t
+            if t == max_steps:
+                return None
+            for i in range(depth - 2, -1, -1):
+                left[i] = left[i + 1] @ T[i + 1]
+            T = T - lr * (left.transpose(0, 2, 1) @ G @ right.transpose(0, 2, 1))  # every layer at once
+    return None  # pragma: no cover
+
+
+# --- Bartlett, Helmbold & Long: runs with determinants, and the loss floor when det Phi < 0 -------------
+@dataclass
+class IdentityGDTrace:
+    """A run of gradient descent from ``Theta_i = I`` (:func:`identity_gd_trace`).
+
+    ``losses[t]`` and ``product_dets[t]`` are ``1/2 ||P_t - Phi||_F^2`` and ``det P_t`` for the product
+    ``P_t = Theta_L ... Theta_1`` after ``t`` steps (``t = 0`` is the identity; ``steps + 1`` entries; the
+    regulariser is not in ``losses``); ``layers`` are the final layers, shape ``(depth, d, d)``."""
+
+    losses: np.ndarray
+    product_dets: np.ndarray
+    layers: np.ndarray
+
+
+def identity_gd_trace(Phi, depth, lr, steps, reg=0.0, tol=None) -> IdentityGDTrace:
+    """Gradient descent from ``Theta_i = I`` on ``1/2 ||Theta_L ... Theta_1 - Phi||_F^2 + reg sum_i ||Theta_i - I||_F^2``,
+    recording the loss and the determinant of the product at every step; with ``tol``, it stops at the first
+    step whose loss is at most ``tol`` (the arrays then end there).
+
+    The same objective as :func:`identity_init_gd` (written independently: all layers updated at once from the
+    prefix and suffix products, as in :func:`identity_gd_steps_to`). Raises ``DivergenceError`` when the loss
+    stops being finite."""
+    Phi = validate.square_matrix("Phi", Phi)
+    depth = validate.positive_int("depth", depth)
+    lr = validate.positive_float("lr", lr)
+    steps = validate.positive_int("steps", steps)
+    reg = validate.non_negative_float("reg", reg)
+    tol = -math.inf if tol is None else validate.positive_float("tol", tol)
+    d = Phi.shape[0]
+    I = np.eye(d)
+    T = np.repeat(I[None], depth, axis=0)
+    right, left = np.empty_like(T), np.empty_like(T)  # Theta_{i-1}...Theta_1 and Theta_L...Theta_{i+1}
+    right[0], left[-1] = I, I
+    losses, dets = np.empty(steps + 1), np.empty(steps + 1)
+    with np.errstate(over="ignore", invalid="ignore"):
+        for t in range(steps + 1):
+            for i in range(1, depth):
+                right[i] = T[i - 1] @ right[i - 1]
+            P = T[-1] @ right[-1]
+            G = P - Phi
+            losses[t] = 0.5 * float(np.sum(G ** 2))
+            dets[t] = float(np.linalg.det(P)) if np.all(np.isfinite(P)) else math.nan
+            if not math.isfinite(losses[t]):
+                raise validate.DivergenceError(f"identity_gd_trace diverged at step {t}; lower the learning rate {lr}")
+            if t == steps or losses[t] <= tol:
+                losses, dets = losses[: t + 1], dets[: t + 1]
                 break
-        if res < best["residual"]:
-            P = compose(A)
-            best = {"residual": res, "max_norm": float(np.max(layer_norms(A))), "det": float(np.linalg.det(P))}
-    best["s_min"] = float(np.linalg.svd(R, compute_uv=False)[-1])
-    return best
+            for i in range(depth - 2, -1, -1):
+                left[i] = left[i + 1] @ T[i + 1]
+            grads = left.transpose(0, 2, 1) @ G @ right.transpose(0, 2, 1)
+            if reg:
+                grads = grads + 2.0 * reg * (T - I)
+            T = T - lr * grads
+    return IdentityGDTrace(losses, dets, T)
 
 
-def _as_steps(steps) -> int:
-    return validate.positive_int("steps", steps)
+def det_loss_floor(Phi) -> float:
+    """The smallest of ``1/2 ||P - Phi||_F^2`` over all ``P`` with ``det P >= 0``: ``1/2 s_min(Phi)^2`` when
+    ``det Phi < 0``, else 0.
+
+    Why: the segment from ``Phi`` (``det < 0``) to such a ``P`` crosses a singular matrix ``S``, and
+    ``||P - Phi||_F >= ||S - Phi||_F >= s_min(Phi)`` (the distance to the singular matrices, Eckart-Young-Mirsky),
+    attained by zeroing ``Phi``'s smallest singular value. So a run whose product keeps ``det P_t > 0`` never
+    has loss below this floor."""
+    Phi = validate.square_matrix("Phi", Phi)
+    if np.linalg.det(Phi) >= 0:
+        return 0.0
+    return 0.5 * float(np.linalg.svd(Phi, compute_uv=False).min()) ** 2
 
 
-def _as_lr(lr) -> float:
-    return validate.positive_float("lr", lr)
+# --- Bartlett, Helmbold & Long: symmetric targets, the reduction exact arithmetic follows ---------------
+@dataclass
+class SymmetricGDRun:
+    """Exact-arithmetic gradient descent from the identity on a symmetric target (:func:`symmetric_identity_gd`).
+
+    ``losses[t]`` is ``1/2 sum_k (mu_k^L - lambda_k)^2`` after ``t`` steps (``steps + 1`` entries), ``mu`` the
+    final layer eigenvalues, ``min_mu`` the smallest layer eigenvalue over the whole run."""
+
+    losses: np.ndarray
+    mu: np.ndarray
+    min_mu: float
 
 
+def symmetric_identity_gd(eigenvalues, depth, lr, steps, reg=0.0) -> SymmetricGDRun:
+    """Gradient descent from ``Theta_i = I`` on a symmetric ``Phi`` with these eigenvalues, as exact arithmetic
+    runs it (the same objective as :func:`identity_gd_trace`).
+
+    In exact arithmetic every layer stays equal to the others and a polynomial in ``Phi`` (induction: the
+    gradient in layer i is ``Theta^(L-1) (Theta^L - Phi) + 2 reg (Theta - I)`` when all layers equal ``Theta``),
+    so along each eigenvector the common layer eigenvalue follows
+    ``mu <- mu - lr (mu^(L-1) (mu^L - lambda) + 2 reg (mu - 1))``. Floating-point matrix runs leave this
+    invariant set once rounding errors grow along its unstable directions; this reduction does not."""
+    lam = validate.finite_array("eigenvalues", eigenvalues, ndim=1)
+    depth = validate.positive_int("depth", depth)
+    lr = validate.positive_float("lr", lr)
+    steps = validate.positive_int("steps", steps)
+    reg = validate.non_negative_float("reg", reg)
+    mu = np.ones_like(lam)
+    losses = np.empty(steps + 1)
+    min_mu = 1.0
+    with np.errstate(over="ignore", invalid="ignore"):
+        for t in range(steps + 1):
+            power = mu ** depth
+            losses[t] = 0.5 * float(np.sum((power - lam) ** 2))
+            if not math.isfinite(losses[t]):
+                raise validate.DivergenceError(f"symmetric_identity_gd diverged at step {t}; lower lr {lr}")
+            min_mu = min(min_mu, float(mu.min()))
+            if t < steps:
+                mu = mu - lr * (mu ** (depth - 1) * (power - lam) + 2.0 * reg * (mu - 1.0))
+    return SymmetricGDRun(losses, mu, min_mu)
+
+
+# --- Bartlett, Helmbold & Long: the same descent with a regulariser, numpy or torch, CPU or GPU ---------
 @dataclass
 class GDResult:
     """Gradient descent from the identity (:func:`identity_init_gd`).
@@ -717,10 +1141,10 @@ def identity_init_gd(Phi, depth, steps, lr, reg=0.0, *, backend="numpy", device=
     and below). ``backend="torch"`` runs the same updates in torch on ``device`` (default: CUDA if available),
     in ``dtype`` (default float64). Raises ``FloatingPointError`` if the loss stops being finite.
     """
-    Phi = _as_square_matrix(Phi, "Phi")
-    depth = _as_depth(depth)
-    steps = _as_steps(steps)
-    lr = _as_lr(lr)
+    Phi = validate.square_matrix("Phi", Phi)
+    depth = validate.positive_int("depth", depth)
+    steps = validate.positive_int("steps", steps)
+    lr = validate.positive_float("lr", lr)
     reg = validate.non_negative_float("reg", reg)
     d = Phi.shape[0]   # the layers, their partial products and gradients; three Python loops over depth a step
     validate.check_budget("depth", 4 * 8.0 * depth * d * d, validate.memory_limit_bytes(), value=depth)
@@ -776,8 +1200,6 @@ def _gd_numpy_loop(T, I, Phi, depth, steps, lr, reg, right, P, products, losses,
 
 
 def _gd_torch(Phi, depth, steps, lr, reg, device, dtype) -> GDResult:
-    import torch
-
     if device is None:
         device = "cuda" if torch.cuda.is_available() else "cpu"
     device = validate.torch_device("device", device)
@@ -816,493 +1238,3 @@ def _gd_torch(Phi, depth, steps, lr, reg, device, dtype) -> GDResult:
     initial = 0.5 * float(np.sum((np.eye(d) - Phi) ** 2))
     return GDResult(losses.cpu().numpy().astype(np.float64), objectives_np, initial,
                     T.cpu().numpy().astype(np.float64), "torch", str(device))
-
-
-# --- random instances ----------------------------------------------------------------------------------
-def _rng(seed):
-    return seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
-
-
-def random_rotation(d, seed=None) -> np.ndarray:
-    """A Haar-random matrix in SO(d)."""
-    d = _as_depth(d, "d")
-    validate.check_budget("d", 3 * 8.0 * d * d, validate.memory_limit_bytes(), value=d)   # the matrix, its QR
-    validate.check_budget("d", 2.0 * d ** 3, validate.OPS_LIMIT, what="work", unit="operations", value=d)
-    Q, Rm = np.linalg.qr(_rng(seed).standard_normal((d, d)))
-    Q = Q * np.sign(np.diag(Rm))[None, :]
-    if np.linalg.det(Q) < 0:
-        Q[:, 0] *= -1
-    return Q
-
-
-def random_matrix_with_gamma(d, target_gamma, seed=None, psd=False) -> np.ndarray:
-    """A random ``R = U diag(s) V^T`` with ``det R > 0`` and ``gamma(R) = target_gamma`` exactly (up to rounding).
-
-    The singular values are log-uniform in ``[e^-gamma, e^gamma]`` with one endpoint attained; ``psd=True``
-    takes ``V = U`` (symmetric positive definite).
-    """
-    d = _as_depth(d, "d")
-    target_gamma = validate.non_negative_float("target_gamma", target_gamma)
-    rng = _rng(seed)
-    logs = rng.uniform(-target_gamma, target_gamma, size=d)
-    logs[0] = target_gamma if rng.random() < 0.5 else -target_gamma
-    U = random_rotation(d, rng)
-    V = U if psd else random_rotation(d, rng)
-    return (U * np.exp(logs)[None, :]) @ V.T
-
-
-def random_layers_in_ball(depth, d, tau, seed=None, boundary=False) -> np.ndarray:
-    """Random layers ``A`` of shape ``(depth, d, d)`` with ``||A_i|| = tau * u_i``, ``u_i ~ U(0, 1)``,
-    Gaussian directions: random points of the ball ``max_i ||A_i|| <= tau`` (not uniform in it).
-    ``boundary=True`` puts every layer on the boundary: ``||A_i|| = tau`` exactly."""
-    depth = _as_depth(depth)
-    d = _as_depth(d, "d")
-    tau = validate.non_negative_float("tau", tau)
-    rng = _rng(seed)
-    A = rng.standard_normal((depth, d, d))
-    u = np.ones(depth) if validate.boolean("boundary", boundary) else rng.uniform(0.0, 1.0, depth)
-    scale = tau * u / np.linalg.norm(A, 2, axis=(1, 2))
-    return A * scale[:, None, None]
-
-
-def theorem_2_1_sweep(R, depths, method: str = "polar") -> dict:
-    """Factorise ``R`` at each depth with ``method``; return arrays of the measured largest layer norm, the
-    product's relative error, the three bounds (camera-ready, early, whole-number layer counts of the SVD
-    scheme) and the split (q, p)."""
-    R = _as_square_matrix(R, "R")
-    method = _as_method(method)
-    depths = [_as_depth(depth) for depth in depths]
-    if not depths:
-        raise ValueError("depths must contain at least one depth")
-    out = {k: [] for k in ("depth", "max_norm", "relative_error", "camera_ready", "early", "integer", "q", "p")}
-    for depth in depths:
-        A = factorize_near_identity(R, depth, method)
-        plan = factorization_plan(R, depth, method)
-        out["depth"].append(depth)
-        out["max_norm"].append(float(np.max(layer_norms(A))))
-        out["relative_error"].append(float(np.linalg.norm(compose(A) - R) / np.linalg.norm(R)))
-        out["camera_ready"].append(theorem_2_1_bound(R, depth))
-        out["early"].append(theorem_2_1_bound_early(R, depth))
-        out["integer"].append(theorem_2_1_bound_integer(R, depth))
-        out["q"].append(plan.q)
-        out["p"].append(plan.p)
-    return {k: np.asarray(v) for k, v in out.items()}
-
-
-
-
-# --- Theorem 2.1: the statement against the best construction, and an adversarial search ----------------
-def theorem_2_1_ratio(R, depths, method: str = "polar") -> np.ndarray:
-    """``max_i ||A_i|| / bound`` at each depth, for the layers :func:`factorization_plan` predicts with
-    ``method``, against the smaller of the two bounds (the printed one and the review's).
-
-    Uses one decomposition per depth (no layers are built): fast enough for a search. The chapter confirms
-    the worst cases it finds with :func:`factorize_near_identity` and :func:`layer_norms`.
-    """
-    R = _as_square_matrix(R, "R")
-    depths = [_as_depth(depth) for depth in depths]
-    out = min(theorem_2_1_bound(R, 1), theorem_2_1_bound_early(R, 1)) / np.asarray(depths, dtype=float)
-    method = _as_method(method)
-    _check_invertible_oriented(R)
-    if _is_spd(R):
-        return np.array([factorization_plan(R, depth, method).max_norm for depth in depths]) / out
-    if method == "polar":
-        Q, P = scipy.linalg.polar(R)
-        k = np.linalg.eigvalsh((P + P.T) / 2)
-        angles = np.abs(np.array([t for *_, t in _rotation_generator(Q)[1]], dtype=float))
-    else:
-        U, k, Vt = _svd_oriented(R)
-        angles = np.abs(np.array([t for *_, t in _rotation_generator(U)[1] + _rotation_generator(Vt)[1]],
-                                 dtype=float))
-    # the planners' admissible splits (_admissible_splits), all depths at once; the rotation layers' norm
-    # depends on q only, the scaling layers' on p only
-    q, p, ok = _admissible_splits(method, depths, *_trivial_factors(angles, k))  # p, ok: (depths, q)
-    rot = _rotation_norms(angles, q)
-    sca = _scaling_norms(k, np.arange(max(depths) + 1))
-    split = np.where(ok, np.maximum(rot[None, :], sca[np.maximum(p, 0)]), np.inf).min(axis=1, initial=np.inf)
-    for n, depth in enumerate(depths):
-        if depth <= 2:  # depth 1 (and depth 2 of the SVD scheme) are special cases of the plan
-            out[n] = factorization_plan(R, depth, method).max_norm / out[n]
-        else:
-            out[n] = float(split[n]) / out[n]
-    return out
-
-
-def _rotated_stretch(params: np.ndarray, d: int, mixing: np.ndarray) -> np.ndarray:
-    """``M1 blockdiag(rot(theta_k)) M1^T M2 diag(exp(g)) M2^T``: the first ``d // 2`` params are angles, the
-    next ``d`` log singular values; ``mixing = (M1, M2)`` are fixed rotations."""
-    angles, logs = params[: d // 2], params[d // 2: d // 2 + d]
-    W = np.eye(d)
-    for k, theta in enumerate(angles):
-        c, s = math.cos(theta), math.sin(theta)
-        W[2 * k: 2 * k + 2, 2 * k: 2 * k + 2] = [[c, -s], [s, c]]
-    M1, M2 = mixing
-    return (M1 @ W @ M1.T) @ ((M2 * np.exp(logs)[None, :]) @ M2.T)
-
-
-def theorem_2_1_worst_ratio_search(dims=(2, 3, 4), max_depth=24, random_starts=40, refine=4,
-                                   max_gamma=2.0, method: str = "polar", seed=None) -> dict:
-    """Adversarial search for the ``R`` and depth ``l >= 3 gamma(R)`` that bring the construction closest to
-    (or over) the smaller published Theorem 2.1 bound.
-
-    ``R`` ranges over rotated stretches (:func:`_rotated_stretch`: plane rotations by any angles, with
-    singular values ``exp(g)``, ``|g| <= max_gamma``, mixed by random rotations); the objective is the largest
-    :func:`theorem_2_1_ratio` over the admissible depths up to ``max_depth``. ``random_starts`` random draws
-    per dimension (angles near pi half of the time) are followed by Nelder-Mead from the ``refine`` best.
-    Returns ``{"ratio", "R", "depth", "history"}`` for the worst case found; ``history`` lists every ratio
-    evaluated (for a histogram).
-    """
-    dims = [_as_depth(d, "d") for d in dims]
-    max_depth = _as_depth(max_depth, "max_depth")
-    random_starts = _as_depth(random_starts, "random_starts")
-    refine = validate.non_negative_int("refine", refine)
-    max_gamma = validate.positive_float("max_gamma", max_gamma)
-    method = _as_method(method)
-    rng = _rng(seed)
-    history, best = [], (-np.inf, None, None)
-
-    def worst(params, d, mixing):
-        params = np.asarray(params, dtype=float).copy()
-        params[d // 2:] = np.clip(params[d // 2:], -max_gamma, max_gamma)
-        R = _rotated_stretch(params, d, mixing)
-        depths = list(range(theorem_2_1_min_depth(R), max_depth + 1))
-        if not depths:
-            return -np.inf, R, None
-        ratios = theorem_2_1_ratio(R, depths, method)
-        k = int(np.argmax(ratios))
-        history.append(float(ratios[k]))
-        return float(ratios[k]), R, depths[k]
-
-    for d in dims:
-        mixing = (random_rotation(d, rng), random_rotation(d, rng))
-        starts = []
-        for n in range(random_starts):
-            angles = (math.pi - np.abs(rng.normal(0, 0.1, d // 2))) if n % 2 else rng.uniform(-math.pi, math.pi, d // 2)
-            logs = rng.uniform(-1, 1, d) * max_gamma * rng.uniform() ** 3  # many draws with small gamma
-            params = np.concatenate([angles, logs])
-            starts.append((worst(params, d, mixing)[0], params))
-        starts.sort(key=lambda t: -t[0])
-        for _, params in starts[:refine]:
-            res = scipy.optimize.minimize(lambda x: -worst(x, d, mixing)[0], params, method="Nelder-Mead",
-                                          options={"maxfev": 150 * d, "xatol": 1e-6, "fatol": 1e-9})
-            value, R, depth = worst(res.x, d, mixing)
-            if value > best[0]:
-                best = (value, R, depth)
-        for value, params in starts[:1]:
-            v, R, depth = worst(params, d, mixing)
-            if v > best[0]:
-                best = (v, R, depth)
-    return {"ratio": best[0], "R": best[1], "depth": best[2], "history": np.asarray(history)}
-
-
-# --- Theorem 2.2: searching for critical points inside the tau-ball --------------------------------------
-@dataclass
-class CriticalPointSearch:
-    """Result of :func:`critical_point_search`, one entry per start.
-
-    ``grad_sq`` is ``||grad f||_F^2`` at the end point and ``grad_sq_start`` at the start, ``excess`` is
-    ``f - C_opt`` (``C_opt = d``: the targets are reachable) and ``excess_start`` its value at the start,
-    ``max_norm`` the end point's ``max_i ||A_i||``. ``critical`` marks end points whose squared gradient fell
-    below ``critical_rtol`` times its starting value.
-    """
-
-    grad_sq: np.ndarray
-    grad_sq_start: np.ndarray
-    excess: np.ndarray
-    excess_start: np.ndarray
-    max_norm: np.ndarray
-    critical: np.ndarray
-    tau: float
-
-
-def _project_to_ball(A: np.ndarray, tau: float) -> np.ndarray:
-    """Nearest point (Frobenius) with every ``||A_i|| <= tau``: clip each layer's singular values at tau."""
-    U, s, Vt = np.linalg.svd(A)
-    return np.einsum("lij,lj,ljk->lik", U, np.minimum(s, tau), Vt)
-
-
-def critical_point_search(R, Sigma, starts, tau, iterations=60, critical_rtol=1e-16) -> CriticalPointSearch:
-    """Minimise ``||grad f(A)||_F^2`` over ``max_i ||A_i|| <= tau`` from each start in ``starts``
-    (shape ``(n, depth, d, d)``): projected Gauss-Newton steps ``-H^+ grad f`` (H the Hessian of the risk,
-    from torch; a pseudo-inverse, since minima form a manifold), halved until ``||grad f||^2`` decreases,
-    then projected back into the ball. Gauss-Newton on the residual ``grad f`` is drawn to saddles and
-    maxima as much as to minima, so it looks for *any* critical point, which is what Theorem 2.2 rules out.
-    """
-    import torch
-    from torch.func import hessian
-
-    starts = validate.finite_array("starts", starts, ndim=4)
-    n, depth, d, _ = starts.shape
-    R = _as_square_matrix(R, "R")
-    _, R, Sigma = _check_risk_inputs(starts[0], R, Sigma)
-    tau = validate.positive_float("tau", tau)
-    iterations = _as_depth(iterations, "iterations")
-    f = torch_risk(depth, d, R, Sigma)
-    hess = hessian(f)
-    out = {k: np.empty(n) for k in ("grad_sq", "grad_sq_start", "excess", "excess_start", "max_norm")}
-
-    def excess(A):
-        E = compose(A) - R
-        return float(np.trace(E @ Sigma @ E.T))
-
-    for m in range(n):
-        A = _project_to_ball(starts[m], tau)
-        g = risk_gradient(A, R, Sigma)
-        g2 = float(np.sum(g ** 2))
-        out["grad_sq_start"][m], out["excess_start"][m] = g2, excess(A)
-        for _ in range(iterations):
-            if g2 <= critical_rtol * out["grad_sq_start"][m]:
-                break
-            H = hess(torch.as_tensor(A.ravel())).numpy()
-            step = (np.linalg.pinv(H, rcond=1e-12, hermitian=True) @ g.ravel()).reshape(A.shape)
-            t = 1.0
-            while t > 1e-8:
-                trial = _project_to_ball(A - t * step, tau)
-                g_trial = risk_gradient(trial, R, Sigma)
-                g2_trial = float(np.sum(g_trial ** 2))
-                if g2_trial < g2:
-                    A, g, g2 = trial, g_trial, g2_trial
-                    break
-                t /= 2
-            else:
-                break  # no decrease along the projected step: a stationary point of the search
-        out["grad_sq"][m], out["excess"][m] = g2, excess(A)
-        out["max_norm"][m] = float(np.max(layer_norms(A)))
-    critical = out["grad_sq"] <= critical_rtol * np.maximum(out["grad_sq_start"], 1e-300)
-    return CriticalPointSearch(**out, critical=critical, tau=tau)
-
-
-# --- Bartlett, Helmbold & Long: steps to a tolerance ------------------------------------------------------
-def identity_gd_steps_to(Phi, depth, lr, tol, max_steps) -> int | None:
-    """Steps of gradient descent from ``Theta_i = I`` on ``1/2 ||Theta_L ... Theta_1 - Phi||_F^2`` until the
-    loss is at most ``tol``; ``None`` if ``max_steps`` do not suffice. The same updates as
-    :func:`identity_init_gd` (without regulariser), stopping early; raises ``DivergenceError`` on overflow."""
-    Phi = _as_square_matrix(Phi, "Phi")
-    depth = _as_depth(depth)
-    lr = _as_lr(lr)
-    tol = validate.positive_float("tol", tol)
-    max_steps = _as_steps(max_steps)
-    d = Phi.shape[0]
-    I = np.eye(d)
-    T = np.repeat(I[None], depth, axis=0)
-    right, left = np.empty_like(T), np.empty_like(T)  # Theta_{i-1}...Theta_1 and Theta_L...Theta_{i+1}
-    right[0], left[-1] = I, I
-    with np.errstate(over="ignore", invalid="ignore"):
-        for t in range(max_steps + 1):
-            for i in range(1, depth):
-                right[i] = T[i - 1] @ right[i - 1]
-            G = T[-1] @ right[-1] - Phi
-            loss = 0.5 * float(np.sum(G ** 2))
-            if not math.isfinite(loss):
-                raise validate.DivergenceError(f"identity_gd_steps_to diverged at step {t}; lower lr {lr}")
-            if loss <= tol:
-                return t
-            if t == max_steps:
-                return None
-            for i in range(depth - 2, -1, -1):
-                left[i] = left[i + 1] @ T[i + 1]
-            T = T - lr * (left.transpose(0, 2, 1) @ G @ right.transpose(0, 2, 1))  # every layer at once
-    return None  # pragma: no cover
-
-
-#: Families of targets for the Theorem 2.1 statement check (:func:`random_theorem_2_1_target`).
-TARGET_KINDS = ("near-pi rotation x stretch", "symmetric positive definite", "random")
-
-
-def random_theorem_2_1_target(kind, d, seed=None) -> np.ndarray:
-    """A random ``R`` with ``det R > 0`` from one of :data:`TARGET_KINDS`: a rotation turning every plane by
-    nearly pi composed with a slight random stretch (gamma log-uniform in [e^-6, 1]; the case that strains
-    whole-number layer counts most), a symmetric positive definite matrix, or a random ``U diag(s) V^T``
-    (gamma log-uniform in [e^-5, e^1.2])."""
-    kind = validate.choice("kind", kind, TARGET_KINDS)
-    d = _as_depth(d, "d")
-    rng = _rng(seed)
-    if kind == "random":
-        return random_matrix_with_gamma(d, float(np.exp(rng.uniform(-5.0, 1.2))), rng)
-    if kind == "symmetric positive definite":
-        return random_matrix_with_gamma(d, float(np.exp(rng.uniform(-5.0, 1.2))), rng, psd=True)
-    W = np.eye(d)
-    for k in range(d // 2):
-        theta = math.pi - abs(rng.normal(0.0, 0.05))
-        c, s = math.cos(theta), math.sin(theta)
-        W[2 * k: 2 * k + 2, 2 * k: 2 * k + 2] = [[c, -s], [s, c]]
-    Q = random_rotation(d, rng)
-    stretch = random_matrix_with_gamma(d, float(np.exp(rng.uniform(-6.0, 0.0))), rng)
-    return Q @ W @ Q.T @ stretch
-
-
-# --- Bartlett, Helmbold & Long: a step suited to the target, runs with determinants, growth fits -------------
-def bhl_step_size(Phi, depth, scale=0.5) -> float:
-    """A step size suited to ``Phi``: ``scale / (L max(1, ||Phi||_2)^(2 - 2/L))``.
-
-    Our choice; the paper's step sizes are in its full text, which was not available to us. Why this one: for
-    a symmetric target every layer's eigenvalue ``mu`` along an eigenvector with eigenvalue ``lambda`` follows
-    ``mu <- mu - eta mu^(L-1) (mu^L - lambda)``, whose linearisation at ``mu = lambda^(1/L)`` has slope
-    ``L lambda^(2 - 2/L)``; on the path from ``mu = 1`` it stays below ``(2L - 1) max(1, lambda)^(2 - 2/L)``.
-    ``scale = 0.5`` keeps ``eta`` times it below one. For ``||Phi||_2 <= 1`` this is ``scale / L``.
-    """
-    Phi = _as_square_matrix(Phi, "Phi")
-    depth = _as_depth(depth)
-    scale = validate.positive_float("scale", scale)
-    top = max(1.0, float(np.linalg.norm(Phi, 2)))
-    return scale / (depth * top ** (2.0 - 2.0 / depth))
-
-
-@dataclass
-class IdentityGDTrace:
-    """A run of gradient descent from ``Theta_i = I`` (:func:`identity_gd_trace`).
-
-    ``losses[t]`` and ``product_dets[t]`` are ``1/2 ||P_t - Phi||_F^2`` and ``det P_t`` for the product
-    ``P_t = Theta_L ... Theta_1`` after ``t`` steps (``t = 0`` is the identity; ``steps + 1`` entries; the
-    regulariser is not in ``losses``); ``layers`` are the final layers, shape ``(depth, d, d)``."""
-
-    losses: np.ndarray
-    product_dets: np.ndarray
-    layers: np.ndarray
-
-
-def identity_gd_trace(Phi, depth, lr, steps, reg=0.0, tol=None) -> IdentityGDTrace:
-    """Gradient descent from ``Theta_i = I`` on ``1/2 ||Theta_L ... Theta_1 - Phi||_F^2 + reg sum_i ||Theta_i - I||_F^2``,
-    recording the loss and the determinant of the product at every step; with ``tol``, it stops at the first
-    step whose loss is at most ``tol`` (the arrays then end there).
-
-    The same objective as :func:`identity_init_gd` (written independently: all layers updated at once from the
-    prefix and suffix products, as in :func:`identity_gd_steps_to`). Raises ``DivergenceError`` when the loss
-    stops being finite."""
-    Phi = _as_square_matrix(Phi, "Phi")
-    depth = _as_depth(depth)
-    lr = _as_lr(lr)
-    steps = _as_steps(steps)
-    reg = validate.non_negative_float("reg", reg)
-    tol = -math.inf if tol is None else validate.positive_float("tol", tol)
-    d = Phi.shape[0]
-    I = np.eye(d)
-    T = np.repeat(I[None], depth, axis=0)
-    right, left = np.empty_like(T), np.empty_like(T)  # Theta_{i-1}...Theta_1 and Theta_L...Theta_{i+1}
-    right[0], left[-1] = I, I
-    losses, dets = np.empty(steps + 1), np.empty(steps + 1)
-    with np.errstate(over="ignore", invalid="ignore"):
-        for t in range(steps + 1):
-            for i in range(1, depth):
-                right[i] = T[i - 1] @ right[i - 1]
-            P = T[-1] @ right[-1]
-            G = P - Phi
-            losses[t] = 0.5 * float(np.sum(G ** 2))
-            dets[t] = float(np.linalg.det(P)) if np.all(np.isfinite(P)) else math.nan
-            if not math.isfinite(losses[t]):
-                raise validate.DivergenceError(f"identity_gd_trace diverged at step {t}; lower the learning rate {lr}")
-            if t == steps or losses[t] <= tol:
-                losses, dets = losses[: t + 1], dets[: t + 1]
-                break
-            for i in range(depth - 2, -1, -1):
-                left[i] = left[i + 1] @ T[i + 1]
-            grads = left.transpose(0, 2, 1) @ G @ right.transpose(0, 2, 1)
-            if reg:
-                grads = grads + 2.0 * reg * (T - I)
-            T = T - lr * grads
-    return IdentityGDTrace(losses, dets, T)
-
-
-def det_loss_floor(Phi) -> float:
-    """The smallest of ``1/2 ||P - Phi||_F^2`` over all ``P`` with ``det P >= 0``: ``1/2 s_min(Phi)^2`` when
-    ``det Phi < 0``, else 0.
-
-    Why: the segment from ``Phi`` (``det < 0``) to such a ``P`` crosses a singular matrix ``S``, and
-    ``||P - Phi||_F >= ||S - Phi||_F >= s_min(Phi)`` (the distance to the singular matrices, Eckart-Young-Mirsky),
-    attained by zeroing ``Phi``'s smallest singular value. So a run whose product keeps ``det P_t > 0`` never
-    has loss below this floor."""
-    Phi = _as_square_matrix(Phi, "Phi")
-    if np.linalg.det(Phi) >= 0:
-        return 0.0
-    return 0.5 * float(np.linalg.svd(Phi, compute_uv=False).min()) ** 2
-
-
-@dataclass
-class GrowthFit:
-    """How step counts grow with a variable ``x`` (:func:`growth_fit`).
-
-    ``exponent`` (with its least-squares standard error) and ``power_rms`` are from ``log y = a + p log x``;
-    ``exponential_rms`` from ``log y = b + c x``; both RMS residuals are in ``log y``."""
-
-    exponent: float
-    exponent_se: float
-    power_rms: float
-    exponential_rms: float
-
-    @property
-    def power_law_fits_better(self) -> bool:
-        """A power law in ``x`` describes the points at least as well as an exponential in ``x``."""
-        return self.power_rms <= self.exponential_rms
-
-
-def growth_fit(x, y) -> GrowthFit:
-    """Fit ``y = c x^p`` and ``y = b e^(c x)`` by least squares on ``log y``; see :class:`GrowthFit`.
-
-    A finite grid cannot prove that growth is polynomial; the comparison says which of the two shapes the
-    points follow over the grid (an exponential in ``x`` bends upwards on log-log axes)."""
-    x = validate.finite_array("x", x, ndim=1, positive=True)
-    y = validate.finite_array("y", y, ndim=1, positive=True)
-    if x.shape != y.shape:
-        raise ValueError(f"x and y must have the same length, got {x.size} and {y.size}")
-    if x.size < 3:
-        raise ValueError(f"growth_fit needs at least 3 points, got {x.size}")
-    if np.unique(x).size < 3:
-        raise ValueError("growth_fit needs at least 3 distinct values of x")
-    logx, logy = np.log(x), np.log(y)
-
-    def line(u):
-        slope, intercept = np.polyfit(u, logy, 1)
-        resid = logy - (slope * u + intercept)
-        return float(slope), resid
-
-    p, r_pow = line(logx)
-    _, r_exp = line(x)
-    se = math.sqrt(float(np.sum(r_pow ** 2)) / (x.size - 2) / float(np.sum((logx - logx.mean()) ** 2)))
-    return GrowthFit(p, se, float(np.sqrt(np.mean(r_pow ** 2))), float(np.sqrt(np.mean(r_exp ** 2))))
-
-
-__all__ += ["bhl_step_size", "IdentityGDTrace", "identity_gd_trace", "det_loss_floor", "GrowthFit", "growth_fit"]
-
-
-@dataclass
-class SymmetricGDRun:
-    """Exact-arithmetic gradient descent from the identity on a symmetric target (:func:`symmetric_identity_gd`).
-
-    ``losses[t]`` is ``1/2 sum_k (mu_k^L - lambda_k)^2`` after ``t`` steps (``steps + 1`` entries), ``mu`` the
-    final layer eigenvalues, ``min_mu`` the smallest layer eigenvalue over the whole run."""
-
-    losses: np.ndarray
-    mu: np.ndarray
-    min_mu: float
-
-
-def symmetric_identity_gd(eigenvalues, depth, lr, steps, reg=0.0) -> SymmetricGDRun:
-    """Gradient descent from ``Theta_i = I`` on a symmetric ``Phi`` with these eigenvalues, as exact arithmetic
-    runs it (the same objective as :func:`identity_gd_trace`).
-
-    In exact arithmetic every layer stays equal to the others and a polynomial in ``Phi`` (induction: the
-    gradient in layer i is ``Theta^(L-1) (Theta^L - Phi) + 2 reg (Theta - I)`` when all layers equal ``Theta``),
-    so along each eigenvector the common layer eigenvalue follows
-    ``mu <- mu - lr (mu^(L-1) (mu^L - lambda) + 2 reg (mu - 1))``. Floating-point matrix runs leave this
-    invariant set once rounding errors grow along its unstable directions; this reduction does not."""
-    lam = validate.finite_array("eigenvalues", eigenvalues, ndim=1)
-    depth = _as_depth(depth)
-    lr = _as_lr(lr)
-    steps = _as_steps(steps)
-    reg = validate.non_negative_float("reg", reg)
-    mu = np.ones_like(lam)
-    losses = np.empty(steps + 1)
-    min_mu = 1.0
-    with np.errstate(over="ignore", invalid="ignore"):
-        for t in range(steps + 1):
-            power = mu ** depth
-            losses[t] = 0.5 * float(np.sum((power - lam) ** 2))
-            if not math.isfinite(losses[t]):
-                raise validate.DivergenceError(f"symmetric_identity_gd diverged at step {t}; lower lr {lr}")
-            min_mu = min(min_mu, float(mu.min()))
-            if t < steps:
-                mu = mu - lr * (mu ** (depth - 1) * (power - lam) + 2.0 * reg * (mu - 1.0))
-    return SymmetricGDRun(losses, mu, min_mu)
-
-
-__all__ += ["SymmetricGDRun", "symmetric_identity_gd"]

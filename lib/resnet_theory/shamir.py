@@ -5,22 +5,28 @@ the seminar review of the paper (``seeds/003``) and are checked numerically, not
 
 Contents, in the order of the chapter ``book/linear_predictors.md``:
 
-- Example 1 (why the bounds must depend on the norms): :func:`example1_symbolic`, :func:`example1_saddle`,
-  :func:`example1_objective` (torch, for autograd and finite differences).
-- The landscapes of the review's figure: :func:`landscape_value`, :func:`find_local_minima` (multi-start,
-  every candidate verified; saddles are rejected) and :func:`critical_points` (every critical point found
-  by root finding on the gradient, with its classification).
 - The residual predictor ``x -> w^T (x + V f_theta(x))`` (Section 2 of the paper as the review gives it):
   :func:`residual_predictions`, :func:`residual_objective`, :func:`linear_objective`,
   :func:`best_linear_predictor`, :func:`objective_derivatives` (gradient and Hessian in ``(w, V)``),
-  :func:`theorem1_sides`, :func:`theorem2_sides`, :func:`random_theorem_instance`.
+  :func:`random_theorem_instance`.
+- Example 1 (why the bounds must depend on the norms): :func:`example_1_symbolic`, :func:`example_1_saddle`,
+  :func:`example_1_objective` (torch, for autograd and finite differences).
+- Theorems 1 and 2: :func:`theorem_1_sides`, :func:`theorem_2_sides`, :func:`survey_theorems`,
+  :func:`theorem_1_rhs_along`, :func:`theorem_1_adversarial`.
+- Corollary 1 and Theorem 3: :func:`minimize_residual_objective`, :func:`verify_local_minimum`,
+  :func:`corollary_1_survey`; Theorem 3 without its polynomial: :func:`approximate_stationary_points`
+  (eps-SOPSPs on a search path).
 - The negative controls: the same network without the skip, ``x -> w^T V f_theta(x)`` (``skip=False`` in
-  :func:`objective_derivatives`, :func:`theorem1_sides`, :func:`theorem2_sides`,
-  :func:`minimize_residual_objective`, :func:`verify_local_minimum`, :func:`corollary1_survey`).
-- Theorem 3 without its polynomial: :func:`approximate_stationary_points` (eps-SOPSPs on a search path).
+  :func:`objective_derivatives`, :func:`theorem_1_sides`, :func:`theorem_2_sides`,
+  :func:`minimize_residual_objective`, :func:`verify_local_minimum`, :func:`corollary_1_survey`).
+- The landscapes of the review's figure, with a penalty or in a ball: :func:`landscape_value`,
+  :func:`find_local_minima` (multi-start, every candidate verified; saddles are rejected),
+  :func:`critical_points` (every critical point found by root finding on the gradient, with its
+  classification) and :func:`landscape_sweep`.
 - Theorem 4 (a skip connection to the output): :class:`OutputSkipNet` ``x -> w^T x + v^T f_theta(x)``,
   :class:`ResidualNet` (the original architecture, for contrast), :class:`LogisticLinearSource` (a data
-  distribution whose best predictor is linear) and :func:`projected_sgd`.
+  distribution whose best predictor is linear), :func:`projected_sgd`, :func:`theorem_4_bound` and
+  :func:`theorem_4_rates` (the rate in T over many runs at once).
 
 Norms: ``||V||`` is the spectral norm (the smaller of the usual matrix norms, so the inequalities tested
 with it are the stronger ones); vectors use the Euclidean norm.
@@ -40,24 +46,15 @@ import torch
 from scipy import optimize
 
 from . import validate
-from .plotting import fit_power_law
+from .fits import fit_power_law
+
 
 LOSSES = ("squared", "logistic")
 #: Instance seeds of the surveys are ``SEED_STRIDE * seed + i``: different chapter seeds share no instance.
 SEED_STRIDE = 100_000
 
 
-# --- input validation ------------------------------------------------------------------------------
-def _positive_number(x, name: str, allow_zero: bool = False) -> float:
-    if allow_zero:
-        return validate.non_negative_float(name, x)
-    return validate.positive_float(name, x)
-
-
-def _positive_int(x, name: str, minimum: int = 1) -> int:
-    return validate.integer(name, x, minimum=minimum)
-
-
+# --- input validation -----------------------------------------------------------------------------------
 def _seed(seed) -> int:
     return validate.non_negative_int("seed", seed)
 
@@ -76,10 +73,236 @@ def _tensor(x, name: str, ndim: int) -> torch.Tensor:
     return torch.as_tensor(validate.finite_array(name, x, ndim=ndim, allow_empty=True))
 
 
-# --- Example 1 -------------------------------------------------------------------------------------
+# --- Section 2, the setting: the residual predictor, its objective, and the best linear predictor -------
+def _features(f_theta, X: torch.Tensor) -> torch.Tensor:
+    """``f_theta(X)`` as a float64 (n, k) tensor, with theta fixed (no gradient through it)."""
+    if not callable(f_theta):
+        raise TypeError(f"f_theta must be callable (a torch module or function), got {type(f_theta).__name__}")
+    dtype = X.dtype
+    if isinstance(f_theta, torch.nn.Module):
+        params = list(f_theta.parameters())
+        if params:
+            dtype = params[0].dtype
+    with torch.no_grad():
+        Z = f_theta(X.to(dtype))
+    if not isinstance(Z, torch.Tensor):
+        raise TypeError("f_theta must return a torch tensor")
+    Z = Z.detach().to(torch.float64)
+    if Z.ndim != 2 or Z.shape[0] != X.shape[0]:
+        raise ValueError(f"f_theta(X) must have shape (n, k) with n = {X.shape[0]}, got {tuple(Z.shape)}")
+    if not torch.isfinite(Z).all():
+        raise ValueError("f_theta(X) contains NaN or infinite entries")
+    return Z
+
+
+def _data(X, y, loss):
+    loss = _check_loss(loss)
+    X = _tensor(X, "X", 2)
+    y = _tensor(y, "y", 1)
+    if X.shape[0] == 0:
+        raise ValueError("the sample must not be empty")
+    if y.shape[0] != X.shape[0]:
+        raise ValueError(f"X has {X.shape[0]} rows but y has {y.shape[0]} entries")
+    if loss == "logistic" and not torch.all((y == 1) | (y == -1)):
+        raise ValueError("the logistic loss needs labels y in {-1, +1}")
+    return X, y, loss
+
+
+def _wV(w, V, d: int, k: int):
+    w = _tensor(w, "w", 1)
+    V = _tensor(V, "V", 2)
+    if w.shape[0] != d:
+        raise ValueError(f"w must have {d} entries (the input dimension), got {w.shape[0]}")
+    if V.shape != (d, k):
+        raise ValueError(f"V must have shape ({d}, {k}) (input dimension, width of f_theta), got {tuple(V.shape)}")
+    return w, V
+
+
+def loss_values(p: torch.Tensor, y: torch.Tensor, loss: str) -> torch.Tensor:
+    """``l(p; y)``: squared ``(p - y)^2 / 2`` or logistic ``log(1 + exp(-y p))``, elementwise."""
+    _check_loss(loss)
+    if not isinstance(p, torch.Tensor) or not isinstance(y, torch.Tensor):
+        raise TypeError("p and y must be torch tensors")
+    if p.shape != y.shape:
+        raise ValueError(f"p and y must have the same shape, got {tuple(p.shape)} and {tuple(y.shape)}")
+    if loss == "squared":
+        return 0.5 * (p - y) ** 2
+    return torch.nn.functional.softplus(-y * p)
+
+
+def residual_predictions(X, w, V, f_theta) -> torch.Tensor:
+    """The residual predictor ``x -> w^T (x + V f_theta(x))`` on the rows of ``X`` (float64)."""
+    X = _tensor(X, "X", 2)
+    Z = _features(f_theta, X)
+    w, V = _wV(w, V, X.shape[1], Z.shape[1])
+    return (X + Z @ V.T) @ w
+
+
+def residual_objective(X, y, w, V, f_theta, loss: str = "squared") -> float:
+    """``F(w, V, theta)``: the mean loss of the residual predictor on the sample ``(X, y)``."""
+    X, y, loss = _data(X, y, loss)
+    return float(loss_values(residual_predictions(X, w, V, f_theta), y, loss).mean())
+
+
+def linear_objective(X, y, w, loss: str = "squared") -> float:
+    """``F_lin(w) = F(w, 0, theta)``: the mean loss of the linear predictor ``x -> w^T x``."""
+    X, y, loss = _data(X, y, loss)
+    w = _tensor(w, "w", 1)
+    if w.shape[0] != X.shape[1]:
+        raise ValueError(f"w must have {X.shape[1]} entries, got {w.shape[0]}")
+    return float(loss_values(X @ w, y, loss).mean())
+
+
+def best_linear_predictor(X, y, loss: str = "squared", radius=None) -> dict:
+    """``argmin F_lin`` on the sample (over the ball ``|w| <= radius`` when given): dict ``w``, ``value``.
+
+    Squared loss without a radius: least squares. Otherwise a Newton-type method (SLSQP on the ball);
+    raises ValueError when the unconstrained logistic problem has no minimiser (separable data).
+    """
+    X, y, loss = _data(X, y, loss)
+    if radius is not None:
+        radius = validate.positive_float("radius", radius)
+    Xn, yn = X.numpy(), y.numpy()
+    n, d = Xn.shape
+    if loss == "squared" and radius is None:
+        w = np.linalg.lstsq(Xn, yn, rcond=None)[0]
+        return {"w": w, "value": linear_objective(X, y, w, loss)}
+
+    def value(w):
+        p = Xn @ w
+        return float(np.mean(0.5 * (p - yn) ** 2 if loss == "squared" else np.logaddexp(0, -yn * p)))
+
+    def grad(w):
+        p = Xn @ w
+        dl = (p - yn) if loss == "squared" else -yn / (1 + np.exp(yn * p))
+        return Xn.T @ dl / n
+
+    def hess(w):
+        p = Xn @ w
+        d2 = np.ones(n) if loss == "squared" else 0.25 / np.cosh(yn * p / 2) ** 2
+        return (Xn.T * d2) @ Xn / n
+
+    if radius is None:
+        if loss == "logistic" and _has_recession_direction(Xn, yn):
+            raise ValueError("the logistic F_lin has no minimiser on this sample (a direction separates "
+                             "the data): give a radius")
+        # damped Newton on a convex objective (scipy's trust-exact can stop early once rounding dominates)
+        w = np.zeros(d)
+        for _ in range(200):
+            g = grad(w)
+            step = np.linalg.lstsq(hess(w), g, rcond=None)[0]
+            f0, t = value(w), 1.0
+            while value(w - t * step) > f0 and t > 1e-12:
+                t /= 2
+            w = w - t * step
+            if np.linalg.norm(t * step) <= 1e-15 * max(1.0, np.linalg.norm(w)):
+                break
+        if np.linalg.norm(grad(w)) * max(1.0, np.linalg.norm(w)) > 1e-8 * value(w):
+            raise ValueError("the minimisation of F_lin did not converge (gradient not negligible at the "
+                             "scale of the loss)")
+    else:
+        cons = {"type": "ineq", "fun": lambda w: radius ** 2 - w @ w, "jac": lambda w: -2 * w}
+        sol = optimize.minimize(value, np.zeros(d), jac=grad, method="SLSQP", constraints=[cons],
+                                options={"ftol": 1e-15, "maxiter": 1000})
+        w = sol.x
+        if np.linalg.norm(w) > radius:
+            w = w * radius / np.linalg.norm(w)
+    return {"w": w, "value": value(w)}
+
+
+def _has_recession_direction(X: np.ndarray, y: np.ndarray) -> bool:
+    """Whether some u has ``y_i u^T x_i >= 0`` for all i with a positive sum (then the logistic F_lin
+    keeps decreasing along u and has no minimiser). A linear programme over the box ``|u|_inf <= 1``."""
+    A = y[:, None] * X
+    res = optimize.linprog(-A.sum(axis=0), A_ub=-A, b_ub=np.zeros(len(y)), bounds=[(-1, 1)] * X.shape[1],
+                           method="highs")
+    return bool(res.status == 0 and -res.fun > 1e-9)
+
+
+def objective_derivatives(X, y, w, V, f_theta, loss: str = "squared", *, skip: bool = True) -> dict:
+    """Value, gradient and Hessian of ``F_theta(w, V)`` in the flat parameters ``(w, vec V)`` (row-major V).
+
+    Also returns the blocks ``hessian_ww`` (d x d) and the split gradients ``gradient_w``, ``gradient_V``.
+    Computed by torch autograd in float64 with theta fixed. With ``skip=False`` the same for the network
+    without the skip connection, ``x -> w^T V f_theta(x)`` (the input the paper's results rule out).
+    """
+    X, y, loss = _data(X, y, loss)
+    skip = _skip(skip)
+    Z = _features(f_theta, X)
+    w, V = _wV(w, V, X.shape[1], Z.shape[1])
+    d, k = V.shape
+
+    def F(z):
+        return loss_values((X * float(skip) + Z @ z[d:].reshape(d, k).T) @ z[:d], y, loss).mean()
+
+    z = torch.cat([w, V.reshape(-1)])
+    zg = z.clone().requires_grad_(True)
+    value = F(zg)
+    (g,) = torch.autograd.grad(value, zg)
+    H = torch.autograd.functional.hessian(F, z)
+    g, H = g.numpy(), H.numpy()
+    return {"value": float(value.detach()), "gradient": g, "hessian": H, "gradient_w": g[:d],
+            "gradient_V": g[d:].reshape(d, k), "hessian_ww": H[:d, :d], "function": F}
+
+
+def random_mlp(d: int, k: int, width: int, depth: int, generator: torch.Generator,
+               final: str = "none") -> torch.nn.Sequential:
+    """A random float64 ReLU network ``R^d -> R^k`` with ``depth`` linear layers (He-scaled Gaussian weights)."""
+    d, k = validate.positive_int("d", d), validate.positive_int("k", k)
+    width, depth = validate.positive_int("width", width), validate.positive_int("depth", depth)
+    final = validate.choice("final", final, ("none", "tanh"))
+    if not isinstance(generator, torch.Generator):
+        raise TypeError("generator must be a torch.Generator")
+    dims = [d] + [width] * (depth - 1) + [k]
+    layers: list[torch.nn.Module] = []
+    for i, (a, b) in enumerate(zip(dims[:-1], dims[1:])):
+        lin = torch.nn.Linear(a, b, dtype=torch.float64)
+        with torch.no_grad():
+            lin.weight.copy_(torch.randn(b, a, generator=generator, dtype=torch.float64) * math.sqrt(2.0 / a))
+            lin.bias.copy_(0.1 * torch.randn(b, generator=generator, dtype=torch.float64))
+        layers.append(lin)
+        if i < depth - 1:
+            layers.append(torch.nn.ReLU())
+    if final == "tanh":
+        layers.append(torch.nn.Tanh())
+    return torch.nn.Sequential(*layers)
+
+
+def random_theorem_instance(seed: int, loss: str = "squared", n: int = 30, d: int = 3, k: int = 3,
+                            width: int = 8, depth: int = 3, w_zero: bool = False) -> dict:
+    """A random instance for Theorems 1 and 2: data, a random deep ``f_theta``, a point ``(w, V)``, ``w_star``.
+
+    Data ``x ~ N(0, I)``; targets a nonlinear function of ``x`` plus noise (squared loss) or its sign with
+    20% of labels flipped (logistic). ``w`` and ``V`` have random scales spread over three decades; with
+    ``w_zero`` the point has ``w = 0``. ``w_star`` is the best linear predictor on the sample (over the
+    ball of radius 10 for the logistic loss), so the right-hand sides are as large as they can be.
+    """
+    seed = _seed(seed)
+    loss = _check_loss(loss)
+    for name, val in (("n", n), ("d", d), ("k", k), ("width", width), ("depth", depth)):
+        validate.positive_int(name, val)
+    gen = torch.Generator().manual_seed(int(seed))
+    rng = np.random.default_rng(seed)
+    X = torch.randn(n, d, generator=gen, dtype=torch.float64)
+    signal = torch.sin(X @ torch.randn(d, generator=gen, dtype=torch.float64)) + 0.5 * X[:, 0] ** 2
+    if loss == "squared":
+        y = signal + 0.3 * torch.randn(n, generator=gen, dtype=torch.float64)
+    else:
+        y = torch.where(signal >= signal.median(), 1.0, -1.0).to(torch.float64)
+        flip = torch.rand(n, generator=gen) < 0.2
+        y = torch.where(flip, -y, y)
+    f_theta = random_mlp(d, k, width, depth, gen)
+    scale_w, scale_V = 10 ** rng.uniform(-2, 1), 10 ** rng.uniform(-2, 1)
+    w = np.zeros(d) if w_zero else scale_w * rng.normal(size=d) / math.sqrt(d)
+    V = scale_V * rng.normal(size=(d, k)) / math.sqrt(d * k)
+    w_star = best_linear_predictor(X, y, loss, radius=None if loss == "squared" else 10.0)["w"]
+    return {"X": X, "y": y, "f_theta": f_theta, "w": w, "V": V, "w_star": w_star, "loss": loss}
+
+
+# --- Example 1: a saddle that is almost flat and worse than linear --------------------------------------
 def _exact(eps) -> sp.Rational:
     """eps as an exact SymPy number: floats through their shortest decimal (0.1 -> 1/10)."""
-    _positive_number(eps, "eps")
+    validate.positive_float("eps", eps)
     if isinstance(eps, sp.Basic):
         return sp.nsimplify(eps)
     if isinstance(eps, (Fraction, numbers.Integral)):
@@ -87,7 +310,7 @@ def _exact(eps) -> sp.Rational:
     return sp.Rational(repr(float(eps)))
 
 
-def example1_symbolic() -> dict:
+def example_1_symbolic() -> dict:
     """Example 1 exactly: ``F(w, v) = 1/2 (w (1 + eps v) - 1)^2`` with its gradient and Hessian in ``(w, v)``.
 
     Scalars ``x = y = 1``, ``w* = 1``, ``f_theta(x) = eps x`` and the squared loss (review 003). Returns a dict
@@ -101,7 +324,7 @@ def example1_symbolic() -> dict:
     return {"symbols": (w, v, eps), "objective": F, "gradient": gradient, "hessian": hessian}
 
 
-def example1_review_formulas() -> dict:
+def example_1_review_formulas() -> dict:
     """The gradient and Hessian of Example 1 as the review prints them (to compare with SymPy)."""
     w, v = sp.symbols("w v", real=True)
     eps = sp.Symbol("eps", positive=True)
@@ -112,14 +335,14 @@ def example1_review_formulas() -> dict:
     return {"symbols": (w, v, eps), "gradient": gradient, "hessian": hessian}
 
 
-def example1_saddle(eps) -> dict:
+def example_1_saddle(eps) -> dict:
     """The point ``(0, -1/eps)`` of Example 1 with its value, gradient, Hessian and eigenvalues, exactly.
 
     ``eps`` must be positive; floats are read through their shortest decimal form (``0.1`` is ``1/10``).
     Eigenvalues are sorted ascending.
     """
     e = _exact(eps)
-    sym = example1_symbolic()
+    sym = example_1_symbolic()
     w, v, eps_s = sym["symbols"]
     point = (sp.Integer(0), -1 / e)
     subs = {w: point[0], v: point[1], eps_s: e}
@@ -132,10 +355,10 @@ def example1_saddle(eps) -> dict:
             "eigenvalues": [sp.simplify(z) for z in eigenvalues]}
 
 
-def example1_objective(eps: float, penalty: float = 0.0) -> Callable[[torch.Tensor], torch.Tensor]:
+def example_1_objective(eps: float, penalty: float = 0.0) -> Callable[[torch.Tensor], torch.Tensor]:
     """``F(w, v) + (penalty/2)(w^2 + v^2)`` as a torch function of the vector ``(w, v)``."""
-    eps = _positive_number(eps, "eps")
-    penalty = _positive_number(penalty, "penalty", allow_zero=True)
+    eps = validate.positive_float("eps", eps)
+    penalty = validate.non_negative_float("penalty", penalty)
 
     def F(z: torch.Tensor) -> torch.Tensor:
         if z.shape != (2,):
@@ -146,7 +369,369 @@ def example1_objective(eps: float, penalty: float = 0.0) -> Callable[[torch.Tens
     return F
 
 
-# --- the landscapes --------------------------------------------------------------------------------
+# --- Theorems 1 and 2: a point worse than linear is not (approximately) stationary ----------------------
+def _w_star(w_star, d):
+    w_star = _tensor(w_star, "w_star", 1).numpy()
+    if w_star.shape[0] != d:
+        raise ValueError(f"w_star must have {d} entries, got {w_star.shape[0]}")
+    return w_star
+
+
+def theorem_1_sides(X, y, w, V, f_theta, w_star, loss: str = "squared", *, skip: bool = True) -> dict:
+    """Both sides of Theorem 1 at ``(w, V, theta)`` with ``w != 0``, against the linear predictor ``w_star``.
+
+    ``lhs = |grad F_theta(w, V)|`` and
+    ``rhs = (F(w, V, theta) - F_lin(w_star)) / sqrt(2|w|^2 + |w_star|^2 (2 + |V|^2 / |w|^2))`` with the spectral
+    norm of ``V`` (``rhs_frobenius`` uses the Frobenius norm, a weaker statement; ``rhs_without_V`` drops the
+    term ``|V|^2 / |w|^2``, a stronger statement that Example 1 refutes).
+    """
+    X, y, loss = _data(X, y, loss)
+    der = objective_derivatives(X, y, w, V, f_theta, loss, skip=skip)
+    w = _tensor(w, "w", 1).numpy()
+    V = _tensor(V, "V", 2).numpy()
+    w_star = _w_star(w_star, X.shape[1])
+    nw2 = float(w @ w)
+    if nw2 == 0:
+        raise ValueError("Theorem 1 needs w != 0 (use theorem_2_sides at w = 0)")
+    F_lin = linear_objective(X, y, w_star, loss)
+    gap = der["value"] - F_lin
+    ns2 = float(w_star @ w_star)
+
+    def rhs(normV):
+        return gap / math.sqrt(2 * nw2 + ns2 * (2 + normV ** 2 / nw2))
+
+    return {"lhs": float(np.linalg.norm(der["gradient"])), "rhs": rhs(np.linalg.norm(V, 2)),
+            "rhs_frobenius": rhs(np.linalg.norm(V)),
+            "rhs_without_V": gap / math.sqrt(2 * nw2 + 2 * ns2), "F": der["value"], "F_lin": F_lin,
+            "norm_w": math.sqrt(nw2), "norm_V": float(np.linalg.norm(V, 2))}
+
+
+def theorem_2_sides(X, y, V, f_theta, w_star, loss: str = "squared", *, skip: bool = True) -> dict:
+    """Both parts of Theorem 2 at ``w = 0``.
+
+    ``lambda_min`` of the Hessian in ``(w, V)`` (the theorem says it is at most 0), and
+    ``lhs = |grad F_theta(0, V)| + |V| sqrt(|lambda_min| |d^2F/dw^2| + lambda_min^2)`` against
+    ``rhs = (F(0, V, theta) - F_lin(w_star)) / |w_star|`` (spectral norms; ``w_star != 0``).
+    """
+    X, y, loss = _data(X, y, loss)
+    V = _tensor(V, "V", 2)
+    w_star = _w_star(w_star, X.shape[1])
+    if not np.any(w_star):
+        raise ValueError("Theorem 2 needs w_star != 0")
+    der = objective_derivatives(X, y, torch.zeros(X.shape[1], dtype=torch.float64), V, f_theta, loss,
+                                skip=skip)
+    lam = float(np.linalg.eigvalsh(der["hessian"])[0])
+    Hww = float(np.linalg.norm(der["hessian_ww"], 2))
+    normV = float(np.linalg.norm(V.numpy(), 2))
+    gradient_norm = float(np.linalg.norm(der["gradient"]))
+    curvature_term = math.sqrt(abs(lam) * Hww + lam ** 2)
+    lhs = gradient_norm + normV * curvature_term
+    F_lin = linear_objective(X, y, w_star, loss)
+    return {"lambda_min": lam, "lhs": lhs, "gradient_norm": gradient_norm,
+            "curvature_term": curvature_term, "rhs": (der["value"] - F_lin) / float(np.linalg.norm(w_star)),
+            "F": der["value"], "F_lin": F_lin, "norm_V": normV, "hessian_ww_norm": Hww,
+            "hessian_norm": float(np.linalg.norm(der["hessian"], 2))}
+
+
+def survey_theorems(n_instances: int, seed: int = 0, losses=LOSSES) -> dict:
+    """Both sides of Theorems 1 and 2 on ``n_instances`` random instances per loss.
+
+    Theorem 1 at a random ``(w, V)``; Theorem 2 at ``(0, V)`` of an independent instance. Returns numpy
+    arrays ``t1_lhs, t1_rhs, t1_loss, t2_lhs, t2_rhs, t2_lambda_min, t2_loss, t2_hessian_norm`` (the
+    spectral norm of the whole Hessian, the scale of ``t2_lambda_min``).
+    """
+    n_instances = validate.positive_int("n_instances", n_instances)
+    seed = _seed(seed)
+    if isinstance(losses, str) or not losses or any(l not in LOSSES for l in losses):
+        raise ValueError(f"losses must be a non-empty sequence drawn from {LOSSES}")
+    validate.check_budget("n_instances", 0.02 * 2 * len(losses) * n_instances, 3600.0, what="time",
+                          unit="seconds", value=n_instances)  # ~20 ms each
+    rows1, rows2 = [], []
+    for loss in losses:
+        for i in range(n_instances):
+            a = random_theorem_instance(SEED_STRIDE * seed + 2 * i, loss)
+            s1 = theorem_1_sides(a["X"], a["y"], a["w"], a["V"], a["f_theta"], a["w_star"], loss)
+            rows1.append((s1["lhs"], s1["rhs"], loss))
+            b = random_theorem_instance(SEED_STRIDE * seed + 2 * i + 1, loss, w_zero=True)
+            s2 = theorem_2_sides(b["X"], b["y"], b["V"], b["f_theta"], b["w_star"], loss)
+            rows2.append((s2["lhs"], s2["rhs"], s2["lambda_min"], loss, s2["hessian_norm"]))
+    return {"t1_lhs": np.array([r[0] for r in rows1]), "t1_rhs": np.array([r[1] for r in rows1]),
+            "t1_loss": np.array([r[2] for r in rows1]), "t2_lhs": np.array([r[0] for r in rows2]),
+            "t2_rhs": np.array([r[1] for r in rows2]), "t2_lambda_min": np.array([r[2] for r in rows2]),
+            "t2_loss": np.array([r[3] for r in rows2]),
+            "t2_hessian_norm": np.array([r[4] for r in rows2])}
+
+
+def theorem_1_rhs_along(X, y, w, V, f_theta, w_star, scales, loss: str = "squared") -> np.ndarray:
+    """Theorem 1's right side with the comparator ``c w_star`` for each ``c`` in ``scales``.
+
+    The numerator ``F - F_lin(c w_star)`` is largest at the best linear predictor, but the denominator grows
+    with ``|c w_star|``, so a shorter comparator can give a larger right side.
+    """
+    X, y, loss = _data(X, y, loss)
+    Z = _features(f_theta, X)
+    w_t, V_t = _wV(w, V, X.shape[1], Z.shape[1])
+    w_star = _w_star(w_star, X.shape[1])
+    scales = validate.finite_array("scales", scales, ndim=1)
+    nw2 = float((w_t ** 2).sum())
+    if nw2 == 0:
+        raise ValueError("Theorem 1 needs w != 0")
+    F = residual_objective(X, y, w_t, V_t, f_theta, loss)
+    normV2 = float(np.linalg.norm(V_t.numpy(), 2)) ** 2
+    ns2 = float(w_star @ w_star)
+    return np.array([(F - linear_objective(X, y, c * w_star, loss))
+                     / math.sqrt(2 * nw2 + c * c * ns2 * (2 + normV2 / nw2)) for c in scales])
+
+
+def theorem_1_adversarial(X, y, f_theta, w_star, w0, V0, loss: str = "squared", steps: int = 200,
+                          lr: float = 0.03) -> dict:
+    """Minimise the ratio ``lhs / rhs`` of Theorem 1 over ``(w, V)`` by Adam, starting at ``(w0, V0)``.
+
+    A search for violations: the theorem says the ratio never drops below 1 where ``rhs > 0``. Returns the
+    smallest ratio met (and the point), computed again with :func:`theorem_1_sides` at that point.
+    """
+    X, y, loss = _data(X, y, loss)
+    Z = _features(f_theta, X)
+    w0, V0 = _wV(w0, V0, X.shape[1], Z.shape[1])
+    w_star_t = torch.as_tensor(_w_star(w_star, X.shape[1]))
+    steps = validate.positive_int("steps", steps)
+    lr = validate.positive_float("lr", lr)
+    F_lin = loss_values(X @ w_star_t, y, loss).mean()
+    ns2 = float(w_star_t @ w_star_t)
+    w = w0.clone().requires_grad_(True)
+    V = V0.clone().requires_grad_(True)
+    opt = torch.optim.Adam([w, V], lr=lr)
+    best = (math.inf, w0.numpy().copy(), V0.numpy().copy())
+    for _ in range(steps):
+        F = loss_values((X + Z @ V.T) @ w, y, loss).mean()
+        gw, gV = torch.autograd.grad(F, (w, V), create_graph=True)
+        lhs = torch.sqrt((gw ** 2).sum() + (gV ** 2).sum())
+        nw2 = (w ** 2).sum()
+        normV = torch.linalg.matrix_norm(V, ord=2)
+        rhs = (F - F_lin) / torch.sqrt(2 * nw2 + ns2 * (2 + normV ** 2 / nw2))
+        if not bool(rhs > 0):
+            break
+        ratio = lhs / rhs
+        if float(ratio.detach()) < best[0]:
+            best = (float(ratio.detach()), w.detach().numpy().copy(), V.detach().numpy().copy())
+        opt.zero_grad()
+        torch.log(ratio).backward()
+        opt.step()
+    sides = theorem_1_sides(X, y, best[1], best[2], f_theta, w_star, loss)
+    return {"w": best[1], "V": best[2], **sides,
+            "ratio": sides["lhs"] / sides["rhs"] if sides["rhs"] > 0 else math.inf}
+
+
+# --- Corollary 1 and Theorem 3: local minima are at least as good as linear -----------------------------
+def minimize_residual_objective(X, y, f_theta, loss: str = "squared", seed: int = 0, *,
+                                skip: bool = True) -> dict:
+    """A local minimum of ``F_theta(w, V)`` (theta fixed) by a trust-region Newton method from a random start.
+
+    Returns the point, the value, the gradient norm and the smallest Hessian eigenvalue there, so that the
+    caller can verify it is (numerically) a second-order stationary point, and the search's ``path`` (every
+    iterate ``(w, V)`` from the start to the end point: the candidates of :func:`approximate_stationary_points`).
+    ``skip=False``: the network without the skip connection, ``x -> w^T V f_theta(x)``.
+    """
+    X, y, loss = _data(X, y, loss)
+    Z = _features(f_theta, X)
+    d, k = X.shape[1], Z.shape[1]
+    rng = np.random.default_rng(_seed(seed))
+
+    def unpack(z):
+        return z[:d], z[d:].reshape(d, k)
+
+    cache: dict = {}
+
+    def derivatives(z):  # one autograd pass per point serves value, gradient and Hessian
+        key = z.tobytes()
+        if key not in cache:
+            cache.clear()
+            cache[key] = objective_derivatives(X, y, *unpack(z), f_theta, loss, skip=skip)
+        return cache[key]
+
+    z0 = rng.normal(size=d + d * k) * 0.5
+    path = [z0.copy()]
+    sol = optimize.minimize(lambda z: derivatives(z)["value"], z0, jac=lambda z: derivatives(z)["gradient"],
+                            hess=lambda z: derivatives(z)["hessian"], method="trust-exact",
+                            options={"gtol": 1e-10, "maxiter": 500},
+                            callback=lambda zk: path.append(np.array(zk, dtype=float)))
+    z = sol.x
+    # polish: Newton steps through the pseudo-inverse (the minima are degenerate: F depends on V only
+    # through V^T w), kept while the gradient shrinks and the value does not rise beyond rounding
+    for _ in range(20):
+        der = derivatives(z)
+        step = np.linalg.lstsq(der["hessian"], der["gradient"], rcond=1e-12)[0]
+        trial = z - step
+        if not np.all(np.isfinite(trial)):
+            break
+        new = derivatives(trial)
+        if new["value"] > der["value"] + 1e-13 * abs(der["value"]) or \
+                np.linalg.norm(new["gradient"]) >= np.linalg.norm(der["gradient"]):
+            break
+        z = trial
+        path.append(z.copy())
+        if np.linalg.norm(step) <= 1e-14 * max(1.0, np.linalg.norm(z)):
+            break
+    sol.x = z
+    der = objective_derivatives(X, y, *unpack(sol.x), f_theta, loss, skip=skip)
+    w, V = unpack(sol.x)
+    return {"w": w, "V": V, "value": der["value"], "gradient_norm": float(np.linalg.norm(der["gradient"])),
+            "lambda_min": float(np.linalg.eigvalsh(der["hessian"])[0]),
+            "path": [unpack(p) for p in path]}
+
+
+def residual_class_separates(X, y, f_theta, *, skip: bool = True) -> bool:
+    """Whether some residual predictor separates a logistic sample (then ``inf F = 0`` is not attained).
+
+    For ``w != 0`` the residual predictors ``w^T (x + V f_theta(x)) = w^T x + (V^T w)^T f_theta(x)`` are
+    exactly the linear predictors on the features ``[x, f_theta(x)]``; the test is a linear programme.
+    Without the skip (``skip=False``) they are the linear predictors on ``f_theta(x)`` alone.
+    """
+    X, y, _ = _data(X, y, "logistic")
+    skip = _skip(skip)
+    Z = _features(f_theta, X)
+    features = np.hstack([X.numpy(), Z.numpy()]) if skip else Z.numpy()
+    return _has_recession_direction(features, y.numpy())
+
+
+def verify_local_minimum(X, y, w, V, f_theta, loss: str = "squared", *, rtol_gradient: float = 1e-8,
+                         rtol_curvature: float = 1e-8, rtol_escape: float = 1e-8, skip: bool = True) -> dict:
+    """Decide whether ``(w, V)`` is a local minimum of ``F_theta``, with tolerances at the problem's scale.
+
+    - gradient: ``|grad F| max(|z|, 1) / F <= rtol_gradient`` with ``z = (w, vec V)``: the first-order change
+      of ``F`` under a relative change of the parameters, compared with ``F`` itself (an absolute threshold
+      such as ``|grad| < 1e-6`` passes any point where ``F`` is tiny);
+    - curvature: ``lambda_min(grad^2 F) >= -rtol_curvature |grad^2 F|`` (spectral norm);
+    - escape: along the ray ``c -> F(c w, V)``, which is convex in ``c`` (the prediction is linear in ``c``
+      and the loss convex in the prediction), no value for ``c`` in ``[1.5, 2^16]`` is below
+      ``F (1 - rtol_escape)``; a loss that keeps falling along it has no minimum there;
+    - for the logistic loss, whether the residual class separates the sample
+      (:func:`residual_class_separates`): then no minimum is attained anywhere.
+
+    Returns the numbers and ``status``: ``"local minimum"``, ``"no minimum attained"``, ``"not stationary"``
+    or ``"negative curvature"``. ``skip=False``: the same for the network without the skip connection.
+    """
+    X, y, loss = _data(X, y, loss)
+    rtol_gradient = validate.positive_float("rtol_gradient", rtol_gradient)
+    rtol_curvature = validate.positive_float("rtol_curvature", rtol_curvature)
+    rtol_escape = validate.positive_float("rtol_escape", rtol_escape)
+    der = objective_derivatives(X, y, w, V, f_theta, loss, skip=skip)
+    w_t, V_t = _wV(w, V, X.shape[1], _features(f_theta, X).shape[1])
+    F, g, H = der["value"], der["gradient"], der["hessian"]
+    z_norm = max(math.sqrt(float((w_t ** 2).sum() + (V_t ** 2).sum())), 1.0)
+    g_norm = float(np.linalg.norm(g))
+    relative_gradient = g_norm * z_norm / F if F > 0 else (0.0 if g_norm == 0 else math.inf)
+    eig = np.linalg.eigvalsh(H)
+    H_norm = float(np.max(np.abs(eig)))
+    relative_curvature = float(eig[0]) / H_norm if H_norm > 0 else 0.0
+    p = residual_predictions(X, w_t, V_t, f_theta) if skip else (_features(f_theta, X) @ V_t.T) @ w_t
+    factors = np.geomspace(1.5, 2.0 ** 16, 24)
+    along = np.array([float(loss_values(c * p, y, loss).mean()) for c in factors])
+    escape_drop = max(0.0, (F - float(along.min())) / F) if F > 0 else 0.0
+    separable = loss == "logistic" and residual_class_separates(X, y, f_theta, skip=skip)
+    if separable or escape_drop > rtol_escape:
+        status = "no minimum attained"
+    elif relative_gradient > rtol_gradient:
+        status = "not stationary"
+    elif relative_curvature < -rtol_curvature:
+        status = "negative curvature"
+    else:
+        status = "local minimum"
+    return {"status": status, "value": F, "gradient_norm": g_norm, "lambda_min": float(eig[0]),
+            "relative_gradient": relative_gradient, "relative_curvature": relative_curvature,
+            "escape_drop": escape_drop, "separable": bool(separable)}
+
+
+def infimum_linear_objective(X, y, loss: str = "squared") -> float:
+    """``inf_w F_lin(w)`` over all of ``R^d`` (0 for a linearly separable logistic sample, not attained)."""
+    X, y, loss = _data(X, y, loss)
+    if loss == "logistic" and _has_recession_direction(X.numpy(), y.numpy()):
+        return 0.0
+    return float(best_linear_predictor(X, y, loss)["value"])
+
+
+def corollary_1_survey(n_instances: int, seed: int = 0, losses=LOSSES, *, skip: bool = True) -> list[dict]:
+    """Corollary 1 on random instances: a local search for a minimum, its verification, the linear baseline.
+
+    Instance ``i`` uses the loss ``losses[i % len(losses)]`` and :func:`random_theorem_instance` with seed
+    ``SEED_STRIDE seed + 20000 + i``; :func:`minimize_residual_objective` starts from a random point (seed
+    ``i``),
+    :func:`verify_local_minimum` decides what was found, and ``inf_linear`` is the unconstrained
+    :func:`infimum_linear_objective` (the residual model is unconstrained too). ``skip=False``: the same
+    search on the same instances for the network without the skip, ``x -> w^T V f_theta(x)``.
+    """
+    n_instances = validate.positive_int("n_instances", n_instances)
+    seed = validate.non_negative_int("seed", seed)
+    if isinstance(losses, str) or not losses or any(l not in LOSSES for l in losses):
+        raise ValueError(f"losses must be a non-empty sequence drawn from {LOSSES}, got {losses!r}")
+    rows = []
+    for i in range(n_instances):
+        loss = losses[i % len(losses)]
+        instance = SEED_STRIDE * seed + 20_000 + i
+        a = random_theorem_instance(instance, loss)
+        m = minimize_residual_objective(a["X"], a["y"], a["f_theta"], loss, seed=i, skip=skip)
+        v = verify_local_minimum(a["X"], a["y"], m["w"], m["V"], a["f_theta"], loss, skip=skip)
+        rows.append({"instance": instance, "loss": loss, **v,
+                     "inf_linear": infimum_linear_objective(a["X"], a["y"], loss),
+                     "w": m["w"], "V": m["V"], "path": m["path"]})
+    return rows
+
+
+def approximate_stationary_points(X, y, f_theta, path, loss: str = "squared", *, bound: float,
+                                  eps_levels=(1e-2, 1e-4, 1e-6, 1e-8), skip: bool = True) -> dict:
+    """The points of a search ``path`` that are eps-SOPSPs of ``F_theta`` on ``max(|w|, |V|) < bound``.
+
+    Definition 1 as review 003 gives it: ``|grad F_theta| <= eps`` and ``lambda_min(grad^2 F_theta) >=
+    -sqrt(mu_2 eps)``, with ``mu_2`` the Lipschitz constant of the Hessian in ``(w, V)`` on the domain. Here
+    ``mu_2`` is estimated *from below* by the largest ``|H(z_i) - H(z_j)| / |z_i - z_j|`` over pairs of points
+    of the path inside the domain: a smaller ``mu_2`` makes the curvature condition stricter, so every point
+    counted is an eps-SOPSP for the true ``mu_2`` too. ``|V|`` is the spectral norm.
+
+    Per point inside the domain: ``value``, ``gradient_norm``, ``lambda_min`` and ``excess = F -
+    min_{|u| <= bound} F_lin(u)`` (Theorem 3's comparator with ``r = bound``). Per level ``eps``:
+    ``count[eps]`` points and the largest excess among them, ``worst_excess[eps]`` (``-inf`` when none).
+    ``scale = F(0, V) - min_{|u| <= bound} F_lin(u)`` is the loss's own scale (``F(0, V)`` does not depend on
+    ``V``): what the best linear predictor gains over predicting 0.
+    """
+    X, y, loss = _data(X, y, loss)
+    bound = validate.positive_float("bound", bound)
+    levels = validate.finite_array("eps_levels", eps_levels, ndim=1)
+    if np.any(levels <= 0):
+        raise ValueError("eps_levels must be positive")
+    if not isinstance(path, (list, tuple)) or not path:
+        raise ValueError("path must be a non-empty list of points (w, V)")
+    linear = best_linear_predictor(X, y, loss, radius=bound)["value"]
+    zero_value = float(loss_values(torch.zeros_like(y), y, loss).mean())
+    rows, hessians, points = [], [], []
+    for w, V in path:
+        w_t, V_t = _tensor(w, "w", 1), _tensor(V, "V", 2)
+        norm_w, norm_V = float(w_t.norm()), float(np.linalg.norm(V_t.numpy(), 2))
+        if max(norm_w, norm_V) >= bound:
+            continue
+        der = objective_derivatives(X, y, w_t, V_t, f_theta, loss, skip=skip)
+        rows.append((der["value"], float(np.linalg.norm(der["gradient"])),
+                     float(np.linalg.eigvalsh(der["hessian"])[0]), norm_w, norm_V))
+        hessians.append(der["hessian"])
+        points.append(torch.cat([w_t, V_t.reshape(-1)]).numpy())
+    mu2 = 0.0
+    for i in range(len(points)):
+        for j in range(i):
+            dz = float(np.linalg.norm(points[i] - points[j]))
+            if dz > 0:
+                mu2 = max(mu2, float(np.linalg.norm(hessians[i] - hessians[j], 2)) / dz)
+    arr = np.array(rows, dtype=float).reshape(-1, 5)
+    excess = arr[:, 0] - linear
+    count, worst = {}, {}
+    for eps in levels:
+        ok = (arr[:, 1] <= eps) & (arr[:, 2] >= -math.sqrt(mu2 * eps))
+        count[float(eps)] = int(ok.sum())
+        worst[float(eps)] = float(excess[ok].max()) if ok.any() else -math.inf
+    return {"value": arr[:, 0], "gradient_norm": arr[:, 1], "lambda_min": arr[:, 2], "norm_w": arr[:, 3],
+            "norm_V": arr[:, 4], "excess": excess, "mu2": mu2, "linear_value": linear,
+            "scale": zero_value - linear, "count": count, "worst_excess": worst}
+
+
+# --- Regularisation and constraints: the landscapes of Example 1 with a penalty or in a ball ------------
 def _landscape(eps: float, penalty: float):
     """Value, gradient and Hessian of ``F + (penalty/2)|z|^2`` in numpy (closed forms of the review)."""
 
@@ -170,8 +755,8 @@ def _landscape(eps: float, penalty: float):
 
 def landscape_value(eps: float, penalty: float, w, v):
     """``F(w, v) + (penalty/2)(w^2 + v^2)`` on arrays ``w, v`` (for contour plots)."""
-    eps = _positive_number(eps, "eps")
-    penalty = _positive_number(penalty, "penalty", allow_zero=True)
+    eps = validate.positive_float("eps", eps)
+    penalty = validate.non_negative_float("penalty", penalty)
     w = validate.finite_array("w", w)
     v = validate.finite_array("v", v)
     if w.shape != v.shape:
@@ -182,12 +767,12 @@ def landscape_value(eps: float, penalty: float, w, v):
 
 
 def _check_landscape_args(eps, penalty, radius, n_starts, box):
-    eps = _positive_number(eps, "eps")
-    penalty = _positive_number(penalty, "penalty", allow_zero=True)
+    eps = validate.positive_float("eps", eps)
+    penalty = validate.non_negative_float("penalty", penalty)
     if radius is not None:
-        radius = _positive_number(radius, "radius")
-    n_starts = _positive_int(n_starts, "n_starts", minimum=4)
-    box = _positive_number(box, "box")
+        radius = validate.positive_float("radius", radius)
+    n_starts = validate.integer("n_starts", n_starts, minimum=4)
+    box = validate.positive_float("box", box)
     return eps, penalty, radius, n_starts, box
 
 
@@ -342,7 +927,7 @@ def find_local_minima(eps, penalty=0.0, radius=None, *, n_starts: int = 400, box
     numbers), sorted by value.
     """
     eps, penalty, radius, n_starts, box = _check_landscape_args(eps, penalty, radius, n_starts, box)
-    separation = _positive_number(separation, "separation")
+    separation = validate.positive_float("separation", separation)
     value, gradient, hessian = _landscape(eps, penalty)
     rng = np.random.default_rng(_seed(seed))
     found = []
@@ -372,296 +957,70 @@ def find_local_minima(eps, penalty=0.0, radius=None, *, n_starts: int = 400, box
     return out
 
 
-# --- the residual predictor and its objective -------------------------------------------------------
-def _features(f_theta, X: torch.Tensor) -> torch.Tensor:
-    """``f_theta(X)`` as a float64 (n, k) tensor, with theta fixed (no gradient through it)."""
-    if not callable(f_theta):
-        raise TypeError(f"f_theta must be callable (a torch module or function), got {type(f_theta).__name__}")
-    dtype = X.dtype
-    if isinstance(f_theta, torch.nn.Module):
-        params = list(f_theta.parameters())
-        if params:
-            dtype = params[0].dtype
-    with torch.no_grad():
-        Z = f_theta(X.to(dtype))
-    if not isinstance(Z, torch.Tensor):
-        raise TypeError("f_theta must return a torch tensor")
-    Z = Z.detach().to(torch.float64)
-    if Z.ndim != 2 or Z.shape[0] != X.shape[0]:
-        raise ValueError(f"f_theta(X) must have shape (n, k) with n = {X.shape[0]}, got {tuple(Z.shape)}")
-    if not torch.isfinite(Z).all():
-        raise ValueError("f_theta(X) contains NaN or infinite entries")
-    return Z
-
-
-def _data(X, y, loss):
-    loss = _check_loss(loss)
-    X = _tensor(X, "X", 2)
-    y = _tensor(y, "y", 1)
-    if X.shape[0] == 0:
-        raise ValueError("the sample must not be empty")
-    if y.shape[0] != X.shape[0]:
-        raise ValueError(f"X has {X.shape[0]} rows but y has {y.shape[0]} entries")
-    if loss == "logistic" and not torch.all((y == 1) | (y == -1)):
-        raise ValueError("the logistic loss needs labels y in {-1, +1}")
-    return X, y, loss
-
-
-def _wV(w, V, d: int, k: int):
-    w = _tensor(w, "w", 1)
-    V = _tensor(V, "V", 2)
-    if w.shape[0] != d:
-        raise ValueError(f"w must have {d} entries (the input dimension), got {w.shape[0]}")
-    if V.shape != (d, k):
-        raise ValueError(f"V must have shape ({d}, {k}) (input dimension, width of f_theta), got {tuple(V.shape)}")
-    return w, V
-
-
-def loss_values(p: torch.Tensor, y: torch.Tensor, loss: str) -> torch.Tensor:
-    """``l(p; y)``: squared ``(p - y)^2 / 2`` or logistic ``log(1 + exp(-y p))``, elementwise."""
-    _check_loss(loss)
-    if not isinstance(p, torch.Tensor) or not isinstance(y, torch.Tensor):
-        raise TypeError("p and y must be torch tensors")
-    if p.shape != y.shape:
-        raise ValueError(f"p and y must have the same shape, got {tuple(p.shape)} and {tuple(y.shape)}")
-    if loss == "squared":
-        return 0.5 * (p - y) ** 2
-    return torch.nn.functional.softplus(-y * p)
-
-
-def residual_predictions(X, w, V, f_theta) -> torch.Tensor:
-    """The residual predictor ``x -> w^T (x + V f_theta(x))`` on the rows of ``X`` (float64)."""
-    X = _tensor(X, "X", 2)
-    Z = _features(f_theta, X)
-    w, V = _wV(w, V, X.shape[1], Z.shape[1])
-    return (X + Z @ V.T) @ w
-
-
-def residual_objective(X, y, w, V, f_theta, loss: str = "squared") -> float:
-    """``F(w, V, theta)``: the mean loss of the residual predictor on the sample ``(X, y)``."""
-    X, y, loss = _data(X, y, loss)
-    return float(loss_values(residual_predictions(X, w, V, f_theta), y, loss).mean())
-
-
-def linear_objective(X, y, w, loss: str = "squared") -> float:
-    """``F_lin(w) = F(w, 0, theta)``: the mean loss of the linear predictor ``x -> w^T x``."""
-    X, y, loss = _data(X, y, loss)
-    w = _tensor(w, "w", 1)
-    if w.shape[0] != X.shape[1]:
-        raise ValueError(f"w must have {X.shape[1]} entries, got {w.shape[0]}")
-    return float(loss_values(X @ w, y, loss).mean())
-
-
-def best_linear_predictor(X, y, loss: str = "squared", radius=None) -> dict:
-    """``argmin F_lin`` on the sample (over the ball ``|w| <= radius`` when given): dict ``w``, ``value``.
-
-    Squared loss without a radius: least squares. Otherwise a Newton-type method (SLSQP on the ball);
-    raises ValueError when the unconstrained logistic problem has no minimiser (separable data).
-    """
-    X, y, loss = _data(X, y, loss)
+def landscape_panel(ax, eps: float, penalty: float, radius, minima: list[dict], title: str,
+                    box: float = 3.0, levels: int = 30) -> None:
+    """Contours of ``F + (penalty/2)|z|^2`` over ``[-box, box]^2`` with the ball and the minima marked."""
+    if not minima or not all(isinstance(m, dict) and "point" in m and "value" in m for m in minima):
+        raise ValueError("minima must be a non-empty list of dicts with 'point' and 'value'")
     if radius is not None:
-        radius = _positive_number(radius, "radius")
-    Xn, yn = X.numpy(), y.numpy()
-    n, d = Xn.shape
-    if loss == "squared" and radius is None:
-        w = np.linalg.lstsq(Xn, yn, rcond=None)[0]
-        return {"w": w, "value": linear_objective(X, y, w, loss)}
-
-    def value(w):
-        p = Xn @ w
-        return float(np.mean(0.5 * (p - yn) ** 2 if loss == "squared" else np.logaddexp(0, -yn * p)))
-
-    def grad(w):
-        p = Xn @ w
-        dl = (p - yn) if loss == "squared" else -yn / (1 + np.exp(yn * p))
-        return Xn.T @ dl / n
-
-    def hess(w):
-        p = Xn @ w
-        d2 = np.ones(n) if loss == "squared" else 0.25 / np.cosh(yn * p / 2) ** 2
-        return (Xn.T * d2) @ Xn / n
-
-    if radius is None:
-        if loss == "logistic" and _has_recession_direction(Xn, yn):
-            raise ValueError("the logistic F_lin has no minimiser on this sample (a direction separates "
-                             "the data): give a radius")
-        # damped Newton on a convex objective (scipy's trust-exact can stop early once rounding dominates)
-        w = np.zeros(d)
-        for _ in range(200):
-            g = grad(w)
-            step = np.linalg.lstsq(hess(w), g, rcond=None)[0]
-            f0, t = value(w), 1.0
-            while value(w - t * step) > f0 and t > 1e-12:
-                t /= 2
-            w = w - t * step
-            if np.linalg.norm(t * step) <= 1e-15 * max(1.0, np.linalg.norm(w)):
-                break
-        if np.linalg.norm(grad(w)) * max(1.0, np.linalg.norm(w)) > 1e-8 * value(w):
-            raise ValueError("the minimisation of F_lin did not converge (gradient not negligible at the "
-                             "scale of the loss)")
-    else:
-        cons = {"type": "ineq", "fun": lambda w: radius ** 2 - w @ w, "jac": lambda w: -2 * w}
-        sol = optimize.minimize(value, np.zeros(d), jac=grad, method="SLSQP", constraints=[cons],
-                                options={"ftol": 1e-15, "maxiter": 1000})
-        w = sol.x
-        if np.linalg.norm(w) > radius:
-            w = w * radius / np.linalg.norm(w)
-    return {"w": w, "value": value(w)}
+        radius = validate.positive_float("radius", radius)
+    box = validate.positive_float("box", box)
+    g = np.linspace(-box, box, 301)
+    W, V = np.meshgrid(g, g)
+    F = landscape_value(eps, penalty, W, V)
+    ax.contour(W, V, np.log10(F + 1e-3), levels=levels, linewidths=0.6, cmap="viridis")
+    if radius is not None:
+        t = np.linspace(0, 2 * np.pi, 200)
+        ax.plot(radius * np.cos(t), radius * np.sin(t), color="k", linewidth=1.2)
+    best = min(m["value"] for m in minima)
+    for m in minima:
+        spurious = m["value"] > best + 1e-9
+        ax.plot(*m["point"], marker="X" if spurious else "o", color="#cc4125" if spurious else "#0b5394",
+                markersize=9 if spurious else 4, linestyle="none")
+    ax.set(xlabel="w", ylabel="v", title=title, xlim=(-box, box), ylim=(-box, box), aspect="equal")
 
 
-def _has_recession_direction(X: np.ndarray, y: np.ndarray) -> bool:
-    """Whether some u has ``y_i u^T x_i >= 0`` for all i with a positive sum (then the logistic F_lin
-    keeps decreasing along u and has no minimiser). A linear programme over the box ``|u|_inf <= 1``."""
-    A = y[:, None] * X
-    res = optimize.linprog(-A.sum(axis=0), A_ub=-A, b_ub=np.zeros(len(y)), bounds=[(-1, 1)] * X.shape[1],
-                           method="highs")
-    return bool(res.status == 0 and -res.fun > 1e-9)
+def landscape_linear_optimum(penalty: float = 0.0, radius=None) -> float:
+    """The best linear predictor's value on Example 1's landscape: ``min_{|w| <= radius} F(w, 0) + penalty w^2/2``.
 
-
-def objective_derivatives(X, y, w, V, f_theta, loss: str = "squared", *, skip: bool = True) -> dict:
-    """Value, gradient and Hessian of ``F_theta(w, V)`` in the flat parameters ``(w, vec V)`` (row-major V).
-
-    Also returns the blocks ``hessian_ww`` (d x d) and the split gradients ``gradient_w``, ``gradient_V``.
-    Computed by torch autograd in float64 with theta fixed. With ``skip=False`` the same for the network
-    without the skip connection, ``x -> w^T V f_theta(x)`` (the input the paper's results rule out).
+    ``F(w, 0) = (w - 1)^2 / 2`` for every ``eps``; the minimiser is ``min(1 / (1 + penalty), radius)``.
     """
-    X, y, loss = _data(X, y, loss)
-    skip = _skip(skip)
-    Z = _features(f_theta, X)
-    w, V = _wV(w, V, X.shape[1], Z.shape[1])
-    d, k = V.shape
-
-    def F(z):
-        return loss_values((X * float(skip) + Z @ z[d:].reshape(d, k).T) @ z[:d], y, loss).mean()
-
-    z = torch.cat([w, V.reshape(-1)])
-    zg = z.clone().requires_grad_(True)
-    value = F(zg)
-    (g,) = torch.autograd.grad(value, zg)
-    H = torch.autograd.functional.hessian(F, z)
-    g, H = g.numpy(), H.numpy()
-    return {"value": float(value.detach()), "gradient": g, "hessian": H, "gradient_w": g[:d],
-            "gradient_V": g[d:].reshape(d, k), "hessian_ww": H[:d, :d], "function": F}
+    penalty = validate.non_negative_float("penalty", penalty)
+    w = 1.0 / (1.0 + penalty)
+    if radius is not None:
+        w = min(w, validate.positive_float("radius", radius))
+    return 0.5 * (w - 1.0) ** 2 + 0.5 * penalty * w * w
 
 
-def _w_star(w_star, d):
-    w_star = _tensor(w_star, "w_star", 1).numpy()
-    if w_star.shape[0] != d:
-        raise ValueError(f"w_star must have {d} entries, got {w_star.shape[0]}")
-    return w_star
+def landscape_sweep(eps, penalties=(), radii=(), *, n_starts: int = 100) -> list[dict]:
+    """Every verified local minimum of Example 1's landscape for each penalty (no ball) and each radius.
 
-
-def theorem1_sides(X, y, w, V, f_theta, w_star, loss: str = "squared", *, skip: bool = True) -> dict:
-    """Both sides of Theorem 1 at ``(w, V, theta)`` with ``w != 0``, against the linear predictor ``w_star``.
-
-    ``lhs = |grad F_theta(w, V)|`` and
-    ``rhs = (F(w, V, theta) - F_lin(w_star)) / sqrt(2|w|^2 + |w_star|^2 (2 + |V|^2 / |w|^2))`` with the spectral
-    norm of ``V`` (``rhs_frobenius`` uses the Frobenius norm, a weaker statement; ``rhs_without_V`` drops the
-    term ``|V|^2 / |w|^2``, a stronger statement that Example 1 refutes).
+    One row per setting: ``setting`` (``"penalty"`` or ``"radius"``), ``parameter``, ``global_value`` (the
+    lowest verified minimum), ``spurious`` (the verified minima above it by more than ``1e-9`` relative to
+    the landscape's scale), and ``linear_optimum`` (:func:`landscape_linear_optimum`). With a penalty the
+    search box grows as ``1.5 / sqrt(penalty)`` (the penalty confines every point below ``F(0) = 1/2``).
     """
-    X, y, loss = _data(X, y, loss)
-    der = objective_derivatives(X, y, w, V, f_theta, loss, skip=skip)
-    w = _tensor(w, "w", 1).numpy()
-    V = _tensor(V, "V", 2).numpy()
-    w_star = _w_star(w_star, X.shape[1])
-    nw2 = float(w @ w)
-    if nw2 == 0:
-        raise ValueError("Theorem 1 needs w != 0 (use theorem2_sides at w = 0)")
-    F_lin = linear_objective(X, y, w_star, loss)
-    gap = der["value"] - F_lin
-    ns2 = float(w_star @ w_star)
-
-    def rhs(normV):
-        return gap / math.sqrt(2 * nw2 + ns2 * (2 + normV ** 2 / nw2))
-
-    return {"lhs": float(np.linalg.norm(der["gradient"])), "rhs": rhs(np.linalg.norm(V, 2)),
-            "rhs_frobenius": rhs(np.linalg.norm(V)),
-            "rhs_without_V": gap / math.sqrt(2 * nw2 + 2 * ns2), "F": der["value"], "F_lin": F_lin,
-            "norm_w": math.sqrt(nw2), "norm_V": float(np.linalg.norm(V, 2))}
-
-
-def theorem2_sides(X, y, V, f_theta, w_star, loss: str = "squared", *, skip: bool = True) -> dict:
-    """Both parts of Theorem 2 at ``w = 0``.
-
-    ``lambda_min`` of the Hessian in ``(w, V)`` (the theorem says it is at most 0), and
-    ``lhs = |grad F_theta(0, V)| + |V| sqrt(|lambda_min| |d^2F/dw^2| + lambda_min^2)`` against
-    ``rhs = (F(0, V, theta) - F_lin(w_star)) / |w_star|`` (spectral norms; ``w_star != 0``).
-    """
-    X, y, loss = _data(X, y, loss)
-    V = _tensor(V, "V", 2)
-    w_star = _w_star(w_star, X.shape[1])
-    if not np.any(w_star):
-        raise ValueError("Theorem 2 needs w_star != 0")
-    der = objective_derivatives(X, y, torch.zeros(X.shape[1], dtype=torch.float64), V, f_theta, loss,
-                                skip=skip)
-    lam = float(np.linalg.eigvalsh(der["hessian"])[0])
-    Hww = float(np.linalg.norm(der["hessian_ww"], 2))
-    normV = float(np.linalg.norm(V.numpy(), 2))
-    gradient_norm = float(np.linalg.norm(der["gradient"]))
-    curvature_term = math.sqrt(abs(lam) * Hww + lam ** 2)
-    lhs = gradient_norm + normV * curvature_term
-    F_lin = linear_objective(X, y, w_star, loss)
-    return {"lambda_min": lam, "lhs": lhs, "gradient_norm": gradient_norm,
-            "curvature_term": curvature_term, "rhs": (der["value"] - F_lin) / float(np.linalg.norm(w_star)),
-            "F": der["value"], "F_lin": F_lin, "norm_V": normV, "hessian_ww_norm": Hww,
-            "hessian_norm": float(np.linalg.norm(der["hessian"], 2))}
+    eps = validate.positive_float("eps", eps)
+    n_starts = validate.integer("n_starts", n_starts, minimum=4)
+    rows = []
+    for kind, values in (("penalty", penalties), ("radius", radii)):
+        for value in values:
+            value = (validate.non_negative_float if kind == "penalty" else validate.positive_float)(kind, value)
+            if kind == "penalty":
+                box = max(3.0, 1.5 / math.sqrt(value)) if value > 0 else 3.0
+                minima = find_local_minima(eps, value, None, n_starts=n_starts, box=box)
+                linear = landscape_linear_optimum(value)
+            else:
+                minima = find_local_minima(eps, 0.0, value, n_starts=n_starts, box=value)
+                linear = landscape_linear_optimum(0.0, value)
+            best = minima[0]["value"]
+            spurious = [m for m in minima if m["value"] > best + 1e-9 * max(1.0, abs(best))]
+            rows.append({"setting": kind, "parameter": value, "global_value": best, "spurious": spurious,
+                         "linear_optimum": linear})
+    return rows
 
 
-def random_mlp(d: int, k: int, width: int, depth: int, generator: torch.Generator,
-               final: str = "none") -> torch.nn.Sequential:
-    """A random float64 ReLU network ``R^d -> R^k`` with ``depth`` linear layers (He-scaled Gaussian weights)."""
-    d, k = _positive_int(d, "d"), _positive_int(k, "k")
-    width, depth = _positive_int(width, "width"), _positive_int(depth, "depth")
-    final = validate.choice("final", final, ("none", "tanh"))
-    if not isinstance(generator, torch.Generator):
-        raise TypeError("generator must be a torch.Generator")
-    dims = [d] + [width] * (depth - 1) + [k]
-    layers: list[torch.nn.Module] = []
-    for i, (a, b) in enumerate(zip(dims[:-1], dims[1:])):
-        lin = torch.nn.Linear(a, b, dtype=torch.float64)
-        with torch.no_grad():
-            lin.weight.copy_(torch.randn(b, a, generator=generator, dtype=torch.float64) * math.sqrt(2.0 / a))
-            lin.bias.copy_(0.1 * torch.randn(b, generator=generator, dtype=torch.float64))
-        layers.append(lin)
-        if i < depth - 1:
-            layers.append(torch.nn.ReLU())
-    if final == "tanh":
-        layers.append(torch.nn.Tanh())
-    return torch.nn.Sequential(*layers)
-
-
-def random_theorem_instance(seed: int, loss: str = "squared", n: int = 30, d: int = 3, k: int = 3,
-                            width: int = 8, depth: int = 3, w_zero: bool = False) -> dict:
-    """A random instance for Theorems 1 and 2: data, a random deep ``f_theta``, a point ``(w, V)``, ``w_star``.
-
-    Data ``x ~ N(0, I)``; targets a nonlinear function of ``x`` plus noise (squared loss) or its sign with
-    20% of labels flipped (logistic). ``w`` and ``V`` have random scales spread over three decades; with
-    ``w_zero`` the point has ``w = 0``. ``w_star`` is the best linear predictor on the sample (over the
-    ball of radius 10 for the logistic loss), so the right-hand sides are as large as they can be.
-    """
-    seed = _seed(seed)
-    loss = _check_loss(loss)
-    for name, val in (("n", n), ("d", d), ("k", k), ("width", width), ("depth", depth)):
-        _positive_int(val, name)
-    gen = torch.Generator().manual_seed(int(seed))
-    rng = np.random.default_rng(seed)
-    X = torch.randn(n, d, generator=gen, dtype=torch.float64)
-    signal = torch.sin(X @ torch.randn(d, generator=gen, dtype=torch.float64)) + 0.5 * X[:, 0] ** 2
-    if loss == "squared":
-        y = signal + 0.3 * torch.randn(n, generator=gen, dtype=torch.float64)
-    else:
-        y = torch.where(signal >= signal.median(), 1.0, -1.0).to(torch.float64)
-        flip = torch.rand(n, generator=gen) < 0.2
-        y = torch.where(flip, -y, y)
-    f_theta = random_mlp(d, k, width, depth, gen)
-    scale_w, scale_V = 10 ** rng.uniform(-2, 1), 10 ** rng.uniform(-2, 1)
-    w = np.zeros(d) if w_zero else scale_w * rng.normal(size=d) / math.sqrt(d)
-    V = scale_V * rng.normal(size=(d, k)) / math.sqrt(d * k)
-    w_star = best_linear_predictor(X, y, loss, radius=None if loss == "squared" else 10.0)["w"]
-    return {"X": X, "y": y, "f_theta": f_theta, "w": w, "V": V, "w_star": w_star, "loss": loss}
-
-
-# --- Theorem 4: a skip connection to the output, and projected SGD ----------------------------------
+# --- Theorem 4: a skip connection to the output, and projected SGD --------------------------------------
 class OutputSkipNet(torch.nn.Module):
     """``x -> w^T x + v^T f_theta(x)``: linear in ``(w, v)`` for every ``theta`` (Theorem 4's architecture).
 
@@ -717,7 +1076,7 @@ class LogisticLinearSource:
         self.gen = torch.Generator().manual_seed(_seed(seed))
 
     def sample(self, n: int) -> tuple[torch.Tensor, torch.Tensor]:
-        n = _positive_int(n, "n")
+        n = validate.positive_int("n", n)
         g = torch.randn(n, self.d, generator=self.gen, dtype=torch.float64)
         g /= g.norm(dim=1, keepdim=True)
         r = torch.rand(n, 1, generator=self.gen, dtype=torch.float64) ** (1.0 / self.d)
@@ -750,10 +1109,10 @@ def projected_sgd(model: torch.nn.Module, source: LogisticLinearSource, steps: i
         raise TypeError("model must be an OutputSkipNet or ResidualNet (a module with output_parameters())")
     if not isinstance(source, LogisticLinearSource):
         raise TypeError("source must be a LogisticLinearSource")
-    steps = _positive_int(steps, "steps")
-    radius = _positive_number(radius, "radius")
-    lipschitz = _positive_number(lipschitz, "lipschitz")
-    lr_theta = _positive_number(lr_theta, "lr_theta", allow_zero=True)
+    steps = validate.positive_int("steps", steps)
+    radius = validate.positive_float("radius", radius)
+    lipschitz = validate.positive_float("lipschitz", lipschitz)
+    lr_theta = validate.non_negative_float("lr_theta", lr_theta)
     if (X_test is None) != (y_test is None):
         raise ValueError("give both X_test and y_test, or neither")
     if X_test is not None:
@@ -783,7 +1142,25 @@ def projected_sgd(model: torch.nn.Module, source: LogisticLinearSource, steps: i
     return {"X": X.numpy(), "y": y.numpy(), "online_losses": online, "risks": risks}
 
 
-def theorem4_bound(T, radius: float, lipschitz: float, loss_bound: float, delta: float) -> np.ndarray:
+def output_skip_hessian(X, y, w, v, f_theta, loss: str = "squared") -> np.ndarray:
+    """Hessian in ``(w, v)`` of the mean loss of ``x -> w^T x + v^T f_theta(x)`` (Theorem 4's architecture).
+
+    This objective is convex in ``(w, v)``: unlike the residual one, its Hessian at ``w = 0`` is positive
+    semi-definite, and definite when the features ``[x, f_theta(x)]`` span their space.
+    """
+    X, y, loss = _data(X, y, loss)
+    Z = _features(f_theta, X)
+    w = _tensor(w, "w", 1)
+    v = _tensor(v, "v", 1)
+    if w.shape[0] != X.shape[1] or v.shape[0] != Z.shape[1]:
+        raise ValueError(f"w must have {X.shape[1]} entries and v {Z.shape[1]}, got {w.shape[0]} and {v.shape[0]}")
+    d = X.shape[1]
+    H = torch.autograd.functional.hessian(
+        lambda z: loss_values(X @ z[:d] + Z @ z[d:], y, loss).mean(), torch.cat([w, v]))
+    return H.numpy()
+
+
+def theorem_4_bound(T, radius: float, lipschitz: float, loss_bound: float, delta: float) -> np.ndarray:
     """Our explicit form of Theorem 4's ``O(.)`` for projected SGD with steps ``D / (G sqrt(t))``.
 
     ``1.5 D G / sqrt(T)`` (online gradient descent's regret, ``D = 2 radius``) plus
@@ -796,9 +1173,9 @@ def theorem4_bound(T, radius: float, lipschitz: float, loss_bound: float, delta:
     T = np.asarray(T, dtype=float)
     if T.size == 0 or np.any(~np.isfinite(T)) or np.any(T < 1):
         raise ValueError("T must be finite and at least 1")
-    radius = _positive_number(radius, "radius")
-    lipschitz = _positive_number(lipschitz, "lipschitz")
-    loss_bound = _positive_number(loss_bound, "loss_bound")
+    radius = validate.positive_float("radius", radius)
+    lipschitz = validate.positive_float("lipschitz", lipschitz)
+    loss_bound = validate.positive_float("loss_bound", loss_bound)
     delta = validate.probability("delta", delta, open_low=True, open_high=True)
     return 1.5 * 2 * radius * lipschitz / np.sqrt(T) + loss_bound * np.sqrt(2 * math.log(2 / delta) / T)
 
@@ -813,7 +1190,7 @@ def average_regret(X, y, online_losses, radius: float, horizons) -> np.ndarray:
     online = validate.finite_array("online_losses", online_losses)
     if online.shape != (X.shape[0],):
         raise ValueError("online_losses must be finite, one per sample")
-    radius = _positive_number(radius, "radius")
+    radius = validate.positive_float("radius", radius)
     horizons = validate.integer_array("horizons", horizons, ndim=1)
     if horizons.size == 0 or not np.issubdtype(horizons.dtype, np.integer) or \
             np.any(horizons < 1) or np.any(horizons > X.shape[0]):
@@ -825,149 +1202,22 @@ def average_regret(X, y, online_losses, radius: float, horizons) -> np.ndarray:
     return np.array(out)
 
 
-# --- searching for trouble: adversarial points for Theorem 1, local minima for Corollary 1 -----------
-def theorem1_adversarial(X, y, f_theta, w_star, w0, V0, loss: str = "squared", steps: int = 200,
-                         lr: float = 0.03) -> dict:
-    """Minimise the ratio ``lhs / rhs`` of Theorem 1 over ``(w, V)`` by Adam, starting at ``(w0, V0)``.
-
-    A search for violations: the theorem says the ratio never drops below 1 where ``rhs > 0``. Returns the
-    smallest ratio met (and the point), computed again with :func:`theorem1_sides` at that point.
-    """
-    X, y, loss = _data(X, y, loss)
-    Z = _features(f_theta, X)
-    w0, V0 = _wV(w0, V0, X.shape[1], Z.shape[1])
-    w_star_t = torch.as_tensor(_w_star(w_star, X.shape[1]))
-    steps = _positive_int(steps, "steps")
-    lr = _positive_number(lr, "lr")
-    F_lin = loss_values(X @ w_star_t, y, loss).mean()
-    ns2 = float(w_star_t @ w_star_t)
-    w = w0.clone().requires_grad_(True)
-    V = V0.clone().requires_grad_(True)
-    opt = torch.optim.Adam([w, V], lr=lr)
-    best = (math.inf, w0.numpy().copy(), V0.numpy().copy())
-    for _ in range(steps):
-        F = loss_values((X + Z @ V.T) @ w, y, loss).mean()
-        gw, gV = torch.autograd.grad(F, (w, V), create_graph=True)
-        lhs = torch.sqrt((gw ** 2).sum() + (gV ** 2).sum())
-        nw2 = (w ** 2).sum()
-        normV = torch.linalg.matrix_norm(V, ord=2)
-        rhs = (F - F_lin) / torch.sqrt(2 * nw2 + ns2 * (2 + normV ** 2 / nw2))
-        if not bool(rhs > 0):
-            break
-        ratio = lhs / rhs
-        if float(ratio.detach()) < best[0]:
-            best = (float(ratio.detach()), w.detach().numpy().copy(), V.detach().numpy().copy())
-        opt.zero_grad()
-        torch.log(ratio).backward()
-        opt.step()
-    sides = theorem1_sides(X, y, best[1], best[2], f_theta, w_star, loss)
-    return {"w": best[1], "V": best[2], **sides,
-            "ratio": sides["lhs"] / sides["rhs"] if sides["rhs"] > 0 else math.inf}
-
-
-def minimize_residual_objective(X, y, f_theta, loss: str = "squared", seed: int = 0, *,
-                                skip: bool = True) -> dict:
-    """A local minimum of ``F_theta(w, V)`` (theta fixed) by a trust-region Newton method from a random start.
-
-    Returns the point, the value, the gradient norm and the smallest Hessian eigenvalue there, so that the
-    caller can verify it is (numerically) a second-order stationary point, and the search's ``path`` (every
-    iterate ``(w, V)`` from the start to the end point: the candidates of :func:`approximate_stationary_points`).
-    ``skip=False``: the network without the skip connection, ``x -> w^T V f_theta(x)``.
-    """
-    X, y, loss = _data(X, y, loss)
-    Z = _features(f_theta, X)
-    d, k = X.shape[1], Z.shape[1]
-    rng = np.random.default_rng(_seed(seed))
-
-    def unpack(z):
-        return z[:d], z[d:].reshape(d, k)
-
-    cache: dict = {}
-
-    def derivatives(z):  # one autograd pass per point serves value, gradient and Hessian
-        key = z.tobytes()
-        if key not in cache:
-            cache.clear()
-            cache[key] = objective_derivatives(X, y, *unpack(z), f_theta, loss, skip=skip)
-        return cache[key]
-
-    z0 = rng.normal(size=d + d * k) * 0.5
-    path = [z0.copy()]
-    sol = optimize.minimize(lambda z: derivatives(z)["value"], z0, jac=lambda z: derivatives(z)["gradient"],
-                            hess=lambda z: derivatives(z)["hessian"], method="trust-exact",
-                            options={"gtol": 1e-10, "maxiter": 500},
-                            callback=lambda zk: path.append(np.array(zk, dtype=float)))
-    z = sol.x
-    # polish: Newton steps through the pseudo-inverse (the minima are degenerate: F depends on V only
-    # through V^T w), kept while the gradient shrinks and the value does not rise beyond rounding
-    for _ in range(20):
-        der = derivatives(z)
-        step = np.linalg.lstsq(der["hessian"], der["gradient"], rcond=1e-12)[0]
-        trial = z - step
-        if not np.all(np.isfinite(trial)):
-            break
-        new = derivatives(trial)
-        if new["value"] > der["value"] + 1e-13 * abs(der["value"]) or \
-                np.linalg.norm(new["gradient"]) >= np.linalg.norm(der["gradient"]):
-            break
-        z = trial
-        path.append(z.copy())
-        if np.linalg.norm(step) <= 1e-14 * max(1.0, np.linalg.norm(z)):
-            break
-    sol.x = z
-    der = objective_derivatives(X, y, *unpack(sol.x), f_theta, loss, skip=skip)
-    w, V = unpack(sol.x)
-    return {"w": w, "V": V, "value": der["value"], "gradient_norm": float(np.linalg.norm(der["gradient"])),
-            "lambda_min": float(np.linalg.eigvalsh(der["hessian"])[0]),
-            "path": [unpack(p) for p in path]}
-
-
-# --- experiments the chapter runs (kept here so that the chapter's cells stay short) ----------------
-def survey_theorems(n_instances: int, seed: int = 0, losses=LOSSES) -> dict:
-    """Both sides of Theorems 1 and 2 on ``n_instances`` random instances per loss.
-
-    Theorem 1 at a random ``(w, V)``; Theorem 2 at ``(0, V)`` of an independent instance. Returns numpy
-    arrays ``t1_lhs, t1_rhs, t1_loss, t2_lhs, t2_rhs, t2_lambda_min, t2_loss, t2_hessian_norm`` (the
-    spectral norm of the whole Hessian, the scale of ``t2_lambda_min``).
-    """
-    n_instances = _positive_int(n_instances, "n_instances")
-    seed = _seed(seed)
-    if isinstance(losses, str) or not losses or any(l not in LOSSES for l in losses):
-        raise ValueError(f"losses must be a non-empty sequence drawn from {LOSSES}")
-    validate.check_budget("n_instances", 0.02 * 2 * len(losses) * n_instances, 3600.0, what="time",
-                          unit="seconds", value=n_instances)  # ~20 ms each
-    rows1, rows2 = [], []
-    for loss in losses:
-        for i in range(n_instances):
-            a = random_theorem_instance(SEED_STRIDE * seed + 2 * i, loss)
-            s1 = theorem1_sides(a["X"], a["y"], a["w"], a["V"], a["f_theta"], a["w_star"], loss)
-            rows1.append((s1["lhs"], s1["rhs"], loss))
-            b = random_theorem_instance(SEED_STRIDE * seed + 2 * i + 1, loss, w_zero=True)
-            s2 = theorem2_sides(b["X"], b["y"], b["V"], b["f_theta"], b["w_star"], loss)
-            rows2.append((s2["lhs"], s2["rhs"], s2["lambda_min"], loss, s2["hessian_norm"]))
-    return {"t1_lhs": np.array([r[0] for r in rows1]), "t1_rhs": np.array([r[1] for r in rows1]),
-            "t1_loss": np.array([r[2] for r in rows1]), "t2_lhs": np.array([r[0] for r in rows2]),
-            "t2_rhs": np.array([r[1] for r in rows2]), "t2_lambda_min": np.array([r[2] for r in rows2]),
-            "t2_loss": np.array([r[3] for r in rows2]),
-            "t2_hessian_norm": np.array([r[4] for r in rows2])}
-
-
-def theorem4_experiment(steps: int, n_seeds: int, seed: int = 0, d: int = 5, k: int = 4, width: int = 16,
-                        depth: int = 3, radius: float = 2.0, n_test: int = 2000, delta: float = 0.05) -> dict:
+def theorem_4_experiment(steps: int, n_seeds: int, seed: int = 0, d: int = 5, k: int = 4, width: int = 16,
+                         depth: int = 3, radius: float = 2.0, n_test: int = 2000, delta: float = 0.05) -> dict:
     """Projected SGD on both architectures for ``steps`` steps, ``n_seeds`` runs each (Theorem 4).
 
     Data from :class:`LogisticLinearSource` with ``|u*| = 1.5 <= radius``; risks on a test sample of
     ``n_test`` points. For horizons ``T = 8, 16, ..., <= steps`` returns per architecture the gap
     ``(1/T) sum_t risk(iterate_t) - min_{|u| <= radius} F_lin(u)`` (mean over runs, and every run), the
     average regret against the best linear predictor in hindsight, and our explicit bound
-    :func:`theorem4_bound` (``G = sqrt(1 + k)``: ``|x| <= 1`` and ``|f_theta(x)|_inf <= 1``;
+    :func:`theorem_4_bound` (``G = sqrt(1 + k)``: ``|x| <= 1`` and ``|f_theta(x)|_inf <= 1``;
     ``r = log(1 + exp(radius G))``).
     """
-    steps = _positive_int(steps, "steps", minimum=16)
-    n_seeds = _positive_int(n_seeds, "n_seeds")
+    steps = validate.integer("steps", steps, minimum=16)
+    n_seeds = validate.positive_int("n_seeds", n_seeds)
     seed = _seed(seed)
-    radius = _positive_number(radius, "radius")
-    n_test = _positive_int(n_test, "n_test")
+    radius = validate.positive_float("radius", radius)
+    n_test = validate.positive_int("n_test", n_test)
     u_star = np.full(d, 1.5 / math.sqrt(d))
     X_test, y_test = LogisticLinearSource(u_star, seed=seed + 10_000).sample(n_test)
     best = best_linear_predictor(X_test, y_test, "logistic", radius=radius)
@@ -975,7 +1225,7 @@ def theorem4_experiment(steps: int, n_seeds: int, seed: int = 0, d: int = 5, k: 
     r = math.log1p(math.exp(radius * G))
     horizons = 2 ** np.arange(3, int(math.log2(steps)) + 1)
     out = {"horizons": horizons, "best_linear": best["value"], "lipschitz": G, "loss_bound": r,
-           "bound": theorem4_bound(horizons, radius, G, r, delta), "radius": radius, "delta": delta}
+           "bound": theorem_4_bound(horizons, radius, G, r, delta), "radius": radius, "delta": delta}
     for name, arch in (("output skip", OutputSkipNet), ("original", ResidualNet)):
         gaps, regrets = [], []
         for s in range(n_seeds):
@@ -989,32 +1239,7 @@ def theorem4_experiment(steps: int, n_seeds: int, seed: int = 0, d: int = 5, k: 
     return out
 
 
-def landscape_panel(ax, eps: float, penalty: float, radius, minima: list[dict], title: str,
-                    box: float = 3.0, levels: int = 30) -> None:
-    """Contours of ``F + (penalty/2)|z|^2`` over ``[-box, box]^2`` with the ball and the minima marked."""
-    if not minima or not all(isinstance(m, dict) and "point" in m and "value" in m for m in minima):
-        raise ValueError("minima must be a non-empty list of dicts with 'point' and 'value'")
-    if radius is not None:
-        radius = _positive_number(radius, "radius")
-    box = _positive_number(box, "box")
-    g = np.linspace(-box, box, 301)
-    W, V = np.meshgrid(g, g)
-    F = landscape_value(eps, penalty, W, V)
-    ax.contour(W, V, np.log10(F + 1e-3), levels=levels, linewidths=0.6, cmap="viridis")
-    if radius is not None:
-        t = np.linspace(0, 2 * np.pi, 200)
-        ax.plot(radius * np.cos(t), radius * np.sin(t), color="k", linewidth=1.2)
-    best = min(m["value"] for m in minima)
-    for m in minima:
-        spurious = m["value"] > best + 1e-9
-        ax.plot(*m["point"], marker="X" if spurious else "o", color="#cc4125" if spurious else "#0b5394",
-                markersize=9 if spurious else 4, linestyle="none")
-    ax.set(xlabel="w", ylabel="v", title=title, xlim=(-box, box), ylim=(-box, box), aspect="equal")
-
-
-
-
-# --- Theorem 4's rate in T: many runs at once, the population gap measured exactly over y ---------------
+# --- Theorem 4: the rate in T, many runs at once, the population gap measured exactly over y ------------
 def _batched_mlp(n_runs: int, dims: list[int], generator: torch.Generator) -> list[torch.Tensor]:
     """Weights and biases of ``n_runs`` independent random ReLU networks (He-scaled, as :func:`random_mlp`)."""
     params = []
@@ -1055,11 +1280,11 @@ def bernoulli_kl(a: torch.Tensor, p: torch.Tensor) -> torch.Tensor:
     return q * (sp_(-p) - sp_(-a)) + (1 - q) * (sp_(p) - sp_(a))
 
 
-def theorem4_rates(steps: int, n_runs: int, seed: int = 0, *, architecture: str = "output skip",
-                   d: int = 5, k: int = 4, width: int = 16, depth: int = 3, radius: float = 2.0,
-                   u_norm: float = 1.5, lr_theta: float = 0.05, n_fresh: int = 64,
-                   step_exponent: float = 0.5, comparator_outside: bool = False,
-                   plateau_after: int | None = None) -> dict:
+def theorem_4_rates(steps: int, n_runs: int, seed: int = 0, *, architecture: str = "output skip",
+                    d: int = 5, k: int = 4, width: int = 16, depth: int = 3, radius: float = 2.0,
+                    u_norm: float = 1.5, lr_theta: float = 0.05, n_fresh: int = 64,
+                    step_exponent: float = 0.5, comparator_outside: bool = False,
+                    plateau_after: int | None = None) -> dict:
     """Projected SGD (Theorem 4's procedure) for ``n_runs`` independent runs at once, and its exact-in-y gap.
 
     Data: :class:`LogisticLinearSource` with ``u* = u_norm (1, ..., 1)/sqrt(d)``; ``u*`` is the population
@@ -1084,21 +1309,21 @@ def theorem4_rates(steps: int, n_runs: int, seed: int = 0, *, architecture: str 
     ``comparator_outside=True``) ``u*`` lies outside the ball, so that is not Theorem 4's comparator
     ``min_{|u| <= radius} F_lin(u)``: a run the theorem does not cover (a negative control).
     """
-    steps = _positive_int(steps, "steps", minimum=16)
-    n_runs = _positive_int(n_runs, "n_runs")
+    steps = validate.integer("steps", steps, minimum=16)
+    n_runs = validate.positive_int("n_runs", n_runs)
     seed = _seed(seed)
     if architecture not in ("output skip", "original"):
         raise ValueError(f"architecture must be 'output skip' or 'original', got {architecture!r}")
     for name, val in (("d", d), ("k", k), ("width", width), ("depth", depth), ("n_fresh", n_fresh)):
-        _positive_int(val, name)
-    radius = _positive_number(radius, "radius")
-    u_norm = _positive_number(u_norm, "u_norm")
+        validate.positive_int(name, val)
+    radius = validate.positive_float("radius", radius)
+    u_norm = validate.positive_float("u_norm", u_norm)
     if u_norm > radius and comparator_outside is not True:
         raise ValueError(f"u_norm must be at most radius (the comparator must lie in the ball), got {u_norm}; "
                          "pass comparator_outside=True for a run Theorem 4 does not cover")
-    lr_theta = _positive_number(lr_theta, "lr_theta", allow_zero=True)
-    step_exponent = _positive_number(step_exponent, "step_exponent")
-    plateau = math.inf if plateau_after is None else _positive_int(plateau_after, "plateau_after")
+    lr_theta = validate.non_negative_float("lr_theta", lr_theta)
+    step_exponent = validate.positive_float("step_exponent", step_exponent)
+    plateau = math.inf if plateau_after is None else validate.positive_int("plateau_after", plateau_after)
     gen = torch.Generator().manual_seed(seed)
     u_star = torch.full((d,), u_norm / math.sqrt(d), dtype=torch.float64)
     theta = _batched_mlp(n_runs, [d] + [width] * (depth - 1) + [k], gen)
@@ -1159,236 +1384,3 @@ def rate_exponents(horizons, gaps, t_min: int) -> np.ndarray:
     if keep.sum() < 2:
         raise ValueError(f"need at least two horizons >= t_min = {t_min}")
     return np.array([fit_power_law(horizons[keep], row)[0] for row in gaps[:, keep]])
-
-
-# --- Corollary 1: a local minimum verified at the scale of the problem ---------------------------------
-def residual_class_separates(X, y, f_theta, *, skip: bool = True) -> bool:
-    """Whether some residual predictor separates a logistic sample (then ``inf F = 0`` is not attained).
-
-    For ``w != 0`` the residual predictors ``w^T (x + V f_theta(x)) = w^T x + (V^T w)^T f_theta(x)`` are
-    exactly the linear predictors on the features ``[x, f_theta(x)]``; the test is a linear programme.
-    Without the skip (``skip=False``) they are the linear predictors on ``f_theta(x)`` alone.
-    """
-    X, y, _ = _data(X, y, "logistic")
-    skip = _skip(skip)
-    Z = _features(f_theta, X)
-    features = np.hstack([X.numpy(), Z.numpy()]) if skip else Z.numpy()
-    return _has_recession_direction(features, y.numpy())
-
-
-def verify_local_minimum(X, y, w, V, f_theta, loss: str = "squared", *, rtol_gradient: float = 1e-8,
-                         rtol_curvature: float = 1e-8, rtol_escape: float = 1e-8, skip: bool = True) -> dict:
-    """Decide whether ``(w, V)`` is a local minimum of ``F_theta``, with tolerances at the problem's scale.
-
-    - gradient: ``|grad F| max(|z|, 1) / F <= rtol_gradient`` with ``z = (w, vec V)``: the first-order change
-      of ``F`` under a relative change of the parameters, compared with ``F`` itself (an absolute threshold
-      such as ``|grad| < 1e-6`` passes any point where ``F`` is tiny);
-    - curvature: ``lambda_min(grad^2 F) >= -rtol_curvature |grad^2 F|`` (spectral norm);
-    - escape: along the ray ``c -> F(c w, V)``, which is convex in ``c`` (the prediction is linear in ``c``
-      and the loss convex in the prediction), no value for ``c`` in ``[1.5, 2^16]`` is below
-      ``F (1 - rtol_escape)``; a loss that keeps falling along it has no minimum there;
-    - for the logistic loss, whether the residual class separates the sample
-      (:func:`residual_class_separates`): then no minimum is attained anywhere.
-
-    Returns the numbers and ``status``: ``"local minimum"``, ``"no minimum attained"``, ``"not stationary"``
-    or ``"negative curvature"``. ``skip=False``: the same for the network without the skip connection.
-    """
-    X, y, loss = _data(X, y, loss)
-    rtol_gradient = validate.positive_float("rtol_gradient", rtol_gradient)
-    rtol_curvature = validate.positive_float("rtol_curvature", rtol_curvature)
-    rtol_escape = validate.positive_float("rtol_escape", rtol_escape)
-    der = objective_derivatives(X, y, w, V, f_theta, loss, skip=skip)
-    w_t, V_t = _wV(w, V, X.shape[1], _features(f_theta, X).shape[1])
-    F, g, H = der["value"], der["gradient"], der["hessian"]
-    z_norm = max(math.sqrt(float((w_t ** 2).sum() + (V_t ** 2).sum())), 1.0)
-    g_norm = float(np.linalg.norm(g))
-    relative_gradient = g_norm * z_norm / F if F > 0 else (0.0 if g_norm == 0 else math.inf)
-    eig = np.linalg.eigvalsh(H)
-    H_norm = float(np.max(np.abs(eig)))
-    relative_curvature = float(eig[0]) / H_norm if H_norm > 0 else 0.0
-    p = residual_predictions(X, w_t, V_t, f_theta) if skip else (_features(f_theta, X) @ V_t.T) @ w_t
-    factors = np.geomspace(1.5, 2.0 ** 16, 24)
-    along = np.array([float(loss_values(c * p, y, loss).mean()) for c in factors])
-    escape_drop = max(0.0, (F - float(along.min())) / F) if F > 0 else 0.0
-    separable = loss == "logistic" and residual_class_separates(X, y, f_theta, skip=skip)
-    if separable or escape_drop > rtol_escape:
-        status = "no minimum attained"
-    elif relative_gradient > rtol_gradient:
-        status = "not stationary"
-    elif relative_curvature < -rtol_curvature:
-        status = "negative curvature"
-    else:
-        status = "local minimum"
-    return {"status": status, "value": F, "gradient_norm": g_norm, "lambda_min": float(eig[0]),
-            "relative_gradient": relative_gradient, "relative_curvature": relative_curvature,
-            "escape_drop": escape_drop, "separable": bool(separable)}
-
-
-def infimum_linear_objective(X, y, loss: str = "squared") -> float:
-    """``inf_w F_lin(w)`` over all of ``R^d`` (0 for a linearly separable logistic sample, not attained)."""
-    X, y, loss = _data(X, y, loss)
-    if loss == "logistic" and _has_recession_direction(X.numpy(), y.numpy()):
-        return 0.0
-    return float(best_linear_predictor(X, y, loss)["value"])
-
-
-def corollary1_survey(n_instances: int, seed: int = 0, losses=LOSSES, *, skip: bool = True) -> list[dict]:
-    """Corollary 1 on random instances: a local search for a minimum, its verification, the linear baseline.
-
-    Instance ``i`` uses the loss ``losses[i % len(losses)]`` and :func:`random_theorem_instance` with seed
-    ``SEED_STRIDE seed + 20000 + i``; :func:`minimize_residual_objective` starts from a random point (seed
-    ``i``),
-    :func:`verify_local_minimum` decides what was found, and ``inf_linear`` is the unconstrained
-    :func:`infimum_linear_objective` (the residual model is unconstrained too). ``skip=False``: the same
-    search on the same instances for the network without the skip, ``x -> w^T V f_theta(x)``.
-    """
-    n_instances = validate.positive_int("n_instances", n_instances)
-    seed = validate.non_negative_int("seed", seed)
-    if isinstance(losses, str) or not losses or any(l not in LOSSES for l in losses):
-        raise ValueError(f"losses must be a non-empty sequence drawn from {LOSSES}, got {losses!r}")
-    rows = []
-    for i in range(n_instances):
-        loss = losses[i % len(losses)]
-        instance = SEED_STRIDE * seed + 20_000 + i
-        a = random_theorem_instance(instance, loss)
-        m = minimize_residual_objective(a["X"], a["y"], a["f_theta"], loss, seed=i, skip=skip)
-        v = verify_local_minimum(a["X"], a["y"], m["w"], m["V"], a["f_theta"], loss, skip=skip)
-        rows.append({"instance": instance, "loss": loss, **v,
-                     "inf_linear": infimum_linear_objective(a["X"], a["y"], loss),
-                     "w": m["w"], "V": m["V"], "path": m["path"]})
-    return rows
-
-
-# --- the regularised and constrained landscapes, swept over settings fixed in advance -----------------
-def landscape_linear_optimum(penalty: float = 0.0, radius=None) -> float:
-    """The best linear predictor's value on Example 1's landscape: ``min_{|w| <= radius} F(w, 0) + penalty w^2/2``.
-
-    ``F(w, 0) = (w - 1)^2 / 2`` for every ``eps``; the minimiser is ``min(1 / (1 + penalty), radius)``.
-    """
-    penalty = validate.non_negative_float("penalty", penalty)
-    w = 1.0 / (1.0 + penalty)
-    if radius is not None:
-        w = min(w, validate.positive_float("radius", radius))
-    return 0.5 * (w - 1.0) ** 2 + 0.5 * penalty * w * w
-
-
-def landscape_sweep(eps, penalties=(), radii=(), *, n_starts: int = 100) -> list[dict]:
-    """Every verified local minimum of Example 1's landscape for each penalty (no ball) and each radius.
-
-    One row per setting: ``setting`` (``"penalty"`` or ``"radius"``), ``parameter``, ``global_value`` (the
-    lowest verified minimum), ``spurious`` (the verified minima above it by more than ``1e-9`` relative to
-    the landscape's scale), and ``linear_optimum`` (:func:`landscape_linear_optimum`). With a penalty the
-    search box grows as ``1.5 / sqrt(penalty)`` (the penalty confines every point below ``F(0) = 1/2``).
-    """
-    eps = validate.positive_float("eps", eps)
-    n_starts = validate.integer("n_starts", n_starts, minimum=4)
-    rows = []
-    for kind, values in (("penalty", penalties), ("radius", radii)):
-        for value in values:
-            value = (validate.non_negative_float if kind == "penalty" else validate.positive_float)(kind, value)
-            if kind == "penalty":
-                box = max(3.0, 1.5 / math.sqrt(value)) if value > 0 else 3.0
-                minima = find_local_minima(eps, value, None, n_starts=n_starts, box=box)
-                linear = landscape_linear_optimum(value)
-            else:
-                minima = find_local_minima(eps, 0.0, value, n_starts=n_starts, box=value)
-                linear = landscape_linear_optimum(0.0, value)
-            best = minima[0]["value"]
-            spurious = [m for m in minima if m["value"] > best + 1e-9 * max(1.0, abs(best))]
-            rows.append({"setting": kind, "parameter": value, "global_value": best, "spurious": spurious,
-                         "linear_optimum": linear})
-    return rows
-
-
-def theorem1_rhs_along(X, y, w, V, f_theta, w_star, scales, loss: str = "squared") -> np.ndarray:
-    """Theorem 1's right side with the comparator ``c w_star`` for each ``c`` in ``scales``.
-
-    The numerator ``F - F_lin(c w_star)`` is largest at the best linear predictor, but the denominator grows
-    with ``|c w_star|``, so a shorter comparator can give a larger right side.
-    """
-    X, y, loss = _data(X, y, loss)
-    Z = _features(f_theta, X)
-    w_t, V_t = _wV(w, V, X.shape[1], Z.shape[1])
-    w_star = _w_star(w_star, X.shape[1])
-    scales = validate.finite_array("scales", scales, ndim=1)
-    nw2 = float((w_t ** 2).sum())
-    if nw2 == 0:
-        raise ValueError("Theorem 1 needs w != 0")
-    F = residual_objective(X, y, w_t, V_t, f_theta, loss)
-    normV2 = float(np.linalg.norm(V_t.numpy(), 2)) ** 2
-    ns2 = float(w_star @ w_star)
-    return np.array([(F - linear_objective(X, y, c * w_star, loss))
-                     / math.sqrt(2 * nw2 + c * c * ns2 * (2 + normV2 / nw2)) for c in scales])
-
-
-def output_skip_hessian(X, y, w, v, f_theta, loss: str = "squared") -> np.ndarray:
-    """Hessian in ``(w, v)`` of the mean loss of ``x -> w^T x + v^T f_theta(x)`` (Theorem 4's architecture).
-
-    This objective is convex in ``(w, v)``: unlike the residual one, its Hessian at ``w = 0`` is positive
-    semi-definite, and definite when the features ``[x, f_theta(x)]`` span their space.
-    """
-    X, y, loss = _data(X, y, loss)
-    Z = _features(f_theta, X)
-    w = _tensor(w, "w", 1)
-    v = _tensor(v, "v", 1)
-    if w.shape[0] != X.shape[1] or v.shape[0] != Z.shape[1]:
-        raise ValueError(f"w must have {X.shape[1]} entries and v {Z.shape[1]}, got {w.shape[0]} and {v.shape[0]}")
-    d = X.shape[1]
-    H = torch.autograd.functional.hessian(
-        lambda z: loss_values(X @ z[:d] + Z @ z[d:], y, loss).mean(), torch.cat([w, v]))
-    return H.numpy()
-
-
-# --- Theorem 3 without its polynomial: approximate second-order stationary points on a bounded domain ------
-def approximate_stationary_points(X, y, f_theta, path, loss: str = "squared", *, bound: float,
-                                  eps_levels=(1e-2, 1e-4, 1e-6, 1e-8), skip: bool = True) -> dict:
-    """The points of a search ``path`` that are eps-SOPSPs of ``F_theta`` on ``max(|w|, |V|) < bound``.
-
-    Definition 1 as review 003 gives it: ``|grad F_theta| <= eps`` and ``lambda_min(grad^2 F_theta) >=
-    -sqrt(mu_2 eps)``, with ``mu_2`` the Lipschitz constant of the Hessian in ``(w, V)`` on the domain. Here
-    ``mu_2`` is estimated *from below* by the largest ``|H(z_i) - H(z_j)| / |z_i - z_j|`` over pairs of points
-    of the path inside the domain: a smaller ``mu_2`` makes the curvature condition stricter, so every point
-    counted is an eps-SOPSP for the true ``mu_2`` too. ``|V|`` is the spectral norm.
-
-    Per point inside the domain: ``value``, ``gradient_norm``, ``lambda_min`` and ``excess = F -
-    min_{|u| <= bound} F_lin(u)`` (Theorem 3's comparator with ``r = bound``). Per level ``eps``:
-    ``count[eps]`` points and the largest excess among them, ``worst_excess[eps]`` (``-inf`` when none).
-    ``scale = F(0, V) - min_{|u| <= bound} F_lin(u)`` is the loss's own scale (``F(0, V)`` does not depend on
-    ``V``): what the best linear predictor gains over predicting 0.
-    """
-    X, y, loss = _data(X, y, loss)
-    bound = _positive_number(bound, "bound")
-    levels = validate.finite_array("eps_levels", eps_levels, ndim=1)
-    if np.any(levels <= 0):
-        raise ValueError("eps_levels must be positive")
-    if not isinstance(path, (list, tuple)) or not path:
-        raise ValueError("path must be a non-empty list of points (w, V)")
-    linear = best_linear_predictor(X, y, loss, radius=bound)["value"]
-    zero_value = float(loss_values(torch.zeros_like(y), y, loss).mean())
-    rows, hessians, points = [], [], []
-    for w, V in path:
-        w_t, V_t = _tensor(w, "w", 1), _tensor(V, "V", 2)
-        norm_w, norm_V = float(w_t.norm()), float(np.linalg.norm(V_t.numpy(), 2))
-        if max(norm_w, norm_V) >= bound:
-            continue
-        der = objective_derivatives(X, y, w_t, V_t, f_theta, loss, skip=skip)
-        rows.append((der["value"], float(np.linalg.norm(der["gradient"])),
-                     float(np.linalg.eigvalsh(der["hessian"])[0]), norm_w, norm_V))
-        hessians.append(der["hessian"])
-        points.append(torch.cat([w_t, V_t.reshape(-1)]).numpy())
-    mu2 = 0.0
-    for i in range(len(points)):
-        for j in range(i):
-            dz = float(np.linalg.norm(points[i] - points[j]))
-            if dz > 0:
-                mu2 = max(mu2, float(np.linalg.norm(hessians[i] - hessians[j], 2)) / dz)
-    arr = np.array(rows, dtype=float).reshape(-1, 5)
-    excess = arr[:, 0] - linear
-    count, worst = {}, {}
-    for eps in levels:
-        ok = (arr[:, 1] <= eps) & (arr[:, 2] >= -math.sqrt(mu2 * eps))
-        count[float(eps)] = int(ok.sum())
-        worst[float(eps)] = float(excess[ok].max()) if ok.any() else -math.inf
-    return {"value": arr[:, 0], "gradient_norm": arr[:, 1], "lambda_min": arr[:, 2], "norm_w": arr[:, 3],
-            "norm_V": arr[:, 4], "excess": excess, "mu2": mu2, "linear_value": linear,
-            "scale": zero_value - linear, "count": count, "worst_excess": worst}

@@ -40,9 +40,12 @@ from typing import Callable, Sequence
 
 import numpy as np
 import scipy.linalg
+import sympy as sp
 import torch
 
 from . import validate
+from .linear import factorize_near_identity
+
 
 TorchMap = Callable[[torch.Tensor], torch.Tensor]
 DTYPE = torch.float64
@@ -52,24 +55,16 @@ class NewtonConvergenceError(validate.DivergenceError):
     """A numerical inverse needed by the construction did not converge."""
 
 
-# --- input checks ------------------------------------------------------------------------------------
-def _as_positive_int(value, name: str) -> int:
-    return validate.positive_int(name, value)
-
-
-def _as_positive_float(value, name: str) -> float:
-    return validate.positive_float(name, value)
-
-
+# --- input checks, points of the ball, Jacobians --------------------------------------------------------
 def _check_callable(f, name: str) -> None:
     validate.callable_arg(name, f, what="a callable mapping a torch tensor (N, dim) to (N, dim)")
 
 
 def ball_points(n: int, dim: int, radius: float, generator: torch.Generator | None = None) -> torch.Tensor:
     """``n`` points uniform in the closed ball of ``radius`` in ``R^dim`` (float64)."""
-    n = _as_positive_int(n, "n")
-    dim = _as_positive_int(dim, "dim")
-    radius = _as_positive_float(radius, "radius")
+    n = validate.positive_int("n", n)
+    dim = validate.positive_int("dim", dim)
+    radius = validate.positive_float("radius", radius)
     direction = torch.randn(n, dim, dtype=DTYPE, generator=generator)
     direction /= direction.norm(dim=1, keepdim=True).clamp_min(1e-300)
     r = torch.rand(n, 1, dtype=DTYPE, generator=generator) ** (1.0 / dim)
@@ -126,8 +121,8 @@ def check_positive_orientation(h: TorchMap, dim: int, domain_radius: float = 1.0
     Also rejects a non-callable ``h`` and one that changes the shape of its input.
     """
     _check_callable(h, "h")
-    dim = _as_positive_int(dim, "dim")
-    domain_radius = _as_positive_float(domain_radius, "domain_radius")
+    dim = validate.positive_int("dim", dim)
+    domain_radius = validate.positive_float("domain_radius", domain_radius)
     x = _test_points(dim, domain_radius, n_points, seed)
     with torch.no_grad():
         y = _apply_checked(h, x, "h")
@@ -142,7 +137,85 @@ def check_positive_orientation(h: TorchMap, dim: int, domain_radius: float = 1.0
     return float(dets[worst])
 
 
-# --- the linear part ----------------------------------------------------------------------------------
+# --- the chapter's smooth maps --------------------------------------------------------------------------
+EXAMPLE_MAPS = ("swirl", "sine-shear", "tanh-residual")
+
+
+def example_map(name: str, dim: int, seed: int = 0, strength: float = 0.6) -> TorchMap:
+    """Smooth, globally invertible, positively oriented maps of ``R^dim`` used by the chapter and tests.
+
+    - ``"swirl"`` (dim 2): rotate by ``2 strength |x|^2`` radians, then a fixed linear map with det > 0 and a shift.
+    - ``"sine-shear"``: ``M (x + (strength/2) sin(2 P x)) + c`` with P a cyclic shift of coordinates.
+    - ``"tanh-residual"``: ``M (x + W2 tanh(W1 x + b)) + c``, random with ``||W2|| ||W1|| = strength``.
+
+    Each map carries ``h.second_derivative_bound(radius)``: a certified bound on ``sup ||h''(x)||`` over the
+    ball of that radius, derived by hand from the formula (comments in the code), which
+    :func:`certified_deviations` needs.
+
+    With ``strength < 1`` the two residual maps are globally invertible (their residual parts are
+    ``strength``-Lipschitz), M has positive determinant, so all three are bi-Lipschitz diffeomorphisms.
+    """
+    name = validate.choice("name", name, EXAMPLE_MAPS)
+    dim = validate.positive_int("dim", dim)
+    strength = validate.positive_float("strength", strength)
+    if name != "swirl" and strength >= 1:
+        raise ValueError(f"strength must be < 1 for {name!r} to be invertible, got {strength}")
+    gen = torch.Generator().manual_seed(seed)
+    M = torch.linalg.matrix_exp(0.4 * torch.randn(dim, dim, dtype=DTYPE, generator=gen) / math.sqrt(dim))
+    c = 0.2 * torch.randn(dim, dtype=DTYPE, generator=gen)
+    if name == "swirl":
+        if dim != 2:
+            raise ValueError(f"the swirl map lives in the plane (dim 2), got dim {dim}")
+        M = torch.tensor([[1.1, 0.25], [-0.15, 0.9]], dtype=DTYPE)
+
+        def h(x):
+            angle = 2 * strength * (x ** 2).sum(dim=1, keepdim=True)
+            cos, sin = torch.cos(angle), torch.sin(angle)
+            rotated = torch.cat([cos * x[:, :1] - sin * x[:, 1:], sin * x[:, :1] + cos * x[:, 1:]], dim=1)
+            return rotated @ M.T + c
+
+        def curvature(radius):  # f(x) = Rot(2 s |x|^2) x: ||f''(x)|| <= 12 s |x| + 16 s^2 |x|^3
+            return 12 * strength * radius + 16 * strength ** 2 * radius ** 3
+    elif name == "sine-shear":
+        perm = [(k + 1) % dim for k in range(dim)]
+
+        def h(x):
+            return (x + 0.5 * strength * torch.sin(2 * x[:, perm])) @ M.T + c
+
+        def curvature(radius):  # component k has second derivative -2 s sin(2 x_p(k)) in (p(k), p(k)) only
+            return 2 * strength + 0 * radius
+    else:
+        width = 2 * dim + 2
+        W1 = torch.randn(width, dim, dtype=DTYPE, generator=gen)
+        W2 = torch.randn(dim, width, dtype=DTYPE, generator=gen)
+        W1 *= 1.5 / torch.linalg.matrix_norm(W1, ord=2)
+        W2 *= strength / 1.5 / torch.linalg.matrix_norm(W2, ord=2)
+        b = 0.5 * torch.randn(width, dtype=DTYPE, generator=gen)
+
+        def h(x):
+            return (x + torch.tanh(x @ W1.T + b) @ W2.T) @ M.T + c
+
+        tanh_curvature = 4 / (3 * math.sqrt(3))          # max |tanh''|
+        w1, w2 = (float(torch.linalg.matrix_norm(W, ord=2)) for W in (W1, W2))
+
+        def curvature(radius):  # ||W2 diag(tanh'') (W1 u) * (W1 v)|| <= ||W2|| max|tanh''| ||W1||^2
+            return w2 * tanh_curvature * w1 ** 2 + 0 * radius
+    h.__name__ = name.replace("-", "_")
+    m_norm = float(torch.linalg.matrix_norm(M, ord=2))
+
+    def second_derivative_bound(radius):
+        """Certified ``sup_{|x| <= radius} ||h''(x)||`` (bilinear operator norm), elementwise in ``radius``."""
+        radius = np.asarray(radius, dtype=float)
+        return (1 + 1e-9) * m_norm * curvature(radius)   # 1e-9: room for rounding in the norms
+
+    h.second_derivative_bound = second_derivative_bound
+    h.parts = {"name": name, "strength": strength, "M": M, "c": c}   # for the SymPy witness, sympy_map
+    if name == "tanh-residual":
+        h.parts.update(W1=W1, b=b, W2=W2)
+    return h
+
+
+# --- Warm-up: linear maps (Hardt & Ma's Theorem 2.1 as the talk restates it) ----------------------------
 def _orthogonal_log(Q: np.ndarray) -> np.ndarray:
     """A real skew-symmetric S with ``expm(S) = Q`` for an orthogonal Q with det +1 (real Schur form)."""
     T, Z = scipy.linalg.schur(Q, output="real")
@@ -209,7 +282,7 @@ def linear_near_identity_factors(R, depth: int, method: str = "hardt-ma") -> tup
     is verified either way.
     """
     R = validate.square_matrix("R", R)
-    depth = _as_positive_int(depth, "depth")
+    depth = validate.positive_int("depth", depth)
     method = validate.choice("method", method, LINEAR_METHODS)
     det = np.linalg.det(R)
     if not det > 0:
@@ -217,17 +290,9 @@ def linear_near_identity_factors(R, depth: int, method: str = "hardt-ma") -> tup
     if method == "logarithm":
         A, source = _logarithm_factorize(R, depth)
     else:
-        import inspect
-
-        from .linear import factorize_near_identity
         linear_method = "svd" if method == "hardt-ma" else "polar"
-        if "method" in inspect.signature(factorize_near_identity).parameters:
-            A = np.asarray(factorize_near_identity(R, depth, method=linear_method), dtype=float)
-            source = f"resnet_theory.linear ({linear_method})"
-        elif method == "hardt-ma":  # an older linear module: its only construction is the SVD scheme
-            A, source = np.asarray(factorize_near_identity(R, depth), dtype=float), "resnet_theory.linear"
-        else:
-            A, source = _fallback_factorize(R, depth), "local polar split"
+        A = np.asarray(factorize_near_identity(R, depth, method=linear_method), dtype=float)
+        source = f"resnet_theory.linear ({linear_method})"
     product = np.eye(R.shape[0])
     for layer in A:
         product = (np.eye(R.shape[0]) + layer) @ product
@@ -237,7 +302,26 @@ def linear_near_identity_factors(R, depth: int, method: str = "hardt-ma") -> tup
     return A, source
 
 
-# --- scales a_0 < ... < a_m --------------------------------------------------------------------------
+def svd_cancellation(R) -> dict:
+    """For ``R`` with det R > 0: the largest rotation angles of U, of V^T (oriented SVD ``R = U K V^T``) and
+    of their product ``U V^T`` (the polar factor), and ``||log R||`` (principal real logarithm, NaN if none).
+
+    Near the identity U and V^T can each be far from I while ``U V^T`` is close to it: a scheme that splits U
+    and V^T separately pays for both rotations."""
+    R = validate.square_matrix("R", R)
+    if not np.linalg.det(R) > 0:
+        raise ValueError("R must be a square matrix with a positive determinant")
+    U, _, Vt = np.linalg.svd(R)
+    if np.linalg.det(U) < 0:
+        U[:, -1] *= -1
+        Vt[-1, :] *= -1
+    angle = lambda Q: float(np.linalg.norm(_orthogonal_log(Q), 2))  # noqa: E731
+    L = scipy.linalg.logm(R)
+    log_norm = float(np.linalg.norm(L.real, 2)) if np.max(np.abs(np.imag(L))) < 1e-10 else float("nan")
+    return {"angle_U": angle(U), "angle_V": angle(Vt), "angle_polar": angle(U @ Vt), "log_norm": log_norm}
+
+
+# --- the representation result: the rescaling construction, scales a_0 < ... < a_m ----------------------
 SPACINGS = ("uniform", "geometric")
 
 
@@ -248,7 +332,7 @@ def scale_schedule(m: int, spacing="uniform") -> np.ndarray:
     i.e. ``a_i = m^{-(m-i)/(m-1)}`` (the spacing whose analysis gives ``log m / m``). An array of length
     ``m + 1`` is checked and returned as is.
     """
-    m = _as_positive_int(m, "m")
+    m = validate.positive_int("m", m)
     if isinstance(spacing, str):
         if validate.choice("spacing", spacing, SPACINGS) == "uniform":
             return np.arange(m + 1) / m
@@ -262,7 +346,6 @@ def scale_schedule(m: int, spacing="uniform") -> np.ndarray:
     return validate.increasing("spacing", a)
 
 
-# --- the rescaling construction ----------------------------------------------------------------------
 class _RescalingPath:
     """``Phi_i = B_i o G_{a_i}`` with ``G_a(x) = g(a x)/a``, ``g = A^{-1}(h - h(0))``; see the module docstring."""
 
@@ -361,8 +444,8 @@ def newton_inverse(h: TorchMap, z: torch.Tensor, x0: torch.Tensor | None = None,
         raise TypeError(f"z must be a 2-D torch tensor (N, dim), got {validate.show(z)}")
     if z.ndim != 2:
         raise ValueError(f"z must be a 2-D torch tensor (N, dim), got shape {tuple(z.shape)}")
-    tol = _as_positive_float(tol, "tol")
-    max_iter = _as_positive_int(max_iter, "max_iter")
+    tol = validate.positive_float("tol", tol)
+    max_iter = validate.positive_int("max_iter", max_iter)
     start = (z if x0 is None else x0).detach().clone()
     target = z.detach()
     scale = 1.0 + target.norm(dim=1)
@@ -413,14 +496,14 @@ def near_identity_factors(h: TorchMap, m: int, dim: int, domain_radius: float = 
     determinant is not positive at one of ``n_check`` test points of the ball (the message names the point).
     """
     _check_callable(h, "h")
-    m = _as_positive_int(m, "m")
-    dim = _as_positive_int(dim, "dim")
-    domain_radius = _as_positive_float(domain_radius, "domain_radius")
+    m = validate.positive_int("m", m)
+    dim = validate.positive_int("dim", dim)
+    domain_radius = validate.positive_float("domain_radius", domain_radius)
     scales = scale_schedule(m, spacing)
     check_positive_orientation(h, dim, domain_radius, n_check, seed)
-    newton_tol = _as_positive_float(newton_tol, "newton_tol")
+    newton_tol = validate.positive_float("newton_tol", newton_tol)
     linear = validate.choice("linear", linear, LINEAR_METHODS)
-    path = _RescalingPath(h, m, dim, scales, newton_tol, _as_positive_int(newton_max_iter, "newton_max_iter"),
+    path = _RescalingPath(h, m, dim, scales, newton_tol, validate.positive_int("newton_max_iter", newton_max_iter),
                           linear)
     return [path.factor(i) for i in range(1, m + 1)]
 
@@ -441,9 +524,9 @@ def alternating_split(h: TorchMap, m: int, dim: int, *, newton_tol: float = 1e-1
     Every layer moves points as much as h does, whatever m is: the contrast to :func:`near_identity_factors`.
     """
     _check_callable(h, "h")
-    m = _as_positive_int(m, "m")
-    dim = _as_positive_int(dim, "dim")
-    newton_tol = _as_positive_float(newton_tol, "newton_tol")
+    m = validate.positive_int("m", m)
+    dim = validate.positive_int("dim", dim)
+    newton_tol = validate.positive_float("newton_tol", newton_tol)
     if m % 2 == 0:
         raise ValueError(f"the alternating split needs an odd number of layers, got m = {m}")
     origin = torch.zeros(1, dim, dtype=DTYPE)
@@ -457,7 +540,31 @@ def alternating_split(h: TorchMap, m: int, dim: int, *, newton_tol: float = 1e-1
     return [h if i % 2 == 0 else h_inv for i in range(m)]
 
 
-# --- Lipschitz constants -----------------------------------------------------------------------------
+# --- the representation result: pictures, a grid carried through the layers -----------------------------
+def grid_lines(half_width: float = 0.7, n_lines: int = 9, n_points: int = 81) -> list[torch.Tensor]:
+    """Horizontal and vertical lines of a square grid in the plane, each ``(n_points, 2)``."""
+    half_width = validate.positive_float("half_width", half_width)
+    n_lines, n_points = validate.positive_int("n_lines", n_lines), validate.positive_int("n_points", n_points)
+    ticks = torch.linspace(-half_width, half_width, n_lines, dtype=DTYPE)
+    t = torch.linspace(-half_width, half_width, n_points, dtype=DTYPE)
+    return ([torch.stack([t, torch.full_like(t, c)], dim=1) for c in ticks]
+            + [torch.stack([torch.full_like(t, c), t], dim=1) for c in ticks])
+
+
+def carry_grid(factors: Sequence[TorchMap], lines: Sequence[torch.Tensor]) -> list[list[np.ndarray]]:
+    """The grid after 0, 1, ..., m layers: ``out[k][j]`` is line j after layers ``h_1 .. h_k``."""
+    if len(factors) == 0:
+        raise ValueError("need at least one factor")
+    points = torch.cat(list(lines))
+    sizes = [len(line) for line in lines]
+    stages = [points]
+    with torch.no_grad():
+        for f in factors:
+            stages.append(f(stages[-1]))
+    return [[part.numpy() for part in torch.split(stage, sizes)] for stage in stages]
+
+
+# --- the representation result: the rate, ||h_i - Id||_L against depth (Lipschitz constants, certificates) ---
 def _spectral_norms(J: torch.Tensor) -> torch.Tensor:
     finite = torch.isfinite(J).flatten(1).all(dim=1)
     if not bool(finite.all()):
@@ -535,12 +642,12 @@ def lipschitz_constant(f: TorchMap, dim: int, domain_radius: float, *, n_points:
     ``return_details=True``.
     """
     _check_callable(f, "f")
-    dim = _as_positive_int(dim, "dim")
-    domain_radius = _as_positive_float(domain_radius, "domain_radius")
-    n_points = _as_positive_int(n_points, "n_points")
+    dim = validate.positive_int("dim", dim)
+    domain_radius = validate.positive_float("domain_radius", domain_radius)
+    n_points = validate.positive_int("n_points", n_points)
     n_refine = validate.non_negative_int("n_refine", n_refine)
     refine_steps = validate.non_negative_int("refine_steps", refine_steps)
-    lr = 0.05 * domain_radius if lr is None else _as_positive_float(lr, "lr")
+    lr = 0.05 * domain_radius if lr is None else validate.positive_float("lr", lr)
     x = _test_points(dim, domain_radius, n_points, seed)
     try:
         with torch.no_grad():
@@ -579,9 +686,9 @@ def factor_deviations(h: TorchMap, m: int, dim: int, domain_radius: float = 1.0,
     ``D_{i-1}`` gives the Euclidean one on that ball (the tests compare the two).
     """
     _check_callable(h, "h")
-    m = _as_positive_int(m, "m")
-    dim = _as_positive_int(dim, "dim")
-    domain_radius = _as_positive_float(domain_radius, "domain_radius")
+    m = validate.positive_int("m", m)
+    dim = validate.positive_int("dim", dim)
+    domain_radius = validate.positive_float("domain_radius", domain_radius)
     scales = torch.as_tensor(scale_schedule(m, spacing))
     check_positive_orientation(h, dim, domain_radius, 64, seed)
     origin = torch.zeros(1, dim, dtype=DTYPE)
@@ -607,7 +714,7 @@ def factor_deviations(h: TorchMap, m: int, dim: int, domain_radius: float = 1.0,
         Ji = torch.linalg.solve(inner, outer, left=False)              # outer @ inner^{-1}
         return _spectral_norms(Ji - eye)                               # (m, N)
 
-    x = _test_points(dim, domain_radius, _as_positive_int(n_points, "n_points"), seed)
+    x = _test_points(dim, domain_radius, validate.positive_int("n_points", n_points), seed)
     values = deviations(x)                                             # (m, N)
     best = values.max(dim=1).values
     if n_refine and refine_steps:
@@ -675,17 +782,17 @@ def certified_deviations(h: TorchMap, m: int, dim: int, domain_radius: float = 1
     computes it on every cell (same result; the tests compare the two).
     """
     _check_callable(h, "h")
-    m = _as_positive_int(m, "m")
-    dim = _as_positive_int(dim, "dim")
-    r = _as_positive_float(domain_radius, "domain_radius")
-    grid_points = _as_positive_int(grid_points, "grid_points")
+    m = validate.positive_int("m", m)
+    dim = validate.positive_int("dim", dim)
+    r = validate.positive_float("domain_radius", domain_radius)
+    grid_points = validate.positive_int("grid_points", grid_points)
     curvature = second_derivative_bound if second_derivative_bound is not None else getattr(
         h, "second_derivative_bound", None)
     if curvature is None:
         raise ValueError("certified_deviations needs a certified bound on ||h''|| (second_derivative_bound=...); "
                          "h carries none")
     if not callable(curvature):
-        constant = _as_positive_float(curvature, "second_derivative_bound") if curvature != 0 else 0.0
+        constant = validate.positive_float("second_derivative_bound", curvature) if curvature != 0 else 0.0
         curvature = lambda rho, c=constant: np.full_like(np.asarray(rho, dtype=float), c)  # noqa: E731
     scales = scale_schedule(m, spacing)
     check_positive_orientation(h, dim, r, 64, 0)
@@ -779,7 +886,7 @@ class RateCertificate:
 
     def bound(self, m: int, spacing="uniform") -> float:
         """The certified bound on ``max_i ||h_i - Id||_L`` at depth m for the given scales."""
-        m = _as_positive_int(m, "m")
+        m = validate.positive_int("m", m)
         step = float(np.max(np.diff(scale_schedule(m, spacing))))
         return math.expm1(self.log_norm / m) + step * self.step_constant
 
@@ -789,9 +896,9 @@ def rate_certificate(h: TorchMap, dim: int, domain_radius: float = 1.0, *, grid_
     """:class:`RateCertificate` for ``h`` on the ball (needs a real logarithm of ``h'(0)`` and a certified,
     radius-nondecreasing bound on ``||h''||``, by default ``h.second_derivative_bound``)."""
     _check_callable(h, "h")
-    dim = _as_positive_int(dim, "dim")
-    r = _as_positive_float(domain_radius, "domain_radius")
-    grid_points = _as_positive_int(grid_points, "grid_points")
+    dim = validate.positive_int("dim", dim)
+    r = validate.positive_float("domain_radius", domain_radius)
+    grid_points = validate.positive_int("grid_points", grid_points)
     curvature = second_derivative_bound or getattr(h, "second_derivative_bound", None)
     if curvature is None or not callable(curvature):
         raise ValueError("rate_certificate needs a callable certified bound on ||h''|| (second_derivative_bound)")
@@ -825,8 +932,8 @@ def equidistributed_scales(h: TorchMap, m: int, dim: int, domain_radius: float =
     :func:`factor_deviations`, and place the new scales at equal quantiles of ``int rho da`` (mesh
     equidistribution); repeat ``iterations`` times.
     """
-    m = _as_positive_int(m, "m")
-    iterations = _as_positive_int(iterations, "iterations")
+    m = validate.positive_int("m", m)
+    iterations = validate.positive_int("iterations", iterations)
     a = scale_schedule(m, "uniform")
     for _ in range(iterations):
         eps = factor_deviations(h, m, dim, domain_radius, spacing=a, linear=linear, n_points=n_points, n_refine=0,
@@ -841,85 +948,233 @@ def equidistributed_scales(h: TorchMap, m: int, dim: int, domain_radius: float =
     return a
 
 
-# --- example maps ------------------------------------------------------------------------------------
-EXAMPLE_MAPS = ("swirl", "sine-shear", "tanh-residual")
+RATE_SPACINGS = ("uniform", "geometric", "equidistributed")
 
 
-def example_map(name: str, dim: int, seed: int = 0, strength: float = 0.6) -> TorchMap:
-    """Smooth, globally invertible, positively oriented maps of ``R^dim`` used by the chapter and tests.
+@dataclass
+class RateResult:
+    """``eps(m) = max_i ||h_i - Id||_L`` (via :func:`factor_deviations`) over depths ``ms`` for one map and spacing."""
 
-    - ``"swirl"`` (dim 2): rotate by ``2 strength |x|^2`` radians, then a fixed linear map with det > 0 and a shift.
-    - ``"sine-shear"``: ``M (x + (strength/2) sin(2 P x)) + c`` with P a cyclic shift of coordinates.
-    - ``"tanh-residual"``: ``M (x + W2 tanh(W1 x + b)) + c``, random with ``||W2|| ||W1|| = strength``.
+    map_name: str
+    dim: int
+    spacing: str
+    ms: np.ndarray
+    eps: np.ndarray
+    #: certified upper bounds (:func:`certified_deviations`) at the same depths, when computed
+    certified: np.ndarray | None = None
 
-    Each map carries ``h.second_derivative_bound(radius)``: a certified bound on ``sup ||h''(x)||`` over the
-    ball of that radius, derived by hand from the formula (comments in the code), which
-    :func:`certified_deviations` needs.
+    @property
+    def slope(self) -> float:
+        """Least-squares exponent p of ``eps ~ c m^p`` on log-log axes."""
+        p, _ = np.polyfit(np.log(self.ms), np.log(self.eps), 1)
+        return float(p)
 
-    With ``strength < 1`` the two residual maps are globally invertible (their residual parts are
-    ``strength``-Lipschitz), M has positive determinant, so all three are bi-Lipschitz diffeomorphisms.
+    @property
+    def label(self) -> str:
+        return f"{self.map_name}, d={self.dim}"
+
+
+def deviation_rates(cases: Sequence[tuple[str, int]], ms: Sequence[int], spacings: Sequence[str] = RATE_SPACINGS,
+                    *, linear: str = "logarithm", domain_radius: float = 1.0, n_points: int = 256,
+                    seed: int = 0, certify_points: int | None = None) -> list[RateResult]:
+    """:class:`RateResult` for every (map name, dim) in ``cases`` (maps of :func:`example_map`) and spacing.
+
+    ``"equidistributed"`` uses :func:`equidistributed_scales` at each m; the others :func:`scale_schedule`.
+    With ``certify_points``, also the certified upper bounds of :func:`certified_deviations` on a grid of
+    about that many points (uniform and geometric scales; ``None`` for the equidistributed ones).
     """
-    name = validate.choice("name", name, EXAMPLE_MAPS)
-    dim = _as_positive_int(dim, "dim")
-    strength = _as_positive_float(strength, "strength")
-    if name != "swirl" and strength >= 1:
-        raise ValueError(f"strength must be < 1 for {name!r} to be invertible, got {strength}")
-    gen = torch.Generator().manual_seed(seed)
-    M = torch.linalg.matrix_exp(0.4 * torch.randn(dim, dim, dtype=DTYPE, generator=gen) / math.sqrt(dim))
-    c = 0.2 * torch.randn(dim, dtype=DTYPE, generator=gen)
-    if name == "swirl":
-        if dim != 2:
-            raise ValueError(f"the swirl map lives in the plane (dim 2), got dim {dim}")
-        M = torch.tensor([[1.1, 0.25], [-0.15, 0.9]], dtype=DTYPE)
+    ms = np.asarray([validate.positive_int("m", m) for m in ms])
+    if len(ms) < 2:
+        raise ValueError("need at least two depths to measure a rate")
+    for spacing in spacings:
+        validate.choice("spacing", spacing, RATE_SPACINGS)
+    results = []
+    for name, dim in cases:
+        h = example_map(name, dim, seed=seed)
+        for spacing in spacings:
+            eps, certified = [], []
+            for m in ms:
+                scales = (equidistributed_scales(h, int(m), dim, domain_radius, linear=linear, n_points=n_points,
+                                                 seed=seed) if spacing == "equidistributed" else spacing)
+                eps.append(factor_deviations(h, int(m), dim, domain_radius, spacing=scales, linear=linear,
+                                             n_points=n_points, seed=seed).max())
+                if certify_points is not None and spacing != "equidistributed":
+                    certified.append(certified_deviations(h, int(m), dim, domain_radius, spacing=scales,
+                                                          linear=linear, grid_points=certify_points).bound.max())
+            results.append(RateResult(name, dim, spacing, ms, np.array(eps),
+                                      np.array(certified) if certified else None))
+    return results
+
+
+# --- the representation result: maps it rules out (negative controls), and the SymPy witness ------------
+RULED_OUT_MAPS = ("holder", "cusp")
+
+
+def ruled_out_map(name: str, strength: float = 0.6) -> TorchMap:
+    """Maps of the plane outside the representation theorem's hypotheses, for its negative controls.
+
+    - ``"holder"``: ``h(x) = x (1 + strength |x|^(1/2))``, a bi-Lipschitz homeomorphism (for ``strength <= 1``)
+      whose derivative is only Holder-1/2 at the origin, ``||h'(x) - h'(0)|| = 1.5 strength |x|^(1/2)``: it is
+      not smooth in the theorem's sense (no Lipschitz derivative), and ``sup ||h''||`` on any ball around 0 is
+      infinite (its ``second_derivative_bound`` says so).
+    - ``"cusp"``: ``h(x) = (g(x_1), x_2)`` with ``g(t) = (c/3)(1 - (1 - t/c)^3)``, ``c = strength``: a smooth
+      homeomorphism with ``g' = (1 - t/c)^2``, singular on the line ``x_1 = c``, so ``h^{-1}`` is not
+      Lipschitz and h is not bi-Lipschitz. No composition of maps with ``||h_i - Id||_L <= eps < 1`` equals it
+      (such a composition has an inverse with Lipschitz constant at most ``(1 - eps)^(-m)``).
+
+    Both satisfy ``h(0) = 0`` and ``h'(0) = I``, and ``det h' >= 0``, so :func:`near_identity_factors` accepts
+    them.
+    """
+    name = validate.choice("name", name, RULED_OUT_MAPS)
+    strength = validate.positive_float("strength", strength)
+    if name == "holder":
+        if strength > 1:
+            raise ValueError(f"strength must be <= 1 for the Holder map to be invertible, got {strength}")
 
         def h(x):
-            angle = 2 * strength * (x ** 2).sum(dim=1, keepdim=True)
-            cos, sin = torch.cos(angle), torch.sin(angle)
-            rotated = torch.cat([cos * x[:, :1] - sin * x[:, 1:], sin * x[:, :1] + cos * x[:, 1:]], dim=1)
-            return rotated @ M.T + c
+            r2 = (x ** 2).sum(dim=1, keepdim=True)
+            safe = torch.where(r2 > 0, r2, torch.ones_like(r2))   # no NaN gradient through 0 ** (1/4)
+            return x * (1 + strength * torch.where(r2 > 0, safe ** 0.25, torch.zeros_like(r2)))
 
-        def curvature(radius):  # f(x) = Rot(2 s |x|^2) x: ||f''(x)|| <= 12 s |x| + 16 s^2 |x|^3
-            return 12 * strength * radius + 16 * strength ** 2 * radius ** 3
-    elif name == "sine-shear":
-        perm = [(k + 1) % dim for k in range(dim)]
-
-        def h(x):
-            return (x + 0.5 * strength * torch.sin(2 * x[:, perm])) @ M.T + c
-
-        def curvature(radius):  # component k has second derivative -2 s sin(2 x_p(k)) in (p(k), p(k)) only
-            return 2 * strength + 0 * radius
+        def second_derivative_bound(radius):  # ||h''(x)|| ~ |x|^(-1/2): unbounded on every ball around 0
+            return np.full_like(np.asarray(radius, dtype=float), np.inf)
     else:
-        width = 2 * dim + 2
-        W1 = torch.randn(width, dim, dtype=DTYPE, generator=gen)
-        W2 = torch.randn(dim, width, dtype=DTYPE, generator=gen)
-        W1 *= 1.5 / torch.linalg.matrix_norm(W1, ord=2)
-        W2 *= strength / 1.5 / torch.linalg.matrix_norm(W2, ord=2)
-        b = 0.5 * torch.randn(width, dtype=DTYPE, generator=gen)
+        c = strength
 
         def h(x):
-            return (x + torch.tanh(x @ W1.T + b) @ W2.T) @ M.T + c
+            t = x[:, :1]
+            return torch.cat([(c / 3) * (1 - (1 - t / c) ** 3), x[:, 1:]], dim=1)
 
-        tanh_curvature = 4 / (3 * math.sqrt(3))          # max |tanh''|
-        w1, w2 = (float(torch.linalg.matrix_norm(W, ord=2)) for W in (W1, W2))
-
-        def curvature(radius):  # ||W2 diag(tanh'') (W1 u) * (W1 v)|| <= ||W2|| max|tanh''| ||W1||^2
-            return w2 * tanh_curvature * w1 ** 2 + 0 * radius
-    h.__name__ = name.replace("-", "_")
-    m_norm = float(torch.linalg.matrix_norm(M, ord=2))
-
-    def second_derivative_bound(radius):
-        """Certified ``sup_{|x| <= radius} ||h''(x)||`` (bilinear operator norm), elementwise in ``radius``."""
-        radius = np.asarray(radius, dtype=float)
-        return (1 + 1e-9) * m_norm * curvature(radius)   # 1e-9: room for rounding in the norms
-
+        def second_derivative_bound(radius):  # |g''(t)| = (2/c) |1 - t/c| <= (2/c)(1 + radius/c)
+            return (1 + 1e-9) * (2 / c) * (1 + np.asarray(radius, dtype=float) / c)
+    h.__name__ = name
     h.second_derivative_bound = second_derivative_bound
-    h.parts = {"name": name, "strength": strength, "M": M, "c": c}   # for the SymPy witness, sympy_map
-    if name == "tanh-residual":
-        h.parts.update(W1=W1, b=b, W2=W2)
+    h.parts = {"name": name, "strength": strength}
     return h
 
 
-# --- optimisation: the functional gradient on an empirical distribution ------------------------------
+def sympy_map(h: TorchMap):
+    """The map ``h`` of :func:`example_map` or :func:`ruled_out_map` as SymPy expressions, written from the
+    formulas independently of the torch code (the exact witness of its Jacobian): returns ``(components,
+    symbols)``."""
+    parts = getattr(h, "parts", None)
+    if not isinstance(parts, dict) or "name" not in parts:
+        raise ValueError("sympy_map needs a map made by example_map or ruled_out_map")
+    name, s = parts["name"], parts["strength"]
+    dim = parts["M"].shape[0] if "M" in parts else 2
+    x = sp.symbols(f"x0:{dim}")
+    if name == "holder":
+        r = sp.sqrt(sum(v ** 2 for v in x))
+        return [v * (1 + s * sp.sqrt(r)) for v in x], list(x)
+    if name == "cusp":
+        return [s / 3 * (1 - (1 - x[0] / s) ** 3), x[1] + 0 * x[0]], list(x)
+    M, c = sp.Matrix(parts["M"].numpy()), sp.Matrix(parts["c"].numpy())
+    X = sp.Matrix(x)
+    if name == "swirl":
+        angle = 2 * s * (x[0] ** 2 + x[1] ** 2)
+        inner = sp.Matrix([[sp.cos(angle), -sp.sin(angle)], [sp.sin(angle), sp.cos(angle)]]) * X
+    elif name == "sine-shear":
+        inner = X + sp.Matrix([s / 2 * sp.sin(2 * x[(k + 1) % dim]) for k in range(dim)])
+    else:
+        W1, b, W2 = (sp.Matrix(np.atleast_2d(parts[k].numpy())) for k in ("W1", "b", "W2"))
+        inner = X + W2 * (W1 * X + b.T).applyfunc(sp.tanh)
+    return list(M * inner + c), list(x)
+
+
+@dataclass
+class RepresentationEvidence(RateResult):
+    """Everything the representation claims are decided on, for one map and one spacing of the scales.
+
+    ``eps`` (lower estimates, :func:`factor_deviations`) and ``certified`` (cell-wise certified bounds,
+    :func:`certified_deviations`; ``inf`` where the map admits no certificate) at the depths ``ms``;
+    ``constant``: the certificate's ``C`` (uniform scales, bound ``C/m``) or ``C'`` (geometric, bound
+    ``C' log m / m``) of :func:`rate_certificate` (``certificate``), ``inf`` with ``reason`` when the map admits
+    none; ``exact_errors``: ``max |h_m o ... o h_1 - h| / max |h|`` on the ball at the depths ``exact_depths``.
+    """
+
+    constant: float = math.inf
+    reason: str = ""
+    certificate: RateCertificate | None = None
+    exact_depths: np.ndarray | None = None
+    exact_errors: np.ndarray | None = None
+
+    def rate_bound(self) -> np.ndarray:
+        """The certificate's bound at each depth of ``ms`` (``C/m`` or ``C' log m / m``)."""
+        ms = np.asarray(self.ms, dtype=float)
+        shape = np.log(ms) / ms if self.spacing == "geometric" else 1.0 / ms
+        return self.constant * shape
+
+
+def try_rate_certificate(h: TorchMap, dim: int, domain_radius: float = 1.0, *, grid_points: int = 4096
+                         ) -> tuple[RateCertificate | None, str]:
+    """:func:`rate_certificate`, or ``None`` and the reason when ``h`` admits none on the ball: ``sup ||h''||``
+    infinite (``h'`` not Lipschitz) or ``g'`` not provably invertible on every cell (``ArithmeticError``)."""
+    _check_callable(h, "h")
+    curvature = getattr(h, "second_derivative_bound", None)
+    if curvature is None or not callable(curvature):
+        raise ValueError("try_rate_certificate needs h.second_derivative_bound (a certified bound on ||h''||)")
+    if not np.isfinite(curvature(np.asarray(float(domain_radius)))):
+        return None, "sup ||h''|| on the ball is infinite (h' is not Lipschitz)"
+    try:
+        return rate_certificate(h, dim, domain_radius, grid_points=grid_points), ""
+    except ArithmeticError as err:
+        return None, ("g' could not be shown invertible on every cell of the grid (it is singular somewhere "
+                      "on the ball, or the grid is too coarse)")
+
+
+def representation_evidence(h: TorchMap, dim: int, ms: Sequence[int], spacing: str = "uniform", *,
+                            label: str | None = None, linear: str = "logarithm", domain_radius: float = 1.0,
+                            n_points: int = 256, certify_points: int = 20000,
+                            exact_depths: Sequence[int] = (1, 3, 12), n_exact: int = 300, seed: int = 0,
+                            certificate: tuple[RateCertificate | None, str] | None = None
+                            ) -> RepresentationEvidence:
+    """:class:`RepresentationEvidence` for ``h`` (any map with ``second_derivative_bound``; uniform or
+    geometric scales). The same computation serves a map the theorem covers and one it rules out: where a
+    certificate does not exist (see :func:`try_rate_certificate`; the cell-wise bounds of
+    :func:`certified_deviations` likewise), the bound is ``inf`` and ``reason`` says why. ``certificate``: the
+    result of :func:`try_rate_certificate` for ``h``, when already computed (it does not depend on the spacing).
+    """
+    _check_callable(h, "h")
+    dim = validate.positive_int("dim", dim)
+    spacing = validate.choice("spacing", spacing, SPACINGS)
+    ms = np.asarray([validate.positive_int("m", m) for m in ms])
+    if len(ms) < 2:
+        raise ValueError("need at least two depths to measure a rate")
+    cert, reason = certificate if certificate is not None else try_rate_certificate(
+        h, dim, domain_radius, grid_points=certify_points)
+    curvature_finite = bool(np.isfinite(h.second_derivative_bound(np.asarray(float(domain_radius)))))
+    lower, certified = [], []
+    for m in ms:
+        lower.append(factor_deviations(h, int(m), dim, domain_radius, spacing=spacing, linear=linear,
+                                       n_points=n_points, seed=seed).max())
+        bound = math.inf
+        if curvature_finite:
+            try:
+                bound = certified_deviations(h, int(m), dim, domain_radius, spacing=spacing, linear=linear,
+                                             grid_points=certify_points).bound.max()
+            except ArithmeticError:   # g' not provably invertible on some cell: no certified bound
+                pass
+        certified.append(bound)
+    if cert is None:
+        constant = math.inf
+    else:
+        constant = cert.constant if spacing == "uniform" else cert.log_constant
+    x = ball_points(n_exact, dim, domain_radius, torch.Generator().manual_seed(seed))
+    x = x * (0.999 * domain_radius / x.norm(dim=1, keepdim=True).clamp_min(domain_radius))
+    exact_depths = np.asarray([validate.positive_int("exact depth", m) for m in exact_depths])
+    errors = []
+    with torch.no_grad():
+        target = h(x)
+        for m in exact_depths:
+            factors = near_identity_factors(h, int(m), dim, domain_radius, spacing=spacing, linear=linear,
+                                            seed=seed)
+            errors.append(float((compose(factors, x) - target).abs().max() / target.abs().max()))
+    name = label or getattr(h, "__name__", "h")
+    return RepresentationEvidence(name, dim, spacing, ms, np.array(lower), np.array(certified), constant,
+                                  reason, cert, exact_depths, np.array(errors))
+
+
+# --- the functional-gradient bound: Q(h) = 1/2 E ||h(X) - Y||^2 on an empirical distribution ------------
 @dataclass
 class ResidualBlock:
     """``z -> z + W2 tanh(W1 z + b)``; ``||block - Id||_L <= ||W2|| ||W1||`` since tanh is 1-Lipschitz."""
@@ -949,8 +1204,8 @@ def residual_block_lipschitz_bound(W1, W2) -> float:
 def random_residual_blocks(m: int, dim: int, width: int, eps: float, generator: torch.Generator | None = None
                            ) -> list[ResidualBlock]:
     """m random blocks, each rescaled so that its certified bound ``||W2|| ||W1||`` equals ``eps`` exactly."""
-    m, dim, width = (_as_positive_int(v, n) for v, n in ((m, "m"), (dim, "dim"), (width, "width")))
-    eps = _as_positive_float(eps, "eps")
+    m, dim, width = (validate.positive_int(n, v) for v, n in ((m, "m"), (dim, "dim"), (width, "width")))
+    eps = validate.positive_float("eps", eps)
     blocks = []
     for _ in range(m):
         W1 = torch.randn(width, dim, dtype=DTYPE, generator=generator)
@@ -967,31 +1222,12 @@ def aligned_residual_blocks(m: int, dim: int, eps: float) -> list[ResidualBlock]
     (the slope at 0), and the Jacobian ``I - eps diag(1 - tanh^2 z)`` is ``(1 - eps) I`` at the origin. On inputs
     near 0 every layer's Jacobian is close to ``(1 - eps) I``, all aligned, so ``(h_m o ... o h_{i+1})'`` is close
     to ``(1 - eps)^(m-i) I``: the instance where the depth factor of the functional-gradient bound is tight."""
-    m, dim = _as_positive_int(m, "m"), _as_positive_int(dim, "dim")
-    eps = _as_positive_float(eps, "eps")
+    m, dim = validate.positive_int("m", m), validate.positive_int("dim", dim)
+    eps = validate.positive_float("eps", eps)
     if eps >= 1:
         raise ValueError(f"eps must be < 1 for a near-identity block, got {eps}")
     eye = torch.eye(dim, dtype=DTYPE)
     return [ResidualBlock(eye.clone(), torch.zeros(dim, dtype=DTYPE), -eps * eye) for _ in range(m)]
-
-
-def svd_cancellation(R) -> dict:
-    """For ``R`` with det R > 0: the largest rotation angles of U, of V^T (oriented SVD ``R = U K V^T``) and
-    of their product ``U V^T`` (the polar factor), and ``||log R||`` (principal real logarithm, NaN if none).
-
-    Near the identity U and V^T can each be far from I while ``U V^T`` is close to it: a scheme that splits U
-    and V^T separately pays for both rotations."""
-    R = validate.square_matrix("R", R)
-    if not np.linalg.det(R) > 0:
-        raise ValueError("R must be a square matrix with a positive determinant")
-    U, _, Vt = np.linalg.svd(R)
-    if np.linalg.det(U) < 0:
-        U[:, -1] *= -1
-        Vt[-1, :] *= -1
-    angle = lambda Q: float(np.linalg.norm(_orthogonal_log(Q), 2))  # noqa: E731
-    L = scipy.linalg.logm(R)
-    log_norm = float(np.linalg.norm(L.real, 2)) if np.max(np.abs(np.imag(L))) < 1e-10 else float("nan")
-    return {"angle_U": angle(U), "angle_V": angle(Vt), "angle_polar": angle(U @ Vt), "log_norm": log_norm}
 
 
 @dataclass
@@ -1016,8 +1252,8 @@ def random_empirical_problem(n_atoms: int, dim: int, generator: torch.Generator 
                              max_repeats: int = 3, noise: float = 0.5, atom_scale: float = 1.0) -> EmpiricalProblem:
     """Random atoms in ``R^dim`` (standard normal times ``atom_scale``), each seen 1..max_repeats times with
     noisy labels (so ``Q(h*) > 0``)."""
-    atom_scale = _as_positive_float(atom_scale, "atom_scale")
-    n_atoms, dim, max_repeats = (_as_positive_int(v, n) for v, n in
+    atom_scale = validate.positive_float("atom_scale", atom_scale)
+    n_atoms, dim, max_repeats = (validate.positive_int(n, v) for v, n in
                                  ((n_atoms, "n_atoms"), (dim, "dim"), (max_repeats, "max_repeats")))
     atoms = atom_scale * torch.randn(n_atoms, dim, dtype=DTYPE, generator=generator)
     counts = torch.randint(1, max_repeats + 1, (n_atoms,), generator=generator)
@@ -1113,7 +1349,73 @@ def functional_gradient_closed_form(blocks: Sequence[ResidualBlock], problem: Em
         return (problem.weights[:, None] * (J.transpose(1, 2) @ r.unsqueeze(-1)).squeeze(-1)).numpy()
 
 
-# --- the negative result in parameter space ----------------------------------------------------------
+@dataclass
+class GradientBoundInstances:
+    """Random compositions of residual blocks with certified ``||h_i - Id||_L <= eps`` and random data:
+    per instance ``eps``, depth ``m``, the norms ``||D_{h_i} Q||`` and the printed bound of review 002."""
+
+    eps: np.ndarray
+    depths: np.ndarray
+    norms: list
+    printed: np.ndarray
+    distances: np.ndarray
+
+    @property
+    def ratios(self) -> np.ndarray:
+        """``min_i ||D_{h_i} Q|| / printed bound`` per instance."""
+        return np.array([n.min() for n in self.norms]) / self.printed
+
+
+def gradient_bound_instances(n: int, generator: torch.Generator | None = None, *,
+                             eps_range: tuple[float, float] = (0.02, 0.95), depths: Sequence[int] = range(1, 9),
+                             dims: Sequence[int] = range(1, 5), width: int = 6, n_atoms: Sequence[int] = range(2, 16)
+                             ) -> GradientBoundInstances:
+    """``n`` instances: depth, dimension and number of distinct inputs drawn from ``depths``, ``dims``,
+    ``n_atoms``, ``eps`` uniform in ``eps_range`` (which may lie outside the theorem's ``eps < 1``: the
+    negative control), blocks of :func:`random_residual_blocks`, data of :func:`random_empirical_problem`."""
+    n = validate.positive_int("n", n)
+    low, high = (validate.finite_float(name, v) for name, v in zip(("eps_range[0]", "eps_range[1]"), eps_range))
+    if not 0 < low < high:
+        raise ValueError(f"eps_range must satisfy 0 < low < high, got {eps_range!r}")
+    depths, dims, n_atoms = (list(v) for v in (depths, dims, n_atoms))
+    if not depths or not dims or not n_atoms:
+        raise ValueError("depths, dims and n_atoms must each hold at least one value")
+    pick = lambda values: values[int(torch.randint(len(values), (1,), generator=generator))]  # noqa: E731
+    eps_all, ms, norms, printed, distances = [], [], [], [], []
+    for _ in range(n):
+        m, d = pick(depths), pick(dims)
+        eps = low + (high - low) * float(torch.rand(1, generator=generator))
+        blocks = random_residual_blocks(m, d, width, eps, generator)
+        problem = random_empirical_problem(pick(n_atoms), d, generator)
+        fg = functional_gradient(blocks, problem)
+        eps_all.append(eps), ms.append(m), norms.append(fg.norms)
+        printed.append(fg.printed_bound(eps)), distances.append(fg.distance)
+    return GradientBoundInstances(np.array(eps_all), np.array(ms), norms, np.array(printed), np.array(distances))
+
+
+def functional_risk_sympy(blocks: Sequence[ResidualBlock], problem: EmpiricalProblem, i: int):
+    """Q as a SymPy expression in the perturbation ``delta_i`` of layer i (1-based) at the K atoms' images:
+    returns ``(expr, symbols)`` with the symbols in the order of ``delta_i.ravel()`` (the SymPy witness of
+    the derivative :func:`functional_gradient` computes by autograd)."""
+    m = len(blocks)
+    i = validate.integer("i", i, minimum=1, maximum=m)
+    K, d = problem.atoms.shape
+    symbols = sp.symbols(f"delta0:{K * d}")
+    delta = sp.Matrix(K, d, symbols)
+    z = sp.Matrix(problem.atoms.numpy())
+    for j, block in enumerate(blocks, start=1):
+        W1, b, W2 = (sp.Matrix(np.atleast_2d(t.numpy())) for t in (block.W1, block.b, block.W2))
+        pre = z * W1.T + sp.ones(K, 1) * b
+        z = z + pre.applyfunc(sp.tanh) * W2.T
+        if j == i:
+            z = z + delta
+    y = problem.y.numpy()
+    index = problem.index.numpy()
+    expr = sum((z[int(k), c] - float(y[j, c])) ** 2 for j, k in enumerate(index) for c in range(d))
+    return expr / (2 * len(index)), list(symbols)
+
+
+# --- the negative result in parameter space: a saddle at the identity, a strict local minimum near it ---
 @dataclass
 class SigmoidSaddle:
     """A one-block residual network ``x + sum_k V_k sigmoid(W_k x + b_k)`` on the line, data and a critical point.
@@ -1153,7 +1455,7 @@ def sigmoid_saddle_example(n: int = 8, v: float = 0.8, w: float = 2.0, b=(0.3, -
     0)``. ``theta_critical = (0, 0, 0, 0, b_1, b_2)`` computes the identity; it is critical only because the
     data are exactly symmetric (the target's odd residual then averages to zero, and every other derivative
     carries a factor V), and it is a saddle: at ``V = 0`` the ``(W, b)`` block of the Hessian vanishes."""
-    n = _as_positive_int(n, "n")
+    n = validate.positive_int("n", n)
     if n % 2:
         raise ValueError(f"n must be even so that the inputs are symmetric about 0, got {n}")
     for value, name in ((v, "v"), (w, "w")):
@@ -1169,330 +1471,6 @@ def sigmoid_saddle_example(n: int = 8, v: float = 0.8, w: float = 2.0, b=(0.3, -
     return SigmoidSaddle(x, y.detach(), theta_star, np.array([0.0, 0.0, 0.0, 0.0, *b]))
 
 
-# --- helpers for the chapter: rates, grids, tables ---------------------------------------------------
-RATE_SPACINGS = ("uniform", "geometric", "equidistributed")
-
-
-@dataclass
-class RateResult:
-    """``eps(m) = max_i ||h_i - Id||_L`` (via :func:`factor_deviations`) over depths ``ms`` for one map and spacing."""
-
-    map_name: str
-    dim: int
-    spacing: str
-    ms: np.ndarray
-    eps: np.ndarray
-    #: certified upper bounds (:func:`certified_deviations`) at the same depths, when computed
-    certified: np.ndarray | None = None
-
-    @property
-    def slope(self) -> float:
-        """Least-squares exponent p of ``eps ~ c m^p`` on log-log axes."""
-        p, _ = np.polyfit(np.log(self.ms), np.log(self.eps), 1)
-        return float(p)
-
-    @property
-    def label(self) -> str:
-        return f"{self.map_name}, d={self.dim}"
-
-
-def deviation_rates(cases: Sequence[tuple[str, int]], ms: Sequence[int], spacings: Sequence[str] = RATE_SPACINGS,
-                    *, linear: str = "logarithm", domain_radius: float = 1.0, n_points: int = 256,
-                    seed: int = 0, certify_points: int | None = None) -> list[RateResult]:
-    """:class:`RateResult` for every (map name, dim) in ``cases`` (maps of :func:`example_map`) and spacing.
-
-    ``"equidistributed"`` uses :func:`equidistributed_scales` at each m; the others :func:`scale_schedule`.
-    With ``certify_points``, also the certified upper bounds of :func:`certified_deviations` on a grid of
-    about that many points (uniform and geometric scales; ``None`` for the equidistributed ones).
-    """
-    ms = np.asarray([_as_positive_int(m, "m") for m in ms])
-    if len(ms) < 2:
-        raise ValueError("need at least two depths to measure a rate")
-    for spacing in spacings:
-        validate.choice("spacing", spacing, RATE_SPACINGS)
-    results = []
-    for name, dim in cases:
-        h = example_map(name, dim, seed=seed)
-        for spacing in spacings:
-            eps, certified = [], []
-            for m in ms:
-                scales = (equidistributed_scales(h, int(m), dim, domain_radius, linear=linear, n_points=n_points,
-                                                 seed=seed) if spacing == "equidistributed" else spacing)
-                eps.append(factor_deviations(h, int(m), dim, domain_radius, spacing=scales, linear=linear,
-                                             n_points=n_points, seed=seed).max())
-                if certify_points is not None and spacing != "equidistributed":
-                    certified.append(certified_deviations(h, int(m), dim, domain_radius, spacing=scales,
-                                                          linear=linear, grid_points=certify_points).bound.max())
-            results.append(RateResult(name, dim, spacing, ms, np.array(eps),
-                                      np.array(certified) if certified else None))
-    return results
-
-
-def grid_lines(half_width: float = 0.7, n_lines: int = 9, n_points: int = 81) -> list[torch.Tensor]:
-    """Horizontal and vertical lines of a square grid in the plane, each ``(n_points, 2)``."""
-    half_width = _as_positive_float(half_width, "half_width")
-    n_lines, n_points = _as_positive_int(n_lines, "n_lines"), _as_positive_int(n_points, "n_points")
-    ticks = torch.linspace(-half_width, half_width, n_lines, dtype=DTYPE)
-    t = torch.linspace(-half_width, half_width, n_points, dtype=DTYPE)
-    return ([torch.stack([t, torch.full_like(t, c)], dim=1) for c in ticks]
-            + [torch.stack([torch.full_like(t, c), t], dim=1) for c in ticks])
-
-
-def carry_grid(factors: Sequence[TorchMap], lines: Sequence[torch.Tensor]) -> list[list[np.ndarray]]:
-    """The grid after 0, 1, ..., m layers: ``out[k][j]`` is line j after layers ``h_1 .. h_k``."""
-    if len(factors) == 0:
-        raise ValueError("need at least one factor")
-    points = torch.cat(list(lines))
-    sizes = [len(line) for line in lines]
-    stages = [points]
-    with torch.no_grad():
-        for f in factors:
-            stages.append(f(stages[-1]))
-    return [[part.numpy() for part in torch.split(stage, sizes)] for stage in stages]
-
-
-
-
-# --- maps the representation theorem rules out (negative controls) -----------------------------------
-RULED_OUT_MAPS = ("holder", "cusp")
-
-
-def ruled_out_map(name: str, strength: float = 0.6) -> TorchMap:
-    """Maps of the plane outside the representation theorem's hypotheses, for its negative controls.
-
-    - ``"holder"``: ``h(x) = x (1 + strength |x|^(1/2))``, a bi-Lipschitz homeomorphism (for ``strength <= 1``)
-      whose derivative is only Holder-1/2 at the origin, ``||h'(x) - h'(0)|| = 1.5 strength |x|^(1/2)``: it is
-      not smooth in the theorem's sense (no Lipschitz derivative), and ``sup ||h''||`` on any ball around 0 is
-      infinite (its ``second_derivative_bound`` says so).
-    - ``"cusp"``: ``h(x) = (g(x_1), x_2)`` with ``g(t) = (c/3)(1 - (1 - t/c)^3)``, ``c = strength``: a smooth
-      homeomorphism with ``g' = (1 - t/c)^2``, singular on the line ``x_1 = c``, so ``h^{-1}`` is not
-      Lipschitz and h is not bi-Lipschitz. No composition of maps with ``||h_i - Id||_L <= eps < 1`` equals it
-      (such a composition has an inverse with Lipschitz constant at most ``(1 - eps)^(-m)``).
-
-    Both satisfy ``h(0) = 0`` and ``h'(0) = I``, and ``det h' >= 0``, so :func:`near_identity_factors` accepts
-    them.
-    """
-    name = validate.choice("name", name, RULED_OUT_MAPS)
-    strength = _as_positive_float(strength, "strength")
-    if name == "holder":
-        if strength > 1:
-            raise ValueError(f"strength must be <= 1 for the Holder map to be invertible, got {strength}")
-
-        def h(x):
-            r2 = (x ** 2).sum(dim=1, keepdim=True)
-            safe = torch.where(r2 > 0, r2, torch.ones_like(r2))   # no NaN gradient through 0 ** (1/4)
-            return x * (1 + strength * torch.where(r2 > 0, safe ** 0.25, torch.zeros_like(r2)))
-
-        def second_derivative_bound(radius):  # ||h''(x)|| ~ |x|^(-1/2): unbounded on every ball around 0
-            return np.full_like(np.asarray(radius, dtype=float), np.inf)
-    else:
-        c = strength
-
-        def h(x):
-            t = x[:, :1]
-            return torch.cat([(c / 3) * (1 - (1 - t / c) ** 3), x[:, 1:]], dim=1)
-
-        def second_derivative_bound(radius):  # |g''(t)| = (2/c) |1 - t/c| <= (2/c)(1 + radius/c)
-            return (1 + 1e-9) * (2 / c) * (1 + np.asarray(radius, dtype=float) / c)
-    h.__name__ = name
-    h.second_derivative_bound = second_derivative_bound
-    h.parts = {"name": name, "strength": strength}
-    return h
-
-
-def sympy_map(h: TorchMap):
-    """The map ``h`` of :func:`example_map` or :func:`ruled_out_map` as SymPy expressions, written from the
-    formulas independently of the torch code (the exact witness of its Jacobian): returns ``(components,
-    symbols)``."""
-    import sympy as sp
-
-    parts = getattr(h, "parts", None)
-    if not isinstance(parts, dict) or "name" not in parts:
-        raise ValueError("sympy_map needs a map made by example_map or ruled_out_map")
-    name, s = parts["name"], parts["strength"]
-    dim = parts["M"].shape[0] if "M" in parts else 2
-    x = sp.symbols(f"x0:{dim}")
-    if name == "holder":
-        r = sp.sqrt(sum(v ** 2 for v in x))
-        return [v * (1 + s * sp.sqrt(r)) for v in x], list(x)
-    if name == "cusp":
-        return [s / 3 * (1 - (1 - x[0] / s) ** 3), x[1] + 0 * x[0]], list(x)
-    M, c = sp.Matrix(parts["M"].numpy()), sp.Matrix(parts["c"].numpy())
-    X = sp.Matrix(x)
-    if name == "swirl":
-        angle = 2 * s * (x[0] ** 2 + x[1] ** 2)
-        inner = sp.Matrix([[sp.cos(angle), -sp.sin(angle)], [sp.sin(angle), sp.cos(angle)]]) * X
-    elif name == "sine-shear":
-        inner = X + sp.Matrix([s / 2 * sp.sin(2 * x[(k + 1) % dim]) for k in range(dim)])
-    else:
-        W1, b, W2 = (sp.Matrix(np.atleast_2d(parts[k].numpy())) for k in ("W1", "b", "W2"))
-        inner = X + W2 * (W1 * X + b.T).applyfunc(sp.tanh)
-    return list(M * inner + c), list(x)
-
-
-@dataclass
-class RepresentationEvidence(RateResult):
-    """Everything the representation claims are decided on, for one map and one spacing of the scales.
-
-    ``eps`` (lower estimates, :func:`factor_deviations`) and ``certified`` (cell-wise certified bounds,
-    :func:`certified_deviations`; ``inf`` where the map admits no certificate) at the depths ``ms``;
-    ``constant``: the certificate's ``C`` (uniform scales, bound ``C/m``) or ``C'`` (geometric, bound
-    ``C' log m / m``) of :func:`rate_certificate` (``certificate``), ``inf`` with ``reason`` when the map admits
-    none; ``exact_errors``: ``max |h_m o ... o h_1 - h| / max |h|`` on the ball at the depths ``exact_depths``.
-    """
-
-    constant: float = math.inf
-    reason: str = ""
-    certificate: RateCertificate | None = None
-    exact_depths: np.ndarray | None = None
-    exact_errors: np.ndarray | None = None
-
-    def rate_bound(self) -> np.ndarray:
-        """The certificate's bound at each depth of ``ms`` (``C/m`` or ``C' log m / m``)."""
-        ms = np.asarray(self.ms, dtype=float)
-        shape = np.log(ms) / ms if self.spacing == "geometric" else 1.0 / ms
-        return self.constant * shape
-
-
-def try_rate_certificate(h: TorchMap, dim: int, domain_radius: float = 1.0, *, grid_points: int = 4096
-                         ) -> tuple[RateCertificate | None, str]:
-    """:func:`rate_certificate`, or ``None`` and the reason when ``h`` admits none on the ball: ``sup ||h''||``
-    infinite (``h'`` not Lipschitz) or ``g'`` not provably invertible on every cell (``ArithmeticError``)."""
-    _check_callable(h, "h")
-    curvature = getattr(h, "second_derivative_bound", None)
-    if curvature is None or not callable(curvature):
-        raise ValueError("try_rate_certificate needs h.second_derivative_bound (a certified bound on ||h''||)")
-    if not np.isfinite(curvature(np.asarray(float(domain_radius)))):
-        return None, "sup ||h''|| on the ball is infinite (h' is not Lipschitz)"
-    try:
-        return rate_certificate(h, dim, domain_radius, grid_points=grid_points), ""
-    except ArithmeticError as err:
-        return None, ("g' could not be shown invertible on every cell of the grid (it is singular somewhere "
-                      "on the ball, or the grid is too coarse)")
-
-
-def representation_evidence(h: TorchMap, dim: int, ms: Sequence[int], spacing: str = "uniform", *,
-                            label: str | None = None, linear: str = "logarithm", domain_radius: float = 1.0,
-                            n_points: int = 256, certify_points: int = 20000,
-                            exact_depths: Sequence[int] = (1, 3, 12), n_exact: int = 300, seed: int = 0,
-                            certificate: tuple[RateCertificate | None, str] | None = None
-                            ) -> RepresentationEvidence:
-    """:class:`RepresentationEvidence` for ``h`` (any map with ``second_derivative_bound``; uniform or
-    geometric scales). The same computation serves a map the theorem covers and one it rules out: where a
-    certificate does not exist (see :func:`try_rate_certificate`; the cell-wise bounds of
-    :func:`certified_deviations` likewise), the bound is ``inf`` and ``reason`` says why. ``certificate``: the
-    result of :func:`try_rate_certificate` for ``h``, when already computed (it does not depend on the spacing).
-    """
-    _check_callable(h, "h")
-    dim = _as_positive_int(dim, "dim")
-    spacing = validate.choice("spacing", spacing, SPACINGS)
-    ms = np.asarray([_as_positive_int(m, "m") for m in ms])
-    if len(ms) < 2:
-        raise ValueError("need at least two depths to measure a rate")
-    cert, reason = certificate if certificate is not None else try_rate_certificate(
-        h, dim, domain_radius, grid_points=certify_points)
-    curvature_finite = bool(np.isfinite(h.second_derivative_bound(np.asarray(float(domain_radius)))))
-    lower, certified = [], []
-    for m in ms:
-        lower.append(factor_deviations(h, int(m), dim, domain_radius, spacing=spacing, linear=linear,
-                                       n_points=n_points, seed=seed).max())
-        bound = math.inf
-        if curvature_finite:
-            try:
-                bound = certified_deviations(h, int(m), dim, domain_radius, spacing=spacing, linear=linear,
-                                             grid_points=certify_points).bound.max()
-            except ArithmeticError:   # g' not provably invertible on some cell: no certified bound
-                pass
-        certified.append(bound)
-    if cert is None:
-        constant = math.inf
-    else:
-        constant = cert.constant if spacing == "uniform" else cert.log_constant
-    x = ball_points(n_exact, dim, domain_radius, torch.Generator().manual_seed(seed))
-    x = x * (0.999 * domain_radius / x.norm(dim=1, keepdim=True).clamp_min(domain_radius))
-    exact_depths = np.asarray([_as_positive_int(m, "exact depth") for m in exact_depths])
-    errors = []
-    with torch.no_grad():
-        target = h(x)
-        for m in exact_depths:
-            factors = near_identity_factors(h, int(m), dim, domain_radius, spacing=spacing, linear=linear,
-                                            seed=seed)
-            errors.append(float((compose(factors, x) - target).abs().max() / target.abs().max()))
-    name = label or getattr(h, "__name__", "h")
-    return RepresentationEvidence(name, dim, spacing, ms, np.array(lower), np.array(certified), constant,
-                                  reason, cert, exact_depths, np.array(errors))
-
-
-# --- the functional-gradient bound on random instances, and a SymPy witness -------------------------
-@dataclass
-class GradientBoundInstances:
-    """Random compositions of residual blocks with certified ``||h_i - Id||_L <= eps`` and random data:
-    per instance ``eps``, depth ``m``, the norms ``||D_{h_i} Q||`` and the printed bound of review 002."""
-
-    eps: np.ndarray
-    depths: np.ndarray
-    norms: list
-    printed: np.ndarray
-    distances: np.ndarray
-
-    @property
-    def ratios(self) -> np.ndarray:
-        """``min_i ||D_{h_i} Q|| / printed bound`` per instance."""
-        return np.array([n.min() for n in self.norms]) / self.printed
-
-
-def gradient_bound_instances(n: int, generator: torch.Generator | None = None, *,
-                             eps_range: tuple[float, float] = (0.02, 0.95), depths: Sequence[int] = range(1, 9),
-                             dims: Sequence[int] = range(1, 5), width: int = 6, n_atoms: Sequence[int] = range(2, 16)
-                             ) -> GradientBoundInstances:
-    """``n`` instances: depth, dimension and number of distinct inputs drawn from ``depths``, ``dims``,
-    ``n_atoms``, ``eps`` uniform in ``eps_range`` (which may lie outside the theorem's ``eps < 1``: the
-    negative control), blocks of :func:`random_residual_blocks`, data of :func:`random_empirical_problem`."""
-    n = _as_positive_int(n, "n")
-    low, high = (validate.finite_float(name, v) for name, v in zip(("eps_range[0]", "eps_range[1]"), eps_range))
-    if not 0 < low < high:
-        raise ValueError(f"eps_range must satisfy 0 < low < high, got {eps_range!r}")
-    depths, dims, n_atoms = (list(v) for v in (depths, dims, n_atoms))
-    if not depths or not dims or not n_atoms:
-        raise ValueError("depths, dims and n_atoms must each hold at least one value")
-    pick = lambda values: values[int(torch.randint(len(values), (1,), generator=generator))]  # noqa: E731
-    eps_all, ms, norms, printed, distances = [], [], [], [], []
-    for _ in range(n):
-        m, d = pick(depths), pick(dims)
-        eps = low + (high - low) * float(torch.rand(1, generator=generator))
-        blocks = random_residual_blocks(m, d, width, eps, generator)
-        problem = random_empirical_problem(pick(n_atoms), d, generator)
-        fg = functional_gradient(blocks, problem)
-        eps_all.append(eps), ms.append(m), norms.append(fg.norms)
-        printed.append(fg.printed_bound(eps)), distances.append(fg.distance)
-    return GradientBoundInstances(np.array(eps_all), np.array(ms), norms, np.array(printed), np.array(distances))
-
-
-def functional_risk_sympy(blocks: Sequence[ResidualBlock], problem: EmpiricalProblem, i: int):
-    """Q as a SymPy expression in the perturbation ``delta_i`` of layer i (1-based) at the K atoms' images:
-    returns ``(expr, symbols)`` with the symbols in the order of ``delta_i.ravel()`` (the SymPy witness of
-    the derivative :func:`functional_gradient` computes by autograd)."""
-    import sympy as sp
-
-    m = len(blocks)
-    i = validate.integer("i", i, minimum=1, maximum=m)
-    K, d = problem.atoms.shape
-    symbols = sp.symbols(f"delta0:{K * d}")
-    delta = sp.Matrix(K, d, symbols)
-    z = sp.Matrix(problem.atoms.numpy())
-    for j, block in enumerate(blocks, start=1):
-        W1, b, W2 = (sp.Matrix(np.atleast_2d(t.numpy())) for t in (block.W1, block.b, block.W2))
-        pre = z * W1.T + sp.ones(K, 1) * b
-        z = z + pre.applyfunc(sp.tanh) * W2.T
-        if j == i:
-            z = z + delta
-    y = problem.y.numpy()
-    index = problem.index.numpy()
-    expr = sum((z[int(k), c] - float(y[j, c])) ** 2 for j, k in enumerate(index) for c in range(d))
-    return expr / (2 * len(index)), list(symbols)
-
-
-# --- a near-identity strict local minimum in parameter space ----------------------------------------
 #: Ten inputs and a two-unit target (``V*, W*, b*``), drawn once (numpy ``default_rng(15)``, rounded to 4
 #: digits), and a point near a suboptimal local minimum that BFGS found from a random start.
 _LOCAL_MIN_X = (-0.9103, -0.7075, -0.3112, -0.3093, -0.086, 0.1432, 0.3855, 0.4375, 0.6316, 0.9519)
@@ -1516,8 +1494,8 @@ def sigmoid_local_minimum_example(deviation: float = 0.1, newton_steps: int = 8)
     for the target and the network, the loss is ``s^2`` times the unscaled one in ``(V / s, W, b)``, so every
     critical point (and its type) carries over and the near-identity region is reached at any ``deviation``.
     """
-    deviation = _as_positive_float(deviation, "deviation")
-    newton_steps = _as_positive_int(newton_steps, "newton_steps")
+    deviation = validate.positive_float("deviation", deviation)
+    newton_steps = validate.positive_int("newton_steps", newton_steps)
     start = np.array(_LOCAL_MIN_START)
     s = deviation / sigmoid_deviation_bound(start)
     scale = np.array([s, s, 1, 1, 1, 1])

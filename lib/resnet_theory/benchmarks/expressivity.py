@@ -26,7 +26,7 @@ import numpy as np
 
 from .. import validate
 from ..expressivity import construct_interpolating_resnet, paper_k, separation
-from ..plotting import fit_power_law
+from ..fits import fit_power_law
 
 
 def check_sizes(sizes, dim: int, backend: str, name: str = "sizes") -> None:
