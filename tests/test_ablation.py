@@ -1,4 +1,4 @@
-"""The digits ablation runs (resnet_theory.ablation): training-set scoring of batched multi-seed runs."""
+"""The digits ablation runs (resnet_theory.engine.ablation): training-set scoring of batched multi-seed runs."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import math
 import pytest
 import torch
 
-from resnet_theory import ablation, ensemble
-from resnet_theory import train as engine
+from resnet_theory.engine import ablation, ensemble
+from resnet_theory.engine import train as engine
 
 
 def tiny(**changes) -> engine.TrainConfig:
@@ -29,7 +29,7 @@ def one_thread():
 
 def test_training_fit_counts_the_errors_of_the_model_on_the_training_set():
     """A hand count over the training split: argmax of the model's logits against the labels."""
-    from resnet_theory import data
+    from resnet_theory.engine import data
 
     config = tiny()
     torch.manual_seed(0)

@@ -1,4 +1,4 @@
-"""Every CPU/CUDA decision of resnet_theory.devices, run on the CPU with hand-written descriptions of GPUs.
+"""Every CPU/CUDA decision of resnet_theory.engine.devices, run on the CPU with hand-written descriptions of GPUs.
 
 No test here needs a GPU: the decisions are pure functions of a DeviceFacts (and of the number of visible CUDA
 devices, the local rank and the world size), so each GPU a user may have is one line below.
@@ -11,8 +11,8 @@ import os
 import pytest
 import torch
 
-from resnet_theory import devices
-from resnet_theory.devices import DeviceFacts, choose_precision, resolve_device
+from resnet_theory.engine import devices
+from resnet_theory.engine.devices import DeviceFacts, choose_precision, resolve_device
 
 CPU = DeviceFacts("cpu")
 H100 = DeviceFacts("cuda", 0, "NVIDIA H100 80GB HBM3", (9, 0), 80 * 2**30, nccl=True)

@@ -1,4 +1,4 @@
-"""Batched multi-seed training (resnet_theory.ensemble) against one-at-a-time training (resnet_theory.train)."""
+"""Batched multi-seed training (resnet_theory.engine.ensemble) against one-at-a-time training (resnet_theory.engine.train)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 import torch
 
-from resnet_theory import allconv, ensemble
-from resnet_theory import train as engine
+from resnet_theory.engine import allconv, ensemble
+from resnet_theory.engine import train as engine
 from resnet_theory.benchmarks import ensemble as ensemble_bench
 
 

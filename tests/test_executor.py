@@ -286,7 +286,7 @@ def test_module_closure_is_found_statically(cached_book):
     # The real book: the ledger module and its own imports, not the whole library.
     real = book.ModuleIndex(Path(book.__file__).parents[2]).closure(
         ["from resnet_theory.ledger import Ledger"])
-    assert "resnet_theory.ledger" in real and "resnet_theory.train" not in real
+    assert "resnet_theory.ledger" in real and "resnet_theory.engine.train" not in real
 
 
 def test_pages_that_gather_results_always_execute_and_status_says_what_was_reused(cached_book, tmp_path):

@@ -4,7 +4,7 @@ The experiments chapter (Hardt & Ma, ICLR 2017, Section 4, on the 8x8 digits) ne
 configuration. One small network per step leaves a CPU mostly idle between tiny kernels; stacking the
 members into one network with *grouped convolutions* turns G small convolutions into one of G groups:
 
-- :class:`GroupedResNet` holds G copies of :class:`resnet_theory.allconv.AllConvResNet` of the same
+- :class:`GroupedResNet` holds G copies of :class:`resnet_theory.engine.allconv.AllConvResNet` of the same
   architecture (same widths, blocks, kernel, shortcuts, head kind; the weights, and so the initialisation,
   may differ). Every convolution becomes one ``Conv2d(G * c_in, G * c_out, groups=G)`` whose g-th block of
   output channels is member g's convolution; the channel-padding shortcut pads inside each group; the head
@@ -12,15 +12,15 @@ members into one network with *grouped convolutions* turns G small convolutions 
   digits network) a convolution is computed instead as one dense matrix per member, built from its kernel,
   and one batched matrix product, which a CPU does about twice as fast. The members never mix: member g's
   loss depends on member g's weights only.
-- :func:`train_members` trains the members together on the engine's recipe (:mod:`resnet_theory.train`):
+- :func:`train_members` trains the members together on the engine's recipe (:mod:`resnet_theory.engine.train`):
   each member draws its own batches from its own data stream, seeded exactly as ``train.train`` seeds a run,
   starts from exactly the weights ``train.train`` would build for its seed, and is updated by momentum SGD
   with weight decay on convolution weights only, at its own learning rate. The results are
-  :class:`resnet_theory.train.TrainResult` records, one per member, with the engine's history format, and
+  :class:`resnet_theory.engine.train.TrainResult` records, one per member, with the engine's history format, and
   agree with one-at-a-time training up to float rounding (``tests/test_ensemble.py``). They compute in the
   configuration's ``precision`` as the engine does (float32 on the CPU, bf16 autocast on GPUs that have it),
   except that this SGD has no gradient scaler: ``"fp16"`` is refused, and on a GPU without bf16 ``"auto"``
-  trains in float32 where the engine would use fp16 (:func:`resnet_theory.devices.choose_precision`).
+  trains in float32 where the engine would use fp16 (:func:`resnet_theory.engine.devices.choose_precision`).
 - A member whose loss diverges (the engine's guard: NaN, non-finite weights or a mean loss above
   ``10 ln(classes)`` over a logging interval) is stopped at that step exactly as the engine stops a run:
   its weights are zeroed and its learning rate set to 0, so it can no longer disturb anything, and its
@@ -43,8 +43,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from resnet_theory import allconv, devices
-from resnet_theory import train as engine
+from resnet_theory.engine import allconv, devices
+from resnet_theory.engine import train as engine
 from resnet_theory import validate
 
 #: Fields of TrainConfig that may differ between members trained together.
@@ -98,7 +98,7 @@ def _unstack_conv(grouped: nn.Conv2d, groups: int, member: int) -> dict[str, tor
 
 
 class GroupedResNet(nn.Module):
-    """G :class:`~resnet_theory.allconv.AllConvResNet` members of one architecture as one network.
+    """G :class:`~resnet_theory.engine.allconv.AllConvResNet` members of one architecture as one network.
 
     ``forward`` takes ``(N, G * C, H, W)`` (member g's images in channels ``g*C .. (g+1)*C - 1``) and
     returns logits ``(N, G, classes)``. :meth:`member_state_dict` gives member g back as an
@@ -224,7 +224,7 @@ def train_members(configs: Sequence[engine.TrainConfig]) -> list[engine.TrainRes
     ``on_divergence="stop"`` and no ``out_dir``. Returns one ``TrainResult`` per configuration, in order
     (``model`` is the member's ``AllConvResNet`` with its final weights).
     """
-    from resnet_theory import data as data_module
+    from resnet_theory.engine import data as data_module
 
     configs = list(configs)
     shared = _check_members(configs)

@@ -2,14 +2,14 @@
 
 The defaults are the paper's CIFAR recipe: momentum SGD (0.9) on batches of 128, learning rate 0.05 divided
 by 10 at steps 30,000 and 50,000, weight decay 1e-4 on the convolution weights only, no batch norm (the model
-is :class:`resnet_theory.allconv.AllConvResNet`). Everything else is engineering that a reader can rely on:
+is :class:`resnet_theory.engine.allconv.AllConvResNet`). Everything else is engineering that a reader can rely on:
 
 - one library call, :func:`train` on a :class:`TrainConfig`, and the same thing from the shell:
-  ``python -m resnet_theory.train --dataset digits --steps 300 --out-dir runs/digits``;
-- the data stay on the device (:class:`resnet_theory.data.DeviceData`); the precision is ``precision="auto"``:
+  ``python -m resnet_theory.engine.train --dataset digits --steps 300 --out-dir runs/digits``;
+- the data stay on the device (:class:`resnet_theory.engine.data.DeviceData`); the precision is ``precision="auto"``:
   bf16 autocast on GPUs that have bf16 (compute capability 8.0 and newer), fp16 autocast with a gradient
   scaler on older GPUs with fp16 tensor cores, float32 on the CPU (the decisions, and the device index, are
-  the pure functions of :mod:`resnet_theory.devices`); channels_last and fused SGD on CUDA; ``torch.compile``
+  the pure functions of :mod:`resnet_theory.engine.devices`); channels_last and fused SGD on CUDA; ``torch.compile``
   only when asked for;
 - a tqdm progress bar (step, loss, images/s), metrics as JSON lines, evaluation every ``eval_every`` steps;
 - checkpoints every ``checkpoint_every`` steps, written atomically (temporary file, then ``os.replace``),
@@ -18,14 +18,14 @@ is :class:`resnet_theory.allconv.AllConvResNet`). Everything else is engineering
   ``torch.load(weights_only=True)`` (a crafted file cannot run code). ``resume=True`` continues a killed run
   exactly: on the CPU the resumed run ends with bitwise the same weights as an uninterrupted one, and on CUDA
   too with ``deterministic=True`` (deterministic cuDNN kernels, no cuDNN autotuning;
-  ``python -m resnet_theory.gpu_check`` checks it);
+  ``python -m resnet_theory.engine.gpu_check`` checks it);
 - one run per output folder: a new run into a folder holding one is refused (pass ``resume=True`` or another
   folder), and the folder is locked while a run uses it, so a second run on it is refused at once;
 - on the CPU, subnormal floats are flushed to zero while training (``flush_denormal``): the paper's small
   initialisation makes many gradients and weights subnormal, and x86 CPUs process those about ten times more
   slowly (a 100-step digits run took 97 s instead of 9.5 s when this was written);
 - a NaN or diverging loss stops the run with a message naming the step, and the last good checkpoint stays;
-- several processes with ``torchrun --nproc_per_node=N -m resnet_theory.train ...``
+- several processes with ``torchrun --nproc_per_node=N -m resnet_theory.engine.train ...``
   (DistributedDataParallel, also for one process started by torchrun; gloo on the CPU, NCCL on GPUs): every
   rank draws the same global batch and trains on its own slice of it, so N processes follow the same trajectory
   as one process with the same global batch.
@@ -59,7 +59,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from . import devices as _devices
-from . import validate as _validate
+from .. import validate as _validate
 
 DATASETS = {"cifar10": 10, "cifar100": 100, "digits": 10}
 CHECKPOINT_NAME = "checkpoint.pt"
@@ -126,7 +126,7 @@ class TrainConfig:
     augment_pad: int | None = None      # padding before the random crop; None: 4 for CIFAR, 1 for the digits
     augment_flip: bool | None = None    # random horizontal flips; None: on for CIFAR, off (mirrored digits differ)
     standardize: str = "channel"        # "channel": training-set mean/std per channel; "image": per image (TF)
-    # model (resnet_theory.allconv.AllConvResNet)
+    # model (resnet_theory.engine.allconv.AllConvResNet)
     stem_channels: int = 16
     widths: tuple[int, ...] = (64, 128, 256)
     blocks_per_stage: int = 9
@@ -245,7 +245,7 @@ class TrainConfig:
         if self.out_dir is not None:
             if Path(self.out_dir).exists() and not Path(self.out_dir).is_dir():
                 raise ConfigError(f"out_dir {self.out_dir} exists and is not a folder")
-        from resnet_theory import allconv
+        from resnet_theory.engine import allconv
         blocks = (self.blocks_per_stage,) * len(self.widths)
         weights = allconv.estimate_model_bytes(3, self.stem_channels, self.widths, blocks, self.kernel_size,
                                                self.num_classes)
@@ -265,7 +265,7 @@ class TrainConfig:
 
     def checkpoint_bytes(self) -> int:
         """About how large one checkpoint is (weights and momentum, float32)."""
-        from resnet_theory import allconv
+        from resnet_theory.engine import allconv
         blocks = (self.blocks_per_stage,) * len(self.widths)
         return 2 * allconv.estimate_model_bytes(3, self.stem_channels, self.widths, blocks, self.kernel_size,
                                                 self.num_classes)
@@ -317,7 +317,7 @@ def learning_rate(config: TrainConfig, step: int) -> float:
 
 
 def build_model(config: TrainConfig, in_channels: int) -> nn.Module:
-    from resnet_theory import allconv
+    from resnet_theory.engine import allconv
 
     return allconv.AllConvResNet(num_classes=config.num_classes, in_channels=in_channels,
                                  stem_channels=config.stem_channels, widths=tuple(config.widths),
@@ -342,7 +342,7 @@ def parameter_groups(model: nn.Module, weight_decay: float) -> list[dict]:
 
 def load_dataset(config: TrainConfig) -> dict:
     """``{"train": (uint8 images, labels), "test": ...}`` for the configured dataset, or a clear error."""
-    from resnet_theory import data
+    from resnet_theory.engine import data
 
     if config.dataset == "digits":
         return data.load_digits_images()
@@ -844,7 +844,7 @@ def _launched_by_torchrun() -> bool:
 
 
 def _device(config: TrainConfig, local_rank: int, world: int) -> torch.device:
-    """The run's device, with an explicit index on CUDA (:func:`resnet_theory.devices.resolve_device`)."""
+    """The run's device, with an explicit index on CUDA (:func:`resnet_theory.engine.devices.resolve_device`)."""
     count = _devices.cuda_device_count()
     try:
         return _devices.resolve_device(config.device, cuda_devices=count, local_rank=local_rank, world=world,
@@ -890,7 +890,7 @@ def divergence_reason(mean_loss: float, threshold: float, step: int, interval_st
 # --- the loop ---------------------------------------------------------------------------------------------
 def train(config: TrainConfig) -> TrainResult:
     """Train (or resume) one run; see the module docstring. Returns the :class:`TrainResult`."""
-    from resnet_theory import data as data_module
+    from resnet_theory.engine import data as data_module
 
     rank, local_rank, world = _distributed()
     config.validate(world)
@@ -1160,9 +1160,9 @@ _BOOLEAN_OR_NONE = {"augment": "pad-and-crop + flip (default: on for CIFAR, off 
 
 def _parser() -> argparse.ArgumentParser:
     parser = _OneLineParser(
-        prog="python -m resnet_theory.train",
+        prog="python -m resnet_theory.engine.train",
         description="Train Hardt & Ma's all-convolutional ResNet (defaults: the paper's CIFAR-10 recipe). "
-                    "Several processes: torchrun --nproc_per_node=N -m resnet_theory.train ...")
+                    "Several processes: torchrun --nproc_per_node=N -m resnet_theory.engine.train ...")
     for f in dataclasses.fields(TrainConfig):
         flag = "--" + f.name.replace("_", "-")
         default = f.default
@@ -1202,7 +1202,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 3
     except Exception as exc:  # a damaged dataset file: the data module's message names it
-        from resnet_theory.data import DatasetError
+        from resnet_theory.engine.data import DatasetError
         if not isinstance(exc, DatasetError):
             raise
         print(f"error: {exc}", file=sys.stderr)

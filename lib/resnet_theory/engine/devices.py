@@ -2,7 +2,7 @@
 
 What depends on the machine is read in one place, :func:`describe`, into a :class:`DeviceFacts` (device type
 and index, GPU name, compute capability, memory, whether NCCL is built in). Every decision the training engine
-(:mod:`resnet_theory.train`), the batched ensemble and the benchmark make is a function of such facts only:
+(:mod:`resnet_theory.engine.train`), the batched ensemble and the benchmark make is a function of such facts only:
 
 - :func:`resolve_device`: ``"auto"``, ``"cpu"``, ``"cuda"`` or ``"cuda:N"`` to a ``torch.device`` with an
   explicit index (``torch.cuda.set_device`` refuses a CUDA device without one); under ``torchrun`` each

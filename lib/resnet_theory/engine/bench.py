@@ -1,7 +1,7 @@
 """Training throughput of Hardt & Ma's all-convolutional ResNet (ICLR 2017, Section 4): device-resident
 data against a conventional DataLoader, in one run.
 
-    python -m resnet_theory.bench [--model small|full] [--data digits|cifar] [--steps N] [--warmup N]
+    python -m resnet_theory.engine.bench [--model small|full] [--data digits|cifar] [--steps N] [--warmup N]
                                   [--batch-size 128] [--device cpu|cuda] [--compile] [--compile-mode MODE]
                                   [--workers N] [--images N] [--pipelines device,dataloader] [--threads N]
                                   [--ceiling-size N] [--seed N] [--profile-steps N] [--json PATH]
@@ -10,7 +10,7 @@ data against a conventional DataLoader, in one run.
 Two input pipelines feed the same training step (forward, cross-entropy, backward, SGD with momentum 0.9,
 lr 0.05, weight decay 1e-4 on conv weights; a fresh network with the same seed for each):
 
-- ``device``: the whole split on the device as normalised floats (:class:`resnet_theory.data.DeviceData`);
+- ``device``: the whole split on the device as normalised floats (:class:`resnet_theory.engine.data.DeviceData`);
   batches drawn and augmented there with batched tensor operations (random crop after zero padding, flip).
 - ``dataloader``: the conventional pipeline, a ``torch.utils.data.DataLoader`` over a ``Dataset`` that
   normalises, pads, crops and flips one image at a time on the CPU (``--workers`` processes; pinned memory
@@ -21,8 +21,8 @@ The data are synthetic (random uint8 images and labels, no dataset needed) with 
 another symbol), ``cifar`` is 3x32x32 (50,000 images on CUDA, 2,048 on CPU; pad 4, flip). Defaults: on CUDA
 the full CIFAR network on CIFAR-shaped data at batch 128 in the engine's precision (``--precision auto``: bf16
 autocast on GPUs that have it, fp16 autocast with a gradient scaler on older ones with fp16 tensor cores,
-float32 otherwise; :mod:`resnet_theory.devices`) with channels_last; on CPU the small network
-(:data:`resnet_theory.allconv.SMALL_CONFIG`) on digits-shaped data in float32, few steps.
+float32 otherwise; :mod:`resnet_theory.engine.devices`) with channels_last; on CPU the small network
+(:data:`resnet_theory.engine.allconv.SMALL_CONFIG`) on digits-shaped data in float32, few steps.
 
 Timing on a noisy machine: the two pipelines are built and warmed up first, then timed in ``--rounds``
 rounds (default 5) of ``--steps`` steps each, taking turns, in reversed order every other round (device,
@@ -32,7 +32,7 @@ the per-round ratios. The pipelines are ranked only when every round puts the sa
 three rounds; :func:`rank_pipelines`); otherwise the report says that the spread is too wide to rank them.
 (A single back-to-back run on the 2-core CPU printed ratios of 0.15x, 0.17x and 1.13x within minutes.)
 
-FLOPs come from :func:`resnet_theory.allconv.flops_per_image` (2 FLOPs per multiply-add, convolutions and
+FLOPs come from :func:`resnet_theory.engine.allconv.flops_per_image` (2 FLOPs per multiply-add, convolutions and
 head only); a training step is counted as 3x the forward pass. The ceiling is a measured dense matrix
 product in the run's precision (the autocast dtype, or float32). The fast path (``--compile``: ``torch.compile``
 with ``--compile-mode``, where ``reduce-overhead`` and ``max-autotune`` use CUDA graphs; fused SGD) is used
@@ -42,10 +42,10 @@ Warm-up steps (compilation included) are not timed; a timed round has no host sy
 Output format
 -------------
 One ``key: value`` line per fact, then one line per pipeline, then the ratio and the ranking. An example,
-measured with ``python -m resnet_theory.bench --threads 1`` on a shared 2-core CPU (other jobs running; load
+measured with ``python -m resnet_theory.engine.bench --threads 1`` on a shared 2-core CPU (other jobs running; load
 average 4.8)::
 
-    resnet_theory.bench: training throughput, device-resident data vs DataLoader
+    resnet_theory.engine.bench: training throughput, device-resident data vs DataLoader
     device: cpu (CPU: x86_64, 2 cores, torch threads 1) | torch 2.13.0+cpu | precision float32 | channels_last off | compile off
     model: small AllConvResNet: widths 16-32-64, 3 blocks per stage, 268,096 trainable parameters
     data: synthetic digits-shaped uint8 images (1x8x8), 1,437 held; augmentation pad 1, flip off
@@ -85,9 +85,10 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from resnet_theory import devices, validate
-from resnet_theory.allconv import SMALL_CONFIG, AllConvResNet, conv_weight_parameters, count_parameters, flops_per_image
-from resnet_theory.data import DeviceData
+from resnet_theory import validate
+from resnet_theory.engine import devices
+from resnet_theory.engine.allconv import SMALL_CONFIG, AllConvResNet, conv_weight_parameters, count_parameters, flops_per_image
+from resnet_theory.engine.data import DeviceData
 
 #: The paper's schedule: 64,000 steps of 128 images.
 PAPER_STEPS, PAPER_BATCH = 64_000, 128
@@ -276,7 +277,7 @@ def run_benchmark(model: str | None = None, data: str | None = None, steps: int 
     thread avoids the stalls of several spinning threads competing for the same cores. ``profile_steps``
     more steps of the device pipeline run under ``torch.profiler`` after its timed loops (not timed).
     ``rounds`` (default 5) rounds of ``steps`` timed steps per pipeline, the pipelines taking turns (see
-    :func:`time_interleaved`). ``precision``: as the engine's (:func:`resnet_theory.devices.choose_precision`).
+    :func:`time_interleaved`). ``precision``: as the engine's (:func:`resnet_theory.engine.devices.choose_precision`).
     ``flush_denormal`` (CPU only) flushes subnormal floats to zero during the run, as the training engine does:
     the paper's small initialisation makes many values subnormal, which x86 CPUs process far more slowly."""
     if threads is not None:
@@ -464,7 +465,7 @@ def format_report(result: BenchResult) -> str:
     r = result
     c, h, w = r.input_shape
     lines = [
-        "resnet_theory.bench: training throughput, device-resident data vs DataLoader",
+        "resnet_theory.engine.bench: training throughput, device-resident data vs DataLoader",
         f"device: {r.device} ({r.device_name}) | torch {r.torch_version} | precision {r.precision} | "
         f"channels_last {'on' if r.channels_last else 'off'} | compile {r.compile}",
         f"model: {r.model_description}",
@@ -496,7 +497,7 @@ def format_report(result: BenchResult) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = validate.OneLineParser(prog="python -m resnet_theory.bench", description=__doc__.split("\n\n")[0])
+    parser = validate.OneLineParser(prog="python -m resnet_theory.engine.bench", description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", choices=["small", "full"], help="default: full on CUDA, small on CPU")
     parser.add_argument("--data", choices=sorted(DATA_SHAPES), help="shape of the synthetic images "
                         "(default: cifar for the full model, digits for the small one)")
