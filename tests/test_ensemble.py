@@ -12,6 +12,8 @@ from resnet_theory.engine import allconv, ensemble
 from resnet_theory.engine import train as engine
 from resnet_theory.benchmarks import ensemble as ensemble_bench
 
+pytestmark = pytest.mark.usefixtures("one_thread")
+
 
 def tiny(**changes) -> engine.TrainConfig:
     config = engine.TrainConfig(dataset="digits", stem_channels=4, widths=(4, 8), blocks_per_stage=1, steps=12,
@@ -37,14 +39,6 @@ def assert_same_run(batched: engine.TrainResult, single: engine.TrainResult, rto
             assert abs(x["test_accuracy"] - y["test_accuracy"]) <= 1 / 360 + 1e-12  # at most one image flips
     assert batched.diverged == single.diverged
     assert batched.steps_done == single.steps_done
-
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 def test_batched_members_match_one_at_a_time_training():

@@ -161,6 +161,16 @@ def _records(out_dir: Path) -> list[dict]:
     return [json.loads(line) for line in (out_dir / "metrics.jsonl").read_text().splitlines() if line.strip()]
 
 
+def _trained(sizes: Sizes, command: list[str], out: Path, what: str) -> tuple[list[dict], list[float]] | str:
+    """Run a training command writing its metrics to ``out``: the metrics records and the logged training
+    losses, or, when the command fails, the failure in one line (``WHAT exited N: its last line``)."""
+    proc = _run(sizes, command)
+    if proc.returncode != 0:
+        return f"{what} exited {proc.returncode}: {_tail(proc)}"
+    records = _records(out)
+    return records, [r["loss"] for r in records if r["kind"] == "train"]
+
+
 def _checkpoint(path: Path) -> dict:
     from resnet_theory.engine import train
     return train.read_checkpoint(path)
@@ -195,12 +205,11 @@ def check_training(sizes: Sizes, data_dir: Path, work: Path, compiled: bool, eag
     out = work / ("compiled" if compiled else "eager")
     command = [sys.executable, "-m", "resnet_theory.engine.train",
                *_train_args(sizes, data_dir, out, sizes.steps, *(["--compile"] if compiled else []))]
-    proc = _run(sizes, command)
-    if proc.returncode != 0:
-        return Step(name, "FAIL", f"python -m resnet_theory.engine.train exited {proc.returncode}: {_tail(proc)}")
-    records = _records(out)
+    trained = _trained(sizes, command, out, "python -m resnet_theory.engine.train")
+    if isinstance(trained, str):
+        return Step(name, "FAIL", trained)
+    records, losses = trained
     start = records[0]
-    losses = [r["loss"] for r in records if r["kind"] == "train"]
     rates = [r["images_per_s"] for r in records if r["kind"] == "train"]
     end = next(r for r in records if r["kind"] == "end")
     figures = {"steps": sizes.steps, "precision": start["precision"], "device": start["device"],
@@ -296,12 +305,11 @@ def check_torchrun(sizes: Sizes, data_dir: Path, work: Path) -> Step:
     out = work / "torchrun"
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=1",
                "-m", "resnet_theory.engine.train", *_train_args(sizes, data_dir, out, sizes.torchrun_steps)]
-    proc = _run(sizes, command)
-    if proc.returncode != 0:
-        return Step(name, "FAIL", f"torchrun exited {proc.returncode}: {_tail(proc)}")
-    records = _records(out)
+    trained = _trained(sizes, command, out, "torchrun")
+    if isinstance(trained, str):
+        return Step(name, "FAIL", trained)
+    records, losses = trained
     start = records[0]
-    losses = [r["loss"] for r in records if r["kind"] == "train"]
     count = devices.cuda_device_count()
     device = devices.resolve_device(sizes.device, cuda_devices=count)
     expected = devices.ddp_backend(devices.describe(device))
