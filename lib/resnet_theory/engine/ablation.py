@@ -25,6 +25,7 @@ import torch.nn.functional as F
 
 from resnet_theory.engine import ensemble
 from resnet_theory.engine import train as engine
+from resnet_theory.engine.interval import history_record
 from resnet_theory import validate
 
 #: The kind of the history record that :func:`train_seeds` appends.
@@ -34,14 +35,12 @@ RECORD_KIND = "train_eval"
 def training_fit(model: torch.nn.Module, config: engine.TrainConfig, batch_size: int = 512) -> dict:
     """``{"train_error", "train_loss", "n"}`` of ``model`` on the whole training split of ``config``'s dataset
     (no augmentation, standardised as in training), on the CPU."""
-    from resnet_theory.engine import data as data_module
-
     if not isinstance(config, engine.TrainConfig):
         raise TypeError(f"training_fit needs a TrainConfig, got {type(config).__name__}")
     if not isinstance(model, torch.nn.Module):
         raise TypeError(f"training_fit needs a torch module, got {type(model).__name__}")
     batch_size = validate.positive_int("batch_size", batch_size)
-    train_data, _, _ = engine.device_datasets(config, torch.device("cpu"), data_module)
+    train_data, _, _ = engine.device_datasets(config, torch.device("cpu"))
     wrong, loss, count = 0, 0.0, 0
     was_training = model.training
     model.eval()
@@ -59,7 +58,7 @@ def _measured(results: list[engine.TrainResult]) -> list[engine.TrainResult]:
     for r in results:
         if not r.diverged:
             fit = training_fit(r.model, r.config)
-            r.history.append({"kind": RECORD_KIND, "step": r.steps_done, **fit})
+            r.history.append(history_record(RECORD_KIND, r.steps_done, **fit))
         r.model = None  # results cross a process boundary: keep them small
     return results
 

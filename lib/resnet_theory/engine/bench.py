@@ -73,7 +73,6 @@ time, to see where a step's time goes (convolution kernels, other kernels, launc
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import platform
@@ -264,6 +263,33 @@ def build_model(model: str, data: str, seed: int) -> AllConvResNet:
     return AllConvResNet(**{**SMALL_CONFIG, "in_channels": channels})
 
 
+@dataclass(frozen=True)
+class _Settings:
+    """A benchmark run's choices, after the device's defaults and validation."""
+
+    device: torch.device
+    facts: devices.DeviceFacts
+    precision: devices.Precision
+    model: str
+    data: str
+    pipelines: tuple
+    steps: int
+    warmup: int
+    rounds: int
+    batch_size: int
+    workers: int
+    images: int
+    compile: bool
+    compile_mode: str
+    seed: int
+    ceiling_size: int
+    profile_steps: int
+
+    @property
+    def on_gpu(self) -> bool:
+        return self.device.type == "cuda"
+
+
 def run_benchmark(model: str | None = None, data: str | None = None, steps: int | None = None,
                   warmup: int | None = None, batch_size: int = 128, device: str | None = None,
                   compile: bool = False, compile_mode: str = "default", workers: int | None = None,
@@ -282,24 +308,23 @@ def run_benchmark(model: str | None = None, data: str | None = None, steps: int 
     the paper's small initialisation makes many values subnormal, which x86 CPUs process far more slowly."""
     if threads is not None:
         validate.positive_int("threads", threads)
-        saved = torch.get_num_threads()
-        torch.set_num_threads(threads)
-        try:
-            return run_benchmark(model, data, steps, warmup, batch_size, device, compile, compile_mode, workers,
-                                 images, pipelines, seed, ceiling_size, threads=None, profile_steps=profile_steps,
-                                 flush_denormal=flush_denormal, rounds=rounds, precision=precision)
-        finally:
-            torch.set_num_threads(saved)
-    on_cpu = validate.torch_device("device", device or ("cuda" if torch.cuda.is_available() else "cpu")).type == "cpu"
-    if flush_denormal and on_cpu and torch.set_flush_denormal(True):
-        try:
-            result = run_benchmark(model, data, steps, warmup, batch_size, device, compile, compile_mode, workers,
-                                   images, pipelines, seed, ceiling_size, threads=None, profile_steps=profile_steps,
-                                   flush_denormal=False, rounds=rounds, precision=precision)
-        finally:
-            torch.set_flush_denormal(False)
+    settings = _settings(model=model, data=data, steps=steps, warmup=warmup, batch_size=batch_size, device=device,
+                         compile=compile, compile_mode=compile_mode, workers=workers, images=images,
+                         pipelines=pipelines, seed=seed, ceiling_size=ceiling_size, profile_steps=profile_steps,
+                         rounds=rounds, precision=precision)
+    cpu_flush = flush_denormal and settings.device.type == "cpu"
+    with devices.cpu_settings(threads=threads, flush_denormal=cpu_flush) as flushed:
+        result = _measure(settings)
+    if flushed:
         result.notes.append("subnormal floats flushed to zero on the CPU during the run, as in the training engine")
-        return result
+    return result
+
+
+def _settings(*, model, data, steps, warmup, batch_size, device, compile, compile_mode, workers, images,
+              pipelines, seed, ceiling_size, profile_steps, rounds, precision) -> _Settings:
+    """Every argument of :func:`run_benchmark` checked (TypeError / ValueError naming it), with the device's
+    defaults filled in: CUDA when available, the full network on CIFAR-shaped data there, the small one on
+    digits-shaped data on the CPU."""
     device = validate.torch_device("device", device or ("cuda" if torch.cuda.is_available() else "cpu"))
     validate.choice("device", device.type, ("cpu", "cuda"))
     on_gpu = device.type == "cuda"
@@ -327,87 +352,36 @@ def run_benchmark(model: str | None = None, data: str | None = None, steps: int 
     profile_steps = validate.non_negative_int("profile_steps", profile_steps)
     ceiling_size = validate.positive_int("ceiling_size",
                                          ceiling_size if ceiling_size is not None else (8192 if on_gpu else 1024))
+    return _Settings(device=device, facts=facts, precision=precision, model=model, data=data, pipelines=pipelines,
+                     steps=steps, warmup=warmup, rounds=rounds, batch_size=batch_size, workers=workers,
+                     images=images, compile=compile, compile_mode=compile_mode, seed=seed,
+                     ceiling_size=ceiling_size, profile_steps=profile_steps)
 
-    shape, aug = DATA_SHAPES[data], AUGMENTATION[data]
-    notes = []
-    use_compile = compile and on_gpu
-    if compile and not on_gpu:
-        notes.append("--compile ignored on CPU: the fast path (torch.compile, CUDA graphs) is for CUDA only")
-    channels_last = devices.use_channels_last(facts, precision)
-    net = build_model(model, data, seed)
-    forward = flops_per_image(net, shape)
-    desc = (f"{model} AllConvResNet: widths {'-'.join(map(str, net.widths))}, {net.blocks_per_stage[0]} blocks per "
-            f"stage, {count_parameters(net):,} trainable parameters")
-    dtype = precision.autocast or torch.float32
-    reps = 50 if on_gpu else 5
-    ceiling = matmul_ceiling(device, dtype, ceiling_size, reps)
-    result = BenchResult(
-        device=str(device), device_name=_device_name(device), torch_version=torch.__version__,
-        precision=precision.description, channels_last=channels_last,
-        compile=f"torch.compile mode={compile_mode}" if use_compile else "off", model=model,
-        model_description=desc, trainable_parameters=count_parameters(net), data=data, input_shape=shape,
-        images_held=images, pad=aug["pad"], flip=aug["flip"], batch_size=batch_size, warmup=warmup, steps=steps,
-        rounds=rounds,
-        forward_flops_per_image=forward, training_flops_per_image=3 * forward, ceiling_tflops=ceiling,
-        ceiling_description=(f"{str(dtype).removeprefix('torch.')} matmul, measured: {ceiling_size}x{ceiling_size} by "
-                             f"{ceiling_size}x{ceiling_size}, best of 3 rounds of {reps}"), notes=notes)
 
-    gen = torch.Generator().manual_seed(seed)
-    raw = torch.randint(0, 256, (images, *shape), dtype=torch.uint8, generator=gen).numpy()
-    labels = torch.randint(0, net.num_classes, (images,), generator=gen).numpy()
-    resident = DeviceData(raw, labels, device)
-
-    steppers = {}
-    for name in pipelines:
-        net = build_model(model, data, seed).to(device)
-        if channels_last:
-            net = net.to(memory_format=torch.channels_last)
-        optimizer = make_optimizer(net, device)
-        runnable = torch.compile(net, mode=compile_mode) if use_compile else net
-        step = make_train_step(runnable, optimizer, device, False, channels_last, precision)
-        if name == "device":
-            batch_gen = torch.Generator(device=device).manual_seed(seed)
-
-            def epochs():
-                while True:
-                    yield from resident.batches(batch_size, batch_gen, augment=True, **aug)
-        else:
-            dataset = PerImageAugmentedDataset(raw, labels, resident.mean, resident.std, **aug)
-            loader = torch.utils.data.DataLoader(
-                dataset, batch_size=batch_size, shuffle=True, drop_last=True, num_workers=workers,
-                pin_memory=on_gpu, persistent_workers=workers > 0,
-                generator=torch.Generator().manual_seed(seed))
-
-            def epochs():
-                while True:
-                    for x, y in loader:
-                        yield x.to(device, non_blocking=True), y.to(device, non_blocking=True)
-        batches = epochs()
-        for _ in range(warmup):
-            step(*next(batches))
-        steppers[name] = (step, batches)
+def _measure(s: _Settings) -> BenchResult:
+    """The run itself: the facts of the run, the warmed-up pipelines timed in interleaved rounds, the figures."""
+    net = build_model(s.model, s.data, s.seed)
+    result = _describe_run(s, net)
+    gen = torch.Generator().manual_seed(s.seed)
+    raw = torch.randint(0, 256, (s.images, *DATA_SHAPES[s.data]), dtype=torch.uint8, generator=gen).numpy()
+    labels = torch.randint(0, net.num_classes, (s.images,), generator=gen).numpy()
+    resident = DeviceData(raw, labels, s.device)
+    steppers = {name: _pipeline(name, s, raw, labels, resident, result.channels_last) for name in s.pipelines}
 
     def timed(name: str) -> tuple[float, float]:
         step, batches = steppers[name]
-        synchronize(device)
+        synchronize(s.device)
         start = time.perf_counter()
-        for _ in range(steps):
+        for _ in range(s.steps):
             loss = step(*next(batches))
-        synchronize(device)
-        return steps * batch_size / (time.perf_counter() - start), float(loss)
+        synchronize(s.device)
+        return s.steps * s.batch_size / (time.perf_counter() - start), float(loss)
 
-    per_round = time_interleaved(timed, pipelines, rounds)
-    for name in pipelines:
-        rates = [r[name][0] for r in per_round]
-        per_second = float(np.median(rates))
-        tflops = per_second * result.training_flops_per_image / 1e12
-        result.pipelines[name] = {
-            "images_per_second": per_second, "ms_per_step": 1e3 * batch_size / per_second, "tflops": tflops,
-            "fraction_of_ceiling": tflops / ceiling, "schedule_minutes": PAPER_STEPS * PAPER_BATCH / per_second / 60,
-            "last_loss": per_round[-1][name][1], "rounds_images_per_second": rates,
-            "spread": spread(rates)}
-    if profile_steps and "device" in steppers:
-        result.profile = profile_table(*steppers["device"], profile_steps, device)
+    per_round = time_interleaved(timed, s.pipelines, s.rounds)
+    for name in s.pipelines:
+        result.pipelines[name] = _pipeline_figures([r[name] for r in per_round], result)
+    if s.profile_steps and "device" in steppers:
+        result.profile = profile_table(*steppers["device"], s.profile_steps, s.device)
     steppers.clear()
     if len(result.pipelines) == 2:
         ratios = [r["device"][0] / r["dataloader"][0] for r in per_round]
@@ -416,6 +390,77 @@ def run_benchmark(model: str | None = None, data: str | None = None, steps: int 
         result.ratio_spread = spread(ratios)
         result.ranking = rank_pipelines(ratios)
     return result
+
+
+def _describe_run(s: _Settings, net: AllConvResNet) -> BenchResult:
+    """The facts of the run (``net``: the network the pipelines train), before anything is timed (the matmul
+    ceiling is measured here)."""
+    shape, aug = DATA_SHAPES[s.data], AUGMENTATION[s.data]
+    notes = []
+    use_compile = s.compile and s.on_gpu
+    if s.compile and not s.on_gpu:
+        notes.append("--compile ignored on CPU: the fast path (torch.compile, CUDA graphs) is for CUDA only")
+    forward = flops_per_image(net, shape)
+    desc = (f"{s.model} AllConvResNet: widths {'-'.join(map(str, net.widths))}, {net.blocks_per_stage[0]} blocks "
+            f"per stage, {count_parameters(net):,} trainable parameters")
+    dtype = s.precision.autocast or torch.float32
+    reps = 50 if s.on_gpu else 5
+    ceiling = matmul_ceiling(s.device, dtype, s.ceiling_size, reps)
+    size = s.ceiling_size
+    return BenchResult(
+        device=str(s.device), device_name=_device_name(s.device), torch_version=torch.__version__,
+        precision=s.precision.description, channels_last=devices.use_channels_last(s.facts, s.precision),
+        compile=f"torch.compile mode={s.compile_mode}" if use_compile else "off", model=s.model,
+        model_description=desc, trainable_parameters=count_parameters(net), data=s.data, input_shape=shape,
+        images_held=s.images, pad=aug["pad"], flip=aug["flip"], batch_size=s.batch_size, warmup=s.warmup,
+        steps=s.steps, rounds=s.rounds, forward_flops_per_image=forward, training_flops_per_image=3 * forward,
+        ceiling_tflops=ceiling, ceiling_description=(f"{str(dtype).removeprefix('torch.')} matmul, measured: "
+                                                     f"{size}x{size} by {size}x{size}, best of 3 rounds of {reps}"),
+        notes=notes)
+
+
+def _pipeline(name: str, s: _Settings, raw: np.ndarray, labels: np.ndarray, resident: DeviceData,
+              channels_last: bool):
+    """``(step, batches)`` of one pipeline, warmed up: a fresh network with the run's seed, its optimiser and
+    training step, and an endless stream of its batches on the device."""
+    aug = AUGMENTATION[s.data]
+    net = build_model(s.model, s.data, s.seed).to(s.device)
+    if channels_last:
+        net = net.to(memory_format=torch.channels_last)
+    optimizer = make_optimizer(net, s.device)
+    runnable = torch.compile(net, mode=s.compile_mode) if s.compile and s.on_gpu else net
+    step = make_train_step(runnable, optimizer, s.device, False, channels_last, s.precision)
+    if name == "device":
+        batch_gen = torch.Generator(device=s.device).manual_seed(s.seed)
+
+        def epochs():
+            while True:
+                yield from resident.batches(s.batch_size, batch_gen, augment=True, **aug)
+    else:
+        dataset = PerImageAugmentedDataset(raw, labels, resident.mean, resident.std, **aug)
+        loader = torch.utils.data.DataLoader(
+            dataset, batch_size=s.batch_size, shuffle=True, drop_last=True, num_workers=s.workers,
+            pin_memory=s.on_gpu, persistent_workers=s.workers > 0, generator=torch.Generator().manual_seed(s.seed))
+
+        def epochs():
+            while True:
+                for x, y in loader:
+                    yield x.to(s.device, non_blocking=True), y.to(s.device, non_blocking=True)
+    batches = epochs()
+    for _ in range(s.warmup):
+        step(*next(batches))
+    return step, batches
+
+
+def _pipeline_figures(rounds: list[tuple[float, float]], result: BenchResult) -> dict:
+    """One pipeline's figures from its ``(images/s, last loss)`` in every round (medians over the rounds)."""
+    rates = [rate for rate, _ in rounds]
+    per_second = float(np.median(rates))
+    tflops = per_second * result.training_flops_per_image / 1e12
+    return {"images_per_second": per_second, "ms_per_step": 1e3 * result.batch_size / per_second, "tflops": tflops,
+            "fraction_of_ceiling": tflops / result.ceiling_tflops,
+            "schedule_minutes": PAPER_STEPS * PAPER_BATCH / per_second / 60, "last_loss": rounds[-1][1],
+            "rounds_images_per_second": rates, "spread": spread(rates)}
 
 
 def time_interleaved(timed, names, rounds: int) -> list[dict]:
