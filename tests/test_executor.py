@@ -289,8 +289,7 @@ def test_module_closure_is_found_statically(cached_book):
     assert "resnet_theory.ledger" in real and "resnet_theory.engine.train" not in real
     # A module of a subpackage brings the subpackage's __init__ and what the module imports, relative imports
     # included (engine/train.py: "from . import data", "from .. import validate").
-    engine = book.ModuleIndex(Path(book.__file__).parents[2]).closure(
-        ["from resnet_theory.engine import train as engine"])
+    engine = book.ModuleIndex(ROOT).closure(["from resnet_theory.engine import train as engine"])
     assert {"resnet_theory", "resnet_theory.engine", "resnet_theory.engine.train", "resnet_theory.engine.data",
             "resnet_theory.engine.allconv", "resnet_theory.engine.devices", "resnet_theory.engine.interval",
             "resnet_theory.validate"} <= set(engine)
