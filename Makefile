@@ -59,7 +59,7 @@ test: install
 # On a machine with a CUDA GPU: train, compile, kill and resume, torchrun, bench, expressivity (under 5 minutes).
 # Without CUDA it says so in one line and exits 2.
 gpu-check: install
-	$(PY) -m resnet_theory.gpu_check $(ARGS)
+	$(PY) -m resnet_theory.engine.gpu_check $(ARGS)
 
 # Re-resolve requirements.in into requirements.lock (maintainers only).
 lock:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -52,6 +53,15 @@ def built_book(tmp_path_factory) -> BuiltBook:
     (build_dir / "execute.log").write_text(output)
     print(f"\n[book] executed and built in {seconds:.0f} s (exit {proc.returncode})")
     return BuiltBook(proc.returncode, output, build_dir, seconds)
+
+
+@pytest.fixture
+def one_thread():
+    """One torch thread for the test (small training runs on a busy 2-core machine), restored afterwards."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
 
 
 # --- command lines: every bad value ends in one line "error: ..." and a status ---------------------------------

@@ -1,4 +1,4 @@
-"""The digits ablation runs (resnet_theory.ablation): training-set scoring of batched multi-seed runs."""
+"""The digits ablation runs (resnet_theory.engine.ablation): training-set scoring of batched multi-seed runs."""
 
 from __future__ import annotations
 
@@ -8,28 +8,21 @@ import math
 import pytest
 import torch
 
-from resnet_theory import ablation, ensemble
-from resnet_theory import train as engine
+from resnet_theory.engine import ablation, ensemble
+from resnet_theory.engine import train as engine
+from test_ensemble import tiny as ensemble_tiny
+
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def tiny(**changes) -> engine.TrainConfig:
-    config = engine.TrainConfig(dataset="digits", stem_channels=4, widths=(4, 8), blocks_per_stage=1, steps=12,
-                                lr=0.05, lr_milestones=(6, 10), eval_every=0, log_every=3, checkpoint_every=0,
-                                progress=False, on_divergence="stop")
-    return dataclasses.replace(config, **changes)
-
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+    """test_ensemble's small digits run, without evaluations during training."""
+    return ensemble_tiny(**{"eval_every": 0, **changes})
 
 
 def test_training_fit_counts_the_errors_of_the_model_on_the_training_set():
     """A hand count over the training split: argmax of the model's logits against the labels."""
-    from resnet_theory import data
+    from resnet_theory.engine import data
 
     config = tiny()
     torch.manual_seed(0)

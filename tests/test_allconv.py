@@ -1,4 +1,4 @@
-"""Tests for resnet_theory.allconv: Hardt & Ma's all-convolutional residual network (ICLR 2017, Section 4)."""
+"""Tests for resnet_theory.engine.allconv: Hardt & Ma's all-convolutional residual network (ICLR 2017, Section 4)."""
 
 import math
 
@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch import nn
 
-from resnet_theory.allconv import (
+from resnet_theory.engine.allconv import (
     CIFAR10_CONV_WEIGHTS, PAPER_TRAINABLE_PARAMETERS, SMALL_CONFIG, AllConvResNet, RandomProjection,
     ResidualBlock, architecture_table, conv_weight_parameters, count_parameters, flops_per_image, he_init_std,
     parameter_breakdown, printed_standard_init_std, small_init_std, training_flops_per_image)

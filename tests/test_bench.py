@@ -1,4 +1,4 @@
-"""Tests for resnet_theory.bench: the throughput benchmark (device-resident data vs a DataLoader)."""
+"""Tests for resnet_theory.engine.bench: the throughput benchmark (device-resident data vs a DataLoader)."""
 
 import json
 import math
@@ -11,9 +11,9 @@ import pytest
 import torch
 from conftest import bad_int_options, one_line_error
 
-from resnet_theory.allconv import SMALL_CONFIG, AllConvResNet, conv_weight_parameters, flops_per_image
-from resnet_theory import devices
-from resnet_theory.bench import (
+from resnet_theory.engine.allconv import SMALL_CONFIG, AllConvResNet, conv_weight_parameters, flops_per_image
+from resnet_theory.engine import devices
+from resnet_theory.engine.bench import (
     MIN_ROUNDS_TO_RANK, PerImageAugmentedDataset, build_model, format_report, main, make_optimizer,
     make_train_step, matmul_ceiling, rank_pipelines, run_benchmark, spread, time_interleaved)
 
@@ -26,7 +26,7 @@ PIPELINE_LINE = re.compile(r"^pipeline (device|dataloader): ([\d,.]+) images/s \
 
 
 def test_cli_runs_end_to_end_and_prints_the_ratio():
-    proc = subprocess.run([sys.executable, "-m", "resnet_theory.bench", *TINY], capture_output=True, text=True,
+    proc = subprocess.run([sys.executable, "-m", "resnet_theory.engine.bench", *TINY], capture_output=True, text=True,
                           timeout=120)
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
@@ -206,7 +206,7 @@ def test_cli_reports_bad_arguments_in_one_line_with_status_2(capsys, argv, words
 
 
 def test_cpu_runs_flush_subnormals_like_the_engine_and_restore_the_setting():
-    from resnet_theory.bench import run_benchmark
+    from resnet_theory.engine.bench import run_benchmark
 
     tiny = dict(steps=1, warmup=0, images=128, pipelines=("device",), threads=1, ceiling_size=64)
     result = run_benchmark(device="cpu", **tiny)

@@ -1,4 +1,4 @@
-"""Tests for resnet_theory.data: digits, CIFAR binary archives, device-resident batches and augmentation."""
+"""Tests for resnet_theory.engine.data: digits, CIFAR binary archives, device-resident batches and augmentation."""
 
 import numpy as np
 import pytest
@@ -6,7 +6,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from resnet_theory.data import (
+from resnet_theory.engine.data import (
     DeviceData, augment_batch, crop_and_flip, draw_augmentation, load_digits_images)
 
 
@@ -260,7 +260,7 @@ import threading  # noqa: E402
 import time  # noqa: E402
 from functools import partial  # noqa: E402
 
-from resnet_theory.data import (  # noqa: E402
+from resnet_theory.engine.data import (  # noqa: E402
     CIFAR_LAYOUTS, EXPECTED_MD5, DatasetDownloadError, DatasetError, DatasetNotFoundError, file_md5, load_cifar)
 
 
@@ -335,7 +335,7 @@ def check_loaded(loaded, expected, name):
 def test_record_layout_by_hand():
     # one CIFAR-10 record: label 7, red = 1 everywhere but (0, 1) = 200, green = 2, blue = 3
     record = bytes([7]) + bytes([1, 200] + [1] * 1022) + bytes([2] * 1024) + bytes([3] * 1024)
-    from resnet_theory.data import read_cifar_records
+    from resnet_theory.engine.data import read_cifar_records
 
     images, labels = read_cifar_records(record, CIFAR_LAYOUTS["cifar10"], "test record")
     assert labels.tolist() == [7]
@@ -541,7 +541,7 @@ def test_bad_cifar_arguments(tmp_path):
         load_cifar(tmp_path, download="no")              # was taken as True
     with pytest.raises(ValueError, match="root must be a path, got an empty name"):
         load_cifar("")
-    from resnet_theory.data import download_archive
+    from resnet_theory.engine.data import download_archive
     with pytest.raises(TypeError, match=r"destination must be a path \(str or pathlib.Path\), got 5"):
         download_archive("http://127.0.0.1:9/x", 5, "f" * 32)     # was a TypeError from pathlib, unnamed
     with pytest.raises(TypeError, match="url must be a URL string, got None"):
@@ -551,7 +551,7 @@ def test_bad_cifar_arguments(tmp_path):
 
 # --- the TensorFlow ResNet recipe: black padding, per-image standardisation -------------------------------
 def test_standardize_per_image_matches_tensorflows_definition():
-    from resnet_theory.data import standardize_per_image
+    from resnet_theory.engine.data import standardize_per_image
 
     x = torch.rand(5, 3, 6, 6) * 4 + 1
     out = standardize_per_image(x)
@@ -567,7 +567,7 @@ def test_standardize_per_image_matches_tensorflows_definition():
 
 
 def test_image_standardisation_pads_black_and_standardises_after_the_crop():
-    from resnet_theory.data import crop_and_flip, draw_augmentation, standardize_per_image
+    from resnet_theory.engine.data import crop_and_flip, draw_augmentation, standardize_per_image
 
     images = torch.randint(0, 256, (6, 3, 8, 8), dtype=torch.uint8)
     data = DeviceData(images, torch.arange(6), standardize="image")
@@ -584,7 +584,7 @@ def test_image_standardisation_pads_black_and_standardises_after_the_crop():
 
 
 def test_engine_offers_the_tensorflow_recipe():
-    from resnet_theory import train as engine
+    from resnet_theory.engine import train as engine
 
     config = engine.TrainConfig(dataset="digits", **engine.TENSORFLOW_RECIPE)
     assert config.augmentation == (True, 2, True) and config.standardize == "image"
@@ -595,8 +595,8 @@ def test_engine_offers_the_tensorflow_recipe():
 # --- storage problems are not damage ---------------------------------------------------------------------
 import errno  # noqa: E402
 
-from resnet_theory import data as data_module  # noqa: E402
-from resnet_theory.data import DatasetStorageError  # noqa: E402
+from resnet_theory.engine import data as data_module  # noqa: E402
+from resnet_theory.engine.data import DatasetStorageError  # noqa: E402
 
 
 def _good_archive(tmp_path, seed):

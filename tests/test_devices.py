@@ -1,4 +1,4 @@
-"""Every CPU/CUDA decision of resnet_theory.devices, run on the CPU with hand-written descriptions of GPUs.
+"""Every CPU/CUDA decision of resnet_theory.engine.devices, run on the CPU with hand-written descriptions of GPUs.
 
 No test here needs a GPU: the decisions are pure functions of a DeviceFacts (and of the number of visible CUDA
 devices, the local rank and the world size), so each GPU a user may have is one line below.
@@ -11,8 +11,8 @@ import os
 import pytest
 import torch
 
-from resnet_theory import devices
-from resnet_theory.devices import DeviceFacts, choose_precision, resolve_device
+from resnet_theory.engine import devices
+from resnet_theory.engine.devices import DeviceFacts, choose_precision, resolve_device
 
 CPU = DeviceFacts("cpu")
 H100 = DeviceFacts("cuda", 0, "NVIDIA H100 80GB HBM3", (9, 0), 80 * 2**30, nccl=True)
@@ -182,6 +182,69 @@ def test_backend_settings_are_restored_after_a_run(monkeypatch):
 def test_grad_scaler_only_for_fp16():
     assert devices.grad_scaler(CPU, choose_precision("float32", CPU)) is None
     assert isinstance(devices.grad_scaler(CPU, choose_precision("fp16", CPU)), torch.amp.GradScaler)
+
+
+# --- the CPU settings of a run (threads, subnormal floats): one context manager for train and bench -----------
+SUBNORMAL = 1e-40   # a float32 subnormal: read back as 0 while the CPU flushes subnormals to zero
+
+CAN_FLUSH = torch.set_flush_denormal(True)
+torch.set_flush_denormal(False)
+
+
+def other_thread_count() -> int:
+    return 1 if torch.get_num_threads() != 1 else 2
+
+
+def test_cpu_settings_set_threads_and_flushing_for_the_run_and_restore_them():
+    before, threads = torch.get_num_threads(), other_thread_count()
+    assert not devices.denormals_flushed() and torch.tensor(SUBNORMAL).item() != 0.0
+    with devices.cpu_settings(threads=threads, flush_denormal=True) as flushed:
+        assert torch.get_num_threads() == threads
+        assert flushed is CAN_FLUSH and devices.denormals_flushed() is CAN_FLUSH
+        assert (torch.tensor(SUBNORMAL).item() == 0.0) is CAN_FLUSH
+    assert torch.get_num_threads() == before
+    assert not devices.denormals_flushed() and torch.tensor(SUBNORMAL).item() != 0.0
+
+
+def test_cpu_settings_restore_threads_and_flushing_when_the_run_raises():
+    before = torch.get_num_threads()
+    with pytest.raises(RuntimeError, match="the run failed"):
+        with devices.cpu_settings(threads=other_thread_count(), flush_denormal=True):
+            raise RuntimeError("the run failed")
+    assert torch.get_num_threads() == before
+    assert not devices.denormals_flushed() and torch.tensor(SUBNORMAL).item() != 0.0
+
+
+def test_cpu_settings_leave_what_they_are_not_asked_to_change():
+    before = torch.get_num_threads()
+    with devices.cpu_settings() as flushed:
+        assert flushed is False and not devices.denormals_flushed() and torch.get_num_threads() == before
+    if not CAN_FLUSH:
+        pytest.skip("this CPU cannot flush subnormal floats to zero")
+    torch.set_flush_denormal(True)   # a caller's own flushing survives a run inside it, on exit and on error
+    try:
+        with devices.cpu_settings(threads=other_thread_count(), flush_denormal=True):
+            pass
+        assert devices.denormals_flushed()
+        with pytest.raises(KeyError):
+            with devices.cpu_settings(flush_denormal=True):
+                raise KeyError("x")
+        assert devices.denormals_flushed()
+    finally:
+        torch.set_flush_denormal(False)
+
+
+@pytest.mark.parametrize("threads, error, message", [
+    (0, ValueError, r"threads must be a positive integer \(at least 1\), got 0"),
+    (1.5, TypeError, "threads must be a positive integer, got 1.5"),
+    (True, TypeError, "threads must be a positive integer, got True"),
+])
+def test_cpu_settings_refuse_a_bad_thread_count_before_changing_anything(threads, error, message):
+    before = torch.get_num_threads()
+    with pytest.raises(error, match=message):
+        with devices.cpu_settings(threads=threads, flush_denormal=True):
+            pass
+    assert torch.get_num_threads() == before and not devices.denormals_flushed()
 
 
 # --- the expressivity chapter's torch backend on a GPU ---------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Batched multi-seed training (resnet_theory.ensemble) against one-at-a-time training (resnet_theory.train)."""
+"""Batched multi-seed training (resnet_theory.engine.ensemble) against one-at-a-time training (resnet_theory.engine.train)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,11 @@ import numpy as np
 import pytest
 import torch
 
-from resnet_theory import allconv, ensemble
-from resnet_theory import train as engine
+from resnet_theory.engine import allconv, ensemble
+from resnet_theory.engine import train as engine
 from resnet_theory.benchmarks import ensemble as ensemble_bench
+
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def tiny(**changes) -> engine.TrainConfig:
@@ -37,14 +39,6 @@ def assert_same_run(batched: engine.TrainResult, single: engine.TrainResult, rto
             assert abs(x["test_accuracy"] - y["test_accuracy"]) <= 1 / 360 + 1e-12  # at most one image flips
     assert batched.diverged == single.diverged
     assert batched.steps_done == single.steps_done
-
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 def test_batched_members_match_one_at_a_time_training():

@@ -286,7 +286,14 @@ def test_module_closure_is_found_statically(cached_book):
     # The real book: the ledger module and its own imports, not the whole library.
     real = book.ModuleIndex(Path(book.__file__).parents[2]).closure(
         ["from resnet_theory.ledger import Ledger"])
-    assert "resnet_theory.ledger" in real and "resnet_theory.train" not in real
+    assert "resnet_theory.ledger" in real and "resnet_theory.engine.train" not in real
+    # A module of a subpackage brings the subpackage's __init__ and what the module imports, relative imports
+    # included (engine/train.py: "from . import data", "from .. import validate").
+    engine = book.ModuleIndex(ROOT).closure(["from resnet_theory.engine import train as engine"])
+    assert {"resnet_theory", "resnet_theory.engine", "resnet_theory.engine.train", "resnet_theory.engine.data",
+            "resnet_theory.engine.allconv", "resnet_theory.engine.devices", "resnet_theory.engine.interval",
+            "resnet_theory.validate"} <= set(engine)
+    assert engine["resnet_theory.engine.train"].name == "train.py" and "resnet_theory.engine.bench" not in engine
 
 
 def test_pages_that_gather_results_always_execute_and_status_says_what_was_reused(cached_book, tmp_path):

@@ -1,4 +1,4 @@
-"""resnet_theory.gpu_check: refuses cleanly without CUDA, and its steps run (rehearsed on the CPU, small sizes)."""
+"""resnet_theory.engine.gpu_check: refuses cleanly without CUDA, and its steps run (rehearsed on the CPU, small sizes)."""
 
 from __future__ import annotations
 
@@ -12,14 +12,14 @@ import numpy as np
 import pytest
 import torch
 
-from resnet_theory import data, gpu_check
+from resnet_theory.engine import data, gpu_check
 
 LINE = re.compile(r"^gpu-check: (PASS|FAIL|SKIP) ([a-z ]+): (.+) \((\d+\.\d) s\)$")
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="a machine without CUDA")
 def test_without_cuda_it_says_so_in_one_line_and_exits_2():
-    proc = subprocess.run([sys.executable, "-m", "resnet_theory.gpu_check"], capture_output=True, text=True,
+    proc = subprocess.run([sys.executable, "-m", "resnet_theory.engine.gpu_check"], capture_output=True, text=True,
                           timeout=120)
     assert proc.returncode == 2, proc.stderr
     lines = proc.stdout.splitlines()
@@ -34,7 +34,7 @@ def test_make_gpu_check_runs_the_module():
 
     makefile = (Path(__file__).resolve().parents[1] / "Makefile").read_text()
     recipe = makefile.split("\ngpu-check:", 1)[1].split("\n\n", 1)[0]
-    assert "$(PY) -m resnet_theory.gpu_check" in recipe
+    assert "$(PY) -m resnet_theory.engine.gpu_check" in recipe
 
 
 def test_synthetic_cifar_is_read_by_the_real_reader_and_learnable(tmp_path):
@@ -92,7 +92,7 @@ def test_a_training_run_that_fails_is_a_failed_step_naming_why(tmp_path):
     root = gpu_check.write_synthetic_cifar10(tmp_path / "data", sizes.train_images, sizes.test_images)
     step = gpu_check.check_training(sizes, root, tmp_path, compiled=False)
     assert step.status == "FAIL"
-    assert step.text.startswith("python -m resnet_theory.train exited 3: error: training diverged at step")
+    assert step.text.startswith("python -m resnet_theory.engine.train exited 3: error: training diverged at step")
 
 
 def test_the_compiled_step_compiles_and_compares_with_the_eager_run(tmp_path):

@@ -88,7 +88,7 @@ def test_critical_points_refuses_a_bad_tolerance(tol):
 
 def test_one_divergence_exception():
     assert issubclass(smooth.NewtonConvergenceError, validate.DivergenceError)
-    from resnet_theory.train import TrainingDiverged
+    from resnet_theory.engine.train import TrainingDiverged
     assert issubclass(TrainingDiverged, validate.DivergenceError) and issubclass(TrainingDiverged, RuntimeError)
     with pytest.raises(validate.DivergenceError, match="diverged"):
         linear.identity_init_gd(np.eye(2) * 3, 4, 50, lr=50.0)
@@ -115,7 +115,8 @@ from pathlib import Path
 import torch
 from conftest import MYST_HEADER, one_line_error
 
-from resnet_theory import book, data, train, verdict_diff
+from resnet_theory import book, verdict_diff
+from resnet_theory.engine import data, train
 from resnet_theory.ledger import Check, ClaimsFileError, Ledger, LedgerDefect, load_claims
 
 #: The library these tests import, for the command lines they start.
@@ -249,7 +250,7 @@ def test_a_new_run_into_a_folder_holding_a_run_is_refused_and_the_run_is_kept(ru
 def test_a_second_run_on_a_folder_in_use_is_refused_at_once(run_copy, capsys):
     config, out = run_copy
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": LIB}
-    first = subprocess.Popen([sys.executable, "-m", "resnet_theory.train",
+    first = subprocess.Popen([sys.executable, "-m", "resnet_theory.engine.train",
                               *cli(replace(config, resume=True, steps=100_000, log_every=1000,
                                            checkpoint_every=100_000))],
                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -627,7 +628,7 @@ def test_a_root_or_build_folder_that_is_a_file_or_missing_is_refused_in_one_line
 
 # --- bench --json: an unwritable path is refused before the run ------------------------------------------------
 def test_bench_json_to_an_unwritable_path_is_refused_before_the_run(tmp_path, capsys, monkeypatch):
-    from resnet_theory import bench
+    from resnet_theory.engine import bench
 
     def no_run(**kwargs):
         raise AssertionError("the benchmark ran although its results could not be written")

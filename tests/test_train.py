@@ -1,4 +1,4 @@
-"""Tests of the training engine (resnet_theory.train): the paper's recipe as the default, exact resumption after
+"""Tests of the training engine (resnet_theory.engine.train): the paper's recipe as the default, exact resumption after
 SIGKILL, the NaN/divergence guard, two-process DistributedDataParallel, and clear errors for bad configurations.
 
 Every run here is a tiny network on the real 8x8 digits, on the CPU with one thread per process.
@@ -25,8 +25,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from conftest import bad_int_options, one_line_error
 
-from resnet_theory import allconv, data, train
-from resnet_theory.train import ConfigError, TrainConfig, TrainingDiverged
+from resnet_theory.engine import allconv, data, train
+from resnet_theory.engine.train import ConfigError, TrainConfig, TrainingDiverged
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = dict(dataset="digits", stem_channels=4, widths=(4, 8), blocks_per_stage=1, batch_size=32, lr=0.05,
@@ -273,7 +273,7 @@ def test_resume_in_process_matches_uninterrupted_run_bitwise(tmp_path):
 def test_sigkill_mid_run_then_resume_gives_bitwise_the_same_weights(tmp_path):
     """Real processes: one runs through; one is killed with SIGKILL after its first checkpoint, then resumed."""
     config = tiny(steps=400, checkpoint_every=20, log_every=20, augment=True)
-    command = [sys.executable, "-m", "resnet_theory.train"]
+    command = [sys.executable, "-m", "resnet_theory.engine.train"]
     whole_dir, killed_dir = tmp_path / "whole", tmp_path / "killed"
     whole = subprocess.Popen(command + cli_args(replace(config, out_dir=str(whole_dir))), env=one_thread_env(),
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -345,7 +345,7 @@ def test_nan_loss_is_caught(tmp_path):
 def test_two_processes_with_torchrun_match_one_process(tmp_path):
     config = tiny(steps=24, batch_size=32, augment=True, eval_every=12, checkpoint_every=12)
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
-               "-m", "resnet_theory.train"] + cli_args(replace(config, out_dir=str(tmp_path / "ddp")))
+               "-m", "resnet_theory.engine.train"] + cli_args(replace(config, out_dir=str(tmp_path / "ddp")))
     proc = subprocess.run(command, env=one_thread_env(), capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     torch.set_num_threads(1)
@@ -665,12 +665,12 @@ def test_a_float32_run_cannot_be_resumed_in_another_precision(tmp_path):
 def test_one_process_under_torchrun_uses_ddp_and_matches_a_plain_run(tmp_path):
     config = tiny(steps=12, augment=True, eval_every=6, checkpoint_every=6)
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=1",
-               "-m", "resnet_theory.train"] + cli_args(replace(config, out_dir=str(tmp_path / "ddp")))
+               "-m", "resnet_theory.engine.train"] + cli_args(replace(config, out_dir=str(tmp_path / "ddp")))
     proc = subprocess.run(command, env=one_thread_env(), capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     records = [json.loads(line) for line in (tmp_path / "ddp" / "metrics.jsonl").read_text().splitlines()]
     assert records[0]["world_size"] == 1 and records[0]["distributed"] == "gloo"
-    plain = subprocess.run([sys.executable, "-m", "resnet_theory.train"]
+    plain = subprocess.run([sys.executable, "-m", "resnet_theory.engine.train"]
                            + cli_args(replace(config, out_dir=str(tmp_path / "plain"))),
                            env=one_thread_env(), capture_output=True, text=True, timeout=300)
     assert plain.returncode == 0, plain.stderr[-3000:]

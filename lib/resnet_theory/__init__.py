@@ -5,6 +5,7 @@ One module per paper or concern; each module's docstring names the paper and sec
 - :mod:`resnet_theory.ledger`: the claims ledger (verdicts derived from computed checks).
 - :mod:`resnet_theory.checks`: three witnesses for derivatives (SymPy, autograd, finite differences).
 - :mod:`resnet_theory.plotting`: the book's figure style and log-log rate fits.
+- :mod:`resnet_theory.engine`: the training engine of the experiments chapter (its own map).
 - :mod:`resnet_theory.book`: the executor (papermill over jupytext chapters) and HTML build.
 """
 

@@ -6,7 +6,7 @@ Trains ``members`` seeds of the experiments chapter's scaled-down network (Hardt
 divided by ``steps``... i.e. how many whole ``steps``-step runs per second) and the speed-up over the first:
 
 - ``one at a time``: ``train.train`` once per seed, one thread (the engine's path);
-- ``grouped conv, 1 thread``: :func:`resnet_theory.ensemble.train_members`, all seeds in one model;
+- ``grouped conv, 1 thread``: :func:`resnet_theory.engine.ensemble.train_members`, all seeds in one model;
 - ``grouped conv, 2 threads``: the same with two intra-op threads;
 - ``vmap, 1 thread``: ``torch.func`` stacked parameters, ``vmap`` of ``grad`` over the members;
 - ``grouped conv, 2 processes``: the members split between two worker processes of one thread each.
@@ -27,15 +27,15 @@ import time
 import torch
 import torch.nn.functional as F
 
-from resnet_theory import ensemble
-from resnet_theory import train as engine
+from resnet_theory.engine import ensemble
+from resnet_theory.engine import train as engine
 from resnet_theory import validate
 
 
 def member_bytes(config: engine.TrainConfig) -> float:
     """About the memory one member takes while training: weights, gradients, momentum and a copy, and the
     activations of a batch (two convolution outputs per block, float32), as the training engine estimates."""
-    from resnet_theory import allconv
+    from resnet_theory.engine import allconv
 
     blocks = (config.blocks_per_stage,) * len(config.widths)
     weights = allconv.estimate_model_bytes(1, config.stem_channels, config.widths, blocks, config.kernel_size,
@@ -54,7 +54,7 @@ def vmap_train(configs, steps: int) -> float:
     """Train the members with ``torch.func`` (stacked parameters, ``vmap(grad)``); returns seconds."""
     from torch.func import functional_call, grad, stack_module_state, vmap
 
-    from resnet_theory import data as data_module
+    from resnet_theory.engine import data as data_module
 
     shared = configs[0]
     raw = engine.load_dataset(shared)

@@ -2,14 +2,14 @@
 
 The defaults are the paper's CIFAR recipe: momentum SGD (0.9) on batches of 128, learning rate 0.05 divided
 by 10 at steps 30,000 and 50,000, weight decay 1e-4 on the convolution weights only, no batch norm (the model
-is :class:`resnet_theory.allconv.AllConvResNet`). Everything else is engineering that a reader can rely on:
+is :class:`resnet_theory.engine.allconv.AllConvResNet`). Everything else is engineering that a reader can rely on:
 
 - one library call, :func:`train` on a :class:`TrainConfig`, and the same thing from the shell:
-  ``python -m resnet_theory.train --dataset digits --steps 300 --out-dir runs/digits``;
-- the data stay on the device (:class:`resnet_theory.data.DeviceData`); the precision is ``precision="auto"``:
+  ``python -m resnet_theory.engine.train --dataset digits --steps 300 --out-dir runs/digits``;
+- the data stay on the device (:class:`resnet_theory.engine.data.DeviceData`); the precision is ``precision="auto"``:
   bf16 autocast on GPUs that have bf16 (compute capability 8.0 and newer), fp16 autocast with a gradient
   scaler on older GPUs with fp16 tensor cores, float32 on the CPU (the decisions, and the device index, are
-  the pure functions of :mod:`resnet_theory.devices`); channels_last and fused SGD on CUDA; ``torch.compile``
+  the pure functions of :mod:`resnet_theory.engine.devices`); channels_last and fused SGD on CUDA; ``torch.compile``
   only when asked for;
 - a tqdm progress bar (step, loss, images/s), metrics as JSON lines, evaluation every ``eval_every`` steps;
 - checkpoints every ``checkpoint_every`` steps, written atomically (temporary file, then ``os.replace``),
@@ -18,14 +18,14 @@ is :class:`resnet_theory.allconv.AllConvResNet`). Everything else is engineering
   ``torch.load(weights_only=True)`` (a crafted file cannot run code). ``resume=True`` continues a killed run
   exactly: on the CPU the resumed run ends with bitwise the same weights as an uninterrupted one, and on CUDA
   too with ``deterministic=True`` (deterministic cuDNN kernels, no cuDNN autotuning;
-  ``python -m resnet_theory.gpu_check`` checks it);
+  ``python -m resnet_theory.engine.gpu_check`` checks it);
 - one run per output folder: a new run into a folder holding one is refused (pass ``resume=True`` or another
   folder), and the folder is locked while a run uses it, so a second run on it is refused at once;
 - on the CPU, subnormal floats are flushed to zero while training (``flush_denormal``): the paper's small
   initialisation makes many gradients and weights subnormal, and x86 CPUs process those about ten times more
   slowly (a 100-step digits run took 97 s instead of 9.5 s when this was written);
 - a NaN or diverging loss stops the run with a message naming the step, and the last good checkpoint stays;
-- several processes with ``torchrun --nproc_per_node=N -m resnet_theory.train ...``
+- several processes with ``torchrun --nproc_per_node=N -m resnet_theory.engine.train ...``
   (DistributedDataParallel, also for one process started by torchrun; gloo on the CPU, NCCL on GPUs): every
   rank draws the same global batch and trains on its own slice of it, so N processes follow the same trajectory
   as one process with the same global batch.
@@ -55,11 +55,22 @@ from typing import Any, Iterator
 
 import numpy as np
 import torch
+import torch.distributed as dist
 import torch.nn.functional as F
 from torch import nn
+from torch.nn.parallel import DistributedDataParallel
+from tqdm.auto import tqdm
 
+from .. import validate as _validate
+from . import allconv as _allconv
+from . import data as _data
 from . import devices as _devices
-from . import validate as _validate
+from .interval import Interval, LossAccumulator, finished_message, history_record
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not POSIX (Windows): run folders are not locked there
+    fcntl = None
 
 DATASETS = {"cifar10": 10, "cifar100": 100, "digits": 10}
 CHECKPOINT_NAME = "checkpoint.pt"
@@ -126,7 +137,7 @@ class TrainConfig:
     augment_pad: int | None = None      # padding before the random crop; None: 4 for CIFAR, 1 for the digits
     augment_flip: bool | None = None    # random horizontal flips; None: on for CIFAR, off (mirrored digits differ)
     standardize: str = "channel"        # "channel": training-set mean/std per channel; "image": per image (TF)
-    # model (resnet_theory.allconv.AllConvResNet)
+    # model (resnet_theory.engine.allconv.AllConvResNet)
     stem_channels: int = 16
     widths: tuple[int, ...] = (64, 128, 256)
     blocks_per_stage: int = 9
@@ -245,10 +256,9 @@ class TrainConfig:
         if self.out_dir is not None:
             if Path(self.out_dir).exists() and not Path(self.out_dir).is_dir():
                 raise ConfigError(f"out_dir {self.out_dir} exists and is not a folder")
-        from resnet_theory import allconv
         blocks = (self.blocks_per_stage,) * len(self.widths)
-        weights = allconv.estimate_model_bytes(3, self.stem_channels, self.widths, blocks, self.kernel_size,
-                                               self.num_classes)
+        weights = _allconv.estimate_model_bytes(3, self.stem_channels, self.widths, blocks, self.kernel_size,
+                                                self.num_classes)
         side = 8 if self.dataset == "digits" else 32
         # forward activations kept for the backward pass: two convolution outputs per block, float32
         activations = 4 * 2 * self.batch_size * side * side * sum(w * b for w, b in zip(self.widths, blocks))
@@ -265,10 +275,9 @@ class TrainConfig:
 
     def checkpoint_bytes(self) -> int:
         """About how large one checkpoint is (weights and momentum, float32)."""
-        from resnet_theory import allconv
         blocks = (self.blocks_per_stage,) * len(self.widths)
-        return 2 * allconv.estimate_model_bytes(3, self.stem_channels, self.widths, blocks, self.kernel_size,
-                                                self.num_classes)
+        return 2 * _allconv.estimate_model_bytes(3, self.stem_channels, self.widths, blocks, self.kernel_size,
+                                                 self.num_classes)
 
     def to_dict(self) -> dict:
         return {f.name: (list(v) if isinstance(v := getattr(self, f.name), tuple) else v)
@@ -317,12 +326,10 @@ def learning_rate(config: TrainConfig, step: int) -> float:
 
 
 def build_model(config: TrainConfig, in_channels: int) -> nn.Module:
-    from resnet_theory import allconv
-
-    return allconv.AllConvResNet(num_classes=config.num_classes, in_channels=in_channels,
-                                 stem_channels=config.stem_channels, widths=tuple(config.widths),
-                                 blocks_per_stage=config.blocks_per_stage, init=config.init, skip=config.skip,
-                                 trainable_head=config.trainable_head, kernel_size=config.kernel_size)
+    return _allconv.AllConvResNet(num_classes=config.num_classes, in_channels=in_channels,
+                                  stem_channels=config.stem_channels, widths=tuple(config.widths),
+                                  blocks_per_stage=config.blocks_per_stage, init=config.init, skip=config.skip,
+                                  trainable_head=config.trainable_head, kernel_size=config.kernel_size)
 
 
 def parameter_groups(model: nn.Module, weight_decay: float) -> list[dict]:
@@ -342,12 +349,10 @@ def parameter_groups(model: nn.Module, weight_decay: float) -> list[dict]:
 
 def load_dataset(config: TrainConfig) -> dict:
     """``{"train": (uint8 images, labels), "test": ...}`` for the configured dataset, or a clear error."""
-    from resnet_theory import data
-
     if config.dataset == "digits":
-        return data.load_digits_images()
+        return _data.load_digits_images()
     try:
-        return data.load_cifar(config.data_dir, name=config.dataset, download=config.download)
+        return _data.load_cifar(config.data_dir, name=config.dataset, download=config.download)
     except FileNotFoundError as exc:
         raise ConfigError(f"no {config.dataset} data under {config.data_dir!r}: put {CIFAR_HELP[config.dataset]} "
                           f"from {CIFAR_URL} there (or pass download=True with internet access). ({exc})") from exc
@@ -445,7 +450,6 @@ def evaluate(model: nn.Module, test, batch_size: int, amp: bool, rank: int = 0, 
         sums[1] += (logits.argmax(1) == y).sum()
         sums[2] += y.numel()
     if world_size > 1:
-        import torch.distributed as dist
         dist.all_reduce(sums)
     model.train(was_training)
     loss, correct, count = sums.tolist()
@@ -589,9 +593,7 @@ class RunFolderLock:
 
     def __init__(self, folder: Path):
         self.folder, self.fd = folder, None
-        try:
-            import fcntl
-        except ImportError:  # pragma: no cover - not POSIX: no lock
+        if fcntl is None:  # pragma: no cover - not POSIX: no lock
             return
         try:
             fd = os.open(folder, os.O_RDONLY)
@@ -844,7 +846,7 @@ def _launched_by_torchrun() -> bool:
 
 
 def _device(config: TrainConfig, local_rank: int, world: int) -> torch.device:
-    """The run's device, with an explicit index on CUDA (:func:`resnet_theory.devices.resolve_device`)."""
+    """The run's device, with an explicit index on CUDA (:func:`resnet_theory.engine.devices.resolve_device`)."""
     count = _devices.cuda_device_count()
     try:
         return _devices.resolve_device(config.device, cuda_devices=count, local_rank=local_rank, world=world,
@@ -867,31 +869,21 @@ def seed_model_draws(seed: int) -> int:
     return data_seed
 
 
-def device_datasets(config: TrainConfig, device: torch.device, data_module) -> tuple:
+def device_datasets(config: TrainConfig, device: torch.device) -> tuple:
     """The run's training and test sets on ``device`` (test set standardised with the training statistics)
     and the images' channel count."""
     raw = load_dataset(config)
     train_images, train_labels = raw["train"]
     test_images, test_labels = raw["test"]
-    train_data = data_module.DeviceData(train_images, train_labels, device, standardize=config.standardize)
-    test_data = data_module.DeviceData(test_images, test_labels, device, mean=train_data.mean, std=train_data.std,
-                                       standardize=config.standardize)
+    train_data = _data.DeviceData(train_images, train_labels, device, standardize=config.standardize)
+    test_data = _data.DeviceData(test_images, test_labels, device, mean=train_data.mean, std=train_data.std,
+                                 standardize=config.standardize)
     return train_data, test_data, train_images.shape[1]
-
-
-def divergence_reason(mean_loss: float, threshold: float, step: int, interval_steps: int) -> str:
-    """Why the divergence guard stopped a run at ``step`` (mean loss over the last ``interval_steps``)."""
-    if math.isfinite(mean_loss) and mean_loss <= threshold:
-        return "the weights are no longer finite"
-    return (f"mean training loss {mean_loss:.4g} over steps {step - interval_steps + 1}-{step}"
-            + ("" if not math.isfinite(mean_loss) else f" exceeds max_loss {threshold:.4g}"))
 
 
 # --- the loop ---------------------------------------------------------------------------------------------
 def train(config: TrainConfig) -> TrainResult:
     """Train (or resume) one run; see the module docstring. Returns the :class:`TrainResult`."""
-    from resnet_theory import data as data_module
-
     rank, local_rank, world = _distributed()
     config.validate(world)
     device = _device(config, local_rank, world)
@@ -902,222 +894,254 @@ def train(config: TrainConfig) -> TrainResult:
         raise ConfigError(str(exc)) from None
     if device.type == "cuda":
         torch.cuda.set_device(device)   # before the process group: NCCL binds each rank to this GPU
-    flush = config.flush_denormal and device.type == "cpu" and torch.set_flush_denormal(True)
     own_group = False
     distributed = world > 1 or _launched_by_torchrun()
-    if distributed:
-        import torch.distributed as dist
-        if not dist.is_initialized():
-            backend = _devices.ddp_backend(facts)
-            dist.init_process_group(backend, device_id=device if backend == "nccl" else None)
-            own_group = True
+    if distributed and not dist.is_initialized():
+        backend = _devices.ddp_backend(facts)
+        dist.init_process_group(backend, device_id=device if backend == "nccl" else None)
+        own_group = True
     try:
-        with _devices.backend_settings(facts, config.deterministic):
-            return _train(config, data_module, rank, world, device, facts, precision, distributed)
+        with (_devices.cpu_settings(flush_denormal=config.flush_denormal and device.type == "cpu"),
+              _devices.backend_settings(facts, config.deterministic)):
+            return _train(config, rank, world, device, facts, precision, distributed)
     finally:
-        if flush:
-            torch.set_flush_denormal(False)
         if own_group:
-            import torch.distributed as dist
             dist.destroy_process_group()
 
 
-def _train(config: TrainConfig, data_module, rank: int, world: int, device: torch.device,
-           facts: _devices.DeviceFacts, precision: _devices.Precision, distributed: bool) -> TrainResult:
+def _train(config: TrainConfig, rank: int, world: int, device: torch.device, facts: _devices.DeviceFacts,
+           precision: _devices.Precision, distributed: bool) -> TrainResult:
     """The run, with its output folder prepared and locked (rank 0) for as long as it lasts."""
     lock = prepare_run_folder(Path(config.out_dir), config) if config.out_dir and rank == 0 else None
     try:
-        return _train_in_folder(config, data_module, rank, world, device, facts, precision, distributed)
+        run = _Run(config, rank, world, device, facts, precision, distributed)
+        run.begin()
+        run.train_steps()
+        return run.finish()
     finally:
         if lock is not None:
             lock.release()
 
 
-def _train_in_folder(config: TrainConfig, data_module, rank: int, world: int, device: torch.device,
-                     facts: _devices.DeviceFacts, precision: _devices.Precision,
-                     distributed: bool) -> TrainResult:
-    channels_last = _devices.use_channels_last(facts, precision)
-    out_dir = Path(config.out_dir) if config.out_dir else None
-    ckpt_path = out_dir / CHECKPOINT_NAME if out_dir else None
-    payload = load_checkpoint(ckpt_path, config) if config.resume else None
+class _Run:
+    """One run from its first record to its result: the model, optimiser and data stream (restored from the
+    checkpoint on resume), the history and metrics file, the checkpoints, and the training loop."""
 
-    train_data, test_data, channels = device_datasets(config, device, data_module)
+    def __init__(self, config: TrainConfig, rank: int, world: int, device: torch.device,
+                 facts: _devices.DeviceFacts, precision: _devices.Precision, distributed: bool):
+        self.config, self.rank, self.world, self.device = config, rank, world, device
+        self.facts, self.precision, self.distributed = facts, precision, distributed
+        self.channels_last = _devices.use_channels_last(facts, precision)
+        out_dir = Path(config.out_dir) if config.out_dir else None
+        self.ckpt_path = out_dir / CHECKPOINT_NAME if out_dir else None
+        payload = load_checkpoint(self.ckpt_path, config) if config.resume else None
+        self.train_data, self.test_data, channels = device_datasets(config, device)
+        data_seed = seed_model_draws(config.seed)
+        self.model = build_model(config, in_channels=channels).to(device)
+        if self.channels_last:
+            self.model = self.model.to(memory_format=torch.channels_last)
+        fused = {"fused": True} if _devices.fused_sgd(facts) else {}
+        self.optimizer = torch.optim.SGD(parameter_groups(self.model, config.weight_decay), lr=config.lr,
+                                         momentum=config.momentum, **fused)
+        self.scaler = _devices.grad_scaler(facts, precision)
+        generator = torch.Generator(device=device).manual_seed(data_seed)
+        self.stream = BatchStream(self.train_data, config.batch_size, generator, *config.augmentation)
+        self.history: list[dict] = []
+        self.start_step = 0
+        self.resumed = payload is not None
+        if self.resumed:
+            self._restore(payload)
+        self.metrics = _Metrics(out_dir / METRICS_NAME if (out_dir and rank == 0) else None,
+                                keep_until_step=self.start_step if self.resumed else None,
+                                history=self.history if self.resumed else None)
+        self.net = self._wrapped(self.model)
+        self.local = config.batch_size // world
+        self.trainable = sum(p.numel() for p in self.model.parameters() if p.requires_grad)
+        self.last_checkpoint_step = self.start_step if self.resumed else None
+        self.step = self.start_step
+        self.diverged, self.message = False, ""
+        # the last training loss recorded before this run (a resumed run with no step left to take reports it)
+        self.last_train_loss = next((float(r["loss"]) for r in reversed(self.history) if r.get("kind") == "train"),
+                                    float("nan"))
+        self.images_done, self.train_seconds, self.started, self.wall = 0, 0.0, 0.0, 0.0
 
-    data_seed = seed_model_draws(config.seed)
-    model = build_model(config, in_channels=channels).to(device)
-    if channels_last:
-        model = model.to(memory_format=torch.channels_last)
-    optimizer = torch.optim.SGD(parameter_groups(model, config.weight_decay), lr=config.lr,
-                                momentum=config.momentum, **({"fused": True} if _devices.fused_sgd(facts) else {}))
-    scaler = _devices.grad_scaler(facts, precision)
-    generator = torch.Generator(device=device).manual_seed(data_seed)
-    stream = BatchStream(train_data, config.batch_size, generator, *config.augmentation)
-    history: list[dict] = []
-    start_step = 0
-    if payload is not None:
+    def _restore(self, payload: dict) -> None:
+        """The model, optimiser, gradient scaler, data stream and random states of a checkpoint."""
         try:
-            model.load_state_dict(payload["model"])
-            optimizer.load_state_dict(payload["optimizer"])
-            if scaler is not None and payload.get("grad_scaler") is not None:
-                scaler.load_state_dict(payload["grad_scaler"])
-            stream.restore(payload["data_stream"])
+            self.model.load_state_dict(payload["model"])
+            self.optimizer.load_state_dict(payload["optimizer"])
+            if self.scaler is not None and payload.get("grad_scaler") is not None:
+                self.scaler.load_state_dict(payload["grad_scaler"])
+            self.stream.restore(payload["data_stream"])
             set_random_states(payload["random_states"])
         except (RuntimeError, ValueError, TypeError, KeyError, IndexError) as exc:
             first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
             raise ConfigError(f"cannot resume from {payload['path']}: its state does not fit this run "
                               f"({type(exc).__name__}: {first[:200]})") from None
-        history = list(payload["history"])
-        start_step = int(payload["step"])
-    metrics = _Metrics(out_dir / METRICS_NAME if (out_dir and rank == 0) else None,
-                       keep_until_step=start_step if payload is not None else None,
-                       history=history if payload is not None else None)
+        self.history = list(payload["history"])
+        self.start_step = int(payload["step"])
 
-    net: nn.Module = model
-    if distributed:
-        from torch.nn.parallel import DistributedDataParallel
-        net = DistributedDataParallel(net, device_ids=_devices.ddp_device_ids(device), broadcast_buffers=False)
-    if config.compile:   # after the DDP wrapper, so that the compiler sees the gradient buckets
-        net = torch.compile(net)
-    local = config.batch_size // world
-    threshold = config.divergence_threshold()
-    trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    def _wrapped(self, model: nn.Module) -> nn.Module:
+        """The module the loop calls: DistributedDataParallel under torchrun, then compiled when asked."""
+        net = model
+        if self.distributed:
+            net = DistributedDataParallel(net, device_ids=_devices.ddp_device_ids(self.device),
+                                          broadcast_buffers=False)
+        if self.config.compile:   # after the DDP wrapper, so that the compiler sees the gradient buckets
+            net = torch.compile(net)
+        return net
 
-    def log(record: dict) -> None:
-        history.append(record)
-        metrics.write(record)
+    # --- records, evaluations and checkpoints ---------------------------------------------------------
+    def log(self, record: dict) -> None:
+        self.history.append(record)
+        self.metrics.write(record)
 
-    last_checkpoint_step = start_step if payload is not None else None
-
-    def checkpoint(step: int) -> None:
-        nonlocal last_checkpoint_step
-        if ckpt_path is None:
+    def begin(self) -> None:
+        """The run's first record: ``start`` (and an evaluation at step 0), or ``resume``."""
+        run = {"world_size": self.world, "local_batch_size": self.local, "device": str(self.device),
+               "device_name": self.facts.name, "precision": self.precision.name}
+        if self.resumed:
+            self.log(history_record("resume", self.start_step, **run))
             return
-        last_checkpoint_step = step
-        if rank == 0:
-            save_checkpoint(ckpt_path, {"config": config.to_dict(), "step": step, "model": model.state_dict(),
-                                        "optimizer": optimizer.state_dict(), "data_stream": stream.state(),
-                                        "grad_scaler": scaler.state_dict() if scaler is not None else None,
-                                        "random_states": random_states(), "history": history})
-        if world > 1:
-            import torch.distributed as dist
-            dist.barrier()
+        self.log(history_record("start", 0, **run,
+                                distributed=_devices.ddp_backend(self.facts) if self.distributed else None,
+                                trainable_parameters=self.trainable, config=self.config.to_dict()))
+        if self.config.eval_every:
+            self.evaluate_at(0)
 
-    def run_eval(step: int) -> dict:
-        loss, acc = evaluate(model if distributed else net, test_data, config.eval_batch_size,
-                             amp=precision.autocast is not None, rank=rank, world_size=world,
-                             channels_last=channels_last, amp_dtype=precision.autocast)
-        record = {"kind": "eval", "step": step, "test_loss": loss, "test_accuracy": acc}
-        log(record)
+    def evaluate_at(self, step: int) -> dict:
+        """Evaluate on the whole test set and record it."""
+        loss, acc = evaluate(self.model if self.distributed else self.net, self.test_data,
+                             self.config.eval_batch_size, amp=self.precision.autocast is not None, rank=self.rank,
+                             world_size=self.world, channels_last=self.channels_last,
+                             amp_dtype=self.precision.autocast)
+        record = history_record("eval", step, test_loss=loss, test_accuracy=acc)
+        self.log(record)
         return record
 
-    if payload is None:
-        log({"kind": "start", "step": 0, "world_size": world, "local_batch_size": local, "device": str(device),
-             "device_name": facts.name, "precision": precision.name,
-             "distributed": _devices.ddp_backend(facts) if distributed else None,
-             "trainable_parameters": trainable,
-             "config": config.to_dict()})
-        if config.eval_every:
-            run_eval(0)
-    else:
-        log({"kind": "resume", "step": start_step, "world_size": world, "local_batch_size": local,
-             "device": str(device), "device_name": facts.name, "precision": precision.name})
+    def checkpoint(self, step: int) -> None:
+        if self.ckpt_path is None:
+            return
+        self.last_checkpoint_step = step
+        if self.rank == 0:
+            save_checkpoint(self.ckpt_path, {
+                "config": self.config.to_dict(), "step": step, "model": self.model.state_dict(),
+                "optimizer": self.optimizer.state_dict(), "data_stream": self.stream.state(),
+                "grad_scaler": self.scaler.state_dict() if self.scaler is not None else None,
+                "random_states": random_states(), "history": self.history})
+        if self.world > 1:
+            dist.barrier()
 
-    bar = None
-    if config.progress and rank == 0:
-        from tqdm.auto import tqdm
-        bar = tqdm(total=config.steps, initial=min(start_step, config.steps), desc="train", unit="step",
-                   dynamic_ncols=True)
-    diverged, message = False, ""
-    # the last training loss recorded before this run (a resumed run with no step left to take reports it)
-    last_train_loss = next((float(r["loss"]) for r in reversed(history) if r.get("kind") == "train"), float("nan"))
-    loss_sum = torch.zeros((), dtype=torch.float64, device=device)
-    interval_steps, interval_start, started = 0, time.perf_counter(), time.perf_counter()
-    images_done, train_seconds = 0, 0.0
-    net.train()
-    step = start_step
-    while step < config.steps:
-        lr = learning_rate(config, step)
-        for group in optimizer.param_groups:
+    def _kept(self) -> str:
+        """What a run that stops now leaves behind, for the divergence message."""
+        if self.ckpt_path and _checkpoint_intact(self.ckpt_path):
+            return f"the last good checkpoint ({self.ckpt_path}) is kept"
+        return "no checkpoint was written before it"
+
+    # --- the loop ---------------------------------------------------------------------------------------
+    def _update(self, lr: float) -> torch.Tensor:
+        """One optimisation step on this process's slice of the next global batch; returns the loss."""
+        for group in self.optimizer.param_groups:
             group["lr"] = lr
-        x, y = next(stream)
-        if world > 1:
-            x, y = x[rank * local:(rank + 1) * local], y[rank * local:(rank + 1) * local]
-        if channels_last:
+        x, y = next(self.stream)
+        if self.world > 1:
+            part = slice(self.rank * self.local, (self.rank + 1) * self.local)
+            x, y = x[part], y[part]
+        if self.channels_last:
             x = x.contiguous(memory_format=torch.channels_last)
-        with torch.autocast(device.type, dtype=precision.autocast, enabled=precision.autocast is not None):
-            logits = net(x)
+        autocast = self.precision.autocast
+        with torch.autocast(self.device.type, dtype=autocast, enabled=autocast is not None):
+            logits = self.net(x)
         loss = F.cross_entropy(logits.float(), y)
-        optimizer.zero_grad(set_to_none=True)
-        if scaler is None:
+        self.optimizer.zero_grad(set_to_none=True)
+        if self.scaler is None:
             loss.backward()
-            optimizer.step()
+            self.optimizer.step()
         else:   # fp16: scaled loss; a step whose gradients overflowed is skipped and the scale lowered
-            scaler.scale(loss).backward()
-            scaler.step(optimizer)
-            scaler.update()
-        loss_sum += loss.detach()
-        step += 1
-        interval_steps += 1
-        want_log = step % config.log_every == 0 or step == config.steps
-        want_ckpt = config.checkpoint_every and step % config.checkpoint_every == 0
-        want_eval = config.eval_every and step % config.eval_every == 0
-        if not (want_log or want_ckpt or want_eval):
-            continue
-        # One host synchronisation per interval: the mean loss over all processes, and the divergence check.
-        stats = torch.stack([loss_sum, torch.tensor(float(interval_steps), dtype=torch.float64, device=device),
-                             torch.stack([p.detach().isfinite().all() for p in model.parameters()]).all().double()])
-        if world > 1:
-            import torch.distributed as dist
-            dist.all_reduce(stats)
-        total, count, finite = stats.tolist()
-        mean_loss = total / count
-        now = time.perf_counter()
-        rate = config.batch_size * interval_steps / (now - interval_start)
-        images_done += config.batch_size * interval_steps
-        train_seconds += now - interval_start
-        if not math.isfinite(mean_loss) or finite < world or mean_loss > threshold:
-            diverged = True
-            what = divergence_reason(mean_loss, threshold, step, interval_steps)
-            kept = (f"the last good checkpoint ({ckpt_path}) is kept" if ckpt_path and _checkpoint_intact(ckpt_path)
-                    else "no checkpoint was written before it")
-            message = f"training diverged at step {step}: {what}; stopped, {kept}"
-            log({"kind": "diverged", "step": step, "loss": mean_loss, "message": message})
-            break
-        last_train_loss = mean_loss
-        log({"kind": "train", "step": step, "loss": mean_loss, "lr": lr, "images_per_s": rate,
-             "seconds": now - started})
-        if bar is not None:
-            bar.update(step - bar.n)
-            bar.set_postfix(loss=f"{mean_loss:.4f}", img_s=f"{rate:.0f}")
-        loss_sum.zero_()
-        interval_steps = 0
-        if want_eval:
-            run_eval(step)
-        if want_ckpt:
-            checkpoint(step)
-        interval_start = time.perf_counter()
-    if bar is not None:
-        bar.close()
-    wall = time.perf_counter() - started
+            self.scaler.scale(loss).backward()
+            self.scaler.step(self.optimizer)
+            self.scaler.update()
+        return loss
 
-    if diverged:
-        test_loss, test_acc = float("nan"), float("nan")
-    else:
-        last_eval = history[-1] if history and history[-1]["kind"] == "eval" and history[-1]["step"] == step else None
-        final = last_eval or run_eval(step)
-        test_loss, test_acc = final["test_loss"], final["test_accuracy"]
-        if ckpt_path is not None and last_checkpoint_step != step:
-            checkpoint(step)
-        message = f"finished {step} steps: test accuracy {test_acc:.4f}, test loss {test_loss:.4f}"
-        log({"kind": "end", "step": step, "message": message, "seconds": wall})
-    result = TrainResult(config=config, history=history, steps_done=step, final_test_accuracy=test_acc,
-                         final_test_loss=test_loss, final_train_loss=last_train_loss, diverged=diverged,
-                         message=message, checkpoint_path=str(ckpt_path) if ckpt_path and ckpt_path.is_file() else None,
-                         wall_seconds=wall, images_per_second=images_done / train_seconds if train_seconds > 0 else float("nan"),
-                         trainable_parameters=trainable, model=model)
-    if diverged and config.on_divergence == "raise":
-        raise TrainingDiverged(message, result)
-    return result
+    def _weights_finite(self) -> torch.Tensor:
+        return torch.stack([p.detach().isfinite().all() for p in self.model.parameters()]).all()
+
+    def train_steps(self) -> None:
+        """Train up to ``config.steps``, closing a logging interval every ``log_every`` steps (and at every
+        evaluation and checkpoint); stops early when the divergence guard does."""
+        config = self.config
+        bar = None
+        if config.progress and self.rank == 0:
+            bar = tqdm(total=config.steps, initial=min(self.start_step, config.steps), desc="train", unit="step",
+                       dynamic_ncols=True)
+        losses = LossAccumulator(self.device)
+        self.started = losses.started
+        self.net.train()
+        while self.step < config.steps:
+            lr = learning_rate(config, self.step)
+            losses.add(self._update(lr))
+            self.step += 1
+            want_log = self.step % config.log_every == 0 or self.step == config.steps
+            want_ckpt = config.checkpoint_every and self.step % config.checkpoint_every == 0
+            want_eval = config.eval_every and self.step % config.eval_every == 0
+            if not (want_log or want_ckpt or want_eval):
+                continue
+            # One host synchronisation per interval: the mean loss over all processes, and the divergence check.
+            interval = losses.close(self.step, self._weights_finite(), dist.all_reduce if self.world > 1 else None)
+            if not self._log_interval(interval, lr, bar):
+                break
+            if want_eval:
+                self.evaluate_at(self.step)
+            if want_ckpt:
+                self.checkpoint(self.step)
+            losses.restart()
+        if bar is not None:
+            bar.close()
+        self.wall = time.perf_counter() - self.started
+
+    def _log_interval(self, interval: Interval, lr: float, bar) -> bool:
+        """Record a closed interval; False when the divergence guard stops the run."""
+        batch = self.config.batch_size
+        self.images_done += batch * interval.steps
+        self.train_seconds += interval.seconds
+        rate = interval.images_per_second(batch)
+        record = interval.record(0, threshold=self.config.divergence_threshold(), lr=lr, images_per_s=rate,
+                                 seconds=interval.ended - self.started, kept=self._kept)
+        self.log(record)
+        if record["kind"] == "diverged":
+            self.diverged, self.message = True, record["message"]
+            return False
+        self.last_train_loss = record["loss"]
+        if bar is not None:
+            bar.update(self.step - bar.n)
+            bar.set_postfix(loss=f"{record['loss']:.4f}", img_s=f"{rate:.0f}")
+        return True
+
+    def finish(self) -> TrainResult:
+        """The final evaluation, checkpoint and ``end`` record (unless the run diverged), and the result;
+        raises :class:`TrainingDiverged` for a diverged run when ``on_divergence="raise"``."""
+        step, history = self.step, self.history
+        if self.diverged:
+            test_loss, test_acc = float("nan"), float("nan")
+        else:
+            last = history[-1] if history and history[-1]["kind"] == "eval" and history[-1]["step"] == step else None
+            final = last or self.evaluate_at(step)
+            test_loss, test_acc = final["test_loss"], final["test_accuracy"]
+            if self.ckpt_path is not None and self.last_checkpoint_step != step:
+                self.checkpoint(step)
+            self.message = finished_message(step, test_acc, test_loss)
+            self.log(history_record("end", step, message=self.message, seconds=self.wall))
+        ckpt = self.ckpt_path
+        rate = self.images_done / self.train_seconds if self.train_seconds > 0 else float("nan")
+        result = TrainResult(config=self.config, history=history, steps_done=step, final_test_accuracy=test_acc,
+                             final_test_loss=test_loss, final_train_loss=self.last_train_loss,
+                             diverged=self.diverged, message=self.message,
+                             checkpoint_path=str(ckpt) if ckpt and ckpt.is_file() else None,
+                             wall_seconds=self.wall, images_per_second=rate, trainable_parameters=self.trainable,
+                             model=self.model)
+        if self.diverged and self.config.on_divergence == "raise":
+            raise TrainingDiverged(self.message, result)
+        return result
 
 
 # --- several runs: seeds and variants (the chapter's ablations) -------------------------------------------
@@ -1160,9 +1184,9 @@ _BOOLEAN_OR_NONE = {"augment": "pad-and-crop + flip (default: on for CIFAR, off 
 
 def _parser() -> argparse.ArgumentParser:
     parser = _OneLineParser(
-        prog="python -m resnet_theory.train",
+        prog="python -m resnet_theory.engine.train",
         description="Train Hardt & Ma's all-convolutional ResNet (defaults: the paper's CIFAR-10 recipe). "
-                    "Several processes: torchrun --nproc_per_node=N -m resnet_theory.train ...")
+                    "Several processes: torchrun --nproc_per_node=N -m resnet_theory.engine.train ...")
     for f in dataclasses.fields(TrainConfig):
         flag = "--" + f.name.replace("_", "-")
         default = f.default
@@ -1201,10 +1225,7 @@ def main(argv: list[str] | None = None) -> int:
     except TrainingDiverged as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 3
-    except Exception as exc:  # a damaged dataset file: the data module's message names it
-        from resnet_theory.data import DatasetError
-        if not isinstance(exc, DatasetError):
-            raise
+    except _data.DatasetError as exc:  # a damaged dataset file: the data module's message names it
         print(f"error: {exc}", file=sys.stderr)
         return 2
     if rank == 0:

@@ -2,7 +2,7 @@
 
 What depends on the machine is read in one place, :func:`describe`, into a :class:`DeviceFacts` (device type
 and index, GPU name, compute capability, memory, whether NCCL is built in). Every decision the training engine
-(:mod:`resnet_theory.train`), the batched ensemble and the benchmark make is a function of such facts only:
+(:mod:`resnet_theory.engine.train`), the batched ensemble and the benchmark make is a function of such facts only:
 
 - :func:`resolve_device`: ``"auto"``, ``"cpu"``, ``"cuda"`` or ``"cuda:N"`` to a ``torch.device`` with an
   explicit index (``torch.cuda.set_device`` refuses a CUDA device without one); under ``torchrun`` each
@@ -15,7 +15,8 @@ and index, GPU name, compute capability, memory, whether NCCL is built in). Ever
 
 So the tests run every CUDA decision on a CPU, with a :class:`DeviceFacts` written by hand for a GPU; no test
 needs one. :func:`backend_settings` applies the global switches (cuDNN autotuning, deterministic kernels) for
-the length of a run and restores them afterwards.
+the length of a run and restores them afterwards; :func:`cpu_settings` does the same for the CPU's (the
+number of threads, subnormal floats flushed to zero), for the engine and the benchmark alike.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ import re
 from dataclasses import dataclass
 
 import torch
+
+from .. import validate
 
 PRECISIONS = ("auto", "bf16", "fp16", "float32")
 #: Compute capability from which a GPU computes in bf16 natively (NVIDIA Ampere).
@@ -207,6 +210,32 @@ def backend_settings(facts: DeviceFacts, deterministic: bool):
     finally:
         torch.backends.cudnn.benchmark, torch.backends.cudnn.deterministic = saved[0], saved[1]
         torch.use_deterministic_algorithms(saved[2], warn_only=saved[3])
+
+
+def denormals_flushed() -> bool:
+    """Whether the CPU flushes subnormal floats to zero now (``torch.set_flush_denormal`` has no getter: with
+    flushing on, the float32 subnormal 1e-40 reads back as 0)."""
+    return torch.tensor(1e-40, dtype=torch.float32).item() == 0.0
+
+
+@contextlib.contextmanager
+def cpu_settings(threads: int | None = None, flush_denormal: bool = False):
+    """For the length of a run: ``threads`` torch CPU threads (None: as they are) and, with ``flush_denormal``,
+    subnormal floats flushed to zero on the CPU (``torch.set_flush_denormal``: the paper's small
+    initialisation makes many weights and gradients subnormal, and x86 CPUs process those about ten times more
+    slowly). Yields whether flushing is on during the run (False on a CPU that cannot flush, or when not
+    asked). The thread count and the flushing setting are restored afterwards, also when the run raises."""
+    if threads is not None:
+        threads = validate.positive_int("threads", threads)
+    saved_threads, saved_flush = torch.get_num_threads(), denormals_flushed()
+    try:
+        if threads is not None:
+            torch.set_num_threads(threads)
+        yield bool(flush_denormal) and torch.set_flush_denormal(True)
+    finally:
+        torch.set_flush_denormal(saved_flush)
+        if threads is not None:
+            torch.set_num_threads(saved_threads)
 
 
 def grad_scaler(facts: DeviceFacts, precision: Precision) -> torch.amp.GradScaler | None:

@@ -4,7 +4,7 @@ The experiments chapter (Hardt & Ma, ICLR 2017, Section 4, on the 8x8 digits) ne
 configuration. One small network per step leaves a CPU mostly idle between tiny kernels; stacking the
 members into one network with *grouped convolutions* turns G small convolutions into one of G groups:
 
-- :class:`GroupedResNet` holds G copies of :class:`resnet_theory.allconv.AllConvResNet` of the same
+- :class:`GroupedResNet` holds G copies of :class:`resnet_theory.engine.allconv.AllConvResNet` of the same
   architecture (same widths, blocks, kernel, shortcuts, head kind; the weights, and so the initialisation,
   may differ). Every convolution becomes one ``Conv2d(G * c_in, G * c_out, groups=G)`` whose g-th block of
   output channels is member g's convolution; the channel-padding shortcut pads inside each group; the head
@@ -12,15 +12,15 @@ members into one network with *grouped convolutions* turns G small convolutions 
   digits network) a convolution is computed instead as one dense matrix per member, built from its kernel,
   and one batched matrix product, which a CPU does about twice as fast. The members never mix: member g's
   loss depends on member g's weights only.
-- :func:`train_members` trains the members together on the engine's recipe (:mod:`resnet_theory.train`):
+- :func:`train_members` trains the members together on the engine's recipe (:mod:`resnet_theory.engine.train`):
   each member draws its own batches from its own data stream, seeded exactly as ``train.train`` seeds a run,
   starts from exactly the weights ``train.train`` would build for its seed, and is updated by momentum SGD
   with weight decay on convolution weights only, at its own learning rate. The results are
-  :class:`resnet_theory.train.TrainResult` records, one per member, with the engine's history format, and
+  :class:`resnet_theory.engine.train.TrainResult` records, one per member, with the engine's history format, and
   agree with one-at-a-time training up to float rounding (``tests/test_ensemble.py``). They compute in the
   configuration's ``precision`` as the engine does (float32 on the CPU, bf16 autocast on GPUs that have it),
   except that this SGD has no gradient scaler: ``"fp16"`` is refused, and on a GPU without bf16 ``"auto"``
-  trains in float32 where the engine would use fp16 (:func:`resnet_theory.devices.choose_precision`).
+  trains in float32 where the engine would use fp16 (:func:`resnet_theory.engine.devices.choose_precision`).
 - A member whose loss diverges (the engine's guard: NaN, non-finite weights or a mean loss above
   ``10 ln(classes)`` over a logging interval) is stopped at that step exactly as the engine stops a run:
   its weights are zeroed and its learning rate set to 0, so it can no longer disturb anything, and its
@@ -34,7 +34,6 @@ members into one network with *grouped convolutions* turns G small convolutions 
 from __future__ import annotations
 
 import dataclasses
-import math
 import time
 from typing import Sequence
 
@@ -43,9 +42,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from resnet_theory import allconv, devices
-from resnet_theory import train as engine
 from resnet_theory import validate
+from resnet_theory.engine import allconv, devices
+from resnet_theory.engine import train as engine
+from resnet_theory.engine.interval import Interval, LossAccumulator, finished_message, history_record
 
 #: Fields of TrainConfig that may differ between members trained together.
 MEMBER_FIELDS = {"seed", "lr", "init"}
@@ -98,7 +98,7 @@ def _unstack_conv(grouped: nn.Conv2d, groups: int, member: int) -> dict[str, tor
 
 
 class GroupedResNet(nn.Module):
-    """G :class:`~resnet_theory.allconv.AllConvResNet` members of one architecture as one network.
+    """G :class:`~resnet_theory.engine.allconv.AllConvResNet` members of one architecture as one network.
 
     ``forward`` takes ``(N, G * C, H, W)`` (member g's images in channels ``g*C .. (g+1)*C - 1``) and
     returns logits ``(N, G, classes)``. :meth:`member_state_dict` gives member g back as an
@@ -224,162 +224,177 @@ def train_members(configs: Sequence[engine.TrainConfig]) -> list[engine.TrainRes
     ``on_divergence="stop"`` and no ``out_dir``. Returns one ``TrainResult`` per configuration, in order
     (``model`` is the member's ``AllConvResNet`` with its final weights).
     """
-    from resnet_theory import data as data_module
-
     configs = list(configs)
     shared = _check_members(configs)
     device = engine._device(shared, 0, 1)
     facts = devices.describe(device)
     precision = devices.choose_precision(shared.precision, facts, scaler_allowed=False)
-    flush = shared.flush_denormal and device.type == "cpu" and torch.set_flush_denormal(True)
-    try:
-        with devices.backend_settings(facts, shared.deterministic):
-            return _train_members(configs, shared, device, data_module, precision)
-    finally:
-        if flush:
-            torch.set_flush_denormal(False)
+    with (devices.cpu_settings(flush_denormal=shared.flush_denormal and device.type == "cpu"),
+          devices.backend_settings(facts, shared.deterministic)):
+        members = _Members(configs, shared, device, precision)
+        members.train_steps()
+        return members.results()
 
 
-def _train_members(configs, shared, device, data_module, precision) -> list[engine.TrainResult]:
-    G = len(configs)
+class _Members:
+    """The members trained together: one :class:`GroupedResNet`, its momentum SGD by hand (each member at its
+    own learning rate), one data stream per member, and one history per member in the engine's format."""
 
-    def autocast():
-        return torch.autocast(device.type, dtype=precision.autocast, enabled=precision.autocast is not None)
+    def __init__(self, configs, shared: engine.TrainConfig, device: torch.device, precision: devices.Precision):
+        self.configs, self.shared, self.device, self.precision = configs, shared, device, precision
+        G = self.groups = len(configs)
+        self.train_data, self.test_data, self.channels = engine.device_datasets(shared, device)
+        members, self.streams = [], []
+        for c in configs:  # exactly the draws train.train makes for this seed
+            data_seed = engine.seed_model_draws(c.seed)
+            members.append(engine.build_model(c, in_channels=self.channels))
+            generator = torch.Generator(device=device).manual_seed(data_seed)
+            self.streams.append(engine.BatchStream(self.train_data, c.batch_size, generator, *c.augmentation))
+        self.net = GroupedResNet(members).to(device)
+        self.trainable = allconv.count_parameters(members[0])
+        self.params = list(self.net.member_views())
+        self.buffers = [torch.zeros_like(p) for p, _ in self.params]
+        self.base_lr = torch.tensor([c.lr for c in configs], dtype=torch.float32, device=device)
+        self.alive = torch.ones(G, dtype=torch.float32, device=device)
+        self.expand = [torch.arange(G, device=device).repeat_interleave(p.shape[0] // G) for p, _ in self.params]
+        self.histories: list[list[dict]] = [[] for _ in range(G)]
+        self.diverged = [False] * G
+        self.messages = [""] * G
+        self.last_loss = [float("nan")] * G
+        self.step, self.wall = 0, 0.0
 
-    train_data, test_data, channels = engine.device_datasets(shared, device, data_module)
+    def _autocast(self):
+        autocast = self.precision.autocast
+        return torch.autocast(self.device.type, dtype=autocast, enabled=autocast is not None)
 
-    members, streams = [], []
-    for c in configs:  # exactly the draws train.train makes for this seed
-        data_seed = engine.seed_model_draws(c.seed)
-        members.append(engine.build_model(c, in_channels=channels))
-        generator = torch.Generator(device=device).manual_seed(data_seed)
-        streams.append(engine.BatchStream(train_data, c.batch_size, generator, *c.augmentation))
-    net = GroupedResNet(members).to(device)
-    trainable = allconv.count_parameters(members[0])
-    del members
-
-    params = list(net.member_views())
-    buffers = [torch.zeros_like(p) for p, _ in params]
-    base_lr = torch.tensor([c.lr for c in configs], dtype=torch.float32, device=device)
-    alive = torch.ones(G, dtype=torch.float32, device=device)
-    expand = [torch.arange(G, device=device).repeat_interleave(p.shape[0] // G) for p, _ in params]
-    threshold = shared.divergence_threshold()
-    histories: list[list[dict]] = [[] for _ in range(G)]
-    diverged = [False] * G
-    messages = [""] * G
-    last_loss = [float("nan")] * G
-
-    def run_eval(step: int, members_alive: list[int]) -> None:
-        losses, correct, count = torch.zeros(G, dtype=torch.float64), torch.zeros(G, dtype=torch.float64), 0
-        net.eval()
+    def evaluate(self, step: int, members: list[int]) -> None:
+        """Every member on the whole test set; an ``eval`` record for each of ``members``."""
+        G, count = self.groups, 0
+        losses, correct = torch.zeros(G, dtype=torch.float64), torch.zeros(G, dtype=torch.float64)
+        self.net.eval()
         with torch.no_grad():
-            for x, y in test_data.batches(shared.eval_batch_size, None, augment=False, shuffle=False,
-                                          drop_last=False):
-                with autocast():
-                    logits = net(x.repeat(1, G, 1, 1)).float()  # (N, G, classes)
+            for x, y in self.test_data.batches(self.shared.eval_batch_size, None, augment=False, shuffle=False,
+                                               drop_last=False):
+                with self._autocast():
+                    logits = self.net(x.repeat(1, G, 1, 1)).float()  # (N, G, classes)
                 ce = F.cross_entropy(logits.permute(0, 2, 1), y[:, None].expand(-1, G), reduction="none")
                 losses += ce.sum(0).double().cpu()
                 correct += (logits.argmax(2) == y[:, None]).sum(0).double().cpu()
                 count += y.numel()
-        net.train()
-        for g in members_alive:
-            histories[g].append({"kind": "eval", "step": step, "test_loss": float(losses[g] / count),
-                                 "test_accuracy": float(correct[g] / count)})
+        self.net.train()
+        for g in members:
+            self.histories[g].append(history_record("eval", step, test_loss=float(losses[g] / count),
+                                                    test_accuracy=float(correct[g] / count)))
 
-    for g, c in enumerate(configs):
-        histories[g].append({"kind": "start", "step": 0, "world_size": 1, "local_batch_size": c.batch_size,
-                             "device": str(device), "precision": precision.name,
-                             "trainable_parameters": trainable, "config": c.to_dict(),
-                             "batched_members": G})
-    if shared.eval_every:
-        run_eval(0, list(range(G)))
-
-    loss_sum = torch.zeros(G, dtype=torch.float64, device=device)
-    interval_steps, interval_start, started = 0, time.perf_counter(), time.perf_counter()
-    net.train()
-    step = 0
-    while step < shared.steps:
-        factor = engine.learning_rate(shared, step) / shared.lr  # the schedule's factor, shared by all members
-        lr = base_lr * factor * alive
-        batches = [next(s) for s in streams]
+    def _update(self, lr: torch.Tensor) -> torch.Tensor:
+        """One momentum-SGD step of every member on its own next batch; returns the members' losses."""
+        G, shared = self.groups, self.shared
+        batches = [next(s) for s in self.streams]
         x = torch.stack([b[0] for b in batches], dim=1).flatten(1, 2)  # (N, G * C, H, W)
         y = torch.stack([b[1] for b in batches], dim=1)                 # (N, G)
-        with autocast():
-            logits = net(x).float()
+        with self._autocast():
+            logits = self.net(x).float()
         losses = F.cross_entropy(logits.permute(0, 2, 1), y, reduction="none").mean(0)  # (G,)
-        for p, _ in params:
+        for p, _ in self.params:
             p.grad = None
         losses.sum().backward()
         with torch.no_grad():  # momentum SGD as torch.optim.SGD: buf = m buf + (g + wd p); p -= lr buf
-            for (p, decays), buf, idx in zip(params, buffers, expand):
+            for (p, decays), buf, idx in zip(self.params, self.buffers, self.expand):
                 d = p.grad.add(p, alpha=shared.weight_decay) if decays and shared.weight_decay else p.grad
                 buf.mul_(shared.momentum).add_(d)
                 p.sub_(lr[idx].view(-1, *([1] * (p.dim() - 1))) * buf)
-        loss_sum += losses.detach().double()
-        step += 1
-        interval_steps += 1
-        want_log = step % shared.log_every == 0 or step == shared.steps
-        want_eval = shared.eval_every and step % shared.eval_every == 0
-        if not (want_log or want_eval):
-            continue
-        mean = (loss_sum / interval_steps).tolist()
-        finite = torch.stack([p.detach().view(G, -1).isfinite().all(1) for p, _ in params]).all(0).tolist()
-        now = time.perf_counter()
-        rate = shared.batch_size * interval_steps * G / (now - interval_start)
-        alive_now = []
-        for g in range(G):
-            if diverged[g]:
-                continue
-            m = mean[g]
-            if not math.isfinite(m) or not finite[g] or m > threshold:
-                what = engine.divergence_reason(m, threshold, step, interval_steps)
-                diverged[g] = True
-                messages[g] = f"training diverged at step {step}: {what}; stopped, no checkpoint was written before it"
-                histories[g].append({"kind": "diverged", "step": step, "loss": m, "message": messages[g]})
-                with torch.no_grad():  # stop the member: no weights, no momentum, no learning rate
-                    alive[g] = 0.0
-                    for (p, _), buf in zip(params, buffers):
-                        p.view(G, -1)[g].zero_()
-                        buf.view(G, -1)[g].zero_()
-                    if not net.trainable_head:
-                        net.head[g].zero_()
-                continue
-            last_loss[g] = m
-            alive_now.append(g)
-            histories[g].append({"kind": "train", "step": step, "loss": m,
-                                 "lr": configs[g].lr * factor, "images_per_s": rate / G,
-                                 "seconds": now - started})
-        loss_sum.zero_()
-        interval_steps = 0
-        if want_eval and alive_now:
-            run_eval(step, alive_now)
-        if all(diverged):
-            break
-        interval_start = time.perf_counter()
-    wall = time.perf_counter() - started
+        return losses
 
-    missing = [g for g in range(G) if not diverged[g]
-               and not (histories[g][-1]["kind"] == "eval" and histories[g][-1]["step"] == step)]
-    if missing:
-        run_eval(step, missing)
-    results = []
-    for g, c in enumerate(configs):
-        model = engine.build_model(c, in_channels=channels)
-        model.load_state_dict(net.member_state_dict(g))
-        if diverged[g]:
-            acc = loss = float("nan")
-            steps_done = next(r["step"] for r in histories[g] if r["kind"] == "diverged")
-        else:
-            acc, loss, steps_done = histories[g][-1]["test_accuracy"], histories[g][-1]["test_loss"], step
-            messages[g] = f"finished {step} steps: test accuracy {acc:.4f}, test loss {loss:.4f}"
-            histories[g].append({"kind": "end", "step": step, "message": messages[g], "seconds": wall})
-        results.append(engine.TrainResult(
-            config=c, history=histories[g], steps_done=steps_done, final_test_accuracy=acc,
-            final_test_loss=loss, final_train_loss=last_loss[g], diverged=diverged[g], message=messages[g],
-            checkpoint_path=None, wall_seconds=wall,
-            images_per_second=shared.batch_size * step / wall if wall > 0 else float("nan"),
-            trainable_parameters=trainable, model=model))
-    return results
+    def _weights_finite(self) -> torch.Tensor:
+        G = self.groups
+        return torch.stack([p.detach().view(G, -1).isfinite().all(1) for p, _ in self.params]).all(0)
+
+    def train_steps(self) -> None:
+        """Train every member up to ``steps`` (the engine's schedule), logging every ``log_every`` steps."""
+        shared = self.shared
+        for g, c in enumerate(self.configs):
+            self.histories[g].append(history_record(
+                "start", 0, world_size=1, local_batch_size=c.batch_size, device=str(self.device),
+                precision=self.precision.name, trainable_parameters=self.trainable, config=c.to_dict(),
+                batched_members=self.groups))
+        if shared.eval_every:
+            self.evaluate(0, list(range(self.groups)))
+        losses = LossAccumulator(self.device, self.groups)
+        started = losses.started
+        self.net.train()
+        while self.step < shared.steps:
+            factor = engine.learning_rate(shared, self.step) / shared.lr  # the schedule's factor, shared by all
+            losses.add(self._update(self.base_lr * factor * self.alive))
+            self.step += 1
+            want_log = self.step % shared.log_every == 0 or self.step == shared.steps
+            want_eval = shared.eval_every and self.step % shared.eval_every == 0
+            if not (want_log or want_eval):
+                continue
+            alive_now = self._log_interval(losses.close(self.step, self._weights_finite()), factor, started)
+            if want_eval and alive_now:
+                self.evaluate(self.step, alive_now)
+            if all(self.diverged):
+                break
+            losses.restart()
+        self.wall = time.perf_counter() - started
+
+    def _log_interval(self, interval: Interval, factor: float, started: float) -> list[int]:
+        """Record a closed interval for every member still training; stop those the guard stops. Returns the
+        members that train on."""
+        rate = interval.images_per_second(self.shared.batch_size)
+        alive_now = []
+        for g in range(self.groups):
+            if self.diverged[g]:
+                continue
+            record = interval.record(g, threshold=self.shared.divergence_threshold(),
+                                     lr=self.configs[g].lr * factor, images_per_s=rate,
+                                     seconds=interval.ended - started,
+                                     kept=lambda: "no checkpoint was written before it")
+            self.histories[g].append(record)
+            if record["kind"] == "diverged":
+                self.diverged[g], self.messages[g] = True, record["message"]
+                self._stop(g)
+            else:
+                self.last_loss[g] = record["loss"]
+                alive_now.append(g)
+        return alive_now
+
+    def _stop(self, g: int) -> None:
+        """Stop member ``g``: no weights, no momentum, no learning rate, so it can disturb nothing."""
+        G = self.groups
+        with torch.no_grad():
+            self.alive[g] = 0.0
+            for (p, _), buf in zip(self.params, self.buffers):
+                p.view(G, -1)[g].zero_()
+                buf.view(G, -1)[g].zero_()
+            if not self.net.trainable_head:
+                self.net.head[g].zero_()
+
+    def results(self) -> list[engine.TrainResult]:
+        """One ``TrainResult`` per member, after a last evaluation of those not evaluated at the last step."""
+        step, histories = self.step, self.histories
+        missing = [g for g in range(self.groups) if not self.diverged[g]
+                   and not (histories[g][-1]["kind"] == "eval" and histories[g][-1]["step"] == step)]
+        if missing:
+            self.evaluate(step, missing)
+        results = []
+        for g, c in enumerate(self.configs):
+            model = engine.build_model(c, in_channels=self.channels)
+            model.load_state_dict(self.net.member_state_dict(g))
+            if self.diverged[g]:
+                acc = loss = float("nan")
+                steps_done = next(r["step"] for r in histories[g] if r["kind"] == "diverged")
+            else:
+                acc, loss, steps_done = histories[g][-1]["test_accuracy"], histories[g][-1]["test_loss"], step
+                self.messages[g] = finished_message(step, acc, loss)
+                histories[g].append(history_record("end", step, message=self.messages[g], seconds=self.wall))
+            results.append(engine.TrainResult(
+                config=c, history=histories[g], steps_done=steps_done, final_test_accuracy=acc,
+                final_test_loss=loss, final_train_loss=self.last_loss[g], diverged=self.diverged[g],
+                message=self.messages[g], checkpoint_path=None, wall_seconds=self.wall,
+                images_per_second=self.shared.batch_size * step / self.wall if self.wall > 0 else float("nan"),
+                trainable_parameters=self.trainable, model=model))
+        return results
 
 
 # --- many configurations and seeds ------------------------------------------------------------------------
@@ -396,8 +411,8 @@ def _groups(configs: Sequence[engine.TrainConfig]) -> list[list[int]]:
 
 
 def _worker(configs, threads):
-    torch.set_num_threads(threads)
-    results = train_groups(configs)
+    with devices.cpu_settings(threads=threads):
+        results = train_groups(configs)
     for r in results:
         r.model = None  # results cross a process boundary: keep them small
     return results

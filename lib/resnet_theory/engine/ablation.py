@@ -3,12 +3,12 @@
 The experiments chapter (Hardt & Ma, ICLR 2017, Section 4.1, and He et al. 2016, Section 4.1, on the 8x8
 digits) compares variants of the all-convolutional network by what they reach at the end of a run. Besides
 the test accuracy and the mean training loss of the last logging interval that every
-:class:`resnet_theory.train.TrainResult` carries, He et al.'s degradation is stated for the *training error*
+:class:`resnet_theory.engine.train.TrainResult` carries, He et al.'s degradation is stated for the *training error*
 at the end of training, so this module also measures each final model on the whole training set (no
 augmentation, the training standardisation):
 
 - :func:`training_fit` evaluates one model on the training split of its run's configuration;
-- :func:`train_seeds` is :func:`resnet_theory.ensemble.train_seeds` (all seeds of a configuration trained as
+- :func:`train_seeds` is :func:`resnet_theory.engine.ensemble.train_seeds` (all seeds of a configuration trained as
   one batched model) with the seeds split between ``workers`` processes, each of which measures its models
   on the training set before they are dropped; the result gets a ``{"kind": "train_eval", ...}`` record;
 - :func:`final_training_error` and :func:`final_training_loss` read that record, scoring a run stopped by the
@@ -23,8 +23,9 @@ from typing import Sequence
 import torch
 import torch.nn.functional as F
 
-from resnet_theory import ensemble
-from resnet_theory import train as engine
+from resnet_theory.engine import ensemble
+from resnet_theory.engine import train as engine
+from resnet_theory.engine.interval import history_record
 from resnet_theory import validate
 
 #: The kind of the history record that :func:`train_seeds` appends.
@@ -34,14 +35,12 @@ RECORD_KIND = "train_eval"
 def training_fit(model: torch.nn.Module, config: engine.TrainConfig, batch_size: int = 512) -> dict:
     """``{"train_error", "train_loss", "n"}`` of ``model`` on the whole training split of ``config``'s dataset
     (no augmentation, standardised as in training), on the CPU."""
-    from resnet_theory import data as data_module
-
     if not isinstance(config, engine.TrainConfig):
         raise TypeError(f"training_fit needs a TrainConfig, got {type(config).__name__}")
     if not isinstance(model, torch.nn.Module):
         raise TypeError(f"training_fit needs a torch module, got {type(model).__name__}")
     batch_size = validate.positive_int("batch_size", batch_size)
-    train_data, _, _ = engine.device_datasets(config, torch.device("cpu"), data_module)
+    train_data, _, _ = engine.device_datasets(config, torch.device("cpu"))
     wrong, loss, count = 0, 0.0, 0
     was_training = model.training
     model.eval()
@@ -59,7 +58,7 @@ def _measured(results: list[engine.TrainResult]) -> list[engine.TrainResult]:
     for r in results:
         if not r.diverged:
             fit = training_fit(r.model, r.config)
-            r.history.append({"kind": RECORD_KIND, "step": r.steps_done, **fit})
+            r.history.append(history_record(RECORD_KIND, r.steps_done, **fit))
         r.model = None  # results cross a process boundary: keep them small
     return results
 

@@ -40,7 +40,7 @@ from typing import Iterator, Sequence
 import numpy as np
 import torch
 
-from . import validate
+from .. import validate
 
 #: The fixed digits split: a stratified 80/20 split of scikit-learn's 1,797 images with this seed,
 #: giving 1,437 training and 360 test images.

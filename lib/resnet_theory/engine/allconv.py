@@ -67,7 +67,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from . import validate
+from .. import validate
 
 #: The paper's trainable parameter count for the CIFAR-10 network (text of Section 4).
 PAPER_TRAINABLE_PARAMETERS = 13_590_000

@@ -1,4 +1,4 @@
-"""Check a CUDA machine in one command: ``python -m resnet_theory.gpu_check`` (``make gpu-check``).
+"""Check a CUDA machine in one command: ``python -m resnet_theory.engine.gpu_check`` (``make gpu-check``).
 
 Meant as the first thing to run on a GPU machine, sized to take under five minutes on one GPU (not yet timed on
 one: no GPU has run it so far). Each step prints one line,
@@ -7,9 +7,9 @@ one: no GPU has run it so far). Each step prints one line,
 is checked there). The steps:
 
 1. ``device``: the GPU (name, compute capability, memory), torch and its CUDA version, and the decisions of
-   :mod:`resnet_theory.devices` for it (device index, precision, channels_last, fused SGD, DDP backend);
+   :mod:`resnet_theory.engine.devices` for it (device index, precision, channels_last, fused SGD, DDP backend);
 2. ``train eager``: the full CIFAR network (the paper's, 13.6M trainable parameters) trained for a few dozen
-   steps by ``python -m resnet_theory.train``, in the engine's default precision, on synthetic CIFAR-shaped
+   steps by ``python -m resnet_theory.engine.train``, in the engine's default precision, on synthetic CIFAR-shaped
    data written as the official binary files (colour and texture depend on the class, so the loss must go
    down), at learning rate 0.01 (the paper's 0.05 made the loss NaN within 30 steps on these data, in a CPU
    run of the full network at batch 32); passes if the run ends normally with finite losses that fall;
@@ -19,8 +19,8 @@ is checked there). The steps:
 4. ``kill and resume``: two runs with ``--deterministic``, one killed with SIGKILL after its first checkpoint
    and resumed; passes if the final weights and momentum buffers are bitwise the same;
 5. ``torchrun``: one process under ``torchrun --standalone --nproc_per_node=1`` (DistributedDataParallel with
-   the backend of :func:`resnet_theory.devices.ddp_backend`, NCCL on a Linux GPU machine);
-6. ``bench``: :mod:`resnet_theory.bench` with the pipelines interleaved over rounds: images/s, TFLOP/s, the
+   the backend of :func:`resnet_theory.engine.devices.ddp_backend`, NCCL on a Linux GPU machine);
+6. ``bench``: :mod:`resnet_theory.engine.bench` with the pipelines interleaved over rounds: images/s, TFLOP/s, the
    projected time of the paper's 64,000-step schedule against the book's goal of 10 minutes, the ranking;
 7. ``expressivity``: the interpolating network of Hardt & Ma's Theorem 3.2 built and verified with the torch
    backend on the GPU at n = 100,000 random points (float64), and the separation at n = 20,000 compared with
@@ -50,7 +50,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from resnet_theory import devices
+from resnet_theory.engine import devices
 
 #: The book's goal for the paper's whole CIFAR schedule (64,000 steps of 128 images) on one H100/H200.
 GOAL_MINUTES = 10.0
@@ -161,8 +161,18 @@ def _records(out_dir: Path) -> list[dict]:
     return [json.loads(line) for line in (out_dir / "metrics.jsonl").read_text().splitlines() if line.strip()]
 
 
+def _trained(sizes: Sizes, command: list[str], out: Path, what: str) -> tuple[list[dict], list[float]] | str:
+    """Run a training command writing its metrics to ``out``: the metrics records and the logged training
+    losses, or, when the command fails, the failure in one line (``WHAT exited N: its last line``)."""
+    proc = _run(sizes, command)
+    if proc.returncode != 0:
+        return f"{what} exited {proc.returncode}: {_tail(proc)}"
+    records = _records(out)
+    return records, [r["loss"] for r in records if r["kind"] == "train"]
+
+
 def _checkpoint(path: Path) -> dict:
-    from resnet_theory import train
+    from resnet_theory.engine import train
     return train.read_checkpoint(path)
 
 
@@ -193,14 +203,13 @@ def check_training(sizes: Sizes, data_dir: Path, work: Path, compiled: bool, eag
     if compiled and not sizes.compile:
         return Step(name, "SKIP", "torch.compile is not part of this rehearsal")
     out = work / ("compiled" if compiled else "eager")
-    command = [sys.executable, "-m", "resnet_theory.train",
+    command = [sys.executable, "-m", "resnet_theory.engine.train",
                *_train_args(sizes, data_dir, out, sizes.steps, *(["--compile"] if compiled else []))]
-    proc = _run(sizes, command)
-    if proc.returncode != 0:
-        return Step(name, "FAIL", f"python -m resnet_theory.train exited {proc.returncode}: {_tail(proc)}")
-    records = _records(out)
+    trained = _trained(sizes, command, out, "python -m resnet_theory.engine.train")
+    if isinstance(trained, str):
+        return Step(name, "FAIL", trained)
+    records, losses = trained
     start = records[0]
-    losses = [r["loss"] for r in records if r["kind"] == "train"]
     rates = [r["images_per_s"] for r in records if r["kind"] == "train"]
     end = next(r for r in records if r["kind"] == "end")
     figures = {"steps": sizes.steps, "precision": start["precision"], "device": start["device"],
@@ -234,7 +243,7 @@ def check_kill_and_resume(sizes: Sizes, data_dir: Path, work: Path) -> Step:
     steps = sizes.resume_steps
     extra = ("--deterministic", "--checkpoint-every", str(sizes.checkpoint_every))
     whole_dir, killed_dir = work / "whole", work / "killed"
-    base = [sys.executable, "-m", "resnet_theory.train"]
+    base = [sys.executable, "-m", "resnet_theory.engine.train"]
     logs = {"whole": work / "whole.log", "victim": work / "killed.log"}   # files, not pipes: nothing can block
     with open(logs["whole"], "w") as whole_log, open(logs["victim"], "w") as victim_log:
         whole = subprocess.Popen(base + _train_args(sizes, data_dir, whole_dir, steps, *extra), env=_env(sizes),
@@ -295,13 +304,12 @@ def check_torchrun(sizes: Sizes, data_dir: Path, work: Path) -> Step:
     name = "torchrun"
     out = work / "torchrun"
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=1",
-               "-m", "resnet_theory.train", *_train_args(sizes, data_dir, out, sizes.torchrun_steps)]
-    proc = _run(sizes, command)
-    if proc.returncode != 0:
-        return Step(name, "FAIL", f"torchrun exited {proc.returncode}: {_tail(proc)}")
-    records = _records(out)
+               "-m", "resnet_theory.engine.train", *_train_args(sizes, data_dir, out, sizes.torchrun_steps)]
+    trained = _trained(sizes, command, out, "torchrun")
+    if isinstance(trained, str):
+        return Step(name, "FAIL", trained)
+    records, losses = trained
     start = records[0]
-    losses = [r["loss"] for r in records if r["kind"] == "train"]
     count = devices.cuda_device_count()
     device = devices.resolve_device(sizes.device, cuda_devices=count)
     expected = devices.ddp_backend(devices.describe(device))
@@ -314,7 +322,7 @@ def check_torchrun(sizes: Sizes, data_dir: Path, work: Path) -> Step:
 
 
 def check_bench(sizes: Sizes) -> Step:
-    from resnet_theory import bench
+    from resnet_theory.engine import bench
 
     result = bench.run_benchmark(device=sizes.device, **dict(sizes.bench))
     device, loader = result.pipelines["device"], result.pipelines["dataloader"]
@@ -411,7 +419,7 @@ def no_cuda_reason() -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m resnet_theory.gpu_check",
+    parser = argparse.ArgumentParser(prog="python -m resnet_theory.engine.gpu_check",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--json", help="write every step's figures and the device's description here")
     parser.add_argument("--keep", help="keep the synthetic data, runs and checkpoints in this folder")

@@ -1,7 +1,7 @@
 """Training throughput of Hardt & Ma's all-convolutional ResNet (ICLR 2017, Section 4): device-resident
 data against a conventional DataLoader, in one run.
 
-    python -m resnet_theory.bench [--model small|full] [--data digits|cifar] [--steps N] [--warmup N]
+    python -m resnet_theory.engine.bench [--model small|full] [--data digits|cifar] [--steps N] [--warmup N]
                                   [--batch-size 128] [--device cpu|cuda] [--compile] [--compile-mode MODE]
                                   [--workers N] [--images N] [--pipelines device,dataloader] [--threads N]
                                   [--ceiling-size N] [--seed N] [--profile-steps N] [--json PATH]
@@ -10,7 +10,7 @@ data against a conventional DataLoader, in one run.
 Two input pipelines feed the same training step (forward, cross-entropy, backward, SGD with momentum 0.9,
 lr 0.05, weight decay 1e-4 on conv weights; a fresh network with the same seed for each):
 
-- ``device``: the whole split on the device as normalised floats (:class:`resnet_theory.data.DeviceData`);
+- ``device``: the whole split on the device as normalised floats (:class:`resnet_theory.engine.data.DeviceData`);
   batches drawn and augmented there with batched tensor operations (random crop after zero padding, flip).
 - ``dataloader``: the conventional pipeline, a ``torch.utils.data.DataLoader`` over a ``Dataset`` that
   normalises, pads, crops and flips one image at a time on the CPU (``--workers`` processes; pinned memory
@@ -21,8 +21,8 @@ The data are synthetic (random uint8 images and labels, no dataset needed) with 
 another symbol), ``cifar`` is 3x32x32 (50,000 images on CUDA, 2,048 on CPU; pad 4, flip). Defaults: on CUDA
 the full CIFAR network on CIFAR-shaped data at batch 128 in the engine's precision (``--precision auto``: bf16
 autocast on GPUs that have it, fp16 autocast with a gradient scaler on older ones with fp16 tensor cores,
-float32 otherwise; :mod:`resnet_theory.devices`) with channels_last; on CPU the small network
-(:data:`resnet_theory.allconv.SMALL_CONFIG`) on digits-shaped data in float32, few steps.
+float32 otherwise; :mod:`resnet_theory.engine.devices`) with channels_last; on CPU the small network
+(:data:`resnet_theory.engine.allconv.SMALL_CONFIG`) on digits-shaped data in float32, few steps.
 
 Timing on a noisy machine: the two pipelines are built and warmed up first, then timed in ``--rounds``
 rounds (default 5) of ``--steps`` steps each, taking turns, in reversed order every other round (device,
@@ -32,7 +32,7 @@ the per-round ratios. The pipelines are ranked only when every round puts the sa
 three rounds; :func:`rank_pipelines`); otherwise the report says that the spread is too wide to rank them.
 (A single back-to-back run on the 2-core CPU printed ratios of 0.15x, 0.17x and 1.13x within minutes.)
 
-FLOPs come from :func:`resnet_theory.allconv.flops_per_image` (2 FLOPs per multiply-add, convolutions and
+FLOPs come from :func:`resnet_theory.engine.allconv.flops_per_image` (2 FLOPs per multiply-add, convolutions and
 head only); a training step is counted as 3x the forward pass. The ceiling is a measured dense matrix
 product in the run's precision (the autocast dtype, or float32). The fast path (``--compile``: ``torch.compile``
 with ``--compile-mode``, where ``reduce-overhead`` and ``max-autotune`` use CUDA graphs; fused SGD) is used
@@ -42,10 +42,10 @@ Warm-up steps (compilation included) are not timed; a timed round has no host sy
 Output format
 -------------
 One ``key: value`` line per fact, then one line per pipeline, then the ratio and the ranking. An example,
-measured with ``python -m resnet_theory.bench --threads 1`` on a shared 2-core CPU (other jobs running; load
+measured with ``python -m resnet_theory.engine.bench --threads 1`` on a shared 2-core CPU (other jobs running; load
 average 4.8)::
 
-    resnet_theory.bench: training throughput, device-resident data vs DataLoader
+    resnet_theory.engine.bench: training throughput, device-resident data vs DataLoader
     device: cpu (CPU: x86_64, 2 cores, torch threads 1) | torch 2.13.0+cpu | precision float32 | channels_last off | compile off
     model: small AllConvResNet: widths 16-32-64, 3 blocks per stage, 268,096 trainable parameters
     data: synthetic digits-shaped uint8 images (1x8x8), 1,437 held; augmentation pad 1, flip off
@@ -73,7 +73,6 @@ time, to see where a step's time goes (convolution kernels, other kernels, launc
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import platform
@@ -85,9 +84,10 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from resnet_theory import devices, validate
-from resnet_theory.allconv import SMALL_CONFIG, AllConvResNet, conv_weight_parameters, count_parameters, flops_per_image
-from resnet_theory.data import DeviceData
+from resnet_theory import validate
+from resnet_theory.engine import devices
+from resnet_theory.engine.allconv import SMALL_CONFIG, AllConvResNet, conv_weight_parameters, count_parameters, flops_per_image
+from resnet_theory.engine.data import DeviceData
 
 #: The paper's schedule: 64,000 steps of 128 images.
 PAPER_STEPS, PAPER_BATCH = 64_000, 128
@@ -263,6 +263,33 @@ def build_model(model: str, data: str, seed: int) -> AllConvResNet:
     return AllConvResNet(**{**SMALL_CONFIG, "in_channels": channels})
 
 
+@dataclass(frozen=True)
+class _Settings:
+    """A benchmark run's choices, after the device's defaults and validation."""
+
+    device: torch.device
+    facts: devices.DeviceFacts
+    precision: devices.Precision
+    model: str
+    data: str
+    pipelines: tuple
+    steps: int
+    warmup: int
+    rounds: int
+    batch_size: int
+    workers: int
+    images: int
+    compile: bool
+    compile_mode: str
+    seed: int
+    ceiling_size: int
+    profile_steps: int
+
+    @property
+    def on_gpu(self) -> bool:
+        return self.device.type == "cuda"
+
+
 def run_benchmark(model: str | None = None, data: str | None = None, steps: int | None = None,
                   warmup: int | None = None, batch_size: int = 128, device: str | None = None,
                   compile: bool = False, compile_mode: str = "default", workers: int | None = None,
@@ -276,29 +303,28 @@ def run_benchmark(model: str | None = None, data: str | None = None, steps: int 
     thread avoids the stalls of several spinning threads competing for the same cores. ``profile_steps``
     more steps of the device pipeline run under ``torch.profiler`` after its timed loops (not timed).
     ``rounds`` (default 5) rounds of ``steps`` timed steps per pipeline, the pipelines taking turns (see
-    :func:`time_interleaved`). ``precision``: as the engine's (:func:`resnet_theory.devices.choose_precision`).
+    :func:`time_interleaved`). ``precision``: as the engine's (:func:`resnet_theory.engine.devices.choose_precision`).
     ``flush_denormal`` (CPU only) flushes subnormal floats to zero during the run, as the training engine does:
     the paper's small initialisation makes many values subnormal, which x86 CPUs process far more slowly."""
     if threads is not None:
         validate.positive_int("threads", threads)
-        saved = torch.get_num_threads()
-        torch.set_num_threads(threads)
-        try:
-            return run_benchmark(model, data, steps, warmup, batch_size, device, compile, compile_mode, workers,
-                                 images, pipelines, seed, ceiling_size, threads=None, profile_steps=profile_steps,
-                                 flush_denormal=flush_denormal, rounds=rounds, precision=precision)
-        finally:
-            torch.set_num_threads(saved)
-    on_cpu = validate.torch_device("device", device or ("cuda" if torch.cuda.is_available() else "cpu")).type == "cpu"
-    if flush_denormal and on_cpu and torch.set_flush_denormal(True):
-        try:
-            result = run_benchmark(model, data, steps, warmup, batch_size, device, compile, compile_mode, workers,
-                                   images, pipelines, seed, ceiling_size, threads=None, profile_steps=profile_steps,
-                                   flush_denormal=False, rounds=rounds, precision=precision)
-        finally:
-            torch.set_flush_denormal(False)
+    settings = _settings(model=model, data=data, steps=steps, warmup=warmup, batch_size=batch_size, device=device,
+                         compile=compile, compile_mode=compile_mode, workers=workers, images=images,
+                         pipelines=pipelines, seed=seed, ceiling_size=ceiling_size, profile_steps=profile_steps,
+                         rounds=rounds, precision=precision)
+    cpu_flush = flush_denormal and settings.device.type == "cpu"
+    with devices.cpu_settings(threads=threads, flush_denormal=cpu_flush) as flushed:
+        result = _measure(settings)
+    if flushed:
         result.notes.append("subnormal floats flushed to zero on the CPU during the run, as in the training engine")
-        return result
+    return result
+
+
+def _settings(*, model, data, steps, warmup, batch_size, device, compile, compile_mode, workers, images,
+              pipelines, seed, ceiling_size, profile_steps, rounds, precision) -> _Settings:
+    """Every argument of :func:`run_benchmark` checked (TypeError / ValueError naming it), with the device's
+    defaults filled in: CUDA when available, the full network on CIFAR-shaped data there, the small one on
+    digits-shaped data on the CPU."""
     device = validate.torch_device("device", device or ("cuda" if torch.cuda.is_available() else "cpu"))
     validate.choice("device", device.type, ("cpu", "cuda"))
     on_gpu = device.type == "cuda"
@@ -326,87 +352,36 @@ def run_benchmark(model: str | None = None, data: str | None = None, steps: int 
     profile_steps = validate.non_negative_int("profile_steps", profile_steps)
     ceiling_size = validate.positive_int("ceiling_size",
                                          ceiling_size if ceiling_size is not None else (8192 if on_gpu else 1024))
+    return _Settings(device=device, facts=facts, precision=precision, model=model, data=data, pipelines=pipelines,
+                     steps=steps, warmup=warmup, rounds=rounds, batch_size=batch_size, workers=workers,
+                     images=images, compile=compile, compile_mode=compile_mode, seed=seed,
+                     ceiling_size=ceiling_size, profile_steps=profile_steps)
 
-    shape, aug = DATA_SHAPES[data], AUGMENTATION[data]
-    notes = []
-    use_compile = compile and on_gpu
-    if compile and not on_gpu:
-        notes.append("--compile ignored on CPU: the fast path (torch.compile, CUDA graphs) is for CUDA only")
-    channels_last = devices.use_channels_last(facts, precision)
-    net = build_model(model, data, seed)
-    forward = flops_per_image(net, shape)
-    desc = (f"{model} AllConvResNet: widths {'-'.join(map(str, net.widths))}, {net.blocks_per_stage[0]} blocks per "
-            f"stage, {count_parameters(net):,} trainable parameters")
-    dtype = precision.autocast or torch.float32
-    reps = 50 if on_gpu else 5
-    ceiling = matmul_ceiling(device, dtype, ceiling_size, reps)
-    result = BenchResult(
-        device=str(device), device_name=_device_name(device), torch_version=torch.__version__,
-        precision=precision.description, channels_last=channels_last,
-        compile=f"torch.compile mode={compile_mode}" if use_compile else "off", model=model,
-        model_description=desc, trainable_parameters=count_parameters(net), data=data, input_shape=shape,
-        images_held=images, pad=aug["pad"], flip=aug["flip"], batch_size=batch_size, warmup=warmup, steps=steps,
-        rounds=rounds,
-        forward_flops_per_image=forward, training_flops_per_image=3 * forward, ceiling_tflops=ceiling,
-        ceiling_description=(f"{str(dtype).removeprefix('torch.')} matmul, measured: {ceiling_size}x{ceiling_size} by "
-                             f"{ceiling_size}x{ceiling_size}, best of 3 rounds of {reps}"), notes=notes)
 
-    gen = torch.Generator().manual_seed(seed)
-    raw = torch.randint(0, 256, (images, *shape), dtype=torch.uint8, generator=gen).numpy()
-    labels = torch.randint(0, net.num_classes, (images,), generator=gen).numpy()
-    resident = DeviceData(raw, labels, device)
-
-    steppers = {}
-    for name in pipelines:
-        net = build_model(model, data, seed).to(device)
-        if channels_last:
-            net = net.to(memory_format=torch.channels_last)
-        optimizer = make_optimizer(net, device)
-        runnable = torch.compile(net, mode=compile_mode) if use_compile else net
-        step = make_train_step(runnable, optimizer, device, False, channels_last, precision)
-        if name == "device":
-            batch_gen = torch.Generator(device=device).manual_seed(seed)
-
-            def epochs():
-                while True:
-                    yield from resident.batches(batch_size, batch_gen, augment=True, **aug)
-        else:
-            dataset = PerImageAugmentedDataset(raw, labels, resident.mean, resident.std, **aug)
-            loader = torch.utils.data.DataLoader(
-                dataset, batch_size=batch_size, shuffle=True, drop_last=True, num_workers=workers,
-                pin_memory=on_gpu, persistent_workers=workers > 0,
-                generator=torch.Generator().manual_seed(seed))
-
-            def epochs():
-                while True:
-                    for x, y in loader:
-                        yield x.to(device, non_blocking=True), y.to(device, non_blocking=True)
-        batches = epochs()
-        for _ in range(warmup):
-            step(*next(batches))
-        steppers[name] = (step, batches)
+def _measure(s: _Settings) -> BenchResult:
+    """The run itself: the facts of the run, the warmed-up pipelines timed in interleaved rounds, the figures."""
+    net = build_model(s.model, s.data, s.seed)
+    result = _describe_run(s, net)
+    gen = torch.Generator().manual_seed(s.seed)
+    raw = torch.randint(0, 256, (s.images, *DATA_SHAPES[s.data]), dtype=torch.uint8, generator=gen).numpy()
+    labels = torch.randint(0, net.num_classes, (s.images,), generator=gen).numpy()
+    resident = DeviceData(raw, labels, s.device)
+    steppers = {name: _pipeline(name, s, raw, labels, resident, result.channels_last) for name in s.pipelines}
 
     def timed(name: str) -> tuple[float, float]:
         step, batches = steppers[name]
-        synchronize(device)
+        synchronize(s.device)
         start = time.perf_counter()
-        for _ in range(steps):
+        for _ in range(s.steps):
             loss = step(*next(batches))
-        synchronize(device)
-        return steps * batch_size / (time.perf_counter() - start), float(loss)
+        synchronize(s.device)
+        return s.steps * s.batch_size / (time.perf_counter() - start), float(loss)
 
-    per_round = time_interleaved(timed, pipelines, rounds)
-    for name in pipelines:
-        rates = [r[name][0] for r in per_round]
-        per_second = float(np.median(rates))
-        tflops = per_second * result.training_flops_per_image / 1e12
-        result.pipelines[name] = {
-            "images_per_second": per_second, "ms_per_step": 1e3 * batch_size / per_second, "tflops": tflops,
-            "fraction_of_ceiling": tflops / ceiling, "schedule_minutes": PAPER_STEPS * PAPER_BATCH / per_second / 60,
-            "last_loss": per_round[-1][name][1], "rounds_images_per_second": rates,
-            "spread": spread(rates)}
-    if profile_steps and "device" in steppers:
-        result.profile = profile_table(*steppers["device"], profile_steps, device)
+    per_round = time_interleaved(timed, s.pipelines, s.rounds)
+    for name in s.pipelines:
+        result.pipelines[name] = _pipeline_figures([r[name] for r in per_round], result)
+    if s.profile_steps and "device" in steppers:
+        result.profile = profile_table(*steppers["device"], s.profile_steps, s.device)
     steppers.clear()
     if len(result.pipelines) == 2:
         ratios = [r["device"][0] / r["dataloader"][0] for r in per_round]
@@ -415,6 +390,77 @@ def run_benchmark(model: str | None = None, data: str | None = None, steps: int 
         result.ratio_spread = spread(ratios)
         result.ranking = rank_pipelines(ratios)
     return result
+
+
+def _describe_run(s: _Settings, net: AllConvResNet) -> BenchResult:
+    """The facts of the run (``net``: the network the pipelines train), before anything is timed (the matmul
+    ceiling is measured here)."""
+    shape, aug = DATA_SHAPES[s.data], AUGMENTATION[s.data]
+    notes = []
+    use_compile = s.compile and s.on_gpu
+    if s.compile and not s.on_gpu:
+        notes.append("--compile ignored on CPU: the fast path (torch.compile, CUDA graphs) is for CUDA only")
+    forward = flops_per_image(net, shape)
+    desc = (f"{s.model} AllConvResNet: widths {'-'.join(map(str, net.widths))}, {net.blocks_per_stage[0]} blocks "
+            f"per stage, {count_parameters(net):,} trainable parameters")
+    dtype = s.precision.autocast or torch.float32
+    reps = 50 if s.on_gpu else 5
+    ceiling = matmul_ceiling(s.device, dtype, s.ceiling_size, reps)
+    size = s.ceiling_size
+    return BenchResult(
+        device=str(s.device), device_name=_device_name(s.device), torch_version=torch.__version__,
+        precision=s.precision.description, channels_last=devices.use_channels_last(s.facts, s.precision),
+        compile=f"torch.compile mode={s.compile_mode}" if use_compile else "off", model=s.model,
+        model_description=desc, trainable_parameters=count_parameters(net), data=s.data, input_shape=shape,
+        images_held=s.images, pad=aug["pad"], flip=aug["flip"], batch_size=s.batch_size, warmup=s.warmup,
+        steps=s.steps, rounds=s.rounds, forward_flops_per_image=forward, training_flops_per_image=3 * forward,
+        ceiling_tflops=ceiling, ceiling_description=(f"{str(dtype).removeprefix('torch.')} matmul, measured: "
+                                                     f"{size}x{size} by {size}x{size}, best of 3 rounds of {reps}"),
+        notes=notes)
+
+
+def _pipeline(name: str, s: _Settings, raw: np.ndarray, labels: np.ndarray, resident: DeviceData,
+              channels_last: bool):
+    """``(step, batches)`` of one pipeline, warmed up: a fresh network with the run's seed, its optimiser and
+    training step, and an endless stream of its batches on the device."""
+    aug = AUGMENTATION[s.data]
+    net = build_model(s.model, s.data, s.seed).to(s.device)
+    if channels_last:
+        net = net.to(memory_format=torch.channels_last)
+    optimizer = make_optimizer(net, s.device)
+    runnable = torch.compile(net, mode=s.compile_mode) if s.compile and s.on_gpu else net
+    step = make_train_step(runnable, optimizer, s.device, False, channels_last, s.precision)
+    if name == "device":
+        batch_gen = torch.Generator(device=s.device).manual_seed(s.seed)
+
+        def epochs():
+            while True:
+                yield from resident.batches(s.batch_size, batch_gen, augment=True, **aug)
+    else:
+        dataset = PerImageAugmentedDataset(raw, labels, resident.mean, resident.std, **aug)
+        loader = torch.utils.data.DataLoader(
+            dataset, batch_size=s.batch_size, shuffle=True, drop_last=True, num_workers=s.workers,
+            pin_memory=s.on_gpu, persistent_workers=s.workers > 0, generator=torch.Generator().manual_seed(s.seed))
+
+        def epochs():
+            while True:
+                for x, y in loader:
+                    yield x.to(s.device, non_blocking=True), y.to(s.device, non_blocking=True)
+    batches = epochs()
+    for _ in range(s.warmup):
+        step(*next(batches))
+    return step, batches
+
+
+def _pipeline_figures(rounds: list[tuple[float, float]], result: BenchResult) -> dict:
+    """One pipeline's figures from its ``(images/s, last loss)`` in every round (medians over the rounds)."""
+    rates = [rate for rate, _ in rounds]
+    per_second = float(np.median(rates))
+    tflops = per_second * result.training_flops_per_image / 1e12
+    return {"images_per_second": per_second, "ms_per_step": 1e3 * result.batch_size / per_second, "tflops": tflops,
+            "fraction_of_ceiling": tflops / result.ceiling_tflops,
+            "schedule_minutes": PAPER_STEPS * PAPER_BATCH / per_second / 60, "last_loss": rounds[-1][1],
+            "rounds_images_per_second": rates, "spread": spread(rates)}
 
 
 def time_interleaved(timed, names, rounds: int) -> list[dict]:
@@ -464,7 +510,7 @@ def format_report(result: BenchResult) -> str:
     r = result
     c, h, w = r.input_shape
     lines = [
-        "resnet_theory.bench: training throughput, device-resident data vs DataLoader",
+        "resnet_theory.engine.bench: training throughput, device-resident data vs DataLoader",
         f"device: {r.device} ({r.device_name}) | torch {r.torch_version} | precision {r.precision} | "
         f"channels_last {'on' if r.channels_last else 'off'} | compile {r.compile}",
         f"model: {r.model_description}",
@@ -496,7 +542,7 @@ def format_report(result: BenchResult) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = validate.OneLineParser(prog="python -m resnet_theory.bench", description=__doc__.split("\n\n")[0])
+    parser = validate.OneLineParser(prog="python -m resnet_theory.engine.bench", description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", choices=["small", "full"], help="default: full on CUDA, small on CPU")
     parser.add_argument("--data", choices=sorted(DATA_SHAPES), help="shape of the synthetic images "
                         "(default: cifar for the full model, digits for the small one)")
