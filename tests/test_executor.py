@@ -295,6 +295,57 @@ def test_module_closure_is_found_statically(cached_book):
     real = ModuleIndex(ROOT).closure(
         ["from resnet_theory.ledger import Ledger"])
     assert "resnet_theory.ledger" in real and "resnet_theory.train" not in real
+    # The ledger reads the TOC and the execution records of the book package, not its executor: editing how
+    # chapters are executed or reported does not execute every chapter again.
+    assert {"resnet_theory.book", "resnet_theory.book.toc", "resnet_theory.book.cache"} <= set(real)
+    assert not {"resnet_theory.book.execute", "resnet_theory.book.build", "resnet_theory.book.report"} & set(real)
+
+
+def test_module_closure_follows_imports_into_subpackages(cached_book, tmp_path):
+    """``from tinylib.engine import train`` (as chapters import ``resnet_theory.engine``) depends on the
+    subpackage's ``__init__``, the module, and what it imports from the package above (``from .. import
+    validate``); editing a module of the subpackage executes exactly the chapters that import it."""
+    root, log = cached_book
+    lib = root / "lib" / "tinylib"
+    _write(lib / "validate.py", "def positive(n):\n    return n > 0\n")
+    _write(lib / "engine" / "__init__.py", '"""A subpackage, as resnet_theory.engine."""\n')
+    _write(lib / "engine" / "train.py", "from .. import validate\n\nSTEPS = 3 if validate.positive(3) else 0\n")
+    _write(lib / "engine" / "bench.py", "from .train import STEPS\n\nROUNDS = 5\n")
+    _write(lib / "engine" / "timing.py", "SECONDS = 1\n")
+    index = ModuleIndex(root, tracked=())
+    assert sorted(index.closure(["from tinylib.engine import train"])) == [
+        "tinylib", "tinylib.engine", "tinylib.engine.train", "tinylib.validate"]
+    assert sorted(index.closure(["import tinylib.engine.bench as b"])) == [
+        "tinylib", "tinylib.engine", "tinylib.engine.bench", "tinylib.engine.train", "tinylib.validate"]
+    assert sorted(index.closure(["from tinylib.engine.timing import SECONDS"])) == [
+        "tinylib", "tinylib.engine", "tinylib.engine.timing"]
+
+    def logging_cell(name: str) -> str:
+        return f"with open({str(log)!r}, 'a') as f:\n    f.write({name!r} + '\\n')"
+
+    for name, code in (("uses_train", "from tinylib.engine import train\nprint('steps', train.STEPS)"),
+                       ("uses_timing", "from tinylib.engine.timing import SECONDS\nprint('seconds', SECONDS)")):
+        (root / "book" / f"{name}.md").write_text(
+            chapter(name, 'profile = "quick"\nseed = 0', logging_cell(name), code))
+        with open(root / "_toc.yml", "a") as f:
+            f.write(f"  - file: book/{name}\n")
+    build = tmp_path / "build"
+    assert _execute(root, build)[0] == ["plain", "uses_alpha", "uses_beta", "uses_timing", "uses_train"]
+    # a module of the subpackage: the chapter that imports it, no other
+    (lib / "engine" / "train.py").write_text("from .. import validate\n\nSTEPS = 30 if validate.positive(3) else 0\n")
+    ran, pages = _execute(root, build)
+    assert ran == ["uses_train"] and pages["book/uses_train"]["reason"] == "modules changed: tinylib.engine.train"
+    assert "steps 30" in outputs(build / "executed" / "book" / "uses_train.ipynb")
+    # the package above, reached through ``from .. import validate``
+    (lib / "validate.py").write_text("def positive(n):\n    return n >= 1\n")
+    ran, pages = _execute(root, build)
+    assert ran == ["uses_train"] and pages["book/uses_train"]["reason"] == "modules changed: tinylib.validate"
+    (lib / "engine" / "timing.py").write_text("SECONDS = 12\n")
+    assert _execute(root, build)[0] == ["uses_timing"]
+    assert "seconds 12" in outputs(build / "executed" / "book" / "uses_timing.ipynb")
+    # the subpackage's __init__ runs for both
+    (lib / "engine" / "__init__.py").write_text('"""A subpackage, edited."""\n')
+    assert _execute(root, build)[0] == ["uses_timing", "uses_train"]
 
 
 def test_pages_that_gather_results_always_execute_and_status_says_what_was_reused(cached_book, tmp_path):
