@@ -348,6 +348,45 @@ def test_module_closure_follows_imports_into_subpackages(cached_book, tmp_path):
     assert _execute(root, build)[0] == ["uses_timing", "uses_train"]
 
 
+def test_the_claims_of_a_chapter_removed_from_the_toc_are_moved_aside(cached_book, tmp_path, capsys):
+    """A chapter taken out of ``_toc.yml`` leaves its claims in the build, which the ledger refuses (they are
+    not the book's): ``execute`` moves them to ``<build>/removed``, saying so, and leaves every other file."""
+    from resnet_theory.ledger import CLAIMS_FILE_ENV, ClaimsFileError, verify_claims_files
+
+    root, _ = cached_book
+    for name in ("keeps", "retires"):
+        (root / "book" / f"{name}.md").write_text(chapter(
+            name, 'profile = "quick"\nseed = 0',
+            f"import os\nwith open(os.environ[{CLAIMS_FILE_ENV!r}], 'w') as f:\n    f.write('{name}')"))
+        with open(root / "_toc.yml", "a") as f:
+            f.write(f"  - file: book/{name}\n")
+    build = tmp_path / "build"
+    executed = build / "executed"
+    _execute(root, build)
+    keeps, retires = executed / "book" / "keeps.claims.json", executed / "book" / "retires.claims.json"
+    partial = executed / "book" / ".retires.partial-1.claims.json"  # a temporary of a live process (pid 1)
+    partial.write_text("partial")
+    toc = root / "_toc.yml"
+    toc.write_text(toc.read_text().replace("  - file: book/retires\n", ""))
+    with pytest.raises(ClaimsFileError, match="book/retires, which is not a chapter in"):
+        verify_claims_files(executed, [keeps, retires], root)
+    capsys.readouterr()
+
+    _execute(root, build, "--only", "book/plain")
+    moved = build / "removed" / "book" / "retires.claims.json"
+    assert not retires.exists() and moved.read_text() == "retires"
+    assert f"[book] book/retires is no longer in _toc.yml: its claims file moved from {retires} to {moved}" \
+        in capsys.readouterr().out
+    assert keeps.read_text() == "keeps" and partial.read_text() == "partial"
+    verify_claims_files(executed, [keeps], root)  # what is left is the book's
+    # A chapter that comes back is executed again: its claims are no longer the ones its record describes.
+    with open(toc, "a") as f:
+        f.write("  - file: book/retires\n")
+    pages = _execute(root, build)[1]
+    assert pages["book/retires"]["run"] == "executed" and retires.read_text() == "retires"
+    assert pages["book/retires"]["reason"] == "cached outputs were changed or removed since they were recorded"
+
+
 def test_pages_that_gather_results_always_execute_and_status_says_what_was_reused(cached_book, tmp_path):
     root, log = cached_book
     summary = chapter("Summary", 'profile = "quick"\nseed = 0', textwrap.indent(

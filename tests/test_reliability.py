@@ -511,14 +511,20 @@ def test_a_hand_edited_claims_file_is_refused_naming_it(ledger_copy, capsys):
         assert f"{claims}: not the file that executing book/alpha wrote" in err, err
 
 
-def test_the_claims_of_a_chapter_no_longer_in_the_toc_are_refused(ledger_copy, capsys):
+def test_the_claims_of_a_chapter_no_longer_in_the_toc_are_refused_or_moved_aside(ledger_copy, capsys):
+    """Rendering the ledger page alone (``run``) refuses the claims of a chapter that is no longer in the book;
+    ``execute`` first moves them aside, to ``<build>/removed``, and the ledger then publishes without them."""
     root, build, claims = ledger_copy
     toc = root / "_toc.yml"
     toc.write_text(toc.read_text().replace("  - file: book/alpha\n", ""))
-    errors = _publishes(root, build, capsys)
-    assert len(errors) == 2, "published the claims of a chapter that is no longer in the book"
-    for err in errors:
-        assert f"{claims}: claims of book/alpha, which is not a chapter in" in err, err
+    execute, run = _ledger_commands(root, build)
+    assert executor.main(run) != 0, "published the claims of a chapter that is no longer in the book"
+    err = capsys.readouterr().err
+    assert f"{claims}: claims of book/alpha, which is not a chapter in" in err, err
+    assert executor.main(execute) == 0, capsys.readouterr().err
+    assert not claims.exists() and (build / "removed" / "book" / "alpha.claims.json").is_file()
+    assert "book/alpha is no longer in _toc.yml: its claims file moved" in capsys.readouterr().out
+    assert "hardt-ma/x" not in (build / "executed" / "book" / "ledger.ipynb").read_text()
 
 
 def _record(build: Path, entry: str, claims: Path) -> None:

@@ -4,7 +4,8 @@
 (reused from the cache or executed: :func:`reuse_or_execute`), writes ``_build/executed/report.json``, and
 builds HTML from the executed notebooks (:mod:`resnet_theory.book.html_build`). Pages without code cells are
 converted, not executed. ``book/ledger.md`` and ``book/status.md`` come last in the TOC, so they see every
-chapter's claims and times.
+chapter's claims and times. The claims file of a chapter that is no longer in the TOC is moved aside, to
+``_build/removed/``, so the ledger does not refuse it.
 
 **The run's own outcome on the status page.** While the run goes on, the report's ``state`` is ``running``
 and its ``attempt`` lists the pages ``finished`` so far, so a page rendered mid-run (the status page) can
@@ -17,6 +18,7 @@ status page no longer names them as not yet executed).
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from dataclasses import dataclass
@@ -104,6 +106,7 @@ def execute_book(root: Path, build_dir: Path, profile: str, overrides: list[tupl
     executed = build_dir / "executed"
     executed.mkdir(parents=True, exist_ok=True)
     remove_stale_partials(executed)
+    set_aside_removed_claims(build_dir, all_entries)
     run = _BookRun(root, build_dir, profile, environment(), all_entries, _attempt("execute", plans, profile, force))
     modules = ModuleIndex(root)
     results: list[ChapterResult] = []
@@ -209,6 +212,29 @@ def _build_html(root: Path, build_dir: Path) -> int:
     else:
         print(f"[book] the HTML build failed (exit {code}); see the warnings above", file=sys.stderr)
     return code
+
+
+def set_aside_removed_claims(build_dir: Path, entries: list[str]) -> list[Path]:
+    """Move the claims file of every chapter that is no longer in the TOC (a removed or renamed chapter) from
+    ``<build>/executed`` to ``<build>/removed``, saying so; return where they went.
+
+    The ledger refuses the claims of a chapter that is not in the book; moved aside, the file is kept for a
+    look (a chapter that comes back is executed again: its execution record no longer matches)."""
+    executed = build_dir / "executed"
+    moved = []
+    for path in sorted(executed.rglob("*.claims.json")):
+        if path.name.startswith("."):  # a chapter's temporaries (see remove_stale_partials), not its claims
+            continue
+        entry = path.relative_to(executed).as_posix()[:-len(".claims.json")]
+        if entry in entries:
+            continue
+        target = build_dir / "removed" / path.relative_to(executed)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(path, target)
+        print(f"[book] {entry} is no longer in _toc.yml: its claims file moved from {path} to {target}",
+              flush=True)
+        moved.append(target)
+    return moved
 
 
 def run_chapter(root: Path, chapter: str, profile: str, overrides: list[tuple[str, str]], output: Path | None,
