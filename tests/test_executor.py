@@ -169,6 +169,11 @@ def _write(path: Path, text: str) -> None:
     path.write_text(textwrap.dedent(text))
 
 
+def logging_cell(log: Path, name: str) -> str:
+    """A code cell that appends the chapter's name to ``log`` each time it is executed."""
+    return f"with open({str(log)!r}, 'a') as f:\n    f.write({name!r} + '\\n')"
+
+
 @pytest.fixture
 def cached_book(tmp_path, monkeypatch):
     """A book whose chapters import a throwaway library, each logging every execution to a file."""
@@ -183,16 +188,13 @@ def cached_book(tmp_path, monkeypatch):
     (root / "requirements.lock").parent.mkdir(parents=True, exist_ok=True)
     (root / "requirements.lock").write_text("numpy==1\n")
 
-    def logging_cell(name: str) -> str:
-        return f"with open({str(log)!r}, 'a') as f:\n    f.write({name!r} + '\\n')"
-
     make_book(root, {
         "intro": "# Intro\n\nNo code here.\n",
-        "uses_alpha": chapter("Alpha", 'profile = "quick"\nseed = 0', logging_cell("uses_alpha"),
+        "uses_alpha": chapter("Alpha", 'profile = "quick"\nseed = 0', logging_cell(log, "uses_alpha"),
                               "from tinylib import alpha\nprint('A is', alpha.A)"),
-        "uses_beta": chapter("Beta", 'profile = "quick"\nseed = 0\nn = 1', logging_cell("uses_beta"),
+        "uses_beta": chapter("Beta", 'profile = "quick"\nseed = 0\nn = 1', logging_cell(log, "uses_beta"),
                              "import tinylib.beta as b\nprint('B times n is', b.B * n)"),
-        "plain": chapter("Plain", 'profile = "quick"\nseed = 0', logging_cell("plain"), "print('plain')"),
+        "plain": chapter("Plain", 'profile = "quick"\nseed = 0', logging_cell(log, "plain"), "print('plain')"),
     })
     monkeypatch.syspath_prepend(str(root / "lib"))
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(root / "lib"),
@@ -320,13 +322,10 @@ def test_module_closure_follows_imports_into_subpackages(cached_book, tmp_path):
     assert sorted(index.closure(["from tinylib.engine.timing import SECONDS"])) == [
         "tinylib", "tinylib.engine", "tinylib.engine.timing"]
 
-    def logging_cell(name: str) -> str:
-        return f"with open({str(log)!r}, 'a') as f:\n    f.write({name!r} + '\\n')"
-
     for name, code in (("uses_train", "from tinylib.engine import train\nprint('steps', train.STEPS)"),
                        ("uses_timing", "from tinylib.engine.timing import SECONDS\nprint('seconds', SECONDS)")):
         (root / "book" / f"{name}.md").write_text(
-            chapter(name, 'profile = "quick"\nseed = 0', logging_cell(name), code))
+            chapter(name, 'profile = "quick"\nseed = 0', logging_cell(log, name), code))
         with open(root / "_toc.yml", "a") as f:
             f.write(f"  - file: book/{name}\n")
     build = tmp_path / "build"
