@@ -42,7 +42,7 @@ kernel: install
 
 # The book as one PDF (every page printed by headless Chromium, tables and math kept): _build/pdf/.
 pdf: book
-	$(PY) -m resnet_theory.pdf
+	$(PY) -m resnet_theory.book.pdf
 
 # The book at other seeds (each in _build/seed-N), then every verdict and claim id compared with _build.
 SEEDS   ?= 1 2
@@ -51,7 +51,7 @@ verdicts-across-seeds: book
 	  $(PY) -m resnet_theory.book execute --no-html --profile $(PROFILE) -p seed $$s \
 	    --build-dir _build/seed-$$s $(ARGS) || exit 1; \
 	done
-	$(PY) -m resnet_theory.verdict_diff _build $(foreach s,$(SEEDS),_build/seed-$(s))
+	$(PY) -m resnet_theory.book.verdict_diff _build $(foreach s,$(SEEDS),_build/seed-$(s))
 
 test: install
 	$(PY) -m pytest $(PYTEST_ARGS)

@@ -9,8 +9,8 @@ import re
 
 import pytest
 
-from resnet_theory.book import toc_files
-from resnet_theory.browser import book_pages, check_page, find_chromium, html_problems, serve
+from resnet_theory.book.browser import book_pages, check_page, find_chromium, html_problems, serve
+from resnet_theory.book.toc import toc_files
 from resnet_theory.ledger import VERDICTS, claim_defects, load_claims
 
 from conftest import ROOT
@@ -144,8 +144,8 @@ def test_the_pdf_keeps_every_page_every_table_and_the_typeset_math(built_book, t
     document has the book's title and one bookmark per page."""
     from pypdf import PdfReader
 
-    from resnet_theory.book import toc_files
-    from resnet_theory.pdf import TITLE, build_pdf
+    from resnet_theory.book.pdf import TITLE, build_pdf
+    from resnet_theory.book.toc import toc_files
 
     chromium = chromium_or_skip()
     entries = toc_files(ROOT)

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import yaml
 
-from resnet_theory.book import defined_parameters, toc_files
+from resnet_theory.book.parameters import defined_parameters
+from resnet_theory.book.toc import toc_files
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -112,7 +113,7 @@ def test_config_builds_from_executed_notebooks_and_excludes_non_book_folders():
     assert config["execute"]["execute_notebooks"] == "off"
     excluded = set(config["sphinx"]["config"]["exclude_patterns"])
     assert {"_build", ".venv", "lib", "tests", ".pytest_cache"} <= excluded
-    assert "resnet_theory.offline_mathjax" in config["sphinx"]["extra_extensions"]
+    assert "resnet_theory.book.offline_mathjax" in config["sphinx"]["extra_extensions"]
 
 
 def test_readme_starts_with_the_two_commands_and_ci_calls_make_test():

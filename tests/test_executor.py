@@ -10,8 +10,16 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from resnet_theory import book
-from resnet_theory.status import status_html
+from resnet_theory.book.cache import cache_components, cache_key, cache_record_path
+from resnet_theory.book.cli import main
+from resnet_theory.book.environment import environment
+from resnet_theory.book.execute import kernel_manager_class, partial_paths, remove_stale_partials
+from resnet_theory.book.files import file_sha, write_atomic
+from resnet_theory.book.imports import ModuleIndex
+from resnet_theory.book.plan import plan_chapters, select_entries
+from resnet_theory.book.report import ChapterResult, write_report
+from resnet_theory.book.status import status_html
+from resnet_theory.book.toc import BookError, toc_files
 from conftest import MYST_HEADER, ROOT
 
 HEADER = MYST_HEADER
@@ -53,7 +61,7 @@ def outputs(nb_path: Path) -> str:
 
 def test_failing_chapter_is_named_with_its_cell_and_others_still_run(small_book, tmp_path, capsys):
     build = tmp_path / "build"
-    code = book.main(["execute", "--root", str(small_book), "--build-dir", str(build), "--no-html"])
+    code = main(["execute", "--root", str(small_book), "--build-dir", str(build), "--no-html"])
     assert code == 1
     captured = capsys.readouterr()
     err = captured.err
@@ -84,7 +92,7 @@ def test_failing_chapter_is_named_with_its_cell_and_others_still_run(small_book,
 
 def test_parameters_reach_the_notebook(small_book, tmp_path):
     out = tmp_path / "good.ipynb"
-    code = book.main(["run", str(small_book / "book" / "good.md"), "--root", str(small_book), "-p", "n", "21",
+    code = main(["run", str(small_book / "book" / "good.md"), "--root", str(small_book), "-p", "n", "21",
                       "-o", str(out), "--build-dir", str(tmp_path / "b")])
     assert code == 0
     assert "n times two = 42" in outputs(out)
@@ -95,7 +103,7 @@ def test_parameters_reach_the_notebook(small_book, tmp_path):
     assert "remove-cell" not in injected[0].metadata["tags"]
     # ... while a run with the defaults hides the cell that only restates them.
     default_out = tmp_path / "default.ipynb"
-    assert book.main(["run", str(small_book / "book" / "good.md"), "--root", str(small_book), "-o", str(default_out),
+    assert main(["run", str(small_book / "book" / "good.md"), "--root", str(small_book), "-o", str(default_out),
                       "--build-dir", str(tmp_path / "b")]) == 0
     nb = nbformat.read(default_out, as_version=4)
     injected = [c for c in nb.cells if "injected-parameters" in c.metadata.get("tags", [])]
@@ -103,7 +111,7 @@ def test_parameters_reach_the_notebook(small_book, tmp_path):
 
 
 def test_scoped_parameter_and_profile_reach_only_their_chapter(small_book, tmp_path):
-    plans = book.plan_chapters(small_book, ["book/good", "book/after"], "full", [("good:n", "3")])
+    plans = plan_chapters(small_book, ["book/good", "book/after"], "full", [("good:n", "3")])
     assert plans[0].parameters == {"profile": "full", "n": 3}
     assert plans[1].parameters == {"profile": "full"}
 
@@ -119,7 +127,7 @@ def test_scoped_parameter_and_profile_reach_only_their_chapter(small_book, tmp_p
 def test_bad_requests_fail_before_anything_runs(small_book, tmp_path, capsys, monkeypatch, argv, message):
     monkeypatch.chdir(small_book)
     build = tmp_path / "build"
-    code = book.main(argv + ["--build-dir", str(build)])
+    code = main(argv + ["--build-dir", str(build)])
     assert code == 2
     assert message in capsys.readouterr().err
     assert not (build / "executed").exists()
@@ -127,7 +135,7 @@ def test_bad_requests_fail_before_anything_runs(small_book, tmp_path, capsys, mo
 
 def test_chapter_without_required_parameters_is_rejected(tmp_path, capsys):
     root = make_book(tmp_path / "src", {"intro": "# Intro\n", "noseed": chapter("No seed", 'profile = "quick"', "1")})
-    code = book.main(["execute", "--root", str(root), "--build-dir", str(tmp_path / "b"), "--no-html"])
+    code = main(["execute", "--root", str(root), "--build-dir", str(tmp_path / "b"), "--no-html"])
     assert code == 2
     assert "missing seed" in capsys.readouterr().err
 
@@ -137,7 +145,7 @@ def test_figures_survive_an_agg_backend_in_the_environment(tmp_path, monkeypatch
     root = make_book(tmp_path / "src", {"intro": "# Intro\n", "plot": chapter(
         "Plot", 'profile = "quick"\nseed = 0', "import matplotlib.pyplot as plt\nplt.plot([0, 1], [1, 0])\nplt.show()")})
     out = tmp_path / "plot.ipynb"
-    assert book.main(["run", str(root / "book" / "plot.md"), "--root", str(root), "-o", str(out),
+    assert main(["run", str(root / "book" / "plot.md"), "--root", str(root), "-o", str(out),
                       "--build-dir", str(tmp_path / "b")]) == 0
     nb = nbformat.read(out, as_version=4)
     assert any("image/png" in o.get("data", {}) for c in nb.cells if c.cell_type == "code" for o in c.outputs)
@@ -147,18 +155,23 @@ def test_html_is_built_from_executed_notebooks_with_warnings_as_errors(small_boo
     (small_book / "book" / "bad.md").unlink()
     (small_book / "_toc.yml").write_text("format: jb-book\nroot: book/intro\nchapters:\n  - file: book/good\n")
     build = tmp_path / "build"
-    assert book.main(["execute", "--root", str(small_book), "--build-dir", str(build)]) == 0
+    assert main(["execute", "--root", str(small_book), "--build-dir", str(build)]) == 0
     page = (build / "html" / "book" / "good.html").read_text()
     assert "n times two = 2" in page
     # A reference to a missing target is a warning; -W turns it into a failed build.
     (small_book / "book" / "intro.md").write_text("# Intro\n\nSee {ref}`no-such-label`.\n")
-    assert book.main(["execute", "--root", str(small_book), "--build-dir", str(build)]) == 1
+    assert main(["execute", "--root", str(small_book), "--build-dir", str(build)]) == 1
 
 
 # --- the execution cache ------------------------------------------------------------------------------
 def _write(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(textwrap.dedent(text))
+
+
+def logging_cell(log: Path, name: str) -> str:
+    """A code cell that appends the chapter's name to ``log`` each time it is executed."""
+    return f"with open({str(log)!r}, 'a') as f:\n    f.write({name!r} + '\\n')"
 
 
 @pytest.fixture
@@ -175,16 +188,13 @@ def cached_book(tmp_path, monkeypatch):
     (root / "requirements.lock").parent.mkdir(parents=True, exist_ok=True)
     (root / "requirements.lock").write_text("numpy==1\n")
 
-    def logging_cell(name: str) -> str:
-        return f"with open({str(log)!r}, 'a') as f:\n    f.write({name!r} + '\\n')"
-
     make_book(root, {
         "intro": "# Intro\n\nNo code here.\n",
-        "uses_alpha": chapter("Alpha", 'profile = "quick"\nseed = 0', logging_cell("uses_alpha"),
+        "uses_alpha": chapter("Alpha", 'profile = "quick"\nseed = 0', logging_cell(log, "uses_alpha"),
                               "from tinylib import alpha\nprint('A is', alpha.A)"),
-        "uses_beta": chapter("Beta", 'profile = "quick"\nseed = 0\nn = 1', logging_cell("uses_beta"),
+        "uses_beta": chapter("Beta", 'profile = "quick"\nseed = 0\nn = 1', logging_cell(log, "uses_beta"),
                              "import tinylib.beta as b\nprint('B times n is', b.B * n)"),
-        "plain": chapter("Plain", 'profile = "quick"\nseed = 0', logging_cell("plain"), "print('plain')"),
+        "plain": chapter("Plain", 'profile = "quick"\nseed = 0', logging_cell(log, "plain"), "print('plain')"),
     })
     monkeypatch.syspath_prepend(str(root / "lib"))
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(root / "lib"),
@@ -196,7 +206,7 @@ def _execute(root: Path, build: Path, *extra: str) -> tuple[list[str], dict]:
     """Run ``execute`` and return (chapters executed according to the log, the report's pages by name)."""
     log = root.parent / "executions.log"
     before = log.read_text().splitlines() if log.exists() else []
-    assert book.main(["execute", "--root", str(root), "--build-dir", str(build), "--no-html", *extra]) == 0
+    assert main(["execute", "--root", str(root), "--build-dir", str(build), "--no-html", *extra]) == 0
     after = log.read_text().splitlines()
     report = json.loads((build / "executed" / "report.json").read_text())
     return sorted(after[len(before):]), {c["chapter"]: c for c in report["chapters"]}
@@ -256,9 +266,9 @@ def test_cache_reruns_exactly_what_changed(cached_book, tmp_path):
     assert _execute(root, build, "-p", "uses_beta:n", "5")[0] == []
     assert _execute(root, build)[0] == ["uses_beta"]
     # The profile is a parameter of every chapter's key.
-    quick, full = (book.plan_chapters(root, ["book/plain"], p, [])[0] for p in ("quick", "full"))
-    assert (book.cache_key(book.cache_components(root, quick.notebook, quick.parameters, "cpu"))
-            != book.cache_key(book.cache_components(root, full.notebook, full.parameters, "cpu")))
+    quick, full = (plan_chapters(root, ["book/plain"], p, [])[0] for p in ("quick", "full"))
+    assert (cache_key(cache_components(root, quick.notebook, quick.parameters, "cpu"))
+            != cache_key(cache_components(root, full.notebook, full.parameters, "cpu")))
 
     # The pinned environment: every chapter. --force: every chapter.
     (root / "requirements.lock").write_text("numpy==2\n")
@@ -276,24 +286,111 @@ def test_cache_reruns_exactly_what_changed(cached_book, tmp_path):
 
 def test_module_closure_is_found_statically(cached_book):
     root, _ = cached_book
-    index = book.ModuleIndex(root, tracked=())
+    index = ModuleIndex(root, tracked=())
     found = index.closure(["from tinylib import alpha, missing_name\nimport numpy\n"])
     assert sorted(found) == ["tinylib", "tinylib.alpha", "tinylib.gamma"]
     assert sorted(index.closure(["def f():\n    import tinylib.beta\n"])) == ["tinylib", "tinylib.beta"]
     # A cell that does not parse depends on every tracked module.
-    unparsable = book.ModuleIndex(root, tracked=("tinylib",)).closure(["this is not python("])
+    unparsable = ModuleIndex(root, tracked=("tinylib",)).closure(["this is not python("])
     assert {"tinylib.alpha", "tinylib.beta", "tinylib.gamma", "tinylib.unused"} <= set(unparsable)
     # The real book: the ledger module and its own imports, not the whole library.
-    real = book.ModuleIndex(Path(book.__file__).parents[2]).closure(
+    real = ModuleIndex(ROOT).closure(
         ["from resnet_theory.ledger import Ledger"])
     assert "resnet_theory.ledger" in real and "resnet_theory.engine.train" not in real
     # A module of a subpackage brings the subpackage's __init__ and what the module imports, relative imports
     # included (engine/train.py: "from . import data", "from .. import validate").
-    engine = book.ModuleIndex(ROOT).closure(["from resnet_theory.engine import train as engine"])
+    engine = ModuleIndex(ROOT).closure(["from resnet_theory.engine import train as engine"])
     assert {"resnet_theory", "resnet_theory.engine", "resnet_theory.engine.train", "resnet_theory.engine.data",
             "resnet_theory.engine.allconv", "resnet_theory.engine.devices", "resnet_theory.engine.interval",
             "resnet_theory.validate"} <= set(engine)
     assert engine["resnet_theory.engine.train"].name == "train.py" and "resnet_theory.engine.bench" not in engine
+        # The ledger reads the TOC and the execution records of the book package, not its executor: editing how
+    # chapters are executed or reported does not execute every chapter again.
+    assert {"resnet_theory.book", "resnet_theory.book.toc", "resnet_theory.book.cache"} <= set(real)
+    assert not {"resnet_theory.book.execute", "resnet_theory.book.build", "resnet_theory.book.report"} & set(real)
+
+
+def test_module_closure_follows_imports_into_subpackages(cached_book, tmp_path):
+    """``from tinylib.engine import train`` (as chapters import ``resnet_theory.engine``) depends on the
+    subpackage's ``__init__``, the module, and what it imports from the package above (``from .. import
+    validate``); editing a module of the subpackage executes exactly the chapters that import it."""
+    root, log = cached_book
+    lib = root / "lib" / "tinylib"
+    _write(lib / "validate.py", "def positive(n):\n    return n > 0\n")
+    _write(lib / "engine" / "__init__.py", '"""A subpackage, as resnet_theory.engine."""\n')
+    _write(lib / "engine" / "train.py", "from .. import validate\n\nSTEPS = 3 if validate.positive(3) else 0\n")
+    _write(lib / "engine" / "bench.py", "from .train import STEPS\n\nROUNDS = 5\n")
+    _write(lib / "engine" / "timing.py", "SECONDS = 1\n")
+    index = ModuleIndex(root, tracked=())
+    assert sorted(index.closure(["from tinylib.engine import train"])) == [
+        "tinylib", "tinylib.engine", "tinylib.engine.train", "tinylib.validate"]
+    assert sorted(index.closure(["import tinylib.engine.bench as b"])) == [
+        "tinylib", "tinylib.engine", "tinylib.engine.bench", "tinylib.engine.train", "tinylib.validate"]
+    assert sorted(index.closure(["from tinylib.engine.timing import SECONDS"])) == [
+        "tinylib", "tinylib.engine", "tinylib.engine.timing"]
+
+    for name, code in (("uses_train", "from tinylib.engine import train\nprint('steps', train.STEPS)"),
+                       ("uses_timing", "from tinylib.engine.timing import SECONDS\nprint('seconds', SECONDS)")):
+        (root / "book" / f"{name}.md").write_text(
+            chapter(name, 'profile = "quick"\nseed = 0', logging_cell(log, name), code))
+        with open(root / "_toc.yml", "a") as f:
+            f.write(f"  - file: book/{name}\n")
+    build = tmp_path / "build"
+    assert _execute(root, build)[0] == ["plain", "uses_alpha", "uses_beta", "uses_timing", "uses_train"]
+    # a module of the subpackage: the chapter that imports it, no other
+    (lib / "engine" / "train.py").write_text("from .. import validate\n\nSTEPS = 30 if validate.positive(3) else 0\n")
+    ran, pages = _execute(root, build)
+    assert ran == ["uses_train"] and pages["book/uses_train"]["reason"] == "modules changed: tinylib.engine.train"
+    assert "steps 30" in outputs(build / "executed" / "book" / "uses_train.ipynb")
+    # the package above, reached through ``from .. import validate``
+    (lib / "validate.py").write_text("def positive(n):\n    return n >= 1\n")
+    ran, pages = _execute(root, build)
+    assert ran == ["uses_train"] and pages["book/uses_train"]["reason"] == "modules changed: tinylib.validate"
+    (lib / "engine" / "timing.py").write_text("SECONDS = 12\n")
+    assert _execute(root, build)[0] == ["uses_timing"]
+    assert "seconds 12" in outputs(build / "executed" / "book" / "uses_timing.ipynb")
+    # the subpackage's __init__ runs for both
+    (lib / "engine" / "__init__.py").write_text('"""A subpackage, edited."""\n')
+    assert _execute(root, build)[0] == ["uses_timing", "uses_train"]
+
+
+def test_the_claims_of_a_chapter_removed_from_the_toc_are_moved_aside(cached_book, tmp_path, capsys):
+    """A chapter taken out of ``_toc.yml`` leaves its claims in the build, which the ledger refuses (they are
+    not the book's): ``execute`` moves them to ``<build>/removed``, saying so, and leaves every other file."""
+    from resnet_theory.ledger import CLAIMS_FILE_ENV, ClaimsFileError, verify_claims_files
+
+    root, _ = cached_book
+    for name in ("keeps", "retires"):
+        (root / "book" / f"{name}.md").write_text(chapter(
+            name, 'profile = "quick"\nseed = 0',
+            f"import os\nwith open(os.environ[{CLAIMS_FILE_ENV!r}], 'w') as f:\n    f.write('{name}')"))
+        with open(root / "_toc.yml", "a") as f:
+            f.write(f"  - file: book/{name}\n")
+    build = tmp_path / "build"
+    executed = build / "executed"
+    _execute(root, build)
+    keeps, retires = executed / "book" / "keeps.claims.json", executed / "book" / "retires.claims.json"
+    partial = executed / "book" / ".retires.partial-1.claims.json"  # a temporary of a live process (pid 1)
+    partial.write_text("partial")
+    toc = root / "_toc.yml"
+    toc.write_text(toc.read_text().replace("  - file: book/retires\n", ""))
+    with pytest.raises(ClaimsFileError, match="book/retires, which is not a chapter in"):
+        verify_claims_files(executed, [keeps, retires], root)
+    capsys.readouterr()
+
+    _execute(root, build, "--only", "book/plain")
+    moved = build / "removed" / "book" / "retires.claims.json"
+    assert not retires.exists() and moved.read_text() == "retires"
+    assert f"[book] book/retires is no longer in _toc.yml: its claims file moved from {retires} to {moved}" \
+        in capsys.readouterr().out
+    assert keeps.read_text() == "keeps" and partial.read_text() == "partial"
+    verify_claims_files(executed, [keeps], root)  # what is left is the book's
+    # A chapter that comes back is executed again: its claims are no longer the ones its record describes.
+    with open(toc, "a") as f:
+        f.write("  - file: book/retires\n")
+    pages = _execute(root, build)[1]
+    assert pages["book/retires"]["run"] == "executed" and retires.read_text() == "retires"
+    assert pages["book/retires"]["reason"] == "cached outputs were changed or removed since they were recorded"
 
 
 def test_pages_that_gather_results_always_execute_and_status_says_what_was_reused(cached_book, tmp_path):
@@ -359,7 +456,7 @@ def _record_claims(build: Path, control_holds: bool = False):
 
 def record_execution(build: Path, entry: str, claims: Path) -> None:
     """The executor's record of a chapter's execution, with the SHA-256 of the claims file it wrote."""
-    book._write_atomic(book.cache_record_path(build, entry), json.dumps({"claims_sha": book._file_sha(claims)}))
+    write_atomic(cache_record_path(build, entry), json.dumps({"claims_sha": file_sha(claims)}))
 
 
 def test_the_ledger_and_status_pages_render_without_a_kernel(tmp_path, monkeypatch):
@@ -368,16 +465,16 @@ def test_the_ledger_and_status_pages_render_without_a_kernel(tmp_path, monkeypat
 
     build = tmp_path / "build"
     ledger = _record_claims(build)
-    reused = book.ChapterResult("book/linear", "book/linear.md", "ok", 0.0, "quick", {"profile": "quick"},
+    reused = ChapterResult("book/linear", "book/linear.md", "ok", 0.0, "quick", {"profile": "quick"},
                                 "CPU: test", "x", run="reused", executed_at="2026-01-01 00:00:00 UTC")
-    book.write_report(build / "executed" / "report.json", [reused], "quick", book.environment(),
-                      order=book.toc_files(ROOT))
+    write_report(build / "executed" / "report.json", [reused], "quick", environment(),
+                      order=toc_files(ROOT))
 
     def no_kernel(*args, **kwargs):
         raise AssertionError("a kernel was started for a page that only gathers results")
 
     monkeypatch.setattr(papermill, "execute_notebook", no_kernel)
-    assert book.main(["execute", "--root", str(ROOT), "--build-dir", str(build), "--no-html",
+    assert main(["execute", "--root", str(ROOT), "--build-dir", str(build), "--no-html",
                       "--only", "book/ledger", "book/status"]) == 0
     report = json.loads((build / "executed" / "report.json").read_text())
     pages = {c["chapter"]: c for c in report["chapters"]}
@@ -422,7 +519,7 @@ def test_the_ledger_and_status_pages_render_without_a_kernel(tmp_path, monkeypat
 def test_a_claim_whose_control_holds_fails_the_ledger_page_and_the_build(tmp_path, capsys):
     build = tmp_path / "build"
     _record_claims(build, control_holds=True)
-    assert book.main(["execute", "--root", str(ROOT), "--build-dir", str(build), "--no-html",
+    assert main(["execute", "--root", str(ROOT), "--build-dir", str(build), "--no-html",
                       "--only", "book/ledger", "book/status"]) == 1
     err = capsys.readouterr().err
     assert "FAILED" in err and "LedgerDefect" in err and "hardt-ma/thm-2.1: the negative control holds" in err
@@ -451,7 +548,7 @@ def test_a_chapter_whose_control_holds_fails_and_the_ledger_page_runs_in_the_exe
     gather = gather.replace("kernelspec:", "resnet_theory:\n  execution: in-process\nkernelspec:", 1)
     root = make_book(tmp_path / "src", {"intro": "# Intro\n", "defect": defect, "ledger": gather})
     build = tmp_path / "build"
-    assert book.main(["execute", "--root", str(root), "--build-dir", str(build), "--no-html"]) == 1
+    assert main(["execute", "--root", str(root), "--build-dir", str(build), "--no-html"]) == 1
     assert "LedgerDefect" in capsys.readouterr().err
     pages = {c["chapter"]: c for c in json.loads((build / "executed" / "report.json").read_text())["chapters"]}
     assert pages["book/defect"]["status"] == "failed" and pages["book/defect"]["error"]["ename"] == "LedgerDefect"
@@ -467,7 +564,7 @@ def test_an_unknown_execution_mode_is_refused_before_anything_runs(tmp_path, cap
     page = chapter("Odd", 'profile = "quick"\nseed = 0', "1")
     page = page.replace("kernelspec:", "resnet_theory:\n  execution: sometimes\nkernelspec:", 1)
     root = make_book(tmp_path / "src", {"intro": "# Intro\n", "odd": page})
-    assert book.main(["execute", "--root", str(root), "--build-dir", str(tmp_path / "b"), "--no-html"]) == 2
+    assert main(["execute", "--root", str(root), "--build-dir", str(tmp_path / "b"), "--no-html"]) == 2
     assert "unknown execution mode 'sometimes'" in capsys.readouterr().err
 
 
@@ -503,7 +600,7 @@ def test_an_interrupted_run_keeps_the_previous_outputs_and_says_so(slow_book, tm
 
     root, marker = slow_book
     build = tmp_path / "build"
-    assert book.main(["execute", "--root", str(root), "--build-dir", str(build), "--no-html"]) == 0
+    assert main(["execute", "--root", str(root), "--build-dir", str(build), "--no-html"]) == 0
     good = _good_outputs(build)
     assert b'"seed": 0' in good[1]
     argv = ["execute", "--no-html", "-p", "seed", "5"] if command == "execute" else ["run", "book/slow.md",
@@ -537,7 +634,7 @@ def test_an_interrupted_run_keeps_the_previous_outputs_and_says_so(slow_book, tm
     assert page["outputs"].startswith("previous outputs kept (executed ")
     assert "was interrupted" in status_html(report) and "seed=5" in status_html(report)
     # The cache still knows the kept outputs: the next plain run reuses them.
-    assert book.main(["execute", "--root", str(root), "--build-dir", str(build), "--no-html"]) == 0
+    assert main(["execute", "--root", str(root), "--build-dir", str(build), "--no-html"]) == 0
     report = json.loads((build / "executed" / "report.json").read_text())
     assert {c["chapter"]: c for c in report["chapters"]}["book/slow"]["run"] == "reused"
     assert report["state"] == "complete"
@@ -546,9 +643,9 @@ def test_an_interrupted_run_keeps_the_previous_outputs_and_says_so(slow_book, tm
 def test_a_failed_run_keeps_the_previous_outputs_and_says_so(slow_book, tmp_path, capsys):
     root, _ = slow_book
     build = tmp_path / "build"
-    assert book.main(["execute", "--root", str(root), "--build-dir", str(build), "--no-html"]) == 0
+    assert main(["execute", "--root", str(root), "--build-dir", str(build), "--no-html"]) == 0
     good = _good_outputs(build)
-    assert book.main(["execute", "--root", str(root), "--build-dir", str(build), "--no-html",
+    assert main(["execute", "--root", str(root), "--build-dir", str(build), "--no-html",
                       "-p", "seed", "7"]) == 1
     assert _good_outputs(build) == good
     assert "the page shows previous outputs kept" in capsys.readouterr().err
@@ -564,7 +661,7 @@ def _status_page_book(tmp_path: Path) -> tuple[Path, Path]:
     the status page as rendered so far (what a reader would see had the run stopped there)."""
     snapshot = tmp_path / "status-mid-run.ipynb"
     status = chapter("Status", 'profile = "quick"\nseed = 0',
-                     "from resnet_theory.status import render_status\nrender_status()")
+                     "from resnet_theory.book.status import render_status\nrender_status()")
     status = status.replace("kernelspec:", "resnet_theory:\n  execution: in-process\nkernelspec:", 1)
     after = chapter("After", 'profile = "quick"\nseed = 0', textwrap.dedent(f"""\
         import os, shutil
@@ -586,7 +683,7 @@ def test_the_status_page_of_a_failed_run_says_the_run_failed(tmp_path, capsys):
     failed and which were not yet executed, and is rendered again once the run has failed."""
     root, snapshot = _status_page_book(tmp_path)
     build = tmp_path / "build"
-    assert book.main(["execute", "--root", str(root), "--build-dir", str(build), "--no-html"]) == 1
+    assert main(["execute", "--root", str(root), "--build-dir", str(build), "--no-html"]) == 1
     assert "book/status.md: ok, rendered again at the end of the run" in capsys.readouterr().out
 
     # As rendered during the run: in progress, book/bad already failed, book/after not yet finished.
@@ -612,7 +709,7 @@ def test_the_status_page_of_a_failed_run_says_the_run_failed(tmp_path, capsys):
 
     # Rendering the status page again on its own (`run book/status.md`) reports on that run: the report keeps
     # its state and attempt, and the page still says the run failed.
-    assert book.main(["run", "book/status.md", "--root", str(root), "--build-dir", str(build)]) == 0
+    assert main(["run", "book/status.md", "--root", str(root), "--build-dir", str(build)]) == 0
     again = json.loads((build / "executed" / "report.json").read_text())
     assert again["state"] == "failed" and again["attempt"] == report["attempt"]
     assert {c["chapter"]: c["status"] for c in again["chapters"]}["book/bad"] == "failed"
@@ -620,7 +717,7 @@ def test_the_status_page_of_a_failed_run_says_the_run_failed(tmp_path, capsys):
     assert "<strong>The last run failed.</strong>" in page.split("<table", 1)[0]
 
     # The same book once the chapter is fixed: the run completes, and the page says nothing about failure.
-    assert book.main(["execute", "--root", str(root), "--build-dir", str(build), "--no-html",
+    assert main(["execute", "--root", str(root), "--build-dir", str(build), "--no-html",
                       "-p", "bad:fail", "False"]) == 0
     page = _html_output(build / "executed" / "book" / "status.ipynb")
     assert "book-run-note" not in page and "failed" not in page and "<td>book/after</td>" in page
@@ -636,12 +733,12 @@ def test_an_in_process_page_that_fails_when_rendered_again_makes_the_status_page
     check = chapter("Check", 'profile = "quick"\nseed = 0',
                     f"import os\nassert not os.path.exists({str(marker)!r}), 'a later page changed this'")
     status = chapter("Status", 'profile = "quick"\nseed = 0',
-                     "from resnet_theory.status import render_status\nrender_status()")
+                     "from resnet_theory.book.status import render_status\nrender_status()")
     after = chapter("After", 'profile = "quick"\nseed = 0', f"open({str(marker)!r}, 'w').write('x')")
     root = make_book(tmp_path / "src", {"check": check.replace("kernelspec:", in_process, 1), "after": after,
                                         "status": status.replace("kernelspec:", in_process, 1)})
     build = tmp_path / "build"
-    assert book.main(["execute", "--root", str(root), "--build-dir", str(build), "--no-html"]) == 1
+    assert main(["execute", "--root", str(root), "--build-dir", str(build), "--no-html"]) == 1
     report = json.loads((build / "executed" / "report.json").read_text())
     assert report["state"] == "failed"
     assert {c["chapter"]: c["status"] for c in report["chapters"]} == {
@@ -664,13 +761,13 @@ def test_the_status_page_of_an_only_run_does_not_claim_the_pages_it_left_out(tmp
     were executed, and with which parameters), never that this build executed them."""
     root, _ = _status_page_book(tmp_path)
     build = tmp_path / "build"
-    assert book.main(["execute", "--root", str(root), "--build-dir", str(build), "--no-html",
+    assert main(["execute", "--root", str(root), "--build-dir", str(build), "--no-html",
                       "-p", "bad:fail", "False"]) == 0
     first = {c["chapter"]: c for c in json.loads((build / "executed" / "report.json").read_text())["chapters"]}
     rows = _status_rows(_html_output(build / "executed" / "book" / "status.ipynb"))
     assert [rows[p].split("</td>")[1] for p in ("book/good", "book/bad", "book/after")] == ["<td>executed"] * 3
 
-    assert book.main(["execute", "--root", str(root), "--build-dir", str(build), "--no-html", "--force",
+    assert main(["execute", "--root", str(root), "--build-dir", str(build), "--no-html", "--force",
                       "--only", "book/good", "book/status"]) == 0
     report = json.loads((build / "executed" / "report.json").read_text())
     assert report["attempt"]["finished"] == ["book/good", "book/status"]
@@ -697,7 +794,7 @@ def test_the_status_page_of_an_only_run_does_not_claim_the_pages_it_left_out(tmp
     assert rows["book/after"].split("</td>")[1].startswith("<td>not run in this build (last executed")
 
     # Without --force the chapter is reused: said as such, and the left-out pages still not claimed.
-    assert book.main(["execute", "--root", str(root), "--build-dir", str(build), "--no-html",
+    assert main(["execute", "--root", str(root), "--build-dir", str(build), "--no-html",
                       "--only", "book/good", "book/status"]) == 0
     rows = _status_rows(_html_output(build / "executed" / "book" / "status.ipynb"))
     assert rows["book/good"].split("</td>")[1] == "<td>reused"
@@ -744,11 +841,11 @@ def test_the_status_note_never_calls_an_unfinished_or_failed_run_a_success():
 def test_stale_temporaries_of_dead_runs_are_removed(tmp_path):
     folder = tmp_path / "executed" / "book"
     folder.mkdir(parents=True)
-    dead, alive = book.partial_paths(folder / "x.ipynb", pid=2**22 + 12345)[0], book.partial_paths(
+    dead, alive = partial_paths(folder / "x.ipynb", pid=2**22 + 12345)[0], partial_paths(
         folder / "y.ipynb", pid=os.getppid())[0]
     dead.write_text("{}")
     alive.write_text("{}")
-    assert book.remove_stale_partials(tmp_path / "executed") == [dead]
+    assert remove_stale_partials(tmp_path / "executed") == [dead]
     assert alive.exists() and not dead.exists()
 
 
@@ -756,7 +853,7 @@ def test_stale_temporaries_of_dead_runs_are_removed(tmp_path):
 def test_reading_conventions_render_as_intended(tmp_path):
     """Alt text from cell metadata, theorem boxes without Sphinx numbers, 88-character code lines fitting
     the page; the checks catch the opposite (no alt text, a numbered box, a 110-character line)."""
-    from resnet_theory.browser import check_page, find_chromium, html_problems, serve
+    from resnet_theory.book.browser import check_page, find_chromium, html_problems, serve
 
     def theorem(title, nonumber):
         label = f":label: thm-{'good' if nonumber else 'bad'}\n"
@@ -779,7 +876,7 @@ def test_reading_conventions_render_as_intended(tmp_path):
     (root / "_config.yml").write_text((root / "_config.yml").read_text().replace(
         "sphinx:\n", "sphinx:\n  extra_extensions: [sphinx_proof]\n"))
     build = tmp_path / "build"
-    assert book.main(["execute", "--root", str(root), "--build-dir", str(build)]) == 0
+    assert main(["execute", "--root", str(root), "--build-dir", str(build)]) == 0
     html = build / "html"
     good_page, bad_page = html / "book" / "good.html", html / "book" / "bad.html"
     assert 'alt="A line falling from 1 to 0."' in good_page.read_text()
@@ -804,12 +901,12 @@ def test_an_only_run_that_builds_html_renders_the_in_process_pages_too(tmp_path)
     """With HTML, ``--only`` also runs the status page (in-process): the built page reports on this build, not
     on an earlier one that may have shown the selected chapter as ok."""
     root, _ = _status_page_book(tmp_path)
-    toc = book.toc_files(root)
-    assert book.select_entries(root, toc, ["book/good"], html=True) == ["book/good", "book/status"]
-    assert book.select_entries(root, toc, ["book/good.md"], html=False) == ["book/good"]
-    assert book.select_entries(root, toc, None, html=True) == toc
-    with pytest.raises(book.BookError, match="not in _toc.yml: book/nope"):
-        book.select_entries(root, toc, ["book/good", "book/nope"], html=True)
+    toc = toc_files(root)
+    assert select_entries(root, toc, ["book/good"], html=True) == ["book/good", "book/status"]
+    assert select_entries(root, toc, ["book/good.md"], html=False) == ["book/good"]
+    assert select_entries(root, toc, None, html=True) == toc
+    with pytest.raises(BookError, match="not in _toc.yml: book/nope"):
+        select_entries(root, toc, ["book/good", "book/nope"], html=True)
 
 
 def test_chapters_run_in_a_kernel_reached_over_unix_sockets_not_tcp(tmp_path, capfd):
@@ -819,17 +916,17 @@ def test_chapters_run_in_a_kernel_reached_over_unix_sockets_not_tcp(tmp_path, ca
                                         "sock": chapter("Sock", 'profile = "quick"\nseed = 0',
                                                         "import json, os\nprint('pid', os.getpid())")})
     build = tmp_path / "build"
-    assert book.main(["execute", "--root", str(root), "--build-dir", str(build), "--no-html"]) == 0
+    assert main(["execute", "--root", str(root), "--build-dir", str(build), "--no-html"]) == 0
     err = capfd.readouterr().err
     assert "without encryption" not in err
     assert "pid" in outputs(build / "executed" / "book" / "sock.ipynb")
     assert not [p for p in (root / "book").iterdir() if "ipc" in p.name], "socket files left beside the chapter"
-    assert book.kernel_manager_class()().transport == ("ipc" if os.name == "posix" else "tcp")
+    assert kernel_manager_class()().transport == ("ipc" if os.name == "posix" else "tcp")
 
 
 def test_the_executed_notebook_carries_no_copy_of_its_source_and_no_machine_path(small_book, tmp_path):
     build = tmp_path / "build"
-    book.main(["execute", "--root", str(small_book), "--build-dir", str(build), "--no-html", "--only", "book/good"])
+    main(["execute", "--root", str(small_book), "--build-dir", str(build), "--no-html", "--only", "book/good"])
     path = build / "executed" / "book" / "good.ipynb"
     record = nbformat.read(path, as_version=4).metadata["papermill"]
     assert record["input_path"] == "book/good.md" and record["output_path"] == "good.ipynb"

@@ -244,7 +244,7 @@ def test_the_ledger_page_refuses_a_recorded_claim_whose_control_holds(tmp_path):
 def test_load_claims_skips_the_executors_temporaries(tmp_path):
     """A chapter still executing (or killed) leaves ``.NAME.partial-PID.claims.json`` beside the published file;
     the ledger must not count its claims twice."""
-    from resnet_theory.book import partial_paths
+    from resnet_theory.book.execute import partial_paths
 
     ledger = _ledger()
     published = ledger.save(tmp_path / "book" / "linear.claims.json")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from resnet_theory.pdf import main, page_title
+from resnet_theory.book.pdf import main, page_title
 
 from conftest import one_line_error
 

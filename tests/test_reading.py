@@ -20,7 +20,7 @@ import re
 import jupytext
 import pytest
 
-from resnet_theory.book import toc_files
+from resnet_theory.book.toc import toc_files
 
 from conftest import ROOT
 

@@ -115,8 +115,14 @@ from pathlib import Path
 import torch
 from conftest import MYST_HEADER, one_line_error
 
-from resnet_theory import book, verdict_diff
 from resnet_theory.engine import data, train
+from resnet_theory.book import cli as executor
+from resnet_theory.book import verdict_diff
+from resnet_theory.book.cache import cache_record_path, load_cache_record, read_cache_record
+from resnet_theory.book.files import file_sha, write_atomic
+from resnet_theory.book.plan import plan_chapters
+from resnet_theory.book.report import load_report
+from resnet_theory.book.toc import BookError
 from resnet_theory.ledger import Check, ClaimsFileError, Ledger, LedgerDefect, load_claims
 
 #: The library these tests import, for the command lines they start.
@@ -379,7 +385,7 @@ def test_a_parameter_value_that_is_not_json_like_or_of_another_type_is_refused_i
         params_book, tmp_path, capsys, name, value, words):
     build = tmp_path / "build"
     for command in (["execute", "--no-html"], ["run", "book/good.md"]):
-        err = one_line_error(capsys, book.main, [*command, "--root", str(params_book), "--build-dir", str(build),
+        err = one_line_error(capsys, executor.main, [*command, "--root", str(params_book), "--build-dir", str(build),
                                                  "-p", name, value])
         assert f"-p {name}" in err and words in err, err
     assert not list(build.rglob("*.ipynb")), "nothing may run"
@@ -407,21 +413,21 @@ def test_an_annotated_parameter_is_checked_against_its_annotation(annotated_book
     """A parameter whose default is None (``size: int = None``) still has a type: the annotation that papermill
     shows in ``--help-notebook``; ``-p size many`` is refused before anything runs."""
     build = tmp_path / "build"
-    err = one_line_error(capsys, book.main, ["execute", "--no-html", "--root", str(annotated_book),
+    err = one_line_error(capsys, executor.main, ["execute", "--no-html", "--root", str(annotated_book),
                                              "--build-dir", str(build), "-p", name, value])
     assert f"-p {name}" in err and words in err, err
     assert not list(build.rglob("*.ipynb")), "nothing may run"
-    (plan,) = book.plan_chapters(annotated_book, ["book/typed"], "quick",
+    (plan,) = plan_chapters(annotated_book, ["book/typed"], "quick",
                                  [("size", "7"), ("rates", "[0.1, 1]"), ("mode", "fast"), ("seed", "2")])
     assert plan.parameters == {"profile": "quick", "size": 7, "rates": [0.1, 1], "mode": "fast", "seed": 2}
-    (plan,) = book.plan_chapters(annotated_book, ["book/typed"], "quick", [("size", "None")])
+    (plan,) = plan_chapters(annotated_book, ["book/typed"], "quick", [("size", "None")])
     assert plan.parameters["size"] is None
 
 
 def test_json_like_values_of_the_default_type_are_accepted(params_book):
     values = [("seed", "3"), ("rate", "1"), ("name", "hello world"), ("size", '{"a": [1, 2.5]}'),
               ("flag", "true"), ("sizes", "[]"), ("good:size", "null")]
-    (plan,) = book.plan_chapters(params_book, ["book/good"], "quick", values)
+    (plan,) = plan_chapters(params_book, ["book/good"], "quick", values)
     assert plan.parameters == {"profile": "quick", "seed": 3, "rate": 1, "name": "hello world", "size": None,
                                "flag": True, "sizes": []}
 
@@ -451,7 +457,7 @@ def ledger_book(tmp_path_factory) -> tuple[Path, Path]:
     root = make_book(base / "src", {"intro": "# Intro\n", "alpha": chapter("Alpha", 'profile = "quick"\nseed = 0',
                                                                              ALPHA), "ledger": gather})
     build = base / "build"
-    assert book.main(["execute", "--root", str(root), "--build-dir", str(build), "--no-html"]) == 0
+    assert executor.main(["execute", "--root", str(root), "--build-dir", str(build), "--no-html"]) == 0
     return root, build
 
 
@@ -470,7 +476,7 @@ def _publishes(root, build, capsys) -> list[str]:
     """Execute the ledger page both ways; the stderr of each run that failed (an empty list: both published)."""
     errors = []
     for command in _ledger_commands(root, build):
-        code = book.main(command)
+        code = executor.main(command)
         err = capsys.readouterr().err
         if code:
             errors.append(err)
@@ -505,19 +511,25 @@ def test_a_hand_edited_claims_file_is_refused_naming_it(ledger_copy, capsys):
         assert f"{claims}: not the file that executing book/alpha wrote" in err, err
 
 
-def test_the_claims_of_a_chapter_no_longer_in_the_toc_are_refused(ledger_copy, capsys):
+def test_the_claims_of_a_chapter_no_longer_in_the_toc_are_refused_or_moved_aside(ledger_copy, capsys):
+    """Rendering the ledger page alone (``run``) refuses the claims of a chapter that is no longer in the book;
+    ``execute`` first moves them aside, to ``<build>/removed``, and the ledger then publishes without them."""
     root, build, claims = ledger_copy
     toc = root / "_toc.yml"
     toc.write_text(toc.read_text().replace("  - file: book/alpha\n", ""))
-    errors = _publishes(root, build, capsys)
-    assert len(errors) == 2, "published the claims of a chapter that is no longer in the book"
-    for err in errors:
-        assert f"{claims}: claims of book/alpha, which is not a chapter in" in err, err
+    execute, run = _ledger_commands(root, build)
+    assert executor.main(run) != 0, "published the claims of a chapter that is no longer in the book"
+    err = capsys.readouterr().err
+    assert f"{claims}: claims of book/alpha, which is not a chapter in" in err, err
+    assert executor.main(execute) == 0, capsys.readouterr().err
+    assert not claims.exists() and (build / "removed" / "book" / "alpha.claims.json").is_file()
+    assert "book/alpha is no longer in _toc.yml: its claims file moved" in capsys.readouterr().out
+    assert "hardt-ma/x" not in (build / "executed" / "book" / "ledger.ipynb").read_text()
 
 
 def _record(build: Path, entry: str, claims: Path) -> None:
     """What the executor records when executing ``entry`` wrote ``claims``."""
-    book._write_atomic(book.cache_record_path(build, entry), json.dumps({"claims_sha": book._file_sha(claims)}))
+    write_atomic(cache_record_path(build, entry), json.dumps({"claims_sha": file_sha(claims)}))
 
 
 def test_a_claim_id_recorded_in_two_files_is_refused_naming_both(ledger_copy, capsys):
@@ -572,7 +584,7 @@ def test_verdict_diff_on_an_unreadable_claims_file_exits_2_naming_it(ledger_copy
 
 def test_a_claims_file_without_an_execution_record_is_refused(ledger_copy, capsys):
     root, build, claims = ledger_copy
-    book.cache_record_path(build, "book/alpha").unlink()
+    cache_record_path(build, "book/alpha").unlink()
     errors = _publishes(root, build, capsys)
     assert len(errors) == 2 and all(f"{claims}: no execution record" in err for err in errors), errors
 
@@ -585,25 +597,25 @@ def test_a_report_or_cache_record_that_is_not_an_object_is_replaced_not_a_traceb
     report = build / "executed" / "report.json"
     for command in _ledger_commands(root, build):
         report.write_text(content)
-        assert book.main(command) == 0, capsys.readouterr().err
+        assert executor.main(command) == 0, capsys.readouterr().err
         assert isinstance(json.loads(report.read_text()), dict)
     report.write_text(content)
-    with pytest.raises(book.BookError, match="is not an execution report"):
-        book.load_report(build)
+    with pytest.raises(BookError, match="is not an execution report"):
+        load_report(build)
     if not content.startswith("{"):
-        record = book.cache_record_path(build, "book/alpha")
+        record = cache_record_path(build, "book/alpha")
         record.write_text(content)
-        assert book.read_cache_record(build, "book/alpha") is None
-        assert book.load_cache_record(build, "book/alpha", build / "executed" / "book" / "alpha.ipynb") is None
+        assert read_cache_record(build, "book/alpha") is None
+        assert load_cache_record(build, "book/alpha", build / "executed" / "book" / "alpha.ipynb") is None
 
 
 def test_a_cache_record_holding_a_list_makes_the_chapter_execute_again(ledger_copy, capsys):
     root, build, claims = ledger_copy
-    book.cache_record_path(build, "book/alpha").write_text("[1, 2]")
-    assert book.main(["execute", "--root", str(root), "--build-dir", str(build), "--no-html",
+    cache_record_path(build, "book/alpha").write_text("[1, 2]")
+    assert executor.main(["execute", "--root", str(root), "--build-dir", str(build), "--no-html",
                       "--only", "book/alpha", "book/ledger"]) == 0
     assert "book/alpha.md: executed" in capsys.readouterr().out
-    assert book.read_cache_record(build, "book/alpha")["claims_sha"] == book._file_sha(claims)
+    assert read_cache_record(build, "book/alpha")["claims_sha"] == file_sha(claims)
 
 
 def test_a_root_or_build_folder_that_is_a_file_or_missing_is_refused_in_one_line(ledger_copy, tmp_path, capsys):
@@ -616,13 +628,13 @@ def test_a_root_or_build_folder_that_is_a_file_or_missing_is_refused_in_one_line
              (["--root", str(root), "--build-dir", str(a_file / "sub")], "cannot create it")]
     for options, words in cases:
         for command in (["execute", "--no-html"], ["run", "book/ledger.md"]):
-            err = one_line_error(capsys, book.main, [*command, *options])
+            err = one_line_error(capsys, executor.main, [*command, *options])
             assert words in err, err
     for output, words in ((tmp_path, "not a file"), (a_file / "x.ipynb", "is not a folder")):
-        err = one_line_error(capsys, book.main, ["run", "book/ledger.md", "--root", str(root), "-o", str(output)])
+        err = one_line_error(capsys, executor.main, ["run", "book/ledger.md", "--root", str(root), "-o", str(output)])
         assert f"-o {output}: " in err and words in err, err
     # a build folder that does not exist yet is created
-    assert book.main(["execute", "--root", str(root), "--build-dir", str(tmp_path / "new" / "build"), "--no-html",
+    assert executor.main(["execute", "--root", str(root), "--build-dir", str(tmp_path / "new" / "build"), "--no-html",
                       "--only", "book/intro"]) == 0
 
 

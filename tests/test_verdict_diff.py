@@ -3,7 +3,7 @@
 import pytest
 
 from resnet_theory.ledger import Check, Ledger
-from resnet_theory.verdict_diff import compare_builds, compare_claims, main
+from resnet_theory.book.verdict_diff import compare_builds, compare_claims, main
 
 
 def ledger(chapter: str, values: dict[str, float], bound: float = 1.0) -> Ledger:

@@ -667,7 +667,7 @@ def _book_root() -> Path | None:
     """The book's root: the executor says where it is; else the nearest ``_toc.yml`` above the working folder."""
     if os.environ.get(ROOT_ENV):
         return Path(os.environ[ROOT_ENV])
-    from resnet_theory.book import BookError, find_root
+    from resnet_theory.book.toc import BookError, find_root
 
     try:
         return find_root()
@@ -680,24 +680,26 @@ def verify_claims_files(executed: Path, files: Sequence[Path], root: Path | None
     its chapter is in the book's TOC, and the SHA-256 recorded by the executor when it executed the chapter
     (the execution record ``<build>/cache/<chapter>.json``) matches the file. Raises :class:`ClaimsFileError`
     naming the file otherwise (a file edited by hand, copied from another build, or left by a removed chapter)."""
-    from resnet_theory import book
+    from resnet_theory.book.cache import cache_record_path, read_cache_record
+    from resnet_theory.book.files import file_sha
+    from resnet_theory.book.toc import toc_files
 
     build = Path(executed).parent
     entries = None
     if root is not None and (Path(root) / "_toc.yml").is_file():
-        entries = set(book.toc_files(Path(root)))
+        entries = set(toc_files(Path(root)))
     for path in files:
         entry = path.relative_to(executed).as_posix()[:-len(".claims.json")]
         if entries is not None and entry not in entries:
             raise ClaimsFileError(f"{path}: claims of {entry}, which is not a chapter in {Path(root) / '_toc.yml'} "
                                   f"(a removed or renamed chapter): delete the file")
-        record = book.read_cache_record(build, entry)
+        record = read_cache_record(build, entry)
         if record is None or "claims_sha" not in record:
-            raise ClaimsFileError(f"{path}: no execution record ({book.cache_record_path(build, entry)}) says "
+            raise ClaimsFileError(f"{path}: no execution record ({cache_record_path(build, entry)}) says "
                                   f"that executing {entry} wrote it: execute {entry} again")
-        if record["claims_sha"] != book._file_sha(path):
+        if record["claims_sha"] != file_sha(path):
             raise ClaimsFileError(f"{path}: not the file that executing {entry} wrote (its SHA-256 differs from "
-                                  f"the one in {book.cache_record_path(build, entry)}; edited by hand?): execute "
+                                  f"the one in {cache_record_path(build, entry)}; edited by hand?): execute "
                                   f"{entry} again")
 
 

@@ -7,7 +7,7 @@ and MathJax's files resolve) with a small script that opens every ``<details>`` 
 PDF reader cannot click open) and waits for MathJax to typeset; Chromium prints it with the theme's print
 styles (no sidebars), and the pages are joined in TOC order with one bookmark per page.
 
-Usage: ``python -m resnet_theory.pdf [_build/html] [-o _build/pdf/residual-networks-executed.pdf]``
+Usage: ``python -m resnet_theory.book.pdf [_build/html] [-o _build/pdf/residual-networks-executed.pdf]``
 (``make pdf`` builds the book first). Exit 2 when there is no Chromium.
 """
 
@@ -103,9 +103,9 @@ def build_pdf(html_dir: Path, entries: list[str], output: Path, chromium: str | 
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .book import find_root, toc_files
+    from .toc import find_root, toc_files
 
-    parser = argparse.ArgumentParser(prog="python -m resnet_theory.pdf",
+    parser = argparse.ArgumentParser(prog="python -m resnet_theory.book.pdf",
                                      description="Print the built book to one PDF with headless Chromium.")
     parser.add_argument("html_dir", nargs="?", type=Path, help="the built HTML (default: _build/html)")
     parser.add_argument("-o", "--output", type=Path, help=f"the PDF (default: _build/pdf/{PDF_NAME})")

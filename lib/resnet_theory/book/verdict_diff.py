@@ -11,7 +11,7 @@ writes beside each executed chapter and reports every difference:
 
 Usage, after building the book at several seeds (``make verdicts-across-seeds`` does both steps)::
 
-    python -m resnet_theory.verdict_diff _build _build/seed-1 _build/seed-2
+    python -m resnet_theory.book.verdict_diff _build _build/seed-1 _build/seed-2
 
 Each argument is a build directory (its ``executed/`` folder is read), an ``executed/`` folder, or any
 folder holding ``*.claims.json`` files. The exit status is 0 when every build agrees, 1 otherwise.
@@ -114,7 +114,7 @@ def compare_builds(paths: Sequence[str | Path]) -> VerdictDiff:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m resnet_theory.verdict_diff",
+        prog="python -m resnet_theory.book.verdict_diff",
         description="Compare the claims ledgers of several book builds (claim ids and verdicts).")
     parser.add_argument("builds", nargs="+", help="build folders (their executed/ is read), two or more")
     args = parser.parse_args(argv)

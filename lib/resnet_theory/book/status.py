@@ -1,6 +1,6 @@
 """The status page: what the book executor recorded for each page of the last execution.
 
-Reads ``<build>/executed/report.json`` (written by :mod:`resnet_theory.book`) and renders one row per page:
+Reads ``<build>/executed/report.json`` (written by :mod:`resnet_theory.book.report`) and renders one row per page:
 its status, whether this build executed it, reused the outputs of an earlier execution (the execution
 cache) or did not run it at all (a row kept from an earlier build, e.g. after ``execute --only``: a page is
 this build's only if the report's ``attempt["finished"]`` names it), and when those outputs were computed, the
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import html
 
-from .book import load_report
+from .report import load_report
 
 #: The TOC entry of the page that shows this table; its own row in a report is always the previous build's.
 STATUS_PAGE = "book/status"

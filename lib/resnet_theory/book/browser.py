@@ -12,7 +12,7 @@ alternative text (or with a file name for one) and every theorem-like box number
 ("Theorem 1 (...)"). :func:`serve` serves a built book over HTTP under a URL prefix, as GitHub Pages
 does (``https://USER.github.io/REPO/``), so the same check can run on the served pages.
 
-Usage: ``python -m resnet_theory.browser [_build/html] [--prefix /some/prefix/]`` (exit 1 on any problem).
+Usage: ``python -m resnet_theory.book.browser [_build/html] [--prefix /some/prefix/]`` (exit 1 on any problem).
 """
 
 from __future__ import annotations
@@ -232,12 +232,12 @@ def book_pages(html_dir: Path, entries: list[str]) -> list[Path]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .book import find_root, toc_files
+    from .toc import find_root, toc_files
 
     import argparse
     import contextlib
 
-    parser = argparse.ArgumentParser(prog="python -m resnet_theory.browser")
+    parser = argparse.ArgumentParser(prog="python -m resnet_theory.book.browser")
     parser.add_argument("html_dir", nargs="?", type=Path)
     parser.add_argument("--prefix", help="serve the pages over HTTP under this URL prefix, e.g. /some/prefix/")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)

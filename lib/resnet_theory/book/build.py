@@ -1,0 +1,297 @@
+"""The executor's two commands: ``execute`` (the book, or the pages named by ``--only``) and ``run`` (one chapter).
+
+``execute`` reads ``_toc.yml``, brings every chapter's executed notebook in ``_build/executed/`` up to date
+(reused from the cache or executed: :func:`reuse_or_execute`), writes ``_build/executed/report.json``, and
+builds HTML from the executed notebooks (:mod:`resnet_theory.book.html_build`). Pages without code cells are
+converted, not executed. ``book/ledger.md`` and ``book/status.md`` come last in the TOC, so they see every
+chapter's claims and times. The claims file of a chapter that is no longer in the TOC is moved aside, to
+``_build/removed/``, so the ledger does not refuse it.
+
+**The run's own outcome on the status page.** While the run goes on, the report's ``state`` is ``running``
+and its ``attempt`` lists the pages ``finished`` so far, so a page rendered mid-run (the status page) can
+say which pages had failed by then and which had not yet been executed. The in-process pages are rendered
+again at the end of the run, after the report has its final state, when that matters: when a page failed
+(the status page then says the run failed, and which pages) or when pages that are not in-process came
+after them in the run, executed, reused or converted (they then gather those pages' results too, and the
+status page no longer names them as not yet executed).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from .cache import (cache_components, cache_key, load_cache_record, read_cache_record, rerender_from_cache,
+                    what_changed, write_cache_record)
+from .environment import environment
+from .execute import execute_chapter, previous_outputs, remove_stale_partials
+from .files import file_sha, read_json_object
+from .html_build import build_html
+from .imports import ModuleIndex
+from .plan import ChapterPlan, plan_chapters, select_entries
+from .report import ChapterResult, describe_failure, now, summary_table, write_report
+from .toc import BookError, toc_files
+
+
+def reuse_or_execute(root: Path, build_dir: Path, plan: ChapterPlan, output: Path, profile: str, device: str,
+                     force: bool, modules: ModuleIndex) -> ChapterResult:
+    """Reuse the chapter's cached outputs when its key matches (re-rendering changed prose), else execute it."""
+    if not plan.executes:
+        return execute_chapter(plan, output, build_dir, profile, device)
+    if plan.in_process:
+        return execute_chapter(plan, output, build_dir, profile, device,
+                               reason="executed in the executor's process, without a kernel "
+                                      "(it gathers the other pages' results)")
+    components = cache_components(root, plan.notebook, plan.parameters, device, modules)
+    if plan.always:
+        return execute_chapter(plan, output, build_dir, profile, device, components,
+                               reason="always executed (it gathers the other pages' results)")
+    key = cache_key(components)
+    record = load_cache_record(build_dir, plan.entry, output)
+    if force:
+        reason = "forced (--force)"
+    elif record is not None and record.get("key") == key:
+        start = time.perf_counter()
+        prose = "unchanged"
+        if record.get("source_sha") != file_sha(plan.source):
+            if rerender_from_cache(plan.source, output):
+                record = {**record, "source_sha": file_sha(plan.source), "notebook_sha": file_sha(output)}
+                write_cache_record(build_dir, plan.entry, record)
+                prose = "re-rendered"
+            else:
+                record = None
+        if record is not None:
+            return ChapterResult(plan.entry, str(plan.source), "ok", round(time.perf_counter() - start, 2),
+                                 profile, plan.parameters, record.get("device", device), str(output), run="reused",
+                                 executed_at=record.get("executed_at"),
+                                 reason=f"code, parameters, modules and environment unchanged; prose {prose}")
+        reason = "cached notebook does not match the code cells"
+    else:
+        old = read_cache_record(build_dir, plan.entry)
+        reason = what_changed((old or {}).get("components"), components)
+        if old is not None and record is None and old.get("key") == key:
+            reason = "cached outputs were changed or removed since they were recorded"
+    return execute_chapter(plan, output, build_dir, profile, device, components, reason=reason)
+
+
+def _interrupted_result(plan: ChapterPlan, output: Path, build_dir: Path, profile: str, device: str,
+                        signal_name: str, seconds: float) -> ChapterResult:
+    record = read_cache_record(build_dir, plan.entry)
+    return ChapterResult(plan.entry, str(plan.source), "interrupted", round(seconds, 2), profile, plan.parameters,
+                         device, str(output), {"ename": signal_name, "evalue": "interrupted by " + signal_name,
+                                               "code_cell": None, "execution_count": None, "cell_source": ""},
+                         run="not run", executed_at=(record or {}).get("executed_at") if output.is_file() else None,
+                         outputs=previous_outputs(output, record))
+
+
+def _finished(results: list[ChapterResult]) -> list[str]:
+    """The pages this run has finished (whatever their status), as the report's ``attempt["finished"]``."""
+    return [r.chapter for r in results]
+
+
+def _attempt(command: str, plans: list[ChapterPlan], profile: str, force: bool) -> dict:
+    return {"command": command, "profile": profile, "force": force, "started": now(),
+            "chapters": [p.entry for p in plans],
+            "parameters": {p.entry: p.parameters for p in plans if p.executes}}
+
+
+def execute_book(root: Path, build_dir: Path, profile: str, overrides: list[tuple[str, str]], html: bool = True,
+                 only: list[str] | None = None, force: bool = False) -> int:
+    all_entries = toc_files(root)
+    entries = select_entries(root, all_entries, only, html)
+    plans = plan_chapters(root, entries, profile, overrides)
+    executed = build_dir / "executed"
+    executed.mkdir(parents=True, exist_ok=True)
+    remove_stale_partials(executed)
+    set_aside_removed_claims(build_dir, all_entries)
+    run = _BookRun(root, build_dir, profile, environment(), all_entries, _attempt("execute", plans, profile, force))
+    modules = ModuleIndex(root)
+    results: list[ChapterResult] = []
+    for plan in plans:
+        output = executed / f"{plan.entry}.ipynb"
+        start = time.perf_counter()
+        try:
+            result = reuse_or_execute(root, build_dir, plan, output, profile, run.device, force, modules)
+        except KeyboardInterrupt as exc:
+            return _stop(run, results, plan, output, getattr(exc, "signal_name", "SIGINT"),
+                         time.perf_counter() - start)
+        results.append(result)
+        run.write_report(results, "running")
+        _say_done(root, plan, result)
+    failures = _render_gathering_pages_again(run, plans, results)
+    run.write_report(results, "failed" if failures else "complete")
+    code = _build_html(root, build_dir) if html else 0
+    print(summary_table(results))
+    for r in failures:
+        print(f"[book] FAILED: {describe_failure(r)}", file=sys.stderr)
+    print(f"[book] report: {run.report.resolve()}")
+    return 1 if failures or code else 0
+
+
+@dataclass
+class _BookRun:
+    """One ``execute``: where and with what it writes its report as it goes."""
+    root: Path
+    build_dir: Path
+    profile: str
+    env: dict
+    #: The TOC's entries: the report lists its pages in this order.
+    order: list[str]
+    attempt: dict
+
+    @property
+    def device(self) -> str:
+        return self.env["device"]
+
+    @property
+    def report(self) -> Path:
+        return self.build_dir / "executed" / "report.json"
+
+    def write_report(self, results: list[ChapterResult], state: str, **attempt) -> None:
+        write_report(self.report, results, self.profile, self.env, state=state,
+                     attempt={**self.attempt, "finished": _finished(results), **attempt}, order=self.order)
+
+
+def _stop(run: _BookRun, results: list[ChapterResult], plan: ChapterPlan, output: Path, signal_name: str,
+          seconds: float) -> int:
+    """The run was interrupted while executing ``plan``: report it, say so, build no HTML."""
+    result = _interrupted_result(plan, output, run.build_dir, run.profile, run.device, signal_name, seconds)
+    results.append(result)
+    run.write_report(results, "interrupted", signal=signal_name, interrupted_chapter=plan.entry)
+    print(f"[book] interrupted ({signal_name}) while executing {plan.source.relative_to(run.root)}; "
+          f"its page keeps {result.outputs}; no HTML built", file=sys.stderr, flush=True)
+    print(summary_table(results))
+    print(f"[book] report: {run.report.resolve()}")
+    return 130 if signal_name == "SIGINT" else 143
+
+
+def _say_done(root: Path, plan: ChapterPlan, result: ChapterResult) -> None:
+    verb = {"executed": "executed", "reused": "reused", "converted": "converted"}.get(result.run, result.status)
+    print(f"[book] {plan.source.relative_to(root)}: {verb}"
+          + (f" in {result.seconds:.1f} s" if result.run == "executed" else "")
+          + (f" ({result.reason})" if result.reason else ""), flush=True)
+    if result.status == "failed":
+        print(f"[book]   {describe_failure(result)}; the page shows {result.outputs}", file=sys.stderr,
+              flush=True)
+
+
+def _render_gathering_pages_again(run: _BookRun, plans: list[ChapterPlan],
+                                  results: list[ChapterResult]) -> list[ChapterResult]:
+    """Render the in-process pages again where their first rendering is out of date; the failures of the run.
+
+    The in-process pages (the status page, the ledger) were rendered from a report that said "running",
+    and before the pages after them: render them again, one at a time, each from the report as it stands
+    then (the run's final state, with the pages rendered again before it). A page is rendered again once
+    more when one rendered again after it fails (the status page must then say the run failed); one that
+    failed keeps its failure and the outputs it showed.
+    """
+    failures = [r for r in results if r.status == "failed"]
+    rendered_with: dict[int, int] = {}  # page index -> how many pages had failed when it was rendered again
+    while stale := [i for i, plan in enumerate(plans) if plan.in_process and results[i].status == "ok"
+                    and rendered_with.get(i) != len(failures)
+                    and (failures or any(not later.in_process for later in plans[i + 1:]))]:
+        i, plan = stale[0], plans[stale[0]]
+        run.write_report(results, "failed" if failures else "complete")
+        rendered_with[i] = len(failures)
+        results[i] = execute_chapter(plan, run.build_dir / "executed" / f"{plan.entry}.ipynb", run.build_dir,
+                                     run.profile, run.device, reason="rendered again at the end of the run, from "
+                                                                     "its final report")
+        print(f"[book] {plan.source.relative_to(run.root)}: {results[i].status}, {results[i].reason}", flush=True)
+        failures = [r for r in results if r.status == "failed"]
+    return failures
+
+
+def _build_html(root: Path, build_dir: Path) -> int:
+    start = time.perf_counter()
+    code, index = build_html(root, build_dir)
+    if code == 0:
+        print(f"[book] HTML built in {time.perf_counter() - start:.1f} s: {index.resolve()}")
+    else:
+        print(f"[book] the HTML build failed (exit {code}); see the warnings above", file=sys.stderr)
+    return code
+
+
+def set_aside_removed_claims(build_dir: Path, entries: list[str]) -> list[Path]:
+    """Move the claims file of every chapter that is no longer in the TOC (a removed or renamed chapter) from
+    ``<build>/executed`` to ``<build>/removed``, saying so; return where they went.
+
+    The ledger refuses the claims of a chapter that is not in the book; moved aside, the file is kept for a
+    look (a chapter that comes back is executed again: its execution record no longer matches)."""
+    executed = build_dir / "executed"
+    moved = []
+    for path in sorted(executed.rglob("*.claims.json")):
+        if path.name.startswith("."):  # a chapter's temporaries (see remove_stale_partials), not its claims
+            continue
+        entry = path.relative_to(executed).as_posix()[:-len(".claims.json")]
+        if entry in entries:
+            continue
+        target = build_dir / "removed" / path.relative_to(executed)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(path, target)
+        print(f"[book] {entry} is no longer in _toc.yml: its claims file moved from {path} to {target}",
+              flush=True)
+        moved.append(target)
+    return moved
+
+
+def run_chapter(root: Path, chapter: str, profile: str, overrides: list[tuple[str, str]], output: Path | None,
+                build_dir: Path) -> int:
+    """Execute one chapter (always, whatever the cache holds). Into the build folder (no ``-o``), it also
+    records the chapter's cache key and updates the report, so a later ``execute`` can reuse it."""
+    path = Path(chapter)
+    if not path.is_absolute() and (root / path).exists():
+        path = root / path                    # relative to the book's root first, then to the working folder
+    if path.is_absolute() or path.exists():
+        if not path.resolve().is_relative_to(root):
+            raise BookError(f"{chapter} is not inside the book's root {root}")
+        path = path.resolve().relative_to(root)
+    entry = path.with_suffix("").as_posix()
+    entries = toc_files(root)
+    if entry not in entries:
+        raise BookError(f"{chapter} is not a chapter in {root / '_toc.yml'}")
+    (plan,) = plan_chapters(root, [entry], profile, overrides)
+    if output is not None and output.exists() and not output.is_file():
+        raise BookError(f"-o {output}: not a file (a folder stands there); give the notebook's path")
+    if output is not None and output.parent.exists() and not output.parent.is_dir():
+        raise BookError(f"-o {output}: {output.parent} is not a folder")
+    default = build_dir / "executed" / f"{entry}.ipynb"
+    in_build = output is None or output.resolve() == default.resolve()
+    output = output or default
+    remove_stale_partials(output.parent)
+    env = environment()
+    device = env["device"]
+    components = cache_components(root, plan.notebook, plan.parameters, device) if in_build and plan.executes else None
+    report = build_dir / "executed" / "report.json"
+    attempt = _attempt("run", [plan], profile, False)
+    start = time.perf_counter()
+    try:
+        result = execute_chapter(plan, output, build_dir, profile, device, components,
+                                 reason="run on request")
+    except KeyboardInterrupt as exc:
+        signal_name = getattr(exc, "signal_name", "SIGINT")
+        if in_build:
+            result = _interrupted_result(plan, output, build_dir, profile, device, signal_name,
+                                         time.perf_counter() - start)
+            write_report(report, [result], profile, env, state="interrupted",
+                         attempt={**attempt, "finished": [entry], "signal": signal_name,
+                                  "interrupted_chapter": entry}, order=entries)
+        print(f"[book] {plan.source.relative_to(root)}: interrupted ({signal_name}); {output} keeps "
+              f"{previous_outputs(output, None)}", file=sys.stderr)
+        return 130 if signal_name == "SIGINT" else 143
+    if in_build and plan.in_process and result.status == "ok" and report.is_file():
+        # Re-rendering the status page (or the ledger) reports on the last run: its state and attempt (a
+        # failure, an interruption, the pages not reached) stay; only the page's own row is updated.
+        previous = read_json_object(report) or {}
+        write_report(report, [result], previous.get("profile", profile), previous.get("environment", env),
+                     state=previous.get("state", "complete"), attempt=previous.get("attempt"), order=entries)
+    elif in_build:
+        write_report(report, [result], profile, env, state="failed" if result.status == "failed"
+                     else "complete", attempt={**attempt, "finished": [entry]}, order=entries)
+    print(f"[book] {plan.source.relative_to(root)}: {result.status} in {result.seconds:.1f} s -> {output}")
+    if result.status == "failed":
+        print(f"[book] FAILED: {describe_failure(result)}; {output} keeps {result.outputs}", file=sys.stderr)
+        return 1
+    return 0

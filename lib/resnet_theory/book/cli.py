@@ -1,0 +1,79 @@
+"""The book executor: papermill over the jupytext chapters, then a Jupyter Book build of the results.
+
+Usage (from the repository root, inside the project's environment)::
+
+    python -m resnet_theory.book execute [--profile quick|full] [--force] [-p NAME VALUE]... [-p CHAPTER:NAME VALUE]...
+    python -m resnet_theory.book run book/CHAPTER.md [--profile quick|full] [-p NAME VALUE]... [-o out.ipynb]
+
+What the commands do: :mod:`resnet_theory.book.build`. A problem found before anything runs
+(:class:`~resnet_theory.book.toc.BookError`) is printed as one ``error:`` line, exit 2; SIGTERM stops a run
+as Ctrl-C does (exit 143 and 130).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from .build import execute_book, run_chapter
+from .execute import BookInterrupted
+from .toc import BookError, find_root
+
+
+def _raise_on_signal(signum, frame):
+    import signal
+
+    raise BookInterrupted(signal.Signals(signum).name)
+
+
+def main(argv: list[str] | None = None) -> int:
+    import signal
+
+    parser = argparse.ArgumentParser(prog="python -m resnet_theory.book", description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name in ("execute", "run"):
+        p = sub.add_parser(name)
+        if name == "run":
+            p.add_argument("chapter", help="a chapter source, e.g. book/linear.md")
+            p.add_argument("-o", "--output", type=Path, help="where to write the executed notebook")
+        else:
+            p.add_argument("--no-html", action="store_true", help="execute only; do not build HTML")
+            p.add_argument("--only", nargs="+", help="execute only these TOC entries (e.g. book/linear)")
+            p.add_argument("--force", action="store_true",
+                           help="execute every chapter, even those whose cached outputs are up to date")
+        p.add_argument("--profile", default="quick", help="quick (CPU, minutes) or full (GPU-sized)")
+        p.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"))
+        p.add_argument("--root", type=Path, help="the book's root (default: found from the working directory)")
+        p.add_argument("--build-dir", type=Path, help="default: <root>/_build")
+    args = parser.parse_args(argv)
+    # SIGTERM (a CI timeout, `kill`) stops the run like Ctrl-C: old outputs kept, the report says so.
+    previous = signal.getsignal(signal.SIGTERM)
+    in_main_thread = __import__("threading").current_thread() is __import__("threading").main_thread()
+    if in_main_thread:
+        signal.signal(signal.SIGTERM, _raise_on_signal)
+    try:
+        root = (args.root or find_root()).resolve()
+        if args.root is not None and not root.is_dir():
+            raise BookError(f"--root {args.root}: {'not a folder' if root.exists() else 'no such folder'}")
+        if args.root is not None and not ((root / "_toc.yml").is_file() and (root / "_config.yml").is_file()):
+            raise BookError(f"--root {args.root}: no _toc.yml and _config.yml there (not a book's root)")
+        build_dir = (args.build_dir or root / "_build").resolve()
+        if build_dir.exists() and not build_dir.is_dir():
+            raise BookError(f"--build-dir {args.build_dir or build_dir}: not a folder")
+        try:
+            build_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise BookError(f"--build-dir {args.build_dir or build_dir}: cannot create it "
+                            f"({exc.strerror or exc})") from None
+        overrides = [tuple(p) for p in args.parameter]
+        if args.command == "execute":
+            return execute_book(root, build_dir, args.profile, overrides, html=not args.no_html, only=args.only,
+                                force=args.force)
+        return run_chapter(root, args.chapter, args.profile, overrides, args.output, build_dir)
+    except BookError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        if in_main_thread:
+            signal.signal(signal.SIGTERM, previous)

@@ -1,0 +1,273 @@
+"""Executing one chapter: papermill with a kernel (or in the executor's process), outputs moved into place.
+
+**Atomic outputs.** A chapter's notebook and claims are written to hidden temporary files beside their
+final place and moved into place only when the chapter finishes without error. A failed chapter or an
+interrupted run (Ctrl-C, SIGTERM) leaves the previous good outputs; the report then says what happened
+(``state``: ``failed`` or ``interrupted``, with the signal, the chapter and the parameters of the attempt),
+and an interrupted run exits 130 (SIGINT) or 143 (SIGTERM) without building HTML. Temporaries of runs that
+were killed outright are removed by the next run.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+from ..ledger import BUILD_DIR_ENV, CLAIMS_FILE_ENV, ROOT_ENV
+from .cache import cache_key, cache_record_path, read_cache_record, write_cache_record
+from .files import claims_path, file_sha, write_atomic
+from .inprocess import CellError, run_in_process
+from .parameters import defined_parameters
+from .plan import ChapterPlan
+from .report import ChapterResult, now
+
+
+class BookInterrupted(KeyboardInterrupt):
+    """The run was stopped by a signal (Ctrl-C, SIGTERM); the chapter in progress keeps its old outputs."""
+
+    def __init__(self, signal_name: str = "SIGINT"):
+        super().__init__(signal_name)
+        self.signal_name = signal_name
+
+
+def kernel_manager_class():
+    """The kernel manager papermill starts chapters with: on POSIX systems the kernel talks to the executor over
+    Unix sockets in the Jupyter runtime folder (private to this user), not over TCP ports on localhost, which any
+    local user could connect to (ipykernel warns about it on every start); elsewhere the default TCP manager."""
+    from jupyter_client.manager import AsyncKernelManager
+    from traitlets import CaselessStrEnum
+
+    if os.name != "posix":
+        return AsyncKernelManager
+
+    class UnixSocketKernelManager(AsyncKernelManager):
+        transport = CaselessStrEnum(["tcp", "ipc"], default_value="ipc", config=True)
+
+    return UnixSocketKernelManager
+
+
+def _kernel_env() -> None:
+    # An Agg backend in the environment makes every figure vanish from executed notebooks.
+    os.environ.pop("MPLBACKEND", None)
+
+
+def partial_paths(output: Path, pid: int | None = None) -> tuple[Path, Path]:
+    """Where an execution writes before it is moved into place: hidden files beside ``output``."""
+    tag = f".{output.stem}.partial-{pid or os.getpid()}"
+    return output.with_name(tag + ".ipynb"), output.with_name(tag + ".claims.json")
+
+
+def remove_stale_partials(folder: Path) -> list[Path]:
+    """Delete the temporaries of runs that no longer exist (killed with SIGKILL, power loss)."""
+    import re
+
+    removed = []
+    if not folder.is_dir():
+        return removed
+    for path in folder.rglob(".*.partial-*"):
+        match = re.search(r"\.partial-(\d+)\.", path.name)
+        if not match:
+            continue
+        pid = int(match.group(1))
+        try:
+            os.kill(pid, 0)
+            alive = pid != os.getpid()
+        except ProcessLookupError:
+            alive = False
+        except PermissionError:
+            alive = True
+        if not alive:
+            path.unlink(missing_ok=True)
+            removed.append(path)
+    return removed
+
+
+def previous_outputs(output: Path, record: dict | None) -> str:
+    if not output.is_file():
+        return "none"
+    when = (record or {}).get("executed_at")
+    return f"previous outputs kept (executed {when})" if when else "previous outputs kept"
+
+
+def execute_chapter(plan: ChapterPlan, output: Path, build_dir: Path | None, profile: str, device: str,
+                    components: dict | None = None, reason: str = "") -> ChapterResult:
+    """Execute one chapter into ``output``; never raises for a failure inside the chapter.
+
+    The notebook and the claims JSON are written to temporary files beside ``output`` and moved into place
+    only when the chapter finishes without error, so a failed or interrupted execution leaves the previous
+    good outputs (a failure with no previous outputs shows the failed attempt, so its page can be built).
+    With ``components`` (and a ``build_dir``), a successful execution also records the chapter's cache key.
+    An interruption (:class:`KeyboardInterrupt`, :class:`BookInterrupted`) is re-raised after clean-up.
+    """
+    import nbformat
+
+    output.parent.mkdir(parents=True, exist_ok=True)
+    nb = _chapter_notebook(plan)
+    start = time.perf_counter()
+    if not plan.executes:
+        write_atomic(output, nbformat.writes(nb))
+        return ChapterResult(plan.entry, str(plan.source), "static", 0.0, profile, {}, device, str(output),
+                             run="converted")
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.metadata.setdefault("language_info", {"name": "python"})
+    tmp_nb, tmp_claims = partial_paths(output)
+    records = build_dir is not None and components is not None
+    previous_record = read_cache_record(build_dir, plan.entry) if records else None
+    with _chapter_environment(plan, tmp_claims, build_dir):
+        error = _run_notebook(plan, nb, output.name, tmp_nb, tmp_claims)
+    seconds = round(time.perf_counter() - start, 2)
+    result = ChapterResult(plan.entry, str(plan.source), "ok" if error is None else "failed", seconds, profile,
+                           plan.parameters, device, str(output), error, reason=reason)
+    if error is not None:
+        _keep_previous_outputs(result, output, tmp_nb, tmp_claims, previous_record)
+    else:
+        _move_into_place(result, plan, output, tmp_nb, tmp_claims, build_dir if records else None, components)
+    return result
+
+
+def _chapter_notebook(plan: ChapterPlan):
+    """A copy of the chapter as read by jupytext (read again when the plan does not hold it)."""
+    if plan.notebook is not None:
+        import copy
+
+        return copy.deepcopy(plan.notebook)
+    import jupytext
+
+    return jupytext.read(plan.source, fmt="md:myst")
+
+
+@contextmanager
+def _chapter_environment(plan: ChapterPlan, claims: Path, build_dir: Path | None):
+    """The environment variables that tell the chapter's ledger where to write its claims, where the book's
+    root and build folder are; restored afterwards."""
+    saved = {k: os.environ.get(k) for k in (CLAIMS_FILE_ENV, BUILD_DIR_ENV, ROOT_ENV)}
+    os.environ[CLAIMS_FILE_ENV] = str(claims.resolve())
+    os.environ[ROOT_ENV] = str(plan.source.resolve().parents[len(Path(plan.entry).parts) - 1])
+    if build_dir is not None:
+        os.environ[BUILD_DIR_ENV] = str(build_dir.resolve())
+    _kernel_env()
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def _run_notebook(plan: ChapterPlan, nb, output_name: str, tmp_nb: Path, tmp_claims: Path) -> dict | None:
+    """Execute ``nb`` into ``tmp_nb`` (with a kernel, or in-process): None when it finished, else what failed
+    (the report's ``error``). An interruption removes the temporaries and is raised again."""
+    if plan.in_process:
+        failure: type[Exception] = CellError
+    else:
+        import papermill
+
+        failure = papermill.PapermillExecutionError
+    try:
+        if plan.in_process:
+            run_in_process(nb, tmp_nb, plan.parameters, plan.source.parent)
+        else:
+            papermill.execute_notebook(nb, str(tmp_nb), parameters=plan.parameters, kernel_name="python3",
+                                       cwd=str(plan.source.parent), progress_bar=False, log_output=False,
+                                       kernel_manager_class=kernel_manager_class())
+        hide_default_parameters(tmp_nb, plan.parameters, defined_parameters(nb))
+        tidy_metadata(tmp_nb, plan.entry, output_name)
+        return None
+    except failure as exc:
+        if exc.ename == "KeyboardInterrupt":  # Ctrl-C reached the kernel before it reached us
+            tmp_nb.unlink(missing_ok=True)
+            tmp_claims.unlink(missing_ok=True)
+            raise BookInterrupted("SIGINT") from None
+        return {"code_cell": source_code_cell(nb, exc.source), "execution_count": exc.exec_count,
+                "ename": exc.ename, "evalue": exc.evalue, "cell_source": exc.source[:2000]}
+    except KeyboardInterrupt:
+        tmp_nb.unlink(missing_ok=True)
+        tmp_claims.unlink(missing_ok=True)
+        raise
+    except Exception as exc:  # kernel died, notebook could not be written, ...
+        return {"code_cell": None, "execution_count": None, "ename": type(exc).__name__, "evalue": str(exc),
+                "cell_source": ""}
+
+
+def _move_into_place(result: ChapterResult, plan: ChapterPlan, output: Path, tmp_nb: Path, tmp_claims: Path,
+                     build_dir: Path | None, components: dict | None) -> None:
+    """A chapter that finished: its notebook and claims replace the previous ones, and (with a ``build_dir``)
+    the cache records the key they were computed with."""
+    final_claims = claims_path(output)
+    if build_dir is not None:  # the old record no longer describes the files
+        cache_record_path(build_dir, plan.entry).unlink(missing_ok=True)
+    os.replace(tmp_nb, output)
+    if tmp_claims.is_file():
+        os.replace(tmp_claims, final_claims)
+    else:
+        final_claims.unlink(missing_ok=True)
+    result.executed_at = now()
+    if build_dir is not None:
+        record = {"key": cache_key(components), "components": components, "executed_at": result.executed_at,
+                  "seconds": result.seconds, "profile": result.profile, "parameters": plan.parameters,
+                  "device": result.device, "source_sha": file_sha(plan.source), "notebook_sha": file_sha(output),
+                  "claims_sha": file_sha(final_claims)}
+        write_cache_record(build_dir, plan.entry, record)
+
+
+def _keep_previous_outputs(result: ChapterResult, output: Path, tmp_nb: Path, tmp_claims: Path,
+                           previous_record: dict | None) -> None:
+    """A chapter that failed: the previous outputs stay (or, with none, the failed attempt is shown)."""
+    result.run = "not run"
+    tmp_claims.unlink(missing_ok=True)
+    if output.is_file():
+        tmp_nb.unlink(missing_ok=True)
+        result.outputs = previous_outputs(output, previous_record)
+        result.executed_at = (previous_record or {}).get("executed_at")
+    elif tmp_nb.is_file():
+        os.replace(tmp_nb, output)
+        result.outputs = "the failed attempt (there were no earlier outputs)"
+    else:
+        result.outputs = "none"
+
+
+def source_code_cell(notebook, source: str) -> int | None:
+    """1-based position of the code cell with this source among the chapter's own code cells."""
+    code_cells = [c for c in notebook.cells if c.cell_type == "code"]
+    for number, cell in enumerate(code_cells, start=1):
+        if cell.source.strip() == source.strip():
+            return number
+    return None
+
+
+def hide_default_parameters(path: Path, injected: dict, defaults: dict) -> None:
+    """Hide papermill's injected-parameters cell when it only restates the chapter's defaults.
+
+    A reader of the rendered page then sees the chapter's own parameters cell; a run with other values keeps
+    the injected cell visible, so the page shows what it was executed with.
+    """
+    import nbformat
+
+    if any(defaults.get(k, object()) != v for k, v in injected.items()):
+        return
+    nb = nbformat.read(path, as_version=4)
+    for cell in nb.cells:
+        tags = cell.metadata.get("tags", [])
+        if "injected-parameters" in tags and "remove-cell" not in tags:
+            cell.metadata["tags"] = [*tags, "remove-cell"]
+    nbformat.write(nb, path)
+
+
+def tidy_metadata(path: Path, entry: str, output_name: str) -> None:
+    """Keep the build machine out of the executed notebook a reader downloads: papermill records the input it was
+    given (here the whole chapter, some 50-70 kB, since it is handed a notebook object) and the absolute output
+    path; they become the chapter's source name and the notebook's own file name."""
+    import nbformat
+
+    nb = nbformat.read(path, as_version=4)
+    record = nb.metadata.get("papermill")
+    if not isinstance(record, dict):
+        return
+    record["input_path"] = f"{entry}.md"
+    record["output_path"] = output_name
+    record.pop("environment_variables", None)
+    nbformat.write(nb, path)

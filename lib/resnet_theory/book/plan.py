@@ -1,0 +1,134 @@
+"""What a run executes: the pages it selects from the TOC, how each of them executes, with which parameters.
+
+A page's front matter says how it executes (:func:`execution_mode`); :func:`plan_chapters` reads every
+selected page and checks every ``-p`` against the parameters cells (:mod:`resnet_theory.book.parameters`),
+so a bad request is refused before anything runs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .parameters import (REQUIRED_PARAMETERS, check_parameter_type, defined_parameters, parameter_annotations,
+                         parse_value)
+from .toc import BookError, chapter_source
+
+
+PROFILES = ("quick", "full")
+
+EXECUTION_MODES = ("cached", "always", "in-process")
+
+
+def execution_mode(notebook) -> str:
+    """How a page executes, from its front matter ``resnet_theory: {execution: MODE}``.
+
+    ``cached`` (the default): with a kernel, only when its cache key changed; ``always``: with a kernel,
+    on every run; ``in-process``: on every run, in the executor's process without a kernel (pages that
+    only read the other pages' results, such as the ledger and status pages).
+    """
+    meta = notebook.metadata.get("resnet_theory") or {}
+    mode = meta.get("execution", "cached") if isinstance(meta, dict) else "cached"
+    if mode not in EXECUTION_MODES:
+        raise BookError(f"unknown execution mode {mode!r} in the front matter (resnet_theory: execution); "
+                        f"choose one of {', '.join(EXECUTION_MODES)}")
+    return mode
+
+
+def has_code(notebook) -> bool:
+    return any(c.cell_type == "code" and c.source.strip() for c in notebook.cells)
+
+
+@dataclass
+class ChapterPlan:
+    entry: str
+    source: Path
+    executes: bool
+    parameters: dict[str, Any] = field(default_factory=dict)
+    #: The chapter as read by jupytext (for the cache key), and how it executes (see :func:`execution_mode`).
+    notebook: Any = None
+    mode: str = "cached"
+
+    @property
+    def always(self) -> bool:
+        """Executed on every run with a kernel."""
+        return self.mode == "always"
+
+    @property
+    def in_process(self) -> bool:
+        """Executed on every run in the executor's process, without a kernel."""
+        return self.mode == "in-process"
+
+
+def plan_chapters(root: Path, entries: list[str], profile: str, overrides: list[tuple[str, str]]) -> list[ChapterPlan]:
+    """Check everything that can be checked before running; return what will run with which parameters."""
+    import jupytext
+
+    if profile not in PROFILES:
+        raise BookError(f"unknown profile {profile!r}; choose one of {', '.join(PROFILES)}")
+    plans = []
+    defined: dict[str, dict[str, Any]] = {}
+    annotated: dict[str, dict[str, str]] = {}
+    for entry in entries:
+        source = chapter_source(root, entry)
+        nb = jupytext.read(source, fmt="md:myst")
+        executes = has_code(nb)
+        if executes:
+            names = defined_parameters(nb)
+            missing = [n for n in REQUIRED_PARAMETERS if n not in names]
+            if missing:
+                raise BookError(f"{source.relative_to(root)}: its 'parameters' cell must define "
+                                f"{', '.join(REQUIRED_PARAMETERS)}; missing {', '.join(missing)}")
+            defined[entry] = names
+            annotated[entry] = parameter_annotations(nb)
+        plans.append(ChapterPlan(entry, source, executes, {"profile": profile} if executes else {}, nb,
+                                 execution_mode(nb)))
+    by_stem = {Path(p.entry).stem: p for p in plans}
+    for name, raw in overrides:
+        try:
+            value = parse_value(raw)
+        except BookError as exc:
+            raise BookError(f"-p {name} {exc}") from None
+        if ":" in name:
+            stem, pname = name.split(":", 1)
+            plan = by_stem.get(stem)
+            if plan is None:
+                raise BookError(f"-p {name}: no chapter {stem!r} in this run (chapters: {', '.join(by_stem)})")
+            if pname not in defined.get(plan.entry, {}):
+                raise BookError(f"-p {name}: {plan.source.relative_to(root)} does not define {pname!r} in its "
+                                f"parameters cell (it defines: {', '.join(defined.get(plan.entry, {})) or 'nothing'})")
+            check_parameter_type(name, value, defined[plan.entry][pname], annotated[plan.entry].get(pname))
+            plan.parameters[pname] = value
+        else:
+            if name == "profile":
+                raise BookError("give the profile with --profile, not -p profile")
+            targets = [p for p in plans if name in defined.get(p.entry, {})]
+            if not targets and len(plans) == 1:
+                only = plans[0]
+                raise BookError(f"-p {name}: {only.source.relative_to(root)} does not define {name!r} in its "
+                                f"parameters cell (it defines: {', '.join(defined.get(only.entry, {})) or 'nothing'})")
+            if not targets:
+                raise BookError(f"-p {name}: no chapter in this run defines {name!r} in its parameters cell")
+            for plan in targets:
+                check_parameter_type(name, value, defined[plan.entry][name], annotated[plan.entry].get(name))
+                plan.parameters[name] = value
+    return plans
+
+
+def select_entries(root: Path, all_entries: list[str], only: list[str] | None, html: bool) -> list[str]:
+    """The TOC entries a run executes: all, or those named by ``--only``. When HTML is built, the in-process
+    pages (the status page, the ledger) are added to an ``--only`` selection: they report on the build, and
+    the HTML would otherwise show what they said of an earlier one (a chapter that has just failed as ok)."""
+    if not only:
+        return list(all_entries)
+    wanted = [Path(c).with_suffix("").as_posix() for c in only]
+    unknown = [c for c, w in zip(only, wanted) if c not in all_entries and w not in all_entries]
+    if unknown:
+        raise BookError(f"not in _toc.yml: {', '.join(unknown)}")
+    if html:
+        import jupytext
+
+        wanted += [e for e in all_entries if e not in wanted
+                   and execution_mode(jupytext.read(chapter_source(root, e), fmt="md:myst")) == "in-process"]
+    return [e for e in all_entries if e in wanted]

@@ -1,0 +1,128 @@
+"""The run's report: one :class:`ChapterResult` per page, ``report.json``, and the summary printed at the end.
+
+The report is written while the run goes on (``state`` ``running``, with the pages ``finished`` so far) and
+again when it ends; the status page (:mod:`resnet_theory.book.status`) renders it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from ..ledger import BUILD_DIR_ENV
+from .files import read_json_object, write_atomic
+from .toc import BookError
+
+
+@dataclass
+class ChapterResult:
+    chapter: str
+    source: str
+    status: str  # "ok", "failed", "interrupted" or "static" (no code cells)
+    seconds: float
+    profile: str
+    parameters: dict
+    device: str
+    notebook: str
+    error: dict | None = None
+    #: "executed" (this run), "reused" (outputs of an earlier execution, prose re-rendered), "converted"
+    #: (no code), "not run" (failed or interrupted: see ``outputs``).
+    run: str = "executed"
+    #: When the outputs on the page were computed (None when there are none).
+    executed_at: str | None = None
+    #: Why the chapter was executed (what changed since its cached outputs), or why it was reused.
+    reason: str = ""
+    #: For a failed or interrupted chapter: which outputs the page shows instead.
+    outputs: str = ""
+
+
+def now() -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S %Z")
+
+
+def describe_failure(result: ChapterResult) -> str:
+    err = result.error or {}
+    where = (f"code cell {err.get('code_cell')}" if err.get("code_cell") is not None
+             else "a cell" if err.get("execution_count") is not None else "before any cell ran")
+    if err.get("execution_count") is not None:
+        where += f" (execution count {err['execution_count']})"
+    source = (err.get("cell_source") or "").strip().splitlines()
+    first = f"\n    cell begins: {source[0][:120]}" if source else ""
+    return f"chapter {result.source} failed in {where}: {err.get('ename')}: {err.get('evalue')}{first}"
+
+
+def summary_table(results: list[ChapterResult]) -> str:
+    """A plain-text table of the run: one line per page (status, executed or reused), then the total time."""
+    width = max((len(r.chapter) for r in results), default=4)
+    lines = [f"{'page':<{width}}  {'status':<11} {'run':<9} {'seconds':>8}"]
+    for r in results:
+        seconds = f"{r.seconds:8.1f}" if r.run == "executed" or r.status in ("failed", "interrupted") else f"{'-':>8}"
+        lines.append(f"{r.chapter:<{width}}  {r.status:<11} {r.run:<9} {seconds}")
+    total = sum(r.seconds for r in results if r.run != "reused")
+    lines.append(f"{'total':<{width}}  {'':<11} {'':<9} {total:8.1f}")
+    return "\n".join(lines)
+
+
+class _ReportLock:
+    """An exclusive lock on the report while it is read, merged and rewritten (chapters run side by side)."""
+
+    def __init__(self, path: Path):
+        self.path = path.with_name("." + path.name + ".lock")
+
+    def __enter__(self):
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.handle = open(self.path, "a")
+        try:
+            import fcntl
+
+            fcntl.flock(self.handle, fcntl.LOCK_EX)
+        except ImportError:  # pragma: no cover - not POSIX
+            pass
+        return self
+
+    def __exit__(self, *exc):
+        self.handle.close()
+
+
+def write_report(path: Path, results: list[ChapterResult], profile: str, env: dict, *, state: str = "complete",
+                 attempt: dict | None = None, order: list[str] | None = None) -> None:
+    """Write ``report.json``: this run's pages merged into the previous report's (a partial run keeps the rest).
+
+    ``state`` says how the run ended: ``running``, ``complete``, ``failed`` or ``interrupted``; ``attempt``
+    records what was asked (command, chapters, profile, parameters, and the signal for an interruption).
+    Pages are listed in ``order`` (the TOC) when given.
+    """
+    with _ReportLock(path):
+        chapters: dict[str, dict] = {}
+        previous = (read_json_object(path) or {}).get("chapters")
+        if isinstance(previous, list):    # rows of a damaged or hand-made report are dropped, not a traceback
+            chapters = {c["chapter"]: c for c in previous if isinstance(c, dict) and isinstance(c.get("chapter"), str)}
+        for r in results:
+            chapters[r.chapter] = asdict(r)
+        names = list(chapters)
+        if order is not None:
+            names = [n for n in order if n in chapters]
+        data = {"profile": profile, "environment": env, "finished": now(), "state": state,
+                "attempt": attempt or {}, "chapters": [chapters[n] for n in names]}
+        write_atomic(path, json.dumps(data, indent=1, default=str))
+
+
+def load_report(build_dir: str | os.PathLike | None = None) -> dict | None:
+    """The last execution report (``<build>/executed/report.json``), or None if there is none."""
+    if build_dir is None:
+        build_dir = os.environ.get(BUILD_DIR_ENV)
+        if not build_dir:
+            return None
+    path = Path(build_dir) / "executed" / "report.json"
+    if not path.exists():
+        return None
+    report = read_json_object(path)
+    if report is None or not isinstance(report.get("chapters"), list) \
+            or not all(isinstance(c, dict) for c in report["chapters"]) \
+            or not isinstance(report.get("environment"), dict) or not isinstance(report.get("attempt", {}), dict):
+        raise BookError(f"{path} is not an execution report (damaged or edited?): execute the book again "
+                        f"(make book), which rewrites it")
+    return report
