@@ -29,7 +29,10 @@ def assert_same_run(batched: engine.TrainResult, single: engine.TrainResult, rto
     for key in a:
         scale = float(b[key].abs().max()) or 1.0
         assert float((a[key] - b[key]).abs().max()) <= rtol * scale, key
-    kinds = lambda r: [(h["kind"], h["step"]) for h in r.history if h["kind"] != "start"]
+
+    def kinds(r):
+        return [(h["kind"], h["step"]) for h in r.history if h["kind"] != "start"]
+
     assert kinds(batched) == kinds(single)
     for x, y in zip(batched.history, single.history):
         for field in ("loss", "test_loss"):

@@ -173,7 +173,10 @@ def test_histories_are_those_written_before_the_interval_was_shared(name):
 def test_the_engine_and_the_ensemble_write_the_same_records():
     config = tiny(seed=6)
     single, batched = engine.train(config), ensemble.train_members([config])[0]
-    fields = lambda r: [(h["kind"], tuple(h)) for h in r.history if h["kind"] != "start"]
+
+    def fields(r):
+        return [(h["kind"], tuple(h)) for h in r.history if h["kind"] != "start"]
+
     assert fields(single) == fields(batched)
     for h in single.history + batched.history:
         if interval.RECORD_FIELDS[h["kind"]] is not None:

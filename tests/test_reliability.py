@@ -4,7 +4,32 @@ refusal of sizes the machine cannot handle, and messages that say what is actual
 from __future__ import annotations
 
 import time
+import errno
+import math
+import hashlib
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import textwrap
+from dataclasses import replace
+from pathlib import Path
 
+import torch
+from conftest import MYST_HEADER, one_line_error
+
+from resnet_theory.engine import data, train
+from resnet_theory.book import cli as executor
+from resnet_theory.book import verdict_diff
+from resnet_theory.book.cache import cache_record_path, load_cache_record, read_cache_record
+from resnet_theory.book.files import file_sha, write_atomic
+from resnet_theory.book.plan import plan_chapters
+from resnet_theory.book.report import load_report
+from resnet_theory.book.toc import BookError
+from resnet_theory.ledger import Check, ClaimsFileError, Ledger, LedgerDefect, load_claims
 import numpy as np
 import pytest
 
@@ -98,33 +123,6 @@ def test_one_divergence_exception():
 # Reliability II (#23): untrusted files, parameters and concurrent runs. Each test below fails on the code
 # before the issue was fixed (commit 673df69).
 # ============================================================================================================
-import errno
-import math
-import hashlib
-import io
-import json
-import os
-import shutil
-import subprocess
-import sys
-import tarfile
-import textwrap
-from dataclasses import replace
-from pathlib import Path
-
-import torch
-from conftest import MYST_HEADER, one_line_error
-
-from resnet_theory.engine import data, train
-from resnet_theory.book import cli as executor
-from resnet_theory.book import verdict_diff
-from resnet_theory.book.cache import cache_record_path, load_cache_record, read_cache_record
-from resnet_theory.book.files import file_sha, write_atomic
-from resnet_theory.book.plan import plan_chapters
-from resnet_theory.book.report import load_report
-from resnet_theory.book.toc import BookError
-from resnet_theory.ledger import Check, ClaimsFileError, Ledger, LedgerDefect, load_claims
-
 #: The library these tests import, for the command lines they start.
 LIB = str(Path(train.__file__).resolve().parents[1])
 TINY = dict(dataset="digits", stem_channels=4, widths=(4, 8), blocks_per_stage=1, batch_size=32, lr=0.05,

@@ -735,7 +735,7 @@ def _attempt(Xn, labels_u, original, r, k, rng, projection, thresholds, ops):
         # no other point at all (n = 1): any threshold below the squared norm will do
         low = np.where(np.isfinite(low), low, np.minimum(up, 0.0) - 1.0)
 
-        def other(j):
+        def other(j, A=A, lo=lo):
             """The point (row of H) attaining unit j's largest product with another point."""
             row = A[j] @ H.T
             row[lo + j] = -math.inf

@@ -741,12 +741,12 @@ def theorem_2_1_worst_ratio_search(dims=(2, 3, 4), max_depth=24, random_starts=4
             starts.append((worst(params, d, mixing)[0], params))
         starts.sort(key=lambda t: -t[0])
         for _, params in starts[:refine]:
-            res = scipy.optimize.minimize(lambda x: -worst(x, d, mixing)[0], params, method="Nelder-Mead",
+            res = scipy.optimize.minimize(lambda x, d=d, mixing=mixing: -worst(x, d, mixing)[0], params, method="Nelder-Mead",
                                           options={"maxfev": 150 * d, "xatol": 1e-6, "fatol": 1e-9})
             value, R, depth = worst(res.x, d, mixing)
             if value > best[0]:
                 best = (value, R, depth)
-        for value, params in starts[:1]:
+        for _, params in starts[:1]:
             v, R, depth = worst(params, d, mixing)
             if v > best[0]:
                 best = (v, R, depth)

@@ -699,7 +699,6 @@ def factor_deviations(h: TorchMap, m: int, dim: int, domain_radius: float = 1.0,
         B.append((np.eye(dim) + layer) @ B[-1])
     B[-1] = A
     B = torch.as_tensor(np.stack(B))                                   # (m+1, d, d)
-    B_inv = torch.linalg.inv(B)
     A_inv = torch.as_tensor(np.linalg.inv(A))
     eye = torch.eye(dim, dtype=DTYPE)
 
@@ -1117,7 +1116,7 @@ def try_rate_certificate(h: TorchMap, dim: int, domain_radius: float = 1.0, *, g
         return None, "sup ||h''|| on the ball is infinite (h' is not Lipschitz)"
     try:
         return rate_certificate(h, dim, domain_radius, grid_points=grid_points), ""
-    except ArithmeticError as err:
+    except ArithmeticError:
         return None, ("g' could not be shown invertible on every cell of the grid (it is singular somewhere "
                       "on the ball, or the grid is too coarse)")
 

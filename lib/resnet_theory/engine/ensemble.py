@@ -111,8 +111,11 @@ class GroupedResNet(nn.Module):
         if not members or not all(isinstance(m, allconv.AllConvResNet) for m in members):
             raise TypeError("GroupedResNet needs a non-empty list of AllConvResNet members")
         first = members[0]
-        shape = lambda m: (m.num_classes, m.in_channels, m.stem_channels, m.widths, m.blocks_per_stage,
-                           m.kernel_size, m.skip, m.trainable_head, m.stem.bias is not None)
+
+        def shape(m):
+            return (m.num_classes, m.in_channels, m.stem_channels, m.widths, m.blocks_per_stage, m.kernel_size,
+                    m.skip, m.trainable_head, m.stem.bias is not None)
+
         if any(shape(m) != shape(first) for m in members):
             raise ValueError("all members must share one architecture (classes, channels, widths, blocks, kernel, "
                              "shortcuts, head kind, biases); only the weights may differ")
@@ -288,7 +291,7 @@ class _Members:
 
     def _update(self, lr: torch.Tensor) -> torch.Tensor:
         """One momentum-SGD step of every member on its own next batch; returns the members' losses."""
-        G, shared = self.groups, self.shared
+        shared = self.shared
         batches = [next(s) for s in self.streams]
         x = torch.stack([b[0] for b in batches], dim=1).flatten(1, 2)  # (N, G * C, H, W)
         y = torch.stack([b[1] for b in batches], dim=1)                 # (N, G)
