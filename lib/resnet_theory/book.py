@@ -70,6 +70,7 @@ from pathlib import Path
 from typing import Any
 
 from .ledger import BUILD_DIR_ENV, CLAIMS_FILE_ENV, ROOT_ENV
+from . import repository
 
 PROFILES = ("quick", "full")
 REQUIRED_PARAMETERS = ("profile", "seed")
@@ -1152,6 +1153,9 @@ def build_html(root: Path, build_dir: Path) -> tuple[int, Path]:
     """Jupyter Book over the executed notebooks, warnings as errors; returns (exit code, index.html)."""
     executed = build_dir / "executed"
     stage_book(root, executed)
+    # Repository, issue, edit and launch buttons where the repository's address is known (see repository.py).
+    repo, site = repository.from_environment(root)
+    print(f"[book] {repository.configure(executed / '_config.yml', repo, site)}", flush=True)
     # Jupyter Book writes to <path-output>/_build/html; build in a scratch folder and move the result.
     scratch = build_dir / "jb"
     cmd = [sys.executable, "-c", "from jupyter_book.cli.main import main; main()", "build", str(executed), "--path-output", str(scratch),
@@ -1161,6 +1165,7 @@ def build_html(root: Path, build_dir: Path) -> tuple[int, Path]:
     if (scratch / "_build" / "html").is_dir():
         shutil.rmtree(target, ignore_errors=True)
         shutil.move(str(scratch / "_build" / "html"), str(target))
+        repository.fill_install_cells(target / "_sources", repo)  # the downloads' install cells
     return proc.returncode, target / "index.html"
 
 
@@ -1249,6 +1254,8 @@ def execute_book(root: Path, build_dir: Path, profile: str, overrides: list[tupl
     all_entries = toc_files(root)
     entries = select_entries(root, all_entries, only, html)
     plans = plan_chapters(root, entries, profile, overrides)
+    if html:
+        repository.from_environment(root)  # a malformed repository address is refused before anything runs
     executed = build_dir / "executed"
     executed.mkdir(parents=True, exist_ok=True)
     remove_stale_partials(executed)
@@ -1432,7 +1439,7 @@ def main(argv: list[str] | None = None) -> int:
             return execute_book(root, build_dir, args.profile, overrides, html=not args.no_html, only=args.only,
                                 force=args.force)
         return run_chapter(root, args.chapter, args.profile, overrides, args.output, build_dir)
-    except BookError as exc:
+    except (BookError, repository.RepositoryError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     finally:
