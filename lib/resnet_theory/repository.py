@@ -61,8 +61,9 @@ import sys
 PACKAGE_SOURCE = None  # a downloaded notebook has the book's repository here
 if importlib.util.find_spec("resnet_theory") is None:
     if PACKAGE_SOURCE is None:
-        raise ModuleNotFoundError("resnet_theory is not installed: see 'Running a chapter "
-                                  "on Binder or Colab' in the book's introduction")
+        raise ModuleNotFoundError(
+            "resnet_theory is not installed: see 'Running a chapter on Binder or "
+            "Colab' in the book's introduction")
     subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "myst-nb",
                     f"resnet-theory @ {PACKAGE_SOURCE}"], check=True)
     importlib.invalidate_caches()"""
