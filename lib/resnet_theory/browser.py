@@ -86,7 +86,7 @@ WINDOW_WIDTH = 1400
 #: A phone's window width: the page must not scroll sideways (code and wide tables may, in their own box).
 PHONE_WIDTH = 390
 SCREENSHOT_WIDTHS = (WINDOW_WIDTH, PHONE_WIDTH)
-#: Taller pages are cut there (the tallest page, linear at 390 px, is about 53,000 px).
+#: Taller pages are cut there (the tallest page, linear at 390 px, is about 56,000 px).
 MAX_SCREENSHOT_HEIGHT = 100_000
 #: A page's article shorter than this many characters of text did not render (or is empty).
 MIN_TEXT = 200
@@ -140,8 +140,8 @@ def dump_dom(chromium: str, page: Path | str, timeout: float = 60.0) -> str:
 class Browser:
     """One headless Chromium driven over the DevTools protocol on a pipe (``--remote-debugging-pipe``: commands
     on its file descriptor 3, answers on 4, each a JSON message ended by a NUL byte). Unlike ``--window-size``
-    (at least 500 px wide in headless Chromium), it lays a page out at any width, as a phone does
-    (``Emulation.setDeviceMetricsOverride``), and screenshots it beyond the window (``captureBeyondViewport``).
+    (at least 500 px wide in headless Chromium), it lays a page out at any width, a phone's included
+    (``Emulation.setDeviceMetricsOverride``), and screenshots the whole page in a window as tall as it.
     A context manager: ``with Browser(chromium) as browser: tab = browser.open(url, 390) ...``."""
 
     def __init__(self, chromium: str, timeout: float = 60.0):
@@ -231,12 +231,14 @@ class Browser:
             self._events.append(self._message(deadline))
 
     def open(self, url: str, width: int, height: int = 1000) -> str:
-        """Load ``url`` in a new tab laid out ``width`` CSS pixels wide (as a phone below 1000 px); return the
-        tab's session once the page has loaded and MathJax has typeset it."""
+        """Load ``url`` in a new tab laid out ``width`` CSS pixels wide; return the tab's session once the page has
+        loaded and MathJax has typeset it. The layout is a desktop browser's at that width (the theme's phone
+        layout below its breakpoints): Chromium's mobile emulation would also enlarge text (text autosizing)
+        once the window is as tall as the page, for the screenshot."""
         target = self.send("Target.createTarget", {"url": "about:blank"})["targetId"]
         session = self.send("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
         self.send("Emulation.setDeviceMetricsOverride", {"width": width, "height": height,
-                                                         "deviceScaleFactor": 1, "mobile": width < 1000},
+                                                         "deviceScaleFactor": 1, "mobile": False},
                   session)
         self.send("Page.enable", session=session)
         self.send("Page.navigate", {"url": url}, session)
@@ -253,14 +255,29 @@ class Browser:
             raise RuntimeError(f"chromium: script failed: {result['exceptionDetails'].get('text')}")
         return result["result"].get("value")
 
-    def screenshot(self, session: str, output: Path, width: int, height: int) -> None:
+    def screenshot(self, session: str, output: Path, width: int, max_height: int) -> tuple[int, int]:
+        """A PNG of the whole page (up to ``max_height`` pixels tall), taken with the window as tall as the page,
+        as a reader scrolling down sees it (``captureBeyondViewport`` instead lays fixed and sticky parts of the
+        theme out again and can drop the sidebars); returns its height and the page's."""
         import base64
 
+        height = full = 0
+        for _ in range(3):  # the page's height can change with the window's (elements sized in vh)
+            full = self.evaluate(session, "document.documentElement.scrollHeight")
+            wanted = max(1, min(full, max_height))
+            if wanted == height:
+                break
+            height = wanted
+            self.send("Emulation.setDeviceMetricsOverride", {"width": width, "height": height,
+                                                             "deviceScaleFactor": 1, "mobile": False},
+                      session)
+            self.evaluate(session, "window.scrollTo(0, 0); new Promise(function (done) {"
+                                   " requestAnimationFrame(function () { requestAnimationFrame(done); }); })")
         shot = self.send("Page.captureScreenshot", {
-            "format": "png", "captureBeyondViewport": True,
-            "clip": {"x": 0, "y": 0, "width": width, "height": height, "scale": 1}}, session)
+            "format": "png", "clip": {"x": 0, "y": 0, "width": width, "height": height, "scale": 1}}, session)
         output.parent.mkdir(parents=True, exist_ok=True)
         output.write_bytes(base64.b64decode(shot["data"]))
+        return height, full
 
     def close(self, session: str) -> None:
         self.send("Page.close", session=session)
@@ -450,11 +467,10 @@ def take_screenshots(chromium: str, html_dir: Path, entries: list[str], out_dir:
                     tab = browser.open(probe_page.resolve().as_uri(), width)
                     browser.evaluate(tab, wait)
                     report = read_probe(page, browser.evaluate(tab, "document.documentElement.outerHTML"), width)
-                    height = max(1, min(report.page_height, MAX_SCREENSHOT_HEIGHT))
                     png = out_dir / screenshot_name(entry, width)
-                    browser.screenshot(tab, png, width, height)
+                    height, page_height = browser.screenshot(tab, png, width, MAX_SCREENSHOT_HEIGHT)
                     browser.close(tab)
-                    shot = Screenshot(entry, width, png, height, report.page_height, list(report.problems))
+                    shot = Screenshot(entry, width, png, height, page_height, list(report.problems))
                     if report.text_length < MIN_TEXT:
                         shot.problems.append(f"the page shows only {report.text_length} characters of text")
                     shot.problems += image_problems(png, width)
