@@ -20,7 +20,7 @@ TORCH_PIN := $(shell grep '^torch==' requirements.lock)
 PINS_HASH := $(shell { cat requirements.lock pyproject.toml; echo "torch build: $(TORCH)"; } | sha256sum | cut -c1-16)
 STAMP   := $(VENV)/.installed-$(PINS_HASH)
 
-.PHONY: install book pdf test lock clean verdicts-across-seeds gpu-check kernel
+.PHONY: install book pdf screenshots test lock clean verdicts-across-seeds gpu-check kernel
 
 install: $(STAMP)
 
@@ -43,6 +43,11 @@ kernel: install
 # The book as one PDF (every page printed by headless Chromium, tables and math kept): _build/pdf/.
 pdf: book
 	$(PY) -m resnet_theory.book.pdf
+
+# A screenshot of every page at 1400 and 390 px wide (headless Chromium), each checked as the browser check does
+# (no sideways scrolling, MathJax typeset, images loaded) and not blank: _build/screenshots/book/NAME-WIDTH.png.
+screenshots: book
+	$(PY) -m resnet_theory.book.browser --screenshots _build/screenshots
 
 # The book at other seeds (each in _build/seed-N), then every verdict and claim id compared with _build.
 SEEDS   ?= 1 2

@@ -166,3 +166,38 @@ def test_the_pdf_keeps_every_page_every_table_and_the_typeset_math(built_book, t
             assert label and label in flat, f"{page.entry}: a table headed {label!r} is missing from the PDF"
             tables += 1
     assert tables >= 10, f"only {tables} tables in the whole book?"
+
+
+def test_every_page_has_a_description_and_open_graph_tags_and_no_install_cell(built_book):
+    """Search results and link previews get each page's first paragraph (escaped, at most 200 characters); the
+    chapters' install cell (for Colab) is in the downloadable notebook but not on the page."""
+    from resnet_theory.book.repository import INSTALL_CELL, INSTALL_TAG
+
+    for page in book_pages(built_book.html, toc_files(ROOT)):
+        source = page.read_text()
+        description = re.search(r'<meta name="description" content="([^"]*)" />', source)
+        assert description and 60 <= len(html.unescape(description.group(1))) <= 200, page.name
+        assert f'<meta property="og:description" content="{description.group(1)}" />' in source, page.name
+        assert re.search(r'<meta property="og:title" content="[^"]+" />', source), page.name
+        assert "\\(" not in description.group(1) and "$" not in description.group(1), page.name
+    for chapter in REVIEWS:
+        assert "PACKAGE_SOURCE" not in (built_book.html / "book" / f"{chapter}.html").read_text()
+        import nbformat
+
+        download = nbformat.read(built_book.html / "_sources" / "book" / f"{chapter}.ipynb", as_version=4)
+        cells = [c for c in download.cells if INSTALL_TAG in c.metadata.get("tags", [])]
+        assert len(cells) == 1 and cells[0].source.splitlines()[:4] == INSTALL_CELL.splitlines()[:4], chapter
+
+
+def test_a_screenshot_of_every_page_at_1400_and_390_px_is_a_rendered_page(built_book, tmp_path):
+    """``make screenshots``: every page at both widths, each a picture of the window's width that is not blank,
+    of a page that does not scroll sideways, with its math typeset and its images loaded."""
+    from resnet_theory.book.browser import SCREENSHOT_WIDTHS, take_screenshots
+
+    chromium = chromium_or_skip()
+    entries = toc_files(ROOT)
+    shots = take_screenshots(chromium, built_book.html, entries, tmp_path / "screenshots")
+    assert [(s.page, s.width) for s in shots] == [(e, w) for e in entries for w in SCREENSHOT_WIDTHS]
+    problems = [f"{s.page} at {s.width} px: {s.problems}" for s in shots if not s.ok]
+    assert not problems, "\n".join(problems)
+    assert all(s.png.stat().st_size > 10_000 for s in shots)

@@ -21,9 +21,12 @@ One concept per module, in the order a run uses them:
 - :mod:`~resnet_theory.book.report`: one result record per page, ``report.json``, the printed summary.
 - :mod:`~resnet_theory.book.build`: the ``execute`` and ``run`` commands.
 - :mod:`~resnet_theory.book.html_build`: the Jupyter Book build of the executed notebooks.
+- :mod:`~resnet_theory.book.repository`: the repository's address (buttons, launch, the install cell).
+- :mod:`~resnet_theory.book.page_meta`: the Sphinx extension that writes each page's description and og: tags.
 - :mod:`~resnet_theory.book.offline_mathjax`: the Sphinx extension that serves MathJax from the book itself.
 - :mod:`~resnet_theory.book.status`: the status page, rendered from the report.
-- :mod:`~resnet_theory.book.browser`: the built book checked in headless Chromium.
+- :mod:`~resnet_theory.book.browser`: the built book checked in headless Chromium, and its screenshots.
+- :mod:`~resnet_theory.book.devtools`: headless Chromium driven over the DevTools protocol (any width).
 - :mod:`~resnet_theory.book.pdf`: the book as one PDF.
 - :mod:`~resnet_theory.book.verdict_diff`: the claims ledgers of several builds compared.
 - :mod:`~resnet_theory.book.cli`: the command line (``__main__`` runs it).

@@ -9,10 +9,17 @@ It also loads each page at a 1400-pixel-wide window and reports every code block
 wider than its box (horizontal scrolling) and every table reaching past the article column, and, read from
 the HTML itself, every image without
 alternative text (or with a file name for one) and every theorem-like box numbered by Sphinx
-("Theorem 1 (...)"). :func:`serve` serves a built book over HTTP under a URL prefix, as GitHub Pages
+("Theorem 1 (...)"). At any window width, a page wider than the window (one that scrolls sideways) is a
+problem; at a phone's width (:data:`PHONE_WIDTH`) code blocks and wide tables may scroll inside their own box.
+:func:`serve` serves a built book over HTTP under a URL prefix, as GitHub Pages
 does (``https://USER.github.io/REPO/``), so the same check can run on the served pages.
 
-Usage: ``python -m resnet_theory.book.browser [_build/html] [--prefix /some/prefix/]`` (exit 1 on any problem).
+:func:`take_screenshots` takes a screenshot of every page at each of :data:`SCREENSHOT_WIDTHS`, as tall as the
+page (up to :data:`MAX_SCREENSHOT_HEIGHT`), after the same check at that width, and adds what the picture
+shows: its width, and whether it is blank (:func:`image_problems`).
+
+Usage: ``python -m resnet_theory.book.browser [_build/html] [--prefix /some/prefix/] [--screenshots DIR]``
+(exit 1 on any problem; ``make screenshots`` writes them to ``_build/screenshots``).
 """
 
 from __future__ import annotations
@@ -26,6 +33,8 @@ import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from .devtools import CHROMIUM_FLAGS, Browser
 
 CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "chrome")
 
@@ -50,9 +59,12 @@ PROBE = """
                       return Math.round(t.getBoundingClientRect().right) + '>' + Math.round(edge) + 'px: ' +
                              (t.className ? t.className + ': ' : '') + t.textContent.trim().slice(0, 60);
                     });
+    var main = document.querySelector('article.bd-article') || document.querySelector('main') || document.body;
     var out = document.createElement('div');
     out.id = 'browser-check-result';
     out.textContent = JSON.stringify({
+      scroll_width: document.documentElement.scrollWidth, page_height: document.documentElement.scrollHeight,
+      text_length: (main.innerText || '').trim().length,
       images: imgs.length, broken: broken, wide_code: wide, wide_tables: wideTables, width: window.innerWidth,
       mathjax_elements: document.querySelectorAll('mjx-container').length,
       mathjax_loaded: !!(window.MathJax && window.MathJax.startup && window.MathJax.startup.document)
@@ -70,6 +82,13 @@ PROBE = """
 
 #: The window width at which code must fit without horizontal scrolling.
 WINDOW_WIDTH = 1400
+#: A phone's window width: the page must not scroll sideways (code and wide tables may, in their own box).
+PHONE_WIDTH = 390
+SCREENSHOT_WIDTHS = (WINDOW_WIDTH, PHONE_WIDTH)
+#: Taller pages are cut there (the tallest page, linear at 390 px, is about 56,000 px).
+MAX_SCREENSHOT_HEIGHT = 100_000
+#: A page's article shorter than this many characters of text did not render (or is empty).
+MIN_TEXT = 200
 PROOF_NUMBERING = re.compile(r"^\s*(?:Theorem|Lemma|Claim|Corollary|Proposition|Definition|Example|Remark|"
                              r"Conjecture|Axiom|Property|Observation|Algorithm|Assumption|Criterion)\s+\d+\b")
 ERROR_MARKERS = ("Traceback (most recent call last)", "output traceback", "Error in callback")
@@ -87,6 +106,10 @@ def find_chromium() -> str | None:
 class PageReport:
     page: str
     has_math: bool
+    width: int = WINDOW_WIDTH
+    scroll_width: int = 0
+    page_height: int = 0
+    text_length: int = 0
     mathjax_elements: int = 0
     images: int = 0
     broken_images: list = field(default_factory=list)
@@ -104,9 +127,7 @@ class PageReport:
 def dump_dom(chromium: str, page: Path | str, timeout: float = 60.0) -> str:
     """The DOM after the page's scripts ran; ``page`` is a file or a URL."""
     with tempfile.TemporaryDirectory() as profile:
-        cmd = [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-               "--disable-background-networking", "--disable-component-update", "--disable-sync",
-               "--allow-file-access-from-files", f"--user-data-dir={profile}", "--virtual-time-budget=15000",
+        cmd = [chromium, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", "--virtual-time-budget=15000",
                f"--window-size={WINDOW_WIDTH},1000", "--hide-scrollbars",
                "--dump-dom", page if isinstance(page, str) else page.resolve().as_uri()]
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
@@ -143,20 +164,35 @@ def html_problems(source: str) -> list[str]:
     return sorted(set(problems))
 
 
-def check_page(chromium: str, page: Path, base_url: str | None = None, html_root: Path | None = None) -> PageReport:
-    """Check one built page; with ``base_url`` (and ``html_root``), load it from that server instead."""
-    source = page.read_text(encoding="utf-8")
-    has_math = 'class="math' in source or "\\(" in source or "$$" in source
+def _target(page: Path, base_url: str | None, html_root: Path | None) -> Path | str:
+    if base_url is None:
+        return page
+    return base_url.rstrip("/") + "/" + page.relative_to(html_root or page.parent).as_posix()
+
+
+def _probe_copy(page: Path) -> Path:
+    """A copy of the page beside it (so relative links hold) with :data:`PROBE` appended; the caller removes it."""
     probe_page = page.with_name(page.stem + ".browser-check.html")
-    probe_page.write_text(source.replace("</body>", PROBE + "</body>"), encoding="utf-8")
-    target: Path | str = probe_page
-    if base_url is not None:
-        target = base_url.rstrip("/") + "/" + probe_page.relative_to(html_root or page.parent).as_posix()
+    probe_page.write_text(page.read_text(encoding="utf-8").replace("</body>", PROBE + "</body>"), encoding="utf-8")
+    return probe_page
+
+
+def check_page(chromium: str, page: Path, base_url: str | None = None, html_root: Path | None = None) -> PageReport:
+    """Check one built page at :data:`WINDOW_WIDTH`; with ``base_url`` (and ``html_root``), load it from that
+    server instead."""
+    probe_page = _probe_copy(page)
     try:
-        dom = dump_dom(chromium, target)
+        dom = dump_dom(chromium, _target(probe_page, base_url, html_root))
     finally:
         probe_page.unlink(missing_ok=True)
-    report = PageReport(str(page), has_math)
+    return read_probe(page, dom, WINDOW_WIDTH)
+
+
+def read_probe(page: Path, dom: str, width: int) -> PageReport:
+    """The report on a page from its DOM after :data:`PROBE` ran in a ``width``-pixel window."""
+    source = page.read_text(encoding="utf-8")
+    has_math = 'class="math' in source or "\\(" in source or "$$" in source
+    report = PageReport(str(page), has_math, width)
     match = re.search(r'<div id="browser-check-result"[^>]*>(.*?)</div>', dom, re.S)
     if not match:
         report.problems.append("the page's scripts did not finish (no probe result in the DOM)")
@@ -169,6 +205,8 @@ def check_page(chromium: str, page: Path, base_url: str | None = None, html_root
     report.broken_images = result["broken"]
     report.wide_code = result.get("wide_code", [])
     report.wide_tables = result.get("wide_tables", [])
+    report.scroll_width, report.page_height = result["scroll_width"], result["page_height"]
+    report.text_length = result["text_length"]
     text = _visible_text(dom)
     report.raw_tex = sorted({m for m in re.findall(r"\\\(|\\\[|\$\$", text)})
     report.errors = [m for m in ERROR_MARKERS if m in dom]
@@ -182,10 +220,12 @@ def check_page(chromium: str, page: Path, base_url: str | None = None, html_root
         report.problems.append(f"images that did not load: {report.broken_images}")
     if report.errors:
         report.problems.append(f"error output on the page: {report.errors}")
-    if report.wide_code:
-        report.problems.append(f"code blocks that scroll sideways at {WINDOW_WIDTH} px: {report.wide_code}")
-    if report.wide_tables:
-        report.problems.append(f"tables wider than the article column at {WINDOW_WIDTH} px: {report.wide_tables}")
+    if report.scroll_width > width + 1:
+        report.problems.append(f"the page scrolls sideways at {width} px (it is {report.scroll_width} px wide)")
+    if report.wide_code and width >= WINDOW_WIDTH:
+        report.problems.append(f"code blocks that scroll sideways at {width} px: {report.wide_code}")
+    if report.wide_tables and width >= WINDOW_WIDTH:
+        report.problems.append(f"tables wider than the article column at {width} px: {report.wide_tables}")
     report.problems.extend(html_problems(source))
     return report
 
@@ -223,6 +263,76 @@ class serve:
         self.server.server_close()
 
 
+@dataclass
+class Screenshot:
+    """One page at one width: the PNG, the check of the page at that width, and what the picture shows."""
+
+    page: str
+    width: int
+    png: Path
+    height: int
+    page_height: int
+    problems: list = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def image_problems(png: Path, width: int) -> list[str]:
+    """What is wrong with a screenshot: another width than the window's, or a blank picture (under 1% of its
+    pixels differ from its commonest colour, or fewer than 16 colours: a page of text has hundreds of greys)."""
+    from PIL import Image
+
+    with Image.open(png) as image:
+        rgb = image.convert("RGB")
+    problems = []
+    if rgb.width != width:
+        problems.append(f"the screenshot is {rgb.width} px wide, not {width}")
+    colours = rgb.getcolors(maxcolors=1 << 16)  # None: more than 65536 colours, certainly not blank
+    if colours is not None:
+        commonest = max(count for count, _ in colours)
+        other = 1 - commonest / (rgb.width * rgb.height)
+        if other < 0.01 or len(colours) < 16:
+            problems.append(f"the screenshot is blank ({other:.2%} of pixels off the background, "
+                            f"{len(colours)} colours)")
+    return problems
+
+
+def screenshot_name(entry: str, width: int) -> str:
+    """``book/linear`` at 390 px -> ``book/linear-390.png``."""
+    return f"{entry}-{width}.png"
+
+
+def take_screenshots(chromium: str, html_dir: Path, entries: list[str], out_dir: Path,
+                     widths: tuple[int, ...] = SCREENSHOT_WIDTHS) -> list[Screenshot]:
+    """Load every page at every width in one Chromium, check it there (:data:`PROBE`, as :func:`check_page`
+    does, with this width), and screenshot it as tall as it is (up to :data:`MAX_SCREENSHOT_HEIGHT`)."""
+    wait = ("new Promise(function (done) { (function poll() {"
+            " if (document.getElementById('browser-check-result')) { done(true); }"
+            " else { setTimeout(poll, 50); } })(); })")
+    shots = []
+    with Browser(chromium) as browser:
+        for page, entry in zip(book_pages(html_dir, entries), entries):
+            probe_page = _probe_copy(page)
+            try:
+                for width in widths:
+                    tab = browser.open(probe_page.resolve().as_uri(), width)
+                    browser.evaluate(tab, wait)
+                    report = read_probe(page, browser.evaluate(tab, "document.documentElement.outerHTML"), width)
+                    png = out_dir / screenshot_name(entry, width)
+                    height, page_height = browser.screenshot(tab, png, width, MAX_SCREENSHOT_HEIGHT)
+                    browser.close(tab)
+                    shot = Screenshot(entry, width, png, height, page_height, list(report.problems))
+                    if report.text_length < MIN_TEXT:
+                        shot.problems.append(f"the page shows only {report.text_length} characters of text")
+                    shot.problems += image_problems(png, width)
+                    shots.append(shot)
+            finally:
+                probe_page.unlink(missing_ok=True)
+    return shots
+
+
 def book_pages(html_dir: Path, entries: list[str]) -> list[Path]:
     pages = [html_dir / f"{entry}.html" for entry in entries]
     missing = [str(p) for p in pages if not p.is_file()]
@@ -240,6 +350,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m resnet_theory.book.browser")
     parser.add_argument("html_dir", nargs="?", type=Path)
     parser.add_argument("--prefix", help="serve the pages over HTTP under this URL prefix, e.g. /some/prefix/")
+    parser.add_argument("--screenshots", type=Path, metavar="DIR",
+                        help=f"screenshot every page at {' and '.join(map(str, SCREENSHOT_WIDTHS))} px into DIR")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     root = find_root()
     html_dir = args.html_dir or root / "_build" / "html"
@@ -248,6 +360,13 @@ def main(argv: list[str] | None = None) -> int:
         print("error: no Chromium found (on Debian: apt-get install chromium)", file=sys.stderr)
         return 2
     failed = 0
+    if args.screenshots:
+        for shot in take_screenshots(chromium, html_dir, toc_files(root), args.screenshots):
+            cut = f" (cut from {shot.page_height} px)" if shot.page_height > shot.height else ""
+            print(f"{'ok' if shot.ok else 'PROBLEM':8s} {os.path.relpath(shot.png)}: {shot.width} x {shot.height} px"
+                  + cut + ("" if shot.ok else " -- " + "; ".join(shot.problems)))
+            failed += not shot.ok
+        return 1 if failed else 0
     with (serve(html_dir, args.prefix) if args.prefix else contextlib.nullcontext()) as base_url:
         pages = book_pages(html_dir, toc_files(root))
         reports = [check_page(chromium, page, base_url, html_dir) for page in pages]

@@ -24,6 +24,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import repository
 from .cache import (cache_components, cache_key, load_cache_record, read_cache_record, rerender_from_cache,
                     what_changed, write_cache_record)
 from .environment import environment
@@ -103,6 +104,8 @@ def execute_book(root: Path, build_dir: Path, profile: str, overrides: list[tupl
     all_entries = toc_files(root)
     entries = select_entries(root, all_entries, only, html)
     plans = plan_chapters(root, entries, profile, overrides)
+    if html:
+        repository.from_environment(root)  # a malformed repository address is refused before anything runs
     executed = build_dir / "executed"
     executed.mkdir(parents=True, exist_ok=True)
     remove_stale_partials(executed)

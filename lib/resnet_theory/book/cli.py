@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 from .build import execute_book, run_chapter
+from .repository import RepositoryError
 from .execute import BookInterrupted
 from .toc import BookError, find_root
 
@@ -71,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
             return execute_book(root, build_dir, args.profile, overrides, html=not args.no_html, only=args.only,
                                 force=args.force)
         return run_chapter(root, args.chapter, args.profile, overrides, args.output, build_dir)
-    except BookError as exc:
+    except (BookError, RepositoryError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     finally:

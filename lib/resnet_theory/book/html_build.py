@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from . import repository
 
 BOOK_FILES = ("_config.yml", "_toc.yml", "references.bib")
 
@@ -44,6 +45,9 @@ def build_html(root: Path, build_dir: Path) -> tuple[int, Path]:
     """Jupyter Book over the executed notebooks, warnings as errors; returns (exit code, index.html)."""
     executed = build_dir / "executed"
     stage_book(root, executed)
+    # Repository, issue, edit and launch buttons where the repository's address is known (see repository.py).
+    repo, site = repository.from_environment(root)
+    print(f"[book] {repository.configure(executed / '_config.yml', repo, site)}", flush=True)
     # Jupyter Book writes to <path-output>/_build/html; build in a scratch folder and move the result.
     scratch = build_dir / "jb"
     cmd = [sys.executable, "-c", "from jupyter_book.cli.main import main; main()", "build", str(executed), "--path-output", str(scratch),
@@ -53,4 +57,5 @@ def build_html(root: Path, build_dir: Path) -> tuple[int, Path]:
     if (scratch / "_build" / "html").is_dir():
         shutil.rmtree(target, ignore_errors=True)
         shutil.move(str(scratch / "_build" / "html"), str(target))
+        repository.fill_install_cells(target / "_sources", repo)  # the downloads' install cells
     return proc.returncode, target / "index.html"
