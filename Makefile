@@ -20,7 +20,7 @@ TORCH_PIN := $(shell grep '^torch==' requirements.lock)
 PINS_HASH := $(shell { cat requirements.lock pyproject.toml; echo "torch build: $(TORCH)"; } | sha256sum | cut -c1-16)
 STAMP   := $(VENV)/.installed-$(PINS_HASH)
 
-.PHONY: install book pdf screenshots test lock clean verdicts-across-seeds gpu-check kernel
+.PHONY: install book pdf screenshots test lint format lock clean verdicts-across-seeds gpu-check kernel
 
 install: $(STAMP)
 
@@ -58,8 +58,18 @@ verdicts-across-seeds: book
 	done
 	$(PY) -m resnet_theory.book.verdict_diff _build $(foreach s,$(SEEDS),_build/seed-$(s))
 
-test: install
+# The linter and the formatter's check (configured in pyproject.toml), then every test.
+test: install lint
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+lint: install
+	$(PY) -m ruff check lib tests
+	$(PY) -m ruff format --check lib tests
+
+# Apply the formatter (and the linter's safe fixes) to the library and the tests.
+format: install
+	$(PY) -m ruff check --fix lib tests
+	$(PY) -m ruff format lib tests
 
 # On a machine with a CUDA GPU: train, compile, kill and resume, torchrun, bench, expressivity (under 5 minutes).
 # Without CUDA it says so in one line and exits 2.

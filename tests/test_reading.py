@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import ast
 import re
+import subprocess
+import sys
 
 import jupytext
 import pytest
@@ -168,3 +170,34 @@ def test_no_visible_code_cell_calls_glue(entry):
         if calls:
             offenders.append(f"code cell {n + 1}: {cell.source.strip().splitlines()[0][:70]}")
     assert not offenders, f"{entry}: visible cells that call glue:\n  " + "\n  ".join(offenders)
+
+
+#: Chapter code is linted with the library's rules (pyproject.toml) at the chapters' width, as the notebook that
+#: papermill runs. Two rules are off for chapters only: E402, since a chapter imports in the cell where a reader
+#: first meets a tool, and E702, since a few figure cells keep short statements on one line.
+CHAPTER_LINT = ("--line-length", str(MAX_CODE_LINE), "--extend-ignore", "E402,E702")
+EXECUTED_PAGES = [e for e in PAGES if "```{code-cell}" in (ROOT / f"{e}.md").read_text()]
+
+
+def lint_notebook(nb, path) -> str:
+    """ruff's findings on a notebook (empty when it passes)."""
+    jupytext.write(nb, path, fmt="ipynb")
+    proc = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", "--config", str(ROOT / "pyproject.toml"),
+                           *CHAPTER_LINT, "--output-format", "concise", str(path)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode in (0, 1), proc.stderr
+    return "" if proc.returncode == 0 else proc.stdout
+
+
+def test_the_chapter_linter_finds_what_it_should(tmp_path):
+    nb = jupytext.reads("```{code-cell} ipython3\nimport os\nprint(undefined_name)\n```\n", fmt="md:myst")
+    findings = lint_notebook(nb, tmp_path / "bad.ipynb")
+    assert "F401" in findings and "F821" in findings
+    assert lint_notebook(jupytext.reads("```{code-cell} ipython3\nprint(1)\n```\n", fmt="md:myst"),
+                         tmp_path / "good.ipynb") == ""
+
+
+@pytest.mark.parametrize("entry", EXECUTED_PAGES)
+def test_chapter_code_passes_the_linter(entry, tmp_path):
+    findings = lint_notebook(jupytext.read(ROOT / f"{entry}.md", fmt="md:myst"), tmp_path / "chapter.ipynb")
+    assert not findings, f"{entry} (cells counted from 1, markdown cells included):\n{findings}"
