@@ -46,8 +46,14 @@ def built_book(tmp_path_factory) -> BuiltBook:
     build_dir = tmp_path_factory.mktemp("book-build")
     env = dict(os.environ)
     start = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "resnet_theory.book", "execute", "--build-dir", str(build_dir)],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=40 * 60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "resnet_theory.book", "execute", "--build-dir", str(build_dir)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=40 * 60,
+    )
     seconds = time.perf_counter() - start
     output = proc.stdout + proc.stderr
     (build_dir / "execute.log").write_text(output)

@@ -54,8 +54,9 @@ def test_runs_match_ensemble_runs_and_carry_their_training_fit():
 
 
 def test_a_diverged_run_scores_chance():
-    (run,), = ablation.train_seeds([tiny(steps=20, lr_milestones=(5,), lr_gamma=1e9, init="standard")], [0],
-                                   workers=1)
+    ((run,),) = ablation.train_seeds(
+        [tiny(steps=20, lr_milestones=(5,), lr_gamma=1e9, init="standard")], [0], workers=1
+    )
     assert run.diverged
     assert ablation.final_training_error(run) == pytest.approx(0.9)
     assert ablation.final_training_loss(run) == pytest.approx(math.log(10))
@@ -70,7 +71,7 @@ def test_bad_input_gives_clear_errors():
         ablation.train_seeds([tiny()], [0], workers=0)
     with pytest.raises(TypeError, match="TrainResult"):
         ablation.final_training_error("run")
-    (run,), = ensemble.train_seeds([tiny(steps=3)], [0])
+    ((run,),) = ensemble.train_seeds([tiny(steps=3)], [0])
     with pytest.raises(ValueError, match="no training-set evaluation"):
         ablation.final_training_error(run)
     with pytest.raises(TypeError, match="TrainConfig"):
@@ -85,8 +86,9 @@ def test_mean_difference_is_welch():
     from hypothesis import strategies as st
 
     @settings(max_examples=50, deadline=None)
-    @given(st.lists(st.floats(-1e3, 1e3), min_size=2, max_size=30),
-           st.lists(st.floats(-1e3, 1e3), min_size=2, max_size=30))
+    @given(
+        st.lists(st.floats(-1e3, 1e3), min_size=2, max_size=30), st.lists(st.floats(-1e3, 1e3), min_size=2, max_size=30)
+    )
     def check(a, b):
         d = ablation.mean_difference(a, b)
         assert d["difference"] == pytest.approx(np.mean(a) - np.mean(b), abs=1e-9)

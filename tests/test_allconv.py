@@ -9,9 +9,22 @@ from hypothesis import strategies as st
 from torch import nn
 
 from resnet_theory.engine.allconv import (
-    CIFAR10_CONV_WEIGHTS, PAPER_TRAINABLE_PARAMETERS, SMALL_CONFIG, AllConvResNet, RandomProjection,
-    ResidualBlock, architecture_table, conv_weight_parameters, count_parameters, flops_per_image, he_init_std,
-    parameter_breakdown, printed_standard_init_std, small_init_std, training_flops_per_image)
+    CIFAR10_CONV_WEIGHTS,
+    PAPER_TRAINABLE_PARAMETERS,
+    SMALL_CONFIG,
+    AllConvResNet,
+    RandomProjection,
+    ResidualBlock,
+    architecture_table,
+    conv_weight_parameters,
+    count_parameters,
+    flops_per_image,
+    he_init_std,
+    parameter_breakdown,
+    printed_standard_init_std,
+    small_init_std,
+    training_flops_per_image,
+)
 
 
 @pytest.fixture(scope="module")
@@ -40,8 +53,12 @@ def test_cifar10_parameter_count_matches_the_paper(cifar10):
 
 def test_conv_weight_count_by_hand():
     # 3x3 convs: stem 3->16, then per stage C1 (in->w) + C2 (w->w) + 8 blocks of two w->w convs
-    by_hand = 9 * (3 * 16 + (16 * 64 + 64 * 64 + 16 * 64 * 64) + (64 * 128 + 128 * 128 + 16 * 128 * 128)
-                   + (128 * 256 + 256 * 256 + 16 * 256 * 256))
+    by_hand = 9 * (
+        3 * 16
+        + (16 * 64 + 64 * 64 + 16 * 64 * 64)
+        + (64 * 128 + 128 * 128 + 16 * 128 * 128)
+        + (128 * 256 + 256 * 256 + 16 * 256 * 256)
+    )
     assert by_hand == CIFAR10_CONV_WEIGHTS
 
 
@@ -50,8 +67,11 @@ def test_bias_free_and_cifar100_counts():
     model = AllConvResNet(num_classes=100, bias=False, blocks_per_stage=1)
     parts = parameter_breakdown(model)
     assert parts["conv_biases"] == 0 and parts["head_fixed"] == 25_600
-    assert count_parameters(model) == parts["conv_weights"] == 9 * (3 * 16 + 16 * 64 + 64 * 64 + 64 * 128
-                                                                    + 128 * 128 + 128 * 256 + 256 * 256)
+    assert (
+        count_parameters(model)
+        == parts["conv_weights"]
+        == 9 * (3 * 16 + 16 * 64 + 64 * 64 + 64 * 128 + 128 * 128 + 128 * 256 + 256 * 256)
+    )
 
 
 def test_conv_weight_parameters_are_weights_only(cifar10):
@@ -123,8 +143,9 @@ def test_numpy_integers_are_accepted():
     import numpy as np
 
     torch.manual_seed(0)
-    model = AllConvResNet(num_classes=np.int64(3), in_channels=1, widths=np.array([16, 32]),
-                          blocks_per_stage=np.int64(2))
+    model = AllConvResNet(
+        num_classes=np.int64(3), in_channels=1, widths=np.array([16, 32]), blocks_per_stage=np.int64(2)
+    )
     assert model.blocks_per_stage == (2, 2) and model(torch.randn(1, 1, 8, 8)).shape == (1, 3)
 
 
@@ -135,19 +156,31 @@ def test_digits_forward_shape():
 
 
 @settings(max_examples=10, deadline=None)
-@given(widths=st.lists(st.sampled_from([4, 8, 12]), min_size=1, max_size=3).map(sorted),
-       blocks=st.integers(1, 2), size=st.integers(3, 11), classes=st.integers(1, 7), k=st.sampled_from([1, 3, 5]),
-       skip=st.booleans())
+@given(
+    widths=st.lists(st.sampled_from([4, 8, 12]), min_size=1, max_size=3).map(sorted),
+    blocks=st.integers(1, 2),
+    size=st.integers(3, 11),
+    classes=st.integers(1, 7),
+    k=st.sampled_from([1, 3, 5]),
+    skip=st.booleans(),
+)
 def test_forward_shapes_for_any_configuration(widths, blocks, size, classes, k, skip):
     torch.manual_seed(0)
-    model = AllConvResNet(num_classes=classes, in_channels=2, stem_channels=4, widths=widths,
-                          blocks_per_stage=blocks, kernel_size=k, skip=skip)
+    model = AllConvResNet(
+        num_classes=classes,
+        in_channels=2,
+        stem_channels=4,
+        widths=widths,
+        blocks_per_stage=blocks,
+        kernel_size=k,
+        skip=skip,
+    )
     with torch.no_grad():
         out = model(torch.randn(3, 2, size, size))  # odd sizes too: shortcut and strided conv agree
     assert out.shape == (3, classes)
     table = architecture_table(model, (2, size, size))
     expected = size
-    for row in table[1:1 + len(widths)]:
+    for row in table[1 : 1 + len(widths)]:
         expected = math.ceil(expected / row["stride"])
         assert row["output_size"] == f"{expected}x{expected}"
 
@@ -156,8 +189,16 @@ ALLOWED_MODULES = (AllConvResNet, nn.Conv2d, ResidualBlock, nn.Sequential, nn.Mo
 
 
 def test_no_normalisation_dropout_or_max_pool(cifar10):
-    forbidden = (nn.modules.batchnorm._NormBase, nn.GroupNorm, nn.LayerNorm, nn.LocalResponseNorm,
-                 nn.modules.dropout._DropoutNd, nn.MaxPool1d, nn.MaxPool2d, nn.MaxPool3d)
+    forbidden = (
+        nn.modules.batchnorm._NormBase,
+        nn.GroupNorm,
+        nn.LayerNorm,
+        nn.LocalResponseNorm,
+        nn.modules.dropout._DropoutNd,
+        nn.MaxPool1d,
+        nn.MaxPool2d,
+        nn.MaxPool3d,
+    )
     for name, module in cifar10.named_modules():
         assert not isinstance(module, forbidden), name
         assert type(module) in ALLOWED_MODULES, f"{name}: unexpected layer {type(module).__name__}"
@@ -235,16 +276,21 @@ def test_shortcut_pools_and_pads_with_zeros():
 def test_flops_of_one_block_by_hand():
     block = ResidualBlock(64, 128, stride=2)
     # 32x32 input, stride 2: both convs produce 128 x 16 x 16 outputs
-    c1 = 2 * (16 * 16 * 128) * (64 * 3 * 3)    # 37,748,736
-    c2 = 2 * (16 * 16 * 128) * (128 * 3 * 3)   # 75,497,472
+    c1 = 2 * (16 * 16 * 128) * (64 * 3 * 3)  # 37,748,736
+    c2 = 2 * (16 * 16 * 128) * (128 * 3 * 3)  # 75,497,472
     assert flops_per_image(block, (64, 32, 32)) == c1 + c2 == 113_246_208
     same = ResidualBlock(64, 64)
     assert flops_per_image(same, (64, 32, 32)) == 2 * 2 * (32 * 32 * 64) * (64 * 9) == 150_994_944
 
 
 @settings(max_examples=20, deadline=None)
-@given(cin=st.integers(1, 16), extra=st.integers(0, 16), stride=st.integers(1, 3), size=st.integers(1, 12),
-       k=st.sampled_from([1, 3, 5]))
+@given(
+    cin=st.integers(1, 16),
+    extra=st.integers(0, 16),
+    stride=st.integers(1, 3),
+    size=st.integers(1, 12),
+    k=st.sampled_from([1, 3, 5]),
+)
 def test_block_flops_formula(cin, extra, stride, size, k):
     cout = cin + extra
     out_size = math.ceil(size / stride)
@@ -273,8 +319,14 @@ def test_flops_ignore_the_model_state():
 
 def test_architecture_table(cifar10):
     rows = architecture_table(cifar10)
-    assert [r["stage"] for r in rows] == ["stem", "stage 1", "stage 2", "stage 3", "global average pool",
-                                         "head (fixed random projection)"]
+    assert [r["stage"] for r in rows] == [
+        "stem",
+        "stage 1",
+        "stage 2",
+        "stage 3",
+        "global average pool",
+        "head (fixed random projection)",
+    ]
     assert [r["output_size"] for r in rows] == ["32x32", "32x32", "16x16", "8x8", "1x1", "10"]
     assert [r["stride"] for r in rows] == [1, 1, 2, 2, None, None]
     assert [r["out_channels"] for r in rows] == [16, 64, 128, 256, 256, 10]
@@ -287,31 +339,37 @@ def test_architecture_table(cifar10):
 
 
 # --- bad input ------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("kwargs, message", [
-    (dict(num_classes=0), "num_classes"),
-    (dict(in_channels=-1), "in_channels"),
-    (dict(widths=()), "at least one"),
-    (dict(widths=(64, 32)), "must not decrease"),
-    (dict(stem_channels=128), "must not decrease"),
-    (dict(widths=(64, 0)), "width"),
-    (dict(blocks_per_stage=0), "blocks_per_stage"),
-    (dict(blocks_per_stage=(1, 2)), "3 stages"),
-    (dict(init="xavier"), "init must be one of"),
-    (dict(kernel_size=2), "odd"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(num_classes=0), "num_classes"),
+        (dict(in_channels=-1), "in_channels"),
+        (dict(widths=()), "at least one"),
+        (dict(widths=(64, 32)), "must not decrease"),
+        (dict(stem_channels=128), "must not decrease"),
+        (dict(widths=(64, 0)), "width"),
+        (dict(blocks_per_stage=0), "blocks_per_stage"),
+        (dict(blocks_per_stage=(1, 2)), "3 stages"),
+        (dict(init="xavier"), "init must be one of"),
+        (dict(kernel_size=2), "odd"),
+    ],
+)
 def test_bad_model_arguments(kwargs, message):
     with pytest.raises(ValueError, match=message):
         AllConvResNet(**kwargs)
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    (dict(num_classes=2.5), "num_classes must be a positive integer"),
-    (dict(blocks_per_stage=1.0), "blocks_per_stage must be a positive integer"),
-    (dict(widths=(64, 128, None)), "width must be a positive integer"),
-    (dict(skip="yes"), "skip must be True or False"),
-    (dict(skip=1), "skip must be True or False"),
-    (dict(init=3), "init must be one of"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(num_classes=2.5), "num_classes must be a positive integer"),
+        (dict(blocks_per_stage=1.0), "blocks_per_stage must be a positive integer"),
+        (dict(widths=(64, 128, None)), "width must be a positive integer"),
+        (dict(skip="yes"), "skip must be True or False"),
+        (dict(skip=1), "skip must be True or False"),
+        (dict(init=3), "init must be one of"),
+    ],
+)
 def test_wrong_types_are_type_errors(kwargs, message):
     with pytest.raises(TypeError, match=message):
         AllConvResNet(**kwargs)
@@ -319,13 +377,21 @@ def test_wrong_types_are_type_errors(kwargs, message):
 
 def test_numpy_scalars_are_accepted():
     import numpy as np
-    model = AllConvResNet(num_classes=np.int64(2), in_channels=1, stem_channels=4, widths=(np.int32(4),),
-                          blocks_per_stage=np.int64(1), skip=np.True_)
+
+    model = AllConvResNet(
+        num_classes=np.int64(2),
+        in_channels=1,
+        stem_channels=4,
+        widths=(np.int32(4),),
+        blocks_per_stage=np.int64(1),
+        skip=np.True_,
+    )
     assert model.num_classes == 2 and model.skip is True
 
 
 def test_huge_models_are_refused_up_front_with_the_estimate():
     import time
+
     start = time.perf_counter()
     with pytest.raises(ValueError, match=r"blocks_per_stage=10000000 needs about .* TB of memory"):
         AllConvResNet(blocks_per_stage=10**7)

@@ -5,11 +5,19 @@ import pytest
 import sympy as sp
 import torch
 
-from resnet_theory.checks import (autograd_gradient, compare_gradients, compare_hessians, finite_difference_gradient,
-                                  finite_difference_hessian, flatten, sympy_derivatives, unflatten)
+from resnet_theory.checks import (
+    autograd_gradient,
+    compare_gradients,
+    compare_hessians,
+    finite_difference_gradient,
+    finite_difference_hessian,
+    flatten,
+    sympy_derivatives,
+    unflatten,
+)
 
 x, y = sp.symbols("x y")
-EXPR = sp.sin(x) * y ** 2 + sp.exp(x * y) / 3
+EXPR = sp.sin(x) * y**2 + sp.exp(x * y) / 3
 
 
 def torch_f(v):
@@ -25,15 +33,20 @@ def test_sympy_autograd_and_finite_differences_agree_on_gradient_and_hessian():
     hess = compare_hessians(torch_f, POINTS, closed_form={"sympy": sd.hessian})
     assert grad.check().holds and hess.check().holds
     assert grad.max_rel_error["sympy vs autograd"] < 1e-12
-    assert set(grad.max_rel_error) == {"sympy vs autograd", "sympy vs finite differences",
-                                       "autograd vs finite differences"}
+    assert set(grad.max_rel_error) == {
+        "sympy vs autograd",
+        "sympy vs finite differences",
+        "autograd vs finite differences",
+    }
     assert "book-table" in grad._repr_html_()
     # exact values against a hand derivation at one point
     px, py = POINTS[0]
-    expected = [np.cos(px) * py ** 2 + py * np.exp(px * py) / 3, 2 * np.sin(px) * py + px * np.exp(px * py) / 3]
+    expected = [np.cos(px) * py**2 + py * np.exp(px * py) / 3, 2 * np.sin(px) * py + px * np.exp(px * py) / 3]
     np.testing.assert_allclose(autograd_gradient(torch_f, POINTS[0]), expected, rtol=1e-13)
     np.testing.assert_allclose(finite_difference_gradient(torch_f, POINTS[0]), expected, rtol=1e-7)
-    np.testing.assert_allclose(finite_difference_hessian(torch_f, POINTS[0]), sd.hessian(POINTS[0]), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        finite_difference_hessian(torch_f, POINTS[0]), sd.hessian(POINTS[0]), rtol=1e-5, atol=1e-6
+    )
 
 
 def test_a_wrong_closed_form_is_caught():
@@ -61,7 +74,7 @@ def test_bad_input_is_refused_clearly():
         unflatten(np.zeros(5), [(2, 2)])
 
 
-POLY = 3 * x ** 3 * y - x * y ** 2 / 7 + 2 * y ** 4 + x - 5
+POLY = 3 * x**3 * y - x * y**2 / 7 + 2 * y**4 + x - 5
 
 
 def test_polynomial_differentiation_matches_sympy_diff_exactly():
@@ -70,8 +83,8 @@ def test_polynomial_differentiation_matches_sympy_diff_exactly():
     poly = sympy_derivatives(POLY, (x, y), simplify=False, polynomial=True)
     assert all(sp.expand(a - b) == 0 for a, b in zip(plain.gradient_exprs, poly.gradient_exprs))
     assert all(sp.expand(a - b) == 0 for a, b in zip(plain.hessian_exprs, poly.hessian_exprs))
-    assert poly.gradient_exprs[0] == 9 * x ** 2 * y - y ** 2 / 7 + 1            # by hand
-    assert poly.hessian_exprs[0, 1] == 9 * x ** 2 - 2 * y / 7
+    assert poly.gradient_exprs[0] == 9 * x**2 * y - y**2 / 7 + 1  # by hand
+    assert poly.hessian_exprs[0, 1] == 9 * x**2 - 2 * y / 7
     for p in POINTS:
         np.testing.assert_allclose(poly.gradient(p), plain.gradient(p), rtol=1e-14, atol=1e-14)
         np.testing.assert_allclose(poly.hessian(p), plain.hessian(p), rtol=1e-14, atol=1e-14)
@@ -110,7 +123,7 @@ def test_flatten_round_trip():
 @pytest.mark.parametrize("call", [autograd_gradient, finite_difference_gradient, finite_difference_hessian])
 def test_points_and_functions_follow_the_validation_rule(call):
     with pytest.raises(TypeError, match="x must be real, got complex"):
-        call(torch_f, np.array([0.3 + 1j, 0.1]))          # was silently truncated to its real part
+        call(torch_f, np.array([0.3 + 1j, 0.1]))  # was silently truncated to its real part
     with pytest.raises(ValueError, match="x contains NaN or inf"):
         call(torch_f, [float("nan"), 0.1])
     with pytest.raises(TypeError, match="f must be a callable"):

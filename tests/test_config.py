@@ -68,14 +68,21 @@ def test_the_cpu_and_cuda_builds_of_torch_are_chosen_from_pytorchs_index():
     # torch==2.13.0 a local build (2.13.0+cpu) satisfies; the README says how.
     import subprocess
 
-    torch_pin = next(line for line in (ROOT / "requirements.lock").read_text().splitlines()
-                     if line.startswith("torch=="))
-    dry = subprocess.run(["make", "-n", "install", "TORCH=cpu", "VENV=/nonexistent-venv"], cwd=ROOT,
-                         capture_output=True, text=True, check=True).stdout
+    torch_pin = next(
+        line for line in (ROOT / "requirements.lock").read_text().splitlines() if line.startswith("torch==")
+    )
+    dry = subprocess.run(
+        ["make", "-n", "install", "TORCH=cpu", "VENV=/nonexistent-venv"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert f'--index-url https://download.pytorch.org/whl/cpu "{torch_pin}+cpu"' in dry
     assert dry.index("+cpu") < dry.index("-r requirements.lock")
-    plain = subprocess.run(["make", "-n", "install", "VENV=/nonexistent-venv"], cwd=ROOT,
-                           capture_output=True, text=True, check=True).stdout
+    plain = subprocess.run(
+        ["make", "-n", "install", "VENV=/nonexistent-venv"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout
     assert "download.pytorch.org" not in plain and "-r requirements.lock" in plain
     readme = (ROOT / "README.md").read_text()
     assert "make install TORCH=cpu" in readme and "TORCH=cu" in readme
@@ -86,8 +93,10 @@ def test_every_chapter_is_in_the_toc_and_every_toc_entry_exists():
     sources = {p.relative_to(ROOT).with_suffix("").as_posix() for p in (ROOT / "book").glob("**/*.md")}
     assert sources == set(entries), f"not in TOC: {sources - set(entries)}; missing files: {set(entries) - sources}"
     assert entries[-1] == "book/status", "the status page must execute last"
-    assert entries.index("book/ledger") > max(entries.index(f"book/{c}") for c in
-                                               ("linear", "expressivity", "smooth_maps", "linear_predictors", "experiments"))
+    assert entries.index("book/ledger") > max(
+        entries.index(f"book/{c}")
+        for c in ("linear", "expressivity", "smooth_maps", "linear_predictors", "experiments")
+    )
 
 
 def test_chapters_follow_the_parameter_convention():
@@ -120,8 +129,11 @@ def test_readme_starts_with_the_two_commands_and_ci_calls_make_test():
     readme = (ROOT / "README.md").read_text()
     first_section = readme.split("\n## ", 2)[1]
     assert "make book" in first_section and "make test" in first_section
-    ci = [line for line in (ROOT / ".ci" / "run").read_text().splitlines()
-          if line.strip() and not line.lstrip().startswith("#")]
+    ci = [
+        line
+        for line in (ROOT / ".ci" / "run").read_text().splitlines()
+        if line.strip() and not line.lstrip().startswith("#")
+    ]
     assert ci[-1].strip() in ("make test", "exec make test")
     assert not any("pytest" in line for line in ci), ".ci/run must go through make test"
 
@@ -129,15 +141,26 @@ def test_readme_starts_with_the_two_commands_and_ci_calls_make_test():
 def test_bibliography_has_the_required_entries():
     bib = (ROOT / "references.bib").read_text()
     keys = set(re.findall(r"@\w+\{([^,]+),", bib))
-    required = {"hardt2017identity", "bartlett2018representing", "bartlett2018gradient", "shamir2018resnets",
-                "he2016deep", "he2016identity", "ioffe2015batch", "springenberg2015striving", "huang2017densely",
-                "karimi2016linear", "krizhevsky2009learning"}
+    required = {
+        "hardt2017identity",
+        "bartlett2018representing",
+        "bartlett2018gradient",
+        "shamir2018resnets",
+        "he2016deep",
+        "he2016identity",
+        "ioffe2015batch",
+        "springenberg2015striving",
+        "huang2017densely",
+        "karimi2016linear",
+        "krizhevsky2009learning",
+    }
     assert required <= keys
     for entry in re.findall(r"@\w+\{[^@]+", bib):
         for field in ("author", "title", "year"):
             assert re.search(rf"^\s*{field}\s*=", entry, re.M), f"{entry.splitlines()[0]} lacks {field}"
     cited = set()
     for path in (ROOT / "book").glob("*.md"):
-        cited |= {k.strip() for group in re.findall(r"\{cite(?::\w+)?\}`([^`]+)`", path.read_text())
-                  for k in group.split(",")}
+        cited |= {
+            k.strip() for group in re.findall(r"\{cite(?::\w+)?\}`([^`]+)`", path.read_text()) for k in group.split(",")
+        }
     assert cited <= keys, f"cited but not in references.bib: {cited - keys}"

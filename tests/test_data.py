@@ -6,8 +6,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from resnet_theory.engine.data import (
-    DeviceData, augment_batch, crop_and_flip, draw_augmentation, load_digits_images)
+from resnet_theory.engine.data import DeviceData, augment_batch, crop_and_flip, draw_augmentation, load_digits_images
 
 
 # --- digits ----------------------------------------------------------------------------------------------
@@ -119,18 +118,26 @@ def test_no_flip_when_disabled():
 
 
 @settings(max_examples=25, deadline=None)
-@given(n=st.integers(1, 6), c=st.integers(1, 3), h=st.integers(1, 9), w=st.integers(1, 9), pad=st.integers(0, 4),
-       flip=st.booleans(), seed=st.integers(0, 2**31))
+@given(
+    n=st.integers(1, 6),
+    c=st.integers(1, 3),
+    h=st.integers(1, 9),
+    w=st.integers(1, 9),
+    pad=st.integers(0, 4),
+    flip=st.booleans(),
+    seed=st.integers(0, 2**31),
+)
 def test_crop_is_a_window_of_the_padded_image(n, c, h, w, pad, flip, seed):
     x = torch.randn(n, c, h, w)
-    out, (rows, cols, flips) = augment_batch(x, torch.Generator().manual_seed(seed), pad=pad, flip=flip,
-                                             return_params=True)
+    out, (rows, cols, flips) = augment_batch(
+        x, torch.Generator().manual_seed(seed), pad=pad, flip=flip, return_params=True
+    )
     padded = torch.zeros(n, c, h + 2 * pad, w + 2 * pad)
-    padded[:, :, pad:pad + h, pad:pad + w] = x
+    padded[:, :, pad : pad + h, pad : pad + w] = x
     for i in range(n):
         r, q = int(rows[i]), int(cols[i])
         assert 0 <= r <= 2 * pad and 0 <= q <= 2 * pad
-        window = padded[i, :, r:r + h, q:q + w]
+        window = padded[i, :, r : r + h, q : q + w]
         assert torch.equal(out[i], window.flip(-1) if flips[i] else window)
 
 
@@ -141,9 +148,15 @@ def test_every_output_is_some_window_and_offsets_cover_the_range():
     padded = torch.nn.functional.pad(x, (1, 1, 1, 1))
     seen = set()
     for i in range(len(x)):
-        matches = [(r, q, f) for r in range(3) for q in range(3) for f in (False, True)
-                   if torch.equal(out[i], padded[i, :, r:r + 4, q:q + 4].flip(-1) if f
-                                  else padded[i, :, r:r + 4, q:q + 4])]
+        matches = [
+            (r, q, f)
+            for r in range(3)
+            for q in range(3)
+            for f in (False, True)
+            if torch.equal(
+                out[i], padded[i, :, r : r + 4, q : q + 4].flip(-1) if f else padded[i, :, r : r + 4, q : q + 4]
+            )
+        ]
         assert matches, f"image {i} is not a window of its padded image"
         seen.update(matches)
     assert {(r, q) for r, q, _ in seen} == {(r, q) for r in range(3) for q in range(3)}
@@ -161,7 +174,7 @@ def test_augmented_batches_from_device_data():
     assert torch.equal(y, labels)
     padded = torch.nn.functional.pad(plain, (1, 1, 1, 1))
     for i in range(128):
-        assert any(torch.equal(x[i], padded[i, :, r:r + 8, q:q + 8]) for r in range(3) for q in range(3)), i
+        assert any(torch.equal(x[i], padded[i, :, r : r + 8, q : q + 8]) for r in range(3) for q in range(3)), i
     assert not torch.equal(x, plain)  # the crops did shift some images
 
 
@@ -199,24 +212,39 @@ def test_bad_device_data_input():
         data.batches(2, torch.Generator(), start_batch=3)
 
 
-@pytest.mark.parametrize("call, exc, words", [
-    # the one rule: a wrong type is a TypeError, a bad value a ValueError, numpy integers are integers
-    (lambda d, g: draw_augmentation(2.0, g), TypeError, "batch_size must be a non-negative integer, got 2.0"),
-    (lambda d, g: draw_augmentation(2, g, pad=True), TypeError, "pad must be a non-negative integer, got True"),
-    (lambda d, g: draw_augmentation(2, g, flip=1), TypeError, "flip must be True or False, got 1"),
-    (lambda d, g: d.batches(2, g, pad=1.5, augment=True), TypeError, "pad must be a non-negative integer"),
-    (lambda d, g: d.batches(2.0, g), TypeError, "batch_size must be a positive integer, got 2.0"),
-    (lambda d, g: d.batches(2, g, start_batch=True), TypeError, "start_batch must be a non-negative integer"),
-    (lambda d, g: d.num_batches(True), TypeError, "batch_size must be a positive integer, got True"),
-    (lambda d, g: DeviceData(np.zeros((4, 1, 2, 2), np.uint8), np.arange(4), mean=[np.nan]), ValueError,
-     "mean contains NaN or inf"),
-    (lambda d, g: DeviceData(np.ones((4, 1, 2, 2), np.uint8), np.arange(4), mean=["a"]), TypeError,
-     "mean must hold numbers"),
-    (lambda d, g: DeviceData(np.ones((4, 1, 2, 2), np.uint8), np.arange(4), standardize=3), TypeError,
-     "standardize must be one of 'channel', 'image', got 3"),
-    (lambda d, g: DeviceData(np.ones((4, 1, 2, 2), np.uint8), np.arange(4), device="tpu9"), ValueError,
-     "device must be 'cpu' or a CUDA device, got 'tpu9'"),
-])
+@pytest.mark.parametrize(
+    "call, exc, words",
+    [
+        # the one rule: a wrong type is a TypeError, a bad value a ValueError, numpy integers are integers
+        (lambda d, g: draw_augmentation(2.0, g), TypeError, "batch_size must be a non-negative integer, got 2.0"),
+        (lambda d, g: draw_augmentation(2, g, pad=True), TypeError, "pad must be a non-negative integer, got True"),
+        (lambda d, g: draw_augmentation(2, g, flip=1), TypeError, "flip must be True or False, got 1"),
+        (lambda d, g: d.batches(2, g, pad=1.5, augment=True), TypeError, "pad must be a non-negative integer"),
+        (lambda d, g: d.batches(2.0, g), TypeError, "batch_size must be a positive integer, got 2.0"),
+        (lambda d, g: d.batches(2, g, start_batch=True), TypeError, "start_batch must be a non-negative integer"),
+        (lambda d, g: d.num_batches(True), TypeError, "batch_size must be a positive integer, got True"),
+        (
+            lambda d, g: DeviceData(np.zeros((4, 1, 2, 2), np.uint8), np.arange(4), mean=[np.nan]),
+            ValueError,
+            "mean contains NaN or inf",
+        ),
+        (
+            lambda d, g: DeviceData(np.ones((4, 1, 2, 2), np.uint8), np.arange(4), mean=["a"]),
+            TypeError,
+            "mean must hold numbers",
+        ),
+        (
+            lambda d, g: DeviceData(np.ones((4, 1, 2, 2), np.uint8), np.arange(4), standardize=3),
+            TypeError,
+            "standardize must be one of 'channel', 'image', got 3",
+        ),
+        (
+            lambda d, g: DeviceData(np.ones((4, 1, 2, 2), np.uint8), np.arange(4), device="tpu9"),
+            ValueError,
+            "device must be 'cpu' or a CUDA device, got 'tpu9'",
+        ),
+    ],
+)
 def test_arguments_follow_the_validation_rule(call, exc, words):
     data = DeviceData(np.arange(16, dtype=np.uint8).reshape(4, 1, 2, 2), np.arange(4))
     with pytest.raises(exc, match=words):
@@ -225,8 +253,11 @@ def test_arguments_follow_the_validation_rule(call, exc, words):
 
 def test_numpy_integers_are_accepted_for_sizes():
     data = DeviceData(np.arange(16, dtype=np.uint8).reshape(4, 1, 2, 2), np.arange(4))
-    batches = list(data.batches(np.int64(2), torch.Generator(), augment=True, pad=np.int32(1), flip=np.True_,
-                                start_batch=np.int64(1)))
+    batches = list(
+        data.batches(
+            np.int64(2), torch.Generator(), augment=True, pad=np.int32(1), flip=np.True_, start_batch=np.int64(1)
+        )
+    )
     assert len(batches) == 1 and batches[0][0].shape == (2, 1, 2, 2)
     rows, _, flips = draw_augmentation(np.int64(3), torch.Generator(), pad=np.int64(2), flip=np.False_)
     assert rows.shape == (3,) and not flips.any()
@@ -237,7 +268,7 @@ def test_bad_augmentation_input():
     with pytest.raises(ValueError, match=r"\(N, C, H, W\)"):
         augment_batch(torch.zeros(3, 4, 4), gen)
     with pytest.raises(TypeError, match=r"x must be a torch tensor of shape \(N, C, H, W\), got array"):
-        augment_batch(np.zeros((1, 1, 4, 4)), gen)     # a wrong type (it was a ValueError)
+        augment_batch(np.zeros((1, 1, 4, 4)), gen)  # a wrong type (it was a ValueError)
     with pytest.raises(ValueError, match="pad"):
         augment_batch(torch.zeros(1, 1, 4, 4), gen, pad=-1)
     with pytest.raises(TypeError, match="torch.Generator"):
@@ -245,15 +276,20 @@ def test_bad_augmentation_input():
     with pytest.raises(ValueError, match="batch_size"):
         draw_augmentation(-1, gen)
     with pytest.raises(ValueError, match=r"rows must be a torch tensor of shape \(2,\), got shape \(3,\)"):
-        crop_and_flip(torch.zeros(2, 1, 4, 4), torch.zeros(3, dtype=torch.long), torch.zeros(2, dtype=torch.long),
-                      torch.zeros(2, dtype=torch.bool), pad=1)
+        crop_and_flip(
+            torch.zeros(2, 1, 4, 4),
+            torch.zeros(3, dtype=torch.long),
+            torch.zeros(2, dtype=torch.long),
+            torch.zeros(2, dtype=torch.bool),
+            pad=1,
+        )
 
 
 # --- CIFAR binary archives ------------------------------------------------------------------------------
 import hashlib  # noqa: E402
-import os  # noqa: E402
 import http.server  # noqa: E402
 import io  # noqa: E402
+import os  # noqa: E402
 import socket  # noqa: E402
 import tarfile  # noqa: E402
 import threading  # noqa: E402
@@ -261,7 +297,14 @@ import time  # noqa: E402
 from functools import partial  # noqa: E402
 
 from resnet_theory.engine.data import (  # noqa: E402
-    CIFAR_LAYOUTS, EXPECTED_MD5, DatasetDownloadError, DatasetError, DatasetNotFoundError, file_md5, load_cifar)
+    CIFAR_LAYOUTS,
+    EXPECTED_MD5,
+    DatasetDownloadError,
+    DatasetError,
+    DatasetNotFoundError,
+    file_md5,
+    load_cifar,
+)
 
 
 def make_records(n, labels_per_record, rng):
@@ -367,16 +410,21 @@ def test_file_md5_and_published_checksums(tmp_path):
     path = tmp_path / "x.bin"
     path.write_bytes(b"abc" * 100_000)
     assert file_md5(path) == hashlib.md5(b"abc" * 100_000).hexdigest()
-    assert EXPECTED_MD5 == {"cifar-10-binary.tar.gz": "c32a1d4ab5d03f1284b67883e8d87530",
-                            "cifar-100-binary.tar.gz": "03b5dce01913d631647c71ecec9e9cb8"}
+    assert EXPECTED_MD5 == {
+        "cifar-10-binary.tar.gz": "c32a1d4ab5d03f1284b67883e8d87530",
+        "cifar-100-binary.tar.gz": "03b5dce01913d631647c71ecec9e9cb8",
+    }
 
 
 def test_wrong_checksum_is_refused(tmp_path):
     members, _ = cifar_members("cifar10", np.random.default_rng(1))
     write_tar(tmp_path / "cifar-10-binary.tar.gz", members)
     # the default: the published checksum of the real archive, which this small one cannot match
-    with pytest.raises(DatasetError, match=r"cifar-10-binary\.tar\.gz: MD5 checksum mismatch .*expected "
-                                           r"c32a1d4ab5d03f1284b67883e8d87530"):
+    with pytest.raises(
+        DatasetError,
+        match=r"cifar-10-binary\.tar\.gz: MD5 checksum mismatch .*expected "
+        r"c32a1d4ab5d03f1284b67883e8d87530",
+    ):
         load_cifar(tmp_path, "cifar10")
     with pytest.raises(DatasetError, match="MD5 checksum mismatch"):
         load_cifar(tmp_path, "cifar10", md5="0" * 32)
@@ -391,8 +439,11 @@ def test_truncated_member_is_refused(tmp_path, name):
     members[1] = (victim, members[1][1][:-7])
     archive = tmp_path / layout.archive
     write_tar(archive, members)
-    with pytest.raises(DatasetError, match=rf"member {victim}: \d+ bytes is not a whole number of "
-                                           rf"{layout.label_bytes + 3072}-byte"):
+    with pytest.raises(
+        DatasetError,
+        match=rf"member {victim}: \d+ bytes is not a whole number of "
+        rf"{layout.label_bytes + 3072}-byte",
+    ):
         load_cifar(tmp_path, name, md5=file_md5(archive))
     assert leftovers(tmp_path) == [layout.archive]  # nothing half-extracted
 
@@ -403,7 +454,7 @@ def test_truncated_file_in_extracted_folder(tmp_path):
     folder.mkdir()
     for member, content in members[1:]:
         (tmp_path / member).write_bytes(content)
-    (folder / "test_batch.bin").write_bytes((folder / "test_batch.bin").read_bytes()[:3073 + 100])
+    (folder / "test_batch.bin").write_bytes((folder / "test_batch.bin").read_bytes()[: 3073 + 100])
     with pytest.raises(DatasetError, match=r"test_batch\.bin: 3173 bytes is not a whole number"):
         load_cifar(tmp_path, "cifar10")
     (folder / "test_batch.bin").unlink()
@@ -432,10 +483,16 @@ def test_missing_member_is_refused(tmp_path):
     assert leftovers(tmp_path) == ["cifar-100-binary.tar.gz"]
 
 
-@pytest.mark.parametrize("evil", [("cifar-10-batches-bin/../../escaped.bin", b"x"), ("../escaped.bin", b"x"),
-                                  ("/tmp/escaped-cifar-test.bin", b"x"),
-                                  ("cifar-10-batches-bin/link", Kind(tarfile.SYMTYPE)),
-                                  ("cifar-10-batches-bin/hard", Kind(tarfile.LNKTYPE))])
+@pytest.mark.parametrize(
+    "evil",
+    [
+        ("cifar-10-batches-bin/../../escaped.bin", b"x"),
+        ("../escaped.bin", b"x"),
+        ("/tmp/escaped-cifar-test.bin", b"x"),
+        ("cifar-10-batches-bin/link", Kind(tarfile.SYMTYPE)),
+        ("cifar-10-batches-bin/hard", Kind(tarfile.LNKTYPE)),
+    ],
+)
 def test_path_traversal_and_links_are_refused(tmp_path, evil):
     root = tmp_path / "data"
     root.mkdir()
@@ -457,10 +514,13 @@ def test_damaged_archive_is_refused(tmp_path):
     write_tar(archive, members)
     archive.write_bytes(archive.read_bytes()[: archive.stat().st_size // 2])
     # even with a checksum that matches the damaged file, reading it fails cleanly
-    with pytest.raises(DatasetError, match=r"cifar-10-binary\.tar\.gz: its checksum verified but it cannot be "
-                                           r"read as a tar archive") as info:
+    with pytest.raises(
+        DatasetError,
+        match=r"cifar-10-binary\.tar\.gz: its checksum verified but it cannot be "
+        r"read as a tar archive",
+    ) as info:
         load_cifar(tmp_path, "cifar10", md5=file_md5(archive))
-    assert "delete" not in str(info.value)   # never advise deleting a file that verified
+    assert "delete" not in str(info.value)  # never advise deleting a file that verified
     assert leftovers(tmp_path) == ["cifar-10-binary.tar.gz"]
 
 
@@ -516,7 +576,7 @@ def test_download_verifies_then_extracts(tmp_path, local_server):
     root = tmp_path / "data"
     with pytest.raises(DatasetError, match="the downloaded file has MD5"):
         load_cifar(root, "cifar10", download=True, url=f"{base}/cifar-10-binary.tar.gz", md5="f" * 32)
-    assert not root.exists()   # the folder created for the download is removed with it
+    assert not root.exists()  # the folder created for the download is removed with it
     loaded = load_cifar(root, "cifar10", download=True, url=f"{base}/cifar-10-binary.tar.gz", md5=md5)
     check_loaded(loaded, expected, "cifar10")
     assert leftovers(root) == ["cifar-10-batches-bin", "cifar-10-binary.tar.gz"]
@@ -536,14 +596,15 @@ def test_bad_cifar_arguments(tmp_path):
     with pytest.raises(TypeError, match="timeout must be a real number, got True"):
         load_cifar(tmp_path, download=True, timeout=True)
     with pytest.raises(TypeError, match="md5 must be a string of 32 hexadecimal digits, got 5"):
-        load_cifar(tmp_path, md5=5)                      # was an AttributeError
+        load_cifar(tmp_path, md5=5)  # was an AttributeError
     with pytest.raises(TypeError, match="download must be True or False, got 'no'"):
-        load_cifar(tmp_path, download="no")              # was taken as True
+        load_cifar(tmp_path, download="no")  # was taken as True
     with pytest.raises(ValueError, match="root must be a path, got an empty name"):
         load_cifar("")
     from resnet_theory.engine.data import download_archive
+
     with pytest.raises(TypeError, match=r"destination must be a path \(str or pathlib.Path\), got 5"):
-        download_archive("http://127.0.0.1:9/x", 5, "f" * 32)     # was a TypeError from pathlib, unnamed
+        download_archive("http://127.0.0.1:9/x", 5, "f" * 32)  # was a TypeError from pathlib, unnamed
     with pytest.raises(TypeError, match="url must be a URL string, got None"):
         download_archive(None, tmp_path / "x", "f" * 32)
     assert not list(tmp_path.iterdir())
@@ -608,8 +669,10 @@ def _good_archive(tmp_path, seed):
 
 def _failing(code, text):
     """A stand-in for a file-system call that fails with ``OSError(code, text)``."""
+
     def fail(*args, **kwargs):
         raise OSError(code, text)
+
     return fail
 
 
@@ -621,17 +684,20 @@ def test_full_disk_while_extracting_is_not_called_damage(tmp_path, monkeypatch):
     message = str(info.value)
     assert "no space left" in message and str(tmp_path) in message and "is kept" in message
     assert "delete" not in message and "damaged" not in message
-    assert leftovers(tmp_path) == ["cifar-10-binary.tar.gz"]     # the good archive and nothing half-written
+    assert leftovers(tmp_path) == ["cifar-10-binary.tar.gz"]  # the good archive and nothing half-written
     monkeypatch.undo()
-    load_cifar(tmp_path, "cifar10", md5=file_md5(archive))         # and it still works once there is room
+    load_cifar(tmp_path, "cifar10", md5=file_md5(archive))  # and it still works once there is room
 
 
 def test_read_only_root_is_a_clear_error(tmp_path, monkeypatch):
     archive = _good_archive(tmp_path, 8)
     read_only = _failing(errno.EROFS, "Read-only file system")
     monkeypatch.setattr(data_module.tempfile, "mkdtemp", read_only)
-    with pytest.raises(DatasetStorageError, match=rf"cannot extract cifar-10-binary.tar.gz in {tmp_path}: the file "
-                                                  r"system is read-only; the archive is kept"):
+    with pytest.raises(
+        DatasetStorageError,
+        match=rf"cannot extract cifar-10-binary.tar.gz in {tmp_path}: the file "
+        r"system is read-only; the archive is kept",
+    ):
         load_cifar(tmp_path, "cifar10", md5=file_md5(archive))
     monkeypatch.setattr(data_module.tempfile, "mkstemp", read_only)
     with pytest.raises(DatasetStorageError, match="read-only"):

@@ -1,4 +1,5 @@
-"""Batched multi-seed training (resnet_theory.engine.ensemble) against one-at-a-time training (resnet_theory.engine.train)."""
+"""Batched multi-seed training (resnet_theory.engine.ensemble) against one-at-a-time training
+(resnet_theory.engine.train)."""
 
 from __future__ import annotations
 
@@ -8,17 +9,28 @@ import numpy as np
 import pytest
 import torch
 
+from resnet_theory.benchmarks import ensemble as ensemble_bench
 from resnet_theory.engine import allconv, ensemble
 from resnet_theory.engine import train as engine
-from resnet_theory.benchmarks import ensemble as ensemble_bench
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def tiny(**changes) -> engine.TrainConfig:
-    config = engine.TrainConfig(dataset="digits", stem_channels=4, widths=(4, 8), blocks_per_stage=1, steps=12,
-                                lr=0.05, lr_milestones=(6, 10), eval_every=6, log_every=3, checkpoint_every=0,
-                                progress=False, on_divergence="stop")
+    config = engine.TrainConfig(
+        dataset="digits",
+        stem_channels=4,
+        widths=(4, 8),
+        blocks_per_stage=1,
+        steps=12,
+        lr=0.05,
+        lr_milestones=(6, 10),
+        eval_every=6,
+        log_every=3,
+        checkpoint_every=0,
+        progress=False,
+        on_divergence="stop",
+    )
     return dataclasses.replace(config, **changes)
 
 
@@ -52,8 +64,10 @@ def test_batched_members_match_one_at_a_time_training():
 
 
 def test_plain_members_and_trained_heads_match_too():
-    configs = [tiny(seed=3, skip=False, init="standard", trainable_head=True),
-               tiny(seed=4, skip=False, init="standard", trainable_head=True, lr=0.01)]
+    configs = [
+        tiny(seed=3, skip=False, init="standard", trainable_head=True),
+        tiny(seed=4, skip=False, init="standard", trainable_head=True, lr=0.01),
+    ]
     for config, result in zip(configs, ensemble.train_members(configs)):
         assert_same_run(result, engine.train(config))
 
@@ -84,8 +98,18 @@ def test_members_compute_in_the_engines_precision():
 def test_grouped_forward_is_each_members_forward():
     torch.manual_seed(0)
     for skip in (True, False):
-        members = [allconv.AllConvResNet(num_classes=5, in_channels=2, stem_channels=3, widths=(3, 6),
-                                         blocks_per_stage=2, skip=skip, init="standard") for _ in range(3)]
+        members = [
+            allconv.AllConvResNet(
+                num_classes=5,
+                in_channels=2,
+                stem_channels=3,
+                widths=(3, 6),
+                blocks_per_stage=2,
+                skip=skip,
+                init="standard",
+            )
+            for _ in range(3)
+        ]
         net = ensemble.GroupedResNet(members)
         x = torch.randn(4, 3, 2, 7, 7)  # (N, G, C, H, W): odd sizes exercise the ceil-mode pooling
         out = net(x.flatten(1, 2))
@@ -102,9 +126,20 @@ def test_tiny_maps_take_the_dense_path_with_the_same_values_and_gradients(size, 
     # 8 x 8 inputs through three stages end on 2 x 2 maps (and 7 x 7 on 2 x 2, 3 x 3 on 1 x 1): there the
     # grouped network multiplies by dense matrices instead of convolving (DENSE_MAX_PIXELS)
     torch.manual_seed(1)
-    members = [allconv.AllConvResNet(num_classes=4, in_channels=2, stem_channels=3, widths=(3, 5, 6),
-                                     blocks_per_stage=2, kernel_size=kernel, bias=bias, init="standard",
-                                     trainable_head=True) for _ in range(3)]
+    members = [
+        allconv.AllConvResNet(
+            num_classes=4,
+            in_channels=2,
+            stem_channels=3,
+            widths=(3, 5, 6),
+            blocks_per_stage=2,
+            kernel_size=kernel,
+            bias=bias,
+            init="standard",
+            trainable_head=True,
+        )
+        for _ in range(3)
+    ]
     net = ensemble.GroupedResNet(members)
     x = torch.randn(5, 3, 2, size, size)
     dense_maps = []
@@ -120,15 +155,18 @@ def test_tiny_maps_take_the_dense_path_with_the_same_values_and_gradients(size, 
     grads = {name: p.grad for name, p in net.named_parameters()}
     for g, m in enumerate(members):  # each member's gradient is its block of the grouped gradient
         per = net.stem.out_channels // 3
-        torch.testing.assert_close(grads["stem.weight"][g * per:(g + 1) * per], m.stem.weight.grad,
-                                   rtol=1e-4, atol=1e-6)
+        torch.testing.assert_close(
+            grads["stem.weight"][g * per : (g + 1) * per], m.stem.weight.grad, rtol=1e-4, atol=1e-6
+        )
         last = net.blocks[-1][1]
         per = last.out_channels // 3
-        torch.testing.assert_close(last.weight.grad[g * per:(g + 1) * per],
-                                   m.stages[2][1].conv2.weight.grad, rtol=1e-4, atol=1e-6)
+        torch.testing.assert_close(
+            last.weight.grad[g * per : (g + 1) * per], m.stages[2][1].conv2.weight.grad, rtol=1e-4, atol=1e-6
+        )
         if bias:
-            torch.testing.assert_close(last.bias.grad[g * per:(g + 1) * per],
-                                       m.stages[2][1].conv2.bias.grad, rtol=1e-4, atol=1e-6)
+            torch.testing.assert_close(
+                last.bias.grad[g * per : (g + 1) * per], m.stages[2][1].conv2.bias.grad, rtol=1e-4, atol=1e-6
+            )
 
 
 def test_workers_do_not_change_the_results():
@@ -142,12 +180,17 @@ def test_workers_do_not_change_the_results():
 
 
 def test_train_seeds_groups_configurations_and_keeps_their_order():
-    configs = [tiny(steps=3, eval_every=0), tiny(steps=3, eval_every=0, skip=False, init="standard"),
-               tiny(steps=3, eval_every=0, lr=0.02)]
+    configs = [
+        tiny(steps=3, eval_every=0),
+        tiny(steps=3, eval_every=0, skip=False, init="standard"),
+        tiny(steps=3, eval_every=0, lr=0.02),
+    ]
     out = ensemble.train_seeds(configs, [7, 8])
-    assert [[(r.config.seed, r.config.lr, r.config.skip) for r in row] for row in out] == \
-        [[(7, 0.05, True), (8, 0.05, True)], [(7, 0.05, False), (8, 0.05, False)],
-         [(7, 0.02, True), (8, 0.02, True)]]
+    assert [[(r.config.seed, r.config.lr, r.config.skip) for r in row] for row in out] == [
+        [(7, 0.05, True), (8, 0.05, True)],
+        [(7, 0.05, False), (8, 0.05, False)],
+        [(7, 0.02, True), (8, 0.02, True)],
+    ]
     assert out[0][0].history[0]["batched_members"] == 4  # the two residual configurations, both seeds
 
 
@@ -166,11 +209,11 @@ def test_bad_inputs_give_clear_errors():
         ensemble.train_members([tiny(lr=-1.0)])
     with pytest.raises(ValueError, match="workers"):
         ensemble.train_seeds(tiny(), [0], workers=0)
-    with pytest.raises(TypeError, match="workers"):               # a wrong type is a TypeError
+    with pytest.raises(TypeError, match="workers"):  # a wrong type is a TypeError
         ensemble.train_seeds(tiny(), [0], workers=2.0)
-    with pytest.raises(TypeError, match=r"seeds\[1\]"):             # was truncated to 1 without a word
+    with pytest.raises(TypeError, match=r"seeds\[1\]"):  # was truncated to 1 without a word
         ensemble.train_seeds(tiny(), [0, 1.5])
-    with pytest.raises(ValueError, match="level"):               # checked before the result is read
+    with pytest.raises(ValueError, match="level"):  # checked before the result is read
         ensemble.steps_to_level(None, float("nan"))
     with pytest.raises(TypeError, match="level"):
         ensemble.steps_to_level(None, "0.5")
@@ -217,8 +260,12 @@ def test_steps_to_level_reads_the_training_curve():
     def result(history):
         return engine.TrainResult(tiny(), history, 30, 0.5, 1.0, 0.4, False, "", None, 1.0, 1.0, 1)
 
-    curve = [{"kind": "start", "step": 0}, {"kind": "train", "step": 10, "loss": 2.0},
-             {"kind": "train", "step": 20, "loss": 0.49}, {"kind": "train", "step": 30, "loss": 0.1}]
+    curve = [
+        {"kind": "start", "step": 0},
+        {"kind": "train", "step": 10, "loss": 2.0},
+        {"kind": "train", "step": 20, "loss": 0.49},
+        {"kind": "train", "step": 30, "loss": 0.1},
+    ]
     assert ensemble.steps_to_level(result(curve), 0.5) == 20
     assert ensemble.steps_to_level(result(curve), 0.05) is None
     diverged = curve[:2] + [{"kind": "diverged", "step": 20, "loss": float("nan"), "message": ""}]
@@ -229,8 +276,13 @@ def test_steps_to_level_reads_the_training_curve():
 
 def test_benchmark_runs_and_reports_every_way(capsys):
     rows = ensemble_bench.run(members=2, steps=2, blocks=1)
-    assert [r["way"] for r in rows] == ["one at a time, 1 thread", "grouped conv, 1 thread",
-                                        "grouped conv, 2 threads", "vmap, 1 thread", "grouped conv, 2 processes"]
+    assert [r["way"] for r in rows] == [
+        "one at a time, 1 thread",
+        "grouped conv, 1 thread",
+        "grouped conv, 2 threads",
+        "vmap, 1 thread",
+        "grouped conv, 2 processes",
+    ]
     assert rows[0]["speedup"] == 1.0 and all(r["seeds_per_second"] > 0 for r in rows)
     assert "seeds/s" in ensemble_bench.format_rows(rows)
     with pytest.raises(SystemExit):

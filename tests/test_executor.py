@@ -20,6 +20,7 @@ from resnet_theory.book.plan import plan_chapters, select_entries
 from resnet_theory.book.report import ChapterResult, write_report
 from resnet_theory.book.status import status_html
 from resnet_theory.book.toc import BookError, toc_files
+
 from conftest import MYST_HEADER, ROOT
 
 HEADER = MYST_HEADER
@@ -33,10 +34,16 @@ def chapter(title: str, params: str, *cells: str) -> str:
 
 def make_book(root: Path, chapters: dict[str, str]) -> Path:
     (root / "book").mkdir(parents=True)
-    (root / "_config.yml").write_text("title: test book\nexecute:\n  execute_notebooks: 'off'\n"
-                                      "sphinx:\n  config:\n    exclude_patterns: [_build]\n")
+    (root / "_config.yml").write_text(
+        "title: test book\nexecute:\n  execute_notebooks: 'off'\nsphinx:\n  config:\n    exclude_patterns: [_build]\n"
+    )
     entries = list(chapters)
-    toc = "format: jb-book\nroot: book/" + entries[0] + "\nchapters:\n" + "".join(f"  - file: book/{e}\n" for e in entries[1:])
+    toc = (
+        "format: jb-book\nroot: book/"
+        + entries[0]
+        + "\nchapters:\n"
+        + "".join(f"  - file: book/{e}\n" for e in entries[1:])
+    )
     (root / "_toc.yml").write_text(toc)
     for name, text in chapters.items():
         (root / "book" / f"{name}.md").write_text(text)
@@ -45,13 +52,21 @@ def make_book(root: Path, chapters: dict[str, str]) -> Path:
 
 @pytest.fixture
 def small_book(tmp_path):
-    return make_book(tmp_path / "src", {
-        "intro": "# Intro\n\nNo code here.\n",
-        "good": chapter("Good", 'profile = "quick"\nseed = 0\nn = 1', "print('n times two =', n * 2)"),
-        "bad": chapter("Bad", 'profile = "quick"\nseed = 0', "x = 1", "raise RuntimeError('deliberate failure')",
-                       "print('never reached')"),
-        "after": chapter("After", 'profile = "quick"\nseed = 0', "print('still executed')"),
-    })
+    return make_book(
+        tmp_path / "src",
+        {
+            "intro": "# Intro\n\nNo code here.\n",
+            "good": chapter("Good", 'profile = "quick"\nseed = 0\nn = 1', "print('n times two =', n * 2)"),
+            "bad": chapter(
+                "Bad",
+                'profile = "quick"\nseed = 0',
+                "x = 1",
+                "raise RuntimeError('deliberate failure')",
+                "print('never reached')",
+            ),
+            "after": chapter("After", 'profile = "quick"\nseed = 0', "print('still executed')"),
+        },
+    )
 
 
 def outputs(nb_path: Path) -> str:
@@ -92,8 +107,21 @@ def test_failing_chapter_is_named_with_its_cell_and_others_still_run(small_book,
 
 def test_parameters_reach_the_notebook(small_book, tmp_path):
     out = tmp_path / "good.ipynb"
-    code = main(["run", str(small_book / "book" / "good.md"), "--root", str(small_book), "-p", "n", "21",
-                      "-o", str(out), "--build-dir", str(tmp_path / "b")])
+    code = main(
+        [
+            "run",
+            str(small_book / "book" / "good.md"),
+            "--root",
+            str(small_book),
+            "-p",
+            "n",
+            "21",
+            "-o",
+            str(out),
+            "--build-dir",
+            str(tmp_path / "b"),
+        ]
+    )
     assert code == 0
     assert "n times two = 42" in outputs(out)
     nb = nbformat.read(out, as_version=4)
@@ -103,8 +131,21 @@ def test_parameters_reach_the_notebook(small_book, tmp_path):
     assert "remove-cell" not in injected[0].metadata["tags"]
     # ... while a run with the defaults hides the cell that only restates them.
     default_out = tmp_path / "default.ipynb"
-    assert main(["run", str(small_book / "book" / "good.md"), "--root", str(small_book), "-o", str(default_out),
-                      "--build-dir", str(tmp_path / "b")]) == 0
+    assert (
+        main(
+            [
+                "run",
+                str(small_book / "book" / "good.md"),
+                "--root",
+                str(small_book),
+                "-o",
+                str(default_out),
+                "--build-dir",
+                str(tmp_path / "b"),
+            ]
+        )
+        == 0
+    )
     nb = nbformat.read(default_out, as_version=4)
     injected = [c for c in nb.cells if "injected-parameters" in c.metadata.get("tags", [])]
     assert "remove-cell" in injected[0].metadata["tags"]
@@ -116,14 +157,17 @@ def test_scoped_parameter_and_profile_reach_only_their_chapter(small_book, tmp_p
     assert plans[1].parameters == {"profile": "full"}
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["execute", "--profile", "huge"], "unknown profile 'huge'"),
-    (["execute", "-p", "nonexistent", "1"], "no chapter in this run defines 'nonexistent'"),
-    (["execute", "-p", "good:seedz", "1"], "does not define 'seedz'"),
-    (["execute", "-p", "nochapter:n", "1"], "no chapter 'nochapter'"),
-    (["run", "book/missing.md"], "is not a chapter"),
-    (["run", "book/good.md", "-p", "m", "2"], "does not define 'm'"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["execute", "--profile", "huge"], "unknown profile 'huge'"),
+        (["execute", "-p", "nonexistent", "1"], "no chapter in this run defines 'nonexistent'"),
+        (["execute", "-p", "good:seedz", "1"], "does not define 'seedz'"),
+        (["execute", "-p", "nochapter:n", "1"], "no chapter 'nochapter'"),
+        (["run", "book/missing.md"], "is not a chapter"),
+        (["run", "book/good.md", "-p", "m", "2"], "does not define 'm'"),
+    ],
+)
 def test_bad_requests_fail_before_anything_runs(small_book, tmp_path, capsys, monkeypatch, argv, message):
     monkeypatch.chdir(small_book)
     build = tmp_path / "build"
@@ -142,11 +186,33 @@ def test_chapter_without_required_parameters_is_rejected(tmp_path, capsys):
 
 def test_figures_survive_an_agg_backend_in_the_environment(tmp_path, monkeypatch):
     monkeypatch.setenv("MPLBACKEND", "Agg")
-    root = make_book(tmp_path / "src", {"intro": "# Intro\n", "plot": chapter(
-        "Plot", 'profile = "quick"\nseed = 0', "import matplotlib.pyplot as plt\nplt.plot([0, 1], [1, 0])\nplt.show()")})
+    root = make_book(
+        tmp_path / "src",
+        {
+            "intro": "# Intro\n",
+            "plot": chapter(
+                "Plot",
+                'profile = "quick"\nseed = 0',
+                "import matplotlib.pyplot as plt\nplt.plot([0, 1], [1, 0])\nplt.show()",
+            ),
+        },
+    )
     out = tmp_path / "plot.ipynb"
-    assert main(["run", str(root / "book" / "plot.md"), "--root", str(root), "-o", str(out),
-                      "--build-dir", str(tmp_path / "b")]) == 0
+    assert (
+        main(
+            [
+                "run",
+                str(root / "book" / "plot.md"),
+                "--root",
+                str(root),
+                "-o",
+                str(out),
+                "--build-dir",
+                str(tmp_path / "b"),
+            ]
+        )
+        == 0
+    )
     nb = nbformat.read(out, as_version=4)
     assert any("image/png" in o.get("data", {}) for c in nb.cells if c.cell_type == "code" for o in c.outputs)
 
@@ -188,17 +254,27 @@ def cached_book(tmp_path, monkeypatch):
     (root / "requirements.lock").parent.mkdir(parents=True, exist_ok=True)
     (root / "requirements.lock").write_text("numpy==1\n")
 
-    make_book(root, {
-        "intro": "# Intro\n\nNo code here.\n",
-        "uses_alpha": chapter("Alpha", 'profile = "quick"\nseed = 0', logging_cell(log, "uses_alpha"),
-                              "from tinylib import alpha\nprint('A is', alpha.A)"),
-        "uses_beta": chapter("Beta", 'profile = "quick"\nseed = 0\nn = 1', logging_cell(log, "uses_beta"),
-                             "import tinylib.beta as b\nprint('B times n is', b.B * n)"),
-        "plain": chapter("Plain", 'profile = "quick"\nseed = 0', logging_cell(log, "plain"), "print('plain')"),
-    })
+    make_book(
+        root,
+        {
+            "intro": "# Intro\n\nNo code here.\n",
+            "uses_alpha": chapter(
+                "Alpha",
+                'profile = "quick"\nseed = 0',
+                logging_cell(log, "uses_alpha"),
+                "from tinylib import alpha\nprint('A is', alpha.A)",
+            ),
+            "uses_beta": chapter(
+                "Beta",
+                'profile = "quick"\nseed = 0\nn = 1',
+                logging_cell(log, "uses_beta"),
+                "import tinylib.beta as b\nprint('B times n is', b.B * n)",
+            ),
+            "plain": chapter("Plain", 'profile = "quick"\nseed = 0', logging_cell(log, "plain"), "print('plain')"),
+        },
+    )
     monkeypatch.syspath_prepend(str(root / "lib"))
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(root / "lib"),
-                                                                    os.environ.get("PYTHONPATH")])))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(root / "lib"), os.environ.get("PYTHONPATH")])))
     return root, log
 
 
@@ -209,7 +285,7 @@ def _execute(root: Path, build: Path, *extra: str) -> tuple[list[str], dict]:
     assert main(["execute", "--root", str(root), "--build-dir", str(build), "--no-html", *extra]) == 0
     after = log.read_text().splitlines()
     report = json.loads((build / "executed" / "report.json").read_text())
-    return sorted(after[len(before):]), {c["chapter"]: c for c in report["chapters"]}
+    return sorted(after[len(before) :]), {c["chapter"]: c for c in report["chapters"]}
 
 
 def _runs(pages: dict) -> dict[str, str]:
@@ -267,8 +343,9 @@ def test_cache_reruns_exactly_what_changed(cached_book, tmp_path):
     assert _execute(root, build)[0] == ["uses_beta"]
     # The profile is a parameter of every chapter's key.
     quick, full = (plan_chapters(root, ["book/plain"], p, [])[0] for p in ("quick", "full"))
-    assert (cache_key(cache_components(root, quick.notebook, quick.parameters, "cpu"))
-            != cache_key(cache_components(root, full.notebook, full.parameters, "cpu")))
+    assert cache_key(cache_components(root, quick.notebook, quick.parameters, "cpu")) != cache_key(
+        cache_components(root, full.notebook, full.parameters, "cpu")
+    )
 
     # The pinned environment: every chapter. --force: every chapter.
     (root / "requirements.lock").write_text("numpy==2\n")
@@ -294,17 +371,23 @@ def test_module_closure_is_found_statically(cached_book):
     unparsable = ModuleIndex(root, tracked=("tinylib",)).closure(["this is not python("])
     assert {"tinylib.alpha", "tinylib.beta", "tinylib.gamma", "tinylib.unused"} <= set(unparsable)
     # The real book: the ledger module and its own imports, not the whole library.
-    real = ModuleIndex(ROOT).closure(
-        ["from resnet_theory.ledger import Ledger"])
+    real = ModuleIndex(ROOT).closure(["from resnet_theory.ledger import Ledger"])
     assert "resnet_theory.ledger" in real and "resnet_theory.engine.train" not in real
     # A module of a subpackage brings the subpackage's __init__ and what the module imports, relative imports
     # included (engine/train.py: "from . import data", "from .. import validate").
     engine = ModuleIndex(ROOT).closure(["from resnet_theory.engine import train as engine"])
-    assert {"resnet_theory", "resnet_theory.engine", "resnet_theory.engine.train", "resnet_theory.engine.data",
-            "resnet_theory.engine.allconv", "resnet_theory.engine.devices", "resnet_theory.engine.interval",
-            "resnet_theory.validate"} <= set(engine)
+    assert {
+        "resnet_theory",
+        "resnet_theory.engine",
+        "resnet_theory.engine.train",
+        "resnet_theory.engine.data",
+        "resnet_theory.engine.allconv",
+        "resnet_theory.engine.devices",
+        "resnet_theory.engine.interval",
+        "resnet_theory.validate",
+    } <= set(engine)
     assert engine["resnet_theory.engine.train"].name == "train.py" and "resnet_theory.engine.bench" not in engine
-        # The ledger reads the TOC and the execution records of the book package, not its executor: editing how
+    # The ledger reads the TOC and the execution records of the book package, not its executor: editing how
     # chapters are executed or reported does not execute every chapter again.
     assert {"resnet_theory.book", "resnet_theory.book.toc", "resnet_theory.book.cache"} <= set(real)
     assert not {"resnet_theory.book.execute", "resnet_theory.book.build", "resnet_theory.book.report"} & set(real)
@@ -323,16 +406,31 @@ def test_module_closure_follows_imports_into_subpackages(cached_book, tmp_path):
     _write(lib / "engine" / "timing.py", "SECONDS = 1\n")
     index = ModuleIndex(root, tracked=())
     assert sorted(index.closure(["from tinylib.engine import train"])) == [
-        "tinylib", "tinylib.engine", "tinylib.engine.train", "tinylib.validate"]
+        "tinylib",
+        "tinylib.engine",
+        "tinylib.engine.train",
+        "tinylib.validate",
+    ]
     assert sorted(index.closure(["import tinylib.engine.bench as b"])) == [
-        "tinylib", "tinylib.engine", "tinylib.engine.bench", "tinylib.engine.train", "tinylib.validate"]
+        "tinylib",
+        "tinylib.engine",
+        "tinylib.engine.bench",
+        "tinylib.engine.train",
+        "tinylib.validate",
+    ]
     assert sorted(index.closure(["from tinylib.engine.timing import SECONDS"])) == [
-        "tinylib", "tinylib.engine", "tinylib.engine.timing"]
+        "tinylib",
+        "tinylib.engine",
+        "tinylib.engine.timing",
+    ]
 
-    for name, code in (("uses_train", "from tinylib.engine import train\nprint('steps', train.STEPS)"),
-                       ("uses_timing", "from tinylib.engine.timing import SECONDS\nprint('seconds', SECONDS)")):
+    for name, code in (
+        ("uses_train", "from tinylib.engine import train\nprint('steps', train.STEPS)"),
+        ("uses_timing", "from tinylib.engine.timing import SECONDS\nprint('seconds', SECONDS)"),
+    ):
         (root / "book" / f"{name}.md").write_text(
-            chapter(name, 'profile = "quick"\nseed = 0', logging_cell(log, name), code))
+            chapter(name, 'profile = "quick"\nseed = 0', logging_cell(log, name), code)
+        )
         with open(root / "_toc.yml", "a") as f:
             f.write(f"  - file: book/{name}\n")
     build = tmp_path / "build"
@@ -361,9 +459,13 @@ def test_the_claims_of_a_chapter_removed_from_the_toc_are_moved_aside(cached_boo
 
     root, _ = cached_book
     for name in ("keeps", "retires"):
-        (root / "book" / f"{name}.md").write_text(chapter(
-            name, 'profile = "quick"\nseed = 0',
-            f"import os\nwith open(os.environ[{CLAIMS_FILE_ENV!r}], 'w') as f:\n    f.write('{name}')"))
+        (root / "book" / f"{name}.md").write_text(
+            chapter(
+                name,
+                'profile = "quick"\nseed = 0',
+                f"import os\nwith open(os.environ[{CLAIMS_FILE_ENV!r}], 'w') as f:\n    f.write('{name}')",
+            )
+        )
         with open(root / "_toc.yml", "a") as f:
             f.write(f"  - file: book/{name}\n")
     build = tmp_path / "build"
@@ -381,8 +483,10 @@ def test_the_claims_of_a_chapter_removed_from_the_toc_are_moved_aside(cached_boo
     _execute(root, build, "--only", "book/plain")
     moved = build / "removed" / "book" / "retires.claims.json"
     assert not retires.exists() and moved.read_text() == "retires"
-    assert f"[book] book/retires is no longer in _toc.yml: its claims file moved from {retires} to {moved}" \
+    assert (
+        f"[book] book/retires is no longer in _toc.yml: its claims file moved from {retires} to {moved}"
         in capsys.readouterr().out
+    )
     assert keeps.read_text() == "keeps" and partial.read_text() == "partial"
     verify_claims_files(executed, [keeps], root)  # what is left is the book's
     # A chapter that comes back is executed again: its claims are no longer the ones its record describes.
@@ -395,8 +499,11 @@ def test_the_claims_of_a_chapter_removed_from_the_toc_are_moved_aside(cached_boo
 
 def test_pages_that_gather_results_always_execute_and_status_says_what_was_reused(cached_book, tmp_path):
     root, log = cached_book
-    summary = chapter("Summary", 'profile = "quick"\nseed = 0', textwrap.indent(
-        f"with open({str(log)!r}, 'a') as f:\n    f.write('summary\\n')", ""))
+    summary = chapter(
+        "Summary",
+        'profile = "quick"\nseed = 0',
+        textwrap.indent(f"with open({str(log)!r}, 'a') as f:\n    f.write('summary\\n')", ""),
+    )
     summary = summary.replace("kernelspec:", "resnet_theory:\n  execution: always\nkernelspec:", 1)
     (root / "book" / "summary.md").write_text(summary)
     with open(root / "_toc.yml", "a") as f:
@@ -417,8 +524,9 @@ def test_pages_that_gather_results_always_execute_and_status_says_what_was_reuse
 # --- pages that gather results: executed in the executor's process, without a kernel -------------------
 def _html_output(nb_path: Path) -> str:
     nb = nbformat.read(nb_path, as_version=4)
-    return "".join(o.get("data", {}).get("text/html", "") for c in nb.cells if c.cell_type == "code"
-                   for o in c.get("outputs", []))
+    return "".join(
+        o.get("data", {}).get("text/html", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
+    )
 
 
 #: A control input sentence for the test claims.
@@ -430,21 +538,42 @@ def _record_claims(build: Path, control_holds: bool = False):
     from resnet_theory.ledger import Check, Ledger
 
     ledger = Ledger("linear")
-    ledger.claim("hardt-ma/thm-2.1", paper="hardt-ma", ref="Theorem 2.1", statement="a bound",
-                 section="linear-thm-2-1", printed=Check.at_most([0.5], 1.0, what="norm"),
-                 control_input=CI,
-                 control=Check.at_most([0.5], 0.4, what="norm vs the bound scaled below the worst case"))
-    ledger.claim("hardt-ma/eq-2.3", paper="hardt-ma", ref="(2.3)", statement="an identity",
-                 section="linear-eq-2-3", printed=Check.at_least([1.0], 2.0, what="printed"),
-                 corrected=Check.at_least([1.0], 1.0, what="corrected"), corrected_statement="the fixed identity",
-                 control_input=CI,
-                 control=Check.at_least([1.0], 1.5, what="corrected bound scaled up"))
-    ledger.claim("shamir/lemma-3", paper="shamir", ref="Lemma 3", statement="a lemma", section="linear-lemma-3",
-                 printed=Check.equal(1, 1, what="statement"),
-                 proof_step=Check.at_most([1.1], 1.0, what="step"), proof_step_statement="the printed step",
-                 repair=Check.at_most([0.9], 1.0, what="repair"), repair_statement="the repaired step",
-                 control_input=CI,
-                 control=Check.equal(1, 2, what="a perturbed closed form"))
+    ledger.claim(
+        "hardt-ma/thm-2.1",
+        paper="hardt-ma",
+        ref="Theorem 2.1",
+        statement="a bound",
+        section="linear-thm-2-1",
+        printed=Check.at_most([0.5], 1.0, what="norm"),
+        control_input=CI,
+        control=Check.at_most([0.5], 0.4, what="norm vs the bound scaled below the worst case"),
+    )
+    ledger.claim(
+        "hardt-ma/eq-2.3",
+        paper="hardt-ma",
+        ref="(2.3)",
+        statement="an identity",
+        section="linear-eq-2-3",
+        printed=Check.at_least([1.0], 2.0, what="printed"),
+        corrected=Check.at_least([1.0], 1.0, what="corrected"),
+        corrected_statement="the fixed identity",
+        control_input=CI,
+        control=Check.at_least([1.0], 1.5, what="corrected bound scaled up"),
+    )
+    ledger.claim(
+        "shamir/lemma-3",
+        paper="shamir",
+        ref="Lemma 3",
+        statement="a lemma",
+        section="linear-lemma-3",
+        printed=Check.equal(1, 1, what="statement"),
+        proof_step=Check.at_most([1.1], 1.0, what="step"),
+        proof_step_statement="the printed step",
+        repair=Check.at_most([0.9], 1.0, what="repair"),
+        repair_statement="the repaired step",
+        control_input=CI,
+        control=Check.equal(1, 2, what="a perturbed closed form"),
+    )
     path = ledger.save(build / "executed" / "book" / "linear.claims.json")
     if control_holds:  # a claims file no chapter could have published: an older check
         data = json.loads(path.read_text())
@@ -465,17 +594,40 @@ def test_the_ledger_and_status_pages_render_without_a_kernel(tmp_path, monkeypat
 
     build = tmp_path / "build"
     ledger = _record_claims(build)
-    reused = ChapterResult("book/linear", "book/linear.md", "ok", 0.0, "quick", {"profile": "quick"},
-                                "CPU: test", "x", run="reused", executed_at="2026-01-01 00:00:00 UTC")
-    write_report(build / "executed" / "report.json", [reused], "quick", environment(),
-                      order=toc_files(ROOT))
+    reused = ChapterResult(
+        "book/linear",
+        "book/linear.md",
+        "ok",
+        0.0,
+        "quick",
+        {"profile": "quick"},
+        "CPU: test",
+        "x",
+        run="reused",
+        executed_at="2026-01-01 00:00:00 UTC",
+    )
+    write_report(build / "executed" / "report.json", [reused], "quick", environment(), order=toc_files(ROOT))
 
     def no_kernel(*args, **kwargs):
         raise AssertionError("a kernel was started for a page that only gathers results")
 
     monkeypatch.setattr(papermill, "execute_notebook", no_kernel)
-    assert main(["execute", "--root", str(ROOT), "--build-dir", str(build), "--no-html",
-                      "--only", "book/ledger", "book/status"]) == 0
+    assert (
+        main(
+            [
+                "execute",
+                "--root",
+                str(ROOT),
+                "--build-dir",
+                str(build),
+                "--no-html",
+                "--only",
+                "book/ledger",
+                "book/status",
+            ]
+        )
+        == 0
+    )
     report = json.loads((build / "executed" / "report.json").read_text())
     pages = {c["chapter"]: c for c in report["chapters"]}
     for name in ("book/ledger", "book/status"):
@@ -485,13 +637,18 @@ def test_the_ledger_and_status_pages_render_without_a_kernel(tmp_path, monkeypat
     # The ledger: the errata first, then the counts, then every claim linked to its section, with its control.
     nb_path = build / "executed" / "book" / "ledger.ipynb"
     page = _html_output(nb_path)
-    assert page.index('class="claims-errata"') < page.index('class="claims-counts"') < page.index('class="claims-ledger"')
-    headings = [c.source for c in nbformat.read(nb_path, as_version=4).cells
-                if c.cell_type == "markdown" and c.source.startswith("## ")]
+    assert (
+        page.index('class="claims-errata"') < page.index('class="claims-counts"') < page.index('class="claims-ledger"')
+    )
+    headings = [
+        c.source
+        for c in nbformat.read(nb_path, as_version=4).cells
+        if c.cell_type == "markdown" and c.source.startswith("## ")
+    ]
     headings = [h.splitlines()[0] for h in headings]
     assert headings == ["## Errata", "## Counts", "## Every claim", "## Not checked, and why"]
     errata = page.split('class="claims-errata"', 1)[1].split("</ul>", 1)[0]
-    assert '>hardt-ma/eq-2.3</a>' in errata and '>shamir/lemma-3</a>' in errata
+    assert ">hardt-ma/eq-2.3</a>" in errata and ">shamir/lemma-3</a>" in errata
     assert "hardt-ma/thm-2.1" not in errata and "the fixed identity" in errata and "the repaired step" in errata
     counts = page.split('class="claims-counts"', 1)[1].split("</table>", 1)[0]
     assert "<td>total</td><td>1</td><td>1</td><td>1</td><td>0</td><td>0</td><td>0</td><td>3</td>" in counts
@@ -503,15 +660,17 @@ def test_the_ledger_and_status_pages_render_without_a_kernel(tmp_path, monkeypat
     # The prose and the hidden parameters cells come from the page's source, as for a kernel's execution.
     nb = nbformat.read(nb_path, as_version=4)
     assert any("The errata come first" in c.source for c in nb.cells if c.cell_type == "markdown")
-    assert all("remove-cell" in c.metadata["tags"] for c in nb.cells
-               if {"parameters", "injected-parameters"} & set(c.metadata.get("tags", [])))
+    assert all(
+        "remove-cell" in c.metadata["tags"]
+        for c in nb.cells
+        if {"parameters", "injected-parameters"} & set(c.metadata.get("tags", []))
+    )
 
     # The status page: the chapter an earlier build reused, which this (--only) build did not run, said so
     # with the time of its execution; and the ledger page, executed by this build.
     status = _html_output(build / "executed" / "book" / "status.ipynb")
     rows = _status_rows(status)
-    assert (rows["book/linear"].split("</td>")[1]
-            == "<td>not run in this build (last executed 2026-01-01 00:00:00 UTC)")
+    assert rows["book/linear"].split("</td>")[1] == "<td>not run in this build (last executed 2026-01-01 00:00:00 UTC)"
     assert "<td>reused</td>" not in status
     assert rows["book/ledger"].split("</td>")[1] == "<td>executed"
 
@@ -519,16 +678,34 @@ def test_the_ledger_and_status_pages_render_without_a_kernel(tmp_path, monkeypat
 def test_a_claim_whose_control_holds_fails_the_ledger_page_and_the_build(tmp_path, capsys):
     build = tmp_path / "build"
     _record_claims(build, control_holds=True)
-    assert main(["execute", "--root", str(ROOT), "--build-dir", str(build), "--no-html",
-                      "--only", "book/ledger", "book/status"]) == 1
+    assert (
+        main(
+            [
+                "execute",
+                "--root",
+                str(ROOT),
+                "--build-dir",
+                str(build),
+                "--no-html",
+                "--only",
+                "book/ledger",
+                "book/status",
+            ]
+        )
+        == 1
+    )
     err = capsys.readouterr().err
     assert "FAILED" in err and "LedgerDefect" in err and "hardt-ma/thm-2.1: the negative control holds" in err
     pages = {c["chapter"]: c for c in json.loads((build / "executed" / "report.json").read_text())["chapters"]}
     assert pages["book/ledger"]["status"] == "failed" and pages["book/ledger"]["error"]["ename"] == "LedgerDefect"
     # With no earlier ledger page, the page shows the failed attempt (its error), and the status page says so.
     nb = nbformat.read(build / "executed" / "book" / "ledger.ipynb", as_version=4)
-    assert any(o.output_type == "error" and o.ename == "LedgerDefect" for c in nb.cells if c.cell_type == "code"
-               for o in c.outputs)
+    assert any(
+        o.output_type == "error" and o.ename == "LedgerDefect"
+        for c in nb.cells
+        if c.cell_type == "code"
+        for o in c.outputs
+    )
     status = _html_output(build / "executed" / "book" / "status.ipynb")
     assert "LedgerDefect" in status and "failed" in status
 
@@ -536,15 +713,23 @@ def test_a_claim_whose_control_holds_fails_the_ledger_page_and_the_build(tmp_pat
 def test_a_chapter_whose_control_holds_fails_and_the_ledger_page_runs_in_the_executor(tmp_path, capsys):
     """The chapter (with a kernel) stops at ``ledger.show()`` and publishes no claims; the gathering page,
     in-process, runs in this very process (its cell returns the process id)."""
-    defect = chapter("Defect", 'profile = "quick"\nseed = 0', textwrap.dedent("""\
+    defect = chapter(
+        "Defect",
+        'profile = "quick"\nseed = 0',
+        textwrap.dedent("""\
         from resnet_theory.ledger import Check, Ledger
         ledger = Ledger("defect")
         ledger.claim("shamir/x", paper="shamir", ref="r", statement="s", section="defect-x",
                      printed=Check.equal(1, 1, what="w"), control=Check.equal(1, 1, what="cannot fail"),
                      control_input="the same statement, which the claim does not rule out")
-        ledger.show()"""))
-    gather = chapter("Ledger", 'profile = "quick"\nseed = 0', "import os\nos.getpid()",
-                     "from resnet_theory.ledger import load_claims, render_ledger\nrender_ledger(load_claims())")
+        ledger.show()"""),
+    )
+    gather = chapter(
+        "Ledger",
+        'profile = "quick"\nseed = 0',
+        "import os\nos.getpid()",
+        "from resnet_theory.ledger import load_claims, render_ledger\nrender_ledger(load_claims())",
+    )
     gather = gather.replace("kernelspec:", "resnet_theory:\n  execution: in-process\nkernelspec:", 1)
     root = make_book(tmp_path / "src", {"intro": "# Intro\n", "defect": defect, "ledger": gather})
     build = tmp_path / "build"
@@ -579,8 +764,9 @@ def slow_book(tmp_path):
         f"import time\nif seed == 5:\n    open({str(marker)!r}, 'w').close()\n    time.sleep(120)\n"
         "if seed == 7:\n    raise ValueError('seed 7 fails')",
     ]
-    root = make_book(tmp_path / "src", {"intro": "# Intro\n", "slow": chapter("Slow", 'profile = "quick"\nseed = 0',
-                                                                                *cells)})
+    root = make_book(
+        tmp_path / "src", {"intro": "# Intro\n", "slow": chapter("Slow", 'profile = "quick"\nseed = 0', *cells)}
+    )
     return root, marker
 
 
@@ -591,8 +777,9 @@ def _good_outputs(build: Path) -> tuple[bytes, bytes]:
 
 @pytest.mark.parametrize("command", ["execute", "run"])
 @pytest.mark.parametrize("signal_name, whole_group, exit_code", [("SIGINT", True, 130), ("SIGTERM", False, 143)])
-def test_an_interrupted_run_keeps_the_previous_outputs_and_says_so(slow_book, tmp_path, command, signal_name,
-                                                                    whole_group, exit_code):
+def test_an_interrupted_run_keeps_the_previous_outputs_and_says_so(
+    slow_book, tmp_path, command, signal_name, whole_group, exit_code
+):
     import signal
     import subprocess
     import sys
@@ -603,11 +790,19 @@ def test_an_interrupted_run_keeps_the_previous_outputs_and_says_so(slow_book, tm
     assert main(["execute", "--root", str(root), "--build-dir", str(build), "--no-html"]) == 0
     good = _good_outputs(build)
     assert b'"seed": 0' in good[1]
-    argv = ["execute", "--no-html", "-p", "seed", "5"] if command == "execute" else ["run", "book/slow.md",
-                                                                                     "-p", "seed", "5"]
-    proc = subprocess.Popen([sys.executable, "-m", "resnet_theory.book", *argv, "--root", str(root),
-                             "--build-dir", str(build)], cwd=root, start_new_session=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    argv = (
+        ["execute", "--no-html", "-p", "seed", "5"]
+        if command == "execute"
+        else ["run", "book/slow.md", "-p", "seed", "5"]
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "resnet_theory.book", *argv, "--root", str(root), "--build-dir", str(build)],
+        cwd=root,
+        start_new_session=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 120
         while not marker.exists():
@@ -645,8 +840,7 @@ def test_a_failed_run_keeps_the_previous_outputs_and_says_so(slow_book, tmp_path
     build = tmp_path / "build"
     assert main(["execute", "--root", str(root), "--build-dir", str(build), "--no-html"]) == 0
     good = _good_outputs(build)
-    assert main(["execute", "--root", str(root), "--build-dir", str(build), "--no-html",
-                      "-p", "seed", "7"]) == 1
+    assert main(["execute", "--root", str(root), "--build-dir", str(build), "--no-html", "-p", "seed", "7"]) == 1
     assert _good_outputs(build) == good
     assert "the page shows previous outputs kept" in capsys.readouterr().err
     report = json.loads((build / "executed" / "report.json").read_text())
@@ -660,21 +854,32 @@ def _status_page_book(tmp_path: Path) -> tuple[Path, Path]:
     """A failing chapter, then the real status page (in-process), then a chapter that, while it runs, copies
     the status page as rendered so far (what a reader would see had the run stopped there)."""
     snapshot = tmp_path / "status-mid-run.ipynb"
-    status = chapter("Status", 'profile = "quick"\nseed = 0',
-                     "from resnet_theory.book.status import render_status\nrender_status()")
+    status = chapter(
+        "Status", 'profile = "quick"\nseed = 0', "from resnet_theory.book.status import render_status\nrender_status()"
+    )
     status = status.replace("kernelspec:", "resnet_theory:\n  execution: in-process\nkernelspec:", 1)
-    after = chapter("After", 'profile = "quick"\nseed = 0', textwrap.dedent(f"""\
+    after = chapter(
+        "After",
+        'profile = "quick"\nseed = 0',
+        textwrap.dedent(f"""\
         import os, shutil
         shutil.copy(os.path.join(os.environ["RESNET_THEORY_BUILD_DIR"], "executed", "book", "status.ipynb"),
-                    {str(snapshot)!r})"""))
-    root = make_book(tmp_path / "src", {
-        "intro": "# Intro\n\nNo code here.\n",
-        "good": chapter("Good", 'profile = "quick"\nseed = 0', "print('good')"),
-        "bad": chapter("Bad", 'profile = "quick"\nseed = 0\nfail = True',
-                       "if fail:\n    raise RuntimeError('deliberate failure')"),
-        "status": status,
-        "after": after,
-    })
+                    {str(snapshot)!r})"""),
+    )
+    root = make_book(
+        tmp_path / "src",
+        {
+            "intro": "# Intro\n\nNo code here.\n",
+            "good": chapter("Good", 'profile = "quick"\nseed = 0', "print('good')"),
+            "bad": chapter(
+                "Bad",
+                'profile = "quick"\nseed = 0\nfail = True',
+                "if fail:\n    raise RuntimeError('deliberate failure')",
+            ),
+            "status": status,
+            "after": after,
+        },
+    )
     return root, snapshot
 
 
@@ -717,11 +922,11 @@ def test_the_status_page_of_a_failed_run_says_the_run_failed(tmp_path, capsys):
     assert "<strong>The last run failed.</strong>" in page.split("<table", 1)[0]
 
     # The same book once the chapter is fixed: the run completes, and the page says nothing about failure.
-    assert main(["execute", "--root", str(root), "--build-dir", str(build), "--no-html",
-                      "-p", "bad:fail", "False"]) == 0
+    assert (
+        main(["execute", "--root", str(root), "--build-dir", str(build), "--no-html", "-p", "bad:fail", "False"]) == 0
+    )
     page = _html_output(build / "executed" / "book" / "status.ipynb")
     assert "book-run-note" not in page and "failed" not in page and "<td>book/after</td>" in page
-
 
 
 def test_an_in_process_page_that_fails_when_rendered_again_makes_the_status_page_say_so(tmp_path):
@@ -730,29 +935,48 @@ def test_an_in_process_page_that_fails_when_rendered_again_makes_the_status_page
     rendered again too and say the run failed, never show that page as ok."""
     marker = tmp_path / "written-by-a-later-page"
     in_process = "resnet_theory:\n  execution: in-process\nkernelspec:"
-    check = chapter("Check", 'profile = "quick"\nseed = 0',
-                    f"import os\nassert not os.path.exists({str(marker)!r}), 'a later page changed this'")
-    status = chapter("Status", 'profile = "quick"\nseed = 0',
-                     "from resnet_theory.book.status import render_status\nrender_status()")
+    check = chapter(
+        "Check",
+        'profile = "quick"\nseed = 0',
+        f"import os\nassert not os.path.exists({str(marker)!r}), 'a later page changed this'",
+    )
+    status = chapter(
+        "Status", 'profile = "quick"\nseed = 0', "from resnet_theory.book.status import render_status\nrender_status()"
+    )
     after = chapter("After", 'profile = "quick"\nseed = 0', f"open({str(marker)!r}, 'w').write('x')")
-    root = make_book(tmp_path / "src", {"check": check.replace("kernelspec:", in_process, 1), "after": after,
-                                        "status": status.replace("kernelspec:", in_process, 1)})
+    root = make_book(
+        tmp_path / "src",
+        {
+            "check": check.replace("kernelspec:", in_process, 1),
+            "after": after,
+            "status": status.replace("kernelspec:", in_process, 1),
+        },
+    )
     build = tmp_path / "build"
     assert main(["execute", "--root", str(root), "--build-dir", str(build), "--no-html"]) == 1
     report = json.loads((build / "executed" / "report.json").read_text())
     assert report["state"] == "failed"
     assert {c["chapter"]: c["status"] for c in report["chapters"]} == {
-        "book/check": "failed", "book/after": "ok", "book/status": "ok"}
+        "book/check": "failed",
+        "book/after": "ok",
+        "book/status": "ok",
+    }
     page = _html_output(build / "executed" / "book" / "status.ipynb")
-    assert ("<strong>The last run failed.</strong> Failed: book/check (code cell 3: AssertionError: a later page "
-            "changed this)." in page.split("<table", 1)[0])
+    assert (
+        "<strong>The last run failed.</strong> Failed: book/check (code cell 3: AssertionError: a later page "
+        "changed this)." in page.split("<table", 1)[0]
+    )
     assert "failed" in _status_rows(page)["book/check"]
+
 
 def _status_rows(page: str) -> dict[str, str]:
     """The status table's rows by page: the HTML of each row after its page cell."""
     table = page.split('<table class="book-status">', 1)[1].split("</table>", 1)[0]
-    return {row.split("</td>", 1)[0].removeprefix("<td>"): row.split("</td>", 1)[1]
-            for row in table.split("<tr>")[1:] if row.startswith("<td>")}
+    return {
+        row.split("</td>", 1)[0].removeprefix("<td>"): row.split("</td>", 1)[1]
+        for row in table.split("<tr>")[1:]
+        if row.startswith("<td>")
+    }
 
 
 def test_the_status_page_of_an_only_run_does_not_claim_the_pages_it_left_out(tmp_path):
@@ -761,14 +985,30 @@ def test_the_status_page_of_an_only_run_does_not_claim_the_pages_it_left_out(tmp
     were executed, and with which parameters), never that this build executed them."""
     root, _ = _status_page_book(tmp_path)
     build = tmp_path / "build"
-    assert main(["execute", "--root", str(root), "--build-dir", str(build), "--no-html",
-                      "-p", "bad:fail", "False"]) == 0
+    assert (
+        main(["execute", "--root", str(root), "--build-dir", str(build), "--no-html", "-p", "bad:fail", "False"]) == 0
+    )
     first = {c["chapter"]: c for c in json.loads((build / "executed" / "report.json").read_text())["chapters"]}
     rows = _status_rows(_html_output(build / "executed" / "book" / "status.ipynb"))
     assert [rows[p].split("</td>")[1] for p in ("book/good", "book/bad", "book/after")] == ["<td>executed"] * 3
 
-    assert main(["execute", "--root", str(root), "--build-dir", str(build), "--no-html", "--force",
-                      "--only", "book/good", "book/status"]) == 0
+    assert (
+        main(
+            [
+                "execute",
+                "--root",
+                str(root),
+                "--build-dir",
+                str(build),
+                "--no-html",
+                "--force",
+                "--only",
+                "book/good",
+                "book/status",
+            ]
+        )
+        == 0
+    )
     report = json.loads((build / "executed" / "report.json").read_text())
     assert report["attempt"]["finished"] == ["book/good", "book/status"]
     rows = _status_rows(_html_output(build / "executed" / "book" / "status.ipynb"))
@@ -787,34 +1027,76 @@ def test_the_status_page_of_an_only_run_does_not_claim_the_pages_it_left_out(tmp
     assert "fail=False" in rows["book/bad"]
     assert rows["book/intro"].split("</td>")[1] == "<td>not run in this build (no code)"
     # Rendered mid-run (a report that says running), a page of the run not yet finished is said so.
-    running = dict(report, state="running", attempt=dict(report["attempt"], chapters=["book/good", "book/bad"],
-                                                           finished=["book/good"]))
+    running = dict(
+        report,
+        state="running",
+        attempt=dict(report["attempt"], chapters=["book/good", "book/bad"], finished=["book/good"]),
+    )
     rows = _status_rows(status_html(running))
     assert rows["book/bad"].split("</td>")[1].startswith("<td>not yet run in this build (last executed")
     assert rows["book/after"].split("</td>")[1].startswith("<td>not run in this build (last executed")
 
     # Without --force the chapter is reused: said as such, and the left-out pages still not claimed.
-    assert main(["execute", "--root", str(root), "--build-dir", str(build), "--no-html",
-                      "--only", "book/good", "book/status"]) == 0
+    assert (
+        main(
+            [
+                "execute",
+                "--root",
+                str(root),
+                "--build-dir",
+                str(build),
+                "--no-html",
+                "--only",
+                "book/good",
+                "book/status",
+            ]
+        )
+        == 0
+    )
     rows = _status_rows(_html_output(build / "executed" / "book" / "status.ipynb"))
     assert rows["book/good"].split("</td>")[1] == "<td>reused"
-    assert all(rows[n].split("</td>")[1].startswith("<td>not run in this build")
-               for n in ("book/intro", "book/bad", "book/after"))
+    assert all(
+        rows[n].split("</td>")[1].startswith("<td>not run in this build")
+        for n in ("book/intro", "book/bad", "book/after")
+    )
 
 
 def test_the_status_note_never_calls_an_unfinished_or_failed_run_a_success():
-    rows = [{"chapter": name, "status": status, "error": error, "parameters": {}, "profile": "quick",
-             "device": "cpu", "seconds": 1.0, "run": "executed"}
-            for name, status, error in [("book/a", "ok", None),
-                                        ("book/b", "failed", {"code_cell": 4, "ename": "E", "evalue": "v"}),
-                                        ("book/c", "ok", None)]]
+    rows = [
+        {
+            "chapter": name,
+            "status": status,
+            "error": error,
+            "parameters": {},
+            "profile": "quick",
+            "device": "cpu",
+            "seconds": 1.0,
+            "run": "executed",
+        }
+        for name, status, error in [
+            ("book/a", "ok", None),
+            ("book/b", "failed", {"code_cell": 4, "ename": "E", "evalue": "v"}),
+            ("book/c", "ok", None),
+        ]
+    ]
     env = {"python": "3", "platform": "p", "device": "cpu", "packages": {}}
-    attempt = {"command": "execute", "started": "then", "chapters": ["book/a", "book/b", "book/c", "book/status"],
-               "parameters": {"book/b": {"seed": 3}}}
+    attempt = {
+        "command": "execute",
+        "started": "then",
+        "chapters": ["book/a", "book/b", "book/c", "book/status"],
+        "parameters": {"book/b": {"seed": 3}},
+    }
 
     def note(state, chapters=rows, **extra):
-        page = status_html({"profile": "quick", "environment": env, "state": state, "chapters": chapters,
-                            "attempt": {**attempt, **extra}})
+        page = status_html(
+            {
+                "profile": "quick",
+                "environment": env,
+                "state": state,
+                "chapters": chapters,
+                "attempt": {**attempt, **extra},
+            }
+        )
         return page.split("<table", 1)[0]
 
     # Running, with every other page finished and none failed: nothing to add to the rows.
@@ -841,8 +1123,10 @@ def test_the_status_note_never_calls_an_unfinished_or_failed_run_a_success():
 def test_stale_temporaries_of_dead_runs_are_removed(tmp_path):
     folder = tmp_path / "executed" / "book"
     folder.mkdir(parents=True)
-    dead, alive = partial_paths(folder / "x.ipynb", pid=2**22 + 12345)[0], partial_paths(
-        folder / "y.ipynb", pid=os.getppid())[0]
+    dead, alive = (
+        partial_paths(folder / "x.ipynb", pid=2**22 + 12345)[0],
+        partial_paths(folder / "y.ipynb", pid=os.getppid())[0],
+    )
     dead.write_text("{}")
     alive.write_text("{}")
     assert remove_stale_partials(tmp_path / "executed") == [dead]
@@ -857,24 +1141,27 @@ def test_reading_conventions_render_as_intended(tmp_path):
 
     def theorem(title, nonumber):
         label = f":label: thm-{'good' if nonumber else 'bad'}\n"
-        return (f"```{{prf:theorem}} {title}\n{label}" + (":nonumber:\n" if nonumber else "")
-                + "\nA statement.\n```\n")
+        return f"```{{prf:theorem}} {title}\n{label}" + (":nonumber:\n" if nonumber else "") + "\nA statement.\n```\n"
 
     def figure(alt):
         header = f'---\nmystnb:\n  image:\n    alt: "{alt}"\ntags: [hide-input]\n---\n' if alt else ""
         return header + "import matplotlib.pyplot as plt\nplt.plot([0, 1], [1, 0])\nplt.show()"
 
-    good = chapter("Good", 'profile = "quick"\nseed = 0', figure("A line falling from 1 to 0."),
-                   "x88 = '" + "a" * 80 + "'").replace("# Good\n", "# Good\n\n" + theorem("Paper, Theorem 2.1", True))
-    wide_table = ("from IPython.display import HTML, display\n"          # 3 x 60 unbreakable letters
-                  "cells = ''.join('<td>' + c * 60 + '</td>' for c in 'wvu')\n"
-                  "display(HTML('<table class=\"wide\"><tr>' + cells + '</tr></table>'))")
-    bad = chapter("Bad", 'profile = "quick"\nseed = 0', figure(""), "x110 = '" + "b" * 101 + "'",
-                  wide_table).replace(
-        "# Bad\n", "# Bad\n\n" + theorem("Paper, Theorem 2.1", False))
+    good = chapter(
+        "Good", 'profile = "quick"\nseed = 0', figure("A line falling from 1 to 0."), "x88 = '" + "a" * 80 + "'"
+    ).replace("# Good\n", "# Good\n\n" + theorem("Paper, Theorem 2.1", True))
+    wide_table = (
+        "from IPython.display import HTML, display\n"  # 3 x 60 unbreakable letters
+        "cells = ''.join('<td>' + c * 60 + '</td>' for c in 'wvu')\n"
+        "display(HTML('<table class=\"wide\"><tr>' + cells + '</tr></table>'))"
+    )
+    bad = chapter("Bad", 'profile = "quick"\nseed = 0', figure(""), "x110 = '" + "b" * 101 + "'", wide_table).replace(
+        "# Bad\n", "# Bad\n\n" + theorem("Paper, Theorem 2.1", False)
+    )
     root = make_book(tmp_path / "src", {"intro": "# Intro\n", "good": good, "bad": bad})
-    (root / "_config.yml").write_text((root / "_config.yml").read_text().replace(
-        "sphinx:\n", "sphinx:\n  extra_extensions: [sphinx_proof]\n"))
+    (root / "_config.yml").write_text(
+        (root / "_config.yml").read_text().replace("sphinx:\n", "sphinx:\n  extra_extensions: [sphinx_proof]\n")
+    )
     build = tmp_path / "build"
     assert main(["execute", "--root", str(root), "--build-dir", str(build)]) == 0
     html = build / "html"
@@ -912,9 +1199,13 @@ def test_an_only_run_that_builds_html_renders_the_in_process_pages_too(tmp_path)
 def test_chapters_run_in_a_kernel_reached_over_unix_sockets_not_tcp(tmp_path, capfd):
     """The kernel listens on Unix sockets in the user's runtime folder, not on TCP ports on localhost (which any
     local user could reach): no "running over TCP without encryption" warning, no socket file left anywhere."""
-    root = make_book(tmp_path / "src", {"intro": "# Intro\n",
-                                        "sock": chapter("Sock", 'profile = "quick"\nseed = 0',
-                                                        "import json, os\nprint('pid', os.getpid())")})
+    root = make_book(
+        tmp_path / "src",
+        {
+            "intro": "# Intro\n",
+            "sock": chapter("Sock", 'profile = "quick"\nseed = 0', "import json, os\nprint('pid', os.getpid())"),
+        },
+    )
     build = tmp_path / "build"
     assert main(["execute", "--root", str(root), "--build-dir", str(build), "--no-html"]) == 0
     err = capfd.readouterr().err

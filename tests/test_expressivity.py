@@ -8,7 +8,8 @@ import math
 import numpy as np
 import pytest
 import torch
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from resnet_theory import expressivity as ex
 from resnet_theory.benchmarks import expressivity as bench
@@ -25,22 +26,29 @@ def assert_fits(net, X, y):
     out = net.forward(X)
     onehot = np.eye(net.num_classes)[y]
     assert out.shape == (X.shape[0], net.num_classes)
-    assert np.abs(out - onehot).max() <= ex.FIT_TOLERANCE    # rounding only; the labels are exact
+    assert np.abs(out - onehot).max() <= ex.FIT_TOLERANCE  # rounding only; the labels are exact
     assert np.array_equal(net.predict(X), y)
 
 
 # --- exact fit -----------------------------------------------------------------------------------
 @SETTINGS
-@given(n=st.integers(1, 150), d=st.integers(1, 9), r=st.integers(1, 6), seed=st.integers(0, 10_000),
-       unit=st.booleans(), spread=st.floats(0.0, 6.0), dup=st.integers(0, 5))
+@given(
+    n=st.integers(1, 150),
+    d=st.integers(1, 9),
+    r=st.integers(1, 6),
+    seed=st.integers(0, 10_000),
+    unit=st.booleans(),
+    spread=st.floats(0.0, 6.0),
+    dup=st.integers(0, 5),
+)
 def test_fits_random_data_exactly(n, d, r, seed, unit, spread, dup):
     rng = np.random.default_rng(seed)
     X = rng.standard_normal((n, d)) * np.exp(rng.uniform(-spread, spread, n))[:, None]
     if unit:
         X /= np.linalg.norm(X, axis=1, keepdims=True)
-    _, inverse = np.unique(X, axis=0, return_inverse=True)   # (d = 1 unit vectors are +-1: equal rows)
+    _, inverse = np.unique(X, axis=0, return_inverse=True)  # (d = 1 unit vectors are +-1: equal rows)
     y = rng.integers(0, r, n)[inverse.ravel()]
-    if dup and n > 1:                        # identical inputs with the same label are allowed
+    if dup and n > 1:  # identical inputs with the same label are allowed
         idx = rng.integers(0, n, dup)
         X = np.concatenate([X, X[idx]])
         y = np.concatenate([y, y[idx]])
@@ -95,7 +103,7 @@ def test_torch_module_matches_forward(seed, lifted):
     module = net.as_torch_module()
     assert isinstance(module, torch.nn.Module)
     assert len(module.blocks) == net.depth
-    probe = np.concatenate([X, 2.0 * rng.standard_normal((40, 5))])    # training and new points
+    probe = np.concatenate([X, 2.0 * rng.standard_normal((40, 5))])  # training and new points
     with torch.no_grad():
         out = module(torch.from_numpy(probe)).numpy()
     reference = net.forward(probe)
@@ -112,7 +120,7 @@ def test_parameter_counts_match_the_formula(n, d, r, k):
     K, D, depth = net.k, net.normalised_dim, net.depth
     assert D == d + 1
     assert depth == math.ceil(n / K)
-    counts = ex.count_module_parameters(net.as_torch_module())   # counted from the module, not the formula
+    counts = ex.count_module_parameters(net.as_torch_module())  # counted from the module, not the formula
     assert counts["weights"] == K * D + depth * 2 * K * K + K * r + r * r == net.num_parameters
     assert counts["biases"] == depth * K + r
     assert net.num_parameters_with_biases == net.num_parameters + depth * K + r
@@ -130,8 +138,7 @@ def test_fits_sphere_points_at_the_papers_width(n, D, r, seed):
     X = sphere(n, D, rng)
     y = rng.integers(0, r, n)
     k = ex.paper_k(n, ex.separation(X))
-    net = ex.construct_interpolating_resnet(X, y, k=k, num_classes=r, seed=seed, projection="gaussian",
-                                            attempts=12)
+    net = ex.construct_interpolating_resnet(X, y, k=k, num_classes=r, seed=seed, projection="gaussian", attempts=12)
     assert not net.normaliser.lifted and net.k == k and net.A0.shape == (k, D)
     assert net.depth == math.ceil(n / k)
     module = net.as_torch_module()
@@ -170,8 +177,9 @@ def test_shared_threshold_fails_where_per_unit_thresholds_fit():
     assert ex.success_rate(X, y, k, range(4), num_classes=10) == 1.0
     assert ex.success_rate(X, y, k, range(4), num_classes=10, thresholds="shared") == 0.0
     with pytest.raises(ex.ConstructionError, match="shared-threshold condition fails") as info:
-        ex.construct_interpolating_resnet(X, y, k=k, num_classes=10, thresholds="shared", attempts=1,
-                                          projection="gaussian")
+        ex.construct_interpolating_resnet(
+            X, y, k=k, num_classes=10, thresholds="shared", attempts=1, projection="gaussian"
+        )
     assert info.value.condition == "lemma-b1" and len(info.value.indices) == 3
 
 
@@ -181,7 +189,7 @@ def test_broken_block_is_caught_by_the_module():
     y = rng.integers(0, 4, 200)
     net = ex.build_interpolating_resnet(X, y, num_classes=4, k=48)
     assert ex.module_fit_error(net.as_torch_module(), X, y, 4) <= ex.FIT_TOLERANCE
-    net.s[0, 0] = 1.0                         # unit 0 of block 0 now fires on every point
+    net.s[0, 0] = 1.0  # unit 0 of block 0 now fires on every point
     assert ex.module_fit_error(net.as_torch_module(), X, y, 4) > 0.1
 
 
@@ -207,26 +215,26 @@ def test_chunked_build_and_verification_match_one_chunk(monkeypatch, entries):
     X = sphere(240, 128, rng)
     y = rng.integers(0, 6, 240)
     k = ex.paper_k(240, ex.separation(X))
-    ref = ex.construct_interpolating_resnet(X, y, k=k, num_classes=6, seed=4, projection="gaussian",
-                                           attempts=12)
+    ref = ex.construct_interpolating_resnet(X, y, k=k, num_classes=6, seed=4, projection="gaussian", attempts=12)
     monkeypatch.setattr(ex, "CHUNK_ENTRIES", entries)
     assert ex.separation(X) == pytest.approx(ex.separation(X, chunk=240), rel=1e-12)
     for backend in ("numpy", "torch"):
-        net = ex.construct_interpolating_resnet(X, y, k=k, num_classes=6, seed=4, projection="gaussian",
-                                               attempts=12, backend=backend)
+        net = ex.construct_interpolating_resnet(
+            X, y, k=k, num_classes=6, seed=4, projection="gaussian", attempts=12, backend=backend
+        )
         assert net.attempts == ref.attempts and net.max_fit_error <= ex.FIT_TOLERANCE
         for u, v in ((ref.U, net.U), (ref.V, net.V), (ref.s, net.s)):
             np.testing.assert_allclose(v, u, rtol=1e-9, atol=1e-12)
         assert ex.module_fit_error(net.as_torch_module(), X, y, 6) <= ex.FIT_TOLERANCE
         broken = dataclasses.replace(net, s=net.s.copy())
-        broken.s[0, 0] = 1.0                     # unit 0 of block 0 fires on every point
+        broken.s[0, 0] = 1.0  # unit 0 of block 0 fires on every point
         out = ex._forward_backend(broken, X, ex._backend(backend))
         assert np.abs(out - np.eye(6)[y]).max() > 0.1
 
 
 def test_a_nan_preactivation_counts_as_active():
     # A NaN must reach the output (and fail the fit check) rather than be skipped as an inactive row.
-    Z = np.array([[np.nan, -1.0], [-1.0, -2.0], [0.5, -1.0], [0.0, 0.0]]).T     # units x points
+    Z = np.array([[np.nan, -1.0], [-1.0, -2.0], [0.5, -1.0], [0.0, 0.0]]).T  # units x points
     assert ex._NumpyOps().active_columns(Z).tolist() == [0, 2]
     assert ex._TorchOps("cpu").active_columns(torch.from_numpy(Z)).tolist() == [0, 2]
 
@@ -252,9 +260,9 @@ def test_lemma_b_1_block_moves_exactly_its_group(seed, k, m, others):
     A, H = pts[:m], pts[m:]
     B = rng.standard_normal((m, k))
     U, V, s, cond = ex.lemma_b_1_block(A, B, H)
-    assert cond.holds                          # distinct unit vectors always satisfy it
+    assert cond.holds  # distinct unit vectors always satisfy it
     assert np.allclose(ex.apply_block(A, U, V, s), B, atol=1e-9)
-    assert np.array_equal(ex.apply_block(H, U, V, s), H)   # every other point exactly unchanged
+    assert np.array_equal(ex.apply_block(H, U, V, s), H)  # every other point exactly unchanged
 
 
 @pytest.mark.parametrize("rho_prime", [0.01, 0.05, 0.2, 0.3])
@@ -263,13 +271,13 @@ def test_printed_shared_threshold_fails_on_the_squared_reading(rho_prime):
     # their inner products 1 - rho'/2 exceed the proof's threshold 1 - 2 rho' (inequality (B.1) needs 6 rho').
     k = 4
     alphas, betas = ex.shared_threshold_counterexample(k, rho_prime)
-    assert np.allclose((alphas ** 2).sum(1), 1 + rho_prime)
+    assert np.allclose((alphas**2).sum(1), 1 + rho_prime)
     dist = ((alphas[:, None] - alphas[None]) ** 2).sum(-1)[~np.eye(k, dtype=bool)]
     assert np.allclose(dist, 3 * rho_prime)
     U, V, s, cond = ex.lemma_b_1_block(alphas, betas, threshold=1 - 2 * rho_prime)
     assert cond.lower == pytest.approx(1 - rho_prime / 2)
     assert np.abs(ex.apply_block(alphas, U, V, s) - betas).max() > 0.1
-    U, V, s, cond = ex.lemma_b_1_block(alphas, betas)              # one threshold per unit works
+    U, V, s, cond = ex.lemma_b_1_block(alphas, betas)  # one threshold per unit works
     assert cond.holds_per_unit
     assert np.allclose(ex.apply_block(alphas, U, V, s), betas, atol=1e-9)
 
@@ -278,14 +286,14 @@ def test_printed_shared_threshold_fails_on_the_squared_reading(rho_prime):
 def test_hull_counterexample_satisfies_the_printed_hypotheses_and_has_no_block(rho_prime):
     A, B, O = ex.hull_counterexample(rho_prime)
     pts = np.vstack([A, O])
-    assert np.all(np.abs((pts ** 2).sum(1) - 1) <= rho_prime + 1e-12)              # (a)
+    assert np.all(np.abs((pts**2).sum(1) - 1) <= rho_prime + 1e-12)  # (a)
     targets = np.vstack([B, O])
     for i in range(4):
         for j in range(4):
-            if i != j and min(i, j) < 2:                                            # S = {0, 1}
-                assert np.linalg.norm(pts[i] - pts[j]) >= 3 * rho_prime - 1e-12     # (b), unsquared
+            if i != j and min(i, j) < 2:  # S = {0, 1}
+                assert np.linalg.norm(pts[i] - pts[j]) >= 3 * rho_prime - 1e-12  # (b), unsquared
                 assert np.linalg.norm(pts[i] - targets[j]) >= 3 * rho_prime - 1e-12  # (b) literally
-    assert np.allclose(A[0], O.mean(0))                      # alpha_1 is the midpoint of the outside
+    assert np.allclose(A[0], O.mean(0))  # alpha_1 is the midpoint of the outside
     assert np.linalg.matrix_rank(B - A) == 2
     assert ex.firing_margin(A[0], O) <= 1e-12 and ex.firing_margin(A[1], O) > 0.5
     with pytest.raises(ex.ConstructionError, match="convex hull") as info:
@@ -336,7 +344,7 @@ def test_per_unit_block_works_on_the_squared_reading(seed, rho_prime):
 def test_ring_instance_is_the_tight_case(rho_prime):
     A, O = ex.ring_instance(4, rho_prime)
     pts = np.vstack([A, O])
-    assert np.all(np.abs((pts ** 2).sum(1) - 1) <= rho_prime + 1e-12)
+    assert np.all(np.abs((pts**2).sum(1) - 1) <= rho_prime + 1e-12)
     d2 = ((A[:, None] - pts[None]) ** 2).sum(-1)
     assert d2[d2 > 1e-12].min() == pytest.approx(3 * rho_prime)
     cond = ex.block_condition(A, O)
@@ -359,9 +367,9 @@ def test_per_unit_block_fails_when_points_come_closer_than_the_squared_reading()
 
 def test_firing_margin():
     O = np.array([[1.0, 0.0], [-1.0, 0.0], [0.0, 1.0], [0.0, -1.0]])
-    assert ex.firing_margin(np.zeros(2), O) == pytest.approx(0.0, abs=1e-12)      # inside the hull
-    assert ex.firing_margin(np.array([0.5, 0.5]), O) == pytest.approx(0.0, abs=1e-12)   # on its edge
-    assert ex.firing_margin(np.array([2.0, 0.0]), O) == pytest.approx(1.0)          # u = e_1, c = -1
+    assert ex.firing_margin(np.zeros(2), O) == pytest.approx(0.0, abs=1e-12)  # inside the hull
+    assert ex.firing_margin(np.array([0.5, 0.5]), O) == pytest.approx(0.0, abs=1e-12)  # on its edge
+    assert ex.firing_margin(np.array([2.0, 0.0]), O) == pytest.approx(1.0)  # u = e_1, c = -1
     assert ex.firing_margin(np.ones(2), np.zeros((0, 2))) > 0
 
 
@@ -370,8 +378,9 @@ def test_projection_distortion_against_brute_force():
     X = rng.standard_normal((12, 5))
     A = rng.standard_normal((7, 5)) / math.sqrt(7)
     pts = np.vstack([np.zeros(5), X])
-    brute = max(abs(np.linalg.norm(A @ (u - v)) / np.linalg.norm(u - v) - 1)
-                for i, u in enumerate(pts) for v in pts[i + 1:])
+    brute = max(
+        abs(np.linalg.norm(A @ (u - v)) / np.linalg.norm(u - v) - 1) for i, u in enumerate(pts) for v in pts[i + 1 :]
+    )
     assert ex.projection_distortion(X, A) == pytest.approx(brute, rel=1e-9)
     Q = np.linalg.qr(rng.standard_normal((5, 5)))[0]
     assert ex.projection_distortion(X, Q) <= 1e-12
@@ -387,14 +396,13 @@ def test_printed_projection_step_fails_and_the_union_width_keeps_every_pair():
     assert k_p < k_jl
     printed = [ex.projection_distortion(X, ex.random_projection(61, k_p, rng, "printed")) for _ in range(10)]
     assert min(printed) > 1.0
-    kept = [ex.projection_distortion(X, ex.random_projection(61, k_jl, rng, "gaussian")) <= 1 / 3
-            for _ in range(20)]
+    kept = [ex.projection_distortion(X, ex.random_projection(61, k_jl, rng, "gaussian")) <= 1 / 3 for _ in range(20)]
     assert sum(kept) >= 16
 
 
 def test_width_formulas_of_the_proof_steps():
     eps = 0.2
-    assert ex.jl_union_width(100, eps) == math.ceil(2 * math.log(100 * 101 / 0.5) / (eps ** 2 / 2 - eps ** 3 / 3))
+    assert ex.jl_union_width(100, eps) == math.ceil(2 * math.log(100 * 101 / 0.5) / (eps**2 / 2 - eps**3 / 3))
     assert ex.surrogate_width(1000) == math.ceil(8 * math.log(1000 * 999))
     assert ex.surrogate_width(10, t=0.25, delta=0.1) == math.ceil(2 * math.log(10 * 9 / 0.2) / 0.0625)
     rng = np.random.default_rng(2)
@@ -404,7 +412,7 @@ def test_width_formulas_of_the_proof_steps():
         G = Q @ Q.T
         ok.append(G[np.triu_indices(200, 1)].max() < 0.5)
     assert sum(ok) >= 16
-    k_printed = math.floor(4 * math.log(1000)) + 1           # the paper's k > 4 log r
+    k_printed = math.floor(4 * math.log(1000)) + 1  # the paper's k > 4 log r
     Q = ex.surrogate_labels(1000, k_printed, rng)
     assert (Q @ Q.T)[np.triu_indices(1000, 1)].max() >= 0.5
 
@@ -417,7 +425,7 @@ def test_schur_off_block_separates_normal_matrices():
         for normal in (Q, M + M.T, M - M.T, Q @ np.diag(rng.standard_normal(d)) @ Q.T):
             assert ex.schur_off_block(normal) <= 1e-12
         if d >= 3:
-            assert ex.schur_off_block(np.triu(M) + 3 * np.eye(d)) > 1e-3     # non-normal
+            assert ex.schur_off_block(np.triu(M) + 3 * np.eye(d)) > 1e-3  # non-normal
 
 
 def test_twin_inputs_with_different_labels_break_the_construction_at_a_fixed_width():
@@ -456,7 +464,7 @@ def test_bad_input_to_the_proof_step_helpers():
 
 
 def test_block_condition_reports_failure():
-    A = np.array([[1.0, 0.0], [0.5, 0.0]])      # <a_0, a_1> = 0.5 >= ||a_1||^2 = 0.25
+    A = np.array([[1.0, 0.0], [0.5, 0.0]])  # <a_0, a_1> = 0.5 >= ||a_1||^2 = 0.25
     cond = ex.block_condition(A, np.zeros((0, 2)))
     assert not cond.holds and cond.upper == pytest.approx(0.25) and cond.lower == pytest.approx(0.5)
     assert not cond.holds_per_unit and cond.unit_margin == pytest.approx(-0.25)
@@ -487,7 +495,7 @@ def test_explicit_k_is_honoured():
     for k in (30, 45, 80):
         net = ex.build_interpolating_resnet(X, y, k=k)
         assert net.k == k and net.depth == math.ceil(40 / k) and net.projection == "gaussian"
-        assert not net.normaliser.lifted                      # unit-norm inputs are used as given
+        assert not net.normaliser.lifted  # unit-norm inputs are used as given
         assert_fits(net, X, y)
 
 
@@ -497,7 +505,7 @@ def test_default_width_is_the_union_bound_below_D_else_the_isometry():
     y = rng.integers(0, 3, 100)
     net = ex.build_interpolating_resnet(X, y)
     assert (net.k, net.projection) == (ex.union_bound_k(100, ex.separation(X)), "gaussian") and net.k < 300
-    net = ex.build_interpolating_resnet(X[:, :20] * 3.0, y)    # lifted, paper's width far above D = 21
+    net = ex.build_interpolating_resnet(X[:, :20] * 3.0, y)  # lifted, paper's width far above D = 21
     assert (net.k, net.projection) == (21, "orthonormal")
 
 
@@ -531,17 +539,15 @@ def test_failed_draws_are_retried_then_refused():
     attempts = []
     for seed in range(10):
         try:
-            net = ex.construct_interpolating_resnet(X, y, k=150, seed=seed, projection="gaussian",
-                                                    thresholds="shared")
+            net = ex.construct_interpolating_resnet(X, y, k=150, seed=seed, projection="gaussian", thresholds="shared")
         except ex.ConstructionError:
             continue
         assert_fits(net, X, y)
         attempts.append(net.attempts)
-    assert max(attempts) > 1                    # some first draws failed and a later one was used
+    assert max(attempts) > 1  # some first draws failed and a later one was used
     assert max(attempts) <= ex.DEFAULT_ATTEMPTS
     with pytest.raises(ex.ConstructionError, match="no network after 1 draws"):
-        ex.construct_interpolating_resnet(X, y, k=150, seed=2, projection="gaussian", attempts=1,
-                                          thresholds="shared")
+        ex.construct_interpolating_resnet(X, y, k=150, seed=2, projection="gaussian", attempts=1, thresholds="shared")
 
 
 def test_k1_refused_for_three_classes():
@@ -574,7 +580,7 @@ def test_projection_scales():
 def test_k_formulas():
     assert ex.paper_k(100, 0.5) == math.ceil(10 * math.log(100) / 0.25)
     for thresholds, eps in (("shared", 0.5 / 4.5), ("per-unit", 0.5 / 2.5)):
-        assert ex.jl_k(100, 0.5, thresholds) == math.ceil(4 * math.log(101) / (eps ** 2 / 2 - eps ** 3 / 3))
+        assert ex.jl_k(100, 0.5, thresholds) == math.ceil(4 * math.log(101) / (eps**2 / 2 - eps**3 / 3))
     assert ex.default_k(100, 0.5, 1000) == (ex.union_bound_k(100, 0.5), "gaussian")
     assert ex.default_k(100, 0.5, 65) == (65, "orthonormal") and ex.default_k(1, None, 1) == (2, "orthonormal")
     rng = np.random.default_rng(5)
@@ -587,8 +593,13 @@ def test_k_formulas():
 
 
 @SETTINGS
-@given(seed=st.integers(0, 10_000), n=st.integers(2, 60), d=st.integers(1, 40),
-       gap=st.floats(1e-6, 1e-3), scale=st.floats(1e-3, 1e3))
+@given(
+    seed=st.integers(0, 10_000),
+    n=st.integers(2, 60),
+    d=st.integers(1, 40),
+    gap=st.floats(1e-6, 1e-3),
+    scale=st.floats(1e-3, 1e3),
+)
 def test_separation_is_the_float64_minimum_despite_the_float32_screen(seed, n, d, gap, scale):
     # Two close pairs whose squared distances differ far below float32 resolution: the screen cannot
     # order them, the float64 pass must (it recomputes every row within the screen's error bound).
@@ -597,7 +608,7 @@ def test_separation_is_the_float64_minimum_despite_the_float32_screen(seed, n, d
     step = rng.standard_normal(d)
     step *= 1e-3 * scale / np.linalg.norm(step)
     X[n + 1] = X[n] + step
-    X[n + 3] = X[n + 2] + step * (1.0 - gap)       # the closest pair, by a relative 2 gap
+    X[n + 3] = X[n + 2] + step * (1.0 - gap)  # the closest pair, by a relative 2 gap
     D2 = ((X[:, None] - X[None]) ** 2).sum(-1)
     brute = D2[~np.eye(n + 4, dtype=bool)].min()
     for kwargs in ({}, {"chunk": 3}, {"backend": "torch"}):
@@ -608,7 +619,7 @@ def test_success_rate_counts_draws():
     rng = np.random.default_rng(6)
     X = sphere(60, 20, rng)
     y = rng.integers(0, 3, 60)
-    assert ex.success_rate(X, y, 2, range(3)) == 0.0          # far too small for a Gaussian projection
+    assert ex.success_rate(X, y, 2, range(3)) == 0.0  # far too small for a Gaussian projection
     assert ex.success_rate(X, y, 20, range(3), projection="orthonormal") == 1.0
 
 
@@ -627,27 +638,30 @@ GOOD_X = np.arange(12.0).reshape(4, 3)
 GOOD_Y = np.array([0, 1, 0, 1])
 
 
-@pytest.mark.parametrize("X,y,kwargs,error,match", [
-    (GOOD_X, GOOD_Y[:3], {}, ValueError, "4 points but y has 3"),
-    (np.zeros((0, 3)), np.zeros(0, int), {}, ValueError, "empty"),
-    (np.zeros((3, 0)), np.zeros(3, int), {}, ValueError, "empty"),
-    (np.where(GOOD_X == 4.0, np.nan, GOOD_X), GOOD_Y, {}, ValueError, "NaN or inf"),
-    (np.where(GOOD_X == 4.0, np.inf, GOOD_X), GOOD_Y, {}, ValueError, "NaN or inf"),
-    (GOOD_X, np.array([0, 1, -1, 1]), {}, ValueError, "0..r-1"),
-    (GOOD_X, np.array([0, 1, 2, 1]), {"num_classes": 2}, ValueError, r"0\.\.1"),
-    (GOOD_X, np.array([0, 1, 0.5, 1]), {}, ValueError, "integer"),
-    (GOOD_X, np.array([0, 1, np.nan, 1]), {}, ValueError, "NaN"),
-    (GOOD_X[0], GOOD_Y, {}, ValueError, "2-D"),
-    (GOOD_X, GOOD_Y.reshape(2, 2), {}, ValueError, "1-D"),
-    ("abc", GOOD_Y, {}, TypeError, "2-D array"),
-    (np.array([["a", "b"]]), [0], {}, TypeError, "numbers"),
-    (GOOD_X, GOOD_Y, {"num_classes": 1.5}, TypeError, "num_classes"),
-    (GOOD_X, GOOD_Y, {"num_classes": 0}, ValueError, "num_classes"),
-    (GOOD_X, GOOD_Y, {"k": 0}, ValueError, "k must be a positive integer"),
-    (GOOD_X, GOOD_Y, {"k": 2.5}, TypeError, "k must be a positive integer"),
-    (GOOD_X, GOOD_Y, {"seed": "x"}, TypeError, "seed"),
-    (GOOD_X, ["a", "b", "c", "d"], {}, TypeError, "y must hold integers"),
-])
+@pytest.mark.parametrize(
+    "X,y,kwargs,error,match",
+    [
+        (GOOD_X, GOOD_Y[:3], {}, ValueError, "4 points but y has 3"),
+        (np.zeros((0, 3)), np.zeros(0, int), {}, ValueError, "empty"),
+        (np.zeros((3, 0)), np.zeros(3, int), {}, ValueError, "empty"),
+        (np.where(GOOD_X == 4.0, np.nan, GOOD_X), GOOD_Y, {}, ValueError, "NaN or inf"),
+        (np.where(GOOD_X == 4.0, np.inf, GOOD_X), GOOD_Y, {}, ValueError, "NaN or inf"),
+        (GOOD_X, np.array([0, 1, -1, 1]), {}, ValueError, "0..r-1"),
+        (GOOD_X, np.array([0, 1, 2, 1]), {"num_classes": 2}, ValueError, r"0\.\.1"),
+        (GOOD_X, np.array([0, 1, 0.5, 1]), {}, ValueError, "integer"),
+        (GOOD_X, np.array([0, 1, np.nan, 1]), {}, ValueError, "NaN"),
+        (GOOD_X[0], GOOD_Y, {}, ValueError, "2-D"),
+        (GOOD_X, GOOD_Y.reshape(2, 2), {}, ValueError, "1-D"),
+        ("abc", GOOD_Y, {}, TypeError, "2-D array"),
+        (np.array([["a", "b"]]), [0], {}, TypeError, "numbers"),
+        (GOOD_X, GOOD_Y, {"num_classes": 1.5}, TypeError, "num_classes"),
+        (GOOD_X, GOOD_Y, {"num_classes": 0}, ValueError, "num_classes"),
+        (GOOD_X, GOOD_Y, {"k": 0}, ValueError, "k must be a positive integer"),
+        (GOOD_X, GOOD_Y, {"k": 2.5}, TypeError, "k must be a positive integer"),
+        (GOOD_X, GOOD_Y, {"seed": "x"}, TypeError, "seed"),
+        (GOOD_X, ["a", "b", "c", "d"], {}, TypeError, "y must hold integers"),
+    ],
+)
 def test_bad_input(X, y, kwargs, error, match):
     with pytest.raises(error, match=match):
         ex.build_interpolating_resnet(X, y, **kwargs)
@@ -657,7 +671,7 @@ def test_identical_inputs_with_different_labels_are_named():
     X = np.array([[1.0, 2.0], [3.0, 4.0], [1.0, 2.0]])
     with pytest.raises(ValueError, match="inputs 0 and 2 are identical but have different labels"):
         ex.build_interpolating_resnet(X, [0, 1, 1])
-    net = ex.build_interpolating_resnet(X, [0, 1, 0])        # same label: fine
+    net = ex.build_interpolating_resnet(X, [0, 1, 0])  # same label: fine
     assert_fits(net, X, np.array([0, 1, 0]))
 
 
@@ -738,8 +752,11 @@ def test_pair_failure_exponent_bounds_the_monte_carlo_failure_rate():
     # variance 1/k: estimated from real projections of real vectors, not from the formula's own model.
     rng = np.random.default_rng(0)
     for d, k in ((0.5, 4), (1.0, 6), (2.0, 6), (3.0, 4)):
-        xj = np.zeros(5); xj[0] = 1.0
-        xi = np.zeros(5); xi[0] = 1 - d / 2; xi[1] = math.sqrt(d - d * d / 4)
+        xj = np.zeros(5)
+        xj[0] = 1.0
+        xi = np.zeros(5)
+        xi[0] = 1 - d / 2
+        xi[1] = math.sqrt(d - d * d / 4)
         assert np.dot(xi, xi) == pytest.approx(1.0) and np.sum((xi - xj) ** 2) == pytest.approx(d)
         A = rng.standard_normal((40_000, k, 5)) / math.sqrt(k)
         aj, ai = A @ xj, A @ xi
@@ -755,8 +772,11 @@ def test_the_moment_generating_function_behind_the_exponent():
     # g = <a, x_j>, h = <a, x_i - x_j>, a a standard Gaussian vector (exp(2 lam g h) has a finite mean there).
     rng = np.random.default_rng(1)
     for d in (0.5, 1.0, 2.0, 3.0):
-        xj = np.zeros(3); xj[0] = 1.0
-        xi = np.zeros(3); xi[0] = 1 - d / 2; xi[1] = math.sqrt(d - d * d / 4)
+        xj = np.zeros(3)
+        xj[0] = 1.0
+        xi = np.zeros(3)
+        xi[0] = 1 - d / 2
+        xi[1] = math.sqrt(d - d * d / 4)
         a = rng.standard_normal((1_000_000, 3))
         lam = 2 / (4 - d)
         v = np.exp(lam * (a @ xj) * (a @ (xi - xj)))
@@ -774,9 +794,9 @@ def test_pair_failure_exponent_and_union_bound_width_formulas():
     assert ex.union_bound_k(100, 2.0) == math.ceil(math.log(100 * 99 / 0.5) / (0.5 * math.log(2)))
     assert ex.union_bound_k(100, 1.0, delta=0.01) > ex.union_bound_k(100, 1.0) > ex.union_bound_k(100, 1.5)
     assert ex.union_bound_k(1, 1.0) == 1 and ex.union_bound_k(2, 4.0) == 1
-    for n in (10, 1000, 10 ** 6):                   # O(log n / rho^2): at most 16 ln(n^2/delta)/rho^2 + 1
+    for n in (10, 1000, 10**6):  # O(log n / rho^2): at most 16 ln(n^2/delta)/rho^2 + 1
         for rho in (0.05, 0.5, 1.0, 2.0):
-            assert ex.union_bound_k(n, rho) <= 16 * math.log(2 * n * n) / rho ** 2 + 1
+            assert ex.union_bound_k(n, rho) <= 16 * math.log(2 * n * n) / rho**2 + 1
     for bad in ({"rho": 0.0}, {"rho": 4.5}, {"rho": math.nan}, {"delta": 0.0}, {"delta": 1.0}):
         with pytest.raises(ValueError):
             ex.union_bound_k(10, **{"rho": 1.0, **bad})
@@ -809,8 +829,10 @@ def test_papers_width_fails_on_orthonormal_inputs_where_the_union_bound_width_fi
     # the union bound itself: the projected inputs break the per-unit condition in at most delta = 1/2 of
     # draws (here: 4 of 20 would already be far out)
     rng = np.random.default_rng(3)
-    broken = [not ex.block_condition(X @ ex.random_projection(n, k_u, rng, "gaussian").T,
-                                     np.zeros((0, k_u))).holds_per_unit for _ in range(20)]
+    broken = [
+        not ex.block_condition(X @ ex.random_projection(n, k_u, rng, "gaussian").T, np.zeros((0, k_u))).holds_per_unit
+        for _ in range(20)
+    ]
     assert sum(broken) <= 4
 
 
@@ -829,14 +851,14 @@ def test_union_bound_width_on_near_duplicate_inputs():
     # such inputs are then refused with the construction's own error.
     for d2 in (2.2e-16, 1e-20, 1e-300):
         assert ex.pair_failure_exponent(d2) == pytest.approx(d2 / 8, rel=1e-6)
-        assert ex.union_bound_k(10, d2) > 10 ** 15
+        assert ex.union_bound_k(10, d2) > 10**15
     assert ex.default_k(10, 2.2e-16, 6) == (6, "orthonormal")
     assert ex.default_k(10, 5e-324, 6) == (6, "orthonormal")
     with pytest.raises(ValueError, match="too small"):
         ex.union_bound_k(10, 5e-324)
     rng = np.random.default_rng(2)
     X = rng.standard_normal((10, 5))
-    X[1] = X[0] + 1e-8 * rng.standard_normal(5)      # separation of the normalised inputs: 2.2e-16
+    X[1] = X[0] + 1e-8 * rng.standard_normal(5)  # separation of the normalised inputs: 2.2e-16
     assert 0 < ex.separation(ex.InputNormaliser.fit(X).transform(X)) < 4e-16
-    with pytest.raises(ex.ConstructionError):   # too close for float64, but a named failure
+    with pytest.raises(ex.ConstructionError):  # too close for float64, but a named failure
         ex.build_interpolating_resnet(X, np.arange(10) % 2, attempts=1)

@@ -1,4 +1,5 @@
-"""resnet_theory.engine.gpu_check: refuses cleanly without CUDA, and its steps run (rehearsed on the CPU, small sizes)."""
+"""resnet_theory.engine.gpu_check: refuses cleanly without CUDA, and its steps run (rehearsed on the CPU, small
+sizes)."""
 
 from __future__ import annotations
 
@@ -19,8 +20,9 @@ LINE = re.compile(r"^gpu-check: (PASS|FAIL|SKIP) ([a-z ]+): (.+) \((\d+\.\d) s\)
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="a machine without CUDA")
 def test_without_cuda_it_says_so_in_one_line_and_exits_2():
-    proc = subprocess.run([sys.executable, "-m", "resnet_theory.engine.gpu_check"], capture_output=True, text=True,
-                          timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "resnet_theory.engine.gpu_check"], capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 2, proc.stderr
     lines = proc.stdout.splitlines()
     assert len(lines) == 1 and proc.stderr == ""
@@ -39,7 +41,7 @@ def test_make_gpu_check_runs_the_module():
 
 def test_synthetic_cifar_is_read_by_the_real_reader_and_learnable(tmp_path):
     root = gpu_check.write_synthetic_cifar10(tmp_path, train_images=50, test_images=20)
-    split = data.load_cifar(root, "cifar10")           # the engine's reader, with its record and label checks
+    split = data.load_cifar(root, "cifar10")  # the engine's reader, with its record and label checks
     images, labels = split["train"]
     assert images.shape == (50, 3, 32, 32) and images.dtype == np.uint8 and labels.shape == (50,)
     assert split["test"][0].shape == (20, 3, 32, 32)
@@ -68,7 +70,7 @@ def test_the_check_runs_every_step_on_the_cpu(tmp_path):
     assert figures["torchrun"]["backend"] == "gloo" and figures["torchrun"]["world_size"] == 1
     assert figures["bench"]["ranking"]["text"] in lines[5]
     assert figures["expressivity"]["n"] == gpu_check.CPU_SIZES.expressivity_n
-    json.dumps([s.figures for s in steps], default=str)   # what --json writes
+    json.dumps([s.figures for s in steps], default=str)  # what --json writes
 
 
 def test_a_failing_step_is_reported_and_the_others_still_run(tmp_path, monkeypatch):
@@ -87,8 +89,12 @@ def test_a_failing_step_is_reported_and_the_others_still_run(tmp_path, monkeypat
 
 
 def test_a_training_run_that_fails_is_a_failed_step_naming_why(tmp_path):
-    sizes = replace(gpu_check.CPU_SIZES, steps=10, log_every=5,
-                    model=gpu_check.CPU_SIZES.model + (("lr", 1e6), ("init", "standard")))
+    sizes = replace(
+        gpu_check.CPU_SIZES,
+        steps=10,
+        log_every=5,
+        model=gpu_check.CPU_SIZES.model + (("lr", 1e6), ("init", "standard")),
+    )
     root = gpu_check.write_synthetic_cifar10(tmp_path / "data", sizes.train_images, sizes.test_images)
     step = gpu_check.check_training(sizes, root, tmp_path, compiled=False)
     assert step.status == "FAIL"
@@ -109,8 +115,10 @@ def test_the_compiled_step_compiles_and_compares_with_the_eager_run(tmp_path):
 def test_main_on_a_gpu_machine_prints_a_summary_writes_json_and_exits_1_on_a_failure(tmp_path, monkeypatch, capsys):
     # main() as it runs on a GPU machine (the steps themselves replaced: they are rehearsed above)
     def fake_run_checks(sizes, report, work_dir=None):
-        steps = [gpu_check.Step("device", "PASS", "cuda:0 NVIDIA H100", {"name": "NVIDIA H100"}),
-                 gpu_check.Step("bench", "FAIL", "RuntimeError: out of memory")]
+        steps = [
+            gpu_check.Step("device", "PASS", "cuda:0 NVIDIA H100", {"name": "NVIDIA H100"}),
+            gpu_check.Step("bench", "FAIL", "RuntimeError: out of memory"),
+        ]
         for s in steps:
             report(s.line())
         return steps
@@ -121,11 +129,14 @@ def test_main_on_a_gpu_machine_prints_a_summary_writes_json_and_exits_1_on_a_fai
     assert gpu_check.main(["--json", str(out_json)]) == 1
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("gpu-check: 7 steps, sizes ")
-    assert lines[1:3] == ["gpu-check: PASS device: cuda:0 NVIDIA H100 (0.0 s)",
-                          "gpu-check: FAIL bench: RuntimeError: out of memory (0.0 s)"]
+    assert lines[1:3] == [
+        "gpu-check: PASS device: cuda:0 NVIDIA H100 (0.0 s)",
+        "gpu-check: FAIL bench: RuntimeError: out of memory (0.0 s)",
+    ]
     assert re.fullmatch(r"gpu-check: 1 of 2 steps passed in \d+ s; failed: bench", lines[3])
     saved = json.loads(out_json.read_text())
     assert [s["name"] for s in saved["steps"]] == ["device", "bench"] and saved["sizes"]["device"] == "cuda"
-    monkeypatch.setattr(gpu_check, "run_checks", lambda sizes, report, work_dir=None: [
-        gpu_check.Step("device", "PASS", "-")])
+    monkeypatch.setattr(
+        gpu_check, "run_checks", lambda sizes, report, work_dir=None: [gpu_check.Step("device", "PASS", "-")]
+    )
     assert gpu_check.main([]) == 0

@@ -8,19 +8,44 @@ import numpy as np
 import pytest
 import sympy as sp
 import torch
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from resnet_theory import checks
 from resnet_theory.linear import (
-    compose, factorization_plan, factorize_near_identity, gamma, gradient_lower_bound,
-    gradient_lower_bound_printed, identity_init_gd, layer_norms, random_matrix_with_gamma, random_rotation,
-    random_layers_in_ball, sympy_risk, sympy_risk_gradient, torch_risk, risk, risk_gradient, risk_gradient_descent, risk_gradient_printed_order,
-    theorem_2_1_bound, theorem_2_1_sweep,
-    theorem_2_1_bound_early, theorem_2_1_bound_integer, theorem_2_1_min_depth,
-    critical_point_search, identity_gd_steps_to, random_theorem_2_1_target, rotation_root,
-    theorem_2_1_ratio, theorem_2_1_worst_ratio_search, _admissible_splits,
+    _admissible_splits,
+    best_factorization_in_ball,
+    compose,
+    critical_point_search,
+    factorization_plan,
+    factorize_near_identity,
+    gamma,
+    gradient_lower_bound,
+    gradient_lower_bound_printed,
+    identity_gd_steps_to,
+    identity_init_gd,
+    layer_norms,
+    random_layers_in_ball,
+    random_matrix_with_gamma,
+    random_rotation,
+    random_theorem_2_1_target,
+    risk,
+    risk_by_quadrature,
+    risk_gradient,
+    risk_gradient_descent,
+    risk_gradient_printed_order,
+    rotation_root,
+    sympy_risk,
+    sympy_risk_gradient,
+    theorem_2_1_bound,
+    theorem_2_1_bound_early,
+    theorem_2_1_bound_integer,
+    theorem_2_1_min_depth,
+    theorem_2_1_ratio,
+    theorem_2_1_sweep,
+    theorem_2_1_worst_ratio_search,
+    torch_risk,
 )
-from resnet_theory.linear import best_factorization_in_ball, risk_by_quadrature
 
 torch.set_num_threads(1)
 FAST = settings(max_examples=25, deadline=None)
@@ -82,8 +107,12 @@ def test_camera_ready_bound_holds_for_moderate_gamma(d, depth):
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.sampled_from(["near-pi rotation x stretch", "symmetric positive definite", "random"]),
-       st.integers(2, 8), st.integers(0, 2**32 - 1), st.integers(0, 30))
+@given(
+    st.sampled_from(["near-pi rotation x stretch", "symmetric positive definite", "random"]),
+    st.integers(2, 8),
+    st.integers(0, 2**32 - 1),
+    st.integers(0, 30),
+)
 def test_polar_split_meets_both_published_bounds(kind, d, seed, extra):
     R = random_theorem_2_1_target(kind, d, seed)
     depth = theorem_2_1_min_depth(R) + extra
@@ -101,7 +130,7 @@ def test_polar_plan_is_a_polar_split(R, depth):
     plan = factorization_plan(R, depth)
     assert plan.kind == "polar" and plan.q + plan.p == depth
     A = factorize_near_identity(R, depth)
-    scaling, rotation = compose(A[:plan.p]), compose(A[plan.p:])
+    scaling, rotation = compose(A[: plan.p]), compose(A[plan.p :])
     assert np.allclose(rotation @ rotation.T, np.eye(len(R)), atol=1e-9)
     assert np.allclose(scaling, scaling.T, atol=1e-9)
     assert np.min(np.linalg.eigvalsh((scaling + scaling.T) / 2)) > 0
@@ -129,9 +158,13 @@ def test_admissible_splits_follow_the_stated_rules(method, rotation_trivial, sca
     depths = np.arange(1, 61)
     q_all, p_all, ok_all = _admissible_splits(method, depths, rotation_trivial, scaling_trivial)
     for n, depth in enumerate(depths.tolist()):
-        expected = sorted((q, depth - r * q) for q in range(depth + 1) if depth - r * q >= 0
-                          and (q >= 1 or (method == "polar" and rotation_trivial))
-                          and (depth - r * q >= 1 or scaling_trivial))
+        expected = sorted(
+            (q, depth - r * q)
+            for q in range(depth + 1)
+            if depth - r * q >= 0
+            and (q >= 1 or (method == "polar" and rotation_trivial))
+            and (depth - r * q >= 1 or scaling_trivial)
+        )
         q, p, ok = _admissible_splits(method, depth, rotation_trivial, scaling_trivial)
         assert list(zip(q[ok].tolist(), p[ok].tolist())) == expected
         assert list(zip(q_all[ok_all[n]].tolist(), p_all[n][ok_all[n]].tolist())) == expected
@@ -142,8 +175,14 @@ def _split_edge_targets():
     allowed), rotations by pi, a rotation below 1e-12 of a non-symmetric R (q = 0 allowed in the polar scheme),
     one just above it, near-pi rotations with stretches, and the chapter's random families."""
     rng = np.random.default_rng(11)
-    out = [np.array([[1.0]]), np.array([[0.5]]), np.array([[math.e ** 3]]), np.eye(3), -np.eye(2),
-           np.diag([-1.0, -1.0, 1.0])]
+    out = [
+        np.array([[1.0]]),
+        np.array([[0.5]]),
+        np.array([[math.e**3]]),
+        np.eye(3),
+        -np.eye(2),
+        np.diag([-1.0, -1.0, 1.0]),
+    ]
     for d in (2, 3, 5):
         Q = random_rotation(d, rng)
         out.append(Q)
@@ -240,8 +279,10 @@ def test_psd_fast_path_gives_equal_layers():
     assert np.max(layer_norms(A)) <= 3 * gamma(R) / 30
 
 
-@pytest.mark.parametrize("R", [np.diag([-1.0, -1.0, 1.0]), np.diag([-1.0, -1.0, -1.0, -1.0]), -np.eye(2),
-                               np.array([[0.0, -1.0], [1.0, 0.0]])])
+@pytest.mark.parametrize(
+    "R",
+    [np.diag([-1.0, -1.0, 1.0]), np.diag([-1.0, -1.0, -1.0, -1.0]), -np.eye(2), np.array([[0.0, -1.0], [1.0, 0.0]])],
+)
 def test_rotations_with_minus_one_eigenvalues(R):
     for depth in (2, 3, 4, 9):
         A = factorize_near_identity(R, depth)
@@ -249,7 +290,7 @@ def test_rotations_with_minus_one_eigenvalues(R):
 
 
 def test_gamma_and_bounds_values():
-    R = np.diag([math.e ** 2, 1.0, math.e ** -0.5])
+    R = np.diag([math.e**2, 1.0, math.e**-0.5])
     assert gamma(R) == pytest.approx(2.0)
     assert theorem_2_1_bound(R, 10) == pytest.approx(2 * (math.sqrt(math.pi) + math.sqrt(6)) ** 2 / 10)
     assert theorem_2_1_bound_early(R, 10) == pytest.approx((4 * math.pi + 6) / 10)
@@ -481,8 +522,10 @@ def test_gradient_three_witnesses(d, depth, seed):
     Sigma = L @ L.T
     points = [0.3 * rng.standard_normal(depth * d * d) for _ in range(2)]
     report = checks.compare_gradients(
-        torch_risk(depth, d, R, Sigma), points,
-        closed_form={"Lemma 2.4": lambda v: risk_gradient(v.reshape(depth, d, d), R, Sigma)})
+        torch_risk(depth, d, R, Sigma),
+        points,
+        closed_form={"Lemma 2.4": lambda v: risk_gradient(v.reshape(depth, d, d), R, Sigma)},
+    )
     assert report.check().holds, report.max_rel_error
 
 
@@ -499,7 +542,9 @@ def test_gradient_against_sympy_and_printed_order_disagrees():
     d, depth = 2, 3
     Rn, Sn = np.array([[1.0, 2.0], [-1.0, 1.0]]), np.array([[2.0, 1.0], [1.0, 3.0]])
     expr, syms = sympy_risk(depth, d, Rn, Sn)
-    sd = checks.sympy_derivatives(expr, syms, simplify=False, hessian=False)  # sympy.diff, not Poly: an independent path
+    sd = checks.sympy_derivatives(
+        expr, syms, simplify=False, hessian=False
+    )  # sympy.diff, not Poly: an independent path
     rng = np.random.default_rng(1)
     points = [0.3 * rng.standard_normal(len(syms)) for _ in range(3)]
     poly_exprs, poly_gradient = sympy_risk_gradient(depth, d, Rn, Sn)
@@ -589,10 +634,10 @@ def test_critical_point_search_inside_ball_finds_only_global_minima():
 def test_steps_to_tolerance():
     Phi = random_matrix_with_gamma(3, 0.5, seed=1, psd=True)
     steps = identity_gd_steps_to(Phi, 4, 0.1, 1e-8, 10_000)
-    assert steps is not None and steps > 1    # this target needs more than one step, so steps - 1 is a run
+    assert steps is not None and steps > 1  # this target needs more than one step, so steps - 1 is a run
     run = identity_init_gd(Phi, 4, steps, 0.1)
-    assert run.losses[-1] <= 1e-8             # losses[t] is the loss after t + 1 steps
-    assert run.initial_loss > 1e-8 and np.all(run.losses[:-1] > 1e-8)    # no earlier step reached the tolerance
+    assert run.losses[-1] <= 1e-8  # losses[t] is the loss after t + 1 steps
+    assert run.initial_loss > 1e-8 and np.all(run.losses[:-1] > 1e-8)  # no earlier step reached the tolerance
     assert identity_init_gd(Phi, 4, steps - 1, 0.1).losses[-1] > 1e-8
     assert identity_gd_steps_to(np.diag([-0.5, 1.0, 1.0]), 4, 0.1, 1e-8, 2000) is None
 
@@ -625,7 +670,7 @@ def test_identity_gd_plateaus_with_negative_eigenvalue(reg, lam, seed):
     Q = random_rotation(d, seed)
     Phi = Q @ np.diag([lam, 1.0, 0.5]) @ Q.T
     result = identity_init_gd(Phi, 4, 300, 0.05, reg=reg)
-    assert np.min(result.losses) >= lam ** 2 / 2 * (1 - 1e-9)
+    assert np.min(result.losses) >= lam**2 / 2 * (1 - 1e-9)
     assert np.linalg.det(result.product) > 0
 
 
@@ -640,18 +685,20 @@ def test_torch_backend_matches_numpy():
 
 # --- the benchmark runs ---------------------------------------------------------------------------
 def test_benchmark_runs_small():
-    out = subprocess.run([sys.executable, "-m", "resnet_theory.benchmarks.linear", "--d", "8", "--depth", "20"],
-                         capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-m", "resnet_theory.benchmarks.linear", "--d", "8", "--depth", "20"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr
     assert "relative error" in out.stdout
-
-
 
 
 def test_identity_init_gd_backend_options_follow_the_validation_rule():
     Phi = np.eye(2)
     with pytest.raises(TypeError, match="backend must be one of 'numpy', 'torch', got 3"):
-        identity_init_gd(Phi, 2, 10, 0.1, backend=3)                     # a wrong type (it was a ValueError)
+        identity_init_gd(Phi, 2, 10, 0.1, backend=3)  # a wrong type (it was a ValueError)
     with pytest.raises(ValueError, match="device must be 'cpu' or a CUDA device, got 'tpu9'"):
         identity_init_gd(Phi, 2, 10, 0.1, backend="torch", device="tpu9")
     with pytest.raises(TypeError, match="device must be a device name"):
@@ -713,15 +760,17 @@ def test_printed_layer_counts_do_not_add_up():
 
 # --- Bartlett, Helmbold & Long: step suited to the target, traces, determinant floor ----------------------
 from resnet_theory.linear import (  # noqa: E402  (kept apart from the imports above, which another branch edits)
-    bhl_step_size, det_loss_floor, identity_gd_trace,
+    bhl_step_size,
+    det_loss_floor,
+    identity_gd_trace,
 )
 from resnet_theory.validate import DivergenceError  # noqa: E402
 
 
 def test_bhl_step_size_values():
-    assert bhl_step_size(np.diag([0.5, 0.2]), 4) == pytest.approx(0.5 / 4)          # ||Phi|| <= 1: scale / L
+    assert bhl_step_size(np.diag([0.5, 0.2]), 4) == pytest.approx(0.5 / 4)  # ||Phi|| <= 1: scale / L
     assert bhl_step_size(np.diag([4.0, 1.0]), 2) == pytest.approx(0.5 / (2 * 4.0))  # 4^(2 - 2/2) = 4
-    assert bhl_step_size(np.diag([16.0, 1.0]), 4, scale=1.0) == pytest.approx(1 / (4 * 16 ** 1.5))
+    assert bhl_step_size(np.diag([16.0, 1.0]), 4, scale=1.0) == pytest.approx(1 / (4 * 16**1.5))
 
 
 def test_fixed_step_diverges_on_spectrum_1_to_4_but_the_suited_step_converges():
@@ -735,8 +784,11 @@ def test_fixed_step_diverges_on_spectrum_1_to_4_but_the_suited_step_converges():
 
 
 @settings(max_examples=15, deadline=None)
-@given(log_lam=st.lists(st.floats(-2.5, 2.5), min_size=2, max_size=5), depth=st.sampled_from([2, 4, 8]),
-       seed=st.integers(0, 2**32 - 1))
+@given(
+    log_lam=st.lists(st.floats(-2.5, 2.5), min_size=2, max_size=5),
+    depth=st.sampled_from([2, 4, 8]),
+    seed=st.integers(0, 2**32 - 1),
+)
 def test_suited_step_converges_on_random_spd_targets_of_any_norm(log_lam, depth, seed):
     Q = random_rotation(len(log_lam), seed)
     Phi = Q @ np.diag(np.exp(log_lam)) @ Q.T
@@ -768,13 +820,13 @@ def test_det_loss_floor_is_the_distance_to_nonnegative_determinants(d, seed):
     rng = np.random.default_rng(seed)
     Phi = rng.standard_normal((d, d))
     if np.linalg.det(Phi) > 0:
-        Phi[0] *= -1                                     # det Phi < 0
+        Phi[0] *= -1  # det Phi < 0
     floor = det_loss_floor(Phi)
     U, s, Vt = np.linalg.svd(Phi)
     assert floor == pytest.approx(0.5 * s[-1] ** 2, rel=1e-12)
-    nearest = U @ np.diag(np.r_[s[:-1], 0.0]) @ Vt   # attained by zeroing the smallest singular value
+    nearest = U @ np.diag(np.r_[s[:-1], 0.0]) @ Vt  # attained by zeroing the smallest singular value
     assert 0.5 * np.sum((nearest - Phi) ** 2) == pytest.approx(floor, rel=1e-9)
-    for _ in range(20):                                  # no matrix with det >= 0 is closer
+    for _ in range(20):  # no matrix with det >= 0 is closer
         P = Phi + rng.standard_normal((d, d)) * rng.uniform(0.01, 3.0)
         if np.linalg.det(P) >= 0:
             assert 0.5 * np.sum((P - Phi) ** 2) >= floor * (1 - 1e-12)
@@ -788,7 +840,7 @@ def test_negative_determinant_runs_stay_above_the_floor(reg):
     tr = identity_gd_trace(Phi, 8, bhl_step_size(Phi, 8), 4000, reg=reg)
     assert np.all(tr.product_dets > 0)
     assert tr.losses.min() >= det_loss_floor(Phi) == pytest.approx(0.125)
-    flipped = Q @ np.diag([3.0, 0.5, 1.0, 2.0]) @ Q.T    # same singular values, positive definite
+    flipped = Q @ np.diag([3.0, 0.5, 1.0, 2.0]) @ Q.T  # same singular values, positive definite
     assert identity_gd_trace(flipped, 8, bhl_step_size(flipped, 8), 4000, reg=reg).losses.min() < 0.125
 
 

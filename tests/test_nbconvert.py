@@ -11,7 +11,9 @@ from pathlib import Path
 
 from conftest import MYST_HEADER
 
-CHAPTER = MYST_HEADER + """
+CHAPTER = (
+    MYST_HEADER
+    + """
 # A tiny chapter
 
 ```{code-cell} ipython3
@@ -32,6 +34,7 @@ glue("layers", A.shape[0], display=False)
 print("layers", A.shape[0])
 ```
 """
+)
 
 
 def test_jupyter_nbconvert_executes_a_converted_chapter(tmp_path):
@@ -39,11 +42,25 @@ def test_jupyter_nbconvert_executes_a_converted_chapter(tmp_path):
     source.write_text(CHAPTER)
     bindir = Path(sys.executable).parent
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    subprocess.run([str(bindir / "jupytext"), "--to", "ipynb", str(source)], check=True, capture_output=True,
-                   env=env, timeout=120)
-    run = subprocess.run([str(bindir / "jupyter"), "nbconvert", "--to", "notebook", "--execute",
-                          "--output", "tiny.executed.ipynb", str(tmp_path / "tiny.ipynb")],
-                         capture_output=True, text=True, env=env, timeout=300)
+    subprocess.run(
+        [str(bindir / "jupytext"), "--to", "ipynb", str(source)], check=True, capture_output=True, env=env, timeout=120
+    )
+    run = subprocess.run(
+        [
+            str(bindir / "jupyter"),
+            "nbconvert",
+            "--to",
+            "notebook",
+            "--execute",
+            "--output",
+            "tiny.executed.ipynb",
+            str(tmp_path / "tiny.ipynb"),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert run.returncode == 0, run.stderr
     notebook = json.loads((tmp_path / "tiny.executed.ipynb").read_text())
     outputs = [o for cell in notebook["cells"] if cell["cell_type"] == "code" for o in cell.get("outputs", [])]

@@ -30,8 +30,10 @@ MAX_CODE_LINE = 88
 PAGES = [entry for entry in toc_files(ROOT)]
 BOOKKEEPING_CALLS = {"claim", "not_checkable", "skip", "glue", "glue_numbers"}
 HIDDEN_INPUT_TAGS = {"hide-input", "remove-input", "remove-cell", "hide-cell"}
-FIGURE_CALLS = re.compile(r"\b(plt\.(show|plot|figure|subplots|imshow|scatter|bar|hist|semilogy|loglog)|"
-                          r"loglog_with_fit|\.savefig|subplots)\s*\(")
+FIGURE_CALLS = re.compile(
+    r"\b(plt\.(show|plot|figure|subplots|imshow|scatter|bar|hist|semilogy|loglog)|"
+    r"loglog_with_fit|\.savefig|subplots)\s*\("
+)
 
 
 def code_cells(entry: str):
@@ -59,8 +61,11 @@ def is_bookkeeping(source: str) -> bool:
             return all(bookkeeping(n) for n in node.body) and not node.orelse
         return call_name(node) in BOOKKEEPING_CALLS
 
-    calls = [n for n in ast.walk(ast.Module(body=body, type_ignores=[]))
-             if isinstance(n, ast.Expr) and call_name(n) in BOOKKEEPING_CALLS]
+    calls = [
+        n
+        for n in ast.walk(ast.Module(body=body, type_ignores=[]))
+        if isinstance(n, ast.Expr) and call_name(n) in BOOKKEEPING_CALLS
+    ]
     return bool(calls) and all(bookkeeping(n) for n in body)
 
 
@@ -76,9 +81,11 @@ def fenced_blocks(entry: str):
     """The fenced code blocks (```lang ... ```) of the markdown cells: (cell number, block's lines)."""
     nb = jupytext.read(ROOT / f"{entry}.md", fmt="md:myst")
     markdown = (c for c in nb.cells if c.cell_type == "markdown")
-    return [(n, block.group(1).splitlines())
-            for n, cell in enumerate(markdown, start=1)
-            for block in FENCE.finditer(cell.source)]
+    return [
+        (n, block.group(1).splitlines())
+        for n, cell in enumerate(markdown, start=1)
+        for block in FENCE.finditer(cell.source)
+    ]
 
 
 FENCE = re.compile(r"^```[ \t]*[\w-]*[ \t]*\n(.*?)^```", re.S | re.M)
@@ -92,11 +99,18 @@ def test_fenced_blocks_are_found():
 
 @pytest.mark.parametrize("entry", PAGES)
 def test_code_lines_fit_the_page(entry):
-    long = [f"cell {n}, line {i}: {len(line)} characters"
-            for n, cell in code_cells(entry) for i, line in enumerate(cell.source.splitlines(), start=1)
-            if len(line) > MAX_CODE_LINE]
-    long += [f"markdown cell {n}, fenced block line: {len(line)} characters"
-             for n, lines in fenced_blocks(entry) for line in lines if len(line) > MAX_CODE_LINE]
+    long = [
+        f"cell {n}, line {i}: {len(line)} characters"
+        for n, cell in code_cells(entry)
+        for i, line in enumerate(cell.source.splitlines(), start=1)
+        if len(line) > MAX_CODE_LINE
+    ]
+    long += [
+        f"markdown cell {n}, fenced block line: {len(line)} characters"
+        for n, lines in fenced_blocks(entry)
+        for line in lines
+        if len(line) > MAX_CODE_LINE
+    ]
     assert not long, f"{entry}: code lines over {MAX_CODE_LINE} characters:\n" + "\n".join(long)
 
 
@@ -113,8 +127,11 @@ def test_theorem_boxes_carry_no_sphinx_number(entry):
 
 @pytest.mark.parametrize("entry", PAGES)
 def test_bookkeeping_cells_are_collapsed(entry):
-    visible = [f"cell {n}: {cell.source.splitlines()[0][:70]}" for n, cell in code_cells(entry)
-               if is_bookkeeping(cell.source) and not HIDDEN_INPUT_TAGS & set(cell.metadata.get("tags", []))]
+    visible = [
+        f"cell {n}: {cell.source.splitlines()[0][:70]}"
+        for n, cell in code_cells(entry)
+        if is_bookkeeping(cell.source) and not HIDDEN_INPUT_TAGS & set(cell.metadata.get("tags", []))
+    ]
     assert not visible, f"{entry}: bookkeeping cells without hide-input:\n" + "\n".join(visible)
 
 
@@ -140,8 +157,7 @@ def test_papermill_sees_every_parameter(entry, tmp_path):
     if not cells:
         return
     body = ast.parse(cells[0].source).body
-    assigned = {t.id for node in body if isinstance(node, ast.Assign) for t in node.targets
-                if isinstance(t, ast.Name)}
+    assigned = {t.id for node in body if isinstance(node, ast.Assign) for t in node.targets if isinstance(t, ast.Name)}
     assigned |= {node.target.id for node in body if isinstance(node, ast.AnnAssign)}
     path = tmp_path / "chapter.ipynb"
     jupytext.write(nb, path, fmt="ipynb")
@@ -165,8 +181,12 @@ def test_no_visible_code_cell_calls_glue(entry):
     for n, cell in enumerate(c for c in nb.cells if c.cell_type == "code"):
         if hidden & set(cell.metadata.get("tags", [])):
             continue
-        calls = [node for node in ast.walk(ast.parse(cell.source)) if isinstance(node, ast.Call)
-                 and getattr(node.func, "id", getattr(node.func, "attr", None)) in ("glue", "glue_numbers")]
+        calls = [
+            node
+            for node in ast.walk(ast.parse(cell.source))
+            if isinstance(node, ast.Call)
+            and getattr(node.func, "id", getattr(node.func, "attr", None)) in ("glue", "glue_numbers")
+        ]
         if calls:
             offenders.append(f"code cell {n + 1}: {cell.source.strip().splitlines()[0][:70]}")
     assert not offenders, f"{entry}: visible cells that call glue:\n  " + "\n  ".join(offenders)
@@ -182,9 +202,24 @@ EXECUTED_PAGES = [e for e in PAGES if "```{code-cell}" in (ROOT / f"{e}.md").rea
 def lint_notebook(nb, path) -> str:
     """ruff's findings on a notebook (empty when it passes)."""
     jupytext.write(nb, path, fmt="ipynb")
-    proc = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", "--config", str(ROOT / "pyproject.toml"),
-                           *CHAPTER_LINT, "--output-format", "concise", str(path)],
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ruff",
+            "check",
+            "--no-cache",
+            "--config",
+            str(ROOT / "pyproject.toml"),
+            *CHAPTER_LINT,
+            "--output-format",
+            "concise",
+            str(path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode in (0, 1), proc.stderr
     return "" if proc.returncode == 0 else proc.stdout
 
@@ -193,8 +228,12 @@ def test_the_chapter_linter_finds_what_it_should(tmp_path):
     nb = jupytext.reads("```{code-cell} ipython3\nimport os\nprint(undefined_name)\n```\n", fmt="md:myst")
     findings = lint_notebook(nb, tmp_path / "bad.ipynb")
     assert "F401" in findings and "F821" in findings
-    assert lint_notebook(jupytext.reads("```{code-cell} ipython3\nprint(1)\n```\n", fmt="md:myst"),
-                         tmp_path / "good.ipynb") == ""
+    assert (
+        lint_notebook(
+            jupytext.reads("```{code-cell} ipython3\nprint(1)\n```\n", fmt="md:myst"), tmp_path / "good.ipynb"
+        )
+        == ""
+    )
 
 
 @pytest.mark.parametrize("entry", EXECUTED_PAGES)

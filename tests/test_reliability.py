@@ -3,25 +3,26 @@ refusal of sizes the machine cannot handle, and messages that say what is actual
 
 from __future__ import annotations
 
-import time
 import errno
-import math
 import hashlib
 import io
 import json
+import math
 import os
 import shutil
 import subprocess
 import sys
 import tarfile
 import textwrap
+import time
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
+import pytest
 import torch
-from conftest import MYST_HEADER, one_line_error
 
-from resnet_theory.engine import data, train
+from resnet_theory import expressivity, linear, shamir, smooth, validate
 from resnet_theory.book import cli as executor
 from resnet_theory.book import verdict_diff
 from resnet_theory.book.cache import cache_record_path, load_cache_record, read_cache_record
@@ -29,11 +30,10 @@ from resnet_theory.book.files import file_sha, write_atomic
 from resnet_theory.book.plan import plan_chapters
 from resnet_theory.book.report import load_report
 from resnet_theory.book.toc import BookError
-from resnet_theory.ledger import Check, ClaimsFileError, Ledger, LedgerDefect, load_claims
-import numpy as np
-import pytest
+from resnet_theory.engine import data, train
+from resnet_theory.ledger import ClaimsFileError, load_claims
 
-from resnet_theory import expressivity, linear, shamir, smooth, validate
+from conftest import one_line_error
 
 
 def _rotation(theta: float) -> np.ndarray:
@@ -41,10 +41,13 @@ def _rotation(theta: float) -> np.ndarray:
     return np.array([[c, -s], [s, c]])
 
 
-@pytest.mark.parametrize("call", [
-    lambda: linear.factorization_plan(_rotation(2.0), 10**8),
-    lambda: linear.factorize_near_identity(_rotation(2.0), 10**9),
-])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: linear.factorization_plan(_rotation(2.0), 10**8),
+        lambda: linear.factorize_near_identity(_rotation(2.0), 10**9),
+    ],
+)
 def test_huge_depths_are_refused_at_once_with_the_estimate(call):
     start = time.perf_counter()
     with pytest.raises(validate.BudgetError, match=r"depth=1000000000? needs about 1e\+0[89] loop iterations"):
@@ -54,32 +57,38 @@ def test_huge_depths_are_refused_at_once_with_the_estimate(call):
 
 def test_ill_conditioned_matrix_is_not_called_singular():
     R = np.diag([1e300, 1.0])
-    assert linear.gamma(R) == pytest.approx(np.log(1e300))      # gamma is perfectly finite
+    assert linear.gamma(R) == pytest.approx(np.log(1e300))  # gamma is perfectly finite
     with pytest.raises(ValueError) as info:
         linear.factorize_near_identity(R, 3)
     message = str(info.value)
     assert "singular (det R = 0)" not in message and "ill-conditioned" in message and "1e+300" in message
     with pytest.raises(ValueError, match=r"singular \(det R = 0\)"):
-        linear.factorize_near_identity(np.diag([1.0, 0.0]), 3)   # a truly singular one still is
+        linear.factorize_near_identity(np.diag([1.0, 0.0]), 3)  # a truly singular one still is
 
 
-@pytest.mark.parametrize("call", [
-    lambda: linear.compose(np.ones((1, 2, 2)) * (1 + 1j)),
-    lambda: linear.gamma(np.eye(2) * (1 + 0.5j)),
-    lambda: shamir.linear_objective(np.ones((3, 2)) * 1j, np.ones(3), np.ones(2)),
-    lambda: expressivity.separation(np.ones((3, 2)) * 1j),
-])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: linear.compose(np.ones((1, 2, 2)) * (1 + 1j)),
+        lambda: linear.gamma(np.eye(2) * (1 + 0.5j)),
+        lambda: shamir.linear_objective(np.ones((3, 2)) * 1j, np.ones(3), np.ones(2)),
+        lambda: expressivity.separation(np.ones((3, 2)) * 1j),
+    ],
+)
 def test_complex_input_is_refused_not_truncated(call):
     with pytest.raises(TypeError, match="must be real, got complex values"):
         call()
 
 
-@pytest.mark.parametrize("call, name", [
-    (lambda: linear.factorize_near_identity(np.eye(2), 2.0), "depth"),
-    (lambda: smooth.ball_points(2.0, 2, 1.0), "n"),
-    (lambda: shamir.critical_points(0.1, n_starts=8.0), "n_starts"),
-    (lambda: expressivity.paper_k(10.0, 0.5), "n"),
-])
+@pytest.mark.parametrize(
+    "call, name",
+    [
+        (lambda: linear.factorize_near_identity(np.eye(2), 2.0), "depth"),
+        (lambda: smooth.ball_points(2.0, 2, 1.0), "n"),
+        (lambda: shamir.critical_points(0.1, n_starts=8.0), "n_starts"),
+        (lambda: expressivity.paper_k(10.0, 0.5), "n"),
+    ],
+)
 def test_a_float_where_an_integer_is_meant_is_a_type_error_everywhere(call, name):
     with pytest.raises(TypeError, match=rf"{name} must be (a positive |an )integer"):
         call()
@@ -114,6 +123,7 @@ def test_critical_points_refuses_a_bad_tolerance(tol):
 def test_one_divergence_exception():
     assert issubclass(smooth.NewtonConvergenceError, validate.DivergenceError)
     from resnet_theory.engine.train import TrainingDiverged
+
     assert issubclass(TrainingDiverged, validate.DivergenceError) and issubclass(TrainingDiverged, RuntimeError)
     with pytest.raises(validate.DivergenceError, match="diverged"):
         linear.identity_init_gd(np.eye(2) * 3, 4, 50, lr=50.0)
@@ -125,8 +135,19 @@ def test_one_divergence_exception():
 # ============================================================================================================
 #: The library these tests import, for the command lines they start.
 LIB = str(Path(train.__file__).resolve().parents[1])
-TINY = dict(dataset="digits", stem_channels=4, widths=(4, 8), blocks_per_stage=1, batch_size=32, lr=0.05,
-            lr_milestones=(1000,), eval_every=0, log_every=1, checkpoint_every=1, progress=False)
+TINY = dict(
+    dataset="digits",
+    stem_channels=4,
+    widths=(4, 8),
+    blocks_per_stage=1,
+    batch_size=32,
+    lr=0.05,
+    lr_milestones=(1000,),
+    eval_every=0,
+    log_every=1,
+    checkpoint_every=1,
+    progress=False,
+)
 
 
 def tiny(**changes) -> train.TrainConfig:
@@ -202,20 +223,24 @@ def test_an_old_format_checkpoint_is_refused_in_one_line(run_copy, capsys):
     config, out = run_copy
     for name in ("checkpoint.pt", "checkpoint.prev.pt"):
         path = out / name
-        path.write_bytes(b"resnet-theory-ckpt-v2\n" + path.read_bytes()[len(train._MAGIC):])
+        path.write_bytes(b"resnet-theory-ckpt-v2\n" + path.read_bytes()[len(train._MAGIC) :])
     err = one_line_error(capsys, train.main, cli(replace(config, resume=True, steps=6)))
     assert "written by an older version" in err and "not loaded" in err
 
 
-@pytest.mark.parametrize("change, words", [
-    (lambda p: p.pop("optimizer"), "it has no 'optimizer' field"),
-    (lambda p: p.update(step="4"), "its 'step' field is not a step number"),
-    (lambda p: p.update(history={"kind": "x"}), "its 'history' field is not a list of metrics records"),
-    (lambda p: p["history"][1].update(step="1"), "its 'history' field is not a list of metrics records"),
-    (lambda p: p["data_stream"].pop("consumed"), "its 'data_stream' field is not a data-stream position"),
-])
+@pytest.mark.parametrize(
+    "change, words",
+    [
+        (lambda p: p.pop("optimizer"), "it has no 'optimizer' field"),
+        (lambda p: p.update(step="4"), "its 'step' field is not a step number"),
+        (lambda p: p.update(history={"kind": "x"}), "its 'history' field is not a list of metrics records"),
+        (lambda p: p["history"][1].update(step="1"), "its 'history' field is not a list of metrics records"),
+        (lambda p: p["data_stream"].pop("consumed"), "its 'data_stream' field is not a data-stream position"),
+    ],
+)
 def test_a_checkpoint_that_verifies_but_lacks_a_field_or_has_a_wrong_type_is_refused_in_one_line(
-        run_copy, capsys, change, words):
+    run_copy, capsys, change, words
+):
     config, out = run_copy
     for name in ("checkpoint.pt", "checkpoint.prev.pt"):
         payload = train.read_checkpoint(out / name)
@@ -254,15 +279,22 @@ def test_a_new_run_into_a_folder_holding_a_run_is_refused_and_the_run_is_kept(ru
 def test_a_second_run_on_a_folder_in_use_is_refused_at_once(run_copy, capsys):
     config, out = run_copy
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": LIB}
-    first = subprocess.Popen([sys.executable, "-m", "resnet_theory.engine.train",
-                              *cli(replace(config, resume=True, steps=100_000, log_every=1000,
-                                           checkpoint_every=100_000))],
-                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    first = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "resnet_theory.engine.train",
+            *cli(replace(config, resume=True, steps=100_000, log_every=1000, checkpoint_every=100_000)),
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         metrics = out / "metrics.jsonl"
         deadline = time.monotonic() + 120
-        while '"kind": "resume"' not in metrics.read_text() and first.poll() is None \
-                and time.monotonic() < deadline:
+        while '"kind": "resume"' not in metrics.read_text() and first.poll() is None and time.monotonic() < deadline:
             time.sleep(0.05)
         assert first.poll() is None, first.stderr.read()
         before = metrics.read_bytes()
@@ -290,13 +322,21 @@ def test_resuming_a_finished_run_reports_its_last_training_loss_not_nan(run_copy
 
 
 # --- metrics files that are not what a run wrote ---------------------------------------------------------------
-@pytest.mark.parametrize("damage, words", [
-    (lambda lines: lines[:2] + [b'{"kind": "train", "st'] + lines[2:], "line 3: it is not JSON"),
-    (lambda lines: lines[:1] + [b'{"kind": "train", "step": 1, "note": "\xff\xfe"}'] + lines[1:],
-     "line 2: it is not UTF-8 text"),
-    (lambda lines: lines[:3] + [b'{"step": 2, "loss": 1.0}'] + lines[3:], "line 4: it is not a record with a 'kind'"),
-    (lambda lines: lines[:1] + [b'[1, 2]'] + lines[1:], "line 2: it is not a record with a 'kind'"),
-])
+@pytest.mark.parametrize(
+    "damage, words",
+    [
+        (lambda lines: lines[:2] + [b'{"kind": "train", "st'] + lines[2:], "line 3: it is not JSON"),
+        (
+            lambda lines: lines[:1] + [b'{"kind": "train", "step": 1, "note": "\xff\xfe"}'] + lines[1:],
+            "line 2: it is not UTF-8 text",
+        ),
+        (
+            lambda lines: lines[:3] + [b'{"step": 2, "loss": 1.0}'] + lines[3:],
+            "line 4: it is not a record with a 'kind'",
+        ),
+        (lambda lines: lines[:1] + [b"[1, 2]"] + lines[1:], "line 2: it is not a record with a 'kind'"),
+    ],
+)
 def test_a_damaged_metrics_file_is_named_with_its_line_and_the_way_on(run_copy, capsys, damage, words):
     config, out = run_copy
     metrics = out / "metrics.jsonl"
@@ -333,6 +373,7 @@ def test_a_failed_checkpoint_write_never_names_a_folder_as_the_kept_checkpoint(t
 def test_a_read_only_file_system_is_reported_in_one_line(tmp_path, capsys, monkeypatch):
     """On a read-only file system even removing a missing file fails with EROFS (Linux checks the mount before
     the name), so the clean-up of the probe file used to replace the one-line error by a traceback."""
+
     def read_only_write(*args, **kwargs):
         raise OSError(errno.EROFS, "Read-only file system")
 
@@ -356,35 +397,47 @@ def test_a_read_only_file_system_is_reported_in_one_line(tmp_path, capsys, monke
 def params_book(tmp_path) -> Path:
     from test_executor import chapter, make_book
 
-    return make_book(tmp_path / "src", {
-        "intro": "# Intro\n",
-        "good": chapter("Good", 'profile = "quick"\nseed = 0\nname = "x"\nsize = None\nrate = 0.5\nflag = False\n'
-                                'sizes = [1, 2]', "print(seed)")})
+    return make_book(
+        tmp_path / "src",
+        {
+            "intro": "# Intro\n",
+            "good": chapter(
+                "Good",
+                'profile = "quick"\nseed = 0\nname = "x"\nsize = None\nrate = 0.5\nflag = False\nsizes = [1, 2]',
+                "print(seed)",
+            ),
+        },
+    )
 
 
-@pytest.mark.parametrize("name, value, words", [
-    ("seed", "b'x'", "bytes is not a parameter value"),
-    ("size", "b'__import__(\"os\").system(\"true\")'", "bytes is not a parameter value"),
-    ("seed", "1j", "a complex number is not a parameter value"),
-    ("size", "{1, 2}", "a set is not a parameter value"),
-    ("size", "(1, 2)", "a tuple (write a list) is not a parameter value"),
-    ("size", "NaN", "nan is not a finite number"),
-    ("size", "1e999", "inf is not a finite number"),
-    ("seed", "1.5", "must be an integer like its default 0, got a number"),
-    ("seed", "True", "must be an integer like its default 0, got True or False"),
-    ("seed", "'3'", "must be an integer like its default 0, got a string"),
-    ("name", "3", "must be a string like its default 'x', got an integer"),
-    ("rate", "'fast'", "must be a number like its default 0.5, got a string"),
-    ("flag", "1", "must be True or False like its default False, got an integer"),
-    ("sizes", "3", "must be a list like its default [1, 2], got an integer"),
-    ("good:seed", "null", "must be an integer like its default 0"),
-])
+@pytest.mark.parametrize(
+    "name, value, words",
+    [
+        ("seed", "b'x'", "bytes is not a parameter value"),
+        ("size", 'b\'__import__("os").system("true")\'', "bytes is not a parameter value"),
+        ("seed", "1j", "a complex number is not a parameter value"),
+        ("size", "{1, 2}", "a set is not a parameter value"),
+        ("size", "(1, 2)", "a tuple (write a list) is not a parameter value"),
+        ("size", "NaN", "nan is not a finite number"),
+        ("size", "1e999", "inf is not a finite number"),
+        ("seed", "1.5", "must be an integer like its default 0, got a number"),
+        ("seed", "True", "must be an integer like its default 0, got True or False"),
+        ("seed", "'3'", "must be an integer like its default 0, got a string"),
+        ("name", "3", "must be a string like its default 'x', got an integer"),
+        ("rate", "'fast'", "must be a number like its default 0.5, got a string"),
+        ("flag", "1", "must be True or False like its default False, got an integer"),
+        ("sizes", "3", "must be a list like its default [1, 2], got an integer"),
+        ("good:seed", "null", "must be an integer like its default 0"),
+    ],
+)
 def test_a_parameter_value_that_is_not_json_like_or_of_another_type_is_refused_in_one_line(
-        params_book, tmp_path, capsys, name, value, words):
+    params_book, tmp_path, capsys, name, value, words
+):
     build = tmp_path / "build"
     for command in (["execute", "--no-html"], ["run", "book/good.md"]):
-        err = one_line_error(capsys, executor.main, [*command, "--root", str(params_book), "--build-dir", str(build),
-                                                 "-p", name, value])
+        err = one_line_error(
+            capsys, executor.main, [*command, "--root", str(params_book), "--build-dir", str(build), "-p", name, value]
+        )
         assert f"-p {name}" in err and words in err, err
     assert not list(build.rglob("*.ipynb")), "nothing may run"
 
@@ -393,45 +446,73 @@ def test_a_parameter_value_that_is_not_json_like_or_of_another_type_is_refused_i
 def annotated_book(tmp_path) -> Path:
     from test_executor import chapter, make_book
 
-    return make_book(tmp_path / "src", {
-        "intro": "# Intro\n",
-        "typed": chapter("Typed", 'profile: str = "quick"\nseed: int = 0\nsize: int = None  # n (None: profile)\n'
-                                  'rates: list[float] = None\nmode: str = None', "print(seed)")})
+    return make_book(
+        tmp_path / "src",
+        {
+            "intro": "# Intro\n",
+            "typed": chapter(
+                "Typed",
+                'profile: str = "quick"\nseed: int = 0\nsize: int = None  # n (None: profile)\n'
+                "rates: list[float] = None\nmode: str = None",
+                "print(seed)",
+            ),
+        },
+    )
 
 
-@pytest.mark.parametrize("name, value, words", [
-    ("size", "'many'", "the chapter declares size: int, got a string"),
-    ("size", "2.5", "the chapter declares size: int, got a number"),
-    ("size", "True", "the chapter declares size: int, got True or False"),
-    ("rates", "0.1", "the chapter declares rates: list[float], got a number"),
-    ("mode", "3", "the chapter declares mode: str, got an integer"),
-])
-def test_an_annotated_parameter_is_checked_against_its_annotation(annotated_book, tmp_path, capsys, name, value,
-                                                                   words):
+@pytest.mark.parametrize(
+    "name, value, words",
+    [
+        ("size", "'many'", "the chapter declares size: int, got a string"),
+        ("size", "2.5", "the chapter declares size: int, got a number"),
+        ("size", "True", "the chapter declares size: int, got True or False"),
+        ("rates", "0.1", "the chapter declares rates: list[float], got a number"),
+        ("mode", "3", "the chapter declares mode: str, got an integer"),
+    ],
+)
+def test_an_annotated_parameter_is_checked_against_its_annotation(annotated_book, tmp_path, capsys, name, value, words):
     """A parameter whose default is None (``size: int = None``) still has a type: the annotation that papermill
     shows in ``--help-notebook``; ``-p size many`` is refused before anything runs."""
     build = tmp_path / "build"
-    err = one_line_error(capsys, executor.main, ["execute", "--no-html", "--root", str(annotated_book),
-                                             "--build-dir", str(build), "-p", name, value])
+    err = one_line_error(
+        capsys,
+        executor.main,
+        ["execute", "--no-html", "--root", str(annotated_book), "--build-dir", str(build), "-p", name, value],
+    )
     assert f"-p {name}" in err and words in err, err
     assert not list(build.rglob("*.ipynb")), "nothing may run"
-    (plan,) = plan_chapters(annotated_book, ["book/typed"], "quick",
-                                 [("size", "7"), ("rates", "[0.1, 1]"), ("mode", "fast"), ("seed", "2")])
+    (plan,) = plan_chapters(
+        annotated_book, ["book/typed"], "quick", [("size", "7"), ("rates", "[0.1, 1]"), ("mode", "fast"), ("seed", "2")]
+    )
     assert plan.parameters == {"profile": "quick", "size": 7, "rates": [0.1, 1], "mode": "fast", "seed": 2}
     (plan,) = plan_chapters(annotated_book, ["book/typed"], "quick", [("size", "None")])
     assert plan.parameters["size"] is None
 
 
 def test_json_like_values_of_the_default_type_are_accepted(params_book):
-    values = [("seed", "3"), ("rate", "1"), ("name", "hello world"), ("size", '{"a": [1, 2.5]}'),
-              ("flag", "true"), ("sizes", "[]"), ("good:size", "null")]
+    values = [
+        ("seed", "3"),
+        ("rate", "1"),
+        ("name", "hello world"),
+        ("size", '{"a": [1, 2.5]}'),
+        ("flag", "true"),
+        ("sizes", "[]"),
+        ("good:size", "null"),
+    ]
     (plan,) = plan_chapters(params_book, ["book/good"], "quick", values)
-    assert plan.parameters == {"profile": "quick", "seed": 3, "rate": 1, "name": "hello world", "size": None,
-                               "flag": True, "sizes": []}
+    assert plan.parameters == {
+        "profile": "quick",
+        "seed": 3,
+        "rate": 1,
+        "name": "hello world",
+        "size": None,
+        "flag": True,
+        "sizes": [],
+    }
 
 
 # --- the ledger publishes only the claims files that their chapters' executions wrote --------------------------
-ALPHA = textwrap.dedent('''\
+ALPHA = textwrap.dedent("""\
     from resnet_theory.ledger import Check, Ledger
     ledger = Ledger("alpha")
     ledger.claim("hardt-ma/x", paper="hardt-ma", ref="Theorem 2.1", statement="a bound holds", section="alpha-x",
@@ -440,7 +521,7 @@ ALPHA = textwrap.dedent('''\
                  control_input="a value twice the bound, which the claim rules out")
     ledger.not_checkable("hardt-ma/y", paper="hardt-ma", ref="Section 4", statement="CIFAR accuracy",
                          section="alpha-y", reason="the archives are not bundled", needs="CIFAR-10 and a GPU")
-    ledger.show()''')
+    ledger.show()""")
 
 
 @pytest.fixture(scope="module")
@@ -448,12 +529,17 @@ def ledger_book(tmp_path_factory) -> tuple[Path, Path]:
     """A book with one chapter that records two claims (executed once, with a kernel) and an in-process ledger."""
     from test_executor import chapter, make_book
 
-    gather = chapter("Ledger", 'profile = "quick"\nseed = 0',
-                     "from resnet_theory.ledger import load_claims, render_ledger\nrender_ledger(load_claims())")
+    gather = chapter(
+        "Ledger",
+        'profile = "quick"\nseed = 0',
+        "from resnet_theory.ledger import load_claims, render_ledger\nrender_ledger(load_claims())",
+    )
     gather = gather.replace("kernelspec:", "resnet_theory:\n  execution: in-process\nkernelspec:", 1)
     base = tmp_path_factory.mktemp("ledger-book")
-    root = make_book(base / "src", {"intro": "# Intro\n", "alpha": chapter("Alpha", 'profile = "quick"\nseed = 0',
-                                                                             ALPHA), "ledger": gather})
+    root = make_book(
+        base / "src",
+        {"intro": "# Intro\n", "alpha": chapter("Alpha", 'profile = "quick"\nseed = 0', ALPHA), "ledger": gather},
+    )
     build = base / "build"
     assert executor.main(["execute", "--root", str(root), "--build-dir", str(build), "--no-html"]) == 0
     return root, build
@@ -466,8 +552,10 @@ def ledger_copy(ledger_book, tmp_path) -> tuple[Path, Path, Path]:
 
 
 def _ledger_commands(root: Path, build: Path) -> list[list[str]]:
-    return [["execute", "--root", str(root), "--build-dir", str(build), "--no-html", "--only", "book/ledger"],
-            ["run", "book/ledger.md", "--root", str(root), "--build-dir", str(build)]]
+    return [
+        ["execute", "--root", str(root), "--build-dir", str(build), "--no-html", "--only", "book/ledger"],
+        ["run", "book/ledger.md", "--root", str(root), "--build-dir", str(build)],
+    ]
 
 
 def _publishes(root, build, capsys) -> list[str]:
@@ -496,8 +584,9 @@ def _forge_confirmed(data):
     """Turn the not-checkable claim into a confirmed one, with evidence and a control copied from the other: a
     record self-consistent enough that its verdict follows from its evidence."""
     x, y = data["claims"]
-    y.update(verdict="confirmed", check=x["check"], evidence=x["evidence"], control=x["control"], reason=None,
-             needs=None)
+    y.update(
+        verdict="confirmed", check=x["check"], evidence=x["evidence"], control=x["control"], reason=None, needs=None
+    )
 
 
 def test_a_hand_edited_claims_file_is_refused_naming_it(ledger_copy, capsys):
@@ -545,32 +634,40 @@ def test_a_claim_id_recorded_in_two_files_is_refused_naming_both(ledger_copy, ca
         assert "claim 'hardt-ma/x' is recorded twice" in err and str(claims) in err and str(beta) in err, err
 
 
-@pytest.mark.parametrize("change, words", [
-    (lambda d: d["claims"][0].update(extra=1), "claim 'hardt-ma/x' has unknown keys: extra"),
-    (lambda d: d["claims"][0].update(evidence=[1]), "claim 'hardt-ma/x': evidence must be dict, got list"),
-    (lambda d: d["claims"][0].update(statement=None), "claim 'hardt-ma/x': statement must be str, got NoneType"),
-    (lambda d: d["claims"][0].pop("verdict"), "claim 'hardt-ma/x' lacks verdict"),
-    (lambda d: d.update(claims={"a": 1}), "it must be an object with a list of 'claims'"),
-    (lambda d: d["claims"].append(["not", "a", "record"]), "a claim record must be an object, got list"),
-])
+@pytest.mark.parametrize(
+    "change, words",
+    [
+        (lambda d: d["claims"][0].update(extra=1), "claim 'hardt-ma/x' has unknown keys: extra"),
+        (lambda d: d["claims"][0].update(evidence=[1]), "claim 'hardt-ma/x': evidence must be dict, got list"),
+        (lambda d: d["claims"][0].update(statement=None), "claim 'hardt-ma/x': statement must be str, got NoneType"),
+        (lambda d: d["claims"][0].pop("verdict"), "claim 'hardt-ma/x' lacks verdict"),
+        (lambda d: d.update(claims={"a": 1}), "it must be an object with a list of 'claims'"),
+        (lambda d: d["claims"].append(["not", "a", "record"]), "a claim record must be an object, got list"),
+    ],
+)
 def test_a_malformed_claims_record_is_refused_naming_the_file(ledger_copy, capsys, change, words):
     root, build, claims = ledger_copy
     _edit(claims, change)
-    _record(build, "book/alpha", claims)          # recorded as executed: only the record's form is at fault
+    _record(build, "book/alpha", claims)  # recorded as executed: only the record's form is at fault
     errors = _publishes(root, build, capsys)
     assert len(errors) == 2
     for err in errors:
         assert f"{claims}: malformed claims file: {words}" in err, err
     with pytest.raises(ClaimsFileError, match="malformed claims file"):
         load_claims(claims.parent)
-    assert verdict_diff.main([str(build), str(build)]) == 2      # never 1, "the verdicts differ"
+    assert verdict_diff.main([str(build), str(build)]) == 2  # never 1, "the verdicts differ"
     assert f"verdict_diff: {claims}: malformed claims file: {words}" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("content, words", [(b"{not json", "not a claims file (not JSON"),
-                                             (b"\xff\xfe", "not a claims file (not JSON"),
-                                             (b"null", "malformed claims file"),
-                                             (b"[]", "malformed claims file")])
+@pytest.mark.parametrize(
+    "content, words",
+    [
+        (b"{not json", "not a claims file (not JSON"),
+        (b"\xff\xfe", "not a claims file (not JSON"),
+        (b"null", "malformed claims file"),
+        (b"[]", "malformed claims file"),
+    ],
+)
 def test_verdict_diff_on_an_unreadable_claims_file_exits_2_naming_it(ledger_copy, capsys, content, words):
     _, build, claims = ledger_copy
     other = shutil.copytree(build, build.with_name("other"))
@@ -588,8 +685,9 @@ def test_a_claims_file_without_an_execution_record_is_refused(ledger_copy, capsy
 
 
 # --- report.json and cache records that are not objects; --root and --build-dir -----------------------------
-@pytest.mark.parametrize("content", ["null", "[]", "[1, 2]", '{"chapters": null}', '{"chapters": [1, null]}', "3",
-                                     '{"chapters": []}'])
+@pytest.mark.parametrize(
+    "content", ["null", "[]", "[1, 2]", '{"chapters": null}', '{"chapters": [1, null]}', "3", '{"chapters": []}']
+)
 def test_a_report_or_cache_record_that_is_not_an_object_is_replaced_not_a_traceback(ledger_copy, capsys, content):
     root, build, _ = ledger_copy
     report = build / "executed" / "report.json"
@@ -610,8 +708,22 @@ def test_a_report_or_cache_record_that_is_not_an_object_is_replaced_not_a_traceb
 def test_a_cache_record_holding_a_list_makes_the_chapter_execute_again(ledger_copy, capsys):
     root, build, claims = ledger_copy
     cache_record_path(build, "book/alpha").write_text("[1, 2]")
-    assert executor.main(["execute", "--root", str(root), "--build-dir", str(build), "--no-html",
-                      "--only", "book/alpha", "book/ledger"]) == 0
+    assert (
+        executor.main(
+            [
+                "execute",
+                "--root",
+                str(root),
+                "--build-dir",
+                str(build),
+                "--no-html",
+                "--only",
+                "book/alpha",
+                "book/ledger",
+            ]
+        )
+        == 0
+    )
     assert "book/alpha.md: executed" in capsys.readouterr().out
     assert read_cache_record(build, "book/alpha")["claims_sha"] == file_sha(claims)
 
@@ -620,10 +732,13 @@ def test_a_root_or_build_folder_that_is_a_file_or_missing_is_refused_in_one_line
     root, build, _ = ledger_copy
     a_file = tmp_path / "a-file"
     a_file.write_text("x")
-    cases = [(["--root", str(tmp_path / "nowhere")], "no such folder"), (["--root", str(a_file)], "not a folder"),
-             (["--root", str(tmp_path)], "no _toc.yml and _config.yml there"),
-             (["--root", str(root), "--build-dir", str(a_file)], "not a folder"),
-             (["--root", str(root), "--build-dir", str(a_file / "sub")], "cannot create it")]
+    cases = [
+        (["--root", str(tmp_path / "nowhere")], "no such folder"),
+        (["--root", str(a_file)], "not a folder"),
+        (["--root", str(tmp_path)], "no _toc.yml and _config.yml there"),
+        (["--root", str(root), "--build-dir", str(a_file)], "not a folder"),
+        (["--root", str(root), "--build-dir", str(a_file / "sub")], "cannot create it"),
+    ]
     for options, words in cases:
         for command in (["execute", "--no-html"], ["run", "book/ledger.md"]):
             err = one_line_error(capsys, executor.main, [*command, *options])
@@ -632,8 +747,21 @@ def test_a_root_or_build_folder_that_is_a_file_or_missing_is_refused_in_one_line
         err = one_line_error(capsys, executor.main, ["run", "book/ledger.md", "--root", str(root), "-o", str(output)])
         assert f"-o {output}: " in err and words in err, err
     # a build folder that does not exist yet is created
-    assert executor.main(["execute", "--root", str(root), "--build-dir", str(tmp_path / "new" / "build"), "--no-html",
-                      "--only", "book/intro"]) == 0
+    assert (
+        executor.main(
+            [
+                "execute",
+                "--root",
+                str(root),
+                "--build-dir",
+                str(tmp_path / "new" / "build"),
+                "--no-html",
+                "--only",
+                "book/intro",
+            ]
+        )
+        == 0
+    )
 
 
 # --- bench --json: an unwritable path is refused before the run ------------------------------------------------
@@ -646,8 +774,11 @@ def test_bench_json_to_an_unwritable_path_is_refused_before_the_run(tmp_path, ca
     monkeypatch.setattr(bench, "run_benchmark", no_run)
     a_file = tmp_path / "a-file"
     a_file.write_text("x")
-    for path, words in ((tmp_path / "missing" / "out.json", f"the folder {tmp_path / 'missing'} does not exist"),
-                        (tmp_path, "is a folder"), (a_file / "out.json", f"{a_file} is not a folder")):
+    for path, words in (
+        (tmp_path / "missing" / "out.json", f"the folder {tmp_path / 'missing'} does not exist"),
+        (tmp_path, "is a folder"),
+        (a_file / "out.json", f"{a_file} is not a folder"),
+    ):
         err = one_line_error(capsys, bench.main, ["--json", str(path)])
         assert f"--json {path}: {words}" in err, err
     assert a_file.read_text() == "x" and sorted(p.name for p in tmp_path.iterdir()) == ["a-file"]
@@ -656,10 +787,10 @@ def test_bench_json_to_an_unwritable_path_is_refused_before_the_run(tmp_path, ca
 # --- CIFAR members far larger than the format allows are refused before they are read ---------------------------
 def test_a_cifar_archive_member_larger_than_the_format_allows_is_refused_before_it_is_read(tmp_path, monkeypatch):
     layout = data.CIFAR_LAYOUTS["cifar10"]
-    record = bytes(1 + data.IMAGE_BYTES)           # zeros: label 0, black pixels, a valid record
+    record = bytes(1 + data.IMAGE_BYTES)  # zeros: label 0, black pixels, a valid record
     archive = tmp_path / layout.archive
     with tarfile.open(archive, "w:gz") as tar:
-        for name in layout.train + layout.test:      # data_batch_1.bin holds 20,000 records, twice the format's
+        for name in layout.train + layout.test:  # data_batch_1.bin holds 20,000 records, twice the format's
             payload = record * (20_000 if name == layout.train[0] else 2)
             info = tarfile.TarInfo(f"{layout.folder}/{name}")
             info.size = len(payload)
@@ -669,8 +800,11 @@ def test_a_cifar_archive_member_larger_than_the_format_allows_is_refused_before_
         raise AssertionError("a member was read")
 
     monkeypatch.setattr(tarfile.TarFile, "extractfile", no_read)
-    with pytest.raises(data.DatasetError, match=rf"member {layout.folder}/data_batch_1.bin: 61,460,000 bytes, "
-                                                rf"more than the 30,730,000 bytes"):
+    with pytest.raises(
+        data.DatasetError,
+        match=rf"member {layout.folder}/data_batch_1.bin: 61,460,000 bytes, "
+        rf"more than the 30,730,000 bytes",
+    ):
         data.load_cifar(tmp_path, "cifar10", md5=data.file_md5(archive))
 
 
@@ -679,21 +813,24 @@ def test_a_cifar_batch_file_larger_than_the_format_allows_is_refused_before_it_i
     folder = tmp_path / layout.folder
     folder.mkdir()
     (folder / "test.bin").write_bytes(bytes(2 + data.IMAGE_BYTES))
-    with open(folder / "train.bin", "wb") as fh:       # 50,001 whole records (sparse): one more than the format
+    with open(folder / "train.bin", "wb") as fh:  # 50,001 whole records (sparse): one more than the format
         fh.truncate(50_001 * (2 + data.IMAGE_BYTES))
     with pytest.raises(data.DatasetError, match=r"train.bin: 153,703,074 bytes, more than the 153,700,000"):
         data.load_cifar(tmp_path, "cifar100")
 
 
 # --- sizes the machine cannot handle fail fast, naming the argument; strings are not numbers ----------------------
-@pytest.mark.parametrize("call, name", [
-    (lambda: linear.random_rotation(10 ** 6), "d=1000000"),
-    (lambda: linear.identity_init_gd(np.eye(2), 10 ** 5, 10 ** 6, 0.01), "steps=1000000"),
-    (lambda: linear.identity_init_gd(np.eye(500), 10 ** 5, 1, 0.01), "depth=100000"),
-    (lambda: shamir.critical_points(0.1, n_starts=10 ** 9), "n_starts=1000000000"),
-    (lambda: shamir.survey_theorems(10 ** 8), "n_instances=100000000"),
-    (lambda: expressivity.separation(np.zeros((10 ** 6, 30))), r"X=array of shape \(1000000, 30\) and dtype float64"),
-])
+@pytest.mark.parametrize(
+    "call, name",
+    [
+        (lambda: linear.random_rotation(10**6), "d=1000000"),
+        (lambda: linear.identity_init_gd(np.eye(2), 10**5, 10**6, 0.01), "steps=1000000"),
+        (lambda: linear.identity_init_gd(np.eye(500), 10**5, 1, 0.01), "depth=100000"),
+        (lambda: shamir.critical_points(0.1, n_starts=10**9), "n_starts=1000000000"),
+        (lambda: shamir.survey_theorems(10**8), "n_instances=100000000"),
+        (lambda: expressivity.separation(np.zeros((10**6, 30))), r"X=array of shape \(1000000, 30\) and dtype float64"),
+    ],
+)
 def test_huge_sizes_fail_fast_with_the_budget_error_naming_the_argument(call, name):
     start = time.perf_counter()
     with pytest.raises(validate.BudgetError, match=rf"^{name} needs about"):
@@ -701,37 +838,48 @@ def test_huge_sizes_fail_fast_with_the_budget_error_naming_the_argument(call, na
     assert time.perf_counter() - start < 2.0
 
 
-@pytest.mark.parametrize("module, argv, words", [
-    ("linear", ["--d", "1000000"], "d=1000000 needs about"),
-    ("linear", ["--depth", "1000000000"], "depth=1000000000 needs about"),
-    ("linear", ["--d", "-3"], "argument --d: must be an integer >= 1"),
-    ("expressivity", ["--sizes", "100", "100000000"], "--sizes=100000000 needs about"),
-    ("expressivity", ["--dim", "ten"], "argument --dim: expected an integer"),
-    ("ensemble", ["--members", "100000000"], "--members=100000000 needs about"),
-    ("ensemble", ["--blocks", "100000000"], "this model needs about"),
-])
+@pytest.mark.parametrize(
+    "module, argv, words",
+    [
+        ("linear", ["--d", "1000000"], "d=1000000 needs about"),
+        ("linear", ["--depth", "1000000000"], "depth=1000000000 needs about"),
+        ("linear", ["--d", "-3"], "argument --d: must be an integer >= 1"),
+        ("expressivity", ["--sizes", "100", "100000000"], "--sizes=100000000 needs about"),
+        ("expressivity", ["--dim", "ten"], "argument --dim: expected an integer"),
+        ("ensemble", ["--members", "100000000"], "--members=100000000 needs about"),
+        ("ensemble", ["--blocks", "100000000"], "this model needs about"),
+    ],
+)
 def test_the_benchmarks_size_options_fail_fast_in_one_line(module, argv, words):
     start = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", f"resnet_theory.benchmarks.{module}", *argv], capture_output=True,
-                          text=True, timeout=120, env={**os.environ, "PYTHONPATH": LIB})
+    proc = subprocess.run(
+        [sys.executable, "-m", f"resnet_theory.benchmarks.{module}", *argv],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": LIB},
+    )
     assert proc.returncode == 2 and proc.stdout == "", (proc.stdout, proc.stderr)
     assert proc.stderr.startswith("error: ") and proc.stderr.count("\n") == 1 and words in proc.stderr, proc.stderr
     assert time.perf_counter() - start < 60
 
 
-@pytest.mark.parametrize("call", [
-    lambda: shamir.theorem_4_bound("10", 1.0, 1.0, 1.0, 0.1),
-    lambda: shamir.theorem_4_bound(True, 1.0, 1.0, 1.0, 0.1),
-    lambda: shamir.theorem_4_bound(["10", "20"], 1.0, 1.0, 1.0, 0.1),
-    lambda: shamir.theorem_4_bound(10, "1", 1.0, 1.0, 0.1),
-    # found by the second probe of this family: numeric strings went through np.asarray(..., dtype=float)
-    lambda: shamir.landscape_value(1.0, 0.0, ["0.3"], [0.1]),
-    lambda: shamir.rate_exponents(["8", "16", "32"], [[1.0, 0.5, 0.2]], 8),
-    lambda: shamir.rate_exponents([8, 16, 32], [[1.0, 0.5, 0.2]], "8"),
-    lambda: shamir.average_regret(np.ones((3, 2)), np.ones(3), ["1", "1", "1"], 1.0, [1]),
-    lambda: shamir.average_regret(np.ones((3, 2)), np.ones(3), np.ones(3), 1.0, ["1"]),
-    lambda: __import__("resnet_theory.smooth", fromlist=["x"]).svd_cancellation([["1", "0"], ["0", "1"]]),
-])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: shamir.theorem_4_bound("10", 1.0, 1.0, 1.0, 0.1),
+        lambda: shamir.theorem_4_bound(True, 1.0, 1.0, 1.0, 0.1),
+        lambda: shamir.theorem_4_bound(["10", "20"], 1.0, 1.0, 1.0, 0.1),
+        lambda: shamir.theorem_4_bound(10, "1", 1.0, 1.0, 0.1),
+        # found by the second probe of this family: numeric strings went through np.asarray(..., dtype=float)
+        lambda: shamir.landscape_value(1.0, 0.0, ["0.3"], [0.1]),
+        lambda: shamir.rate_exponents(["8", "16", "32"], [[1.0, 0.5, 0.2]], 8),
+        lambda: shamir.rate_exponents([8, 16, 32], [[1.0, 0.5, 0.2]], "8"),
+        lambda: shamir.average_regret(np.ones((3, 2)), np.ones(3), ["1", "1", "1"], 1.0, [1]),
+        lambda: shamir.average_regret(np.ones((3, 2)), np.ones(3), np.ones(3), 1.0, ["1"]),
+        lambda: __import__("resnet_theory.smooth", fromlist=["x"]).svd_cancellation([["1", "0"], ["0", "1"]]),
+    ],
+)
 def test_strings_and_booleans_where_numbers_belong_are_type_errors(call):
     with pytest.raises(TypeError):
         call()
@@ -739,5 +887,6 @@ def test_strings_and_booleans_where_numbers_belong_are_type_errors(call):
 
 def test_theorem_4_bound_still_takes_numbers_and_arrays():
     assert shamir.theorem_4_bound(np.int64(100), 1.0, 1.0, 1.0, 0.1) == pytest.approx(
-        shamir.theorem_4_bound(100.0, 1.0, 1.0, 1.0, 0.1))
+        shamir.theorem_4_bound(100.0, 1.0, 1.0, 1.0, 0.1)
+    )
     assert shamir.theorem_4_bound([10, 100], 1.0, 1.0, 1.0, 0.1).shape == (2,)

@@ -17,18 +17,34 @@ import pytest
 import yaml
 
 from resnet_theory.book import cli, repository
-from resnet_theory.book.toc import toc_files
 from resnet_theory.book.page_meta import meta_tags, page_description, plain_math, shorten
-from resnet_theory.book.repository import (INSTALL_CELL, INSTALL_TAG, Repository, RepositoryError, find_repository,
-                                      parse_github_url)
-
-from conftest import ROOT
+from resnet_theory.book.repository import (
+    INSTALL_CELL,
+    INSTALL_TAG,
+    Repository,
+    RepositoryError,
+    find_repository,
+    parse_github_url,
+)
+from resnet_theory.book.toc import toc_files
 from test_executor import chapter, make_book
 
+from conftest import ROOT
+
 SHA = "0123456789abcdef0123456789abcdef01234567"
-ENV_NAMES = ("BOOK_REPOSITORY_URL", "BOOK_REPOSITORY_BRANCH", "BOOK_REPOSITORY_COMMIT", "BOOK_SITE_URL",
-             "GITHUB_ACTIONS", "GITHUB_SERVER_URL", "GITHUB_REPOSITORY", "GITHUB_REF_NAME", "GITHUB_REF_TYPE",
-             "GITHUB_SHA", "GITHUB_EVENT_NAME")
+ENV_NAMES = (
+    "BOOK_REPOSITORY_URL",
+    "BOOK_REPOSITORY_BRANCH",
+    "BOOK_REPOSITORY_COMMIT",
+    "BOOK_SITE_URL",
+    "GITHUB_ACTIONS",
+    "GITHUB_SERVER_URL",
+    "GITHUB_REPOSITORY",
+    "GITHUB_REF_NAME",
+    "GITHUB_REF_TYPE",
+    "GITHUB_SHA",
+    "GITHUB_EVENT_NAME",
+)
 FIND_SPEC = importlib.util.find_spec
 REVIEWS = ("linear", "expressivity", "smooth_maps", "linear_predictors", "experiments")
 
@@ -42,24 +58,48 @@ def clean_env(monkeypatch):
 
 
 # --- the address: found, validated ----------------------------------------------------------------------------
-@pytest.mark.parametrize("value", ["https://github.com/example-org/resnet-book",
-                                   "https://github.com/example-org/resnet-book/",
-                                   "https://github.com/example-org/resnet-book.git",
-                                   "https://github.com/a/b.c_d-e"])
+@pytest.mark.parametrize(
+    "value",
+    [
+        "https://github.com/example-org/resnet-book",
+        "https://github.com/example-org/resnet-book/",
+        "https://github.com/example-org/resnet-book.git",
+        "https://github.com/a/b.c_d-e",
+    ],
+)
 def test_github_addresses_are_read(value):
     owner, name = parse_github_url(value, "X")
     assert owner in ("example-org", "a") and name in ("resnet-book", "b.c_d-e")
 
 
-@pytest.mark.parametrize("value", [
-    'https://github.com/o/r"><script>alert(1)</script>', "https://github.com/o/r'", "https://github.com/o/r x",
-    "http://github.com/o/r", "https://github.com.evil.example/o/r", "https://gitlab.com/o/r",
-    "https://github.com/o", "https://github.com/o/r/tree/main", "https://github.com/o/r?tab=readme",
-    "https://github.com/o/r#x", "https://github.com/-o/r", "https://github.com/o--o/r", "https://github.com/o/..",
-    "javascript:alert(1)", "https://github.com/o/r\n", "github.com/o/r", "git@github.com:o/r.git"])
+@pytest.mark.parametrize(
+    "value",
+    [
+        'https://github.com/o/r"><script>alert(1)</script>',
+        "https://github.com/o/r'",
+        "https://github.com/o/r x",
+        "http://github.com/o/r",
+        "https://github.com.evil.example/o/r",
+        "https://gitlab.com/o/r",
+        "https://github.com/o",
+        "https://github.com/o/r/tree/main",
+        "https://github.com/o/r?tab=readme",
+        "https://github.com/o/r#x",
+        "https://github.com/-o/r",
+        "https://github.com/o--o/r",
+        "https://github.com/o/..",
+        "javascript:alert(1)",
+        "https://github.com/o/r\n",
+        "github.com/o/r",
+        "git@github.com:o/r.git",
+    ],
+)
 def test_malformed_addresses_are_refused_with_the_variable_named(value):
-    with pytest.raises(RepositoryError, match=r"^X=.* is not a GitHub repository address: expected "
-                                              r"https://github.com/OWNER/REPO"):
+    with pytest.raises(
+        RepositoryError,
+        match=r"^X=.* is not a GitHub repository address: expected "
+        r"https://github.com/OWNER/REPO",
+    ):
         parse_github_url(value, "X")
 
 
@@ -77,16 +117,25 @@ def test_malformed_branches_are_refused(branch):
 
 def test_the_environment_names_the_repository_first_then_github_actions_then_the_git_remote():
     explicit = {"BOOK_REPOSITORY_URL": "https://github.com/me/book", "BOOK_REPOSITORY_BRANCH": "pages/v2"}
-    actions = {"GITHUB_ACTIONS": "true", "GITHUB_SERVER_URL": "https://github.com", "GITHUB_REPOSITORY": "org/r",
-               "GITHUB_REF_NAME": "trunk", "GITHUB_REF_TYPE": "branch", "GITHUB_SHA": SHA,
-               "GITHUB_EVENT_NAME": "push"}
+    actions = {
+        "GITHUB_ACTIONS": "true",
+        "GITHUB_SERVER_URL": "https://github.com",
+        "GITHUB_REPOSITORY": "org/r",
+        "GITHUB_REF_NAME": "trunk",
+        "GITHUB_REF_TYPE": "branch",
+        "GITHUB_SHA": SHA,
+        "GITHUB_EVENT_NAME": "push",
+    }
     remote = "git@github.com:someone/fork.git"
-    assert find_repository(explicit | actions, remote) == Repository("me", "book", "pages/v2", None,
-                                                                     "BOOK_REPOSITORY_URL")
+    assert find_repository(explicit | actions, remote) == Repository(
+        "me", "book", "pages/v2", None, "BOOK_REPOSITORY_URL"
+    )
     assert find_repository(actions, remote) == Repository("org", "r", "trunk", SHA, "GitHub Actions")
     # a pull request's ref (123/merge) is no branch of the repository: the links take main
-    assert find_repository(actions | {"GITHUB_EVENT_NAME": "pull_request", "GITHUB_REF_NAME": "12/merge"},
-                           None).branch == "main"
+    assert (
+        find_repository(actions | {"GITHUB_EVENT_NAME": "pull_request", "GITHUB_REF_NAME": "12/merge"}, None).branch
+        == "main"
+    )
     assert find_repository({}, remote) == Repository("someone", "fork", "main", None, "the git remote 'origin'")
     assert find_repository({}, "https://github.com/someone/fork").name == "fork"
     # not a plain GitHub address (another host, a local path, credentials): unknown, not an error
@@ -94,8 +143,12 @@ def test_the_environment_names_the_repository_first_then_github_actions_then_the
         assert find_repository({}, other) is None
     assert find_repository({}, None) is None
     # what the environment says explicitly must be well formed
-    for bad in ({"BOOK_REPOSITORY_URL": "https://github.com/a/b<"}, actions | {"GITHUB_REPOSITORY": "org/r s"},
-                actions | {"GITHUB_SHA": "abc"}, {"BOOK_REPOSITORY_COMMIT": SHA.upper()}):
+    for bad in (
+        {"BOOK_REPOSITORY_URL": "https://github.com/a/b<"},
+        actions | {"GITHUB_REPOSITORY": "org/r s"},
+        actions | {"GITHUB_SHA": "abc"},
+        {"BOOK_REPOSITORY_COMMIT": SHA.upper()},
+    ):
         with pytest.raises(RepositoryError):
             find_repository(bad, remote)
 
@@ -125,10 +178,15 @@ def test_configure_turns_on_the_buttons_only_with_an_address(tmp_path):
     assert merged["launch_buttons"]["binderhub_url"] == "https://mybinder.org"
     assert "colab_url" not in merged["launch_buttons"]
     extensions = merged["sphinx"]["extra_extensions"]
-    assert extensions[:len(yaml.safe_load(original)["sphinx"]["extra_extensions"])] == \
-        yaml.safe_load(original)["sphinx"]["extra_extensions"] and "resnet_theory.book.repository" in extensions
-    assert merged["sphinx"]["config"]["exclude_patterns"] == yaml.safe_load(original)["sphinx"]["config"][
-        "exclude_patterns"]
+    assert (
+        extensions[: len(yaml.safe_load(original)["sphinx"]["extra_extensions"])]
+        == yaml.safe_load(original)["sphinx"]["extra_extensions"]
+        and "resnet_theory.book.repository" in extensions
+    )
+    assert (
+        merged["sphinx"]["config"]["exclude_patterns"]
+        == yaml.safe_load(original)["sphinx"]["config"]["exclude_patterns"]
+    )
 
 
 # --- the install cell -----------------------------------------------------------------------------------------
@@ -146,8 +204,11 @@ def test_every_review_chapter_opens_with_the_install_cell_removed_from_the_page(
 def _run_install_cell(source: str, monkeypatch, importable: bool) -> list:
     """Execute an install cell with ``resnet_theory`` importable or not; return the subprocess.run calls."""
     calls = []
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: (
-        FIND_SPEC(name, *a) if importable or name != "resnet_theory" else None))
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: FIND_SPEC(name, *a) if importable or name != "resnet_theory" else None,
+    )
     monkeypatch.setattr(subprocess, "run", lambda *a, **k: calls.append((a, k)))
     exec(compile(source, "install-cell", "exec"), {})
     return calls
@@ -165,9 +226,11 @@ def test_the_install_cell_without_an_address_stops_and_points_to_the_intro(monke
 
 def test_a_downloaded_notebook_installs_the_package_from_the_books_commit(tmp_path, monkeypatch):
     nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_markdown_cell("# A chapter"),
-                nbformat.v4.new_code_cell(INSTALL_CELL, metadata={"tags": ["remove-cell", INSTALL_TAG]}),
-                nbformat.v4.new_code_cell("PACKAGE_SOURCE = None  # not the install cell")]
+    nb.cells = [
+        nbformat.v4.new_markdown_cell("# A chapter"),
+        nbformat.v4.new_code_cell(INSTALL_CELL, metadata={"tags": ["remove-cell", INSTALL_TAG]}),
+        nbformat.v4.new_code_cell("PACKAGE_SOURCE = None  # not the install cell"),
+    ]
     path = tmp_path / "_sources" / "book" / "chapter.ipynb"
     path.parent.mkdir(parents=True)
     nbformat.write(nb, path)
@@ -195,14 +258,21 @@ def test_a_downloaded_notebook_installs_the_package_from_the_books_commit(tmp_pa
 # --- the built book -----------------------------------------------------------------------------------------
 def _small_book(tmp_path: Path) -> Path:
     intro = "# Intro\n\nThis small book has one chapter, and this paragraph describes it for search engines.\n"
-    good = chapter("Good", 'profile = "quick"\nseed = 0',
-                   "import matplotlib.pyplot as plt\nplt.plot([0, 1], [1, 0])\nplt.show()")
+    good = chapter(
+        "Good", 'profile = "quick"\nseed = 0', "import matplotlib.pyplot as plt\nplt.plot([0, 1], [1, 0])\nplt.show()"
+    )
     install = f"```{{code-cell}} ipython3\n:tags: [remove-cell, {INSTALL_TAG}]\n{INSTALL_CELL}\n```\n\n"
-    good = good.replace("# Good\n", "# Good\n\nThe map $x \\mapsto x + g(x)$ with $\\|g\\| < 1$ is a residual "
-                                    "layer & this chapter draws <b>one</b> line.\n\n" + install)
+    good = good.replace(
+        "# Good\n",
+        "# Good\n\nThe map $x \\mapsto x + g(x)$ with $\\|g\\| < 1$ is a residual "
+        "layer & this chapter draws <b>one</b> line.\n\n" + install,
+    )
     root = make_book(tmp_path / "src", {"intro": intro, "good": good})
-    (root / "_config.yml").write_text((root / "_config.yml").read_text().replace(
-        "sphinx:\n", "sphinx:\n  extra_extensions: [resnet_theory.book.page_meta]\n"))
+    (root / "_config.yml").write_text(
+        (root / "_config.yml")
+        .read_text()
+        .replace("sphinx:\n", "sphinx:\n  extra_extensions: [resnet_theory.book.page_meta]\n")
+    )
     return root
 
 
@@ -212,22 +282,26 @@ def _links(page: Path) -> set[str]:
     return {html.unescape(h) for h in re.findall(r'href="(https://[^"]+)"', page.read_text())}
 
 
-def test_a_build_with_the_address_has_the_buttons_the_filled_install_cell_and_open_graph(tmp_path, clean_env,
-                                                                                          capsys):
+def test_a_build_with_the_address_has_the_buttons_the_filled_install_cell_and_open_graph(tmp_path, clean_env, capsys):
     clean_env.setenv("BOOK_REPOSITORY_URL", "https://github.com/example-org/resnet-book")
     clean_env.setenv("BOOK_REPOSITORY_COMMIT", SHA)
     clean_env.setenv("BOOK_SITE_URL", "https://example-org.github.io/resnet-book/")
     root, build = _small_book(tmp_path), tmp_path / "build"
     assert cli.main(["execute", "--root", str(root), "--build-dir", str(build)]) == 0
     lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("[book] repository ")]
-    assert lines == ["[book] repository https://github.com/example-org/resnet-book, branch main (from "
-                     "BOOK_REPOSITORY_URL): repository, issue, edit and Binder buttons on the pages"]
+    assert lines == [
+        "[book] repository https://github.com/example-org/resnet-book, branch main (from "
+        "BOOK_REPOSITORY_URL): repository, issue, edit and Binder buttons on the pages"
+    ]
     page = build / "html" / "book" / "good.html"
     base = "https://github.com/example-org/resnet-book"
     assert _links(page) >= {
-        base, f"{base}/edit/main/book/good.md", f"{base}/blob/main/book/good.md?plain=1",
+        base,
+        f"{base}/edit/main/book/good.md",
+        f"{base}/blob/main/book/good.md?plain=1",
         f"{base}/issues/new?title=Issue%20on%20page%20%2Fbook/good.html&body=Your%20issue%20content%20here.",
-        "https://mybinder.org/v2/gh/example-org/resnet-book/main?urlpath=lab/tree/book/good.ipynb"}
+        "https://mybinder.org/v2/gh/example-org/resnet-book/main?urlpath=lab/tree/book/good.ipynb",
+    }
     assert not any("colab" in link for link in _links(page))
     source = page.read_text()
     assert "PACKAGE_SOURCE" not in source and "importlib" not in source  # the install cell is not on the page
@@ -238,8 +312,9 @@ def test_a_build_with_the_address_has_the_buttons_the_filled_install_cell_and_op
     executed = nbformat.read(build / "executed" / "book" / "good.ipynb", as_version=4)
     assert [c.source for c in executed.cells if INSTALL_TAG in c.metadata.get("tags", [])] == [INSTALL_CELL]
     # description and Open Graph, escaped, with absolute addresses
-    description = ("The map x \u21a6 x + g(x) with \u2016g\u2016 &lt; 1 is a residual layer &amp; this chapter "
-                   "draws one line.")
+    description = (
+        "The map x \u21a6 x + g(x) with \u2016g\u2016 &lt; 1 is a residual layer &amp; this chapter draws one line."
+    )
     assert f'<meta name="description" content="{description}" />' in source
     assert f'<meta property="og:description" content="{description}" />' in source
     assert '<meta property="og:title" content="Good" />' in source
@@ -255,7 +330,8 @@ def test_a_build_without_an_address_has_no_buttons_and_says_so_in_one_line(tmp_p
     out = capsys.readouterr().out
     assert [line for line in out.splitlines() if "repository" in line and line.startswith("[book]")] == [
         "[book] no repository address (BOOK_REPOSITORY_URL unset, not on GitHub Actions, no GitHub remote "
-        "'origin'): built without repository, issue, edit and launch buttons"]
+        "'origin'): built without repository, issue, edit and launch buttons"
+    ]
     for name in ("intro", "good"):
         page = build / "html" / "book" / f"{name}.html"
         assert not {link for link in _links(page) if "github.com" in link or "mybinder" in link}, name
@@ -264,9 +340,14 @@ def test_a_build_without_an_address_has_no_buttons_and_says_so_in_one_line(tmp_p
     assert [c.source for c in download.cells if INSTALL_TAG in c.metadata.get("tags", [])] == [INSTALL_CELL]
 
 
-@pytest.mark.parametrize("name, value", [("BOOK_REPOSITORY_URL", 'https://github.com/o/r"><script>x</script>'),
-                                         ("BOOK_REPOSITORY_BRANCH", "main; rm -rf /"),
-                                         ("BOOK_SITE_URL", "https://o.github.io/r/<x>")])
+@pytest.mark.parametrize(
+    "name, value",
+    [
+        ("BOOK_REPOSITORY_URL", 'https://github.com/o/r"><script>x</script>'),
+        ("BOOK_REPOSITORY_BRANCH", "main; rm -rf /"),
+        ("BOOK_SITE_URL", "https://o.github.io/r/<x>"),
+    ],
+)
 def test_a_malformed_address_is_refused_before_anything_runs(tmp_path, clean_env, capsys, name, value):
     clean_env.setenv("BOOK_REPOSITORY_URL", "https://github.com/o/r")
     clean_env.setenv(name, value)
@@ -298,12 +379,14 @@ def test_binder_installs_the_cpu_torch_the_lock_and_the_package_and_writes_the_n
     (bin_dir / "jupytext").symlink_to(Path(sys.executable).parent / "jupytext")
     env = dict(os.environ, PATH=f"{bin_dir}:/usr/bin:/bin")
     subprocess.run(["bash", "binder/postBuild"], cwd=repo, env=env, check=True, capture_output=True, text=True)
-    torch_pin = next(line for line in (ROOT / "requirements.lock").read_text().splitlines()
-                     if line.startswith("torch=="))
+    torch_pin = next(
+        line for line in (ROOT / "requirements.lock").read_text().splitlines() if line.startswith("torch==")
+    )
     assert log.read_text().splitlines() == [
         f"-m pip install --no-cache-dir --index-url https://download.pytorch.org/whl/cpu {torch_pin}+cpu",
         "-m pip install --no-cache-dir -r requirements.lock",
-        "-m pip install --no-cache-dir --no-deps --no-build-isolation -e ."]
+        "-m pip install --no-cache-dir --no-deps --no-build-isolation -e .",
+    ]
     for entry in toc_files(ROOT):
         nb = nbformat.read(repo / f"{entry}.ipynb", as_version=4)
         if entry.split("/")[-1] in REVIEWS:
@@ -330,9 +413,11 @@ def test_descriptions_are_cut_at_a_sentence_or_a_word():
 def test_the_description_is_the_first_paragraph_of_prose():
     from docutils.core import publish_doctree
 
-    doctree = publish_doctree("Title\n=====\n\n.. note::\n\n   A note that is long enough to be taken for the "
-                              "description, but is an admonition.\n\nShort.\n\nThe first real paragraph of "
-                              "prose, long enough to describe the page.\n")
+    doctree = publish_doctree(
+        "Title\n=====\n\n.. note::\n\n   A note that is long enough to be taken for the "
+        "description, but is an admonition.\n\nShort.\n\nThe first real paragraph of "
+        "prose, long enough to describe the page.\n"
+    )
     assert page_description(doctree) == "The first real paragraph of prose, long enough to describe the page."
 
 

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 import sympy as sp
 import torch
-from hypothesis import example, given, settings, strategies as st
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from resnet_theory import checks
 from resnet_theory import shamir as S
@@ -93,7 +94,7 @@ def _grid_minimum(eps, penalty, radius, box=3.0, n=801):
     W, V = np.meshgrid(g, g)
     F = S.landscape_value(eps, penalty, W, V)
     if radius is not None:
-        F = np.where(W ** 2 + V ** 2 <= radius ** 2, F, np.inf)
+        F = np.where(W**2 + V**2 <= radius**2, F, np.inf)
     return float(F.min())
 
 
@@ -217,8 +218,7 @@ def test_theorem_2_holds_on_random_instances(seed, loss):
 
 def test_theorem_1_adversarial_search_stays_above_one():
     inst = S.random_theorem_instance(5, "squared")
-    res = S.theorem_1_adversarial(inst["X"], inst["y"], inst["f_theta"], inst["w_star"], inst["w"], inst["V"],
-                                  steps=60)
+    res = S.theorem_1_adversarial(inst["X"], inst["y"], inst["f_theta"], inst["w_star"], inst["w"], inst["V"], steps=60)
     start = S.theorem_1_sides(inst["X"], inst["y"], inst["w"], inst["V"], inst["f_theta"], inst["w_star"])
     assert res["ratio"] >= 1.0
     assert res["ratio"] <= start["lhs"] / start["rhs"] + 1e-12
@@ -325,8 +325,12 @@ def test_corollary_1_on_verified_minima(i):
 def test_corollary_1_survey_rows():
     rows = S.corollary_1_survey(4, seed=0)
     assert [r["loss"] for r in rows] == ["squared", "logistic"] * 2
-    assert {r["status"] for r in rows} <= {"local minimum", "no minimum attained", "not stationary",
-                                         "negative curvature"}
+    assert {r["status"] for r in rows} <= {
+        "local minimum",
+        "no minimum attained",
+        "not stationary",
+        "negative curvature",
+    }
     assert rows[3]["status"] == "no minimum attained"  # instance 20003, the separable one
 
 
@@ -337,8 +341,7 @@ def test_infimum_linear_objective():
     assert S.infimum_linear_objective(X, y) == pytest.approx(0.5 * np.mean((X @ w - y) ** 2))
     logit = S.random_theorem_instance(1, "logistic")
     best = S.best_linear_predictor(logit["X"], logit["y"], "logistic")
-    g = checks.autograd_gradient(lambda u: S.loss_values(logit["X"] @ u, logit["y"], "logistic").mean(),
-                                 best["w"])
+    g = checks.autograd_gradient(lambda u: S.loss_values(logit["X"] @ u, logit["y"], "logistic").mean(), best["w"])
     assert np.linalg.norm(g) < 1e-10
     assert S.infimum_linear_objective(logit["X"], logit["y"], "logistic") == pytest.approx(best["value"])
 
@@ -352,8 +355,9 @@ def test_theorem_1_rhs_along_matches_the_sides_and_can_exceed_them():
     gains = []
     for i in range(10):
         a = S.random_theorem_instance(2 * i, S.LOSSES[i % 2])
-        r = S.theorem_1_rhs_along(a["X"], a["y"], a["w"], a["V"], a["f_theta"], a["w_star"],
-                                  np.linspace(0.05, 1, 20), a["loss"])
+        r = S.theorem_1_rhs_along(
+            a["X"], a["y"], a["w"], a["V"], a["f_theta"], a["w_star"], np.linspace(0.05, 1, 20), a["loss"]
+        )
         if r[-1] > 0:
             gains.append(r.max() / r[-1])
     assert max(gains) > 1  # the best linear predictor does not always maximise the right side
@@ -386,12 +390,12 @@ def test_theorem_2_curvature_relative_to_the_hessian():
 def test_landscape_linear_optimum_against_a_grid():
     for penalty, radius in ((0.0, None), (0.25, None), (0.0, 0.5), (1.0, 0.3), (0.1, 2.0)):
         w = np.union1d(np.linspace(-6, 6, 240_001), [-(radius or 0), radius or 0])  # boundary exactly
-        f = 0.5 * (w - 1) ** 2 + 0.5 * penalty * w ** 2
+        f = 0.5 * (w - 1) ** 2 + 0.5 * penalty * w**2
         if radius is not None:
             f = np.where(np.abs(w) <= radius, f, np.inf)
         assert S.landscape_linear_optimum(penalty, radius) == pytest.approx(f.min(), abs=1e-9)
         # v = 0 in the landscape itself gives the same linear objective, for any eps
-        assert S.landscape_value(0.7, penalty, 0.3, 0.0) == pytest.approx(0.5 * 0.7 ** 2 + 0.045 * penalty)
+        assert S.landscape_value(0.7, penalty, 0.3, 0.0) == pytest.approx(0.5 * 0.7**2 + 0.045 * penalty)
 
 
 def test_landscape_sweep_finds_the_spurious_minima_and_none_without_penalty():
@@ -412,11 +416,17 @@ def test_bernoulli_kl_is_the_excess_risk():
     a = torch.tensor([-1.0, 0.0, 0.7, 2.0], dtype=torch.float64)
     p = torch.tensor([0.5, 0.0, -0.3, 2.0], dtype=torch.float64)
     q = torch.sigmoid(a)
-    direct = [float(qi * S.loss_values(pi[None], torch.ones(1, dtype=torch.float64), "logistic")
-                    + (1 - qi) * S.loss_values(pi[None], -torch.ones(1, dtype=torch.float64), "logistic"))
-              for qi, pi in zip(q, p)]
-    best = [float(qi) * math.log1p(math.exp(-float(ai)))
-            + (1 - float(qi)) * math.log1p(math.exp(float(ai))) for qi, ai in zip(q, a)]
+    direct = [
+        float(
+            qi * S.loss_values(pi[None], torch.ones(1, dtype=torch.float64), "logistic")
+            + (1 - qi) * S.loss_values(pi[None], -torch.ones(1, dtype=torch.float64), "logistic")
+        )
+        for qi, pi in zip(q, p)
+    ]
+    best = [
+        float(qi) * math.log1p(math.exp(-float(ai))) + (1 - float(qi)) * math.log1p(math.exp(float(ai)))
+        for qi, ai in zip(q, a)
+    ]
     kl = S.bernoulli_kl(a, p).numpy()
     assert np.allclose(kl, np.array(direct) - np.array(best), rtol=1e-12, atol=1e-15)
     assert np.all(kl >= 0) and kl[1] == 0 and kl[3] == 0
@@ -424,7 +434,7 @@ def test_bernoulli_kl_is_the_excess_risk():
 
 def test_rate_exponents_recover_a_power_law():
     H = 2 ** np.arange(3, 13)
-    gaps = np.vstack([3 * H ** -0.5, 0.1 * H ** -0.25, 2 * H ** -1.0])
+    gaps = np.vstack([3 * H**-0.5, 0.1 * H**-0.25, 2 * H**-1.0])
     assert np.allclose(S.rate_exponents(H, gaps, 64), [-0.5, -0.25, -1.0])
 
 
@@ -459,13 +469,17 @@ def test_no_skip_objective_is_the_features_only_predictor():
     assert der["value"] == pytest.approx(float(torch.nn.functional.softplus(-y * p).mean()), rel=1e-12)
     # gradient and Hessian against central finite differences of that value
     z0 = np.concatenate([w, V.ravel()])
-    value = lambda z: S.objective_derivatives(X, y, z[:3], z[3:].reshape(3, 3), f, "logistic",  # noqa: E731
-                                              skip=False)["value"]
+
+    def value(z):
+        return S.objective_derivatives(X, y, z[:3], z[3:].reshape(3, 3), f, "logistic", skip=False)["value"]
+
     h = 1e-6
     fd = np.array([(value(z0 + h * e) - value(z0 - h * e)) / (2 * h) for e in np.eye(len(z0))])
     assert np.allclose(der["gradient"], fd, rtol=1e-5, atol=1e-9)
-    grad = lambda z: S.objective_derivatives(X, y, z[:3], z[3:].reshape(3, 3), f, "logistic",  # noqa: E731
-                                             skip=False)["gradient"]
+
+    def grad(z):
+        return S.objective_derivatives(X, y, z[:3], z[3:].reshape(3, 3), f, "logistic", skip=False)["gradient"]
+
     fd_h = np.array([(grad(z0 + h * e) - grad(z0 - h * e)) / (2 * h) for e in np.eye(len(z0))])
     assert np.allclose(der["hessian"], fd_h, rtol=1e-4, atol=1e-7)
     # with the skip the value differs (the skip adds w^T x)
@@ -514,8 +528,9 @@ def test_approximate_stationary_points_on_a_residual_path():
     inst = S.random_theorem_instance(20_000, "squared")
     m = S.minimize_residual_objective(inst["X"], inst["y"], inst["f_theta"], "squared", seed=0)
     levels = (1e-2, 1e-4, 1e-8)
-    q = S.approximate_stationary_points(inst["X"], inst["y"], inst["f_theta"], m["path"], "squared",
-                                        bound=10.0, eps_levels=levels)
+    q = S.approximate_stationary_points(
+        inst["X"], inst["y"], inst["f_theta"], m["path"], "squared", bound=10.0, eps_levels=levels
+    )
     counts = [q["count"][e] for e in levels]
     assert counts == sorted(counts, reverse=True) and counts[-1] >= 1 and q["mu2"] > 0
     # the excess is F minus the best linear value on the ball (least squares lies inside it here)
@@ -525,18 +540,20 @@ def test_approximate_stationary_points_on_a_residual_path():
     assert np.allclose(q["excess"], q["value"] - q["linear_value"])
     assert q["scale"] == pytest.approx(float((inst["y"] ** 2).mean() / 2) - q["linear_value"], rel=1e-12)
     for e in levels:
-        assert q["worst_excess"][e] <= (e + e ** 0.25) * q["scale"]
+        assert q["worst_excess"][e] <= (e + e**0.25) * q["scale"]
     # mu2 is a lower estimate: the Hessian's change between two points of the path
-    tiny = S.approximate_stationary_points(inst["X"], inst["y"], inst["f_theta"], m["path"], "squared",
-                                           bound=1e-3, eps_levels=levels)
+    tiny = S.approximate_stationary_points(
+        inst["X"], inst["y"], inst["f_theta"], m["path"], "squared", bound=1e-3, eps_levels=levels
+    )
     assert len(tiny["value"]) == 0 and tiny["worst_excess"][1e-2] == -math.inf
 
 
 def test_approximate_stationary_points_without_the_skip_exceed_the_tolerance():
     inst = S.random_theorem_instance(20_003, "logistic")
     m = S.minimize_residual_objective(inst["X"], inst["y"], inst["f_theta"], "logistic", seed=3, skip=False)
-    q = S.approximate_stationary_points(inst["X"], inst["y"], inst["f_theta"], m["path"], "logistic",
-                                        bound=10.0, eps_levels=(1e-8,), skip=False)
+    q = S.approximate_stationary_points(
+        inst["X"], inst["y"], inst["f_theta"], m["path"], "logistic", bound=10.0, eps_levels=(1e-8,), skip=False
+    )
     assert q["count"][1e-8] >= 1 and q["worst_excess"][1e-8] > (1e-8 + 1e-2) * q["scale"]
 
 
@@ -550,8 +567,7 @@ def test_logistic_loss_spans_bG_on_the_ball():
 
 def test_theorem_4_bound_fails_on_a_ball_that_excludes_u_star():
     inside = S.theorem_4_rates(1024, 2, seed=3)
-    b_in = S.theorem_4_bound(inside["horizons"], inside["radius"], inside["lipschitz"],
-                             inside["loss_range"], 0.05)
+    b_in = S.theorem_4_bound(inside["horizons"], inside["radius"], inside["lipschitz"], inside["loss_range"], 0.05)
     assert np.all(inside["gap"] <= b_in)
     with pytest.raises(ValueError, match="comparator_outside"):
         S.theorem_4_rates(64, 2, radius=0.05)
@@ -574,17 +590,34 @@ def test_a_step_that_stops_shrinking_leaves_a_larger_gap():
 BAD_CONTROLS = [
     (ValueError, lambda: S.theorem_4_rates(64, 2, plateau_after=0)),
     (TypeError, lambda: S.theorem_4_rates(64, 2, plateau_after=1.5)),
-    (TypeError, lambda: S.objective_derivatives(_inst()["X"], _inst()["y"], _inst()["w"], _inst()["V"],
-                                                _inst()["f_theta"], skip="no")),
-    (TypeError, lambda: S.residual_class_separates(np.ones((2, 1)), np.array([-1.0, 1.0]), lambda x: x,
-                                                   skip=0)),
-    (ValueError, lambda: S.approximate_stationary_points(_inst()["X"], _inst()["y"], _inst()["f_theta"], [],
-                                                         bound=1.0)),
-    (ValueError, lambda: S.approximate_stationary_points(_inst()["X"], _inst()["y"], _inst()["f_theta"],
-                                                         [(_inst()["w"], _inst()["V"])], bound=0.0)),
-    (ValueError, lambda: S.approximate_stationary_points(_inst()["X"], _inst()["y"], _inst()["f_theta"],
-                                                         [(_inst()["w"], _inst()["V"])], bound=1.0,
-                                                         eps_levels=(-1e-3,))),
+    (
+        TypeError,
+        lambda: S.objective_derivatives(
+            _inst()["X"], _inst()["y"], _inst()["w"], _inst()["V"], _inst()["f_theta"], skip="no"
+        ),
+    ),
+    (TypeError, lambda: S.residual_class_separates(np.ones((2, 1)), np.array([-1.0, 1.0]), lambda x: x, skip=0)),
+    (
+        ValueError,
+        lambda: S.approximate_stationary_points(_inst()["X"], _inst()["y"], _inst()["f_theta"], [], bound=1.0),
+    ),
+    (
+        ValueError,
+        lambda: S.approximate_stationary_points(
+            _inst()["X"], _inst()["y"], _inst()["f_theta"], [(_inst()["w"], _inst()["V"])], bound=0.0
+        ),
+    ),
+    (
+        ValueError,
+        lambda: S.approximate_stationary_points(
+            _inst()["X"],
+            _inst()["y"],
+            _inst()["f_theta"],
+            [(_inst()["w"], _inst()["V"])],
+            bound=1.0,
+            eps_levels=(-1e-3,),
+        ),
+    ),
     (ValueError, lambda: S.theorem_4_rates(64, 2, radius=1.0, comparator_outside="yes")),
 ]
 
@@ -623,16 +656,24 @@ def test_output_skip_net_is_linear_in_w_and_v():
         model.w.mul_(2)
         model.v.mul_(2)
         assert torch.allclose(model(X), 2 * p1)
-        assert torch.allclose(p1, X @ torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64)
-                              + model.f_theta(X) @ torch.tensor([0.5, -1.0], dtype=torch.float64))
+        assert torch.allclose(
+            p1,
+            X @ torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64)
+            + model.f_theta(X) @ torch.tensor([0.5, -1.0], dtype=torch.float64),
+        )
     res = S.ResidualNet(3, 2, 8, 2, seed=0)
     assert torch.allclose(res(X), torch.zeros(7, dtype=torch.float64))
 
 
-@pytest.mark.parametrize("delta,error,message", [(0.0, ValueError, "delta must be > 0"),
-                                                   (1.0, ValueError, "delta must be < 1"),
-                                                   (float("nan"), ValueError, "delta must be a finite number"),
-                                                   ("0.05", TypeError, "delta must be a real number")])
+@pytest.mark.parametrize(
+    "delta,error,message",
+    [
+        (0.0, ValueError, "delta must be > 0"),
+        (1.0, ValueError, "delta must be < 1"),
+        (float("nan"), ValueError, "delta must be a finite number"),
+        ("0.05", TypeError, "delta must be a real number"),
+    ],
+)
 def test_theorem_4_bound_refuses_a_confidence_outside_the_open_unit_interval(delta, error, message):
     with pytest.raises(error, match=message):
         S.theorem_4_bound([1, 2], 1.0, 1.0, 1.0, delta)
@@ -703,24 +744,41 @@ BAD = [
     (TypeError, lambda: S.residual_predictions(np.ones((4, 3)), np.ones(3), np.ones((3, 3)), "not callable")),
     (ValueError, lambda: S.residual_predictions(np.ones((4, 3)), np.ones(3), np.ones((3, 3)), lambda x: x[:2])),
     (ValueError, lambda: S.residual_objective(np.ones((4, 3)), np.ones(5), np.ones(3), np.ones((3, 3)), lambda x: x)),
-    (ValueError, lambda: S.residual_objective(np.ones((4, 3)), np.ones(4), np.ones(3), np.ones((3, 3)), lambda x: x,
-                                              loss="hinge")),
-    (ValueError, lambda: S.residual_objective(np.ones((4, 3)), np.zeros(4), np.ones(3), np.ones((3, 3)), lambda x: x,
-                                              loss="logistic")),
+    (
+        ValueError,
+        lambda: S.residual_objective(
+            np.ones((4, 3)), np.ones(4), np.ones(3), np.ones((3, 3)), lambda x: x, loss="hinge"
+        ),
+    ),
+    (
+        ValueError,
+        lambda: S.residual_objective(
+            np.ones((4, 3)), np.zeros(4), np.ones(3), np.ones((3, 3)), lambda x: x, loss="logistic"
+        ),
+    ),
     (ValueError, lambda: S.linear_objective(np.ones((4, 3)), np.ones(4), np.ones(2))),
     (ValueError, lambda: S.best_linear_predictor(np.ones((4, 3)), np.ones(4), radius=-1.0)),
     (ValueError, lambda: S.best_linear_predictor(np.array([[1.0], [-1.0]]), np.array([1.0, -1.0]), "logistic")),
     (ValueError, lambda: S.best_linear_predictor(np.zeros((0, 3)), np.zeros(0))),
     (TypeError, lambda: S.loss_values(np.ones(3), np.ones(3), "squared")),
     (ValueError, lambda: S.loss_values(torch.ones(3), torch.ones(2), "squared")),
-    (ValueError, lambda: S.theorem_1_sides(_inst()["X"], _inst()["y"], np.zeros(3), _inst()["V"], _inst()["f_theta"],
-                                           _inst()["w_star"])),
-    (ValueError, lambda: S.theorem_1_sides(_inst()["X"], _inst()["y"], _inst()["w"], _inst()["V"], _inst()["f_theta"],
-                                           np.ones(2))),
-    (ValueError, lambda: S.theorem_2_sides(_inst()["X"], _inst()["y"], _inst()["V"], _inst()["f_theta"],
-                                           np.zeros(3))),
-    (ValueError, lambda: S.objective_derivatives(_inst()["X"], _inst()["y"], _inst()["w"], np.ones((2, 3)),
-                                                 _inst()["f_theta"])),
+    (
+        ValueError,
+        lambda: S.theorem_1_sides(
+            _inst()["X"], _inst()["y"], np.zeros(3), _inst()["V"], _inst()["f_theta"], _inst()["w_star"]
+        ),
+    ),
+    (
+        ValueError,
+        lambda: S.theorem_1_sides(
+            _inst()["X"], _inst()["y"], _inst()["w"], _inst()["V"], _inst()["f_theta"], np.ones(2)
+        ),
+    ),
+    (ValueError, lambda: S.theorem_2_sides(_inst()["X"], _inst()["y"], _inst()["V"], _inst()["f_theta"], np.zeros(3))),
+    (
+        ValueError,
+        lambda: S.objective_derivatives(_inst()["X"], _inst()["y"], _inst()["w"], np.ones((2, 3)), _inst()["f_theta"]),
+    ),
     (ValueError, lambda: S.random_theorem_instance(-1)),
     (ValueError, lambda: S.random_theorem_instance(0, "hinge")),
     (ValueError, lambda: S.random_theorem_instance(0, n=0)),
@@ -733,17 +791,27 @@ BAD = [
     (ValueError, lambda: S.LogisticLinearSource([1.0, 1.0]).sample(0)),
     (TypeError, lambda: S.projected_sgd(torch.nn.Linear(2, 1), S.LogisticLinearSource([1.0, 1.0]), 5, 1.0, 1.0)),
     (TypeError, lambda: S.projected_sgd(S.OutputSkipNet(2, 1, 4, 2), "source", 5, 1.0, 1.0)),
-    (ValueError, lambda: S.projected_sgd(S.OutputSkipNet(2, 1, 4, 2), S.LogisticLinearSource([1.0, 1.0]), 5, -1.0,
-                                         1.0)),
-    (ValueError, lambda: S.projected_sgd(S.OutputSkipNet(2, 1, 4, 2), S.LogisticLinearSource([1.0, 1.0]), 5, 1.0,
-                                         1.0, X_test=np.ones((3, 2)))),
+    (
+        ValueError,
+        lambda: S.projected_sgd(S.OutputSkipNet(2, 1, 4, 2), S.LogisticLinearSource([1.0, 1.0]), 5, -1.0, 1.0),
+    ),
+    (
+        ValueError,
+        lambda: S.projected_sgd(
+            S.OutputSkipNet(2, 1, 4, 2), S.LogisticLinearSource([1.0, 1.0]), 5, 1.0, 1.0, X_test=np.ones((3, 2))
+        ),
+    ),
     (ValueError, lambda: S.theorem_4_bound([0, 1], 1.0, 1.0, 1.0, 0.05)),
     (ValueError, lambda: S.theorem_4_bound([1, 2], 1.0, 1.0, 1.0, 1.5)),
     (ValueError, lambda: S.theorem_4_bound([1, 2], 1.0, -1.0, 1.0, 0.5)),
     (ValueError, lambda: S.average_regret(np.ones((3, 2)), np.ones(3), np.ones(2), 1.0, [1])),
     (ValueError, lambda: S.average_regret(np.ones((3, 2)), np.ones(3), np.ones(3), 1.0, [4])),
-    (ValueError, lambda: S.theorem_1_adversarial(_inst()["X"], _inst()["y"], _inst()["f_theta"], _inst()["w_star"],
-                                                 _inst()["w"], _inst()["V"], steps=0)),
+    (
+        ValueError,
+        lambda: S.theorem_1_adversarial(
+            _inst()["X"], _inst()["y"], _inst()["f_theta"], _inst()["w_star"], _inst()["w"], _inst()["V"], steps=0
+        ),
+    ),
     (ValueError, lambda: S.minimize_residual_objective(_inst()["X"], _inst()["y"], _inst()["f_theta"], seed=-1)),
     (ValueError, lambda: S.survey_theorems(0)),
     (ValueError, lambda: S.survey_theorems(2, losses="squared")),
@@ -751,12 +819,22 @@ BAD = [
     (ValueError, lambda: S.theorem_4_experiment(8, 1)),
     (ValueError, lambda: S.theorem_4_experiment(64, 0)),
     (ValueError, lambda: S.theorem_4_experiment(64, 1, radius=-2.0)),
-    (ValueError, lambda: S.verify_local_minimum(_inst()["X"], _inst()["y"], _inst()["w"], _inst()["V"],
-                                                _inst()["f_theta"], rtol_gradient=0.0)),
-    (TypeError, lambda: S.verify_local_minimum(_inst()["X"], _inst()["y"], _inst()["w"], _inst()["V"],
-                                               _inst()["f_theta"], rtol_escape="small")),
-    (ValueError, lambda: S.verify_local_minimum(_inst()["X"], _inst()["y"], _inst()["w"], np.ones((2, 3)),
-                                                _inst()["f_theta"])),
+    (
+        ValueError,
+        lambda: S.verify_local_minimum(
+            _inst()["X"], _inst()["y"], _inst()["w"], _inst()["V"], _inst()["f_theta"], rtol_gradient=0.0
+        ),
+    ),
+    (
+        TypeError,
+        lambda: S.verify_local_minimum(
+            _inst()["X"], _inst()["y"], _inst()["w"], _inst()["V"], _inst()["f_theta"], rtol_escape="small"
+        ),
+    ),
+    (
+        ValueError,
+        lambda: S.verify_local_minimum(_inst()["X"], _inst()["y"], _inst()["w"], np.ones((2, 3)), _inst()["f_theta"]),
+    ),
     (ValueError, lambda: S.residual_class_separates(np.ones((2, 1)), np.array([0.0, 1.0]), lambda x: x)),
     (ValueError, lambda: S.infimum_linear_objective(np.ones((2, 1)), np.ones(2), "hinge")),
     (ValueError, lambda: S.corollary_1_survey(0)),
@@ -769,12 +847,22 @@ BAD = [
     (ValueError, lambda: S.landscape_sweep(1.0, penalties=(-0.1,))),
     (ValueError, lambda: S.landscape_sweep(1.0, radii=(0.0,))),
     (ValueError, lambda: S.landscape_sweep(1.0, radii=(1.0,), n_starts=2)),
-    (ValueError, lambda: S.theorem_1_rhs_along(_inst()["X"], _inst()["y"], np.zeros(3), _inst()["V"],
-                                               _inst()["f_theta"], _inst()["w_star"], [1.0])),
-    (ValueError, lambda: S.theorem_1_rhs_along(_inst()["X"], _inst()["y"], _inst()["w"], _inst()["V"],
-                                               _inst()["f_theta"], _inst()["w_star"], [np.nan])),
-    (ValueError, lambda: S.output_skip_hessian(_inst()["X"], _inst()["y"], np.zeros(3), np.zeros(2),
-                                               _inst()["f_theta"])),
+    (
+        ValueError,
+        lambda: S.theorem_1_rhs_along(
+            _inst()["X"], _inst()["y"], np.zeros(3), _inst()["V"], _inst()["f_theta"], _inst()["w_star"], [1.0]
+        ),
+    ),
+    (
+        ValueError,
+        lambda: S.theorem_1_rhs_along(
+            _inst()["X"], _inst()["y"], _inst()["w"], _inst()["V"], _inst()["f_theta"], _inst()["w_star"], [np.nan]
+        ),
+    ),
+    (
+        ValueError,
+        lambda: S.output_skip_hessian(_inst()["X"], _inst()["y"], np.zeros(3), np.zeros(2), _inst()["f_theta"]),
+    ),
     (TypeError, lambda: S.bernoulli_kl(np.zeros(2), torch.zeros(2))),
     (ValueError, lambda: S.theorem_4_rates(8, 2)),
     (ValueError, lambda: S.theorem_4_rates(64, 0)),

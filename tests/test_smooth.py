@@ -5,7 +5,8 @@ import math
 import numpy as np
 import pytest
 import torch
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from resnet_theory import smooth as S
 from resnet_theory.checks import compare_gradients, compare_hessians, sympy_derivatives
@@ -22,9 +23,15 @@ def _points(n, dim, radius=1.0, seed=123):
 
 # --- the composition equals h ------------------------------------------------------------------------
 @FEW
-@given(name=st.sampled_from(S.EXAMPLE_MAPS), dim=st.integers(1, 4), m=st.integers(1, 6),
-       spacing=st.sampled_from(S.SPACINGS), linear=st.sampled_from(S.LINEAR_METHODS),
-       seed=st.integers(0, 1000), radius=st.sampled_from([0.5, 1.0, 1.5]))
+@given(
+    name=st.sampled_from(S.EXAMPLE_MAPS),
+    dim=st.integers(1, 4),
+    m=st.integers(1, 6),
+    spacing=st.sampled_from(S.SPACINGS),
+    linear=st.sampled_from(S.LINEAR_METHODS),
+    seed=st.integers(0, 1000),
+    radius=st.sampled_from([0.5, 1.0, 1.5]),
+)
 def test_composition_equals_h(name, dim, m, spacing, linear, seed, radius):
     if name == "swirl":
         dim = 2
@@ -60,7 +67,7 @@ def test_factors_are_near_identity_and_get_closer_with_depth():
         z, worst = x, 0.0
         for f in factors:
             z_new = f(z)
-            move = z_new - z          # the last layer also shifts by h(0): compare moves between points
+            move = z_new - z  # the last layer also shifts by h(0): compare moves between points
             worst = max(worst, (move - move[:1]).norm(dim=1).max().item())
             z = z_new
         moves.append(worst)
@@ -94,8 +101,9 @@ def test_lipschitz_maximum_on_the_boundary_is_found():
 def test_lipschitz_ascent_improves_on_sampling_and_stays_below_the_certificate():
     gen = torch.Generator().manual_seed(5)
     block = S.random_residual_blocks(1, 3, 8, 0.7, gen)[0]
-    details = S.lipschitz_constant(lambda x: block(x) - x, 3, 2.0, n_points=64, n_refine=8, refine_steps=40,
-                                   return_details=True)
+    details = S.lipschitz_constant(
+        lambda x: block(x) - x, 3, 2.0, n_points=64, n_refine=8, refine_steps=40, return_details=True
+    )
     assert details.value >= details.sampled
     assert details.value <= S.residual_block_lipschitz_bound(block.W1, block.W2) * (1 + 1e-12)
     assert np.linalg.norm(details.point) <= 2.0 + 1e-12
@@ -123,8 +131,7 @@ def test_rate_uniform_is_one_over_m_and_geometric_is_slower():
     h = S.example_map("swirl", 2, seed=1)
     ms = [4, 8, 16, 32]
     uniform = [S.factor_deviations(h, m, 2, linear="logarithm", n_points=256).max() for m in ms]
-    geometric = [S.factor_deviations(h, m, 2, spacing="geometric", linear="logarithm", n_points=256).max()
-                 for m in ms]
+    geometric = [S.factor_deviations(h, m, 2, spacing="geometric", linear="logarithm", n_points=256).max() for m in ms]
     slope_uniform, _ = fit_power_law(ms, uniform)
     slope_geometric, _ = fit_power_law(ms, geometric)
     assert slope_uniform < -0.9
@@ -156,8 +163,12 @@ def test_equidistributed_scales_do_not_lose_to_uniform():
 
 # --- the linear part ---------------------------------------------------------------------------------
 @FEW
-@given(dim=st.integers(1, 4), depth=st.integers(1, 9), seed=st.integers(0, 10_000),
-       method=st.sampled_from(S.LINEAR_METHODS))
+@given(
+    dim=st.integers(1, 4),
+    depth=st.integers(1, 9),
+    seed=st.integers(0, 10_000),
+    method=st.sampled_from(S.LINEAR_METHODS),
+)
 def test_linear_factorisation_reproduces_R(dim, depth, seed, method):
     rng = np.random.default_rng(seed)
     R = rng.standard_normal((dim, dim))
@@ -189,16 +200,23 @@ def test_fallback_handles_negative_eigenvalues_and_half_turns():
 def test_linear_layers_shrink_like_one_over_depth():
     R = np.array([[0.2, -1.0], [1.5, 0.3]])
     for method in S.LINEAR_METHODS:
-        norms = [np.linalg.norm(S.linear_near_identity_factors(R, m, method)[0], 2, axis=(1, 2)).max()
-                 for m in (8, 16, 32, 64)]
+        norms = [
+            np.linalg.norm(S.linear_near_identity_factors(R, m, method)[0], 2, axis=(1, 2)).max()
+            for m in (8, 16, 32, 64)
+        ]
         slope, _ = fit_power_law([8, 16, 32, 64], norms)
         assert -1.1 < slope < -0.9
 
 
 # --- the functional-gradient bound -------------------------------------------------------------------
 @settings(max_examples=25, deadline=None)
-@given(m=st.integers(1, 6), dim=st.integers(1, 4), eps=st.floats(0.02, 0.95), n_atoms=st.integers(2, 12),
-       seed=st.integers(0, 10_000))
+@given(
+    m=st.integers(1, 6),
+    dim=st.integers(1, 4),
+    eps=st.floats(0.02, 0.95),
+    n_atoms=st.integers(2, 12),
+    seed=st.integers(0, 10_000),
+)
 def test_functional_gradient_bound(m, dim, eps, n_atoms, seed):
     gen = torch.Generator().manual_seed(seed)
     blocks = S.random_residual_blocks(m, dim, 5, eps, gen)
@@ -206,12 +224,11 @@ def test_functional_gradient_bound(m, dim, eps, n_atoms, seed):
         assert S.residual_block_lipschitz_bound(block.W1, block.W2) == pytest.approx(eps, rel=1e-12)
     problem = S.random_empirical_problem(n_atoms, dim, gen)
     fg = S.functional_gradient(blocks, problem)
-    assert fg.excess_risk == pytest.approx(fg.distance ** 2 / 2, rel=1e-9, abs=1e-14)
+    assert fg.excess_risk == pytest.approx(fg.distance**2 / 2, rel=1e-9, abs=1e-14)
     assert np.all(fg.norms >= fg.printed_bound(eps) * (1 - 1e-9))
     assert np.all(fg.norms >= fg.sharper_bounds(eps) * (1 - 1e-9))
     for i in range(1, m + 1):
-        assert np.allclose(S.functional_gradient_closed_form(blocks, problem, i), fg.gradients[i - 1],
-                           atol=1e-12)
+        assert np.allclose(S.functional_gradient_closed_form(blocks, problem, i), fg.gradients[i - 1], atol=1e-12)
 
 
 def test_functional_gradient_three_witnesses():
@@ -220,15 +237,23 @@ def test_functional_gradient_three_witnesses():
     problem = S.random_empirical_problem(5, 2, gen)
     fg = S.functional_gradient(blocks, problem)
     for i in range(3):
+
         def q(flat, i=i):
             deltas = [torch.zeros_like(problem.atoms) for _ in blocks]
             deltas[i] = flat.reshape(problem.atoms.shape)
             return S.empirical_risk(blocks, problem, deltas)
-        report = compare_gradients(q, [np.zeros(10)], closed_form={
-            "closed form": lambda p, i=i: S.functional_gradient_closed_form(blocks, problem, i + 1).ravel()})
+
+        report = compare_gradients(
+            q,
+            [np.zeros(10)],
+            closed_form={
+                "closed form": lambda p, i=i: S.functional_gradient_closed_form(blocks, problem, i + 1).ravel()
+            },
+        )
         assert report.check().holds, report.max_rel_error
-        assert np.allclose(fg.gradients[i].ravel(),
-                           S.functional_gradient_closed_form(blocks, problem, i + 1).ravel(), atol=1e-12)
+        assert np.allclose(
+            fg.gradients[i].ravel(), S.functional_gradient_closed_form(blocks, problem, i + 1).ravel(), atol=1e-12
+        )
 
 
 # --- the negative result in parameter space ---------------------------------------------------------
@@ -241,8 +266,10 @@ def test_sigmoid_saddle_is_critical_not_minimal_and_target_realisable():
     symbols = sp.symbols("V1 V2 W1 W2 b1 b2")
     V, W, b = symbols[0:2], symbols[2:4], symbols[4:6]
     xs, ys = ex.x.numpy(), ex.y.numpy()
-    expr = sum((float(x) + sum(V[k] / (1 + sp.exp(-(W[k] * float(x) + b[k]))) for k in range(2)) - float(y)) ** 2
-               for x, y in zip(xs, ys)) / (2 * len(xs))
+    expr = sum(
+        (float(x) + sum(V[k] / (1 + sp.exp(-(W[k] * float(x) + b[k]))) for k in range(2)) - float(y)) ** 2
+        for x, y in zip(xs, ys)
+    ) / (2 * len(xs))
     sd = sympy_derivatives(expr, symbols, simplify=False)
     grads = compare_gradients(ex.loss, [ex.theta_critical], closed_form={"sympy": sd.gradient})
     assert grads.check().holds
@@ -250,7 +277,7 @@ def test_sigmoid_saddle_is_critical_not_minimal_and_target_realisable():
     hess = compare_hessians(ex.loss, [ex.theta_critical], closed_form={"sympy": sd.hessian})
     assert hess.check().holds
     eig = np.linalg.eigvalsh(sd.hessian(ex.theta_critical))
-    assert eig.min() < -1e-3          # a strict saddle: descent directions exist
+    assert eig.min() < -1e-3  # a strict saddle: descent directions exist
 
 
 # --- bad inputs --------------------------------------------------------------------------------------
@@ -258,8 +285,17 @@ def _good_h(x):
     return x + 0.1 * torch.sin(x)
 
 
-@pytest.mark.parametrize("m,error", [(0, ValueError), (-2, ValueError), (1.5, TypeError), (True, TypeError),
-                                     ("3", TypeError), (np.float64(3.0), TypeError)])
+@pytest.mark.parametrize(
+    "m,error",
+    [
+        (0, ValueError),
+        (-2, ValueError),
+        (1.5, TypeError),
+        (True, TypeError),
+        ("3", TypeError),
+        (np.float64(3.0), TypeError),
+    ],
+)
 def test_near_identity_factors_rejects_bad_m(m, error):
     with pytest.raises(error, match="m must"):
         S.near_identity_factors(_good_h, m, 2)
@@ -282,6 +318,7 @@ def test_newton_tolerance_must_be_positive_and_finite(tol):
 def test_nan_jacobian_is_a_clear_value_error():
     def hole(x):  # sqrt of |x|^2 has an infinite derivative... use a NaN-producing map instead
         return x * torch.sqrt(x[:, :1] - 2.0)
+
     with pytest.raises(ValueError, match="Jacobian is not finite"):
         S.lipschitz_constant(hole, 2, 1.0, n_points=8)
 
@@ -297,7 +334,7 @@ def test_near_identity_factors_rejects_bad_maps():
         S.near_identity_factors(lambda x: x * torch.tensor([1.0, -1.0], dtype=DT), 3, 2)
     # positive at the origin, not on the whole ball: the message names a point away from 0
     with pytest.raises(ValueError, match=r"at the point \[") as info:
-        S.near_identity_factors(lambda x: x - x ** 3, 2, 1, domain_radius=1.0)
+        S.near_identity_factors(lambda x: x - x**3, 2, 1, domain_radius=1.0)
     assert "[0.0]" not in str(info.value)
     with pytest.raises(ValueError, match="domain_radius"):
         S.near_identity_factors(_good_h, 2, 2, domain_radius=-1.0)
@@ -310,9 +347,11 @@ def test_near_identity_factors_rejects_bad_maps():
 
 
 def test_newton_failure_is_reported():
-    h = torch.tanh                          # increasing, but its values never leave (-1, 1)
+    h = torch.tanh  # increasing, but its values never leave (-1, 1)
     factors = S.near_identity_factors(h, 2, 1, domain_radius=0.9)
-    assert abs(S.compose(factors, torch.tensor([[0.5]], dtype=DT)).item() - h(torch.tensor(0.5, dtype=DT)).item()) < 1e-9
+    assert (
+        abs(S.compose(factors, torch.tensor([[0.5]], dtype=DT)).item() - h(torch.tensor(0.5, dtype=DT)).item()) < 1e-9
+    )
     with pytest.raises(S.NewtonConvergenceError, match="did not invert h at the target"):
         factors[1](torch.tensor([[5.0]], dtype=DT))
     with pytest.raises(ValueError, match="2-D"):
@@ -418,8 +457,7 @@ def test_second_derivative_bound_dominates_differences_of_jacobians(name, dim, s
     assert np.all(jump <= h.second_derivative_bound(radius) * (x - y).norm(dim=1).numpy())
 
 
-@pytest.mark.parametrize("name,dim", [("swirl", 2), ("sine-shear", 1), ("sine-shear", 3),
-                                      ("tanh-residual", 2)])
+@pytest.mark.parametrize("name,dim", [("swirl", 2), ("sine-shear", 1), ("sine-shear", 3), ("tanh-residual", 2)])
 @pytest.mark.parametrize("spacing", ["uniform", "geometric"])
 def test_certified_bound_is_finite_and_above_sampled_estimates(name, dim, spacing):
     h = S.example_map(name, dim, seed=3)
@@ -431,8 +469,9 @@ def test_certified_bound_is_finite_and_above_sampled_estimates(name, dim, spacin
 
 
 @FEW
-@given(dim=st.integers(1, 4), seed=st.integers(0, 10_000), scale=st.sampled_from([1e-3, 1.0, 1e3]),
-       rank_drop=st.booleans())
+@given(
+    dim=st.integers(1, 4), seed=st.integers(0, 10_000), scale=st.sampled_from([1e-3, 1.0, 1e3]), rank_drop=st.booleans()
+)
 def test_singular_values_match_lapack(dim, seed, scale, rank_drop):
     M = scale * torch.randn(50, dim, dim, dtype=DT, generator=torch.Generator().manual_seed(seed))
     if rank_drop:  # exactly singular matrices: the smallest value is 0 up to rounding
@@ -451,8 +490,7 @@ def test_singular_values_refuse_non_square_batches():
         S.singular_values(np.eye(2))
 
 
-@pytest.mark.parametrize("name,dim", [("swirl", 2), ("sine-shear", 1), ("sine-shear", 3),
-                                      ("tanh-residual", 4)])
+@pytest.mark.parametrize("name,dim", [("swirl", 2), ("sine-shear", 1), ("sine-shear", 3), ("tanh-residual", 4)])
 @pytest.mark.parametrize("spacing", ["uniform", "geometric"])
 def test_certified_bound_skips_only_cells_that_cannot_attain_the_maximum(name, dim, spacing):
     h = S.example_map(name, dim, seed=5)
@@ -484,6 +522,7 @@ def test_certified_bound_is_exact_for_a_linear_map():
 
     def h(x):
         return x @ M.T + 0.1
+
     for m in (1, 4, 9):
         cert = S.certified_deviations(h, m, 2, linear="logarithm", second_derivative_bound=0.0)
         layers, _ = S.linear_near_identity_factors(M.numpy(), m, "logarithm")
@@ -498,8 +537,7 @@ def test_rate_certificate_holds_at_every_depth_tried(name, dim):
     for m in (2, 5, 17):
         uniform = S.factor_deviations(h, m, dim, linear="logarithm", n_points=128)
         assert uniform.max() <= cert.bound(m) <= cert.constant / m * (1 + 1e-12)
-        geometric = S.factor_deviations(h, m, dim, spacing="geometric", linear="logarithm",
-                                        n_points=128)
+        geometric = S.factor_deviations(h, m, dim, spacing="geometric", linear="logarithm", n_points=128)
         assert geometric.max() <= cert.bound(m, "geometric") <= cert.log_constant * math.log(m) / m
 
 
@@ -523,8 +561,7 @@ def test_aligned_blocks_make_the_depth_factor_tight(m, dim, eps, seed):
     blocks = S.aligned_residual_blocks(m, dim, eps)
     for block in blocks:
         assert S.residual_block_lipschitz_bound(block.W1, block.W2) == pytest.approx(eps, rel=1e-12)
-        assert torch.allclose(block.jacobian(torch.zeros(1, dim, dtype=DT))[0],
-                              (1 - eps) * torch.eye(dim, dtype=DT))
+        assert torch.allclose(block.jacobian(torch.zeros(1, dim, dtype=DT))[0], (1 - eps) * torch.eye(dim, dtype=DT))
     problem = S.random_empirical_problem(6, dim, torch.Generator().manual_seed(seed), atom_scale=1e-3)
     fg = S.functional_gradient(blocks, problem)
     ratio = fg.norms / fg.sharper_bounds(eps)
@@ -555,15 +592,18 @@ def test_new_helpers_reject_bad_inputs():
         S.random_empirical_problem(3, 2, atom_scale=0.0)
 
 
-@pytest.mark.parametrize("spacing, exc, words", [
-    ("random", ValueError, "spacing must be one of 'uniform', 'geometric', got 'random'"),
-    ([0.0, 0.5, 0.5, 1.0], ValueError, "spacing must be increasing; found 0.5 then 0.5 at indices 1 and 2"),
-    ([0.0, 0.5, 1.0], ValueError, r"spacing must have shape \(4,\), got shape \(3,\)"),
-    ([0.1, 0.5, 0.7, 1.0], ValueError, "spacing .* must run from a_0 = 0 to a_m = 1, got 0.1 to 1.0"),
-    ([0.0, 0.5, np.nan, 1.0], ValueError, "spacing contains NaN or inf"),
-    ([0.0, 0.5 + 1j, 0.7, 1.0], TypeError, "spacing must be real, got complex"),   # was truncated silently
-    (["0", "a", "b", "1"], TypeError, "spacing must hold numbers"),
-])
+@pytest.mark.parametrize(
+    "spacing, exc, words",
+    [
+        ("random", ValueError, "spacing must be one of 'uniform', 'geometric', got 'random'"),
+        ([0.0, 0.5, 0.5, 1.0], ValueError, "spacing must be increasing; found 0.5 then 0.5 at indices 1 and 2"),
+        ([0.0, 0.5, 1.0], ValueError, r"spacing must have shape \(4,\), got shape \(3,\)"),
+        ([0.1, 0.5, 0.7, 1.0], ValueError, "spacing .* must run from a_0 = 0 to a_m = 1, got 0.1 to 1.0"),
+        ([0.0, 0.5, np.nan, 1.0], ValueError, "spacing contains NaN or inf"),
+        ([0.0, 0.5 + 1j, 0.7, 1.0], TypeError, "spacing must be real, got complex"),  # was truncated silently
+        (["0", "a", "b", "1"], TypeError, "spacing must hold numbers"),
+    ],
+)
 def test_scale_schedule_follows_the_validation_rule(spacing, exc, words):
     with pytest.raises(exc, match=words):
         S.scale_schedule(3, spacing)
@@ -576,18 +616,25 @@ def test_ruled_out_maps_are_normalised_and_break_the_hypotheses():
         h = S.ruled_out_map(name)
         assert torch.allclose(h(origin), origin)
         assert torch.allclose(S.batch_jacobian(h, origin)[0], torch.eye(2, dtype=DT), atol=1e-15)
-        S.check_positive_orientation(h, 2)      # det h' >= 0, so the construction accepts it
+        S.check_positive_orientation(h, 2)  # det h' >= 0, so the construction accepts it
     holder = S.ruled_out_map("holder")
-    quotients = [float(torch.linalg.matrix_norm(S.batch_jacobian(holder, torch.tensor([[r, 0.0]], dtype=DT))[0]
-                                                - torch.eye(2, dtype=DT), ord=2)) / r for r in (1e-2, 1e-4, 1e-6)]
+    quotients = [
+        float(
+            torch.linalg.matrix_norm(
+                S.batch_jacobian(holder, torch.tensor([[r, 0.0]], dtype=DT))[0] - torch.eye(2, dtype=DT), ord=2
+            )
+        )
+        / r
+        for r in (1e-2, 1e-4, 1e-6)
+    ]
     # ||h'(x) - I|| = 0.9 |x|^(1/2): the quotient by |x| grows like |x|^(-1/2), so h' is not Lipschitz
-    assert quotients == pytest.approx([0.9 * r ** -0.5 for r in (1e-2, 1e-4, 1e-6)], rel=1e-9)
+    assert quotients == pytest.approx([0.9 * r**-0.5 for r in (1e-2, 1e-4, 1e-6)], rel=1e-9)
     assert holder.second_derivative_bound(1.0) == math.inf
     cusp = S.ruled_out_map("cusp")
     J = S.batch_jacobian(cusp, torch.tensor([[0.6, 0.3]], dtype=DT))[0]
-    assert float(S.singular_values(J[None])[0, -1]) < 1e-12      # g'(0.6) = 0: h^-1 is not Lipschitz
+    assert float(S.singular_values(J[None])[0, -1]) < 1e-12  # g'(0.6) = 0: h^-1 is not Lipschitz
     t = torch.linspace(-1, 1, 401, dtype=DT)[:, None]
-    assert torch.all(torch.diff(cusp(torch.cat([t, 0 * t], 1))[:, 0]) > 0)   # still injective
+    assert torch.all(torch.diff(cusp(torch.cat([t, 0 * t], 1))[:, 0]) > 0)  # still injective
 
 
 def test_ruled_out_map_rejects_bad_inputs():
@@ -622,7 +669,7 @@ def test_representation_evidence_finds_no_certificate_for_ruled_out_maps():
     assert np.all(holder.exact_errors < 1e-12)
     cusp = S.representation_evidence(S.ruled_out_map("cusp"), 2, ms, n_points=64, certify_points=2000)
     assert cusp.constant == math.inf and "singular" in cusp.reason
-    assert np.all(cusp.eps > 1)          # no layer set near the identity
+    assert np.all(cusp.eps > 1)  # no layer set near the identity
 
 
 def test_representation_evidence_rejects_bad_inputs():
@@ -639,11 +686,11 @@ def test_representation_evidence_rejects_bad_inputs():
 def test_gradient_bound_instances_hold_inside_and_fail_outside_the_theorem():
     gen = torch.Generator().manual_seed(5)
     inside = S.gradient_bound_instances(150, gen)
-    assert np.all(inside.ratios >= 2 * (1 - 1e-12))      # our derivation: a factor 2 to spare
+    assert np.all(inside.ratios >= 2 * (1 - 1e-12))  # our derivation: a factor 2 to spare
     assert np.all((inside.eps > 0.02) & (inside.eps < 0.95)) and set(inside.depths) <= set(range(1, 9))
     outside = S.gradient_bound_instances(600, gen, eps_range=(1.0, 2.0), depths=(3, 5, 7))
     assert set(outside.depths) <= {3, 5, 7} and np.all(outside.eps > 1)
-    assert np.any(outside.ratios < 1)                     # eps > 1: the printed bound fails somewhere
+    assert np.any(outside.ratios < 1)  # eps > 1: the printed bound fails somewhere
 
 
 def test_gradient_bound_instances_reject_bad_inputs():
@@ -676,8 +723,9 @@ def test_saddle_needs_exactly_symmetric_data():
     ex = S.sigmoid_saddle_example()
     x = ex.x.clone()
     x[0] += 1e-3
-    moved = S.SigmoidSaddle(x, S.SigmoidSaddle.network(torch.as_tensor(ex.theta_star), x), ex.theta_star,
-                            ex.theta_critical)
+    moved = S.SigmoidSaddle(
+        x, S.SigmoidSaddle.network(torch.as_tensor(ex.theta_star), x), ex.theta_star, ex.theta_critical
+    )
     g = torch.func.grad(moved.loss)(torch.as_tensor(ex.theta_critical))
     assert float(g.norm()) > 1e-6 and float(moved.loss(ex.theta_star)) < 1e-30
 
@@ -693,12 +741,14 @@ def test_sigmoid_local_minimum_is_strict_suboptimal_and_near_identity(deviation)
     assert float(ex.loss(theta)) > 1e-3 * float(ex.loss(np.concatenate([[0.0, 0.0], theta[2:]])))
     symbols = sp.symbols("V1 V2 W1 W2 b1 b2")
     V, W, b = symbols[0:2], symbols[2:4], symbols[4:6]
-    expr = sum((float(x) + sum(V[k] / (1 + sp.exp(-(W[k] * float(x) + b[k]))) for k in range(2)) - float(y)) ** 2
-               for x, y in zip(ex.x.numpy(), ex.y.numpy())) / (2 * len(ex.x))
+    expr = sum(
+        (float(x) + sum(V[k] / (1 + sp.exp(-(W[k] * float(x) + b[k]))) for k in range(2)) - float(y)) ** 2
+        for x, y in zip(ex.x.numpy(), ex.y.numpy())
+    ) / (2 * len(ex.x))
     sd = sympy_derivatives(expr, symbols, simplify=False)
     scale = np.array([ex.output_scale] * 2 + [1.0] * 4)
     assert np.linalg.norm(sd.gradient(theta)) < 1e-14
-    eig = np.linalg.eigvalsh(sd.hessian(theta) * np.outer(scale, scale)) / ex.output_scale ** 2
+    eig = np.linalg.eigvalsh(sd.hessian(theta) * np.outer(scale, scale)) / ex.output_scale**2
     # in (V/s, W, b) the Hessian is s^2 times the unscaled one: the same positive spectrum at every scale
     assert eig.min() > 1e-5 and eig.max() == pytest.approx(0.854, rel=1e-2)
     # the scaled problem's minimiser is the unscaled one with V -> s V
@@ -721,8 +771,9 @@ def test_sigmoid_helpers_reject_bad_inputs():
         S.sigmoid_saddle_example().as_map([0.0] * 5)
 
 
-@pytest.mark.parametrize("name,dim", [("swirl", 2), ("sine-shear", 1), ("sine-shear", 3), ("tanh-residual", 4),
-                                      ("holder", 2), ("cusp", 2)])
+@pytest.mark.parametrize(
+    "name,dim", [("swirl", 2), ("sine-shear", 1), ("sine-shear", 3), ("tanh-residual", 4), ("holder", 2), ("cusp", 2)]
+)
 def test_sympy_map_is_an_exact_witness_of_the_jacobian(name, dim):
     h = S.ruled_out_map(name) if name in S.RULED_OUT_MAPS else S.example_map(name, dim, seed=7)
     components, symbols = S.sympy_map(h)

@@ -10,8 +10,8 @@ import errno
 import json
 import math
 import os
-import shutil
 import pickle
+import shutil
 import signal
 import subprocess
 import sys
@@ -24,14 +24,26 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from conftest import bad_int_options, one_line_error
 
 from resnet_theory.engine import allconv, data, train
 from resnet_theory.engine.train import ConfigError, TrainConfig, TrainingDiverged
 
+from conftest import bad_int_options, one_line_error
+
 ROOT = Path(__file__).resolve().parents[1]
-TINY = dict(dataset="digits", stem_channels=4, widths=(4, 8), blocks_per_stage=1, batch_size=32, lr=0.05,
-            lr_milestones=(1000,), eval_every=0, log_every=5, checkpoint_every=0, progress=False)
+TINY = dict(
+    dataset="digits",
+    stem_channels=4,
+    widths=(4, 8),
+    blocks_per_stage=1,
+    batch_size=32,
+    lr=0.05,
+    lr_milestones=(1000,),
+    eval_every=0,
+    log_every=5,
+    checkpoint_every=0,
+    progress=False,
+)
 
 
 def tiny(**changes) -> TrainConfig:
@@ -73,8 +85,14 @@ def test_defaults_are_the_papers_recipe():
     c = TrainConfig()
     assert (c.dataset, c.batch_size, c.lr, c.momentum, c.weight_decay) == ("cifar10", 128, 0.05, 0.9, 1e-4)
     assert c.lr_milestones == (30_000, 50_000) and c.lr_gamma == 0.1
-    assert (c.widths, c.blocks_per_stage, c.stem_channels, c.init, c.skip, c.trainable_head) == \
-        ((64, 128, 256), 9, 16, "small", True, False)
+    assert (c.widths, c.blocks_per_stage, c.stem_channels, c.init, c.skip, c.trainable_head) == (
+        (64, 128, 256),
+        9,
+        16,
+        "small",
+        True,
+        False,
+    )
     assert c.augmentation == (True, 4, True)
     assert c.compile is False  # torch.compile only when asked
     expected = {0: 0.05, 29_999: 0.05, 30_000: 0.005, 49_999: 0.005, 50_000: 0.0005, 63_999: 0.0005}
@@ -82,19 +100,23 @@ def test_defaults_are_the_papers_recipe():
         assert math.isclose(train.learning_rate(c, step), lr, rel_tol=1e-12)
 
 
-@given(milestones=st.lists(st.integers(1, 500), min_size=0, max_size=4, unique=True).map(sorted),
-       gamma=st.floats(0.01, 0.99), step=st.integers(0, 600))
+@given(
+    milestones=st.lists(st.integers(1, 500), min_size=0, max_size=4, unique=True).map(sorted),
+    gamma=st.floats(0.01, 0.99),
+    step=st.integers(0, 600),
+)
 def test_learning_rate_is_piecewise_constant(milestones, gamma, step):
     c = TrainConfig(lr=0.3, lr_milestones=tuple(milestones), lr_gamma=gamma)
     passed = sum(step >= m for m in milestones)
-    assert math.isclose(train.learning_rate(c, step), 0.3 * gamma ** passed, rel_tol=1e-12)
+    assert math.isclose(train.learning_rate(c, step), 0.3 * gamma**passed, rel_tol=1e-12)
     assert train.learning_rate(c, step + 1) <= train.learning_rate(c, step)
 
 
 @pytest.mark.parametrize("trainable_head", [False, True])
 def test_weight_decay_only_on_conv_weights(trainable_head):
-    model = allconv.AllConvResNet(in_channels=1, stem_channels=4, widths=(4, 8), blocks_per_stage=2,
-                                  trainable_head=trainable_head)
+    model = allconv.AllConvResNet(
+        in_channels=1, stem_channels=4, widths=(4, 8), blocks_per_stage=2, trainable_head=trainable_head
+    )
     decay, *rest = train.parameter_groups(model, 1e-4)
     conv_weights = {id(p) for p in allconv.conv_weight_parameters(model)}
     assert {id(p) for p in decay["params"]} == conv_weights and decay["weight_decay"] == 1e-4
@@ -106,52 +128,58 @@ def test_weight_decay_only_on_conv_weights(trainable_head):
 
 
 # --- bad configurations ----------------------------------------------------------------------------------
-@pytest.mark.parametrize("changes, words", [
-    (dict(dataset="mnist"), "dataset must be one of 'cifar10', 'cifar100', 'digits', got 'mnist'"),
-    (dict(steps=0), "steps must be a positive integer (at least 1), got 0"),
-    (dict(batch_size=0), "batch_size must be a positive integer (at least 1), got 0"),
-    (dict(lr=-0.1), "lr must be > 0.0, got -0.1"),
-    (dict(lr=float("nan")), "lr must be a finite number, got nan"),
-    (dict(momentum=1.0), "momentum must be < 1.0, got 1.0"),
-    (dict(momentum=-0.1), "momentum must be >= 0.0, got -0.1"),
-    (dict(weight_decay=-1.0), "weight_decay must be >= 0.0, got -1.0"),
-    (dict(lr_milestones=(50, 10)), "lr_milestones must be increasing; found 50 then 10"),
-    (dict(lr_milestones=(10, 10)), "lr_milestones must be increasing; found 10 then 10"),
-    (dict(lr_milestones=(0,)), "lr_milestones[0] must be a positive integer (at least 1), got 0"),
-    (dict(init="xavier"), "init must be one of 'small', 'standard', 'printed-standard', got 'xavier'"),
-    (dict(widths=()), "widths must be one or more positive integers"),
-    (dict(widths=(4, 0)), "widths[1] must be a positive integer (at least 1), got 0"),
-    (dict(kernel_size=4), "kernel_size must be odd"),
-    (dict(eval_every=-1), "eval_every must be a non-negative integer (at least 0), got -1"),
-    (dict(augment_pad=-1), "augment_pad must be a non-negative integer (at least 0), got -1"),
-    (dict(max_loss=0.0), "max_loss must be > 0.0, got 0.0"),
-    (dict(on_divergence="ignore"), "on_divergence must be one of 'raise', 'stop', got 'ignore'"),
-    (dict(resume=True), "resume=True needs out_dir"),
-    (dict(device="tpu"), "device must be 'auto', 'cpu' or a CUDA device"),
-    (dict(batch_size=5000), "smaller than one batch of 5000"),
-    (dict(precision="fp8"), "precision must be one of 'auto', 'bf16', 'fp16', 'float32', got 'fp8'"),
-    (dict(device="cuda:x"), "device must be 'auto', 'cpu' or a CUDA device"),
-])
+@pytest.mark.parametrize(
+    "changes, words",
+    [
+        (dict(dataset="mnist"), "dataset must be one of 'cifar10', 'cifar100', 'digits', got 'mnist'"),
+        (dict(steps=0), "steps must be a positive integer (at least 1), got 0"),
+        (dict(batch_size=0), "batch_size must be a positive integer (at least 1), got 0"),
+        (dict(lr=-0.1), "lr must be > 0.0, got -0.1"),
+        (dict(lr=float("nan")), "lr must be a finite number, got nan"),
+        (dict(momentum=1.0), "momentum must be < 1.0, got 1.0"),
+        (dict(momentum=-0.1), "momentum must be >= 0.0, got -0.1"),
+        (dict(weight_decay=-1.0), "weight_decay must be >= 0.0, got -1.0"),
+        (dict(lr_milestones=(50, 10)), "lr_milestones must be increasing; found 50 then 10"),
+        (dict(lr_milestones=(10, 10)), "lr_milestones must be increasing; found 10 then 10"),
+        (dict(lr_milestones=(0,)), "lr_milestones[0] must be a positive integer (at least 1), got 0"),
+        (dict(init="xavier"), "init must be one of 'small', 'standard', 'printed-standard', got 'xavier'"),
+        (dict(widths=()), "widths must be one or more positive integers"),
+        (dict(widths=(4, 0)), "widths[1] must be a positive integer (at least 1), got 0"),
+        (dict(kernel_size=4), "kernel_size must be odd"),
+        (dict(eval_every=-1), "eval_every must be a non-negative integer (at least 0), got -1"),
+        (dict(augment_pad=-1), "augment_pad must be a non-negative integer (at least 0), got -1"),
+        (dict(max_loss=0.0), "max_loss must be > 0.0, got 0.0"),
+        (dict(on_divergence="ignore"), "on_divergence must be one of 'raise', 'stop', got 'ignore'"),
+        (dict(resume=True), "resume=True needs out_dir"),
+        (dict(device="tpu"), "device must be 'auto', 'cpu' or a CUDA device"),
+        (dict(batch_size=5000), "smaller than one batch of 5000"),
+        (dict(precision="fp8"), "precision must be one of 'auto', 'bf16', 'fp16', 'float32', got 'fp8'"),
+        (dict(device="cuda:x"), "device must be 'auto', 'cpu' or a CUDA device"),
+    ],
+)
 def test_bad_configurations_fail_clearly(changes, words):
     with pytest.raises(ConfigError) as info:
         train.train(tiny(**changes))
     assert words in str(info.value)
 
 
-@pytest.mark.parametrize("changes, words", [
-    (dict(steps=2.5), "steps must be a positive integer, got 2.5 (float)"),
-    (dict(seed=1.0), "seed must be a non-negative integer, got 1.0"),
-    (dict(augment_pad=True), "augment_pad must be a non-negative integer, got True"),
-    (dict(widths=(4, 8.0)), "widths[1] must be a positive integer, got 8.0"),
-    (dict(widths=8), "widths must be a tuple of positive integers, got 8"),
-    (dict(lr="0.1"), "lr must be a real number, got '0.1'"),
-    (dict(lr=0.1 + 0j), "lr must be a real number, not complex"),
-    (dict(augment_flip="False"), "augment_flip must be True or False, got 'False'"),
-    (dict(init=3), "init must be one of 'small', 'standard', 'printed-standard', got 3"),
-    (dict(out_dir=5), "out_dir must be a path"),
-    (dict(precision=16), "precision must be one of 'auto', 'bf16', 'fp16', 'float32', got 16"),
-    (dict(deterministic="yes"), "deterministic must be True or False"),
-])
+@pytest.mark.parametrize(
+    "changes, words",
+    [
+        (dict(steps=2.5), "steps must be a positive integer, got 2.5 (float)"),
+        (dict(seed=1.0), "seed must be a non-negative integer, got 1.0"),
+        (dict(augment_pad=True), "augment_pad must be a non-negative integer, got True"),
+        (dict(widths=(4, 8.0)), "widths[1] must be a positive integer, got 8.0"),
+        (dict(widths=8), "widths must be a tuple of positive integers, got 8"),
+        (dict(lr="0.1"), "lr must be a real number, got '0.1'"),
+        (dict(lr=0.1 + 0j), "lr must be a real number, not complex"),
+        (dict(augment_flip="False"), "augment_flip must be True or False, got 'False'"),
+        (dict(init=3), "init must be one of 'small', 'standard', 'printed-standard', got 3"),
+        (dict(out_dir=5), "out_dir must be a path"),
+        (dict(precision=16), "precision must be one of 'auto', 'bf16', 'fp16', 'float32', got 16"),
+        (dict(deterministic="yes"), "deterministic must be True or False"),
+    ],
+)
 def test_wrong_types_are_type_errors_and_config_errors(changes, words):
     # the one rule: a wrong type is a TypeError (it was a ValueError), still a ConfigError for the CLI
     with pytest.raises(TypeError) as info:
@@ -160,12 +188,19 @@ def test_wrong_types_are_type_errors_and_config_errors(changes, words):
 
 
 def test_numpy_scalars_are_accepted_and_stored_as_python_numbers():
-    config = tiny(steps=np.int64(3), lr=np.float32(0.25), widths=[np.int64(4), 8], lr_milestones=[np.int32(2)],
-                  momentum=np.float64(0.5), augment=np.True_, seed=np.uint8(1))
+    config = tiny(
+        steps=np.int64(3),
+        lr=np.float32(0.25),
+        widths=[np.int64(4), 8],
+        lr_milestones=[np.int32(2)],
+        momentum=np.float64(0.5),
+        augment=np.True_,
+        seed=np.uint8(1),
+    )
     config.validate()
     assert (type(config.steps), type(config.lr), type(config.augment), type(config.seed)) == (int, float, bool, int)
     assert config.widths == (4, 8) and type(config.widths[0]) is int and config.lr_milestones == (2,)
-    json.dumps(config.to_dict())        # the configuration goes to the metrics file and the checkpoint
+    json.dumps(config.to_dict())  # the configuration goes to the metrics file and the checkpoint
 
 
 def test_uneven_split_between_processes_is_refused():
@@ -228,7 +263,7 @@ def test_training_learns_and_records_everything(tmp_path):
     assert ckpt["optimizer"]["state"], "momentum buffers are saved"
     assert_bitwise_equal(ckpt["model"], result.model.state_dict())
     assert sorted(p.name for p in tmp_path.iterdir()) == ["checkpoint.prev.pt", "checkpoint.pt", "metrics.jsonl"]
-    assert load_ckpt(tmp_path / "checkpoint.prev.pt")["step"] == 80   # the one before is kept
+    assert load_ckpt(tmp_path / "checkpoint.prev.pt")["step"] == 80  # the one before is kept
 
 
 def test_save_checkpoint_is_atomic(tmp_path):
@@ -242,8 +277,13 @@ def test_save_checkpoint_is_atomic(tmp_path):
 
 
 @settings(max_examples=25, deadline=None)
-@given(n=st.integers(4, 40), batch=st.integers(1, 6), augment=st.booleans(), taken=st.integers(0, 30),
-       seed=st.integers(0, 2**31))
+@given(
+    n=st.integers(4, 40),
+    batch=st.integers(1, 6),
+    augment=st.booleans(),
+    taken=st.integers(0, 30),
+    seed=st.integers(0, 2**31),
+)
 def test_batch_stream_resumes_where_it_stopped(n, batch, augment, taken, seed):
     if n < batch:
         return
@@ -277,10 +317,19 @@ def test_sigkill_mid_run_then_resume_gives_bitwise_the_same_weights(tmp_path):
     config = tiny(steps=400, checkpoint_every=20, log_every=20, augment=True)
     command = [sys.executable, "-m", "resnet_theory.engine.train"]
     whole_dir, killed_dir = tmp_path / "whole", tmp_path / "killed"
-    whole = subprocess.Popen(command + cli_args(replace(config, out_dir=str(whole_dir))), env=one_thread_env(),
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    victim = subprocess.Popen(command + cli_args(replace(config, out_dir=str(killed_dir))), env=one_thread_env(),
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    whole = subprocess.Popen(
+        command + cli_args(replace(config, out_dir=str(whole_dir))),
+        env=one_thread_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    victim = subprocess.Popen(
+        command + cli_args(replace(config, out_dir=str(killed_dir))),
+        env=one_thread_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     checkpoint = killed_dir / "checkpoint.pt"
     deadline = time.monotonic() + 120
     while not checkpoint.exists() and victim.poll() is None and time.monotonic() < deadline:
@@ -292,25 +341,42 @@ def test_sigkill_mid_run_then_resume_gives_bitwise_the_same_weights(tmp_path):
     assert 0 < killed_at < config.steps
     out, err = whole.communicate(timeout=300)
     assert whole.returncode == 0, err
-    resume = subprocess.run(command + cli_args(replace(config, out_dir=str(killed_dir), resume=True)),
-                            env=one_thread_env(), capture_output=True, text=True, timeout=300)
+    resume = subprocess.run(
+        command + cli_args(replace(config, out_dir=str(killed_dir), resume=True)),
+        env=one_thread_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert resume.returncode == 0, resume.stderr
     a, b = load_ckpt(whole_dir / "checkpoint.pt"), load_ckpt(checkpoint)
     assert a["step"] == b["step"] == config.steps
     assert_bitwise_equal(a["model"], b["model"])
     for pa, pb in zip(a["optimizer"]["state"].values(), b["optimizer"]["state"].values()):
         assert torch.equal(pa["momentum_buffer"], pb["momentum_buffer"])
-    assert json.loads(out.splitlines()[-1])["test_accuracy"] == json.loads(resume.stdout.splitlines()[-1])["test_accuracy"]
-    steps = [json.loads(line)["step"] for line in (killed_dir / "metrics.jsonl").read_text().splitlines()
-             if json.loads(line)["kind"] == "train"]
+    assert (
+        json.loads(out.splitlines()[-1])["test_accuracy"] == json.loads(resume.stdout.splitlines()[-1])["test_accuracy"]
+    )
+    steps = [
+        json.loads(line)["step"]
+        for line in (killed_dir / "metrics.jsonl").read_text().splitlines()
+        if json.loads(line)["kind"] == "train"
+    ]
     assert steps == sorted(set(steps)), "records after the checkpoint were dropped on resume, not duplicated"
 
 
 # --- the divergence guard ------------------------------------------------------------------------------
 def test_diverging_run_stops_and_keeps_last_good_checkpoint(tmp_path):
     # The learning rate jumps from 0.05 to 5e7 at step 20: the loss blows up right after.
-    config = tiny(steps=60, lr_milestones=(20,), lr_gamma=1e9, checkpoint_every=10, log_every=5,
-                  init="standard", out_dir=str(tmp_path))
+    config = tiny(
+        steps=60,
+        lr_milestones=(20,),
+        lr_gamma=1e9,
+        checkpoint_every=10,
+        log_every=5,
+        init="standard",
+        out_dir=str(tmp_path),
+    )
     with pytest.raises(TrainingDiverged) as info:
         train.train(config)
     message = str(info.value)
@@ -346,8 +412,15 @@ def test_nan_loss_is_caught(tmp_path):
 # --- several processes ------------------------------------------------------------------------------------
 def test_two_processes_with_torchrun_match_one_process(tmp_path):
     config = tiny(steps=24, batch_size=32, augment=True, eval_every=12, checkpoint_every=12)
-    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
-               "-m", "resnet_theory.engine.train"] + cli_args(replace(config, out_dir=str(tmp_path / "ddp")))
+    command = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc_per_node=2",
+        "-m",
+        "resnet_theory.engine.train",
+    ] + cli_args(replace(config, out_dir=str(tmp_path / "ddp")))
     proc = subprocess.run(command, env=one_thread_env(), capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     torch.set_num_threads(1)
@@ -371,8 +444,9 @@ def test_two_processes_with_torchrun_match_one_process(tmp_path):
 def test_seed_runs_and_their_summary():
     runs = train.train_seeds(tiny(steps=10, init="standard"), [3, 4])
     assert [r.config.seed for r in runs] == [3, 4] and not any(r.diverged for r in runs)
-    assert runs[0].final_test_accuracy != runs[1].final_test_accuracy or \
-        not torch.equal(runs[0].model.stem.weight, runs[1].model.stem.weight)
+    assert runs[0].final_test_accuracy != runs[1].final_test_accuracy or not torch.equal(
+        runs[0].model.stem.weight, runs[1].model.stem.weight
+    )
     blown = train.train_seeds(tiny(steps=20, lr_milestones=(5,), lr_gamma=1e9, init="standard"), [0])
     assert blown[0].diverged and train.scored_accuracy(blown[0]) == 0.1  # chance for ten classes
     summary = train.summarise_runs(runs + blown)
@@ -387,45 +461,63 @@ def test_seed_runs_and_their_summary():
 
 
 # --- the command line: every option with its real type, one line and status 2 for a bad value -----------------
-@pytest.mark.parametrize("argv, words", bad_int_options({
-    "--steps": 1, "--batch-size": 1, "--stem-channels": 1, "--blocks-per-stage": 1, "--kernel-size": 1,
-    "--eval-batch-size": 1, "--log-every": 1, "--augment-pad": 0, "--seed": 0, "--eval-every": 0,
-    "--checkpoint-every": 0}) + [
-    (["--widths", "16,8"], "widths must not decrease from stem_channels (16)"),
-    (["--widths", "20000"], "needs about"),
-    (["--widths", "a,b"], "argument --widths: expected an integer, got 'a'"),
-    (["--widths", ","], "argument --widths: expected comma-separated integers"),
-    (["--out-dir", "README.md"], "out_dir README.md exists and is not a folder"),
-    (["--augment-flip", "False"], "unrecognized arguments: False"),
-    (["--steps", "ten"], "argument --steps: expected an integer, got 'ten'"),
-    (["--batch-size", "2.5"], "argument --batch-size: expected an integer"),
-    (["--lr", "nan"], "argument --lr: expected a finite number"),
-    (["--lr", "-1"], "lr must be > 0.0, got -1.0"),
-    (["--momentum", "x"], "argument --momentum: expected a number"),
-    (["--max-loss", "inf"], "argument --max-loss: expected a finite number"),
-    (["--lr-milestones", "50,10"], "lr_milestones must be increasing"),
-    (["--eval-every", "-5"], "argument --eval-every: must be an integer >= 0"),
-    (["--checkpoint-every", "x"], "argument --checkpoint-every: expected an integer"),
-    (["--init", "xavier"], "init must be one of 'small', 'standard', 'printed-standard', got 'xavier'"),
-    (["--on-divergence", "ignore"], "on_divergence must be one of 'raise', 'stop', got 'ignore'"),
-    (["--device", "tpu"], "device must be 'auto', 'cpu' or a CUDA device"),
-    (["--dataset", "mnist"], "dataset must be one of 'cifar10', 'cifar100', 'digits', got 'mnist'"),
-    (["--kernel-size", "4"], "kernel_size must be odd"),
-    (["--skip", "yes"], "unrecognized arguments: yes"),
-    (["--resume"], "resume=True needs out_dir"),
-])
+@pytest.mark.parametrize(
+    "argv, words",
+    bad_int_options(
+        {
+            "--steps": 1,
+            "--batch-size": 1,
+            "--stem-channels": 1,
+            "--blocks-per-stage": 1,
+            "--kernel-size": 1,
+            "--eval-batch-size": 1,
+            "--log-every": 1,
+            "--augment-pad": 0,
+            "--seed": 0,
+            "--eval-every": 0,
+            "--checkpoint-every": 0,
+        }
+    )
+    + [
+        (["--widths", "16,8"], "widths must not decrease from stem_channels (16)"),
+        (["--widths", "20000"], "needs about"),
+        (["--widths", "a,b"], "argument --widths: expected an integer, got 'a'"),
+        (["--widths", ","], "argument --widths: expected comma-separated integers"),
+        (["--out-dir", "README.md"], "out_dir README.md exists and is not a folder"),
+        (["--augment-flip", "False"], "unrecognized arguments: False"),
+        (["--steps", "ten"], "argument --steps: expected an integer, got 'ten'"),
+        (["--batch-size", "2.5"], "argument --batch-size: expected an integer"),
+        (["--lr", "nan"], "argument --lr: expected a finite number"),
+        (["--lr", "-1"], "lr must be > 0.0, got -1.0"),
+        (["--momentum", "x"], "argument --momentum: expected a number"),
+        (["--max-loss", "inf"], "argument --max-loss: expected a finite number"),
+        (["--lr-milestones", "50,10"], "lr_milestones must be increasing"),
+        (["--eval-every", "-5"], "argument --eval-every: must be an integer >= 0"),
+        (["--checkpoint-every", "x"], "argument --checkpoint-every: expected an integer"),
+        (["--init", "xavier"], "init must be one of 'small', 'standard', 'printed-standard', got 'xavier'"),
+        (["--on-divergence", "ignore"], "on_divergence must be one of 'raise', 'stop', got 'ignore'"),
+        (["--device", "tpu"], "device must be 'auto', 'cpu' or a CUDA device"),
+        (["--dataset", "mnist"], "dataset must be one of 'cifar10', 'cifar100', 'digits', got 'mnist'"),
+        (["--kernel-size", "4"], "kernel_size must be odd"),
+        (["--skip", "yes"], "unrecognized arguments: yes"),
+        (["--resume"], "resume=True needs out_dir"),
+    ],
+)
 def test_cli_refuses_every_bad_value_in_one_line_with_status_2(capsys, argv, words):
     err = one_line_error(capsys, train.main, ["--dataset", "digits", "--no-progress", *argv])
     assert words in err, err
 
 
-@pytest.mark.parametrize("argv, expected", [
-    ([], (False, 1, False)),
-    (["--augment"], (True, 1, False)),
-    (["--augment", "--augment-pad", "1"], (True, 1, False)),
-    (["--augment", "--augment-pad", "2", "--augment-flip"], (True, 2, True)),
-    (["--augment", "--no-augment-flip"], (True, 1, False)),
-])
+@pytest.mark.parametrize(
+    "argv, expected",
+    [
+        ([], (False, 1, False)),
+        (["--augment"], (True, 1, False)),
+        (["--augment", "--augment-pad", "1"], (True, 1, False)),
+        (["--augment", "--augment-pad", "2", "--augment-flip"], (True, 2, True)),
+        (["--augment", "--no-augment-flip"], (True, 1, False)),
+    ],
+)
 def test_cli_parses_augmentation_with_real_types(argv, expected):
     args = train._parser().parse_args(["--dataset", "digits", *argv])
     config = TrainConfig(**vars(args))
@@ -434,17 +526,55 @@ def test_cli_parses_augmentation_with_real_types(argv, expected):
 
 
 def test_cli_parses_every_typed_option():
-    args = train._parser().parse_args(["--widths", "4,8", "--lr-milestones", "", "--seed", "3", "--lr", "0.1",
-                                       "--max-loss", "5", "--no-skip", "--trainable-head", "--steps", "7"])
+    args = train._parser().parse_args(
+        [
+            "--widths",
+            "4,8",
+            "--lr-milestones",
+            "",
+            "--seed",
+            "3",
+            "--lr",
+            "0.1",
+            "--max-loss",
+            "5",
+            "--no-skip",
+            "--trainable-head",
+            "--steps",
+            "7",
+        ]
+    )
     assert args.widths == (4, 8) and args.lr_milestones == () and args.seed == 3 and args.lr == 0.1
     assert args.max_loss == 5.0 and args.skip is False and args.trainable_head is True and args.steps == 7
     assert train._parser().parse_args([]).augment_flip is None
 
 
 def test_cli_accepts_augment_pad_1_and_trains(tmp_path, capsys):
-    code = train.main(["--dataset", "digits", "--stem-channels", "4", "--widths", "4", "--blocks-per-stage", "1",
-                       "--steps", "2", "--log-every", "1", "--eval-every", "0", "--augment", "--augment-pad", "1",
-                       "--no-augment-flip", "--no-progress", "--eval-batch-size", "500"])
+    code = train.main(
+        [
+            "--dataset",
+            "digits",
+            "--stem-channels",
+            "4",
+            "--widths",
+            "4",
+            "--blocks-per-stage",
+            "1",
+            "--steps",
+            "2",
+            "--log-every",
+            "1",
+            "--eval-every",
+            "0",
+            "--augment",
+            "--augment-pad",
+            "1",
+            "--no-augment-flip",
+            "--no-progress",
+            "--eval-batch-size",
+            "500",
+        ]
+    )
     captured = capsys.readouterr()
     assert code == 0, captured.err
     assert json.loads(captured.out.splitlines()[-1])["steps"] == 2
@@ -469,9 +599,12 @@ def run_copy(two_checkpoints, tmp_path) -> tuple[TrainConfig, Path]:
     return replace(two_checkpoints, out_dir=str(out)), out
 
 
-DAMAGE = {"truncate": lambda data: data[: len(data) // 2], "empty": lambda data: b"",
-          "random": lambda data: os.urandom(len(data)),
-          "flip": lambda data: data[:-10] + bytes(b ^ 1 for b in data[-10:])}
+DAMAGE = {
+    "truncate": lambda data: data[: len(data) // 2],
+    "empty": lambda data: b"",
+    "random": lambda data: os.urandom(len(data)),
+    "flip": lambda data: data[:-10] + bytes(b ^ 1 for b in data[-10:]),
+}
 
 
 @pytest.mark.parametrize("damage", sorted(DAMAGE))
@@ -494,11 +627,11 @@ def test_a_damaged_current_checkpoint_is_overwritten_not_kept_as_the_previous_on
     path = tmp_path / "checkpoint.pt"
     for step in (1, 2):
         train.save_checkpoint(path, {"step": step})
-    path.write_bytes(path.read_bytes()[:-5])                       # step 2 damaged
+    path.write_bytes(path.read_bytes()[:-5])  # step 2 damaged
     train.save_checkpoint(path, {"step": 3})
     assert load_ckpt(path)["step"] == 3
     assert load_ckpt(tmp_path / "checkpoint.prev.pt")["step"] == 1  # the good one stays the fallback
-    train.save_checkpoint(path, {"step": 4})                        # and an intact one rotates as before
+    train.save_checkpoint(path, {"step": 4})  # and an intact one rotates as before
     assert load_ckpt(tmp_path / "checkpoint.prev.pt")["step"] == 3
 
 
@@ -517,12 +650,12 @@ def test_leftovers_of_a_killed_run_are_cleaned_on_the_next_start(run_copy):
     for p in leftovers:
         p.write_bytes(b"half a file")
     with open(out / "metrics.jsonl", "a") as fh:
-        fh.write('{"kind": "train", "step": 3, "lo')      # a record cut short by the kill
+        fh.write('{"kind": "train", "step": 3, "lo')  # a record cut short by the kill
     result = train.train(replace(base, resume=True))
     assert not [p for p in leftovers if p.exists()]
     records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     assert [r["kind"] for r in records] == ["start", "train", "train", "eval", "resume", "eval", "end"]
-    assert all(r["step"] <= 2 for r in records) and result.steps_done == 2       # the cut record is gone
+    assert all(r["step"] <= 2 for r in records) and result.steps_done == 2  # the cut record is gone
 
 
 def _enospc(*args, **kwargs):
@@ -537,11 +670,17 @@ def test_full_disk_at_start_is_reported_in_one_line(tmp_path, capsys, monkeypatc
     assert str(tmp_path / "out") in err and "no space left" in err
 
 
-@pytest.mark.parametrize("code,text,words", [(errno.EROFS, "Read-only file system", "the file system is read-only"),
-                                             (errno.EACCES, "Permission denied", "permission denied")])
+@pytest.mark.parametrize(
+    "code,text,words",
+    [
+        (errno.EROFS, "Read-only file system", "the file system is read-only"),
+        (errno.EACCES, "Permission denied", "permission denied"),
+    ],
+)
 def test_read_only_output_folder_is_reported_in_one_line(tmp_path, capsys, monkeypatch, code, text, words):
     def read_only(*args, **kwargs):
         raise OSError(code, text)
+
     monkeypatch.setattr(train, "_write_file", read_only)
     exit_code = train.main(cli_args(tiny(steps=5, out_dir=str(tmp_path))))
     err = capsys.readouterr().err
@@ -556,9 +695,10 @@ def test_full_disk_during_a_run_names_the_folder_and_keeps_the_last_good_checkpo
 
     def fill_up(path, data):
         writes.append(path.name)
-        if len([w for w in writes if w.startswith(".checkpoint")]) > 2:   # the third checkpoint hits a full disk
+        if len([w for w in writes if w.startswith(".checkpoint")]) > 2:  # the third checkpoint hits a full disk
             _enospc()
         real_write(path, data)
+
     monkeypatch.setattr(train, "_write_file", fill_up)
     with pytest.raises(train.OutputError) as info:
         train.train(config)
@@ -571,15 +711,17 @@ def test_full_disk_during_a_run_names_the_folder_and_keeps_the_last_good_checkpo
 
 
 def test_full_disk_while_writing_the_metrics_names_the_folder_and_keeps_the_last_good_checkpoint(
-        tmp_path, monkeypatch, capsys):
+    tmp_path, monkeypatch, capsys
+):
     config = tiny(steps=3, checkpoint_every=1, log_every=1, out_dir=str(tmp_path))
     real_append = train._append_file
 
     def fill_up(path, text):
-        if '"kind": "train", "step": 3' in text:     # the disk fills up in the middle of step 3's record
+        if '"kind": "train", "step": 3' in text:  # the disk fills up in the middle of step 3's record
             real_append(path, text[: len(text) // 2])
             _enospc()
         real_append(path, text)
+
     monkeypatch.setattr(train, "_append_file", fill_up)
     err = one_line_error(capsys, train.main, cli_args(config), code=1)
     assert f"cannot write the metrics in {tmp_path}: no space left on the device" in err, err
@@ -588,7 +730,7 @@ def test_full_disk_while_writing_the_metrics_names_the_folder_and_keeps_the_last
     assert load_ckpt(tmp_path / "checkpoint.prev.pt")["step"] == 1
     records = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]  # no half record
     assert [r["step"] for r in records if r["kind"] == "train"] == [1, 2]
-    monkeypatch.undo()                                  # room again: resume from the kept checkpoint and finish
+    monkeypatch.undo()  # room again: resume from the kept checkpoint and finish
     result = train.train(replace(config, resume=True))
     assert [r["step"] for r in result.history if r["kind"] == "resume"] == [2] and result.steps_done == 3
     records = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
@@ -653,8 +795,10 @@ def test_fp16_resume_is_bitwise_and_keeps_the_gradient_scaler(tmp_path):
     resumed = train.train(replace(base, out_dir=str(tmp_path / "split"), resume=True))
     assert [r["precision"] for r in resumed.history if r["kind"] == "resume"] == ["fp16"]
     assert_bitwise_equal(whole.model.state_dict(), resumed.model.state_dict())
-    assert load_ckpt(tmp_path / "whole" / "checkpoint.pt")["grad_scaler"] == \
-        load_ckpt(tmp_path / "split" / "checkpoint.pt")["grad_scaler"]
+    assert (
+        load_ckpt(tmp_path / "whole" / "checkpoint.pt")["grad_scaler"]
+        == load_ckpt(tmp_path / "split" / "checkpoint.pt")["grad_scaler"]
+    )
     assert load_ckpt(tmp_path / "whole" / "checkpoint.pt")["config"]["precision"] == "fp16"
 
 
@@ -666,17 +810,29 @@ def test_a_float32_run_cannot_be_resumed_in_another_precision(tmp_path):
 
 def test_one_process_under_torchrun_uses_ddp_and_matches_a_plain_run(tmp_path):
     config = tiny(steps=12, augment=True, eval_every=6, checkpoint_every=6)
-    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=1",
-               "-m", "resnet_theory.engine.train"] + cli_args(replace(config, out_dir=str(tmp_path / "ddp")))
+    command = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc_per_node=1",
+        "-m",
+        "resnet_theory.engine.train",
+    ] + cli_args(replace(config, out_dir=str(tmp_path / "ddp")))
     proc = subprocess.run(command, env=one_thread_env(), capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     records = [json.loads(line) for line in (tmp_path / "ddp" / "metrics.jsonl").read_text().splitlines()]
     assert records[0]["world_size"] == 1 and records[0]["distributed"] == "gloo"
-    plain = subprocess.run([sys.executable, "-m", "resnet_theory.engine.train"]
-                           + cli_args(replace(config, out_dir=str(tmp_path / "plain"))),
-                           env=one_thread_env(), capture_output=True, text=True, timeout=300)
+    plain = subprocess.run(
+        [sys.executable, "-m", "resnet_theory.engine.train"]
+        + cli_args(replace(config, out_dir=str(tmp_path / "plain"))),
+        env=one_thread_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert plain.returncode == 0, plain.stderr[-3000:]
     a, b = load_ckpt(tmp_path / "ddp" / "checkpoint.pt"), load_ckpt(tmp_path / "plain" / "checkpoint.pt")
     assert a["step"] == b["step"] == 12
-    for name, value in b["model"].items():   # one process: the all-reduce is an identity, up to rounding
+    for name, value in b["model"].items():  # one process: the all-reduce is an identity, up to rounding
         torch.testing.assert_close(a["model"][name], value, rtol=1e-6, atol=1e-9, msg=name)

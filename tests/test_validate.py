@@ -28,7 +28,9 @@ def test_non_integers_are_a_type_error(value):
 
 @pytest.mark.parametrize("value,check", [(0, v.positive_int), (-1, v.non_negative_int)])
 def test_out_of_range_integers_are_a_value_error_naming_argument_and_value(value, check):
-    with pytest.raises(ValueError, match=rf"depth must be a (positive|non-negative) integer \(at least [01]\), got {value}"):
+    with pytest.raises(
+        ValueError, match=rf"depth must be a (positive|non-negative) integer \(at least [01]\), got {value}"
+    ):
         check("depth", value)
 
 
@@ -39,8 +41,9 @@ def test_integer_maximum():
 
 
 # --- reals -----------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("value", [0.5, np.float32(0.5), np.float64(0.5), Fraction(1, 2), np.array(0.5),
-                                   sp.Rational(1, 2), 1, np.int64(1)])
+@pytest.mark.parametrize(
+    "value", [0.5, np.float32(0.5), np.float64(0.5), Fraction(1, 2), np.array(0.5), sp.Rational(1, 2), 1, np.int64(1)]
+)
 def test_reals_of_every_kind_are_accepted(value):
     out = v.positive_float("lr", value)
     assert type(out) is float and out == float(value)
@@ -85,8 +88,9 @@ def test_ranges_open_and_closed():
 
 
 # --- booleans and choices --------------------------------------------------------------------------------
-@pytest.mark.parametrize("value,expected", [(True, True), (False, False), (np.True_, True), (np.False_, False),
-                                            (np.array(True), True)])
+@pytest.mark.parametrize(
+    "value,expected", [(True, True), (False, False), (np.True_, True), (np.False_, False), (np.array(True), True)]
+)
 def test_booleans(value, expected):
     out = v.boolean("flip", value)
     assert out is expected
@@ -124,16 +128,19 @@ def test_finite_array_accepts_lists_arrays_tensors():
         assert out.dtype == np.float64 and out.shape == (2, 2)
 
 
-@pytest.mark.parametrize("x,exc,pattern", [
-    (None, TypeError, "A must be a 2-D array of numbers"),
-    ("abc", TypeError, "A must be a 2-D array of numbers"),
-    ([["a"]], TypeError, "must hold numbers"),
-    ([[1j, 0], [0, 1]], TypeError, "must be real"),
-    ([[1, 2], [3]], ValueError, "ragged"),
-    (np.zeros((0, 2)), ValueError, "empty"),
-    (np.zeros(3), ValueError, "A must be 2-D, got array of shape"),
-    ([[1.0, np.nan], [0, 1]], ValueError, r"NaN or inf \(1 entries; the first at index \(0, 1\)\)"),
-])
+@pytest.mark.parametrize(
+    "x,exc,pattern",
+    [
+        (None, TypeError, "A must be a 2-D array of numbers"),
+        ("abc", TypeError, "A must be a 2-D array of numbers"),
+        ([["a"]], TypeError, "must hold numbers"),
+        ([[1j, 0], [0, 1]], TypeError, "must be real"),
+        ([[1, 2], [3]], ValueError, "ragged"),
+        (np.zeros((0, 2)), ValueError, "empty"),
+        (np.zeros(3), ValueError, "A must be 2-D, got array of shape"),
+        ([[1.0, np.nan], [0, 1]], ValueError, r"NaN or inf \(1 entries; the first at index \(0, 1\)\)"),
+    ],
+)
 def test_finite_array_refusals(x, exc, pattern):
     with pytest.raises(exc, match=pattern):
         v.finite_array("A", x, ndim=2)
@@ -169,10 +176,16 @@ def test_integer_array_never_wraps_around():
 
 
 # --- disk errors -----------------------------------------------------------------------------------------
-@pytest.mark.parametrize("code,words", [(errno.ENOSPC, "no space left on the device"),
-                                        (errno.EDQUOT, "the disk quota is exceeded"),
-                                        (errno.EACCES, "permission denied"), (errno.EPERM, "permission denied"),
-                                        (errno.EROFS, "the file system is read-only")])
+@pytest.mark.parametrize(
+    "code,words",
+    [
+        (errno.ENOSPC, "no space left on the device"),
+        (errno.EDQUOT, "the disk quota is exceeded"),
+        (errno.EACCES, "permission denied"),
+        (errno.EPERM, "permission denied"),
+        (errno.EROFS, "the file system is read-only"),
+    ],
+)
 def test_storage_errors_are_named(code, words):
     exc = OSError(code, os.strerror(code), "/some/file")
     assert v.storage_problem(exc) == words
@@ -182,11 +195,11 @@ def test_storage_errors_are_named(code, words):
 def test_other_errors_are_not_storage_problems():
     missing = FileNotFoundError(errno.ENOENT, "No such file or directory", "/some/file")
     assert v.storage_problem(missing) is None
-    assert v.describe_os_error(missing) == "[Errno 2] No such file or directory: '/some/file'"   # its own text
+    assert v.describe_os_error(missing) == "[Errno 2] No such file or directory: '/some/file'"  # its own text
     assert v.storage_problem(OSError("no errno")) is None
     assert v.describe_os_error(OSError("no errno")) == "no errno"
     not_os = ValueError("bad")
-    not_os.errno = errno.ENOSPC                    # an errno attribute alone does not make a disk error
+    not_os.errno = errno.ENOSPC  # an errno attribute alone does not make a disk error
     assert v.storage_problem(not_os) is None
 
 
@@ -227,6 +240,7 @@ def test_instance_and_path():
     with pytest.raises(TypeError, match="rows must be a dict or a list"):
         v.instance("rows", 3, (dict, list))
     from pathlib import Path
+
     assert v.path("root", "data") == "data" and v.path("root", Path("x")) == Path("x")
     with pytest.raises(TypeError, match=r"root must be a path \(str or pathlib.Path\), got 3"):
         v.path("root", 3)

@@ -2,18 +2,24 @@
 
 import pytest
 
-from resnet_theory.ledger import Check, Ledger
 from resnet_theory.book.verdict_diff import compare_builds, compare_claims, main
+from resnet_theory.ledger import Check, Ledger
 
 
 def ledger(chapter: str, values: dict[str, float], bound: float = 1.0) -> Ledger:
     """One claim per entry: ``value <= bound``, with the control ``value <= value / 10``."""
     led = Ledger(chapter)
     for cid, value in values.items():
-        led.claim(cid, paper="hardt-ma", ref="Theorem 2.1", statement="value at most the bound",
-                  section=f"{chapter}-sec", printed=Check.at_most([value], bound, what="value"),
-                  control_input="a value ten times over the bound, which the claim rules out",
-                  control=Check.at_most([value], value / 10, what="value, bound cut tenfold"))
+        led.claim(
+            cid,
+            paper="hardt-ma",
+            ref="Theorem 2.1",
+            statement="value at most the bound",
+            section=f"{chapter}-sec",
+            printed=Check.at_most([value], bound, what="value"),
+            control_input="a value ten times over the bound, which the claim rules out",
+            control=Check.at_most([value], value / 10, what="value, bound cut tenfold"),
+        )
     return led
 
 

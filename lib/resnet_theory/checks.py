@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import html
 import itertools
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
 
 import numpy as np
 import sympy as sp
@@ -43,7 +43,7 @@ def unflatten(vector, shapes: Sequence[tuple[int, ...]]):
     out, start = [], 0
     for shape in shapes:
         size = int(np.prod(shape)) if len(shape) else 1
-        out.append(vector[start:start + size].reshape(shape))
+        out.append(vector[start : start + size].reshape(shape))
         start += size
     if start != len(vector):
         raise ValueError(f"vector has {len(vector)} entries, the shapes need {start}")
@@ -66,9 +66,10 @@ class SymbolicDerivatives:
     hessian: Callable[[Array], Array]
 
 
-def sympy_derivatives(expr: sp.Expr, symbols: Sequence[sp.Symbol], simplify: bool = True, hessian: bool = True,
-                      polynomial: bool = False) -> SymbolicDerivatives:
-    """Differentiate ``expr`` exactly in ``symbols`` and lambdify value, gradient and (unless ``hessian=False``) Hessian.
+def sympy_derivatives(
+    expr: sp.Expr, symbols: Sequence[sp.Symbol], simplify: bool = True, hessian: bool = True, polynomial: bool = False
+) -> SymbolicDerivatives:
+    """Differentiate ``expr`` exactly in ``symbols``; lambdify value, gradient and (unless ``hessian=False``) Hessian.
 
     With ``polynomial=True`` the expression must be a polynomial in ``symbols``; it is differentiated as one
     (``sympy.Poly``), much faster than ``sympy.diff`` term by term on a large expanded sum. The callables refuse
@@ -182,8 +183,9 @@ def finite_difference_hessian(f: TorchScalarFn, x, step: float = 1e-4) -> Array:
         for j in range(i + 1, n):
             ej = np.zeros(n)
             ej[j] = hs[j]
-            H[i, j] = H[j, i] = (_value(f, x + ei + ej) - _value(f, x + ei - ej)
-                                 - _value(f, x - ei + ej) + _value(f, x - ei - ej)) / (4 * hs[i] * hs[j])
+            H[i, j] = H[j, i] = (
+                _value(f, x + ei + ej) - _value(f, x + ei - ej) - _value(f, x - ei + ej) + _value(f, x - ei - ej)
+            ) / (4 * hs[i] * hs[j])
     return H
 
 
@@ -203,19 +205,29 @@ class WitnessReport:
         pairs = sorted(self.max_rel_error)
         ok = all(self.max_rel_error[p] <= self.tolerances[p] for p in pairs)
         parts = ", ".join(f"{p} {self.max_rel_error[p]:.1e} (tol {self.tolerances[p]:.0e})" for p in pairs)
-        return Check(ok, f"{what or self.quantity}: largest relative disagreement over {self.points} points: {parts}",
-                     {"points": self.points, **{f"rel_err[{p}]": v for p, v in self.max_rel_error.items()}})
+        return Check(
+            ok,
+            f"{what or self.quantity}: largest relative disagreement over {self.points} points: {parts}",
+            {"points": self.points, **{f"rel_err[{p}]": v for p, v in self.max_rel_error.items()}},
+        )
 
     def _repr_html_(self) -> str:
         rows = "".join(
             f"<tr><td>{html.escape(p)}</td><td>{self.max_abs_error[p]:.2e}</td><td>{self.max_rel_error[p]:.2e}</td>"
-            f"<td>{self.tolerances[p]:.0e}</td><td>{'yes' if self.max_rel_error[p] <= self.tolerances[p] else 'NO'}</td></tr>"
-            for p in sorted(self.max_rel_error))
-        return (f"<p>{html.escape(self.quantity)} at {self.points} points</p><table class=\"book-table\"><tr><th>witnesses</th>"
-                f"<th>max abs error</th><th>max rel error</th><th>tolerance</th><th>agree</th></tr>{rows}</table>")
+            f"<td>{self.tolerances[p]:.0e}</td>"
+            f"<td>{'yes' if self.max_rel_error[p] <= self.tolerances[p] else 'NO'}</td></tr>"
+            for p in sorted(self.max_rel_error)
+        )
+        return (
+            f"<p>{html.escape(self.quantity)} at {self.points} points</p>"
+            f'<table class="book-table"><tr><th>witnesses</th>'
+            f"<th>max abs error</th><th>max rel error</th><th>tolerance</th><th>agree</th></tr>{rows}</table>"
+        )
 
 
-def _compare(quantity: str, witnesses: dict[str, list[Array]], tolerances: dict[tuple[str, str], float]) -> WitnessReport:
+def _compare(
+    quantity: str, witnesses: dict[str, list[Array]], tolerances: dict[tuple[str, str], float]
+) -> WitnessReport:
     names = list(witnesses)
     n_points = len(next(iter(witnesses.values())))
     report = WitnessReport(quantity, n_points)
@@ -237,39 +249,64 @@ def _compare(quantity: str, witnesses: dict[str, list[Array]], tolerances: dict[
     return report
 
 
-def _witness_report(quantity: str, caller: str, points: Sequence[Array], closed_form: dict[str, Callable[[Array], Array]],
-                    numerical: dict[str, Callable[[Array], Array]], flat: bool, exact_tol: float,
-                    fd_tol: float) -> WitnessReport:
+def _witness_report(
+    quantity: str,
+    caller: str,
+    points: Sequence[Array],
+    closed_form: dict[str, Callable[[Array], Array]],
+    numerical: dict[str, Callable[[Array], Array]],
+    flat: bool,
+    exact_tol: float,
+    fd_tol: float,
+) -> WitnessReport:
     points = [validate.finite_array(f"points[{i}]", p, allow_empty=True) for i, p in enumerate(points)]
     if not points:
         raise ValueError(f"{caller} needs at least one point")
     shape = (lambda a: a.reshape(-1)) if flat else (lambda a: a)
-    witnesses: dict[str, list[Array]] = {name: [shape(np.asarray(fn(p), dtype=float)) for p in points]
-                                         for name, fn in closed_form.items()}
+    witnesses: dict[str, list[Array]] = {
+        name: [shape(np.asarray(fn(p), dtype=float)) for p in points] for name, fn in closed_form.items()
+    }
     for name, fn in numerical.items():
         witnesses[name] = [fn(p) for p in points]
-    tolerances = {(a, b): fd_tol if "finite differences" in (a, b) else exact_tol
-                  for a, b in itertools.combinations(witnesses, 2)}
+    tolerances = {
+        (a, b): fd_tol if "finite differences" in (a, b) else exact_tol for a, b in itertools.combinations(witnesses, 2)
+    }
     return _compare(quantity, witnesses, tolerances)
 
 
-def compare_gradients(f: TorchScalarFn, points: Sequence[Array], closed_form: dict[str, Callable[[Array], Array]] | None = None,
-                      fd_step: float = 1e-6, exact_tol: float = 1e-10, fd_tol: float = 1e-6,
-                      quantity: str = "gradient") -> WitnessReport:
+def compare_gradients(
+    f: TorchScalarFn,
+    points: Sequence[Array],
+    closed_form: dict[str, Callable[[Array], Array]] | None = None,
+    fd_step: float = 1e-6,
+    exact_tol: float = 1e-10,
+    fd_tol: float = 1e-6,
+    quantity: str = "gradient",
+) -> WitnessReport:
     """Autograd, central differences and each closed form (e.g. ``{"sympy": sd.gradient}``) at every point.
 
     Exact witnesses (autograd and closed forms) must agree to ``exact_tol`` relative to the gradient's
     scale; finite differences to ``fd_tol``.
     """
-    numerical = {"autograd": lambda p: autograd_gradient(f, p),
-                 "finite differences": lambda p: finite_difference_gradient(f, p, fd_step)}
+    numerical = {
+        "autograd": lambda p: autograd_gradient(f, p),
+        "finite differences": lambda p: finite_difference_gradient(f, p, fd_step),
+    }
     return _witness_report(quantity, "compare_gradients", points, closed_form or {}, numerical, True, exact_tol, fd_tol)
 
 
-def compare_hessians(f: TorchScalarFn, points: Sequence[Array], closed_form: dict[str, Callable[[Array], Array]] | None = None,
-                     fd_step: float = 1e-4, exact_tol: float = 1e-10, fd_tol: float = 1e-5,
-                     quantity: str = "Hessian") -> WitnessReport:
+def compare_hessians(
+    f: TorchScalarFn,
+    points: Sequence[Array],
+    closed_form: dict[str, Callable[[Array], Array]] | None = None,
+    fd_step: float = 1e-4,
+    exact_tol: float = 1e-10,
+    fd_tol: float = 1e-5,
+    quantity: str = "Hessian",
+) -> WitnessReport:
     """Like :func:`compare_gradients` for Hessians (finite differences of ``f`` itself)."""
-    numerical = {"autograd": lambda p: autograd_hessian(f, p),
-                 "finite differences": lambda p: finite_difference_hessian(f, p, fd_step)}
+    numerical = {
+        "autograd": lambda p: autograd_hessian(f, p),
+        "finite differences": lambda p: finite_difference_hessian(f, p, fd_step),
+    }
     return _witness_report(quantity, "compare_hessians", points, closed_form or {}, numerical, False, exact_tol, fd_tol)

@@ -80,7 +80,6 @@ from torch import nn
 
 from . import validate
 
-
 #: BLAS threads for the block loops. The products are small (n x k times k x k, once per block); on the
 #: shared 2-core machine OpenBLAS's waiting threads made the n = 20,000 build 1.5-30x slower than one thread.
 BLAS_THREADS = 1
@@ -94,8 +93,8 @@ MAX_PARAMETERS = 400_000_000
 #: :func:`separation` works on square tiles of pairs, the builder on chunks of points per block, the
 #: verification on chunks of points taken through every block. Held in cache, the products are reduced
 #: (a maximum, a minimum) before they are written back; a GPU takes :data:`GPU_CHUNK_ENTRIES`.
-CHUNK_ENTRIES = 2 ** 18
-GPU_CHUNK_ENTRIES = 2 ** 26
+CHUNK_ENTRIES = 2**18
+GPU_CHUNK_ENTRIES = 2**26
 PROJECTIONS = ("auto", "gaussian", "orthonormal", "printed")
 THRESHOLDS = ("per-unit", "shared")
 BACKENDS = ("numpy", "torch")
@@ -122,9 +121,11 @@ def _as_inputs(X, name: str = "X") -> np.ndarray:
         sq = np.einsum("ij,ij->i", arr, arr)
     if not np.all(np.isfinite(sq)):
         big = float(np.max(np.abs(arr)))
-        raise ValueError(f"{name} has entries as large as {big:.3g}: their squared norms overflow float64 "
-                         f"(beyond about 1e154), so rescale the inputs; the construction does not depend "
-                         f"on their scale")
+        raise ValueError(
+            f"{name} has entries as large as {big:.3g}: their squared norms overflow float64 "
+            f"(beyond about 1e154), so rescale the inputs; the construction does not depend "
+            f"on their scale"
+        )
     return arr
 
 
@@ -159,9 +160,11 @@ def unique_points(X, y) -> tuple[np.ndarray, np.ndarray]:
     if clash.any():
         i = int(np.argmax(clash))
         j = int(first[inverse[i]])
-        raise ValueError(f"inputs {j} and {i} are identical but have different labels "
-                         f"({int(y[j])} and {int(y[i])}); no function can fit both")
-    order = np.argsort(first, kind="stable")          # distinct points in data order
+        raise ValueError(
+            f"inputs {j} and {i} are identical but have different labels "
+            f"({int(y[j])} and {int(y[i])}); no function can fit both"
+        )
+    order = np.argsort(first, kind="stable")  # distinct points in data order
     rank = np.empty_like(order)
     rank[order] = np.arange(order.size)
     return first[order], rank[inverse]
@@ -176,7 +179,7 @@ def _check_thresholds(thresholds) -> str:
 class InputNormaliser:
     """``x -> x~`` on the unit sphere, injective on the data (see the module docstring)."""
 
-    mean: np.ndarray | None      # None: inputs already unit norm, used as given
+    mean: np.ndarray | None  # None: inputs already unit norm, used as given
     scale: float
 
     @property
@@ -184,7 +187,7 @@ class InputNormaliser:
         return self.mean is not None
 
     @staticmethod
-    def fit(X, tol: float = 1e-9) -> "InputNormaliser":
+    def fit(X, tol: float = 1e-9) -> InputNormaliser:
         X = _as_inputs(X)
         norms = np.linalg.norm(X, axis=1)
         if np.all(np.abs(norms - 1.0) <= tol):
@@ -254,10 +257,10 @@ class BlockCondition:
     one threshold for all units needs ``lower = max unit_lower < t < upper = min unit_upper``.
     """
 
-    lower: float          # max <alpha_j, h> over j in S and every other current representation h
-    upper: float          # min ||alpha_j||^2 over j in S
-    lower_pair: tuple     # (row of h, column j) attaining ``lower`` (positions in the arrays given)
-    upper_index: int      # column j attaining ``upper``
+    lower: float  # max <alpha_j, h> over j in S and every other current representation h
+    upper: float  # min ||alpha_j||^2 over j in S
+    lower_pair: tuple  # (row of h, column j) attaining ``lower`` (positions in the arrays given)
+    upper_index: int  # column j attaining ``upper``
     unit_lower: np.ndarray = field(default_factory=lambda: np.zeros(0))
     unit_upper: np.ndarray = field(default_factory=lambda: np.zeros(0))
     unit_rows: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
@@ -307,17 +310,24 @@ def _condition_from_gram(G: np.ndarray, diag: np.ndarray) -> BlockCondition:
     if G.shape[0] == 0 or not np.isfinite(G).any():
         # alone in the world: any threshold below the squared norm (and, for the shared one, 0 if possible)
         low = np.where(diag > 0, 0.0, diag - 1.0)
-        return BlockCondition(0.0 if diag[j_up] > 0 else -1.0, float(diag[j_up]), (-1, -1), j_up,
-                              low, diag.copy(), np.full(m, -1))
+        return BlockCondition(
+            0.0 if diag[j_up] > 0 else -1.0, float(diag[j_up]), (-1, -1), j_up, low, diag.copy(), np.full(m, -1)
+        )
     rows = np.argmax(G, axis=0)
     unit_lower = G[rows, np.arange(m)]
     col = int(np.argmax(unit_lower))
-    return BlockCondition(float(unit_lower[col]), float(diag[j_up]), (int(rows[col]), col), j_up,
-                          unit_lower.copy(), diag.copy(), rows.astype(np.int64))
+    return BlockCondition(
+        float(unit_lower[col]),
+        float(diag[j_up]),
+        (int(rows[col]), col),
+        j_up,
+        unit_lower.copy(),
+        diag.copy(),
+        rows.astype(np.int64),
+    )
 
 
-def lemma_b_1_block(alphas, betas, others=None, threshold: float | None = None,
-                    thresholds: str = "per-unit"):
+def lemma_b_1_block(alphas, betas, others=None, threshold: float | None = None, thresholds: str = "per-unit"):
     """The block of Lemma B.1 that moves ``alphas[j]`` to ``betas[j]`` and fixes every row of ``others``.
 
     Returns ``(U, V, s, condition)`` with ``U, V`` of shape ``(k, k)`` (``k`` = the dimension; the group
@@ -346,13 +356,18 @@ def lemma_b_1_block(alphas, betas, others=None, threshold: float | None = None,
             raise ConstructionError(
                 f"Lemma B.1 per-unit condition fails for unit {j}: max <alpha_{j}, h> = "
                 f"{cond.unit_lower[j]:.6g} is not below ||alpha_{j}||^2 = {cond.unit_upper[j]:.6g}",
-                "lemma-b1", ())
+                "lemma-b1",
+                (),
+            )
         t = 0.5 * (cond.unit_lower + cond.unit_upper)
     else:
         if not cond.holds:
             raise ConstructionError(
                 f"Lemma B.1 shared-threshold condition fails: <alpha_{cond.lower_pair[1]}, h> = "
-                f"{cond.lower:.6g} is not below min ||alpha_j||^2 = {cond.upper:.6g}", "lemma-b1", ())
+                f"{cond.lower:.6g} is not below min ||alpha_j||^2 = {cond.upper:.6g}",
+                "lemma-b1",
+                (),
+            )
         t = np.full(m, 0.5 * (cond.lower + cond.upper))
     norms_sq = np.einsum("ij,ij->i", A, A)
     if np.any(norms_sq - t == 0):
@@ -364,7 +379,7 @@ def lemma_b_1_block(alphas, betas, others=None, threshold: float | None = None,
     s = np.zeros(k)
     s[:m] = -t
     if threshold is not None or thresholds == "shared":
-        s[m:] = -t[0]                 # the printed block: s = -t 1
+        s[m:] = -t[0]  # the printed block: s = -t 1
     return U, V, s, cond
 
 
@@ -374,7 +389,7 @@ def apply_block(H, U, V, s) -> np.ndarray:
     Z = H @ U.T
     Z += s
     np.maximum(Z, 0.0, out=Z)
-    active = np.flatnonzero(Z.any(axis=1))      # the ReLU is exactly zero elsewhere: skip those rows
+    active = np.flatnonzero(Z.any(axis=1))  # the ReLU is exactly zero elsewhere: skip those rows
     if active.size:
         H[active] += Z[active] @ V.T
     return H
@@ -536,21 +551,21 @@ class InterpolatingResNet:
     """
 
     normaliser: InputNormaliser
-    A0: np.ndarray                 # (k, D)
-    U: np.ndarray                  # (depth, k, k)
-    V: np.ndarray                  # (depth, k, k)
-    s: np.ndarray                  # (depth, k)
-    surrogates: np.ndarray         # (r, k): rows of U_out
+    A0: np.ndarray  # (k, D)
+    U: np.ndarray  # (depth, k, k)
+    V: np.ndarray  # (depth, k, k)
+    s: np.ndarray  # (depth, k)
+    surrogates: np.ndarray  # (r, k): rows of U_out
     output_threshold: float
     num_classes: int
     input_dim: int
-    groups: list = field(default_factory=list)   # sample indices moved by each block
-    margins: np.ndarray | None = None           # upper - lower of each block's condition
+    groups: list = field(default_factory=list)  # sample indices moved by each block
+    margins: np.ndarray | None = None  # upper - lower of each block's condition
     output_margin: float = float("nan")
     attempts: int = 1
     projection: str = "auto"
     max_fit_error: float = float("nan")
-    thresholds: str = "per-unit"    # "per-unit" (s in R^k) or "shared" (the printed s = -t 1)
+    thresholds: str = "per-unit"  # "per-unit" (s in R^k) or "shared" (the printed s = -t 1)
 
     @property
     def k(self) -> int:
@@ -693,10 +708,10 @@ def module_fit_error(module, X, y, num_classes: int, batch: int | None = None) -
     worst = 0.0
     with torch.no_grad():
         for start in range(0, X.shape[0], batch):
-            out = module(torch.from_numpy(X[start:start + batch])).cpu().numpy()
+            out = module(torch.from_numpy(X[start : start + batch])).cpu().numpy()
             if out.shape[1] != r:
                 raise ValueError(f"the module outputs {out.shape[1]} classes, the labels need {r}")
-            err = np.abs(out - np.eye(r)[labels[start:start + batch]]).max()
+            err = np.abs(out - np.eye(r)[labels[start : start + batch]]).max()
             worst = max(worst, float(err) if np.isfinite(err) else math.inf)
     return worst
 
@@ -718,19 +733,19 @@ def _attempt(Xn, labels_u, original, r, k, rng, projection, thresholds, ops):
     U, V, s = ops.zeros((depth, k, k)), ops.zeros((depth, k, k)), ops.zeros((depth, k))
     margins = np.empty(depth)
     groups = []
-    rows = max(1, ops.chunk_entries // k)              # points per chunk
+    rows = max(1, ops.chunk_entries // k)  # points per chunk
     for g in range(depth):
         lo, hi = g * k, min((g + 1) * k, n)
         m = hi - lo
         A = ops.copy(H[lo:hi])
-        G = A @ A.T                                   # G[j, i] = <alpha_j, alpha_i> within the group
+        G = A @ A.T  # G[j, i] = <alpha_j, alpha_i> within the group
         cols = ops.arange(m)
         diag = ops.copy(G[cols, cols])
         G[cols, cols] = -math.inf
-        lower = ops.rowmax(G)                         # unit j: largest <alpha_j, h> over the other h
-        for left, right in ((0, lo), (hi, n)):        # every point outside the group, in chunks
+        lower = ops.rowmax(G)  # unit j: largest <alpha_j, h> over the other h
+        for left, right in ((0, lo), (hi, n)):  # every point outside the group, in chunks
             for start in range(left, right, rows):
-                lower = ops.maximum(lower, ops.rowmax(A @ H[start:min(start + rows, right)].T))
+                lower = ops.maximum(lower, ops.rowmax(A @ H[start : min(start + rows, right)].T))
         low, up = ops.to_numpy(lower), ops.to_numpy(diag)
         # no other point at all (n = 1): any threshold below the squared norm will do
         low = np.where(np.isfinite(low), low, np.minimum(up, 0.0) - 1.0)
@@ -746,13 +761,16 @@ def _attempt(Xn, labels_u, original, r, k, rng, projection, thresholds, ops):
             j = int(np.argmin(gap))
             if not gap[j] > 0:
                 i = other(j)
-                state = "already moved to its surrogate" if i < lo else (
-                    "in the same group" if i < hi else "not yet moved")
+                state = (
+                    "already moved to its surrogate" if i < lo else ("in the same group" if i < hi else "not yet moved")
+                )
                 raise ConstructionError(
                     f"Lemma B.1 per-unit condition fails at block {g}, unit of point {original[lo + j]}: "
                     f"<alpha, h> = {low[j]:.6g} for point {original[i]} ({state}) is not below "
-                    f"||alpha||^2 = {up[j]:.6g}; no threshold separates them", "lemma-b1",
-                    (original[lo + j], original[i]))
+                    f"||alpha||^2 = {up[j]:.6g}; no threshold separates them",
+                    "lemma-b1",
+                    (original[lo + j], original[i]),
+                )
             t = 0.5 * (low + up)
             margins[g] = gap[j]
         else:
@@ -762,8 +780,10 @@ def _attempt(Xn, labels_u, original, r, k, rng, projection, thresholds, ops):
                 raise ConstructionError(
                     f"Lemma B.1 shared-threshold condition fails at block {g}: <alpha_{original[lo + jl]}, "
                     f"h_{original[i]}> = {low[jl]:.6g} is not below min_j ||alpha_j||^2 = {up[ju]:.6g} "
-                    f"(point {original[lo + ju]}); no single threshold separates them", "lemma-b1",
-                    (original[lo + jl], original[i], original[lo + ju]))
+                    f"(point {original[lo + ju]}); no single threshold separates them",
+                    "lemma-b1",
+                    (original[lo + jl], original[i], original[lo + ju]),
+                )
             t = np.full(m, 0.5 * (low[jl] + up[ju]))
             margins[g] = up[ju] - low[jl]
             s[g, m:] = -float(t[0])
@@ -772,7 +792,7 @@ def _attempt(Xn, labels_u, original, r, k, rng, projection, thresholds, ops):
         V[g, :, :m] = ((targets[lo:hi] - A) / (diag - tb)[:, None]).T
         s[g, :m] = -tb
         # Only the group's own units fire, each on its own point (the condition just checked).
-        Z = ops.relu_(G.T - tb)                       # Z[i, j] = relu(<alpha_i, alpha_j> - t_j)
+        Z = ops.relu_(G.T - tb)  # Z[i, j] = relu(<alpha_i, alpha_j> - t_j)
         Z[cols, cols] = diag - tb
         H[lo:hi] = A + Z @ V[g, :, :m].T
         groups.append(original[lo:hi])
@@ -787,10 +807,12 @@ def _attempt(Xn, labels_u, original, r, k, rng, projection, thresholds, ops):
         raise ConstructionError(
             f"output block condition fails: a moved point's product with another class's surrogate "
             f"({lower:.6g}) is not below the smallest product with its own ({upper:.6g}); point "
-            f"{original[i_row]}", "output-block", (original[i_row],))
+            f"{original[i_row]}",
+            "output-block",
+            (original[i_row],),
+        )
     t_out = 0.5 * (lower + upper)
-    return (A0, ops.to_numpy(U), ops.to_numpy(V), ops.to_numpy(s), Q, t_out, margins, upper - lower,
-            groups)
+    return (A0, ops.to_numpy(U), ops.to_numpy(V), ops.to_numpy(s), Q, t_out, margins, upper - lower, groups)
 
 
 def _forward_backend(net, Xn, ops) -> np.ndarray:
@@ -803,7 +825,7 @@ def _forward_backend(net, Xn, ops) -> np.ndarray:
     cols = max(1, ops.chunk_entries // net.k)
     out = []
     for start in range(0, Xn.shape[0], cols):
-        H = A0 @ ops.asarray(Xn[start:start + cols]).T          # k x points
+        H = A0 @ ops.asarray(Xn[start : start + cols]).T  # k x points
         for g in range(net.depth):
             Z = U[g] @ H
             Z += s[g]
@@ -815,10 +837,19 @@ def _forward_backend(net, Xn, ops) -> np.ndarray:
     return np.concatenate(out) if out else np.zeros((0, net.num_classes))
 
 
-def construct_interpolating_resnet(X, y, *, k: int, num_classes=None, seed: int = 0,
-                                   projection: str = "auto", thresholds: str = "per-unit",
-                                   attempts: int = DEFAULT_ATTEMPTS, backend: str = "numpy",
-                                   device=None) -> InterpolatingResNet:
+def construct_interpolating_resnet(
+    X,
+    y,
+    *,
+    k: int,
+    num_classes=None,
+    seed: int = 0,
+    projection: str = "auto",
+    thresholds: str = "per-unit",
+    attempts: int = DEFAULT_ATTEMPTS,
+    backend: str = "numpy",
+    device=None,
+) -> InterpolatingResNet:
     """Build and verify the network with an explicit ``k``, projection kind (see :func:`random_projection`)
     and threshold kind (``"per-unit"``: ``s`` in ``R^k``, the default; ``"shared"``: the printed proof's
     ``s = -t 1``). ``backend="torch"`` (with ``device``, e.g. ``"cuda"``) runs the loops in torch.
@@ -845,8 +876,10 @@ def construct_interpolating_resnet(X, y, *, k: int, num_classes=None, seed: int 
         raise ValueError(f"k=1 is refused: R^1 holds at most 2 unit surrogate labels, r={r} classes need k >= 2")
     depth = math.ceil(n / k)
     if paper_parameter_count(k, D, depth, r) > MAX_PARAMETERS:
-        raise ValueError(f"k={k} is refused: the network would have "
-                         f"{paper_parameter_count(k, D, depth, r):,} weights (limit {MAX_PARAMETERS:,})")
+        raise ValueError(
+            f"k={k} is refused: the network would have "
+            f"{paper_parameter_count(k, D, depth, r):,} weights (limit {MAX_PARAMETERS:,})"
+        )
     X_all = normaliser.transform(X)
     last = None
     for attempt in range(int(attempts)):
@@ -854,12 +887,28 @@ def construct_interpolating_resnet(X, y, *, k: int, num_classes=None, seed: int 
         try:
             with ops.limits():
                 A0, U, V, s, Q, t_out, margins, out_margin, groups = _attempt(
-                    Xn, labels[first], first, r, k, rng, projection, thresholds, ops)
+                    Xn, labels[first], first, r, k, rng, projection, thresholds, ops
+                )
         except ConstructionError as exc:
             last = exc
             continue
-        net = InterpolatingResNet(normaliser, A0, U, V, s, Q, t_out, r, X.shape[1], groups, margins,
-                                  out_margin, attempt + 1, projection, thresholds=thresholds)
+        net = InterpolatingResNet(
+            normaliser,
+            A0,
+            U,
+            V,
+            s,
+            Q,
+            t_out,
+            r,
+            X.shape[1],
+            groups,
+            margins,
+            out_margin,
+            attempt + 1,
+            projection,
+            thresholds=thresholds,
+        )
         with ops.limits():
             out = _forward_backend(net, X_all, ops)
         dev = np.abs(out - np.eye(r)[labels]).max(axis=1)
@@ -867,17 +916,31 @@ def construct_interpolating_resnet(X, y, *, k: int, num_classes=None, seed: int 
         net.max_fit_error = err
         if not err <= FIT_TOLERANCE or np.any(np.argmax(out, axis=1) != labels):
             bad = int(np.argmax(dev))
-            last = ConstructionError(f"verification failed: output of point {bad} is off its one-hot label "
-                                     f"by {err:.3g} (rounding at tiny margins)", "verification", (bad,))
+            last = ConstructionError(
+                f"verification failed: output of point {bad} is off its one-hot label "
+                f"by {err:.3g} (rounding at tiny margins)",
+                "verification",
+                (bad,),
+            )
             continue
         return net
-    raise ConstructionError(f"no network after {attempts} draws of A_0 and the surrogate labels; last: {last}",
-                            last.condition, last.indices) from last
+    raise ConstructionError(
+        f"no network after {attempts} draws of A_0 and the surrogate labels; last: {last}", last.condition, last.indices
+    ) from last
 
 
-def build_interpolating_resnet(X, y, num_classes=None, k=None, seed=0, *, thresholds: str = "per-unit",
-                               attempts: int = DEFAULT_ATTEMPTS, backend: str = "numpy",
-                               device=None) -> InterpolatingResNet:
+def build_interpolating_resnet(
+    X,
+    y,
+    num_classes=None,
+    k=None,
+    seed=0,
+    *,
+    thresholds: str = "per-unit",
+    attempts: int = DEFAULT_ATTEMPTS,
+    backend: str = "numpy",
+    device=None,
+) -> InterpolatingResNet:
     """The residual network of Hardt & Ma's Theorem 3.2 that maps every row of ``X`` to its one-hot label.
 
     ``X``: ``(n, d)`` finite inputs; ``y``: ``n`` integer labels in ``0..r-1`` (``r = num_classes`` or
@@ -897,9 +960,18 @@ def build_interpolating_resnet(X, y, num_classes=None, k=None, seed=0, *, thresh
         Xn = InputNormaliser.fit(X).transform(X[first])
         rho = separation(Xn, backend=backend, device=device) if Xn.shape[0] > 1 else None
         k, projection = default_k(Xn.shape[0], rho, Xn.shape[1])
-    return construct_interpolating_resnet(X, labels, k=k, num_classes=r, seed=seed, projection=projection,
-                                          thresholds=thresholds, attempts=attempts, backend=backend,
-                                          device=device)
+    return construct_interpolating_resnet(
+        X,
+        labels,
+        k=k,
+        num_classes=r,
+        seed=seed,
+        projection=projection,
+        thresholds=thresholds,
+        attempts=attempts,
+        backend=backend,
+        device=device,
+    )
 
 
 # --- Lemma B.1 as printed: its hypotheses, a counterexample, and the block whenever one exists ----------
@@ -918,8 +990,13 @@ def firing_margin(alpha, outside) -> float:
     if H.shape[0] == 0:
         return float(np.abs(a).sum() + 1.0)
     cost = -np.append(a, 1.0)
-    res = linprog(cost, A_ub=np.hstack([H, np.ones((H.shape[0], 1))]), b_ub=np.zeros(H.shape[0]),
-                  bounds=[(-1.0, 1.0)] * (a.shape[0] + 1), method="highs")
+    res = linprog(
+        cost,
+        A_ub=np.hstack([H, np.ones((H.shape[0], 1))]),
+        b_ub=np.zeros(H.shape[0]),
+        bounds=[(-1.0, 1.0)] * (a.shape[0] + 1),
+        method="highs",
+    )
     if res.status != 0:
         raise RuntimeError(f"the firing-margin linear program failed: {res.message}")
     return max(0.0, float(-res.fun))
@@ -928,8 +1005,13 @@ def firing_margin(alpha, outside) -> float:
 def _hyperplane(alpha, H) -> np.ndarray:
     if H.shape[0] == 0:
         return np.append(np.sign(alpha) + (alpha == 0), 1.0)
-    res = linprog(-np.append(alpha, 1.0), A_ub=np.hstack([H, np.ones((H.shape[0], 1))]), b_ub=np.zeros(H.shape[0]),
-                  bounds=[(-1.0, 1.0)] * (alpha.shape[0] + 1), method="highs")
+    res = linprog(
+        -np.append(alpha, 1.0),
+        A_ub=np.hstack([H, np.ones((H.shape[0], 1))]),
+        b_ub=np.zeros(H.shape[0]),
+        bounds=[(-1.0, 1.0)] * (alpha.shape[0] + 1),
+        method="highs",
+    )
     return res.x
 
 
@@ -943,8 +1025,9 @@ def hull_counterexample(rho_prime: float) -> tuple[np.ndarray, np.ndarray, np.nd
     two neighbours, which is at least the printed ``3 rho'`` (unsquared) when ``rho' <= 2/9``. The targets
     are chosen with independent displacements.
     """
-    rho_prime = validate.finite_float("rho_prime", rho_prime, minimum=0.0, open_minimum=True, maximum=1.0,
-                                      open_maximum=True)
+    rho_prime = validate.finite_float(
+        "rho_prime", rho_prime, minimum=0.0, open_minimum=True, maximum=1.0, open_maximum=True
+    )
     c = math.sqrt((1 - rho_prime) / (1 + rho_prime))
     r = math.sqrt(1 + rho_prime)
     outside = np.array([[r * c, r * math.sqrt(1 - c * c)], [r * c, -r * math.sqrt(1 - c * c)]])
@@ -953,8 +1036,16 @@ def hull_counterexample(rho_prime: float) -> tuple[np.ndarray, np.ndarray, np.nd
     return alphas, betas, outside
 
 
-def lemma_b_1_instance(k: int, m: int, rho_prime: float, min_distance: float, rng: np.random.Generator, *,
-                       squared: bool = True, spread: float = 1.5) -> tuple[np.ndarray, np.ndarray]:
+def lemma_b_1_instance(
+    k: int,
+    m: int,
+    rho_prime: float,
+    min_distance: float,
+    rng: np.random.Generator,
+    *,
+    squared: bool = True,
+    spread: float = 1.5,
+) -> tuple[np.ndarray, np.ndarray]:
     """A random instance of Lemma B.1 in ``R^k``: ``(alphas, outside)``, ``k`` points of S and ``m`` outside.
 
     Every squared norm is uniform in ``[1 - rho', 1 + rho']``. Each outside point is put near a random point
@@ -963,8 +1054,9 @@ def lemma_b_1_instance(k: int, m: int, rho_prime: float, min_distance: float, rn
     (rejection): points that crowd S as closely as the hypothesis allows.
     """
     k, m = validate.positive_int("k", k), validate.non_negative_int("m", m)
-    rho_prime = validate.finite_float("rho_prime", rho_prime, minimum=0.0, open_minimum=True, maximum=1.0,
-                                      open_maximum=True)
+    rho_prime = validate.finite_float(
+        "rho_prime", rho_prime, minimum=0.0, open_minimum=True, maximum=1.0, open_maximum=True
+    )
     min_distance = validate.positive_float("min_distance", min_distance)
     d_min = math.sqrt(min_distance) if squared else min_distance
 
@@ -1021,12 +1113,16 @@ def general_lemma_b_1_block(alphas, betas, outside):
     margins = np.array([firing_margin(a, H) for a in A])
     if not np.all(margins > 1e-9):
         j = int(np.argmin(margins))
-        raise ConstructionError(f"point {j} of S lies in the convex hull of the other points (firing margin "
-                                f"{margins[j]:.3g}): no unit can fire on it and stay silent on them", "hull", (j,))
+        raise ConstructionError(
+            f"point {j} of S lies in the convex hull of the other points (firing margin "
+            f"{margins[j]:.3g}): no unit can fire on it and stay silent on them",
+            "hull",
+            (j,),
+        )
     for j, a in enumerate(A):
         u = _hyperplane(a, H)
         U[j], s[j] = u[:-1], u[-1] - margins[j] / 2
-    Z = np.maximum(A @ U[:m].T + s[:m], 0.0)              # Z[i, j]: unit j on alpha_i
+    Z = np.maximum(A @ U[:m].T + s[:m], 0.0)  # Z[i, j]: unit j on alpha_i
     if np.linalg.cond(Z) > 1e12:
         raise ConstructionError("the activations of S are (nearly) dependent", "activations", ())
     V[:, :m] = np.linalg.solve(Z, B - A).T
@@ -1042,8 +1138,9 @@ def shared_threshold_counterexample(k: int, rho_prime: float) -> tuple[np.ndarra
     (B.1) would need squared distances of ``6 rho'``), so that threshold fires the wrong units.
     """
     k = validate.positive_int("k", k)
-    rho_prime = validate.finite_float("rho_prime", rho_prime, minimum=0.0, open_minimum=True, maximum=0.5,
-                                      open_maximum=True)
+    rho_prime = validate.finite_float(
+        "rho_prime", rho_prime, minimum=0.0, open_minimum=True, maximum=0.5, open_maximum=True
+    )
     c = 3 * rho_prime / (2 * (1 + rho_prime))
     alphas = np.zeros((k, k + 1))
     alphas[:, 0] = math.sqrt((1 + rho_prime) * (1 - c))
@@ -1084,16 +1181,16 @@ def _row_minima(Xa, sq, rows, chunk, ops, upper_only: bool):
     n = Xa.shape[0]
     out = []
     for start in range(0, len(rows), chunk):
-        idx = rows[start:start + chunk]                  # numpy int array of row positions
-        block = Xa[int(idx[0]):int(idx[-1]) + 1] if upper_only else Xa[ops.index(idx)]
-        block = block * -2.0                             # exact: a power of two
+        idx = rows[start : start + chunk]  # numpy int array of row positions
+        block = Xa[int(idx[0]) : int(idx[-1]) + 1] if upper_only else Xa[ops.index(idx)]
+        block = block * -2.0  # exact: a power of two
         low = None
         for left in range(int(idx[0]) if upper_only else 0, n, chunk):
             right = min(left + chunk, n)
             T = block @ Xa[left:right].T
             T += sq[None, left:right]
             own = np.flatnonzero((idx >= left) & (idx < right))
-            if own.size:                                 # a row against itself
+            if own.size:  # a row against itself
                 T[ops.index(own), ops.index(idx[own] - left)] = math.inf
             m = ops.rowmin(T)
             low = m if low is None else ops.minimum(low, m)
@@ -1117,14 +1214,13 @@ def separation(X, chunk: int | None = None, *, backend: str = "numpy", device=No
     n, D = X.shape
     if n < 2:
         raise ValueError("separation needs at least two points")
-    if backend == "numpy":   # on the CPU; a GPU takes far more
-        validate.check_budget("X", 1.5 * n * n * D, validate.OPS_LIMIT, what="work", unit="operations (n^2 D)",
-                              value=X)
+    if backend == "numpy":  # on the CPU; a GPU takes far more
+        validate.check_budget("X", 1.5 * n * n * D, validate.OPS_LIMIT, what="work", unit="operations (n^2 D)", value=X)
     ops = _backend(backend, device)
     if chunk is None:
         chunk = max(1, math.isqrt(ops.chunk_entries))
     chunk = validate.positive_int("chunk", chunk)
-    Xb = X if ops.name == "numpy" else ops.asarray(X)    # read only: no copy needed
+    Xb = X if ops.name == "numpy" else ops.asarray(X)  # read only: no copy needed
     sq = ops.row_sq_norms(Xb)
     sq_np = ops.to_numpy(sq)
     every = np.arange(n)
@@ -1132,7 +1228,7 @@ def separation(X, chunk: int | None = None, *, backend: str = "numpy", device=No
         X32 = ops.to32(Xb)
         screen = _row_minima(X32, ops.to32(sq), every, chunk, ops, upper_only=True)
         screen += sq_np
-        bound = (D + 8) * 2.0 ** -23 * 3.0 * float(sq_np.max())
+        bound = (D + 8) * 2.0**-23 * 3.0 * float(sq_np.max())
         candidates = np.flatnonzero(screen <= np.min(screen) + 2.0 * bound)
         exact = _row_minima(Xb, sq, candidates, chunk, ops, upper_only=False)
     return max(float(np.min(exact + sq_np[candidates])), 0.0)
@@ -1143,7 +1239,7 @@ def paper_k(n: int, rho: float, c: float = 10.0) -> int:
     n = validate.positive_int("n", n)
     rho = validate.positive_float("rho", rho)
     c = validate.positive_float("c", c)
-    return max(1, math.ceil(c * math.log(max(n, 2)) / rho ** 2))
+    return max(1, math.ceil(c * math.log(max(n, 2)) / rho**2))
 
 
 def equidistant_points(n: int, rho: float) -> np.ndarray:
@@ -1179,7 +1275,7 @@ def union_bound_k(n: int, rho: float, delta: float = 0.5) -> int:
     if n == 1:
         return 1
     exponent = pair_failure_exponent(rho)
-    if exponent == 0.0:                   # rho / 4 underflows: no finite width
+    if exponent == 0.0:  # rho / 4 underflows: no finite width
         raise ValueError(f"rho = {rho!r} is too small for a finite union-bound width")
     return max(1, math.ceil(math.log(n * (n - 1) / delta) / exponent))
 
@@ -1203,8 +1299,9 @@ def default_k(n: int, rho: float | None, D: int) -> tuple[int, str]:
     return max(D, 2), "orthonormal"
 
 
-def smallest_width(X, y, draws: int, k_max: int, *, num_classes=None, thresholds: str = "per-unit",
-                   k_min: int = 2) -> int | None:
+def smallest_width(
+    X, y, draws: int, k_max: int, *, num_classes=None, thresholds: str = "per-unit", k_min: int = 2
+) -> int | None:
     """The smallest ``k`` in ``[k_min, k_max]`` at which every one of ``draws`` single Gaussian draws
     (seeds ``0..draws-1``) fits, found by bisection; ``None`` if ``k_max`` itself does not.
 
@@ -1219,15 +1316,23 @@ def smallest_width(X, y, draws: int, k_max: int, *, num_classes=None, thresholds
     def all_fit(k):
         for seed in range(draws):
             try:
-                construct_interpolating_resnet(X, y, k=k, num_classes=num_classes, seed=seed,
-                                               projection="gaussian", thresholds=thresholds, attempts=1)
+                construct_interpolating_resnet(
+                    X,
+                    y,
+                    k=k,
+                    num_classes=num_classes,
+                    seed=seed,
+                    projection="gaussian",
+                    thresholds=thresholds,
+                    attempts=1,
+                )
             except ConstructionError:
                 return False
         return True
 
     if not all_fit(k_max):
         return None
-    lo, hi = k_min - 1, k_max                  # hi fits; lo is below the range or fails
+    lo, hi = k_min - 1, k_max  # hi fits; lo is below the range or fails
     while hi - lo > 1:
         mid = (lo + hi) // 2
         if all_fit(mid):
@@ -1254,7 +1359,7 @@ def projection_distortion(X, A) -> float:
     sq, sq_p = np.diag(G).copy(), np.diag(H).copy()
     worst = 0.0
     keep = sq > 0
-    if keep.any():                                         # pairs (0, x_i): the norms
+    if keep.any():  # pairs (0, x_i): the norms
         worst = float(np.max(np.abs(np.sqrt(sq_p[keep] / sq[keep]) - 1.0)))
     d2 = sq[:, None] + sq[None, :] - 2.0 * G
     d2p = sq_p[:, None] + sq_p[None, :] - 2.0 * H
@@ -1277,7 +1382,7 @@ def jl_union_width(n: int, eps: float, delta: float = 0.5) -> int:
     n = validate.positive_int("n", n)
     eps = validate.finite_float("eps", eps, minimum=0.0, open_minimum=True, maximum=1.0, open_maximum=True)
     delta = validate.probability("delta", delta, open_low=True, open_high=True)
-    return math.ceil(2.0 * math.log(n * (n + 1) / delta) / (eps ** 2 / 2 - eps ** 3 / 3))
+    return math.ceil(2.0 * math.log(n * (n + 1) / delta) / (eps**2 / 2 - eps**3 / 3))
 
 
 def jl_k(n: int, rho: float, thresholds: str = "per-unit") -> int:
@@ -1295,11 +1400,12 @@ def jl_k(n: int, rho: float, thresholds: str = "per-unit") -> int:
     thresholds = _check_thresholds(thresholds)
     rho = validate.finite_float("rho", rho, minimum=0.0, open_minimum=True, maximum=4.0)
     eps = rho / ((2.0 if thresholds == "per-unit" else 4.0) + rho)
-    return math.ceil(4.0 * math.log(n + 1) / (eps ** 2 / 2 - eps ** 3 / 3))
+    return math.ceil(4.0 * math.log(n + 1) / (eps**2 / 2 - eps**3 / 3))
 
 
-def success_rate(X, y, k: int, seeds, *, projection: str = "gaussian", thresholds: str = "per-unit",
-                 num_classes=None) -> float:
+def success_rate(
+    X, y, k: int, seeds, *, projection: str = "gaussian", thresholds: str = "per-unit", num_classes=None
+) -> float:
     """Fraction of ``seeds`` for which one draw (no retries) builds a network that fits ``(X, y)``."""
     seeds = list(seeds)
     if not seeds:
@@ -1307,8 +1413,9 @@ def success_rate(X, y, k: int, seeds, *, projection: str = "gaussian", threshold
     ok = 0
     for seed in seeds:
         try:
-            construct_interpolating_resnet(X, y, k=k, num_classes=num_classes, seed=seed,
-                                           projection=projection, thresholds=thresholds, attempts=1)
+            construct_interpolating_resnet(
+                X, y, k=k, num_classes=num_classes, seed=seed, projection=projection, thresholds=thresholds, attempts=1
+            )
             ok += 1
         except ConstructionError:
             pass
@@ -1344,7 +1451,7 @@ def surrogate_width(r: int, t: float = 0.5, delta: float = 0.5) -> int:
     r = validate.integer("r", r, minimum=2)
     t = validate.finite_float("t", t, minimum=0.0, open_minimum=True, maximum=1.0, open_maximum=True)
     delta = validate.probability("delta", delta, open_low=True, open_high=True)
-    return math.ceil(2.0 * math.log(r * (r - 1) / (2.0 * delta)) / t ** 2)
+    return math.ceil(2.0 * math.log(r * (r - 1) / (2.0 * delta)) / t**2)
 
 
 # --- Theorem 3.2, cost: the paper's parameter count -----------------------------------------------------
@@ -1369,11 +1476,11 @@ def schur_off_block(M) -> float:
         raise ValueError(f"M must be square, got shape {M.shape}")
     T, _ = schur(M, output="real")
     d = T.shape[0]
-    block = np.zeros(d, dtype=np.int64)             # block index of each row
+    block = np.zeros(d, dtype=np.int64)  # block index of each row
     i = b = 0
     while i < d:
         size = 2 if i + 1 < d and T[i + 1, i] != 0.0 else 1
-        block[i:i + size] = b
+        block[i : i + size] = b
         i, b = i + size, b + 1
     off = block[:, None] != block[None, :]
     scale = max(float(np.linalg.norm(M, 2)), np.finfo(float).tiny)

@@ -72,5 +72,5 @@ def growth_fit(x, y) -> GrowthFit:
 
     p, r_pow = line(logx)
     _, r_exp = line(x)
-    se = math.sqrt(float(np.sum(r_pow ** 2)) / (x.size - 2) / float(np.sum((logx - logx.mean()) ** 2)))
-    return GrowthFit(p, se, float(np.sqrt(np.mean(r_pow ** 2))), float(np.sqrt(np.mean(r_exp ** 2))))
+    se = math.sqrt(float(np.sum(r_pow**2)) / (x.size - 2) / float(np.sum((logx - logx.mean()) ** 2)))
+    return GrowthFit(p, se, float(np.sqrt(np.mean(r_pow**2))), float(np.sqrt(np.mean(r_exp**2))))

@@ -34,17 +34,48 @@ from torch.func import hessian
 
 from . import checks, validate
 
-
 __all__ = [
-    "best_factorization_in_ball", "bhl_step_size", "compose", "critical_point_search", "CriticalPointSearch",
-    "det_loss_floor", "FACTORIZATION_METHODS", "factorization_plan", "FactorizationPlan",
-    "factorize_near_identity", "gamma", "GDResult", "gradient_lower_bound", "gradient_lower_bound_printed",
-    "identity_gd_steps_to", "identity_gd_trace", "identity_init_gd", "IdentityGDTrace", "layer_norms",
-    "random_layers_in_ball", "random_matrix_with_gamma", "random_rotation", "random_theorem_2_1_target", "risk",
-    "risk_by_quadrature", "risk_gradient", "risk_gradient_descent", "risk_gradient_printed_order",
-    "rotation_root", "symmetric_identity_gd", "SymmetricGDRun", "sympy_risk", "sympy_risk_gradient",
-    "TARGET_KINDS", "theorem_2_1_bound", "theorem_2_1_bound_early", "theorem_2_1_bound_integer",
-    "theorem_2_1_min_depth", "theorem_2_1_ratio", "theorem_2_1_sweep", "theorem_2_1_worst_ratio_search",
+    "best_factorization_in_ball",
+    "bhl_step_size",
+    "compose",
+    "critical_point_search",
+    "CriticalPointSearch",
+    "det_loss_floor",
+    "FACTORIZATION_METHODS",
+    "factorization_plan",
+    "FactorizationPlan",
+    "factorize_near_identity",
+    "gamma",
+    "GDResult",
+    "gradient_lower_bound",
+    "gradient_lower_bound_printed",
+    "identity_gd_steps_to",
+    "identity_gd_trace",
+    "identity_init_gd",
+    "IdentityGDTrace",
+    "layer_norms",
+    "random_layers_in_ball",
+    "random_matrix_with_gamma",
+    "random_rotation",
+    "random_theorem_2_1_target",
+    "risk",
+    "risk_by_quadrature",
+    "risk_gradient",
+    "risk_gradient_descent",
+    "risk_gradient_printed_order",
+    "rotation_root",
+    "symmetric_identity_gd",
+    "SymmetricGDRun",
+    "sympy_risk",
+    "sympy_risk_gradient",
+    "TARGET_KINDS",
+    "theorem_2_1_bound",
+    "theorem_2_1_bound_early",
+    "theorem_2_1_bound_integer",
+    "theorem_2_1_min_depth",
+    "theorem_2_1_ratio",
+    "theorem_2_1_sweep",
+    "theorem_2_1_worst_ratio_search",
     "torch_risk",
 ]
 
@@ -65,8 +96,7 @@ def _as_layers(A, name: str = "A") -> np.ndarray:
 def _check_depth_budget(depth: int, d: int, *, layers: bool) -> None:
     """Refuse depths whose integer-split search (a Python loop over ``depth``) or whose ``depth`` layers of
     ``d x d`` would take longer or more memory than this machine can give."""
-    validate.check_budget("depth", depth, validate.LOOP_LIMIT, what="work", unit="loop iterations",
-                          value=depth)
+    validate.check_budget("depth", depth, validate.LOOP_LIMIT, what="work", unit="loop iterations", value=depth)
     if layers:
         validate.check_budget("depth", 8.0 * depth * d * d, validate.memory_limit_bytes(), value=depth)
 
@@ -133,8 +163,8 @@ def _rng(seed):
 def random_rotation(d, seed=None) -> np.ndarray:
     """A Haar-random matrix in SO(d)."""
     d = validate.positive_int("d", d)
-    validate.check_budget("d", 3 * 8.0 * d * d, validate.memory_limit_bytes(), value=d)   # the matrix, its QR
-    validate.check_budget("d", 2.0 * d ** 3, validate.OPS_LIMIT, what="work", unit="operations", value=d)
+    validate.check_budget("d", 3 * 8.0 * d * d, validate.memory_limit_bytes(), value=d)  # the matrix, its QR
+    validate.check_budget("d", 2.0 * d**3, validate.OPS_LIMIT, what="work", unit="operations", value=d)
     Q, Rm = np.linalg.qr(_rng(seed).standard_normal((d, d)))
     Q = Q * np.sign(np.diag(Rm))[None, :]
     if np.linalg.det(Q) < 0:
@@ -263,6 +293,7 @@ def torch_risk(depth, d, R, Sigma):
             P = (I + A[i]) @ P
         E = P - R_t
         return torch.trace(E @ S_t @ E.T) + d
+
     return f
 
 
@@ -276,7 +307,7 @@ def sympy_risk(depth, d, R, Sigma):
     symbols = sp.symbols(f"a0:{depth * d * d}")
     P = sp.eye(d)
     for i in range(depth):
-        P = (sp.eye(d) + sp.Matrix(d, d, symbols[i * d * d:(i + 1) * d * d])) * P
+        P = (sp.eye(d) + sp.Matrix(d, d, symbols[i * d * d : (i + 1) * d * d])) * P
     E = P - Rs
     return sp.expand((E * Ss * E.T).trace()) + d, symbols
 
@@ -372,12 +403,14 @@ def _check_invertible_oriented(R: np.ndarray) -> None:
         raise ValueError(
             f"R is too ill-conditioned to factorise in float64: its singular values run from {s[-1]:.3g} "
             f"to {s[0]:.3g} (condition number {s[0] / s[-1]:.3g}, beyond 1 / (d * machine epsilon)), so "
-            f"the construction's roots cannot be computed accurately; R itself need not be singular")
+            f"the construction's roots cannot be computed accurately; R itself need not be singular"
+        )
     if sign < 0:
         raise ValueError(
             "det R < 0: no near-identity factorisation exists. Every factor I + A with ||A|| < 1 has "
             "det(I + A) > 0 (t -> det(I + tA) never vanishes on [0, 1] and starts at 1), so any product of "
-            "such factors has positive determinant")
+            "such factors has positive determinant"
+        )
 
 
 def _rotation_generator(Q: np.ndarray):
@@ -425,8 +458,7 @@ def _rotation_norms(angles: np.ndarray, q: np.ndarray) -> np.ndarray:
     """``||Q^(1/q) - I||`` for each entry of ``q`` (0 where q = 0): ``max_k 2 |sin(theta_k / 2q)|``."""
     if not angles.size:
         return np.zeros(q.size)
-    return np.where(q > 0, np.max(2 * np.abs(np.sin(angles[None, :] / (2 * np.maximum(q, 1)[:, None]))), axis=1),
-                    0.0)
+    return np.where(q > 0, np.max(2 * np.abs(np.sin(angles[None, :] / (2 * np.maximum(q, 1)[:, None]))), axis=1), 0.0)
 
 
 def _scaling_norms(k: np.ndarray, p: np.ndarray) -> np.ndarray:
@@ -616,8 +648,8 @@ def factorize_near_identity(R, depth, method: str = "polar") -> np.ndarray:
     A = np.empty((depth, d, d))
     A[:q] = BV
     if p:
-        A[q:q + p] = np.diag(k ** (1.0 / p)) - I
-    A[q + p:] = BU
+        A[q : q + p] = np.diag(k ** (1.0 / p)) - I
+    A[q + p :] = BU
     if not p:  # K = I up to rounding: fold it into the first U layer
         A[q] = (BU + I) @ np.diag(k) - I
     return A
@@ -644,7 +676,7 @@ def random_theorem_2_1_target(kind, d, seed=None) -> np.ndarray:
     for k in range(d // 2):
         theta = math.pi - abs(rng.normal(0.0, 0.05))
         c, s = math.cos(theta), math.sin(theta)
-        W[2 * k: 2 * k + 2, 2 * k: 2 * k + 2] = [[c, -s], [s, c]]
+        W[2 * k : 2 * k + 2, 2 * k : 2 * k + 2] = [[c, -s], [s, c]]
     Q = random_rotation(d, rng)
     stretch = random_matrix_with_gamma(d, float(np.exp(rng.uniform(-6.0, 0.0))), rng)
     return Q @ W @ Q.T @ stretch
@@ -670,8 +702,7 @@ def theorem_2_1_ratio(R, depths, method: str = "polar") -> np.ndarray:
         angles = np.abs(np.array([t for *_, t in _rotation_generator(Q)[1]], dtype=float))
     else:
         U, k, Vt = _svd_oriented(R)
-        angles = np.abs(np.array([t for *_, t in _rotation_generator(U)[1] + _rotation_generator(Vt)[1]],
-                                 dtype=float))
+        angles = np.abs(np.array([t for *_, t in _rotation_generator(U)[1] + _rotation_generator(Vt)[1]], dtype=float))
     # the planners' admissible splits (_admissible_splits), all depths at once; the rotation layers' norm
     # depends on q only, the scaling layers' on p only
     q, p, ok = _admissible_splits(method, depths, *_trivial_factors(angles, k))  # p, ok: (depths, q)
@@ -689,17 +720,18 @@ def theorem_2_1_ratio(R, depths, method: str = "polar") -> np.ndarray:
 def _rotated_stretch(params: np.ndarray, d: int, mixing: np.ndarray) -> np.ndarray:
     """``M1 blockdiag(rot(theta_k)) M1^T M2 diag(exp(g)) M2^T``: the first ``d // 2`` params are angles, the
     next ``d`` log singular values; ``mixing = (M1, M2)`` are fixed rotations."""
-    angles, logs = params[: d // 2], params[d // 2: d // 2 + d]
+    angles, logs = params[: d // 2], params[d // 2 : d // 2 + d]
     W = np.eye(d)
     for k, theta in enumerate(angles):
         c, s = math.cos(theta), math.sin(theta)
-        W[2 * k: 2 * k + 2, 2 * k: 2 * k + 2] = [[c, -s], [s, c]]
+        W[2 * k : 2 * k + 2, 2 * k : 2 * k + 2] = [[c, -s], [s, c]]
     M1, M2 = mixing
     return (M1 @ W @ M1.T) @ ((M2 * np.exp(logs)[None, :]) @ M2.T)
 
 
-def theorem_2_1_worst_ratio_search(dims=(2, 3, 4), max_depth=24, random_starts=40, refine=4,
-                                   max_gamma=2.0, method: str = "polar", seed=None) -> dict:
+def theorem_2_1_worst_ratio_search(
+    dims=(2, 3, 4), max_depth=24, random_starts=40, refine=4, max_gamma=2.0, method: str = "polar", seed=None
+) -> dict:
     """Adversarial search for the ``R`` and depth ``l >= 3 gamma(R)`` that bring the construction closest to
     (or over) the smaller published Theorem 2.1 bound.
 
@@ -721,7 +753,7 @@ def theorem_2_1_worst_ratio_search(dims=(2, 3, 4), max_depth=24, random_starts=4
 
     def worst(params, d, mixing):
         params = np.asarray(params, dtype=float).copy()
-        params[d // 2:] = np.clip(params[d // 2:], -max_gamma, max_gamma)
+        params[d // 2 :] = np.clip(params[d // 2 :], -max_gamma, max_gamma)
         R = _rotated_stretch(params, d, mixing)
         depths = list(range(theorem_2_1_min_depth(R), max_depth + 1))
         if not depths:
@@ -741,8 +773,12 @@ def theorem_2_1_worst_ratio_search(dims=(2, 3, 4), max_depth=24, random_starts=4
             starts.append((worst(params, d, mixing)[0], params))
         starts.sort(key=lambda t: -t[0])
         for _, params in starts[:refine]:
-            res = scipy.optimize.minimize(lambda x, d=d, mixing=mixing: -worst(x, d, mixing)[0], params, method="Nelder-Mead",
-                                          options={"maxfev": 150 * d, "xatol": 1e-6, "fatol": 1e-9})
+            res = scipy.optimize.minimize(
+                lambda x, d=d, mixing=mixing: -worst(x, d, mixing)[0],
+                params,
+                method="Nelder-Mead",
+                options={"maxfev": 150 * d, "xatol": 1e-6, "fatol": 1e-9},
+            )
             value, R, depth = worst(res.x, d, mixing)
             if value > best[0]:
                 best = (value, R, depth)
@@ -850,7 +886,7 @@ def gradient_lower_bound_printed(A, R, Sigma, tau) -> float:
     """Eq. (2.3) as printed: ``4 l (1 - tau)^(l-1) s_min(Sigma)^2 (f(A) - C_opt)``. It fails, e.g. at
     ``A = 0`` with ``Sigma = c I``, ``c > 1``."""
     depth, tau, s_min, excess = _bound_inputs(A, R, Sigma, tau)
-    return 4.0 * depth * (1.0 - tau) ** (depth - 1) * s_min ** 2 * excess
+    return 4.0 * depth * (1.0 - tau) ** (depth - 1) * s_min**2 * excess
 
 
 # --- Theorem 2.2: searching for critical points inside the tau-ball -------------------------------------
@@ -897,7 +933,7 @@ def critical_point_search(R, Sigma, starts, tau, iterations=60, critical_rtol=1e
     for m in range(n):
         A = _project_to_ball(starts[m], tau)
         g = risk_gradient(A, R, Sigma)
-        g2 = float(np.sum(g ** 2))
+        g2 = float(np.sum(g**2))
         out["grad_sq_start"][m], out["excess_start"][m] = g2, excess(A)
         for _ in range(iterations):
             if g2 <= critical_rtol * out["grad_sq_start"][m]:
@@ -908,7 +944,7 @@ def critical_point_search(R, Sigma, starts, tau, iterations=60, critical_rtol=1e
             while t > 1e-8:
                 trial = _project_to_ball(A - t * step, tau)
                 g_trial = risk_gradient(trial, R, Sigma)
-                g2_trial = float(np.sum(g_trial ** 2))
+                g2_trial = float(np.sum(g_trial**2))
                 if g2_trial < g2:
                     A, g, g2 = trial, g_trial, g2_trial
                     break
@@ -983,7 +1019,7 @@ def identity_gd_steps_to(Phi, depth, lr, tol, max_steps) -> int | None:
             for i in range(1, depth):
                 right[i] = T[i - 1] @ right[i - 1]
             G = T[-1] @ right[-1] - Phi
-            loss = 0.5 * float(np.sum(G ** 2))
+            loss = 0.5 * float(np.sum(G**2))
             if not math.isfinite(loss):
                 raise validate.DivergenceError(f"identity_gd_steps_to diverged at step {t}; lower lr {lr}")
             if loss <= tol:
@@ -1011,7 +1047,8 @@ class IdentityGDTrace:
 
 
 def identity_gd_trace(Phi, depth, lr, steps, reg=0.0, tol=None) -> IdentityGDTrace:
-    """Gradient descent from ``Theta_i = I`` on ``1/2 ||Theta_L ... Theta_1 - Phi||_F^2 + reg sum_i ||Theta_i - I||_F^2``,
+    """Gradient descent from ``Theta_i = I`` on
+    ``1/2 ||Theta_L ... Theta_1 - Phi||_F^2 + reg sum_i ||Theta_i - I||_F^2``,
     recording the loss and the determinant of the product at every step; with ``tol``, it stops at the first
     step whose loss is at most ``tol`` (the arrays then end there).
 
@@ -1036,7 +1073,7 @@ def identity_gd_trace(Phi, depth, lr, steps, reg=0.0, tol=None) -> IdentityGDTra
                 right[i] = T[i - 1] @ right[i - 1]
             P = T[-1] @ right[-1]
             G = P - Phi
-            losses[t] = 0.5 * float(np.sum(G ** 2))
+            losses[t] = 0.5 * float(np.sum(G**2))
             dets[t] = float(np.linalg.det(P)) if np.all(np.isfinite(P)) else math.nan
             if not math.isfinite(losses[t]):
                 raise validate.DivergenceError(f"identity_gd_trace diverged at step {t}; lower the learning rate {lr}")
@@ -1098,7 +1135,7 @@ def symmetric_identity_gd(eigenvalues, depth, lr, steps, reg=0.0) -> SymmetricGD
     min_mu = 1.0
     with np.errstate(over="ignore", invalid="ignore"):
         for t in range(steps + 1):
-            power = mu ** depth
+            power = mu**depth
             losses[t] = 0.5 * float(np.sum((power - lam) ** 2))
             if not math.isfinite(losses[t]):
                 raise validate.DivergenceError(f"symmetric_identity_gd diverged at step {t}; lower lr {lr}")
@@ -1134,7 +1171,8 @@ class GDResult:
 
 
 def identity_init_gd(Phi, depth, steps, lr, reg=0.0, *, backend="numpy", device=None, dtype=None) -> GDResult:
-    """Gradient descent from ``Theta_i = I`` on ``1/2 ||Theta_L ... Theta_1 - Phi||_F^2 + reg sum_i ||Theta_i - I||_F^2``.
+    """Gradient descent from ``Theta_i = I`` on
+    ``1/2 ||Theta_L ... Theta_1 - Phi||_F^2 + reg sum_i ||Theta_i - I||_F^2``.
 
     Bartlett, Helmbold & Long's setting (isotropic inputs, so the population loss is this Frobenius loss).
     The gradient in layer i is ``L_i^T (P - Phi) R_i^T + 2 reg (Theta_i - I)`` (products of the layers above
@@ -1146,12 +1184,14 @@ def identity_init_gd(Phi, depth, steps, lr, reg=0.0, *, backend="numpy", device=
     steps = validate.positive_int("steps", steps)
     lr = validate.positive_float("lr", lr)
     reg = validate.non_negative_float("reg", reg)
-    d = Phi.shape[0]   # the layers, their partial products and gradients; three Python loops over depth a step
+    d = Phi.shape[0]  # the layers, their partial products and gradients; three Python loops over depth a step
     validate.check_budget("depth", 4 * 8.0 * depth * d * d, validate.memory_limit_bytes(), value=depth)
-    validate.check_budget("steps", 3.0 * steps * depth, validate.LOOP_LIMIT, what="work", unit="loop iterations",
-                          value=steps)
-    validate.check_budget("steps", 6.0 * steps * depth * d ** 3, validate.OPS_LIMIT, what="work",
-                          unit="operations", value=steps)
+    validate.check_budget(
+        "steps", 3.0 * steps * depth, validate.LOOP_LIMIT, what="work", unit="loop iterations", value=steps
+    )
+    validate.check_budget(
+        "steps", 6.0 * steps * depth * d**3, validate.OPS_LIMIT, what="work", unit="operations", value=steps
+    )
     if validate.choice("backend", backend, ("numpy", "torch")) == "torch":
         return _gd_torch(Phi, depth, steps, lr, float(reg), device, dtype)
     if device is not None and str(device) != "cpu":
@@ -1236,5 +1276,11 @@ def _gd_torch(Phi, depth, steps, lr, reg, device, dtype) -> GDResult:
         bad = int(np.argmin(np.isfinite(objectives_np))) + 1
         raise validate.DivergenceError(f"identity_init_gd diverged at step {bad}; lower the learning rate {lr}")
     initial = 0.5 * float(np.sum((np.eye(d) - Phi) ** 2))
-    return GDResult(losses.cpu().numpy().astype(np.float64), objectives_np, initial,
-                    T.cpu().numpy().astype(np.float64), "torch", str(device))
+    return GDResult(
+        losses.cpu().numpy().astype(np.float64),
+        objectives_np,
+        initial,
+        T.cpu().numpy().astype(np.float64),
+        "torch",
+        str(device),
+    )

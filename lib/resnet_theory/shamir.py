@@ -36,9 +36,9 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Callable
 
 import numpy as np
 import sympy as sp
@@ -47,7 +47,6 @@ from scipy import optimize
 
 from . import validate
 from .fits import fit_power_law
-
 
 LOSSES = ("squared", "logistic")
 #: Instance seeds of the surveys are ``SEED_STRIDE * seed + i``: different chapter seeds share no instance.
@@ -184,8 +183,9 @@ def best_linear_predictor(X, y, loss: str = "squared", radius=None) -> dict:
 
     if radius is None:
         if loss == "logistic" and _has_recession_direction(Xn, yn):
-            raise ValueError("the logistic F_lin has no minimiser on this sample (a direction separates "
-                             "the data): give a radius")
+            raise ValueError(
+                "the logistic F_lin has no minimiser on this sample (a direction separates the data): give a radius"
+            )
         # damped Newton on a convex objective (scipy's trust-exact can stop early once rounding dominates)
         w = np.zeros(d)
         for _ in range(200):
@@ -198,12 +198,14 @@ def best_linear_predictor(X, y, loss: str = "squared", radius=None) -> dict:
             if np.linalg.norm(t * step) <= 1e-15 * max(1.0, np.linalg.norm(w)):
                 break
         if np.linalg.norm(grad(w)) * max(1.0, np.linalg.norm(w)) > 1e-8 * value(w):
-            raise ValueError("the minimisation of F_lin did not converge (gradient not negligible at the "
-                             "scale of the loss)")
+            raise ValueError(
+                "the minimisation of F_lin did not converge (gradient not negligible at the scale of the loss)"
+            )
     else:
-        cons = {"type": "ineq", "fun": lambda w: radius ** 2 - w @ w, "jac": lambda w: -2 * w}
-        sol = optimize.minimize(value, np.zeros(d), jac=grad, method="SLSQP", constraints=[cons],
-                                options={"ftol": 1e-15, "maxiter": 1000})
+        cons = {"type": "ineq", "fun": lambda w: radius**2 - w @ w, "jac": lambda w: -2 * w}
+        sol = optimize.minimize(
+            value, np.zeros(d), jac=grad, method="SLSQP", constraints=[cons], options={"ftol": 1e-15, "maxiter": 1000}
+        )
         w = sol.x
         if np.linalg.norm(w) > radius:
             w = w * radius / np.linalg.norm(w)
@@ -214,8 +216,9 @@ def _has_recession_direction(X: np.ndarray, y: np.ndarray) -> bool:
     """Whether some u has ``y_i u^T x_i >= 0`` for all i with a positive sum (then the logistic F_lin
     keeps decreasing along u and has no minimiser). A linear programme over the box ``|u|_inf <= 1``."""
     A = y[:, None] * X
-    res = optimize.linprog(-A.sum(axis=0), A_ub=-A, b_ub=np.zeros(len(y)), bounds=[(-1, 1)] * X.shape[1],
-                           method="highs")
+    res = optimize.linprog(
+        -A.sum(axis=0), A_ub=-A, b_ub=np.zeros(len(y)), bounds=[(-1, 1)] * X.shape[1], method="highs"
+    )
     return bool(res.status == 0 and -res.fun > 1e-9)
 
 
@@ -241,12 +244,20 @@ def objective_derivatives(X, y, w, V, f_theta, loss: str = "squared", *, skip: b
     (g,) = torch.autograd.grad(value, zg)
     H = torch.autograd.functional.hessian(F, z)
     g, H = g.numpy(), H.numpy()
-    return {"value": float(value.detach()), "gradient": g, "hessian": H, "gradient_w": g[:d],
-            "gradient_V": g[d:].reshape(d, k), "hessian_ww": H[:d, :d], "function": F}
+    return {
+        "value": float(value.detach()),
+        "gradient": g,
+        "hessian": H,
+        "gradient_w": g[:d],
+        "gradient_V": g[d:].reshape(d, k),
+        "hessian_ww": H[:d, :d],
+        "function": F,
+    }
 
 
-def random_mlp(d: int, k: int, width: int, depth: int, generator: torch.Generator,
-               final: str = "none") -> torch.nn.Sequential:
+def random_mlp(
+    d: int, k: int, width: int, depth: int, generator: torch.Generator, final: str = "none"
+) -> torch.nn.Sequential:
     """A random float64 ReLU network ``R^d -> R^k`` with ``depth`` linear layers (He-scaled Gaussian weights)."""
     d, k = validate.positive_int("d", d), validate.positive_int("k", k)
     width, depth = validate.positive_int("width", width), validate.positive_int("depth", depth)
@@ -268,8 +279,16 @@ def random_mlp(d: int, k: int, width: int, depth: int, generator: torch.Generato
     return torch.nn.Sequential(*layers)
 
 
-def random_theorem_instance(seed: int, loss: str = "squared", n: int = 30, d: int = 3, k: int = 3,
-                            width: int = 8, depth: int = 3, w_zero: bool = False) -> dict:
+def random_theorem_instance(
+    seed: int,
+    loss: str = "squared",
+    n: int = 30,
+    d: int = 3,
+    k: int = 3,
+    width: int = 8,
+    depth: int = 3,
+    w_zero: bool = False,
+) -> dict:
     """A random instance for Theorems 1 and 2: data, a random deep ``f_theta``, a point ``(w, V)``, ``w_star``.
 
     Data ``x ~ N(0, I)``; targets a nonlinear function of ``x`` plus noise (squared loss) or its sign with
@@ -331,7 +350,7 @@ def example_1_review_formulas() -> dict:
     r = w - 1 + eps * w * v
     gradient = sp.Matrix([r * (1 + eps * v), r * eps * w])
     off = eps * (2 * w + 2 * eps * w * v - 1)
-    hessian = sp.Matrix([[(1 + eps * v) ** 2, off], [off, eps ** 2 * w ** 2]])
+    hessian = sp.Matrix([[(1 + eps * v) ** 2, off], [off, eps**2 * w**2]])
     return {"symbols": (w, v, eps), "gradient": gradient, "hessian": hessian}
 
 
@@ -348,11 +367,13 @@ def example_1_saddle(eps) -> dict:
     subs = {w: point[0], v: point[1], eps_s: e}
     hessian = sym["hessian"].subs(subs).applyfunc(sp.simplify)
     eigenvalues = sorted(hessian.eigenvals(multiple=True), key=lambda z: float(z))
-    return {"point": point,
-            "value": sp.simplify(sym["objective"].subs(subs)),
-            "gradient": sym["gradient"].subs(subs).applyfunc(sp.simplify),
-            "hessian": hessian,
-            "eigenvalues": [sp.simplify(z) for z in eigenvalues]}
+    return {
+        "point": point,
+        "value": sp.simplify(sym["objective"].subs(subs)),
+        "gradient": sym["gradient"].subs(subs).applyfunc(sp.simplify),
+        "hessian": hessian,
+        "eigenvalues": [sp.simplify(z) for z in eigenvalues],
+    }
 
 
 def example_1_objective(eps: float, penalty: float = 0.0) -> Callable[[torch.Tensor], torch.Tensor]:
@@ -364,7 +385,7 @@ def example_1_objective(eps: float, penalty: float = 0.0) -> Callable[[torch.Ten
         if z.shape != (2,):
             raise ValueError(f"the point must be a vector (w, v), got shape {tuple(z.shape)}")
         w, v = z[0], z[1]
-        return 0.5 * (w * (1 + eps * v) - 1) ** 2 + 0.5 * penalty * (w ** 2 + v ** 2)
+        return 0.5 * (w * (1 + eps * v) - 1) ** 2 + 0.5 * penalty * (w**2 + v**2)
 
     return F
 
@@ -398,12 +419,18 @@ def theorem_1_sides(X, y, w, V, f_theta, w_star, loss: str = "squared", *, skip:
     ns2 = float(w_star @ w_star)
 
     def rhs(normV):
-        return gap / math.sqrt(2 * nw2 + ns2 * (2 + normV ** 2 / nw2))
+        return gap / math.sqrt(2 * nw2 + ns2 * (2 + normV**2 / nw2))
 
-    return {"lhs": float(np.linalg.norm(der["gradient"])), "rhs": rhs(np.linalg.norm(V, 2)),
-            "rhs_frobenius": rhs(np.linalg.norm(V)),
-            "rhs_without_V": gap / math.sqrt(2 * nw2 + 2 * ns2), "F": der["value"], "F_lin": F_lin,
-            "norm_w": math.sqrt(nw2), "norm_V": float(np.linalg.norm(V, 2))}
+    return {
+        "lhs": float(np.linalg.norm(der["gradient"])),
+        "rhs": rhs(np.linalg.norm(V, 2)),
+        "rhs_frobenius": rhs(np.linalg.norm(V)),
+        "rhs_without_V": gap / math.sqrt(2 * nw2 + 2 * ns2),
+        "F": der["value"],
+        "F_lin": F_lin,
+        "norm_w": math.sqrt(nw2),
+        "norm_V": float(np.linalg.norm(V, 2)),
+    }
 
 
 def theorem_2_sides(X, y, V, f_theta, w_star, loss: str = "squared", *, skip: bool = True) -> dict:
@@ -418,19 +445,26 @@ def theorem_2_sides(X, y, V, f_theta, w_star, loss: str = "squared", *, skip: bo
     w_star = _w_star(w_star, X.shape[1])
     if not np.any(w_star):
         raise ValueError("Theorem 2 needs w_star != 0")
-    der = objective_derivatives(X, y, torch.zeros(X.shape[1], dtype=torch.float64), V, f_theta, loss,
-                                skip=skip)
+    der = objective_derivatives(X, y, torch.zeros(X.shape[1], dtype=torch.float64), V, f_theta, loss, skip=skip)
     lam = float(np.linalg.eigvalsh(der["hessian"])[0])
     Hww = float(np.linalg.norm(der["hessian_ww"], 2))
     normV = float(np.linalg.norm(V.numpy(), 2))
     gradient_norm = float(np.linalg.norm(der["gradient"]))
-    curvature_term = math.sqrt(abs(lam) * Hww + lam ** 2)
+    curvature_term = math.sqrt(abs(lam) * Hww + lam**2)
     lhs = gradient_norm + normV * curvature_term
     F_lin = linear_objective(X, y, w_star, loss)
-    return {"lambda_min": lam, "lhs": lhs, "gradient_norm": gradient_norm,
-            "curvature_term": curvature_term, "rhs": (der["value"] - F_lin) / float(np.linalg.norm(w_star)),
-            "F": der["value"], "F_lin": F_lin, "norm_V": normV, "hessian_ww_norm": Hww,
-            "hessian_norm": float(np.linalg.norm(der["hessian"], 2))}
+    return {
+        "lambda_min": lam,
+        "lhs": lhs,
+        "gradient_norm": gradient_norm,
+        "curvature_term": curvature_term,
+        "rhs": (der["value"] - F_lin) / float(np.linalg.norm(w_star)),
+        "F": der["value"],
+        "F_lin": F_lin,
+        "norm_V": normV,
+        "hessian_ww_norm": Hww,
+        "hessian_norm": float(np.linalg.norm(der["hessian"], 2)),
+    }
 
 
 def survey_theorems(n_instances: int, seed: int = 0, losses=LOSSES) -> dict:
@@ -444,8 +478,9 @@ def survey_theorems(n_instances: int, seed: int = 0, losses=LOSSES) -> dict:
     seed = _seed(seed)
     if isinstance(losses, str) or not losses or any(l not in LOSSES for l in losses):
         raise ValueError(f"losses must be a non-empty sequence drawn from {LOSSES}")
-    validate.check_budget("n_instances", 0.02 * 2 * len(losses) * n_instances, 3600.0, what="time",
-                          unit="seconds", value=n_instances)  # ~20 ms each
+    validate.check_budget(
+        "n_instances", 0.02 * 2 * len(losses) * n_instances, 3600.0, what="time", unit="seconds", value=n_instances
+    )  # ~20 ms each
     rows1, rows2 = [], []
     for loss in losses:
         for i in range(n_instances):
@@ -455,11 +490,16 @@ def survey_theorems(n_instances: int, seed: int = 0, losses=LOSSES) -> dict:
             b = random_theorem_instance(SEED_STRIDE * seed + 2 * i + 1, loss, w_zero=True)
             s2 = theorem_2_sides(b["X"], b["y"], b["V"], b["f_theta"], b["w_star"], loss)
             rows2.append((s2["lhs"], s2["rhs"], s2["lambda_min"], loss, s2["hessian_norm"]))
-    return {"t1_lhs": np.array([r[0] for r in rows1]), "t1_rhs": np.array([r[1] for r in rows1]),
-            "t1_loss": np.array([r[2] for r in rows1]), "t2_lhs": np.array([r[0] for r in rows2]),
-            "t2_rhs": np.array([r[1] for r in rows2]), "t2_lambda_min": np.array([r[2] for r in rows2]),
-            "t2_loss": np.array([r[3] for r in rows2]),
-            "t2_hessian_norm": np.array([r[4] for r in rows2])}
+    return {
+        "t1_lhs": np.array([r[0] for r in rows1]),
+        "t1_rhs": np.array([r[1] for r in rows1]),
+        "t1_loss": np.array([r[2] for r in rows1]),
+        "t2_lhs": np.array([r[0] for r in rows2]),
+        "t2_rhs": np.array([r[1] for r in rows2]),
+        "t2_lambda_min": np.array([r[2] for r in rows2]),
+        "t2_loss": np.array([r[3] for r in rows2]),
+        "t2_hessian_norm": np.array([r[4] for r in rows2]),
+    }
 
 
 def theorem_1_rhs_along(X, y, w, V, f_theta, w_star, scales, loss: str = "squared") -> np.ndarray:
@@ -473,18 +513,23 @@ def theorem_1_rhs_along(X, y, w, V, f_theta, w_star, scales, loss: str = "square
     w_t, V_t = _wV(w, V, X.shape[1], Z.shape[1])
     w_star = _w_star(w_star, X.shape[1])
     scales = validate.finite_array("scales", scales, ndim=1)
-    nw2 = float((w_t ** 2).sum())
+    nw2 = float((w_t**2).sum())
     if nw2 == 0:
         raise ValueError("Theorem 1 needs w != 0")
     F = residual_objective(X, y, w_t, V_t, f_theta, loss)
     normV2 = float(np.linalg.norm(V_t.numpy(), 2)) ** 2
     ns2 = float(w_star @ w_star)
-    return np.array([(F - linear_objective(X, y, c * w_star, loss))
-                     / math.sqrt(2 * nw2 + c * c * ns2 * (2 + normV2 / nw2)) for c in scales])
+    return np.array(
+        [
+            (F - linear_objective(X, y, c * w_star, loss)) / math.sqrt(2 * nw2 + c * c * ns2 * (2 + normV2 / nw2))
+            for c in scales
+        ]
+    )
 
 
-def theorem_1_adversarial(X, y, f_theta, w_star, w0, V0, loss: str = "squared", steps: int = 200,
-                          lr: float = 0.03) -> dict:
+def theorem_1_adversarial(
+    X, y, f_theta, w_star, w0, V0, loss: str = "squared", steps: int = 200, lr: float = 0.03
+) -> dict:
     """Minimise the ratio ``lhs / rhs`` of Theorem 1 over ``(w, V)`` by Adam, starting at ``(w0, V0)``.
 
     A search for violations: the theorem says the ratio never drops below 1 where ``rhs > 0``. Returns the
@@ -505,10 +550,10 @@ def theorem_1_adversarial(X, y, f_theta, w_star, w0, V0, loss: str = "squared", 
     for _ in range(steps):
         F = loss_values((X + Z @ V.T) @ w, y, loss).mean()
         gw, gV = torch.autograd.grad(F, (w, V), create_graph=True)
-        lhs = torch.sqrt((gw ** 2).sum() + (gV ** 2).sum())
-        nw2 = (w ** 2).sum()
+        lhs = torch.sqrt((gw**2).sum() + (gV**2).sum())
+        nw2 = (w**2).sum()
         normV = torch.linalg.matrix_norm(V, ord=2)
-        rhs = (F - F_lin) / torch.sqrt(2 * nw2 + ns2 * (2 + normV ** 2 / nw2))
+        rhs = (F - F_lin) / torch.sqrt(2 * nw2 + ns2 * (2 + normV**2 / nw2))
         if not bool(rhs > 0):
             break
         ratio = lhs / rhs
@@ -518,13 +563,11 @@ def theorem_1_adversarial(X, y, f_theta, w_star, w0, V0, loss: str = "squared", 
         torch.log(ratio).backward()
         opt.step()
     sides = theorem_1_sides(X, y, best[1], best[2], f_theta, w_star, loss)
-    return {"w": best[1], "V": best[2], **sides,
-            "ratio": sides["lhs"] / sides["rhs"] if sides["rhs"] > 0 else math.inf}
+    return {"w": best[1], "V": best[2], **sides, "ratio": sides["lhs"] / sides["rhs"] if sides["rhs"] > 0 else math.inf}
 
 
 # --- Corollary 1 and Theorem 3: local minima are at least as good as linear -----------------------------
-def minimize_residual_objective(X, y, f_theta, loss: str = "squared", seed: int = 0, *,
-                                skip: bool = True) -> dict:
+def minimize_residual_objective(X, y, f_theta, loss: str = "squared", seed: int = 0, *, skip: bool = True) -> dict:
     """A local minimum of ``F_theta(w, V)`` (theta fixed) by a trust-region Newton method from a random start.
 
     Returns the point, the value, the gradient norm and the smallest Hessian eigenvalue there, so that the
@@ -551,10 +594,15 @@ def minimize_residual_objective(X, y, f_theta, loss: str = "squared", seed: int 
 
     z0 = rng.normal(size=d + d * k) * 0.5
     path = [z0.copy()]
-    sol = optimize.minimize(lambda z: derivatives(z)["value"], z0, jac=lambda z: derivatives(z)["gradient"],
-                            hess=lambda z: derivatives(z)["hessian"], method="trust-exact",
-                            options={"gtol": 1e-10, "maxiter": 500},
-                            callback=lambda zk: path.append(np.array(zk, dtype=float)))
+    sol = optimize.minimize(
+        lambda z: derivatives(z)["value"],
+        z0,
+        jac=lambda z: derivatives(z)["gradient"],
+        hess=lambda z: derivatives(z)["hessian"],
+        method="trust-exact",
+        options={"gtol": 1e-10, "maxiter": 500},
+        callback=lambda zk: path.append(np.array(zk, dtype=float)),
+    )
     z = sol.x
     # polish: Newton steps through the pseudo-inverse (the minima are degenerate: F depends on V only
     # through V^T w), kept while the gradient shrinks and the value does not rise beyond rounding
@@ -565,8 +613,9 @@ def minimize_residual_objective(X, y, f_theta, loss: str = "squared", seed: int 
         if not np.all(np.isfinite(trial)):
             break
         new = derivatives(trial)
-        if new["value"] > der["value"] + 1e-13 * abs(der["value"]) or \
-                np.linalg.norm(new["gradient"]) >= np.linalg.norm(der["gradient"]):
+        if new["value"] > der["value"] + 1e-13 * abs(der["value"]) or np.linalg.norm(new["gradient"]) >= np.linalg.norm(
+            der["gradient"]
+        ):
             break
         z = trial
         path.append(z.copy())
@@ -575,9 +624,14 @@ def minimize_residual_objective(X, y, f_theta, loss: str = "squared", seed: int 
     sol.x = z
     der = objective_derivatives(X, y, *unpack(sol.x), f_theta, loss, skip=skip)
     w, V = unpack(sol.x)
-    return {"w": w, "V": V, "value": der["value"], "gradient_norm": float(np.linalg.norm(der["gradient"])),
-            "lambda_min": float(np.linalg.eigvalsh(der["hessian"])[0]),
-            "path": [unpack(p) for p in path]}
+    return {
+        "w": w,
+        "V": V,
+        "value": der["value"],
+        "gradient_norm": float(np.linalg.norm(der["gradient"])),
+        "lambda_min": float(np.linalg.eigvalsh(der["hessian"])[0]),
+        "path": [unpack(p) for p in path],
+    }
 
 
 def residual_class_separates(X, y, f_theta, *, skip: bool = True) -> bool:
@@ -594,8 +648,19 @@ def residual_class_separates(X, y, f_theta, *, skip: bool = True) -> bool:
     return _has_recession_direction(features, y.numpy())
 
 
-def verify_local_minimum(X, y, w, V, f_theta, loss: str = "squared", *, rtol_gradient: float = 1e-8,
-                         rtol_curvature: float = 1e-8, rtol_escape: float = 1e-8, skip: bool = True) -> dict:
+def verify_local_minimum(
+    X,
+    y,
+    w,
+    V,
+    f_theta,
+    loss: str = "squared",
+    *,
+    rtol_gradient: float = 1e-8,
+    rtol_curvature: float = 1e-8,
+    rtol_escape: float = 1e-8,
+    skip: bool = True,
+) -> dict:
     """Decide whether ``(w, V)`` is a local minimum of ``F_theta``, with tolerances at the problem's scale.
 
     - gradient: ``|grad F| max(|z|, 1) / F <= rtol_gradient`` with ``z = (w, vec V)``: the first-order change
@@ -618,14 +683,14 @@ def verify_local_minimum(X, y, w, V, f_theta, loss: str = "squared", *, rtol_gra
     der = objective_derivatives(X, y, w, V, f_theta, loss, skip=skip)
     w_t, V_t = _wV(w, V, X.shape[1], _features(f_theta, X).shape[1])
     F, g, H = der["value"], der["gradient"], der["hessian"]
-    z_norm = max(math.sqrt(float((w_t ** 2).sum() + (V_t ** 2).sum())), 1.0)
+    z_norm = max(math.sqrt(float((w_t**2).sum() + (V_t**2).sum())), 1.0)
     g_norm = float(np.linalg.norm(g))
     relative_gradient = g_norm * z_norm / F if F > 0 else (0.0 if g_norm == 0 else math.inf)
     eig = np.linalg.eigvalsh(H)
     H_norm = float(np.max(np.abs(eig)))
     relative_curvature = float(eig[0]) / H_norm if H_norm > 0 else 0.0
     p = residual_predictions(X, w_t, V_t, f_theta) if skip else (_features(f_theta, X) @ V_t.T) @ w_t
-    factors = np.geomspace(1.5, 2.0 ** 16, 24)
+    factors = np.geomspace(1.5, 2.0**16, 24)
     along = np.array([float(loss_values(c * p, y, loss).mean()) for c in factors])
     escape_drop = max(0.0, (F - float(along.min())) / F) if F > 0 else 0.0
     separable = loss == "logistic" and residual_class_separates(X, y, f_theta, skip=skip)
@@ -637,9 +702,16 @@ def verify_local_minimum(X, y, w, V, f_theta, loss: str = "squared", *, rtol_gra
         status = "negative curvature"
     else:
         status = "local minimum"
-    return {"status": status, "value": F, "gradient_norm": g_norm, "lambda_min": float(eig[0]),
-            "relative_gradient": relative_gradient, "relative_curvature": relative_curvature,
-            "escape_drop": escape_drop, "separable": bool(separable)}
+    return {
+        "status": status,
+        "value": F,
+        "gradient_norm": g_norm,
+        "lambda_min": float(eig[0]),
+        "relative_gradient": relative_gradient,
+        "relative_curvature": relative_curvature,
+        "escape_drop": escape_drop,
+        "separable": bool(separable),
+    }
 
 
 def infimum_linear_objective(X, y, loss: str = "squared") -> float:
@@ -671,14 +743,23 @@ def corollary_1_survey(n_instances: int, seed: int = 0, losses=LOSSES, *, skip: 
         a = random_theorem_instance(instance, loss)
         m = minimize_residual_objective(a["X"], a["y"], a["f_theta"], loss, seed=i, skip=skip)
         v = verify_local_minimum(a["X"], a["y"], m["w"], m["V"], a["f_theta"], loss, skip=skip)
-        rows.append({"instance": instance, "loss": loss, **v,
-                     "inf_linear": infimum_linear_objective(a["X"], a["y"], loss),
-                     "w": m["w"], "V": m["V"], "path": m["path"]})
+        rows.append(
+            {
+                "instance": instance,
+                "loss": loss,
+                **v,
+                "inf_linear": infimum_linear_objective(a["X"], a["y"], loss),
+                "w": m["w"],
+                "V": m["V"],
+                "path": m["path"],
+            }
+        )
     return rows
 
 
-def approximate_stationary_points(X, y, f_theta, path, loss: str = "squared", *, bound: float,
-                                  eps_levels=(1e-2, 1e-4, 1e-6, 1e-8), skip: bool = True) -> dict:
+def approximate_stationary_points(
+    X, y, f_theta, path, loss: str = "squared", *, bound: float, eps_levels=(1e-2, 1e-4, 1e-6, 1e-8), skip: bool = True
+) -> dict:
     """The points of a search ``path`` that are eps-SOPSPs of ``F_theta`` on ``max(|w|, |V|) < bound``.
 
     Definition 1 as review 003 gives it: ``|grad F_theta| <= eps`` and ``lambda_min(grad^2 F_theta) >=
@@ -709,8 +790,15 @@ def approximate_stationary_points(X, y, f_theta, path, loss: str = "squared", *,
         if max(norm_w, norm_V) >= bound:
             continue
         der = objective_derivatives(X, y, w_t, V_t, f_theta, loss, skip=skip)
-        rows.append((der["value"], float(np.linalg.norm(der["gradient"])),
-                     float(np.linalg.eigvalsh(der["hessian"])[0]), norm_w, norm_V))
+        rows.append(
+            (
+                der["value"],
+                float(np.linalg.norm(der["gradient"])),
+                float(np.linalg.eigvalsh(der["hessian"])[0]),
+                norm_w,
+                norm_V,
+            )
+        )
         hessians.append(der["hessian"])
         points.append(torch.cat([w_t, V_t.reshape(-1)]).numpy())
     mu2 = 0.0
@@ -726,9 +814,19 @@ def approximate_stationary_points(X, y, f_theta, path, loss: str = "squared", *,
         ok = (arr[:, 1] <= eps) & (arr[:, 2] >= -math.sqrt(mu2 * eps))
         count[float(eps)] = int(ok.sum())
         worst[float(eps)] = float(excess[ok].max()) if ok.any() else -math.inf
-    return {"value": arr[:, 0], "gradient_norm": arr[:, 1], "lambda_min": arr[:, 2], "norm_w": arr[:, 3],
-            "norm_V": arr[:, 4], "excess": excess, "mu2": mu2, "linear_value": linear,
-            "scale": zero_value - linear, "count": count, "worst_excess": worst}
+    return {
+        "value": arr[:, 0],
+        "gradient_norm": arr[:, 1],
+        "lambda_min": arr[:, 2],
+        "norm_w": arr[:, 3],
+        "norm_V": arr[:, 4],
+        "excess": excess,
+        "mu2": mu2,
+        "linear_value": linear,
+        "scale": zero_value - linear,
+        "count": count,
+        "worst_excess": worst,
+    }
 
 
 # --- Regularisation and constraints: the landscapes of Example 1 with a penalty or in a ball ------------
@@ -737,7 +835,7 @@ def _landscape(eps: float, penalty: float):
 
     def value(z):
         w, v = z[..., 0], z[..., 1]
-        return 0.5 * (w * (1 + eps * v) - 1) ** 2 + 0.5 * penalty * (w ** 2 + v ** 2)
+        return 0.5 * (w * (1 + eps * v) - 1) ** 2 + 0.5 * penalty * (w**2 + v**2)
 
     def gradient(z):
         w, v = z
@@ -793,11 +891,11 @@ class CriticalPoint:
     point: np.ndarray
     value: float
     on_boundary: bool
-    residual: float                 # |gradient|, or the KKT residual on the boundary
-    multiplier: float               # KKT multiplier (0 in the interior)
-    min_curvature: float            # smallest Hessian eigenvalue, or the tangential curvature on the boundary
-    lower_nearby: float             # lowest value found in a small feasible neighbourhood minus the value
-    kind: str = field(default="")   # "local minimum", "saddle", "not stationary", ...
+    residual: float  # |gradient|, or the KKT residual on the boundary
+    multiplier: float  # KKT multiplier (0 in the interior)
+    min_curvature: float  # smallest Hessian eigenvalue, or the tangential curvature on the boundary
+    lower_nearby: float  # lowest value found in a small feasible neighbourhood minus the value
+    kind: str = field(default="")  # "local minimum", "saddle", "not stationary", ...
 
 
 def _classify(z, eps, penalty, radius, tol, neighbourhood, rng) -> CriticalPoint:
@@ -809,7 +907,7 @@ def _classify(z, eps, penalty, radius, tol, neighbourhood, rng) -> CriticalPoint
     on_boundary = radius is not None and abs(np.linalg.norm(z) - radius) <= 1e-7 * max(1.0, radius)
     if on_boundary:
         # KKT: grad + mu z = 0 with mu >= 0; curvature of F + (mu/2)|z|^2 along the tangent.
-        mu = -float(g @ z) / radius ** 2
+        mu = -float(g @ z) / radius**2
         residual = float(np.linalg.norm(g + mu * z))
         t = np.array([-z[1], z[0]]) / radius
         curvature = float(t @ H @ t + mu)
@@ -873,8 +971,17 @@ def _polish(z, eps, penalty, radius, tol):
     return z
 
 
-def critical_points(eps, penalty=0.0, radius=None, *, n_starts: int = 400, box: float = 3.0,
-                    tol: float = 1e-8, neighbourhood: float = 1e-2, seed: int = 0) -> list[CriticalPoint]:
+def critical_points(
+    eps,
+    penalty=0.0,
+    radius=None,
+    *,
+    n_starts: int = 400,
+    box: float = 3.0,
+    tol: float = 1e-8,
+    neighbourhood: float = 1e-2,
+    seed: int = 0,
+) -> list[CriticalPoint]:
     """Every critical point found by root finding from a grid of starts, each classified.
 
     Interior: roots of the gradient (Newton-type root finding converges to saddles as readily as to
@@ -882,8 +989,9 @@ def critical_points(eps, penalty=0.0, radius=None, *, n_starts: int = 400, box: 
     Returned sorted by value, with duplicates (closer than ``1e-5``) removed.
     """
     eps, penalty, radius, n_starts, box = _check_landscape_args(eps, penalty, radius, n_starts, box)
-    validate.check_budget("n_starts", 100.0 * n_starts, validate.LOOP_LIMIT, what="work",
-                          unit="loop iterations", value=n_starts)  # ~100 a start
+    validate.check_budget(
+        "n_starts", 100.0 * n_starts, validate.LOOP_LIMIT, what="work", unit="loop iterations", value=n_starts
+    )  # ~100 a start
     tol = validate.positive_float("tol", tol)
     neighbourhood = validate.positive_float("neighbourhood", neighbourhood)
     _, gradient, hessian = _landscape(eps, penalty)
@@ -895,13 +1003,16 @@ def critical_points(eps, penalty=0.0, radius=None, *, n_starts: int = 400, box: 
             cands.append(_polish(sol.x, eps, penalty, None, tol))
     if radius is not None:
         for phi0 in np.linspace(-math.pi, math.pi, max(16, n_starts // 4), endpoint=False):
+
             def dg(phi):
                 p = radius * np.array([math.cos(phi[0]), math.sin(phi[0])])
                 return [float(gradient(p) @ np.array([-p[1], p[0]]))]
+
             sol = optimize.root(dg, [phi0], method="hybr")
             if sol.success:
-                cands.append(_polish(radius * np.array([math.cos(sol.x[0]), math.sin(sol.x[0])]),
-                                     eps, penalty, radius, tol))
+                cands.append(
+                    _polish(radius * np.array([math.cos(sol.x[0]), math.sin(sol.x[0])]), eps, penalty, radius, tol)
+                )
     return _dedupe([_classify(z, eps, penalty, radius, tol, neighbourhood, rng) for z in cands], 1e-5)
 
 
@@ -913,9 +1024,19 @@ def _dedupe(points: list[CriticalPoint], separation: float) -> list[CriticalPoin
     return kept
 
 
-def find_local_minima(eps, penalty=0.0, radius=None, *, n_starts: int = 400, box: float = 3.0,
-                      tol: float = 1e-8, neighbourhood: float = 1e-2, separation: float = 0.05,
-                      seed: int = 0, details: bool = False) -> list[dict]:
+def find_local_minima(
+    eps,
+    penalty=0.0,
+    radius=None,
+    *,
+    n_starts: int = 400,
+    box: float = 3.0,
+    tol: float = 1e-8,
+    neighbourhood: float = 1e-2,
+    separation: float = 0.05,
+    seed: int = 0,
+    details: bool = False,
+) -> list[dict]:
     """All distinct local minima of ``F(w, v) + (penalty/2)(w^2 + v^2)``, optionally on the ball ``|z| <= radius``.
 
     Local minimisation (a trust-region Newton method, or SLSQP on the ball) from a grid of ``n_starts``
@@ -933,12 +1054,14 @@ def find_local_minima(eps, penalty=0.0, radius=None, *, n_starts: int = 400, box
     found = []
     for z0 in _starts(n_starts, box, radius):
         if radius is None:
-            sol = optimize.minimize(value, z0, jac=gradient, hess=hessian, method="trust-exact",
-                                    options={"gtol": 1e-12})
+            sol = optimize.minimize(
+                value, z0, jac=gradient, hess=hessian, method="trust-exact", options={"gtol": 1e-12}
+            )
         else:
-            cons = {"type": "ineq", "fun": lambda z: radius ** 2 - z @ z, "jac": lambda z: -2 * z}
-            sol = optimize.minimize(value, z0, jac=gradient, method="SLSQP", constraints=[cons],
-                                    options={"ftol": 1e-14, "maxiter": 500})
+            cons = {"type": "ineq", "fun": lambda z: radius**2 - z @ z, "jac": lambda z: -2 * z}
+            sol = optimize.minimize(
+                value, z0, jac=gradient, method="SLSQP", constraints=[cons], options={"ftol": 1e-14, "maxiter": 500}
+            )
             if np.linalg.norm(sol.x) > radius * (1 - 1e-6):
                 sol.x = sol.x * radius / np.linalg.norm(sol.x)
         z = _polish(sol.x, eps, penalty, radius, tol)
@@ -951,14 +1074,21 @@ def find_local_minima(eps, penalty=0.0, radius=None, *, n_starts: int = 400, box
     for cp in _dedupe(found, separation):
         d = {"point": cp.point, "value": cp.value}
         if details:
-            d.update(on_boundary=cp.on_boundary, residual=cp.residual, multiplier=cp.multiplier,
-                     min_curvature=cp.min_curvature, hessian=hessian(cp.point), lower_nearby=cp.lower_nearby)
+            d.update(
+                on_boundary=cp.on_boundary,
+                residual=cp.residual,
+                multiplier=cp.multiplier,
+                min_curvature=cp.min_curvature,
+                hessian=hessian(cp.point),
+                lower_nearby=cp.lower_nearby,
+            )
         out.append(d)
     return out
 
 
-def landscape_panel(ax, eps: float, penalty: float, radius, minima: list[dict], title: str,
-                    box: float = 3.0, levels: int = 30) -> None:
+def landscape_panel(
+    ax, eps: float, penalty: float, radius, minima: list[dict], title: str, box: float = 3.0, levels: int = 30
+) -> None:
     """Contours of ``F + (penalty/2)|z|^2`` over ``[-box, box]^2`` with the ball and the minima marked."""
     if not minima or not all(isinstance(m, dict) and "point" in m and "value" in m for m in minima):
         raise ValueError("minima must be a non-empty list of dicts with 'point' and 'value'")
@@ -975,8 +1105,13 @@ def landscape_panel(ax, eps: float, penalty: float, radius, minima: list[dict], 
     best = min(m["value"] for m in minima)
     for m in minima:
         spurious = m["value"] > best + 1e-9
-        ax.plot(*m["point"], marker="X" if spurious else "o", color="#cc4125" if spurious else "#0b5394",
-                markersize=9 if spurious else 4, linestyle="none")
+        ax.plot(
+            *m["point"],
+            marker="X" if spurious else "o",
+            color="#cc4125" if spurious else "#0b5394",
+            markersize=9 if spurious else 4,
+            linestyle="none",
+        )
     ax.set(xlabel="w", ylabel="v", title=title, xlim=(-box, box), ylim=(-box, box), aspect="equal")
 
 
@@ -1015,8 +1150,15 @@ def landscape_sweep(eps, penalties=(), radii=(), *, n_starts: int = 100) -> list
                 linear = landscape_linear_optimum(0.0, value)
             best = minima[0]["value"]
             spurious = [m for m in minima if m["value"] > best + 1e-9 * max(1.0, abs(best))]
-            rows.append({"setting": kind, "parameter": value, "global_value": best, "spurious": spurious,
-                         "linear_optimum": linear})
+            rows.append(
+                {
+                    "setting": kind,
+                    "parameter": value,
+                    "global_value": best,
+                    "spurious": spurious,
+                    "linear_optimum": linear,
+                }
+            )
     return rows
 
 
@@ -1088,14 +1230,22 @@ class LogisticLinearSource:
 
 def _project(params: list[torch.nn.Parameter], radius: float) -> None:
     with torch.no_grad():
-        norm = math.sqrt(sum(float((p ** 2).sum()) for p in params))
+        norm = math.sqrt(sum(float((p**2).sum()) for p in params))
         if norm > radius:
             for p in params:
                 p.mul_(radius / norm)
 
 
-def projected_sgd(model: torch.nn.Module, source: LogisticLinearSource, steps: int, radius: float,
-                  lipschitz: float, lr_theta: float = 0.05, X_test=None, y_test=None) -> dict:
+def projected_sgd(
+    model: torch.nn.Module,
+    source: LogisticLinearSource,
+    steps: int,
+    radius: float,
+    lipschitz: float,
+    lr_theta: float = 0.05,
+    X_test=None,
+    y_test=None,
+) -> dict:
     """Projected SGD on the logistic loss, one fresh sample per step (Theorem 4's procedure).
 
     The output parameters (``model.output_parameters()``) take steps ``eta_t = D / (G sqrt(t))`` with
@@ -1127,7 +1277,7 @@ def projected_sgd(model: torch.nn.Module, source: LogisticLinearSource, steps: i
         if risks is not None:
             with torch.no_grad():
                 risks[t] = float(loss_values(model(X_test), y_test, "logistic").mean())
-        loss = loss_values(model(X[t:t + 1]), y[t:t + 1], "logistic").sum()
+        loss = loss_values(model(X[t : t + 1]), y[t : t + 1], "logistic").sum()
         model.zero_grad()
         loss.backward()
         online[t] = float(loss.detach())
@@ -1156,7 +1306,8 @@ def output_skip_hessian(X, y, w, v, f_theta, loss: str = "squared") -> np.ndarra
         raise ValueError(f"w must have {X.shape[1]} entries and v {Z.shape[1]}, got {w.shape[0]} and {v.shape[0]}")
     d = X.shape[1]
     H = torch.autograd.functional.hessian(
-        lambda z: loss_values(X @ z[:d] + Z @ z[d:], y, loss).mean(), torch.cat([w, v]))
+        lambda z: loss_values(X @ z[:d] + Z @ z[d:], y, loss).mean(), torch.cat([w, v])
+    )
     return H.numpy()
 
 
@@ -1168,8 +1319,7 @@ def theorem_4_bound(T, radius: float, lipschitz: float, loss_bound: float, delta
     each at level ``delta/2``), for losses in ``[0, r]``. [derived: not the paper's constant]
     """
     if isinstance(T, (str, bytes, bool, np.bool_)) or np.asarray(T).dtype.kind not in "iuf":
-        raise TypeError(f"T must be a number of steps or an array of them, got {validate.show(T)} "
-                        f"({type(T).__name__})")
+        raise TypeError(f"T must be a number of steps or an array of them, got {validate.show(T)} ({type(T).__name__})")
     T = np.asarray(T, dtype=float)
     if T.size == 0 or np.any(~np.isfinite(T)) or np.any(T < 1):
         raise ValueError("T must be finite and at least 1")
@@ -1192,8 +1342,12 @@ def average_regret(X, y, online_losses, radius: float, horizons) -> np.ndarray:
         raise ValueError("online_losses must be finite, one per sample")
     radius = validate.positive_float("radius", radius)
     horizons = validate.integer_array("horizons", horizons, ndim=1)
-    if horizons.size == 0 or not np.issubdtype(horizons.dtype, np.integer) or \
-            np.any(horizons < 1) or np.any(horizons > X.shape[0]):
+    if (
+        horizons.size == 0
+        or not np.issubdtype(horizons.dtype, np.integer)
+        or np.any(horizons < 1)
+        or np.any(horizons > X.shape[0])
+    ):
         raise ValueError(f"horizons must be integers in [1, {X.shape[0]}]")
     out = []
     for T in horizons:
@@ -1202,8 +1356,18 @@ def average_regret(X, y, online_losses, radius: float, horizons) -> np.ndarray:
     return np.array(out)
 
 
-def theorem_4_experiment(steps: int, n_seeds: int, seed: int = 0, d: int = 5, k: int = 4, width: int = 16,
-                         depth: int = 3, radius: float = 2.0, n_test: int = 2000, delta: float = 0.05) -> dict:
+def theorem_4_experiment(
+    steps: int,
+    n_seeds: int,
+    seed: int = 0,
+    d: int = 5,
+    k: int = 4,
+    width: int = 16,
+    depth: int = 3,
+    radius: float = 2.0,
+    n_test: int = 2000,
+    delta: float = 0.05,
+) -> dict:
     """Projected SGD on both architectures for ``steps`` steps, ``n_seeds`` runs each (Theorem 4).
 
     Data from :class:`LogisticLinearSource` with ``|u*| = 1.5 <= radius``; risks on a test sample of
@@ -1224,14 +1388,22 @@ def theorem_4_experiment(steps: int, n_seeds: int, seed: int = 0, d: int = 5, k:
     G = math.sqrt(1 + k)
     r = math.log1p(math.exp(radius * G))
     horizons = 2 ** np.arange(3, int(math.log2(steps)) + 1)
-    out = {"horizons": horizons, "best_linear": best["value"], "lipschitz": G, "loss_bound": r,
-           "bound": theorem_4_bound(horizons, radius, G, r, delta), "radius": radius, "delta": delta}
+    out = {
+        "horizons": horizons,
+        "best_linear": best["value"],
+        "lipschitz": G,
+        "loss_bound": r,
+        "bound": theorem_4_bound(horizons, radius, G, r, delta),
+        "radius": radius,
+        "delta": delta,
+    }
     for name, arch in (("output skip", OutputSkipNet), ("original", ResidualNet)):
         gaps, regrets = [], []
         for s in range(n_seeds):
             model = arch(d, k, width, depth, seed=seed + s)
-            run = projected_sgd(model, LogisticLinearSource(u_star, seed=seed + 100 + s), steps, radius, G,
-                                X_test=X_test, y_test=y_test)
+            run = projected_sgd(
+                model, LogisticLinearSource(u_star, seed=seed + 100 + s), steps, radius, G, X_test=X_test, y_test=y_test
+            )
             avg_risk = np.cumsum(run["risks"]) / np.arange(1, steps + 1)
             gaps.append(avg_risk[horizons - 1] - best["value"])
             regrets.append(average_regret(run["X"], run["y"], run["online_losses"], radius, horizons))
@@ -1280,11 +1452,24 @@ def bernoulli_kl(a: torch.Tensor, p: torch.Tensor) -> torch.Tensor:
     return q * (sp_(-p) - sp_(-a)) + (1 - q) * (sp_(p) - sp_(a))
 
 
-def theorem_4_rates(steps: int, n_runs: int, seed: int = 0, *, architecture: str = "output skip",
-                    d: int = 5, k: int = 4, width: int = 16, depth: int = 3, radius: float = 2.0,
-                    u_norm: float = 1.5, lr_theta: float = 0.05, n_fresh: int = 64,
-                    step_exponent: float = 0.5, comparator_outside: bool = False,
-                    plateau_after: int | None = None) -> dict:
+def theorem_4_rates(
+    steps: int,
+    n_runs: int,
+    seed: int = 0,
+    *,
+    architecture: str = "output skip",
+    d: int = 5,
+    k: int = 4,
+    width: int = 16,
+    depth: int = 3,
+    radius: float = 2.0,
+    u_norm: float = 1.5,
+    lr_theta: float = 0.05,
+    n_fresh: int = 64,
+    step_exponent: float = 0.5,
+    comparator_outside: bool = False,
+    plateau_after: int | None = None,
+) -> dict:
     """Projected SGD (Theorem 4's procedure) for ``n_runs`` independent runs at once, and its exact-in-y gap.
 
     Data: :class:`LogisticLinearSource` with ``u* = u_norm (1, ..., 1)/sqrt(d)``; ``u*`` is the population
@@ -1319,8 +1504,10 @@ def theorem_4_rates(steps: int, n_runs: int, seed: int = 0, *, architecture: str
     radius = validate.positive_float("radius", radius)
     u_norm = validate.positive_float("u_norm", u_norm)
     if u_norm > radius and comparator_outside is not True:
-        raise ValueError(f"u_norm must be at most radius (the comparator must lie in the ball), got {u_norm}; "
-                         "pass comparator_outside=True for a run Theorem 4 does not cover")
+        raise ValueError(
+            f"u_norm must be at most radius (the comparator must lie in the ball), got {u_norm}; "
+            "pass comparator_outside=True for a run Theorem 4 does not cover"
+        )
     lr_theta = validate.non_negative_float("lr_theta", lr_theta)
     step_exponent = validate.positive_float("step_exponent", step_exponent)
     plateau = math.inf if plateau_after is None else validate.positive_int("plateau_after", plateau_after)
@@ -1328,8 +1515,11 @@ def theorem_4_rates(steps: int, n_runs: int, seed: int = 0, *, architecture: str
     u_star = torch.full((d,), u_norm / math.sqrt(d), dtype=torch.float64)
     theta = _batched_mlp(n_runs, [d] + [width] * (depth - 1) + [k], gen)
     w = torch.zeros(n_runs, d, dtype=torch.float64, requires_grad=True)
-    second = (torch.zeros(n_runs, k, dtype=torch.float64) if architecture == "output skip"
-              else torch.zeros(n_runs, d, k, dtype=torch.float64)).requires_grad_(True)
+    second = (
+        torch.zeros(n_runs, k, dtype=torch.float64)
+        if architecture == "output skip"
+        else torch.zeros(n_runs, d, k, dtype=torch.float64)
+    ).requires_grad_(True)
 
     def predict(X):
         Z = _batched_features(theta, X)
@@ -1339,8 +1529,9 @@ def theorem_4_rates(steps: int, n_runs: int, seed: int = 0, *, architecture: str
 
     G = math.sqrt(1 + k)
     X_train = _uniform_ball(n_runs, steps, d, gen)
-    y_train = torch.where(torch.rand(n_runs, steps, generator=gen, dtype=torch.float64)
-                          < torch.sigmoid(X_train @ u_star), 1.0, -1.0).to(torch.float64)
+    y_train = torch.where(
+        torch.rand(n_runs, steps, generator=gen, dtype=torch.float64) < torch.sigmoid(X_train @ u_star), 1.0, -1.0
+    ).to(torch.float64)
     excess = torch.empty(n_runs, steps, dtype=torch.float64)
     excess_var = torch.empty(n_runs, steps, dtype=torch.float64)
     for t in range(steps):
@@ -1349,14 +1540,14 @@ def theorem_4_rates(steps: int, n_runs: int, seed: int = 0, *, architecture: str
             kl = bernoulli_kl(Xf @ u_star, predict(Xf))
             excess[:, t] = kl.mean(dim=1)
             excess_var[:, t] = kl.var(dim=1) / n_fresh
-        p = predict(X_train[:, t:t + 1])[:, 0]
+        p = predict(X_train[:, t : t + 1])[:, 0]
         loss = torch.nn.functional.softplus(-y_train[:, t] * p).sum()
         grads = torch.autograd.grad(loss, [w, second] + theta)
         eta = 2 * radius / (G * min(t + 1, plateau) ** step_exponent)
         with torch.no_grad():
             w -= eta * grads[0]
             second -= eta * grads[1]
-            norm = torch.sqrt((w ** 2).sum(1) + (second ** 2).flatten(1).sum(1))
+            norm = torch.sqrt((w**2).sum(1) + (second**2).flatten(1).sum(1))
             shrink = torch.clamp(radius / norm.clamp_min(1e-300), max=1.0)
             w *= shrink[:, None]
             second *= shrink.view(-1, *([1] * (second.ndim - 1)))
@@ -1366,11 +1557,19 @@ def theorem_4_rates(steps: int, n_runs: int, seed: int = 0, *, architecture: str
     counts = torch.arange(1, steps + 1, dtype=torch.float64)
     avg = (torch.cumsum(excess, dim=1) / counts).numpy()
     avg_se = (torch.sqrt(torch.cumsum(excess_var, dim=1)) / counts).numpy()
-    return {"horizons": horizons, "excess": excess.numpy(), "gap": avg[:, horizons - 1],
-            "gap_standard_error": avg_se[:, horizons - 1], "radius": radius, "lipschitz": G,
-            "loss_bound": math.log1p(math.exp(radius * G)), "loss_range": radius * G,
-            "architecture": architecture,
-            "step_exponent": step_exponent, "plateau_after": plateau_after}
+    return {
+        "horizons": horizons,
+        "excess": excess.numpy(),
+        "gap": avg[:, horizons - 1],
+        "gap_standard_error": avg_se[:, horizons - 1],
+        "radius": radius,
+        "lipschitz": G,
+        "loss_bound": math.log1p(math.exp(radius * G)),
+        "loss_range": radius * G,
+        "architecture": architecture,
+        "step_exponent": step_exponent,
+        "plateau_after": plateau_after,
+    }
 
 
 def rate_exponents(horizons, gaps, t_min: int) -> np.ndarray:

@@ -35,8 +35,8 @@ near the identity, generic data) are our own instances of the abstract's negativ
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 import numpy as np
 import scipy.linalg
@@ -45,7 +45,6 @@ import torch
 
 from . import validate
 from .linear import factorize_near_identity
-
 
 TorchMap = Callable[[torch.Tensor], torch.Tensor]
 DTYPE = torch.float64
@@ -75,8 +74,7 @@ def _test_points(dim: int, radius: float, n: int, seed: int) -> torch.Tensor:
     """The origin, the 2*dim axis points on the sphere, and n random points in the ball."""
     gen = torch.Generator().manual_seed(seed)
     eye = torch.eye(dim, dtype=DTYPE)
-    return torch.cat([torch.zeros(1, dim, dtype=DTYPE), radius * eye, -radius * eye,
-                      ball_points(n, dim, radius, gen)])
+    return torch.cat([torch.zeros(1, dim, dtype=DTYPE), radius * eye, -radius * eye, ball_points(n, dim, radius, gen)])
 
 
 def _apply_checked(f: TorchMap, x: torch.Tensor, name: str, out_dim: int | None = None) -> torch.Tensor:
@@ -88,8 +86,7 @@ def _apply_checked(f: TorchMap, x: torch.Tensor, name: str, out_dim: int | None 
         raise ValueError(f"{name} must return a torch tensor, got {type(y).__name__}")
     expected = (x.shape[0], x.shape[1] if out_dim is None else out_dim)
     if tuple(y.shape) != expected:
-        raise ValueError(f"{name} maps a batch of shape {tuple(x.shape)} to {tuple(y.shape)}; "
-                         f"expected {expected}")
+        raise ValueError(f"{name} maps a batch of shape {tuple(x.shape)} to {tuple(y.shape)}; expected {expected}")
     return y
 
 
@@ -108,14 +105,16 @@ def batch_jacobian(f: TorchMap, x: torch.Tensor, create_graph: bool = False) -> 
             raise ValueError(f"the map must return (N, out) for N = {x.shape[0]} points, got {tuple(y.shape)}")
         rows = []
         for k in range(y.shape[1]):
-            (g,) = torch.autograd.grad(y[:, k].sum(), x, create_graph=create_graph, retain_graph=True,
-                                       allow_unused=True)
+            (g,) = torch.autograd.grad(
+                y[:, k].sum(), x, create_graph=create_graph, retain_graph=True, allow_unused=True
+            )
             rows.append(torch.zeros_like(x) if g is None else g)
         return torch.stack(rows, dim=1)
 
 
-def check_positive_orientation(h: TorchMap, dim: int, domain_radius: float = 1.0, n_points: int = 256,
-                               seed: int = 0) -> float:
+def check_positive_orientation(
+    h: TorchMap, dim: int, domain_radius: float = 1.0, n_points: int = 256, seed: int = 0
+) -> float:
     """Smallest ``det h'(x)`` over test points of the ball; ``ValueError`` naming the point if it is <= 0.
 
     Also rejects a non-callable ``h`` and one that changes the shape of its input.
@@ -132,8 +131,10 @@ def check_positive_orientation(h: TorchMap, dim: int, domain_radius: float = 1.0
     dets = torch.linalg.det(batch_jacobian(h, x))
     worst = int(torch.argmin(dets))
     if not dets[worst] > 0:
-        raise ValueError(f"the Jacobian determinant of h is {float(dets[worst]):.3g} <= 0 at the point "
-                         f"{x[worst].tolist()}: h must be positively oriented on the ball")
+        raise ValueError(
+            f"the Jacobian determinant of h is {float(dets[worst]):.3g} <= 0 at the point "
+            f"{x[worst].tolist()}: h must be positively oriented on the ball"
+        )
     return float(dets[worst])
 
 
@@ -169,13 +170,13 @@ def example_map(name: str, dim: int, seed: int = 0, strength: float = 0.6) -> To
         M = torch.tensor([[1.1, 0.25], [-0.15, 0.9]], dtype=DTYPE)
 
         def h(x):
-            angle = 2 * strength * (x ** 2).sum(dim=1, keepdim=True)
+            angle = 2 * strength * (x**2).sum(dim=1, keepdim=True)
             cos, sin = torch.cos(angle), torch.sin(angle)
             rotated = torch.cat([cos * x[:, :1] - sin * x[:, 1:], sin * x[:, :1] + cos * x[:, 1:]], dim=1)
             return rotated @ M.T + c
 
         def curvature(radius):  # f(x) = Rot(2 s |x|^2) x: ||f''(x)|| <= 12 s |x| + 16 s^2 |x|^3
-            return 12 * strength * radius + 16 * strength ** 2 * radius ** 3
+            return 12 * strength * radius + 16 * strength**2 * radius**3
     elif name == "sine-shear":
         perm = [(k + 1) % dim for k in range(dim)]
 
@@ -195,21 +196,22 @@ def example_map(name: str, dim: int, seed: int = 0, strength: float = 0.6) -> To
         def h(x):
             return (x + torch.tanh(x @ W1.T + b) @ W2.T) @ M.T + c
 
-        tanh_curvature = 4 / (3 * math.sqrt(3))          # max |tanh''|
+        tanh_curvature = 4 / (3 * math.sqrt(3))  # max |tanh''|
         w1, w2 = (float(torch.linalg.matrix_norm(W, ord=2)) for W in (W1, W2))
 
         def curvature(radius):  # ||W2 diag(tanh'') (W1 u) * (W1 v)|| <= ||W2|| max|tanh''| ||W1||^2
-            return w2 * tanh_curvature * w1 ** 2 + 0 * radius
+            return w2 * tanh_curvature * w1**2 + 0 * radius
+
     h.__name__ = name.replace("-", "_")
     m_norm = float(torch.linalg.matrix_norm(M, ord=2))
 
     def second_derivative_bound(radius):
         """Certified ``sup_{|x| <= radius} ||h''(x)||`` (bilinear operator norm), elementwise in ``radius``."""
         radius = np.asarray(radius, dtype=float)
-        return (1 + 1e-9) * m_norm * curvature(radius)   # 1e-9: room for rounding in the norms
+        return (1 + 1e-9) * m_norm * curvature(radius)  # 1e-9: room for rounding in the norms
 
     h.second_derivative_bound = second_derivative_bound
-    h.parts = {"name": name, "strength": strength, "M": M, "c": c}   # for the SymPy witness, sympy_map
+    h.parts = {"name": name, "strength": strength, "M": M, "c": c}  # for the SymPy witness, sympy_map
     if name == "tanh-residual":
         h.parts.update(W1=W1, b=b, W2=W2)
     return h
@@ -250,7 +252,7 @@ def _fallback_factorize(R: np.ndarray, depth: int) -> np.ndarray:
     p = depth // 2
     q = depth - p
     A = np.empty((depth, d, d))
-    A[:p] = scipy.linalg.expm(log_P / p) - eye   # P acts first
+    A[:p] = scipy.linalg.expm(log_P / p) - eye  # P acts first
     A[p:] = scipy.linalg.expm(log_Q / q) - eye
     return A
 
@@ -265,7 +267,7 @@ def _logarithm_factorize(R: np.ndarray, depth: int) -> tuple[np.ndarray, str]:
     L = scipy.linalg.logm(R)
     scale = max(1.0, float(np.max(np.abs(L))))
     if np.iscomplexobj(L):
-        if np.max(np.abs(L.imag)) > 1e-10 * scale:   # an eigenvalue on the negative real axis
+        if np.max(np.abs(L.imag)) > 1e-10 * scale:  # an eigenvalue on the negative real axis
             return _fallback_factorize(R, depth), "polar fallback (no real logarithm)"
         L = L.real
     layers = np.repeat((scipy.linalg.expm(L / depth) - np.eye(R.shape[0]))[None], depth, axis=0)
@@ -342,15 +344,18 @@ def scale_schedule(m: int, spacing="uniform") -> np.ndarray:
         return np.concatenate([[0.0], float(m) ** (-(m - i) / (m - 1))])
     a = validate.finite_array("spacing", spacing, shape=(m + 1,))
     if a[0] != 0 or a[-1] != 1:
-        raise ValueError(f"spacing (the scales) must run from a_0 = 0 to a_m = 1, got {float(a[0])!r} to {float(a[-1])!r}")
+        raise ValueError(
+            f"spacing (the scales) must run from a_0 = 0 to a_m = 1, got {float(a[0])!r} to {float(a[-1])!r}"
+        )
     return validate.increasing("spacing", a)
 
 
 class _RescalingPath:
     """``Phi_i = B_i o G_{a_i}`` with ``G_a(x) = g(a x)/a``, ``g = A^{-1}(h - h(0))``; see the module docstring."""
 
-    def __init__(self, h: TorchMap, m: int, dim: int, scales: np.ndarray, newton_tol: float,
-                 newton_max_iter: int, linear: str):
+    def __init__(
+        self, h: TorchMap, m: int, dim: int, scales: np.ndarray, newton_tol: float, newton_max_iter: int, linear: str
+    ):
         self.h, self.m, self.dim = h, m, dim
         origin = torch.zeros(1, dim, dtype=DTYPE)
         with torch.no_grad():
@@ -379,8 +384,9 @@ class _RescalingPath:
         return self.G(i, x) @ self.B[i].T
 
     def h_inverse(self, z):
-        return newton_inverse(self.h, z, x0=(z - self.h0) @ self.A_inv.T, tol=self.newton_tol,
-                              max_iter=self.newton_max_iter)
+        return newton_inverse(
+            self.h, z, x0=(z - self.h0) @ self.A_inv.T, tol=self.newton_tol, max_iter=self.newton_max_iter
+        )
 
     def phi_inverse(self, i, y):
         a = self.scales[i]
@@ -393,6 +399,7 @@ class _RescalingPath:
         def h_i(y):
             out = self.phi(i, self.phi_inverse(i - 1, y))
             return out + self.h0 if i == self.m else out
+
         h_i.__name__ = f"h_{i}"
         h_i.__doc__ = f"Layer {i} of {self.m}: Phi_{i} o Phi_{i - 1}^-1" + (" plus h(0)" if i == self.m else "")
         return h_i
@@ -429,8 +436,9 @@ def _damped_newton(h: TorchMap, target: torch.Tensor, x: torch.Tensor, tol: floa
     return x, r.norm(dim=1)
 
 
-def newton_inverse(h: TorchMap, z: torch.Tensor, x0: torch.Tensor | None = None, tol: float = 1e-12,
-                   max_iter: int = 60) -> torch.Tensor:
+def newton_inverse(
+    h: TorchMap, z: torch.Tensor, x0: torch.Tensor | None = None, tol: float = 1e-12, max_iter: int = 60
+) -> torch.Tensor:
     """Solve ``h(x) = z`` row by row with damped Newton; differentiable in ``z``.
 
     Rows where Newton from ``x0`` fails are solved again by continuation: Newton along the targets
@@ -468,7 +476,8 @@ def newton_inverse(h: TorchMap, z: torch.Tensor, x0: torch.Tensor | None = None,
         worst = int(torch.argmax(torch.nan_to_num(rn / scale, nan=np.inf)))
         raise NewtonConvergenceError(
             f"Newton's method did not invert h at the target {target[worst].tolist()} (residual "
-            f"{float(rn[worst]):.2e}, also with continuation): is h invertible there?")
+            f"{float(rn[worst]):.2e}, also with continuation): is h invertible there?"
+        )
     for _ in range(2):  # recorded steps: derivatives in z come out right to second order
         x = x.detach() if not z.requires_grad else x
         with torch.enable_grad():
@@ -480,14 +489,25 @@ def newton_inverse(h: TorchMap, z: torch.Tensor, x0: torch.Tensor | None = None,
     return x
 
 
-def near_identity_factors(h: TorchMap, m: int, dim: int, domain_radius: float = 1.0, *, spacing="uniform",
-                          linear: str = "hardt-ma", n_check: int = 256, newton_tol: float = 1e-12, newton_max_iter: int = 60,
-                          seed: int = 0) -> list[TorchMap]:
+def near_identity_factors(
+    h: TorchMap,
+    m: int,
+    dim: int,
+    domain_radius: float = 1.0,
+    *,
+    spacing="uniform",
+    linear: str = "hardt-ma",
+    n_check: int = 256,
+    newton_tol: float = 1e-12,
+    newton_max_iter: int = 60,
+    seed: int = 0,
+) -> list[TorchMap]:
     """Layers ``h_1, ..., h_m`` with ``h_m(... h_1(x)) = h(x)`` on the ball of ``domain_radius``.
 
     ``h`` maps a float64 torch tensor ``(N, dim)`` to ``(N, dim)``, is smooth, invertible, with positive
     Jacobian determinant. The construction (module docstring): move ``h(0)`` to 0, factor ``A = h'(0)`` with
-    the linear near-identity factorisation (``linear``: see :func:`linear_near_identity_factors`), and interpolate the rest by rescaling, ``G_a(x) = g(a x)/a``, at the
+    the linear near-identity factorisation (``linear``: see :func:`linear_near_identity_factors`), and
+    interpolate the rest by rescaling, ``G_a(x) = g(a x)/a``, at the
     scales of :func:`scale_schedule` (``spacing``: ``"uniform"``, ``"geometric"`` or an array ``a_0..a_m``).
     ``h_1`` is explicit; every later layer inverts ``h`` by Newton's method (:func:`newton_inverse`), which
     raises :class:`NewtonConvergenceError` for points where it cannot.
@@ -503,8 +523,9 @@ def near_identity_factors(h: TorchMap, m: int, dim: int, domain_radius: float = 
     check_positive_orientation(h, dim, domain_radius, n_check, seed)
     newton_tol = validate.positive_float("newton_tol", newton_tol)
     linear = validate.choice("linear", linear, LINEAR_METHODS)
-    path = _RescalingPath(h, m, dim, scales, newton_tol, validate.positive_int("newton_max_iter", newton_max_iter),
-                          linear)
+    path = _RescalingPath(
+        h, m, dim, scales, newton_tol, validate.positive_int("newton_max_iter", newton_max_iter), linear
+    )
     return [path.factor(i) for i in range(1, m + 1)]
 
 
@@ -547,8 +568,9 @@ def grid_lines(half_width: float = 0.7, n_lines: int = 9, n_points: int = 81) ->
     n_lines, n_points = validate.positive_int("n_lines", n_lines), validate.positive_int("n_points", n_points)
     ticks = torch.linspace(-half_width, half_width, n_lines, dtype=DTYPE)
     t = torch.linspace(-half_width, half_width, n_points, dtype=DTYPE)
-    return ([torch.stack([t, torch.full_like(t, c)], dim=1) for c in ticks]
-            + [torch.stack([torch.full_like(t, c), t], dim=1) for c in ticks])
+    return [torch.stack([t, torch.full_like(t, c)], dim=1) for c in ticks] + [
+        torch.stack([torch.full_like(t, c), t], dim=1) for c in ticks
+    ]
 
 
 def carry_grid(factors: Sequence[TorchMap], lines: Sequence[torch.Tensor]) -> list[list[np.ndarray]]:
@@ -568,8 +590,10 @@ def carry_grid(factors: Sequence[TorchMap], lines: Sequence[torch.Tensor]) -> li
 def _spectral_norms(J: torch.Tensor) -> torch.Tensor:
     finite = torch.isfinite(J).flatten(1).all(dim=1)
     if not bool(finite.all()):
-        raise ValueError(f"the Jacobian is not finite (NaN or inf) at {int((~finite).sum())} of {J.shape[0]} "
-                         f"points of the ball; the map must be differentiable there")
+        raise ValueError(
+            f"the Jacobian is not finite (NaN or inf) at {int((~finite).sum())} of {J.shape[0]} "
+            f"points of the ball; the map must be differentiable there"
+        )
     return torch.linalg.matrix_norm(J, ord=2)
 
 
@@ -581,7 +605,7 @@ def singular_values(M: torch.Tensor) -> torch.Tensor:
     few units of rounding relative to the largest value; LAPACK's batched SVD otherwise, which loops over the
     matrices one by one and is the slowest step of :func:`certified_deviations` for tiny ones.
     """
-    if not isinstance(M, torch.Tensor):   # the one rule: a wrong type is a TypeError
+    if not isinstance(M, torch.Tensor):  # the one rule: a wrong type is a TypeError
         raise TypeError(f"singular_values needs a torch tensor (..., d, d), got {validate.show(M)}")
     if M.ndim < 2 or M.shape[-1] != M.shape[-2]:
         raise ValueError(f"singular_values needs a batch of square matrices (..., d, d), got {validate.show(M)}")
@@ -594,8 +618,9 @@ def singular_values(M: torch.Tensor) -> torch.Tensor:
     return torch.linalg.svdvals(M)
 
 
-def _ascend(objective: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor, radius: float, steps: int,
-            lr: float) -> tuple[torch.Tensor, torch.Tensor]:
+def _ascend(
+    objective: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor, radius: float, steps: int, lr: float
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Projected Adam ascent of a per-point objective on the ball; returns the best values and points seen."""
     x = x.detach().clone().requires_grad_(True)
     opt = torch.optim.Adam([x], lr=lr)
@@ -626,9 +651,18 @@ class LipschitzEstimate:
     sampled: float
 
 
-def lipschitz_constant(f: TorchMap, dim: int, domain_radius: float, *, n_points: int = 1024, n_refine: int = 8,
-                       refine_steps: int = 25, lr: float | None = None, seed: int = 0,
-                       return_details: bool = False):
+def lipschitz_constant(
+    f: TorchMap,
+    dim: int,
+    domain_radius: float,
+    *,
+    n_points: int = 1024,
+    n_refine: int = 8,
+    refine_steps: int = 25,
+    lr: float | None = None,
+    seed: int = 0,
+    return_details: bool = False,
+):
     """A lower estimate of the Lipschitz constant of ``f`` on the ball of ``domain_radius`` in ``R^dim``.
 
     On a convex set the Lipschitz constant of a C^1 map is ``sup_x ||f'(x)||_2``. We evaluate the Jacobian
@@ -662,8 +696,9 @@ def lipschitz_constant(f: TorchMap, dim: int, domain_radius: float, *, n_points:
     best_value, best_point = sampled, x[int(torch.argmax(norms))]
     if k and refine_steps:
         start = x[torch.topk(norms, k).indices]
-        values, points = _ascend(lambda z: _spectral_norms(batch_jacobian(f, z, create_graph=True)),
-                                 start, domain_radius, refine_steps, lr)
+        values, points = _ascend(
+            lambda z: _spectral_norms(batch_jacobian(f, z, create_graph=True)), start, domain_radius, refine_steps, lr
+        )
         j = int(torch.argmax(values))
         if float(values[j]) > best_value:
             best_value, best_point = float(values[j]), points[j]
@@ -674,8 +709,19 @@ def lipschitz_constant(f: TorchMap, dim: int, domain_radius: float, *, n_points:
     return best_value
 
 
-def factor_deviations(h: TorchMap, m: int, dim: int, domain_radius: float = 1.0, *, spacing="uniform",
-                      linear: str = "hardt-ma", n_points: int = 512, n_refine: int = 4, refine_steps: int = 15, seed: int = 0) -> np.ndarray:
+def factor_deviations(
+    h: TorchMap,
+    m: int,
+    dim: int,
+    domain_radius: float = 1.0,
+    *,
+    spacing="uniform",
+    linear: str = "hardt-ma",
+    n_points: int = 512,
+    n_refine: int = 4,
+    refine_steps: int = 15,
+    seed: int = 0,
+) -> np.ndarray:
     """``eps_i``, an estimate of ``||h_i - Id||_L`` on the layer's input set, for the layers of
     :func:`near_identity_factors` (same ``h, m, spacing``), without any inverse.
 
@@ -698,29 +744,34 @@ def factor_deviations(h: TorchMap, m: int, dim: int, domain_radius: float = 1.0,
     for layer in layers:
         B.append((np.eye(dim) + layer) @ B[-1])
     B[-1] = A
-    B = torch.as_tensor(np.stack(B))                                   # (m+1, d, d)
+    B = torch.as_tensor(np.stack(B))  # (m+1, d, d)
     A_inv = torch.as_tensor(np.linalg.inv(A))
     eye = torch.eye(dim, dtype=DTYPE)
 
     def deviations(x, create_graph=False):
         """``||h_i'(Phi_{i-1}(x_i)) - I||`` for points x of shape (N, d) (every layer) or (m, N, d) (layer i at x_i)."""
         xs = x.expand(m, -1, -1) if x.ndim == 2 else x
-        pts = torch.stack([scales[1:, None, None] * xs, scales[:-1, None, None] * xs])   # (2, m, N, d)
-        Jg = A_inv @ batch_jacobian(h, pts.reshape(-1, dim), create_graph=create_graph)   # g'(a x)
+        pts = torch.stack([scales[1:, None, None] * xs, scales[:-1, None, None] * xs])  # (2, m, N, d)
+        Jg = A_inv @ batch_jacobian(h, pts.reshape(-1, dim), create_graph=create_graph)  # g'(a x)
         Jg = Jg.reshape(2, m, xs.shape[1], dim, dim)
-        outer = B[1:, None] @ Jg[0]                                    # B_i g'(a_i x)
-        inner = B[:-1, None] @ Jg[1]                                   # B_{i-1} g'(a_{i-1} x)
-        Ji = torch.linalg.solve(inner, outer, left=False)              # outer @ inner^{-1}
-        return _spectral_norms(Ji - eye)                               # (m, N)
+        outer = B[1:, None] @ Jg[0]  # B_i g'(a_i x)
+        inner = B[:-1, None] @ Jg[1]  # B_{i-1} g'(a_{i-1} x)
+        Ji = torch.linalg.solve(inner, outer, left=False)  # outer @ inner^{-1}
+        return _spectral_norms(Ji - eye)  # (m, N)
 
     x = _test_points(dim, domain_radius, validate.positive_int("n_points", n_points), seed)
-    values = deviations(x)                                             # (m, N)
+    values = deviations(x)  # (m, N)
     best = values.max(dim=1).values
     if n_refine and refine_steps:
         k = min(n_refine, x.shape[0])
-        starts = x[torch.topk(values, k, dim=1).indices]               # (m, k, d)
-        v, _ = _ascend(lambda z: deviations(z.reshape(m, k, dim), create_graph=True).reshape(-1),
-                       starts.reshape(m * k, dim), domain_radius, refine_steps, 0.05 * domain_radius)
+        starts = x[torch.topk(values, k, dim=1).indices]  # (m, k, d)
+        v, _ = _ascend(
+            lambda z: deviations(z.reshape(m, k, dim), create_graph=True).reshape(-1),
+            starts.reshape(m * k, dim),
+            domain_radius,
+            refine_steps,
+            0.05 * domain_radius,
+        )
         best = torch.maximum(best, v.reshape(m, k).max(dim=1).values)
     return best.detach().numpy()
 
@@ -741,17 +792,25 @@ class CertifiedDeviations:
     """Certified upper bounds on ``sup_{y in D_{i-1}} ||h_i'(y) - I||_2`` for each layer (see
     :func:`certified_deviations`), with the two bounds they are the cell-wise minimum of."""
 
-    bound: np.ndarray            # (m,) the certified bound per layer
-    grid_bound: np.ndarray       # (m,) max over cells of ||J_i(p) - I|| + delta * (Lipschitz bound of J_i)
+    bound: np.ndarray  # (m,) the certified bound per layer
+    grid_bound: np.ndarray  # (m,) max over cells of ||J_i(p) - I|| + delta * (Lipschitz bound of J_i)
     increment_bound: np.ndarray  # (m,) max over cells of ||A_i|| + ||B_i|| ||B_{i-1}^-1|| Lambda da |x| ||g'^-1||
-    cell_radius: float           # every point of the ball is within this distance of a grid point
+    cell_radius: float  # every point of the ball is within this distance of a grid point
     n_cells: int
 
 
-def certified_deviations(h: TorchMap, m: int, dim: int, domain_radius: float = 1.0, *, spacing="uniform",
-                         linear: str = "hardt-ma", grid_points: int = 4096,
-                         second_derivative_bound: Callable | float | None = None,
-                         exhaustive: bool = False) -> CertifiedDeviations:
+def certified_deviations(
+    h: TorchMap,
+    m: int,
+    dim: int,
+    domain_radius: float = 1.0,
+    *,
+    spacing="uniform",
+    linear: str = "hardt-ma",
+    grid_points: int = 4096,
+    second_derivative_bound: Callable | float | None = None,
+    exhaustive: bool = False,
+) -> CertifiedDeviations:
     """Certified upper bounds on ``||h_i - Id||_L`` for the layers of :func:`near_identity_factors`.
 
     The quantity bounded is ``sup ||h_i'(y) - I||_2`` over the layer's input set ``D_{i-1} = Phi_{i-1}(ball)``,
@@ -785,11 +844,13 @@ def certified_deviations(h: TorchMap, m: int, dim: int, domain_radius: float = 1
     dim = validate.positive_int("dim", dim)
     r = validate.positive_float("domain_radius", domain_radius)
     grid_points = validate.positive_int("grid_points", grid_points)
-    curvature = second_derivative_bound if second_derivative_bound is not None else getattr(
-        h, "second_derivative_bound", None)
+    curvature = (
+        second_derivative_bound if second_derivative_bound is not None else getattr(h, "second_derivative_bound", None)
+    )
     if curvature is None:
-        raise ValueError("certified_deviations needs a certified bound on ||h''|| (second_derivative_bound=...); "
-                         "h carries none")
+        raise ValueError(
+            "certified_deviations needs a certified bound on ||h''|| (second_derivative_bound=...); h carries none"
+        )
     if not callable(curvature):
         constant = validate.positive_float("second_derivative_bound", curvature) if curvature != 0 else 0.0
         curvature = lambda rho, c=constant: np.full_like(np.asarray(rho, dtype=float), c)  # noqa: E731
@@ -827,17 +888,18 @@ def certified_deviations(h: TorchMap, m: int, dim: int, domain_radius: float = 1
         G, K, _, lip = current
         G_prev, _, S_prev, lip_prev = previous
         if not np.all(np.isfinite(S_prev)):
-            raise ArithmeticError(f"grid too coarse: g' is not provably invertible on every cell at scale "
-                                  f"a_{i - 1} = {scales[i - 1]:.3g}; raise grid_points")
-        D = B[i] @ torch.linalg.solve(G_prev, G, left=False) @ B_inv[i - 1] - eye   # J_i(p) - I
-        spread = delta * coupling[i - 1] * (lip * S_prev + K * S_prev ** 2 * lip_prev)
+            raise ArithmeticError(
+                f"grid too coarse: g' is not provably invertible on every cell at scale "
+                f"a_{i - 1} = {scales[i - 1]:.3g}; raise grid_points"
+            )
+        D = B[i] @ torch.linalg.solve(G_prev, G, left=False) @ B_inv[i - 1] - eye  # J_i(p) - I
+        spread = delta * coupling[i - 1] * (lip * S_prev + K * S_prev**2 * lip_prev)
         lam_here = lam_g * np.asarray(curvature(scales[i] * rho), dtype=float)
         by_increment = step_norms[i - 1] + coupling[i - 1] * lam_here * (scales[i] - scales[i - 1]) * rho * S_prev
         # ||D||_2 lies between the largest column norm and the Frobenius norm
         by_grid = D.norm(dim=-2).max(dim=-1).values.numpy() + spread
         upper = torch.linalg.matrix_norm(D).numpy() + spread
-        needed = ((upper >= by_grid.max())
-                  | (np.minimum(upper, by_increment) >= np.minimum(by_grid, by_increment).max()))
+        needed = (upper >= by_grid.max()) | (np.minimum(upper, by_increment) >= np.minimum(by_grid, by_increment).max())
         if exhaustive:
             needed[:] = True
         by_grid[needed] = singular_values(D[torch.from_numpy(needed)])[:, 0].numpy() + spread[needed]
@@ -862,10 +924,10 @@ class RateCertificate:
     ``C = ||L|| e^{||L||} + e^{2||L||} Lambda r S`` for every m.
     """
 
-    log_norm: float        # ||L||
-    curvature: float       # Lambda
-    radius: float          # r
-    inverse_bound: float   # S
+    log_norm: float  # ||L||
+    curvature: float  # Lambda
+    radius: float  # r
+    inverse_bound: float  # S
     cell_radius: float
 
     @property
@@ -890,8 +952,14 @@ class RateCertificate:
         return math.expm1(self.log_norm / m) + step * self.step_constant
 
 
-def rate_certificate(h: TorchMap, dim: int, domain_radius: float = 1.0, *, grid_points: int = 4096,
-                     second_derivative_bound: Callable | None = None) -> RateCertificate:
+def rate_certificate(
+    h: TorchMap,
+    dim: int,
+    domain_radius: float = 1.0,
+    *,
+    grid_points: int = 4096,
+    second_derivative_bound: Callable | None = None,
+) -> RateCertificate:
     """:class:`RateCertificate` for ``h`` on the ball (needs a real logarithm of ``h'(0)`` and a certified,
     radius-nondecreasing bound on ``||h''||``, by default ``h.second_derivative_bound``)."""
     _check_callable(h, "h")
@@ -919,12 +987,20 @@ def rate_certificate(h: TorchMap, dim: int, domain_radius: float = 1.0, *, grid_
     sigma -= delta * lam * float(curvature(np.asarray(r + delta)))
     if not sigma > 0:
         raise ArithmeticError("grid too coarse to certify that g' is invertible on the ball; raise grid_points")
-    return RateCertificate(float(np.linalg.norm(L, 2)), lam * float(curvature(np.asarray(r))), r, 1.0 / sigma,
-                           delta)
+    return RateCertificate(float(np.linalg.norm(L, 2)), lam * float(curvature(np.asarray(r))), r, 1.0 / sigma, delta)
 
 
-def equidistributed_scales(h: TorchMap, m: int, dim: int, domain_radius: float = 1.0, *, iterations: int = 2,
-                           linear: str = "hardt-ma", n_points: int = 256, seed: int = 0) -> np.ndarray:
+def equidistributed_scales(
+    h: TorchMap,
+    m: int,
+    dim: int,
+    domain_radius: float = 1.0,
+    *,
+    iterations: int = 2,
+    linear: str = "hardt-ma",
+    n_points: int = 256,
+    seed: int = 0,
+) -> np.ndarray:
     """Scales ``a_0..a_m`` chosen so that every layer deviates from the identity by about the same amount.
 
     Start from uniform scales, read off the local rate ``rho = eps_i / (a_i - a_{i-1})`` of each interval from
@@ -935,8 +1011,9 @@ def equidistributed_scales(h: TorchMap, m: int, dim: int, domain_radius: float =
     iterations = validate.positive_int("iterations", iterations)
     a = scale_schedule(m, "uniform")
     for _ in range(iterations):
-        eps = factor_deviations(h, m, dim, domain_radius, spacing=a, linear=linear, n_points=n_points, n_refine=0,
-                                seed=seed)
+        eps = factor_deviations(
+            h, m, dim, domain_radius, spacing=a, linear=linear, n_points=n_points, n_refine=0, seed=seed
+        )
         rho = np.maximum(eps, 1e-12) / np.diff(a)
         cumulative = np.concatenate([[0.0], np.cumsum(rho * np.diff(a))])
         cumulative /= cumulative[-1]
@@ -973,9 +1050,17 @@ class RateResult:
         return f"{self.map_name}, d={self.dim}"
 
 
-def deviation_rates(cases: Sequence[tuple[str, int]], ms: Sequence[int], spacings: Sequence[str] = RATE_SPACINGS,
-                    *, linear: str = "logarithm", domain_radius: float = 1.0, n_points: int = 256,
-                    seed: int = 0, certify_points: int | None = None) -> list[RateResult]:
+def deviation_rates(
+    cases: Sequence[tuple[str, int]],
+    ms: Sequence[int],
+    spacings: Sequence[str] = RATE_SPACINGS,
+    *,
+    linear: str = "logarithm",
+    domain_radius: float = 1.0,
+    n_points: int = 256,
+    seed: int = 0,
+    certify_points: int | None = None,
+) -> list[RateResult]:
     """:class:`RateResult` for every (map name, dim) in ``cases`` (maps of :func:`example_map`) and spacing.
 
     ``"equidistributed"`` uses :func:`equidistributed_scales` at each m; the others :func:`scale_schedule`.
@@ -993,15 +1078,25 @@ def deviation_rates(cases: Sequence[tuple[str, int]], ms: Sequence[int], spacing
         for spacing in spacings:
             eps, certified = [], []
             for m in ms:
-                scales = (equidistributed_scales(h, int(m), dim, domain_radius, linear=linear, n_points=n_points,
-                                                 seed=seed) if spacing == "equidistributed" else spacing)
-                eps.append(factor_deviations(h, int(m), dim, domain_radius, spacing=scales, linear=linear,
-                                             n_points=n_points, seed=seed).max())
+                scales = (
+                    equidistributed_scales(h, int(m), dim, domain_radius, linear=linear, n_points=n_points, seed=seed)
+                    if spacing == "equidistributed"
+                    else spacing
+                )
+                eps.append(
+                    factor_deviations(
+                        h, int(m), dim, domain_radius, spacing=scales, linear=linear, n_points=n_points, seed=seed
+                    ).max()
+                )
                 if certify_points is not None and spacing != "equidistributed":
-                    certified.append(certified_deviations(h, int(m), dim, domain_radius, spacing=scales,
-                                                          linear=linear, grid_points=certify_points).bound.max())
-            results.append(RateResult(name, dim, spacing, ms, np.array(eps),
-                                      np.array(certified) if certified else None))
+                    certified.append(
+                        certified_deviations(
+                            h, int(m), dim, domain_radius, spacing=scales, linear=linear, grid_points=certify_points
+                        ).bound.max()
+                    )
+            results.append(
+                RateResult(name, dim, spacing, ms, np.array(eps), np.array(certified) if certified else None)
+            )
     return results
 
 
@@ -1031,9 +1126,9 @@ def ruled_out_map(name: str, strength: float = 0.6) -> TorchMap:
             raise ValueError(f"strength must be <= 1 for the Holder map to be invertible, got {strength}")
 
         def h(x):
-            r2 = (x ** 2).sum(dim=1, keepdim=True)
-            safe = torch.where(r2 > 0, r2, torch.ones_like(r2))   # no NaN gradient through 0 ** (1/4)
-            return x * (1 + strength * torch.where(r2 > 0, safe ** 0.25, torch.zeros_like(r2)))
+            r2 = (x**2).sum(dim=1, keepdim=True)
+            safe = torch.where(r2 > 0, r2, torch.ones_like(r2))  # no NaN gradient through 0 ** (1/4)
+            return x * (1 + strength * torch.where(r2 > 0, safe**0.25, torch.zeros_like(r2)))
 
         def second_derivative_bound(radius):  # ||h''(x)|| ~ |x|^(-1/2): unbounded on every ball around 0
             return np.full_like(np.asarray(radius, dtype=float), np.inf)
@@ -1046,6 +1141,7 @@ def ruled_out_map(name: str, strength: float = 0.6) -> TorchMap:
 
         def second_derivative_bound(radius):  # |g''(t)| = (2/c) |1 - t/c| <= (2/c)(1 + radius/c)
             return (1 + 1e-9) * (2 / c) * (1 + np.asarray(radius, dtype=float) / c)
+
     h.__name__ = name
     h.second_derivative_bound = second_derivative_bound
     h.parts = {"name": name, "strength": strength}
@@ -1063,7 +1159,7 @@ def sympy_map(h: TorchMap):
     dim = parts["M"].shape[0] if "M" in parts else 2
     x = sp.symbols(f"x0:{dim}")
     if name == "holder":
-        r = sp.sqrt(sum(v ** 2 for v in x))
+        r = sp.sqrt(sum(v**2 for v in x))
         return [v * (1 + s * sp.sqrt(r)) for v in x], list(x)
     if name == "cusp":
         return [s / 3 * (1 - (1 - x[0] / s) ** 3), x[1] + 0 * x[0]], list(x)
@@ -1104,8 +1200,9 @@ class RepresentationEvidence(RateResult):
         return self.constant * shape
 
 
-def try_rate_certificate(h: TorchMap, dim: int, domain_radius: float = 1.0, *, grid_points: int = 4096
-                         ) -> tuple[RateCertificate | None, str]:
+def try_rate_certificate(
+    h: TorchMap, dim: int, domain_radius: float = 1.0, *, grid_points: int = 4096
+) -> tuple[RateCertificate | None, str]:
     """:func:`rate_certificate`, or ``None`` and the reason when ``h`` admits none on the ball: ``sup ||h''||``
     infinite (``h'`` not Lipschitz) or ``g'`` not provably invertible on every cell (``ArithmeticError``)."""
     _check_callable(h, "h")
@@ -1117,16 +1214,28 @@ def try_rate_certificate(h: TorchMap, dim: int, domain_radius: float = 1.0, *, g
     try:
         return rate_certificate(h, dim, domain_radius, grid_points=grid_points), ""
     except ArithmeticError:
-        return None, ("g' could not be shown invertible on every cell of the grid (it is singular somewhere "
-                      "on the ball, or the grid is too coarse)")
+        return None, (
+            "g' could not be shown invertible on every cell of the grid (it is singular somewhere "
+            "on the ball, or the grid is too coarse)"
+        )
 
 
-def representation_evidence(h: TorchMap, dim: int, ms: Sequence[int], spacing: str = "uniform", *,
-                            label: str | None = None, linear: str = "logarithm", domain_radius: float = 1.0,
-                            n_points: int = 256, certify_points: int = 20000,
-                            exact_depths: Sequence[int] = (1, 3, 12), n_exact: int = 300, seed: int = 0,
-                            certificate: tuple[RateCertificate | None, str] | None = None
-                            ) -> RepresentationEvidence:
+def representation_evidence(
+    h: TorchMap,
+    dim: int,
+    ms: Sequence[int],
+    spacing: str = "uniform",
+    *,
+    label: str | None = None,
+    linear: str = "logarithm",
+    domain_radius: float = 1.0,
+    n_points: int = 256,
+    certify_points: int = 20000,
+    exact_depths: Sequence[int] = (1, 3, 12),
+    n_exact: int = 300,
+    seed: int = 0,
+    certificate: tuple[RateCertificate | None, str] | None = None,
+) -> RepresentationEvidence:
     """:class:`RepresentationEvidence` for ``h`` (any map with ``second_derivative_bound``; uniform or
     geometric scales). The same computation serves a map the theorem covers and one it rules out: where a
     certificate does not exist (see :func:`try_rate_certificate`; the cell-wise bounds of
@@ -1139,19 +1248,26 @@ def representation_evidence(h: TorchMap, dim: int, ms: Sequence[int], spacing: s
     ms = np.asarray([validate.positive_int("m", m) for m in ms])
     if len(ms) < 2:
         raise ValueError("need at least two depths to measure a rate")
-    cert, reason = certificate if certificate is not None else try_rate_certificate(
-        h, dim, domain_radius, grid_points=certify_points)
+    cert, reason = (
+        certificate
+        if certificate is not None
+        else try_rate_certificate(h, dim, domain_radius, grid_points=certify_points)
+    )
     curvature_finite = bool(np.isfinite(h.second_derivative_bound(np.asarray(float(domain_radius)))))
     lower, certified = [], []
     for m in ms:
-        lower.append(factor_deviations(h, int(m), dim, domain_radius, spacing=spacing, linear=linear,
-                                       n_points=n_points, seed=seed).max())
+        lower.append(
+            factor_deviations(
+                h, int(m), dim, domain_radius, spacing=spacing, linear=linear, n_points=n_points, seed=seed
+            ).max()
+        )
         bound = math.inf
         if curvature_finite:
             try:
-                bound = certified_deviations(h, int(m), dim, domain_radius, spacing=spacing, linear=linear,
-                                             grid_points=certify_points).bound.max()
-            except ArithmeticError:   # g' not provably invertible on some cell: no certified bound
+                bound = certified_deviations(
+                    h, int(m), dim, domain_radius, spacing=spacing, linear=linear, grid_points=certify_points
+                ).bound.max()
+            except ArithmeticError:  # g' not provably invertible on some cell: no certified bound
                 pass
         certified.append(bound)
     if cert is None:
@@ -1165,12 +1281,22 @@ def representation_evidence(h: TorchMap, dim: int, ms: Sequence[int], spacing: s
     with torch.no_grad():
         target = h(x)
         for m in exact_depths:
-            factors = near_identity_factors(h, int(m), dim, domain_radius, spacing=spacing, linear=linear,
-                                            seed=seed)
+            factors = near_identity_factors(h, int(m), dim, domain_radius, spacing=spacing, linear=linear, seed=seed)
             errors.append(float((compose(factors, x) - target).abs().max() / target.abs().max()))
     name = label or getattr(h, "__name__", "h")
-    return RepresentationEvidence(name, dim, spacing, ms, np.array(lower), np.array(certified), constant,
-                                  reason, cert, exact_depths, np.array(errors))
+    return RepresentationEvidence(
+        name,
+        dim,
+        spacing,
+        ms,
+        np.array(lower),
+        np.array(certified),
+        constant,
+        reason,
+        cert,
+        exact_depths,
+        np.array(errors),
+    )
 
 
 # --- the functional-gradient bound: Q(h) = 1/2 E ||h(X) - Y||^2 on an empirical distribution ------------
@@ -1200,8 +1326,9 @@ def residual_block_lipschitz_bound(W1, W2) -> float:
     return float(torch.linalg.matrix_norm(W2, ord=2) * torch.linalg.matrix_norm(W1, ord=2))
 
 
-def random_residual_blocks(m: int, dim: int, width: int, eps: float, generator: torch.Generator | None = None
-                           ) -> list[ResidualBlock]:
+def random_residual_blocks(
+    m: int, dim: int, width: int, eps: float, generator: torch.Generator | None = None
+) -> list[ResidualBlock]:
     """m random blocks, each rescaled so that its certified bound ``||W2|| ||W1||`` equals ``eps`` exactly."""
     m, dim, width = (validate.positive_int(n, v) for v, n in ((m, "m"), (dim, "dim"), (width, "width")))
     eps = validate.positive_float("eps", eps)
@@ -1247,13 +1374,20 @@ class EmpiricalProblem:
         return sums / (self.weights[:, None] * self.y.shape[0])
 
 
-def random_empirical_problem(n_atoms: int, dim: int, generator: torch.Generator | None = None,
-                             max_repeats: int = 3, noise: float = 0.5, atom_scale: float = 1.0) -> EmpiricalProblem:
+def random_empirical_problem(
+    n_atoms: int,
+    dim: int,
+    generator: torch.Generator | None = None,
+    max_repeats: int = 3,
+    noise: float = 0.5,
+    atom_scale: float = 1.0,
+) -> EmpiricalProblem:
     """Random atoms in ``R^dim`` (standard normal times ``atom_scale``), each seen 1..max_repeats times with
     noisy labels (so ``Q(h*) > 0``)."""
     atom_scale = validate.positive_float("atom_scale", atom_scale)
-    n_atoms, dim, max_repeats = (validate.positive_int(n, v) for v, n in
-                                 ((n_atoms, "n_atoms"), (dim, "dim"), (max_repeats, "max_repeats")))
+    n_atoms, dim, max_repeats = (
+        validate.positive_int(n, v) for v, n in ((n_atoms, "n_atoms"), (dim, "dim"), (max_repeats, "max_repeats"))
+    )
     atoms = atom_scale * torch.randn(n_atoms, dim, dtype=DTYPE, generator=generator)
     counts = torch.randint(1, max_repeats + 1, (n_atoms,), generator=generator)
     index = torch.repeat_interleave(torch.arange(n_atoms), counts)
@@ -1266,10 +1400,10 @@ def random_empirical_problem(n_atoms: int, dim: int, generator: torch.Generator 
 class FunctionalGradient:
     """Norms of ``D_{h_i} Q(h)`` in the dual of ``L2(P_i)`` and the quantities of the talk's bound."""
 
-    norms: np.ndarray          # (m,) ||D_{h_i} Q(h)||
-    excess_risk: float         # Q(h) - Q(h*)
-    distance: float            # ||h - h*||_{L2(P)}
-    gradients: list            # (K, d) arrays dQ/d delta_i at the atoms (autograd)
+    norms: np.ndarray  # (m,) ||D_{h_i} Q(h)||
+    excess_risk: float  # Q(h) - Q(h*)
+    distance: float  # ||h - h*||_{L2(P)}
+    gradients: list  # (K, d) arrays dQ/d delta_i at the atoms (autograd)
 
     def printed_bound(self, eps: float) -> float:
         """``(1 - eps)^(m-1) (Q(h) - Q(h*)) / ||h - h*||``, the bound as review 002 reports it."""
@@ -1282,8 +1416,9 @@ class FunctionalGradient:
         return (1 - eps) ** (m - np.arange(1, m + 1)) * self.distance
 
 
-def empirical_risk(blocks: Sequence[Callable], problem: EmpiricalProblem,
-                   perturbations: Sequence[torch.Tensor] | None = None) -> torch.Tensor:
+def empirical_risk(
+    blocks: Sequence[Callable], problem: EmpiricalProblem, perturbations: Sequence[torch.Tensor] | None = None
+) -> torch.Tensor:
     """``Q = 1/(2n) sum_j ||h(x_j) - y_j||^2`` with ``h_i`` replaced by ``h_i + delta_i`` at the atoms' images."""
     if len(blocks) == 0:
         raise ValueError("need at least one layer")
@@ -1297,7 +1432,7 @@ def empirical_risk(blocks: Sequence[Callable], problem: EmpiricalProblem,
         if perturbations is not None:
             z = z + perturbations[i]
     residual = z[problem.index] - problem.y
-    return 0.5 * (residual ** 2).sum() / residual.shape[0]
+    return 0.5 * (residual**2).sum() / residual.shape[0]
 
 
 def functional_gradient(blocks: Sequence[Callable], problem: EmpiricalProblem) -> FunctionalGradient:
@@ -1317,7 +1452,7 @@ def functional_gradient(blocks: Sequence[Callable], problem: EmpiricalProblem) -
         Q = empirical_risk(blocks, problem, deltas)
         grads = torch.autograd.grad(Q, deltas)
     w = problem.weights
-    norms = np.array([float(torch.sqrt(((g ** 2).sum(dim=1) / w).sum())) for g in grads])
+    norms = np.array([float(torch.sqrt(((g**2).sum(dim=1) / w).sum())) for g in grads])
     with torch.no_grad():
         h_atoms = problem.atoms
         for block in blocks:
@@ -1342,7 +1477,7 @@ def functional_gradient_closed_form(blocks: Sequence[ResidualBlock], problem: Em
             inputs.append(z)
             z = block(z)
         J = torch.eye(z.shape[1], dtype=DTYPE).expand(z.shape[0], -1, -1)
-        for j in range(i, m):                       # blocks i+1..m (0-based i..m-1)
+        for j in range(i, m):  # blocks i+1..m (0-based i..m-1)
             J = blocks[j].jacobian(inputs[j]) @ J
         r = z - problem.h_star
         return (problem.weights[:, None] * (J.transpose(1, 2) @ r.unsqueeze(-1)).squeeze(-1)).numpy()
@@ -1365,10 +1500,16 @@ class GradientBoundInstances:
         return np.array([n.min() for n in self.norms]) / self.printed
 
 
-def gradient_bound_instances(n: int, generator: torch.Generator | None = None, *,
-                             eps_range: tuple[float, float] = (0.02, 0.95), depths: Sequence[int] = range(1, 9),
-                             dims: Sequence[int] = range(1, 5), width: int = 6, n_atoms: Sequence[int] = range(2, 16)
-                             ) -> GradientBoundInstances:
+def gradient_bound_instances(
+    n: int,
+    generator: torch.Generator | None = None,
+    *,
+    eps_range: tuple[float, float] = (0.02, 0.95),
+    depths: Sequence[int] = range(1, 9),
+    dims: Sequence[int] = range(1, 5),
+    width: int = 6,
+    n_atoms: Sequence[int] = range(2, 16),
+) -> GradientBoundInstances:
     """``n`` instances: depth, dimension and number of distinct inputs drawn from ``depths``, ``dims``,
     ``n_atoms``, ``eps`` uniform in ``eps_range`` (which may lie outside the theorem's ``eps < 1``: the
     negative control), blocks of :func:`random_residual_blocks`, data of :func:`random_empirical_problem`."""

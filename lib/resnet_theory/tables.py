@@ -45,8 +45,9 @@ def html_table(headers, rows, digits: int = 4, none_text: str = "n/a") -> str:
         row = list(row)
         if len(row) != len(headers):
             raise ValueError(f"a row has {len(row)} entries for {len(headers)} columns")
-        out.append("<tr>" + "".join(f"<td>{html.escape(format_cell(v, digits, none_text))}</td>" for v in row)
-                   + "</tr>")
+        out.append(
+            "<tr>" + "".join(f"<td>{html.escape(format_cell(v, digits, none_text))}</td>" for v in row) + "</tr>"
+        )
     return "".join(out) + "</table>"
 
 
@@ -76,4 +77,6 @@ class ResultsTable:
 
     def __repr__(self) -> str:
         cell = lambda v: format_cell(v, self.digits, self.none_text)  # noqa: E731
-        return "\n".join([" | ".join(map(str, self.keys))] + [" | ".join(cell(r[k]) for k in self.keys) for r in self.rows])
+        return "\n".join(
+            [" | ".join(map(str, self.keys))] + [" | ".join(cell(r[k]) for k in self.keys) for r in self.rows]
+        )

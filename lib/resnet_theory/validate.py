@@ -31,10 +31,30 @@ from typing import Any
 import numpy as np
 
 __all__ = [
-    "BudgetError", "DivergenceError", "boolean", "callable_arg", "check_budget", "choice", "finite_array",
-    "finite_float", "human_bytes", "increasing", "instance", "integer", "integer_array", "memory_limit_bytes",
-    "non_negative_float", "non_negative_int", "path", "positive_float", "positive_int", "probability",
-    "square_matrix", "show", "tensor", "torch_device",
+    "BudgetError",
+    "DivergenceError",
+    "boolean",
+    "callable_arg",
+    "check_budget",
+    "choice",
+    "finite_array",
+    "finite_float",
+    "human_bytes",
+    "increasing",
+    "instance",
+    "integer",
+    "integer_array",
+    "memory_limit_bytes",
+    "non_negative_float",
+    "non_negative_int",
+    "path",
+    "positive_float",
+    "positive_int",
+    "probability",
+    "square_matrix",
+    "show",
+    "tensor",
+    "torch_device",
 ]
 
 
@@ -87,7 +107,8 @@ def integer(name: str, value: Any, *, minimum: int | None = None, maximum: int |
     out = int(value)
     if minimum is not None and out < minimum:
         kind = {0: "a non-negative integer (at least 0)", 1: "a positive integer (at least 1)"}.get(
-            minimum, f"at least {minimum}")
+            minimum, f"at least {minimum}"
+        )
         raise ValueError(f"{name} must be {kind}, {_got(value)}")
     if maximum is not None and out > maximum:
         raise ValueError(f"{name} must be at most {maximum}, {_got(value)}")
@@ -118,8 +139,15 @@ def _real(name: str, value: Any) -> float:
     raise TypeError(f"{name} must be a real number, {_got(value)}")
 
 
-def finite_float(name: str, value: Any, *, minimum: float | None = None, maximum: float | None = None,
-                 open_minimum: bool = False, open_maximum: bool = False) -> float:
+def finite_float(
+    name: str,
+    value: Any,
+    *,
+    minimum: float | None = None,
+    maximum: float | None = None,
+    open_minimum: bool = False,
+    open_maximum: bool = False,
+) -> float:
     """A finite real number in the interval given by ``minimum``/``maximum`` (closed unless ``open_*``)."""
     out = _real(name, value)
     if not math.isfinite(out):
@@ -235,9 +263,17 @@ def _as_numpy(name: str, x: Any, ndim: int | None = None) -> np.ndarray:
     return arr
 
 
-def finite_array(name: str, x: Any, *, shape: Sequence[int | None] | None = None, ndim: int | None = None,
-                 allow_complex: bool = False, allow_empty: bool = False, dtype: Any = np.float64,
-                 positive: bool = False) -> np.ndarray:
+def finite_array(
+    name: str,
+    x: Any,
+    *,
+    shape: Sequence[int | None] | None = None,
+    ndim: int | None = None,
+    allow_complex: bool = False,
+    allow_empty: bool = False,
+    dtype: Any = np.float64,
+    positive: bool = False,
+) -> np.ndarray:
     """``x`` as a numpy array of ``dtype`` (float64; complex128 with ``allow_complex``), checked finite (and
     every entry ``> 0`` with ``positive``, the first offender named with its index).
 
@@ -288,13 +324,21 @@ def increasing(name: str, arr: np.ndarray, *, strict: bool = True) -> np.ndarray
     if bad.any():
         i = int(np.argmax(bad))
         word = "increasing" if strict else "non-decreasing"
-        raise ValueError(f"{name} must be {word}; found {arr[i].item()!r} then {arr[i + 1].item()!r} at indices "
-                         f"{i} and {i + 1}")
+        raise ValueError(
+            f"{name} must be {word}; found {arr[i].item()!r} then {arr[i + 1].item()!r} at indices {i} and {i + 1}"
+        )
     return arr
 
 
-def tensor(name: str, x: Any, *, ndim: int | None = None, shape: Sequence[int | None] | None = None,
-           floating: bool = False, shape_text: str | None = None):
+def tensor(
+    name: str,
+    x: Any,
+    *,
+    ndim: int | None = None,
+    shape: Sequence[int | None] | None = None,
+    floating: bool = False,
+    shape_text: str | None = None,
+):
     """``x`` if it is a torch tensor (with ``ndim`` axes, or of ``shape`` with ``None`` for a free axis; of a
     floating dtype with ``floating``): anything else is a TypeError, a tensor of the wrong shape or dtype a
     ValueError. ``shape_text`` describes the axes, e.g. ``"(N, C, H, W)"``."""
@@ -307,8 +351,9 @@ def tensor(name: str, x: Any, *, ndim: int | None = None, shape: Sequence[int | 
     kind = "float " if floating else ""
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"{name} must be a {kind}torch tensor{axes}, {_got(x)}")
-    if (ndim is not None and x.dim() != ndim) or (shape is not None and (
-            x.dim() != len(shape) or any(s is not None and s != a for s, a in zip(shape, x.shape)))):
+    if (ndim is not None and x.dim() != ndim) or (
+        shape is not None and (x.dim() != len(shape) or any(s is not None and s != a for s, a in zip(shape, x.shape)))
+    ):
         raise ValueError(f"{name} must be a {kind}torch tensor{axes}, got shape {tuple(x.shape)}")
     if floating and not x.is_floating_point():
         raise ValueError(f"{name} must be a {kind}torch tensor{axes}, got dtype {x.dtype}")
@@ -318,8 +363,15 @@ def tensor(name: str, x: Any, *, ndim: int | None = None, shape: Sequence[int | 
 _INT64 = np.iinfo(np.int64)
 
 
-def integer_array(name: str, x: Any, *, ndim: int | None = None, minimum: int | None = None,
-                  maximum: int | None = None, allow_empty: bool = False) -> np.ndarray:
+def integer_array(
+    name: str,
+    x: Any,
+    *,
+    ndim: int | None = None,
+    minimum: int | None = None,
+    maximum: int | None = None,
+    allow_empty: bool = False,
+) -> np.ndarray:
     """``x`` as an int64 array. Floats are accepted when integral and within int64 (``1e20`` is refused with
     its own value, never wrapped around); values outside ``[minimum, maximum]`` are named with their index."""
     arr = _as_numpy(name, x)
@@ -359,9 +411,13 @@ def integer_array(name: str, x: Any, *, ndim: int | None = None, minimum: int | 
 
 
 # --- disk errors -----------------------------------------------------------------------------------------
-_STORAGE_ERRNOS = {errno.ENOSPC: "no space left on the device", errno.EDQUOT: "the disk quota is exceeded",
-                   errno.EACCES: "permission denied", errno.EPERM: "permission denied",
-                   errno.EROFS: "the file system is read-only"}
+_STORAGE_ERRNOS = {
+    errno.ENOSPC: "no space left on the device",
+    errno.EDQUOT: "the disk quota is exceeded",
+    errno.EACCES: "permission denied",
+    errno.EPERM: "permission denied",
+    errno.EROFS: "the file system is read-only",
+}
 
 
 def storage_problem(exc: BaseException) -> str | None:
@@ -409,8 +465,9 @@ OPS_LIMIT = 1e13
 LOOP_LIMIT = 1e7
 
 
-def check_budget(name: str, estimate: float, limit: float, *, what: str = "memory", value: Any = None,
-                 unit: str | None = None) -> float:
+def check_budget(
+    name: str, estimate: float, limit: float, *, what: str = "memory", value: Any = None, unit: str | None = None
+) -> float:
     """Refuse (:class:`BudgetError`, a ValueError) when ``estimate`` exceeds ``limit``.
 
     ``what`` says what is estimated ("memory" is shown in bytes; anything else as a count of ``unit``, e.g.
@@ -424,8 +481,9 @@ def check_budget(name: str, estimate: float, limit: float, *, what: str = "memor
         else:
             u = f" {unit}" if unit else ""
             need, have = f"{estimate:.3g}{u}", f"{float(limit):.3g}{u}"
-        raise BudgetError(f"{given} needs about {need} of {what}, more than this machine allows ({have}); "
-                          f"choose a smaller size")
+        raise BudgetError(
+            f"{given} needs about {need} of {what}, more than this machine allows ({have}); choose a smaller size"
+        )
     return estimate
 
 
@@ -446,6 +504,7 @@ def int_option(minimum: int):
         if value < minimum:
             raise argparse.ArgumentTypeError(f"must be an integer >= {minimum}, got {text!r}")
         return value
+
     return parse
 
 
@@ -467,4 +526,5 @@ def ints_option(minimum: int, allow_empty: bool):
         if not values and not allow_empty:
             raise argparse.ArgumentTypeError(f"expected comma-separated integers >= {minimum}, got {text!r}")
         return values
+
     return parse

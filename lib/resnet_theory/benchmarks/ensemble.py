@@ -27,9 +27,9 @@ import time
 import torch
 import torch.nn.functional as F
 
+from resnet_theory import validate
 from resnet_theory.engine import ensemble
 from resnet_theory.engine import train as engine
-from resnet_theory import validate
 
 
 def member_bytes(config: engine.TrainConfig) -> float:
@@ -38,16 +38,28 @@ def member_bytes(config: engine.TrainConfig) -> float:
     from resnet_theory.engine import allconv
 
     blocks = (config.blocks_per_stage,) * len(config.widths)
-    weights = allconv.estimate_model_bytes(1, config.stem_channels, config.widths, blocks, config.kernel_size,
-                                           config.num_classes)
+    weights = allconv.estimate_model_bytes(
+        1, config.stem_channels, config.widths, blocks, config.kernel_size, config.num_classes
+    )
     return 4 * weights + 4 * 2 * config.batch_size * 8 * 8 * sum(w * b for w, b in zip(config.widths, blocks))
 
 
 def digits_config(blocks: int = 4, steps: int = 60, lr: float = 0.05) -> engine.TrainConfig:
     """The chapter's digits configuration (widths 8, 16, 32) with ``blocks`` blocks per stage."""
-    return engine.TrainConfig(dataset="digits", stem_channels=8, widths=(8, 16, 32), blocks_per_stage=blocks,
-                              steps=steps, lr=lr, lr_milestones=(), eval_every=0, log_every=10,
-                              checkpoint_every=0, progress=False, on_divergence="stop")
+    return engine.TrainConfig(
+        dataset="digits",
+        stem_channels=8,
+        widths=(8, 16, 32),
+        blocks_per_stage=blocks,
+        steps=steps,
+        lr=lr,
+        lr_milestones=(),
+        eval_every=0,
+        log_every=10,
+        checkpoint_every=0,
+        progress=False,
+        on_divergence="stop",
+    )
 
 
 def vmap_train(configs, steps: int) -> float:
@@ -63,8 +75,9 @@ def vmap_train(configs, steps: int) -> float:
     for c in configs:
         data_seed = engine.seed_model_draws(c.seed)
         models.append(engine.build_model(c, in_channels=1))
-        streams.append(engine.BatchStream(train_data, c.batch_size,
-                                          torch.Generator().manual_seed(data_seed), *c.augmentation))
+        streams.append(
+            engine.BatchStream(train_data, c.batch_size, torch.Generator().manual_seed(data_seed), *c.augmentation)
+        )
     params, buffers = stack_module_state(models)
     template = models[0].to("meta")
     decays = {name: name.endswith("weight") and not name.startswith("head") for name in params}
@@ -106,13 +119,19 @@ def _timed(fn) -> tuple[float, float]:
     return time.perf_counter() - start, _cpu_seconds() - cpu
 
 
-def run(members: int = 10, steps: int = 60, blocks: int = 4, seed: int = 0, ways: tuple[str, ...] | None = None,
-        sequential_members: int | None = None) -> list[dict]:
+def run(
+    members: int = 10,
+    steps: int = 60,
+    blocks: int = 4,
+    seed: int = 0,
+    ways: tuple[str, ...] | None = None,
+    sequential_members: int | None = None,
+) -> list[dict]:
     """Time every way (see the module docstring); ``sequential_members`` seeds for the one-at-a-time
     baseline (default: all), scaled to ``members``. Returns one row per way."""
     members = validate.positive_int("members", members)
     base = digits_config(blocks, steps)
-    base.validate()                     # one member's memory, refused with the estimate
+    base.validate()  # one member's memory, refused with the estimate
     validate.check_budget("members", members * member_bytes(base), validate.memory_limit_bytes(), value=members)
     seeds = list(range(seed, seed + members))
     configs = [dataclasses.replace(base, seed=s) for s in seeds]
@@ -126,6 +145,7 @@ def run(members: int = 10, steps: int = 60, blocks: int = 4, seed: int = 0, ways
                 return fn()
             finally:
                 torch.set_num_threads(threads_before)
+
         return inner
 
     n_seq = sequential_members or members
@@ -141,9 +161,17 @@ def run(members: int = 10, steps: int = 60, blocks: int = 4, seed: int = 0, ways
         if ways and name not in ways:
             continue
         seconds, cpu = _timed(fn)
-        rows.append({"way": name, "members": count, "steps": steps, "seconds": seconds,
-                     "cpu_seconds": cpu, "seeds_per_second": count / seconds,
-                     "cpu_seconds_per_seed": cpu / count})
+        rows.append(
+            {
+                "way": name,
+                "members": count,
+                "steps": steps,
+                "seconds": seconds,
+                "cpu_seconds": cpu,
+                "seeds_per_second": count / seconds,
+                "cpu_seconds_per_seed": cpu / count,
+            }
+        )
     baseline = rows[0]["seeds_per_second"] if rows else float("nan")
     for row in rows:
         row["speedup"] = row["seeds_per_second"] / baseline
@@ -151,11 +179,15 @@ def run(members: int = 10, steps: int = 60, blocks: int = 4, seed: int = 0, ways
 
 
 def format_rows(rows: list[dict]) -> str:
-    lines = [f"{'way':28s} {'members':>7s} {'steps':>6s} {'seconds':>8s} {'seeds/s':>8s} {'speed-up':>8s} "
-             f"{'CPU s/seed':>10s}"]
+    lines = [
+        f"{'way':28s} {'members':>7s} {'steps':>6s} {'seconds':>8s} {'seeds/s':>8s} {'speed-up':>8s} "
+        f"{'CPU s/seed':>10s}"
+    ]
     for r in rows:
-        lines.append(f"{r['way']:28s} {r['members']:7d} {r['steps']:6d} {r['seconds']:8.2f} "
-                     f"{r['seeds_per_second']:8.3f} {r['speedup']:8.2f}x {r['cpu_seconds_per_seed']:10.3f}")
+        lines.append(
+            f"{r['way']:28s} {r['members']:7d} {r['steps']:6d} {r['seconds']:8.2f} "
+            f"{r['seeds_per_second']:8.3f} {r['speedup']:8.2f}x {r['cpu_seconds_per_seed']:10.3f}"
+        )
     return "\n".join(lines)
 
 
@@ -163,20 +195,27 @@ def main(argv=None) -> int:
     parser = validate.OneLineParser(prog="python -m resnet_theory.benchmarks.ensemble", description=__doc__)
     parser.add_argument("--members", type=validate.int_option(1), default=10, help="seeds trained (default 10)")
     parser.add_argument("--steps", type=validate.int_option(1), default=60, help="steps of every run (default 60)")
-    parser.add_argument("--blocks", type=validate.int_option(1), default=4,
-                        help="blocks per stage (default 4: 25 convolutions)")
+    parser.add_argument(
+        "--blocks", type=validate.int_option(1), default=4, help="blocks per stage (default 4: 25 convolutions)"
+    )
     parser.add_argument("--seed", type=validate.int_option(0), default=0)
-    parser.add_argument("--sequential-members", type=validate.int_option(1), default=None,
-                        help="seeds for the one-at-a-time baseline (default: all)")
+    parser.add_argument(
+        "--sequential-members",
+        type=validate.int_option(1),
+        default=None,
+        help="seeds for the one-at-a-time baseline (default: all)",
+    )
     args = parser.parse_args(argv)
     try:
         rows = run(args.members, args.steps, args.blocks, args.seed, sequential_members=args.sequential_members)
-    except engine.ConfigError as exc:      # sizes this machine cannot hold, refused before anything runs
+    except engine.ConfigError as exc:  # sizes this machine cannot hold, refused before anything runs
         parser.error(str(exc))
     except validate.BudgetError as exc:
         parser.error(f"--{str(exc)}")
-    print(f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, torch {torch.__version__}; "
-          f"load average {os.getloadavg()[0]:.2f}")
+    print(
+        f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, torch {torch.__version__}; "
+        f"load average {os.getloadavg()[0]:.2f}"
+    )
     print(format_rows(rows))
     return 0
 

@@ -35,12 +35,14 @@ def check_sizes(sizes, dim: int, backend: str, name: str = "sizes") -> None:
     for n in sizes:
         validate.check_budget(name, 4 * 8.0 * n * dim, validate.memory_limit_bytes(), value=n)
         if backend == "numpy":
-            validate.check_budget(name, 3.0 * n * n * dim, validate.OPS_LIMIT, what="work",
-                                  unit="operations (n^2 dim)", value=n)
+            validate.check_budget(
+                name, 3.0 * n * n * dim, validate.OPS_LIMIT, what="work", unit="operations (n^2 dim)", value=n
+            )
 
 
-def time_builds(sizes, dim: int = 256, classes: int = 10, seed: int = 0, backend: str = "numpy",
-                device=None, report=None) -> list[dict]:
+def time_builds(
+    sizes, dim: int = 256, classes: int = 10, seed: int = 0, backend: str = "numpy", device=None, report=None
+) -> list[dict]:
     """One separation and one build per size on random unit vectors; a row of measurements for each
     (passed to ``report`` as soon as it is measured, when given)."""
     sizes = [int(n) for n in sizes]
@@ -62,24 +64,39 @@ def time_builds(sizes, dim: int = 256, classes: int = 10, seed: int = 0, backend
         t_rho = time.perf_counter() - start
         k = paper_k(n, rho)
         start = time.perf_counter()
-        net = construct_interpolating_resnet(X, y, k=k, num_classes=classes, seed=seed, projection="gaussian",
-                                             backend=backend, device=device)
+        net = construct_interpolating_resnet(
+            X, y, k=k, num_classes=classes, seed=seed, projection="gaussian", backend=backend, device=device
+        )
         t_build = time.perf_counter() - start
         cpu = time.process_time() - cpu
         peak = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
-        rows.append({"n": n, "rho": rho, "k": net.k, "depth": net.depth, "parameters": net.num_parameters,
-                     "max_fit_error": net.max_fit_error, "attempts": net.attempts,
-                     "separation_seconds": t_rho, "build_seconds": t_build, "seconds": t_rho + t_build,
-                     "cpu_seconds": cpu, "peak_mib": peak / 2 ** 20, "load": os.getloadavg()[0]})
+        rows.append(
+            {
+                "n": n,
+                "rho": rho,
+                "k": net.k,
+                "depth": net.depth,
+                "parameters": net.num_parameters,
+                "max_fit_error": net.max_fit_error,
+                "attempts": net.attempts,
+                "separation_seconds": t_rho,
+                "build_seconds": t_build,
+                "seconds": t_rho + t_build,
+                "cpu_seconds": cpu,
+                "peak_mib": peak / 2**20,
+                "load": os.getloadavg()[0],
+            }
+        )
         if report is not None:
             report(rows[-1])
     return rows
 
 
 def main(argv=None) -> list[dict]:
-    parser = validate.OneLineParser(prog="python -m resnet_theory.benchmarks.expressivity",
-                                    description=__doc__.splitlines()[0])
+    parser = validate.OneLineParser(
+        prog="python -m resnet_theory.benchmarks.expressivity", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--sizes", type=validate.int_option(2), nargs="+", default=[1000, 2000, 5000, 10000, 20000])
     parser.add_argument("--dim", type=validate.int_option(1), default=256)
     parser.add_argument("--classes", type=validate.int_option(1), default=10)
@@ -87,28 +104,40 @@ def main(argv=None) -> list[dict]:
     parser.add_argument("--backend", choices=["numpy", "torch"], default="numpy")
     parser.add_argument("--device", default=None, help="torch device, e.g. cuda (torch backend only)")
     args = parser.parse_args(argv)
-    try:   # refused before anything runs or prints
+    try:  # refused before anything runs or prints
         check_sizes(args.sizes, args.dim, args.backend, name="--sizes")
     except validate.BudgetError as exc:
         parser.error(str(exc))
-    print(f"# {platform.processor() or platform.machine()}, {os.cpu_count()} cores, numpy {np.__version__}, "
-          f"backend={args.backend}{'' if args.device is None else ' on ' + args.device}, dim={args.dim}, "
-          f"classes={args.classes}")
-    print(f"{'n':>8} {'rho':>6} {'k':>4} {'depth':>6} {'parameters':>12} {'max |f-1hot|':>12} "
-          f"{'draws':>5} {'rho s':>8} {'build s':>8} {'total s':>8} {'cpu s':>8} {'peak MiB':>9} {'load':>5}", flush=True)
+    print(
+        f"# {platform.processor() or platform.machine()}, {os.cpu_count()} cores, numpy {np.__version__}, "
+        f"backend={args.backend}{'' if args.device is None else ' on ' + args.device}, dim={args.dim}, "
+        f"classes={args.classes}"
+    )
+    print(
+        f"{'n':>8} {'rho':>6} {'k':>4} {'depth':>6} {'parameters':>12} {'max |f-1hot|':>12} "
+        f"{'draws':>5} {'rho s':>8} {'build s':>8} {'total s':>8} {'cpu s':>8} {'peak MiB':>9} {'load':>5}",
+        flush=True,
+    )
 
     def report(r):
-        print(f"{r['n']:>8} {r['rho']:>6.3f} {r['k']:>4} {r['depth']:>6} {r['parameters']:>12,} "
-              f"{r['max_fit_error']:>12.1e} {r['attempts']:>5} {r['separation_seconds']:>8.2f} "
-              f"{r['build_seconds']:>8.2f} {r['seconds']:>8.2f} {r['cpu_seconds']:>8.2f} {r['peak_mib']:>9.1f} "
-              f"{r['load']:>5.2f}",
-              flush=True)
+        print(
+            f"{r['n']:>8} {r['rho']:>6.3f} {r['k']:>4} {r['depth']:>6} {r['parameters']:>12,} "
+            f"{r['max_fit_error']:>12.1e} {r['attempts']:>5} {r['separation_seconds']:>8.2f} "
+            f"{r['build_seconds']:>8.2f} {r['seconds']:>8.2f} {r['cpu_seconds']:>8.2f} {r['peak_mib']:>9.1f} "
+            f"{r['load']:>5.2f}",
+            flush=True,
+        )
 
     rows = time_builds(args.sizes, args.dim, args.classes, args.seed, args.backend, args.device, report)
     if len(rows) >= 2:
         ns = [r["n"] for r in rows]
-        for key, name in (("build_seconds", "build + verify"), ("separation_seconds", "separation"),
-                          ("seconds", "total"), ("cpu_seconds", "total CPU"), ("peak_mib", "peak memory")):
+        for key, name in (
+            ("build_seconds", "build + verify"),
+            ("separation_seconds", "separation"),
+            ("seconds", "total"),
+            ("cpu_seconds", "total CPU"),
+            ("peak_mib", "peak memory"),
+        ):
             p, _ = fit_power_law(ns, [max(r[key], 1e-9) for r in rows])
             print(f"{name} ~ n^{p:.2f}")
         print("(expected for large n: time near n^2 (n^2 k work, k ~ log n), memory near n^1)")

@@ -89,8 +89,10 @@ SCREENSHOT_WIDTHS = (WINDOW_WIDTH, PHONE_WIDTH)
 MAX_SCREENSHOT_HEIGHT = 100_000
 #: A page's article shorter than this many characters of text did not render (or is empty).
 MIN_TEXT = 200
-PROOF_NUMBERING = re.compile(r"^\s*(?:Theorem|Lemma|Claim|Corollary|Proposition|Definition|Example|Remark|"
-                             r"Conjecture|Axiom|Property|Observation|Algorithm|Assumption|Criterion)\s+\d+\b")
+PROOF_NUMBERING = re.compile(
+    r"^\s*(?:Theorem|Lemma|Claim|Corollary|Proposition|Definition|Example|Remark|"
+    r"Conjecture|Axiom|Property|Observation|Algorithm|Assumption|Criterion)\s+\d+\b"
+)
 ERROR_MARKERS = ("Traceback (most recent call last)", "output traceback", "Error in callback")
 
 
@@ -127,9 +129,16 @@ class PageReport:
 def dump_dom(chromium: str, page: Path | str, timeout: float = 60.0) -> str:
     """The DOM after the page's scripts ran; ``page`` is a file or a URL."""
     with tempfile.TemporaryDirectory() as profile:
-        cmd = [chromium, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", "--virtual-time-budget=15000",
-               f"--window-size={WINDOW_WIDTH},1000", "--hide-scrollbars",
-               "--dump-dom", page if isinstance(page, str) else page.resolve().as_uri()]
+        cmd = [
+            chromium,
+            *CHROMIUM_FLAGS,
+            f"--user-data-dir={profile}",
+            "--virtual-time-budget=15000",
+            f"--window-size={WINDOW_WIDTH},1000",
+            "--hide-scrollbars",
+            "--dump-dom",
+            page if isinstance(page, str) else page.resolve().as_uri(),
+        ]
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     if proc.returncode != 0 or not proc.stdout.strip():
         raise RuntimeError(f"chromium failed on {page} (exit {proc.returncode}): {proc.stderr[-2000:]}")
@@ -140,8 +149,10 @@ def _visible_text(dom: str) -> str:
     from bs4 import BeautifulSoup
 
     soup = BeautifulSoup(dom, "html.parser")
-    for tag in soup.select("script, style, pre, code, div.highlight, mjx-container, mjx-assistive-mml, "
-                           "#browser-check-result, .cell_input, nav, .bd-search, textarea"):
+    for tag in soup.select(
+        "script, style, pre, code, div.highlight, mjx-container, mjx-assistive-mml, "
+        "#browser-check-result, .cell_input, nav, .bd-search, textarea"
+    ):
         tag.decompose()
     return soup.get_text(" ")
 
@@ -156,8 +167,9 @@ def html_problems(source: str) -> list[str]:
         alt = (img.get("alt") or "").strip()
         if not alt or re.fullmatch(r"\S+\.(png|jpe?g|svg|gif|webp)|_images/\S*|\S*/\S*", alt):
             problems.append(f"image without alternative text: {img.get('src')} (alt={alt!r})")
-    for title in soup.select(".proof .admonition-title, .admonition.theorem .admonition-title, "
-                             "div[class*='proof'] > p.admonition-title"):
+    for title in soup.select(
+        ".proof .admonition-title, .admonition.theorem .admonition-title, div[class*='proof'] > p.admonition-title"
+    ):
         text = title.get_text(" ", strip=True)
         if PROOF_NUMBERING.match(text):
             problems.append(f"numbered by Sphinx: {text[:80]!r}")
@@ -248,7 +260,7 @@ class serve:
             def translate_path(self, path):
                 if not path.startswith(prefix):
                     return str(Path(self.directory) / "__outside_the_prefix__")
-                return super().translate_path("/" + path[len(prefix):])
+                return super().translate_path("/" + path[len(prefix) :])
 
             def log_message(self, *args):
                 pass
@@ -294,8 +306,9 @@ def image_problems(png: Path, width: int) -> list[str]:
         commonest = max(count for count, _ in colours)
         other = 1 - commonest / (rgb.width * rgb.height)
         if other < 0.01 or len(colours) < 16:
-            problems.append(f"the screenshot is blank ({other:.2%} of pixels off the background, "
-                            f"{len(colours)} colours)")
+            problems.append(
+                f"the screenshot is blank ({other:.2%} of pixels off the background, {len(colours)} colours)"
+            )
     return problems
 
 
@@ -304,13 +317,16 @@ def screenshot_name(entry: str, width: int) -> str:
     return f"{entry}-{width}.png"
 
 
-def take_screenshots(chromium: str, html_dir: Path, entries: list[str], out_dir: Path,
-                     widths: tuple[int, ...] = SCREENSHOT_WIDTHS) -> list[Screenshot]:
+def take_screenshots(
+    chromium: str, html_dir: Path, entries: list[str], out_dir: Path, widths: tuple[int, ...] = SCREENSHOT_WIDTHS
+) -> list[Screenshot]:
     """Load every page at every width in one Chromium, check it there (:data:`PROBE`, as :func:`check_page`
     does, with this width), and screenshot it as tall as it is (up to :data:`MAX_SCREENSHOT_HEIGHT`)."""
-    wait = ("new Promise(function (done) { (function poll() {"
-            " if (document.getElementById('browser-check-result')) { done(true); }"
-            " else { setTimeout(poll, 50); } })(); })")
+    wait = (
+        "new Promise(function (done) { (function poll() {"
+        " if (document.getElementById('browser-check-result')) { done(true); }"
+        " else { setTimeout(poll, 50); } })(); })"
+    )
     shots = []
     with Browser(chromium) as browser:
         for page, entry in zip(book_pages(html_dir, entries), entries):
@@ -342,16 +358,20 @@ def book_pages(html_dir: Path, entries: list[str]) -> list[Path]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .toc import find_root, toc_files
-
     import argparse
     import contextlib
+
+    from .toc import find_root, toc_files
 
     parser = argparse.ArgumentParser(prog="python -m resnet_theory.book.browser")
     parser.add_argument("html_dir", nargs="?", type=Path)
     parser.add_argument("--prefix", help="serve the pages over HTTP under this URL prefix, e.g. /some/prefix/")
-    parser.add_argument("--screenshots", type=Path, metavar="DIR",
-                        help=f"screenshot every page at {' and '.join(map(str, SCREENSHOT_WIDTHS))} px into DIR")
+    parser.add_argument(
+        "--screenshots",
+        type=Path,
+        metavar="DIR",
+        help=f"screenshot every page at {' and '.join(map(str, SCREENSHOT_WIDTHS))} px into DIR",
+    )
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     root = find_root()
     html_dir = args.html_dir or root / "_build" / "html"
@@ -363,17 +383,22 @@ def main(argv: list[str] | None = None) -> int:
     if args.screenshots:
         for shot in take_screenshots(chromium, html_dir, toc_files(root), args.screenshots):
             cut = f" (cut from {shot.page_height} px)" if shot.page_height > shot.height else ""
-            print(f"{'ok' if shot.ok else 'PROBLEM':8s} {os.path.relpath(shot.png)}: {shot.width} x {shot.height} px"
-                  + cut + ("" if shot.ok else " -- " + "; ".join(shot.problems)))
+            print(
+                f"{'ok' if shot.ok else 'PROBLEM':8s} {os.path.relpath(shot.png)}: {shot.width} x {shot.height} px"
+                + cut
+                + ("" if shot.ok else " -- " + "; ".join(shot.problems))
+            )
             failed += not shot.ok
         return 1 if failed else 0
-    with (serve(html_dir, args.prefix) if args.prefix else contextlib.nullcontext()) as base_url:
+    with serve(html_dir, args.prefix) if args.prefix else contextlib.nullcontext() as base_url:
         pages = book_pages(html_dir, toc_files(root))
         reports = [check_page(chromium, page, base_url, html_dir) for page in pages]
     for page, r in zip(pages, reports):
         state = "ok" if r.ok else "PROBLEM"
-        print(f"{state:8s} {os.path.relpath(page, html_dir)}: {r.mathjax_elements} math, {r.images} images"
-              + ("" if r.ok else " -- " + "; ".join(r.problems)))
+        print(
+            f"{state:8s} {os.path.relpath(page, html_dir)}: {r.mathjax_elements} math, {r.images} images"
+            + ("" if r.ok else " -- " + "; ".join(r.problems))
+        )
         failed += not r.ok
     return 1 if failed else 0
 

@@ -25,8 +25,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import repository
-from .cache import (cache_components, cache_key, load_cache_record, read_cache_record, rerender_from_cache,
-                    what_changed, write_cache_record)
+from .cache import (
+    cache_components,
+    cache_key,
+    load_cache_record,
+    read_cache_record,
+    rerender_from_cache,
+    what_changed,
+    write_cache_record,
+)
 from .environment import environment
 from .execute import execute_chapter, previous_outputs, remove_stale_partials
 from .files import file_sha, read_json_object
@@ -37,19 +44,39 @@ from .report import ChapterResult, describe_failure, now, summary_table, write_r
 from .toc import BookError, toc_files
 
 
-def reuse_or_execute(root: Path, build_dir: Path, plan: ChapterPlan, output: Path, profile: str, device: str,
-                     force: bool, modules: ModuleIndex) -> ChapterResult:
+def reuse_or_execute(
+    root: Path,
+    build_dir: Path,
+    plan: ChapterPlan,
+    output: Path,
+    profile: str,
+    device: str,
+    force: bool,
+    modules: ModuleIndex,
+) -> ChapterResult:
     """Reuse the chapter's cached outputs when its key matches (re-rendering changed prose), else execute it."""
     if not plan.executes:
         return execute_chapter(plan, output, build_dir, profile, device)
     if plan.in_process:
-        return execute_chapter(plan, output, build_dir, profile, device,
-                               reason="executed in the executor's process, without a kernel "
-                                      "(it gathers the other pages' results)")
+        return execute_chapter(
+            plan,
+            output,
+            build_dir,
+            profile,
+            device,
+            reason="executed in the executor's process, without a kernel (it gathers the other pages' results)",
+        )
     components = cache_components(root, plan.notebook, plan.parameters, device, modules)
     if plan.always:
-        return execute_chapter(plan, output, build_dir, profile, device, components,
-                               reason="always executed (it gathers the other pages' results)")
+        return execute_chapter(
+            plan,
+            output,
+            build_dir,
+            profile,
+            device,
+            components,
+            reason="always executed (it gathers the other pages' results)",
+        )
     key = cache_key(components)
     record = load_cache_record(build_dir, plan.entry, output)
     if force:
@@ -65,10 +92,19 @@ def reuse_or_execute(root: Path, build_dir: Path, plan: ChapterPlan, output: Pat
             else:
                 record = None
         if record is not None:
-            return ChapterResult(plan.entry, str(plan.source), "ok", round(time.perf_counter() - start, 2),
-                                 profile, plan.parameters, record.get("device", device), str(output), run="reused",
-                                 executed_at=record.get("executed_at"),
-                                 reason=f"code, parameters, modules and environment unchanged; prose {prose}")
+            return ChapterResult(
+                plan.entry,
+                str(plan.source),
+                "ok",
+                round(time.perf_counter() - start, 2),
+                profile,
+                plan.parameters,
+                record.get("device", device),
+                str(output),
+                run="reused",
+                executed_at=record.get("executed_at"),
+                reason=f"code, parameters, modules and environment unchanged; prose {prose}",
+            )
         reason = "cached notebook does not match the code cells"
     else:
         old = read_cache_record(build_dir, plan.entry)
@@ -78,14 +114,30 @@ def reuse_or_execute(root: Path, build_dir: Path, plan: ChapterPlan, output: Pat
     return execute_chapter(plan, output, build_dir, profile, device, components, reason=reason)
 
 
-def _interrupted_result(plan: ChapterPlan, output: Path, build_dir: Path, profile: str, device: str,
-                        signal_name: str, seconds: float) -> ChapterResult:
+def _interrupted_result(
+    plan: ChapterPlan, output: Path, build_dir: Path, profile: str, device: str, signal_name: str, seconds: float
+) -> ChapterResult:
     record = read_cache_record(build_dir, plan.entry)
-    return ChapterResult(plan.entry, str(plan.source), "interrupted", round(seconds, 2), profile, plan.parameters,
-                         device, str(output), {"ename": signal_name, "evalue": "interrupted by " + signal_name,
-                                               "code_cell": None, "execution_count": None, "cell_source": ""},
-                         run="not run", executed_at=(record or {}).get("executed_at") if output.is_file() else None,
-                         outputs=previous_outputs(output, record))
+    return ChapterResult(
+        plan.entry,
+        str(plan.source),
+        "interrupted",
+        round(seconds, 2),
+        profile,
+        plan.parameters,
+        device,
+        str(output),
+        {
+            "ename": signal_name,
+            "evalue": "interrupted by " + signal_name,
+            "code_cell": None,
+            "execution_count": None,
+            "cell_source": "",
+        },
+        run="not run",
+        executed_at=(record or {}).get("executed_at") if output.is_file() else None,
+        outputs=previous_outputs(output, record),
+    )
 
 
 def _finished(results: list[ChapterResult]) -> list[str]:
@@ -94,13 +146,25 @@ def _finished(results: list[ChapterResult]) -> list[str]:
 
 
 def _attempt(command: str, plans: list[ChapterPlan], profile: str, force: bool) -> dict:
-    return {"command": command, "profile": profile, "force": force, "started": now(),
-            "chapters": [p.entry for p in plans],
-            "parameters": {p.entry: p.parameters for p in plans if p.executes}}
+    return {
+        "command": command,
+        "profile": profile,
+        "force": force,
+        "started": now(),
+        "chapters": [p.entry for p in plans],
+        "parameters": {p.entry: p.parameters for p in plans if p.executes},
+    }
 
 
-def execute_book(root: Path, build_dir: Path, profile: str, overrides: list[tuple[str, str]], html: bool = True,
-                 only: list[str] | None = None, force: bool = False) -> int:
+def execute_book(
+    root: Path,
+    build_dir: Path,
+    profile: str,
+    overrides: list[tuple[str, str]],
+    html: bool = True,
+    only: list[str] | None = None,
+    force: bool = False,
+) -> int:
     all_entries = toc_files(root)
     entries = select_entries(root, all_entries, only, html)
     plans = plan_chapters(root, entries, profile, overrides)
@@ -119,8 +183,7 @@ def execute_book(root: Path, build_dir: Path, profile: str, overrides: list[tupl
         try:
             result = reuse_or_execute(root, build_dir, plan, output, profile, run.device, force, modules)
         except KeyboardInterrupt as exc:
-            return _stop(run, results, plan, output, getattr(exc, "signal_name", "SIGINT"),
-                         time.perf_counter() - start)
+            return _stop(run, results, plan, output, getattr(exc, "signal_name", "SIGINT"), time.perf_counter() - start)
         results.append(result)
         run.write_report(results, "running")
         _say_done(root, plan, result)
@@ -137,6 +200,7 @@ def execute_book(root: Path, build_dir: Path, profile: str, overrides: list[tupl
 @dataclass
 class _BookRun:
     """One ``execute``: where and with what it writes its report as it goes."""
+
     root: Path
     build_dir: Path
     profile: str
@@ -154,18 +218,30 @@ class _BookRun:
         return self.build_dir / "executed" / "report.json"
 
     def write_report(self, results: list[ChapterResult], state: str, **attempt) -> None:
-        write_report(self.report, results, self.profile, self.env, state=state,
-                     attempt={**self.attempt, "finished": _finished(results), **attempt}, order=self.order)
+        write_report(
+            self.report,
+            results,
+            self.profile,
+            self.env,
+            state=state,
+            attempt={**self.attempt, "finished": _finished(results), **attempt},
+            order=self.order,
+        )
 
 
-def _stop(run: _BookRun, results: list[ChapterResult], plan: ChapterPlan, output: Path, signal_name: str,
-          seconds: float) -> int:
+def _stop(
+    run: _BookRun, results: list[ChapterResult], plan: ChapterPlan, output: Path, signal_name: str, seconds: float
+) -> int:
     """The run was interrupted while executing ``plan``: report it, say so, build no HTML."""
     result = _interrupted_result(plan, output, run.build_dir, run.profile, run.device, signal_name, seconds)
     results.append(result)
     run.write_report(results, "interrupted", signal=signal_name, interrupted_chapter=plan.entry)
-    print(f"[book] interrupted ({signal_name}) while executing {plan.source.relative_to(run.root)}; "
-          f"its page keeps {result.outputs}; no HTML built", file=sys.stderr, flush=True)
+    print(
+        f"[book] interrupted ({signal_name}) while executing {plan.source.relative_to(run.root)}; "
+        f"its page keeps {result.outputs}; no HTML built",
+        file=sys.stderr,
+        flush=True,
+    )
     print(summary_table(results))
     print(f"[book] report: {run.report.resolve()}")
     return 130 if signal_name == "SIGINT" else 143
@@ -173,16 +249,19 @@ def _stop(run: _BookRun, results: list[ChapterResult], plan: ChapterPlan, output
 
 def _say_done(root: Path, plan: ChapterPlan, result: ChapterResult) -> None:
     verb = {"executed": "executed", "reused": "reused", "converted": "converted"}.get(result.run, result.status)
-    print(f"[book] {plan.source.relative_to(root)}: {verb}"
-          + (f" in {result.seconds:.1f} s" if result.run == "executed" else "")
-          + (f" ({result.reason})" if result.reason else ""), flush=True)
+    print(
+        f"[book] {plan.source.relative_to(root)}: {verb}"
+        + (f" in {result.seconds:.1f} s" if result.run == "executed" else "")
+        + (f" ({result.reason})" if result.reason else ""),
+        flush=True,
+    )
     if result.status == "failed":
-        print(f"[book]   {describe_failure(result)}; the page shows {result.outputs}", file=sys.stderr,
-              flush=True)
+        print(f"[book]   {describe_failure(result)}; the page shows {result.outputs}", file=sys.stderr, flush=True)
 
 
-def _render_gathering_pages_again(run: _BookRun, plans: list[ChapterPlan],
-                                  results: list[ChapterResult]) -> list[ChapterResult]:
+def _render_gathering_pages_again(
+    run: _BookRun, plans: list[ChapterPlan], results: list[ChapterResult]
+) -> list[ChapterResult]:
     """Render the in-process pages again where their first rendering is out of date; the failures of the run.
 
     The in-process pages (the status page, the ledger) were rendered from a report that said "running",
@@ -193,15 +272,25 @@ def _render_gathering_pages_again(run: _BookRun, plans: list[ChapterPlan],
     """
     failures = [r for r in results if r.status == "failed"]
     rendered_with: dict[int, int] = {}  # page index -> how many pages had failed when it was rendered again
-    while stale := [i for i, plan in enumerate(plans) if plan.in_process and results[i].status == "ok"
-                    and rendered_with.get(i) != len(failures)
-                    and (failures or any(not later.in_process for later in plans[i + 1:]))]:
+    while stale := [
+        i
+        for i, plan in enumerate(plans)
+        if plan.in_process
+        and results[i].status == "ok"
+        and rendered_with.get(i) != len(failures)
+        and (failures or any(not later.in_process for later in plans[i + 1 :]))
+    ]:
         i, plan = stale[0], plans[stale[0]]
         run.write_report(results, "failed" if failures else "complete")
         rendered_with[i] = len(failures)
-        results[i] = execute_chapter(plan, run.build_dir / "executed" / f"{plan.entry}.ipynb", run.build_dir,
-                                     run.profile, run.device, reason="rendered again at the end of the run, from "
-                                                                     "its final report")
+        results[i] = execute_chapter(
+            plan,
+            run.build_dir / "executed" / f"{plan.entry}.ipynb",
+            run.build_dir,
+            run.profile,
+            run.device,
+            reason="rendered again at the end of the run, from its final report",
+        )
         print(f"[book] {plan.source.relative_to(run.root)}: {results[i].status}, {results[i].reason}", flush=True)
         failures = [r for r in results if r.status == "failed"]
     return failures
@@ -228,25 +317,25 @@ def set_aside_removed_claims(build_dir: Path, entries: list[str]) -> list[Path]:
     for path in sorted(executed.rglob("*.claims.json")):
         if path.name.startswith("."):  # a chapter's temporaries (see remove_stale_partials), not its claims
             continue
-        entry = path.relative_to(executed).as_posix()[:-len(".claims.json")]
+        entry = path.relative_to(executed).as_posix()[: -len(".claims.json")]
         if entry in entries:
             continue
         target = build_dir / "removed" / path.relative_to(executed)
         target.parent.mkdir(parents=True, exist_ok=True)
         os.replace(path, target)
-        print(f"[book] {entry} is no longer in _toc.yml: its claims file moved from {path} to {target}",
-              flush=True)
+        print(f"[book] {entry} is no longer in _toc.yml: its claims file moved from {path} to {target}", flush=True)
         moved.append(target)
     return moved
 
 
-def run_chapter(root: Path, chapter: str, profile: str, overrides: list[tuple[str, str]], output: Path | None,
-                build_dir: Path) -> int:
+def run_chapter(
+    root: Path, chapter: str, profile: str, overrides: list[tuple[str, str]], output: Path | None, build_dir: Path
+) -> int:
     """Execute one chapter (always, whatever the cache holds). Into the build folder (no ``-o``), it also
     records the chapter's cache key and updates the report, so a later ``execute`` can reuse it."""
     path = Path(chapter)
     if not path.is_absolute() and (root / path).exists():
-        path = root / path                    # relative to the book's root first, then to the working folder
+        path = root / path  # relative to the book's root first, then to the working folder
     if path.is_absolute() or path.exists():
         if not path.resolve().is_relative_to(root):
             raise BookError(f"{chapter} is not inside the book's root {root}")
@@ -271,28 +360,51 @@ def run_chapter(root: Path, chapter: str, profile: str, overrides: list[tuple[st
     attempt = _attempt("run", [plan], profile, False)
     start = time.perf_counter()
     try:
-        result = execute_chapter(plan, output, build_dir, profile, device, components,
-                                 reason="run on request")
+        result = execute_chapter(plan, output, build_dir, profile, device, components, reason="run on request")
     except KeyboardInterrupt as exc:
         signal_name = getattr(exc, "signal_name", "SIGINT")
         if in_build:
-            result = _interrupted_result(plan, output, build_dir, profile, device, signal_name,
-                                         time.perf_counter() - start)
-            write_report(report, [result], profile, env, state="interrupted",
-                         attempt={**attempt, "finished": [entry], "signal": signal_name,
-                                  "interrupted_chapter": entry}, order=entries)
-        print(f"[book] {plan.source.relative_to(root)}: interrupted ({signal_name}); {output} keeps "
-              f"{previous_outputs(output, None)}", file=sys.stderr)
+            result = _interrupted_result(
+                plan, output, build_dir, profile, device, signal_name, time.perf_counter() - start
+            )
+            write_report(
+                report,
+                [result],
+                profile,
+                env,
+                state="interrupted",
+                attempt={**attempt, "finished": [entry], "signal": signal_name, "interrupted_chapter": entry},
+                order=entries,
+            )
+        print(
+            f"[book] {plan.source.relative_to(root)}: interrupted ({signal_name}); {output} keeps "
+            f"{previous_outputs(output, None)}",
+            file=sys.stderr,
+        )
         return 130 if signal_name == "SIGINT" else 143
     if in_build and plan.in_process and result.status == "ok" and report.is_file():
         # Re-rendering the status page (or the ledger) reports on the last run: its state and attempt (a
         # failure, an interruption, the pages not reached) stay; only the page's own row is updated.
         previous = read_json_object(report) or {}
-        write_report(report, [result], previous.get("profile", profile), previous.get("environment", env),
-                     state=previous.get("state", "complete"), attempt=previous.get("attempt"), order=entries)
+        write_report(
+            report,
+            [result],
+            previous.get("profile", profile),
+            previous.get("environment", env),
+            state=previous.get("state", "complete"),
+            attempt=previous.get("attempt"),
+            order=entries,
+        )
     elif in_build:
-        write_report(report, [result], profile, env, state="failed" if result.status == "failed"
-                     else "complete", attempt={**attempt, "finished": [entry]}, order=entries)
+        write_report(
+            report,
+            [result],
+            profile,
+            env,
+            state="failed" if result.status == "failed" else "complete",
+            attempt={**attempt, "finished": [entry]},
+            order=entries,
+        )
     print(f"[book] {plan.source.relative_to(root)}: {result.status} in {result.seconds:.1f} s -> {output}")
     if result.status == "failed":
         print(f"[book] FAILED: {describe_failure(result)}; {output} keeps {result.outputs}", file=sys.stderr)

@@ -22,7 +22,6 @@ from typing import Any
 from .files import claims_path, file_sha, read_json_object, sha256, write_atomic
 from .imports import ModuleIndex
 
-
 #: Bump when the cache record or the key's recipe changes: every chapter is then executed once again.
 CACHE_VERSION = 1
 
@@ -33,8 +32,9 @@ ENVIRONMENT_FILES = ("requirements.lock", "pyproject.toml")
 EXECUTION_TAGS = ("parameters", "raises-exception", "skip-execution")
 
 
-def cache_components(root: Path, notebook, parameters: dict, device: str,
-                     modules: ModuleIndex | None = None) -> dict[str, Any]:
+def cache_components(
+    root: Path, notebook, parameters: dict, device: str, modules: ModuleIndex | None = None
+) -> dict[str, Any]:
     """Everything a chapter's outputs depend on, in a form that is hashed into its cache key.
 
     Its code cells (source and the tags that change execution, not the prose or display tags), the
@@ -43,16 +43,20 @@ def cache_components(root: Path, notebook, parameters: dict, device: str,
     """
     modules = modules or ModuleIndex(root)
     code = [c for c in notebook.cells if c.cell_type == "code"]
-    cells = [{"source": c.source,
-              "tags": sorted(t for t in c.metadata.get("tags", []) if t in EXECUTION_TAGS)} for c in code]
+    cells = [
+        {"source": c.source, "tags": sorted(t for t in c.metadata.get("tags", []) if t in EXECUTION_TAGS)} for c in code
+    ]
     closure = modules.closure([c.source for c in code])
     return {
         "version": CACHE_VERSION,
         "code": sha256(json.dumps(cells, sort_keys=True)),
         "parameters": json.loads(json.dumps(parameters, sort_keys=True, default=repr)),
         "modules": {name: modules.sha(path) for name, path in sorted(closure.items())},
-        "environment": {"python": platform.python_version(), "device": device,
-                        **{name: file_sha(root / name) for name in ENVIRONMENT_FILES}},
+        "environment": {
+            "python": platform.python_version(),
+            "device": device,
+            **{name: file_sha(root / name) for name in ENVIRONMENT_FILES},
+        },
     }
 
 
@@ -120,8 +124,9 @@ def rerender_from_cache(source: Path, notebook_path: Path) -> bool:
     fresh = jupytext.read(source, fmt="md:myst")
     cached = nbformat.read(notebook_path, as_version=4)
     injected = [c for c in cached.cells if "injected-parameters" in c.metadata.get("tags", [])]
-    cached_code = [c for c in cached.cells
-                   if c.cell_type == "code" and "injected-parameters" not in c.metadata.get("tags", [])]
+    cached_code = [
+        c for c in cached.cells if c.cell_type == "code" and "injected-parameters" not in c.metadata.get("tags", [])
+    ]
     fresh_code = [c for c in fresh.cells if c.cell_type == "code"]
     if len(cached_code) != len(fresh_code) or any(a.source != b.source for a, b in zip(cached_code, fresh_code)):
         return False

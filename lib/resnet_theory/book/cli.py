@@ -17,8 +17,8 @@ import sys
 from pathlib import Path
 
 from .build import execute_book, run_chapter
-from .repository import RepositoryError
 from .execute import BookInterrupted
+from .repository import RepositoryError
 from .toc import BookError, find_root
 
 
@@ -41,8 +41,11 @@ def main(argv: list[str] | None = None) -> int:
         else:
             p.add_argument("--no-html", action="store_true", help="execute only; do not build HTML")
             p.add_argument("--only", nargs="+", help="execute only these TOC entries (e.g. book/linear)")
-            p.add_argument("--force", action="store_true",
-                           help="execute every chapter, even those whose cached outputs are up to date")
+            p.add_argument(
+                "--force",
+                action="store_true",
+                help="execute every chapter, even those whose cached outputs are up to date",
+            )
         p.add_argument("--profile", default="quick", help="quick (CPU, minutes) or full (GPU-sized)")
         p.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"))
         p.add_argument("--root", type=Path, help="the book's root (default: found from the working directory)")
@@ -65,12 +68,14 @@ def main(argv: list[str] | None = None) -> int:
         try:
             build_dir.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise BookError(f"--build-dir {args.build_dir or build_dir}: cannot create it "
-                            f"({exc.strerror or exc})") from None
+            raise BookError(
+                f"--build-dir {args.build_dir or build_dir}: cannot create it ({exc.strerror or exc})"
+            ) from None
         overrides = [tuple(p) for p in args.parameter]
         if args.command == "execute":
-            return execute_book(root, build_dir, args.profile, overrides, html=not args.no_html, only=args.only,
-                                force=args.force)
+            return execute_book(
+                root, build_dir, args.profile, overrides, html=not args.no_html, only=args.only, force=args.force
+            )
         return run_chapter(root, args.chapter, args.profile, overrides, args.output, build_dir)
     except (BookError, RepositoryError) as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -16,9 +16,17 @@ import tempfile
 import time
 from pathlib import Path
 
-CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                  "--allow-file-access-from-files")
+CHROMIUM_FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--allow-file-access-from-files",
+)
 
 
 class Browser:
@@ -32,8 +40,9 @@ class Browser:
         self.chromium, self.timeout = chromium, timeout
         self._next_id, self._buffer, self._events = 0, b"", []
 
-    def __enter__(self) -> "Browser":
+    def __enter__(self) -> Browser:
         self._profile = tempfile.TemporaryDirectory()
+
         def high(fd: int) -> int:  # a copy numbered 10 or more, so dup2 onto 3 and 4 cannot clobber it
             copy = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10)
             os.close(fd)
@@ -47,10 +56,20 @@ class Browser:
             os.dup2(from_chromium, 4)
 
         self.proc = subprocess.Popen(
-            [self.chromium, *CHROMIUM_FLAGS, f"--user-data-dir={self._profile.name}", "--hide-scrollbars",
-             "--remote-debugging-pipe", "about:blank"],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            close_fds=False, preexec_fn=on_3_and_4)
+            [
+                self.chromium,
+                *CHROMIUM_FLAGS,
+                f"--user-data-dir={self._profile.name}",
+                "--hide-scrollbars",
+                "--remote-debugging-pipe",
+                "about:blank",
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            close_fds=False,
+            preexec_fn=on_3_and_4,
+        )
         os.close(to_chromium)
         os.close(from_chromium)
         return self
@@ -112,20 +131,26 @@ class Browser:
         once the window is as tall as the page, for the screenshot."""
         target = self.send("Target.createTarget", {"url": "about:blank"})["targetId"]
         session = self.send("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
-        self.send("Emulation.setDeviceMetricsOverride", {"width": width, "height": height,
-                                                         "deviceScaleFactor": 1, "mobile": False},
-                  session)
+        self.send(
+            "Emulation.setDeviceMetricsOverride",
+            {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False},
+            session,
+        )
         self.send("Page.enable", session=session)
         self.send("Page.navigate", {"url": url}, session)
         self.wait_for("Page.loadEventFired", session)
-        self.evaluate(session, "(window.MathJax && MathJax.startup && MathJax.startup.promise"
-                               " ? MathJax.startup.promise : Promise.resolve()).then(function () {"
-                               " return document.fonts.ready; }).then(function () { return true; })")
+        self.evaluate(
+            session,
+            "(window.MathJax && MathJax.startup && MathJax.startup.promise"
+            " ? MathJax.startup.promise : Promise.resolve()).then(function () {"
+            " return document.fonts.ready; }).then(function () { return true; })",
+        )
         return session
 
     def evaluate(self, session: str, expression: str):
-        result = self.send("Runtime.evaluate", {"expression": expression, "awaitPromise": True,
-                                                "returnByValue": True}, session)
+        result = self.send(
+            "Runtime.evaluate", {"expression": expression, "awaitPromise": True, "returnByValue": True}, session
+        )
         if "exceptionDetails" in result:
             raise RuntimeError(f"chromium: script failed: {result['exceptionDetails'].get('text')}")
         return result["result"].get("value")
@@ -141,13 +166,21 @@ class Browser:
             if wanted == height:
                 break
             height = wanted
-            self.send("Emulation.setDeviceMetricsOverride", {"width": width, "height": height,
-                                                             "deviceScaleFactor": 1, "mobile": False},
-                      session)
-            self.evaluate(session, "window.scrollTo(0, 0); new Promise(function (done) {"
-                                   " requestAnimationFrame(function () { requestAnimationFrame(done); }); })")
-        shot = self.send("Page.captureScreenshot", {
-            "format": "png", "clip": {"x": 0, "y": 0, "width": width, "height": height, "scale": 1}}, session)
+            self.send(
+                "Emulation.setDeviceMetricsOverride",
+                {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False},
+                session,
+            )
+            self.evaluate(
+                session,
+                "window.scrollTo(0, 0); new Promise(function (done) {"
+                " requestAnimationFrame(function () { requestAnimationFrame(done); }); })",
+            )
+        shot = self.send(
+            "Page.captureScreenshot",
+            {"format": "png", "clip": {"x": 0, "y": 0, "width": width, "height": height, "scale": 1}},
+            session,
+        )
         output.parent.mkdir(parents=True, exist_ok=True)
         output.write_bytes(base64.b64decode(shot["data"]))
         return height, full

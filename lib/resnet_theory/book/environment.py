@@ -9,10 +9,21 @@ import sys
 from pathlib import Path
 from typing import Any
 
-
 #: Packages whose versions the status page reports.
-REPORTED_PACKAGES = ("torch", "numpy", "scipy", "sympy", "matplotlib", "jupyter-book", "sphinx", "myst-nb",
-                     "papermill", "jupytext", "scikit-learn", "hypothesis")
+REPORTED_PACKAGES = (
+    "torch",
+    "numpy",
+    "scipy",
+    "sympy",
+    "matplotlib",
+    "jupyter-book",
+    "sphinx",
+    "myst-nb",
+    "papermill",
+    "jupytext",
+    "scikit-learn",
+    "hypothesis",
+)
 
 
 def _no_gpu_driver() -> bool:
@@ -48,5 +59,9 @@ def environment() -> dict[str, Any]:
             versions[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
             versions[name] = None
-    return {"python": platform.python_version(), "platform": platform.platform(), "device": device_name(),
-            "packages": versions}
+    return {
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "device": device_name(),
+        "packages": versions,
+    }

@@ -91,8 +91,15 @@ def previous_outputs(output: Path, record: dict | None) -> str:
     return f"previous outputs kept (executed {when})" if when else "previous outputs kept"
 
 
-def execute_chapter(plan: ChapterPlan, output: Path, build_dir: Path | None, profile: str, device: str,
-                    components: dict | None = None, reason: str = "") -> ChapterResult:
+def execute_chapter(
+    plan: ChapterPlan,
+    output: Path,
+    build_dir: Path | None,
+    profile: str,
+    device: str,
+    components: dict | None = None,
+    reason: str = "",
+) -> ChapterResult:
     """Execute one chapter into ``output``; never raises for a failure inside the chapter.
 
     The notebook and the claims JSON are written to temporary files beside ``output`` and moved into place
@@ -108,8 +115,9 @@ def execute_chapter(plan: ChapterPlan, output: Path, build_dir: Path | None, pro
     start = time.perf_counter()
     if not plan.executes:
         write_atomic(output, nbformat.writes(nb))
-        return ChapterResult(plan.entry, str(plan.source), "static", 0.0, profile, {}, device, str(output),
-                             run="converted")
+        return ChapterResult(
+            plan.entry, str(plan.source), "static", 0.0, profile, {}, device, str(output), run="converted"
+        )
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nb.metadata.setdefault("language_info", {"name": "python"})
     tmp_nb, tmp_claims = partial_paths(output)
@@ -118,8 +126,18 @@ def execute_chapter(plan: ChapterPlan, output: Path, build_dir: Path | None, pro
     with _chapter_environment(plan, tmp_claims, build_dir):
         error = _run_notebook(plan, nb, output.name, tmp_nb, tmp_claims)
     seconds = round(time.perf_counter() - start, 2)
-    result = ChapterResult(plan.entry, str(plan.source), "ok" if error is None else "failed", seconds, profile,
-                           plan.parameters, device, str(output), error, reason=reason)
+    result = ChapterResult(
+        plan.entry,
+        str(plan.source),
+        "ok" if error is None else "failed",
+        seconds,
+        profile,
+        plan.parameters,
+        device,
+        str(output),
+        error,
+        reason=reason,
+    )
     if error is not None:
         _keep_previous_outputs(result, output, tmp_nb, tmp_claims, previous_record)
     else:
@@ -171,9 +189,16 @@ def _run_notebook(plan: ChapterPlan, nb, output_name: str, tmp_nb: Path, tmp_cla
         if plan.in_process:
             run_in_process(nb, tmp_nb, plan.parameters, plan.source.parent)
         else:
-            papermill.execute_notebook(nb, str(tmp_nb), parameters=plan.parameters, kernel_name="python3",
-                                       cwd=str(plan.source.parent), progress_bar=False, log_output=False,
-                                       kernel_manager_class=kernel_manager_class())
+            papermill.execute_notebook(
+                nb,
+                str(tmp_nb),
+                parameters=plan.parameters,
+                kernel_name="python3",
+                cwd=str(plan.source.parent),
+                progress_bar=False,
+                log_output=False,
+                kernel_manager_class=kernel_manager_class(),
+            )
         hide_default_parameters(tmp_nb, plan.parameters, defined_parameters(nb))
         tidy_metadata(tmp_nb, plan.entry, output_name)
         return None
@@ -182,19 +207,36 @@ def _run_notebook(plan: ChapterPlan, nb, output_name: str, tmp_nb: Path, tmp_cla
             tmp_nb.unlink(missing_ok=True)
             tmp_claims.unlink(missing_ok=True)
             raise BookInterrupted("SIGINT") from None
-        return {"code_cell": source_code_cell(nb, exc.source), "execution_count": exc.exec_count,
-                "ename": exc.ename, "evalue": exc.evalue, "cell_source": exc.source[:2000]}
+        return {
+            "code_cell": source_code_cell(nb, exc.source),
+            "execution_count": exc.exec_count,
+            "ename": exc.ename,
+            "evalue": exc.evalue,
+            "cell_source": exc.source[:2000],
+        }
     except KeyboardInterrupt:
         tmp_nb.unlink(missing_ok=True)
         tmp_claims.unlink(missing_ok=True)
         raise
     except Exception as exc:  # kernel died, notebook could not be written, ...
-        return {"code_cell": None, "execution_count": None, "ename": type(exc).__name__, "evalue": str(exc),
-                "cell_source": ""}
+        return {
+            "code_cell": None,
+            "execution_count": None,
+            "ename": type(exc).__name__,
+            "evalue": str(exc),
+            "cell_source": "",
+        }
 
 
-def _move_into_place(result: ChapterResult, plan: ChapterPlan, output: Path, tmp_nb: Path, tmp_claims: Path,
-                     build_dir: Path | None, components: dict | None) -> None:
+def _move_into_place(
+    result: ChapterResult,
+    plan: ChapterPlan,
+    output: Path,
+    tmp_nb: Path,
+    tmp_claims: Path,
+    build_dir: Path | None,
+    components: dict | None,
+) -> None:
     """A chapter that finished: its notebook and claims replace the previous ones, and (with a ``build_dir``)
     the cache records the key they were computed with."""
     final_claims = claims_path(output)
@@ -207,15 +249,24 @@ def _move_into_place(result: ChapterResult, plan: ChapterPlan, output: Path, tmp
         final_claims.unlink(missing_ok=True)
     result.executed_at = now()
     if build_dir is not None:
-        record = {"key": cache_key(components), "components": components, "executed_at": result.executed_at,
-                  "seconds": result.seconds, "profile": result.profile, "parameters": plan.parameters,
-                  "device": result.device, "source_sha": file_sha(plan.source), "notebook_sha": file_sha(output),
-                  "claims_sha": file_sha(final_claims)}
+        record = {
+            "key": cache_key(components),
+            "components": components,
+            "executed_at": result.executed_at,
+            "seconds": result.seconds,
+            "profile": result.profile,
+            "parameters": plan.parameters,
+            "device": result.device,
+            "source_sha": file_sha(plan.source),
+            "notebook_sha": file_sha(output),
+            "claims_sha": file_sha(final_claims),
+        }
         write_cache_record(build_dir, plan.entry, record)
 
 
-def _keep_previous_outputs(result: ChapterResult, output: Path, tmp_nb: Path, tmp_claims: Path,
-                           previous_record: dict | None) -> None:
+def _keep_previous_outputs(
+    result: ChapterResult, output: Path, tmp_nb: Path, tmp_claims: Path, previous_record: dict | None
+) -> None:
     """A chapter that failed: the previous outputs stay (or, with none, the failed attempt is shown)."""
     result.run = "not run"
     tmp_claims.unlink(missing_ok=True)

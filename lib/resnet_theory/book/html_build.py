@@ -50,8 +50,19 @@ def build_html(root: Path, build_dir: Path) -> tuple[int, Path]:
     print(f"[book] {repository.configure(executed / '_config.yml', repo, site)}", flush=True)
     # Jupyter Book writes to <path-output>/_build/html; build in a scratch folder and move the result.
     scratch = build_dir / "jb"
-    cmd = [sys.executable, "-c", "from jupyter_book.cli.main import main; main()", "build", str(executed), "--path-output", str(scratch),
-           "-W", "-n", "--keep-going", "--all"]
+    cmd = [
+        sys.executable,
+        "-c",
+        "from jupyter_book.cli.main import main; main()",
+        "build",
+        str(executed),
+        "--path-output",
+        str(scratch),
+        "-W",
+        "-n",
+        "--keep-going",
+        "--all",
+    ]
     proc = subprocess.run(cmd)
     target = html_dir(build_dir)
     if (scratch / "_build" / "html").is_dir():

@@ -15,7 +15,6 @@ from pathlib import Path
 
 from .files import file_sha
 
-
 #: Packages whose modules a chapter's key covers even when they are installed outside the book's root.
 TRACKED_PACKAGES = ("resnet_theory",)
 
@@ -50,8 +49,12 @@ def imported_names(source: str, package: str | None = None) -> set[str] | None:
             if base:
                 names.add(base)
             names.update(f"{base}.{alias.name}" if base else alias.name for alias in node.names if alias.name != "*")
-        elif (isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant)
-              and isinstance(node.args[0].value, str)):
+        elif (
+            isinstance(node, ast.Call)
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+        ):
             func = node.func
             fname = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
             if fname in ("import_module", "__import__"):
@@ -89,7 +92,8 @@ class ModuleIndex:
                 if location is not None:
                     location = location.resolve()
                     inside = (location == self.root or self.root in location.parents) and not (
-                        {"site-packages", "dist-packages"} & set(location.parts))
+                        {"site-packages", "dist-packages"} & set(location.parts)
+                    )
                     if name in self.tracked or inside:
                         found = (location, is_package)
             self._tops[name] = found

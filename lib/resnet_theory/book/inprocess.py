@@ -61,12 +61,17 @@ def run_in_process(nb, path: Path, parameters: dict, cwd: Path) -> None:
         cells.append(cell)
         if parameters and cell.cell_type == "code" and "parameters" in cell.metadata.get("tags", []):
             lines = "".join(f"{name} = {value!r}\n" for name, value in parameters.items())
-            cells.append(nbformat.v4.new_code_cell("# Parameters\n" + lines,
-                                                   metadata={"tags": ["injected-parameters"]}))
+            cells.append(
+                nbformat.v4.new_code_cell("# Parameters\n" + lines, metadata={"tags": ["injected-parameters"]})
+            )
     nb.cells = cells
-    nb.metadata["language_info"] = {"name": "python", "version": platform.python_version(),
-                                    "pygments_lexer": "ipython3", "file_extension": ".py",
-                                    "mimetype": "text/x-python"}
+    nb.metadata["language_info"] = {
+        "name": "python",
+        "version": platform.python_version(),
+        "pygments_lexer": "ipython3",
+        "file_extension": ".py",
+        "mimetype": "text/x-python",
+    }
     namespace: dict[str, Any] = {"__name__": "__main__"}
     error = None
     count = 0
@@ -92,11 +97,15 @@ def run_in_process(nb, path: Path, parameters: dict, cwd: Path) -> None:
                     cell.outputs.append(nbformat.v4.new_output("stream", name=name, text=stream.getvalue()))
             if value is not None:
                 data, metadata = formatter.format(value)
-                cell.outputs.append(nbformat.v4.new_output("execute_result", data=data, metadata=metadata,
-                                                           execution_count=count))
+                cell.outputs.append(
+                    nbformat.v4.new_output("execute_result", data=data, metadata=metadata, execution_count=count)
+                )
             if error is not None:
-                cell.outputs.append(nbformat.v4.new_output("error", ename=error.ename, evalue=error.evalue,
-                                                           traceback=[line.rstrip("\n") for line in tb]))
+                cell.outputs.append(
+                    nbformat.v4.new_output(
+                        "error", ename=error.ename, evalue=error.evalue, traceback=[line.rstrip("\n") for line in tb]
+                    )
+                )
                 break
     finally:
         os.chdir(previous_cwd)

@@ -20,8 +20,9 @@ def mathjax_source() -> Path:
     try:
         dist = metadata.distribution("sphinx-mathjax-offline")
     except metadata.PackageNotFoundError as exc:
-        raise RuntimeError("MathJax for offline pages comes from the package sphinx-mathjax-offline; "
-                           "run `make install`") from exc
+        raise RuntimeError(
+            "MathJax for offline pages comes from the package sphinx-mathjax-offline; run `make install`"
+        ) from exc
     folder = Path(dist.locate_file("sphinx-mathjax-offline/static/mathjax"))
     if not (folder / "tex-chtml.js").is_file():
         raise RuntimeError(f"MathJax's tex-chtml.js not found under {folder}; reinstall sphinx-mathjax-offline")

@@ -20,16 +20,49 @@ DESCRIPTION_LENGTH = 200
 MIN_PARAGRAPH = 60
 
 _TEX_SYMBOLS = {
-    r"\mapsto": "\u21a6", r"\to": "\u2192", r"\rightarrow": "\u2192", r"\in": "\u2208", r"\le": "\u2264",
-    r"\leq": "\u2264", r"\ge": "\u2265", r"\geq": "\u2265", r"\ne": "\u2260", r"\neq": "\u2260",
-    r"\cdots": "\u22ef", r"\ldots": "\u2026", r"\dots": "\u2026", r"\cdot": "\u00b7", r"\times": "\u00d7",
-    r"\circ": "\u2218", r"\infty": "\u221e", r"\approx": "\u2248", r"\sim": "~", r"\|": "\u2016",
-    r"\ell": "\u2113", r"\nabla": "\u2207", r"\partial": "\u2202", r"\sum": "\u2211", r"\prod": "\u220f",
-    r"\sqrt": "\u221a", r"\log": "log", r"\exp": "exp", r"\det": "det", r"\min": "min", r"\max": "max",
-    r"\top": "\u1d40", r"\pm": "\u00b1", r"\quad": " ", r"\qquad": " ", r"\,": " ", r"\;": " ", r"\ ": " ",
+    r"\mapsto": "\u21a6",
+    r"\to": "\u2192",
+    r"\rightarrow": "\u2192",
+    r"\in": "\u2208",
+    r"\le": "\u2264",
+    r"\leq": "\u2264",
+    r"\ge": "\u2265",
+    r"\geq": "\u2265",
+    r"\ne": "\u2260",
+    r"\neq": "\u2260",
+    r"\cdots": "\u22ef",
+    r"\ldots": "\u2026",
+    r"\dots": "\u2026",
+    r"\cdot": "\u00b7",
+    r"\times": "\u00d7",
+    r"\circ": "\u2218",
+    r"\infty": "\u221e",
+    r"\approx": "\u2248",
+    r"\sim": "~",
+    r"\|": "\u2016",
+    r"\ell": "\u2113",
+    r"\nabla": "\u2207",
+    r"\partial": "\u2202",
+    r"\sum": "\u2211",
+    r"\prod": "\u220f",
+    r"\sqrt": "\u221a",
+    r"\log": "log",
+    r"\exp": "exp",
+    r"\det": "det",
+    r"\min": "min",
+    r"\max": "max",
+    r"\top": "\u1d40",
+    r"\pm": "\u00b1",
+    r"\quad": " ",
+    r"\qquad": " ",
+    r"\,": " ",
+    r"\;": " ",
+    r"\ ": " ",
 }
-_GREEK = ("alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi pi rho sigma tau upsilon "
-          "phi chi psi omega").split()
+_GREEK = (
+    "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi pi rho sigma tau upsilon "
+    "phi chi psi omega"
+).split()
 _SMALL = "αβγδεζηθικλμνξπρστυφχψω"
 _CAPITAL = "ΑΒΓΔΕΖΗΘΙΚΛΜΝΞΠΡΣΤΥΦΧΨΩ"
 _TEX_SYMBOLS.update({"\\" + name: letter for name, letter in zip(_GREEK, _SMALL)})
@@ -81,8 +114,17 @@ def _inside(node: nodes.Node, kinds: tuple) -> bool:
 
 def page_description(doctree: nodes.document) -> str | None:
     """The first paragraph of prose (not in an admonition, a table, a figure caption or a cell's output)."""
-    skip = (nodes.Admonition, nodes.table, nodes.figure, nodes.caption, nodes.footnote, nodes.citation,
-            nodes.container, nodes.sidebar, nodes.topic)
+    skip = (
+        nodes.Admonition,
+        nodes.table,
+        nodes.figure,
+        nodes.caption,
+        nodes.footnote,
+        nodes.citation,
+        nodes.container,
+        nodes.sidebar,
+        nodes.topic,
+    )
     for paragraph in doctree.findall(nodes.paragraph):
         if _inside(paragraph, skip):
             continue
@@ -98,15 +140,22 @@ def page_title(doctree: nodes.document) -> str | None:
     return None
 
 
-def meta_tags(title: str | None, description: str | None, site_name: str | None, url: str | None = None,
-              image: str | None = None) -> str:
+def meta_tags(
+    title: str | None, description: str | None, site_name: str | None, url: str | None = None, image: str | None = None
+) -> str:
     """The tags, one a line, every value escaped."""
-    pairs = [("name", "description", description), ("property", "og:title", title),
-             ("property", "og:description", description), ("property", "og:type", "website"),
-             ("property", "og:site_name", site_name), ("property", "og:url", url),
-             ("property", "og:image", image)]
-    return "".join(f'<meta {attr}="{key}" content="{html.escape(value, quote=True)}" />\n'
-                   for attr, key, value in pairs if value)
+    pairs = [
+        ("name", "description", description),
+        ("property", "og:title", title),
+        ("property", "og:description", description),
+        ("property", "og:type", "website"),
+        ("property", "og:site_name", site_name),
+        ("property", "og:url", url),
+        ("property", "og:image", image),
+    ]
+    return "".join(
+        f'<meta {attr}="{key}" content="{html.escape(value, quote=True)}" />\n' for attr, key, value in pairs if value
+    )
 
 
 def _first_image(app, doctree: nodes.document) -> str | None:
@@ -129,7 +178,8 @@ def _add_tags(app, pagename, templatename, context, doctree):
         image = f"{base}/{found}" if found else None
     site = app.config.html_title or app.config.project
     context["metatags"] = context.get("metatags", "") + meta_tags(
-        page_title(doctree) or context.get("title"), page_description(doctree), site, url, image)
+        page_title(doctree) or context.get("title"), page_description(doctree), site, url, image
+    )
 
 
 def setup(app):

@@ -22,7 +22,6 @@ from typing import Any
 
 from .toc import BookError
 
-
 REQUIRED_PARAMETERS = ("profile", "seed")
 
 _JSON_WORDS = {"true": True, "false": False, "null": None}
@@ -40,8 +39,13 @@ def _json_like_problem(value: Any) -> str | None:
         if not all(isinstance(k, str) for k in value):
             return "a dict's keys must be strings"
         return next((p for p in map(_json_like_problem, value.values()) if p), None)
-    kind = {bytes: "bytes", complex: "a complex number", set: "a set", frozenset: "a set",
-            tuple: "a tuple (write a list)"}.get(type(value), type(value).__name__)
+    kind = {
+        bytes: "bytes",
+        complex: "a complex number",
+        set: "a set",
+        frozenset: "a set",
+        tuple: "a tuple (write a list)",
+    }.get(type(value), type(value).__name__)
     return f"{kind} is not a parameter value"
 
 
@@ -69,13 +73,27 @@ def parse_value(text: str) -> Any:
 
 
 def _type_name(value: Any) -> str:
-    return {bool: "True or False", int: "an integer", float: "a number", str: "a string", list: "a list",
-            tuple: "a list", dict: "a dict"}.get(type(value), type(value).__name__)
+    return {
+        bool: "True or False",
+        int: "an integer",
+        float: "a number",
+        str: "a string",
+        list: "a list",
+        tuple: "a list",
+        dict: "a dict",
+    }.get(type(value), type(value).__name__)
 
 
 #: The types a parameters cell may annotate (``max_depth: int = None``), as papermill shows them.
-_ANNOTATION_TYPES = {"int": (int,), "float": (int, float), "str": (str,), "bool": (bool,), "None": (type(None),),
-                     "list": (list,), "dict": (dict,)}
+_ANNOTATION_TYPES = {
+    "int": (int,),
+    "float": (int, float),
+    "str": (str,),
+    "bool": (bool,),
+    "None": (type(None),),
+    "list": (list,),
+    "dict": (dict,),
+}
 
 
 def annotation_types(annotation: str) -> tuple[type, ...] | None:
@@ -97,12 +115,11 @@ def check_parameter_type(name: str, value: Any, default: Any, annotation: str | 
     an integer is accepted where a float is expected, a boolean never where a number is)."""
     allowed = annotation_types(annotation) if annotation else None
     if allowed is not None:
-        if default is None:   # ``n: int = None`` (papermill's grammar has no "|"): None stays allowed
+        if default is None:  # ``n: int = None`` (papermill's grammar has no "|"): None stays allowed
             allowed = allowed + (type(None),)
         ok = isinstance(value, allowed) and not (isinstance(value, bool) and bool not in allowed)
         if not ok:
-            raise BookError(f"-p {name} {value!r}: the chapter declares {name}: {annotation}, "
-                            f"got {_type_name(value)}")
+            raise BookError(f"-p {name} {value!r}: the chapter declares {name}: {annotation}, got {_type_name(value)}")
         return
     if default is None or value is None and not isinstance(default, (bool, int, float, str)):
         return
@@ -119,8 +136,9 @@ def check_parameter_type(name: str, value: Any, default: Any, annotation: str | 
     else:
         return
     if not ok:
-        raise BookError(f"-p {name} {value!r}: must be {_type_name(default)} like its default {default!r}, "
-                        f"got {_type_name(value)}")
+        raise BookError(
+            f"-p {name} {value!r}: must be {_type_name(default)} like its default {default!r}, got {_type_name(value)}"
+        )
 
 
 def parameters_cell(notebook) -> Any | None:
@@ -158,5 +176,8 @@ def parameter_annotations(notebook) -> dict[str, str]:
     cell = parameters_cell(notebook)
     if cell is None:
         return {}
-    return {node.target.id: ast.unparse(node.annotation) for node in ast.parse(cell.source).body
-            if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)}
+    return {
+        node.target.id: ast.unparse(node.annotation)
+        for node in ast.parse(cell.source).body
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)
+    }

@@ -59,10 +59,23 @@ def print_page(chromium: str, page: Path, output: Path, timeout: float = 120.0) 
     copy.write_text(source.replace("</body>", OPEN_DETAILS + "</body>", 1), encoding="utf-8")
     try:
         with tempfile.TemporaryDirectory() as profile:
-            cmd = [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                   "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                   "--allow-file-access-from-files", f"--user-data-dir={profile}", "--virtual-time-budget=20000",
-                   "--no-pdf-header-footer", f"--print-to-pdf={output}", copy.resolve().as_uri()]
+            cmd = [
+                chromium,
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-quic",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--allow-file-access-from-files",
+                f"--user-data-dir={profile}",
+                "--virtual-time-budget=20000",
+                "--no-pdf-header-footer",
+                f"--print-to-pdf={output}",
+                copy.resolve().as_uri(),
+            ]
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     finally:
         copy.unlink(missing_ok=True)
@@ -105,8 +118,9 @@ def build_pdf(html_dir: Path, entries: list[str], output: Path, chromium: str | 
 def main(argv: list[str] | None = None) -> int:
     from .toc import find_root, toc_files
 
-    parser = argparse.ArgumentParser(prog="python -m resnet_theory.book.pdf",
-                                     description="Print the built book to one PDF with headless Chromium.")
+    parser = argparse.ArgumentParser(
+        prog="python -m resnet_theory.book.pdf", description="Print the built book to one PDF with headless Chromium."
+    )
     parser.add_argument("html_dir", nargs="?", type=Path, help="the built HTML (default: _build/html)")
     parser.add_argument("-o", "--output", type=Path, help=f"the PDF (default: _build/pdf/{PDF_NAME})")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)

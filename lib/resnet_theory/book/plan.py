@@ -11,10 +11,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .parameters import (REQUIRED_PARAMETERS, check_parameter_type, defined_parameters, parameter_annotations,
-                         parse_value)
+from .parameters import (
+    REQUIRED_PARAMETERS,
+    check_parameter_type,
+    defined_parameters,
+    parameter_annotations,
+    parse_value,
+)
 from .toc import BookError, chapter_source
-
 
 PROFILES = ("quick", "full")
 
@@ -31,8 +35,10 @@ def execution_mode(notebook) -> str:
     meta = notebook.metadata.get("resnet_theory") or {}
     mode = meta.get("execution", "cached") if isinstance(meta, dict) else "cached"
     if mode not in EXECUTION_MODES:
-        raise BookError(f"unknown execution mode {mode!r} in the front matter (resnet_theory: execution); "
-                        f"choose one of {', '.join(EXECUTION_MODES)}")
+        raise BookError(
+            f"unknown execution mode {mode!r} in the front matter (resnet_theory: execution); "
+            f"choose one of {', '.join(EXECUTION_MODES)}"
+        )
     return mode
 
 
@@ -78,12 +84,15 @@ def plan_chapters(root: Path, entries: list[str], profile: str, overrides: list[
             names = defined_parameters(nb)
             missing = [n for n in REQUIRED_PARAMETERS if n not in names]
             if missing:
-                raise BookError(f"{source.relative_to(root)}: its 'parameters' cell must define "
-                                f"{', '.join(REQUIRED_PARAMETERS)}; missing {', '.join(missing)}")
+                raise BookError(
+                    f"{source.relative_to(root)}: its 'parameters' cell must define "
+                    f"{', '.join(REQUIRED_PARAMETERS)}; missing {', '.join(missing)}"
+                )
             defined[entry] = names
             annotated[entry] = parameter_annotations(nb)
-        plans.append(ChapterPlan(entry, source, executes, {"profile": profile} if executes else {}, nb,
-                                 execution_mode(nb)))
+        plans.append(
+            ChapterPlan(entry, source, executes, {"profile": profile} if executes else {}, nb, execution_mode(nb))
+        )
     by_stem = {Path(p.entry).stem: p for p in plans}
     for name, raw in overrides:
         try:
@@ -96,8 +105,10 @@ def plan_chapters(root: Path, entries: list[str], profile: str, overrides: list[
             if plan is None:
                 raise BookError(f"-p {name}: no chapter {stem!r} in this run (chapters: {', '.join(by_stem)})")
             if pname not in defined.get(plan.entry, {}):
-                raise BookError(f"-p {name}: {plan.source.relative_to(root)} does not define {pname!r} in its "
-                                f"parameters cell (it defines: {', '.join(defined.get(plan.entry, {})) or 'nothing'})")
+                raise BookError(
+                    f"-p {name}: {plan.source.relative_to(root)} does not define {pname!r} in its "
+                    f"parameters cell (it defines: {', '.join(defined.get(plan.entry, {})) or 'nothing'})"
+                )
             check_parameter_type(name, value, defined[plan.entry][pname], annotated[plan.entry].get(pname))
             plan.parameters[pname] = value
         else:
@@ -106,8 +117,10 @@ def plan_chapters(root: Path, entries: list[str], profile: str, overrides: list[
             targets = [p for p in plans if name in defined.get(p.entry, {})]
             if not targets and len(plans) == 1:
                 only = plans[0]
-                raise BookError(f"-p {name}: {only.source.relative_to(root)} does not define {name!r} in its "
-                                f"parameters cell (it defines: {', '.join(defined.get(only.entry, {})) or 'nothing'})")
+                raise BookError(
+                    f"-p {name}: {only.source.relative_to(root)} does not define {name!r} in its "
+                    f"parameters cell (it defines: {', '.join(defined.get(only.entry, {})) or 'nothing'})"
+                )
             if not targets:
                 raise BookError(f"-p {name}: no chapter in this run defines {name!r} in its parameters cell")
             for plan in targets:
@@ -129,6 +142,9 @@ def select_entries(root: Path, all_entries: list[str], only: list[str] | None, h
     if html:
         import jupytext
 
-        wanted += [e for e in all_entries if e not in wanted
-                   and execution_mode(jupytext.read(chapter_source(root, e), fmt="md:myst")) == "in-process"]
+        wanted += [
+            e
+            for e in all_entries
+            if e not in wanted and execution_mode(jupytext.read(chapter_source(root, e), fmt="md:myst")) == "in-process"
+        ]
     return [e for e in all_entries if e in wanted]

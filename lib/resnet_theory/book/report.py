@@ -45,8 +45,13 @@ def now() -> str:
 
 def describe_failure(result: ChapterResult) -> str:
     err = result.error or {}
-    where = (f"code cell {err.get('code_cell')}" if err.get("code_cell") is not None
-             else "a cell" if err.get("execution_count") is not None else "before any cell ran")
+    where = (
+        f"code cell {err.get('code_cell')}"
+        if err.get("code_cell") is not None
+        else "a cell"
+        if err.get("execution_count") is not None
+        else "before any cell ran"
+    )
     if err.get("execution_count") is not None:
         where += f" (execution count {err['execution_count']})"
     source = (err.get("cell_source") or "").strip().splitlines()
@@ -87,8 +92,16 @@ class _ReportLock:
         self.handle.close()
 
 
-def write_report(path: Path, results: list[ChapterResult], profile: str, env: dict, *, state: str = "complete",
-                 attempt: dict | None = None, order: list[str] | None = None) -> None:
+def write_report(
+    path: Path,
+    results: list[ChapterResult],
+    profile: str,
+    env: dict,
+    *,
+    state: str = "complete",
+    attempt: dict | None = None,
+    order: list[str] | None = None,
+) -> None:
     """Write ``report.json``: this run's pages merged into the previous report's (a partial run keeps the rest).
 
     ``state`` says how the run ended: ``running``, ``complete``, ``failed`` or ``interrupted``; ``attempt``
@@ -98,15 +111,21 @@ def write_report(path: Path, results: list[ChapterResult], profile: str, env: di
     with _ReportLock(path):
         chapters: dict[str, dict] = {}
         previous = (read_json_object(path) or {}).get("chapters")
-        if isinstance(previous, list):    # rows of a damaged or hand-made report are dropped, not a traceback
+        if isinstance(previous, list):  # rows of a damaged or hand-made report are dropped, not a traceback
             chapters = {c["chapter"]: c for c in previous if isinstance(c, dict) and isinstance(c.get("chapter"), str)}
         for r in results:
             chapters[r.chapter] = asdict(r)
         names = list(chapters)
         if order is not None:
             names = [n for n in order if n in chapters]
-        data = {"profile": profile, "environment": env, "finished": now(), "state": state,
-                "attempt": attempt or {}, "chapters": [chapters[n] for n in names]}
+        data = {
+            "profile": profile,
+            "environment": env,
+            "finished": now(),
+            "state": state,
+            "attempt": attempt or {},
+            "chapters": [chapters[n] for n in names],
+        }
         write_atomic(path, json.dumps(data, indent=1, default=str))
 
 
@@ -120,9 +139,15 @@ def load_report(build_dir: str | os.PathLike | None = None) -> dict | None:
     if not path.exists():
         return None
     report = read_json_object(path)
-    if report is None or not isinstance(report.get("chapters"), list) \
-            or not all(isinstance(c, dict) for c in report["chapters"]) \
-            or not isinstance(report.get("environment"), dict) or not isinstance(report.get("attempt", {}), dict):
-        raise BookError(f"{path} is not an execution report (damaged or edited?): execute the book again "
-                        f"(make book), which rewrites it")
+    if (
+        report is None
+        or not isinstance(report.get("chapters"), list)
+        or not all(isinstance(c, dict) for c in report["chapters"])
+        or not isinstance(report.get("environment"), dict)
+        or not isinstance(report.get("attempt", {}), dict)
+    ):
+        raise BookError(
+            f"{path} is not an execution report (damaged or edited?): execute the book again "
+            f"(make book), which rewrites it"
+        )
     return report

@@ -36,9 +36,9 @@ import json
 import os
 import re
 import subprocess
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
 
 URL_ENV = "BOOK_REPOSITORY_URL"
 BRANCH_ENV = "BOOK_REPOSITORY_BRANCH"
@@ -74,8 +74,10 @@ _HTTPS = re.compile(rf"https://github\.com/(?P<owner>{_OWNER})/(?P<name>{_NAME})
 _SSH = re.compile(rf"(?:git@github\.com:|ssh://git@github\.com/)(?P<owner>{_OWNER})/(?P<name>{_NAME})(?:\.git)?/?")
 _BRANCH = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*(?:/[A-Za-z0-9_][A-Za-z0-9._-]*)*")
 _COMMIT = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
-_SITE = re.compile(r"https://[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?(?::[0-9]{1,5})?"
-                   r"(?:/[A-Za-z0-9._~-]+)*/?")
+_SITE = re.compile(
+    r"https://[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?(?::[0-9]{1,5})?"
+    r"(?:/[A-Za-z0-9._~-]+)*/?"
+)
 
 
 class RepositoryError(ValueError):
@@ -117,9 +119,11 @@ def parse_github_url(value: str, where: str) -> tuple[str, str]:
     """``(owner, name)`` of ``https://github.com/OWNER/REPO`` (a trailing ``.git`` or ``/`` is allowed)."""
     match = _HTTPS.fullmatch(value)
     if not match:
-        raise RepositoryError(f"{where}={_shown(value)} is not a GitHub repository address: expected "
-                              f"https://github.com/OWNER/REPO (letters, digits, '-', '.', '_'; no quotes, spaces, "
-                              f"credentials or query)")
+        raise RepositoryError(
+            f"{where}={_shown(value)} is not a GitHub repository address: expected "
+            f"https://github.com/OWNER/REPO (letters, digits, '-', '.', '_'; no quotes, spaces, "
+            f"credentials or query)"
+        )
     return match.group("owner"), match.group("name")
 
 
@@ -131,15 +135,16 @@ def parse_remote(value: str) -> tuple[str, str] | None:
 
 def check_branch(value: str, where: str) -> str:
     if not _BRANCH.fullmatch(value) or ".." in value or value.endswith((".", ".lock")) or len(value) > 200:
-        raise RepositoryError(f"{where}={_shown(value)} is not a branch name this build accepts (letters, digits "
-                              f"and '._/-', not starting with '.', '/' or '-')")
+        raise RepositoryError(
+            f"{where}={_shown(value)} is not a branch name this build accepts (letters, digits "
+            f"and '._/-', not starting with '.', '/' or '-')"
+        )
     return value
 
 
 def check_commit(value: str, where: str) -> str:
     if not _COMMIT.fullmatch(value):
-        raise RepositoryError(f"{where}={_shown(value)} is not a full commit hash (40 lowercase hexadecimal "
-                              f"digits)")
+        raise RepositoryError(f"{where}={_shown(value)} is not a full commit hash (40 lowercase hexadecimal digits)")
     return value
 
 
@@ -149,16 +154,19 @@ def site_url(env: Mapping[str, str]) -> str | None:
     if not value:
         return None
     if not _SITE.fullmatch(value):
-        raise RepositoryError(f"{SITE_ENV}={_shown(value)} is not an https address this build accepts "
-                              f"(https://HOST/PATH/, no query, quotes or spaces)")
+        raise RepositoryError(
+            f"{SITE_ENV}={_shown(value)} is not an https address this build accepts "
+            f"(https://HOST/PATH/, no query, quotes or spaces)"
+        )
     return value.rstrip("/") + "/"
 
 
 def git_remote(root: Path) -> str | None:
     """``git remote get-url origin`` in ``root``, or None (no git, no repository, no such remote)."""
     try:
-        proc = subprocess.run(["git", "-C", str(root), "remote", "get-url", "origin"], capture_output=True,
-                              text=True, timeout=20)
+        proc = subprocess.run(
+            ["git", "-C", str(root), "remote", "get-url", "origin"], capture_output=True, text=True, timeout=20
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     return proc.stdout.strip() if proc.returncode == 0 and proc.stdout.strip() else None
@@ -180,10 +188,12 @@ def find_repository(env: Mapping[str, str], remote: str | None) -> Repository | 
         return Repository(owner, name, branch or DEFAULT_BRANCH, commit or None, URL_ENV)
     if env.get("GITHUB_ACTIONS") == "true" and env.get("GITHUB_REPOSITORY"):
         server = env.get("GITHUB_SERVER_URL", "https://github.com")
-        owner, name = parse_github_url(f"{server}/{env['GITHUB_REPOSITORY']}",
-                                       "GITHUB_SERVER_URL/GITHUB_REPOSITORY")
-        if not branch and env.get("GITHUB_REF_TYPE") == "branch" and env.get("GITHUB_EVENT_NAME") in (
-                "push", "workflow_dispatch", "schedule"):
+        owner, name = parse_github_url(f"{server}/{env['GITHUB_REPOSITORY']}", "GITHUB_SERVER_URL/GITHUB_REPOSITORY")
+        if (
+            not branch
+            and env.get("GITHUB_REF_TYPE") == "branch"
+            and env.get("GITHUB_EVENT_NAME") in ("push", "workflow_dispatch", "schedule")
+        ):
             branch = check_branch(env.get("GITHUB_REF_NAME", ""), "GITHUB_REF_NAME")
         if not commit and env.get("GITHUB_SHA"):
             commit = check_commit(env["GITHUB_SHA"], "GITHUB_SHA")
@@ -202,9 +212,10 @@ def book_settings(repo: Repository, site: str | None = None) -> dict:
         "repository": {"url": repo.url, "branch": repo.branch, "path_to_book": ""},
         "html": {"use_repository_button": True, "use_issues_button": True, "use_edit_page_button": True},
         "launch_buttons": {"notebook_interface": "jupyterlab", "binderhub_url": BINDERHUB_URL},
-        "sphinx": {"extra_extensions": [__name__],
-                   "config": {"html_context": {"edit_page_url_template": edit,
-                                               "edit_page_provider_name": "GitHub"}}},
+        "sphinx": {
+            "extra_extensions": [__name__],
+            "config": {"html_context": {"edit_page_url_template": edit, "edit_page_provider_name": "GitHub"}},
+        },
     }
     if site:
         settings["html"]["baseurl"] = site
@@ -232,12 +243,16 @@ def configure(config_path: Path, repo: Repository | None, site: str | None = Non
         if site:
             _merge(config, {"html": {"baseurl": site}})
             config_path.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
-        return (f"no repository address ({URL_ENV} unset, not on GitHub Actions, no GitHub remote 'origin'): "
-                f"built without repository, issue, edit and launch buttons")
+        return (
+            f"no repository address ({URL_ENV} unset, not on GitHub Actions, no GitHub remote 'origin'): "
+            f"built without repository, issue, edit and launch buttons"
+        )
     _merge(config, book_settings(repo, site))
     config_path.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
-    return (f"repository {repo.url}, branch {repo.branch} (from {repo.origin}): repository, issue, edit and "
-            f"Binder buttons on the pages")
+    return (
+        f"repository {repo.url}, branch {repo.branch} (from {repo.origin}): repository, issue, edit and "
+        f"Binder buttons on the pages"
+    )
 
 
 def fill_install_cells(sources: Path, repo: Repository | None) -> int:
@@ -255,8 +270,9 @@ def fill_install_cells(sources: Path, repo: Repository | None) -> int:
         for cell in cells:
             source, count = INSTALL_LINE.subn(line, cell.source)
             if count != 1:
-                raise RepositoryError(f"{path.name}: its {INSTALL_TAG} cell has {count} lines "
-                                      f"'PACKAGE_SOURCE = None ...' (expected one)")
+                raise RepositoryError(
+                    f"{path.name}: its {INSTALL_TAG} cell has {count} lines 'PACKAGE_SOURCE = None ...' (expected one)"
+                )
             cell.source = source
         if cells:
             nbformat.write(nb, path)

@@ -43,8 +43,11 @@ def _row(ch: dict, this_build: set[str] | None = None, pending: set[str] = froze
     notes = []
     if ch.get("error"):
         err = ch["error"]
-        notes.append(f"code cell {err.get('code_cell')}: {err.get('ename')}: {err.get('evalue')}"
-                     if status == "failed" else str(err.get("evalue")))
+        notes.append(
+            f"code cell {err.get('code_cell')}: {err.get('ename')}: {err.get('evalue')}"
+            if status == "failed"
+            else str(err.get("evalue"))
+        )
     if ch.get("outputs"):
         notes.append(f"the page shows {ch['outputs']}")
     params = ", ".join(f"{k}={v!r}" for k, v in ch["parameters"].items() if k != "profile")
@@ -62,19 +65,23 @@ def _row(ch: dict, this_build: set[str] | None = None, pending: set[str] = froze
         seconds = "n/a"
     else:
         seconds = f"{ch['seconds']:.1f}" if status != "static" and run != "reused" else "n/a"
-    return (f"<tr><td>{html.escape(ch['chapter'])}</td><td><strong style='color:{colour}'>{status}</strong></td>"
-            f"<td>{word}</td><td>{html.escape(executed_at)}</td>"
-            f"<td>{seconds}</td><td>{html.escape(ch['profile'])}</td><td>{html.escape(params)}</td>"
-            f"<td>{html.escape(ch['device'])}</td><td>{html.escape('; '.join(notes))}</td></tr>")
+    return (
+        f"<tr><td>{html.escape(ch['chapter'])}</td><td><strong style='color:{colour}'>{status}</strong></td>"
+        f"<td>{word}</td><td>{html.escape(executed_at)}</td>"
+        f"<td>{seconds}</td><td>{html.escape(ch['profile'])}</td><td>{html.escape(params)}</td>"
+        f"<td>{html.escape(ch['device'])}</td><td>{html.escape('; '.join(notes))}</td></tr>"
+    )
 
 
 def _pages(names: list[str], rows: dict[str, dict], why: bool = False) -> str:
     """``book/a, book/b`` (with each failure's cell and error when ``why``), escaped."""
+
     def one(name: str) -> str:
         err = (rows.get(name) or {}).get("error") or {}
         if why and err:
             return f"{name} (code cell {err.get('code_cell')}: {err.get('ename')}: {err.get('evalue')})"
         return name
+
     return html.escape(", ".join(one(n) for n in names))
 
 
@@ -101,22 +108,26 @@ def _attempt_note(report: dict, own_page: str = STATUS_PAGE) -> str:
     if state == "running" and not failed and not pending and attempt.get("finished") is not None:
         return ""  # every other page of the run had finished, none failed: the rows say it all
     started = html.escape(str(attempt.get("started", "?")))
-    params = "; ".join(f"{page}: " + ", ".join(f"{k}={v!r}" for k, v in p.items())
-                       for page, p in (attempt.get("parameters") or {}).items())
+    params = "; ".join(
+        f"{page}: " + ", ".join(f"{k}={v!r}" for k, v in p.items())
+        for page, p in (attempt.get("parameters") or {}).items()
+    )
     if state == "running":
-        parts = [f"<strong>This page was rendered while its run (started {started}) was still in "
-                 f"progress.</strong>"]
+        parts = [f"<strong>This page was rendered while its run (started {started}) was still in progress.</strong>"]
         if failed:
             parts.append(f"By then the run had failed: {_pages(failed, rows, why=True)} failed.")
         if pending:
-            parts.append(f"Not yet executed or not yet finished: {_pages(pending, rows)}; their rows below "
-                         f"are from an earlier execution, or missing.")
+            parts.append(
+                f"Not yet executed or not yet finished: {_pages(pending, rows)}; their rows below "
+                f"are from an earlier execution, or missing."
+            )
         if attempt.get("finished") is None:
             parts.append("Which pages it had finished is not recorded: a row may be an earlier execution's.")
         return f"<p class='book-run-note'>{' '.join(parts)}</p>"
     if state == "interrupted":
-        what = (f"was interrupted ({attempt.get('signal', 'signal')}) while executing "
-                f"{attempt.get('interrupted_chapter')}")
+        what = (
+            f"was interrupted ({attempt.get('signal', 'signal')}) while executing {attempt.get('interrupted_chapter')}"
+        )
     else:
         what = "failed"
     parts = [f"<strong>The last run {html.escape(what)}.</strong>"]
@@ -125,37 +136,43 @@ def _attempt_note(report: dict, own_page: str = STATUS_PAGE) -> str:
     not_reached = [c for c in pending if c != attempt.get("interrupted_chapter")]
     if not_reached:
         parts.append(f"Not reached: {_pages(not_reached, rows)}.")
-    parts.append(f"It was started {started} with {html.escape(params or 'no parameters')}; "
-                 f"pages it did not finish keep their previous outputs.")
+    parts.append(
+        f"It was started {started} with {html.escape(params or 'no parameters')}; "
+        f"pages it did not finish keep their previous outputs."
+    )
     return f"<p class='book-run-note'>{' '.join(parts)}</p>"
 
 
 def status_html(report: dict, own_page: str = STATUS_PAGE) -> str:
     this_build = _this_build(report)
     attempt = report.get("attempt") or {}
-    pending = (set(attempt.get("chapters") or []) - (this_build or set())
-               if report.get("state") == "running" else set())
+    pending = set(attempt.get("chapters") or []) - (this_build or set()) if report.get("state") == "running" else set()
     rows = "".join(_row(ch, this_build, pending) for ch in report["chapters"] if ch.get("chapter") != own_page)
-    head = ("<tr><th>page</th><th>status</th><th>this build</th><th>outputs computed</th><th>seconds</th>"
-            "<th>profile</th><th>parameters</th><th>device</th><th>notes</th></tr>")
+    head = (
+        "<tr><th>page</th><th>status</th><th>this build</th><th>outputs computed</th><th>seconds</th>"
+        "<th>profile</th><th>parameters</th><th>device</th><th>notes</th></tr>"
+    )
     env = report["environment"]
-    packages = "".join(f"<tr><td>{html.escape(k)}</td><td>{html.escape(str(v))}</td></tr>"
-                       for k, v in env["packages"].items())
-    return (f"{_attempt_note(report, own_page)}"
-            f'<table class="book-status">{head}{rows}</table>'
-            f"<p>This build ran with the <strong>{html.escape(report['profile'])}</strong> profile. "
-            f"A page marked "
-            f"<em>reused</em> was not executed for this build: its code, parameters, the library modules it "
-            f"imports and the pinned environment are unchanged since the execution whose time is shown, so "
-            f"its outputs were kept and only its prose re-rendered. A page marked <em>not run in this "
-            f"build</em> was left out of it (for instance by <code>execute --only</code>): its row, with its "
-            f"profile, parameters and device, is from the earlier build that last ran it. "
-            f"This page is rendered last, from that report, "
-            f"so it is not in its own table.</p>"
-            f"<table class='book-environment'><tr><th>item</th><th>version</th></tr>"
-            f"<tr><td>Python</td><td>{html.escape(env['python'])}</td></tr>"
-            f"<tr><td>platform</td><td>{html.escape(env['platform'])}</td></tr>"
-            f"<tr><td>device</td><td>{html.escape(env['device'])}</td></tr>{packages}</table>")
+    packages = "".join(
+        f"<tr><td>{html.escape(k)}</td><td>{html.escape(str(v))}</td></tr>" for k, v in env["packages"].items()
+    )
+    return (
+        f"{_attempt_note(report, own_page)}"
+        f'<table class="book-status">{head}{rows}</table>'
+        f"<p>This build ran with the <strong>{html.escape(report['profile'])}</strong> profile. "
+        f"A page marked "
+        f"<em>reused</em> was not executed for this build: its code, parameters, the library modules it "
+        f"imports and the pinned environment are unchanged since the execution whose time is shown, so "
+        f"its outputs were kept and only its prose re-rendered. A page marked <em>not run in this "
+        f"build</em> was left out of it (for instance by <code>execute --only</code>): its row, with its "
+        f"profile, parameters and device, is from the earlier build that last ran it. "
+        f"This page is rendered last, from that report, "
+        f"so it is not in its own table.</p>"
+        f"<table class='book-environment'><tr><th>item</th><th>version</th></tr>"
+        f"<tr><td>Python</td><td>{html.escape(env['python'])}</td></tr>"
+        f"<tr><td>platform</td><td>{html.escape(env['platform'])}</td></tr>"
+        f"<tr><td>device</td><td>{html.escape(env['device'])}</td></tr>{packages}</table>"
+    )
 
 
 def render_status(build_dir=None):
@@ -163,6 +180,8 @@ def render_status(build_dir=None):
 
     report = load_report(build_dir)
     if report is None:
-        return HTML("<p><strong>No execution report was found.</strong> Build the book with <code>make book</code>; "
-                    "its executor writes the report this page shows.</p>")
+        return HTML(
+            "<p><strong>No execution report was found.</strong> Build the book with <code>make book</code>; "
+            "its executor writes the report this page shows.</p>"
+        )
     return HTML(status_html(report))

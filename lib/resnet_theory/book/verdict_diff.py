@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
 
 from resnet_theory.ledger import Claim, control_holds, load_claims
 
@@ -53,14 +53,16 @@ class VerdictDiff:
     @property
     def missing(self) -> dict[str, list[str]]:
         """Claim ids absent from some build: id -> labels of the builds that lack it."""
-        return {cid: [lab for lab, v in zip(self.labels, vs) if v is None]
-                for cid, vs in self.verdicts.items() if any(v is None for v in vs)}
+        return {
+            cid: [lab for lab, v in zip(self.labels, vs) if v is None]
+            for cid, vs in self.verdicts.items()
+            if any(v is None for v in vs)
+        }
 
     @property
     def changed(self) -> dict[str, list[str | None]]:
         """Claim ids present in every build whose verdicts are not all equal."""
-        return {cid: vs for cid, vs in self.verdicts.items()
-                if all(v is not None for v in vs) and len(set(vs)) > 1}
+        return {cid: vs for cid, vs in self.verdicts.items() if all(v is not None for v in vs) and len(set(vs)) > 1}
 
     @property
     def agree(self) -> bool:
@@ -78,8 +80,10 @@ class VerdictDiff:
             counts: dict[str, int] = {}
             for vs in self.verdicts.values():
                 counts[vs[0]] = counts.get(vs[0], 0) + 1
-            lines.append("every build has the same claim ids and the same verdicts: "
-                         + ", ".join(f"{n} {v}" for v, n in sorted(counts.items())))
+            lines.append(
+                "every build has the same claim ids and the same verdicts: "
+                + ", ".join(f"{n} {v}" for v, n in sorted(counts.items()))
+            )
         return "\n".join(lines)
 
 
@@ -115,7 +119,8 @@ def compare_builds(paths: Sequence[str | Path]) -> VerdictDiff:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m resnet_theory.book.verdict_diff",
-        description="Compare the claims ledgers of several book builds (claim ids and verdicts).")
+        description="Compare the claims ledgers of several book builds (claim ids and verdicts).",
+    )
     parser.add_argument("builds", nargs="+", help="build folders (their executed/ is read), two or more")
     args = parser.parse_args(argv)
     if len(args.builds) < 2:

@@ -18,15 +18,15 @@ augmentation, the training standardisation):
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 import torch
 import torch.nn.functional as F
 
+from resnet_theory import validate
 from resnet_theory.engine import ensemble
 from resnet_theory.engine import train as engine
 from resnet_theory.engine.interval import history_record
-from resnet_theory import validate
 
 #: The kind of the history record that :func:`train_seeds` appends.
 RECORD_KIND = "train_eval"
@@ -68,8 +68,9 @@ def _worker(configs, seeds):
     return [_measured(runs) for runs in ensemble.train_seeds(configs, seeds, workers=1)]
 
 
-def train_seeds(configs: Sequence[engine.TrainConfig], seeds: Sequence[int], *,
-                workers: int = 2) -> list[list[engine.TrainResult]]:
+def train_seeds(
+    configs: Sequence[engine.TrainConfig], seeds: Sequence[int], *, workers: int = 2
+) -> list[list[engine.TrainResult]]:
     """One run per configuration and seed, ``result[i][j]`` configuration i at seed j, each measured on the
     training set at its end (see the module docstring). The seeds are split evenly between ``workers``
     processes of one thread each; members keep their own seeds, so the runs do not depend on ``workers``."""

@@ -61,7 +61,7 @@ from __future__ import annotations
 import copy
 import math
 import numbers
-from typing import Sequence
+from collections.abc import Sequence
 
 import torch
 import torch.nn.functional as F
@@ -92,8 +92,14 @@ def _flag(value, name: str) -> bool:
 _BLOCK_OVERHEAD_BYTES = 20_000
 
 
-def estimate_model_bytes(in_channels: int, stem_channels: int, widths: Sequence[int], blocks: Sequence[int],
-                         kernel_size: int, num_classes: int) -> int:
+def estimate_model_bytes(
+    in_channels: int,
+    stem_channels: int,
+    widths: Sequence[int],
+    blocks: Sequence[int],
+    kernel_size: int,
+    num_classes: int,
+) -> int:
     """Memory the float32 weights and the module objects of an :class:`AllConvResNet` take (an estimate)."""
     k2 = kernel_size * kernel_size
     params = k2 * in_channels * stem_channels
@@ -117,8 +123,9 @@ def printed_standard_init_std(kernel_size: int, out_channels: int) -> float:
 
 def he_init_std(kernel_size: int, out_channels: int) -> float:
     """He/Kaiming standard deviation (fan-out, ReLU gain): ``sqrt(2 / (k^2 c))``."""
-    return math.sqrt(2.0 / (_positive_int(kernel_size, "kernel_size") ** 2
-                            * _positive_int(out_channels, "out_channels")))
+    return math.sqrt(
+        2.0 / (_positive_int(kernel_size, "kernel_size") ** 2 * _positive_int(out_channels, "out_channels"))
+    )
 
 
 class ResidualBlock(nn.Module):
@@ -128,8 +135,15 @@ class ResidualBlock(nn.Module):
     rounding up like the strided conv does) followed by zero padding of the extra channels.
     """
 
-    def __init__(self, in_channels: int, out_channels: int, stride: int = 1, kernel_size: int = 3,
-                 skip: bool = True, bias: bool = True):
+    def __init__(
+        self,
+        in_channels: int,
+        out_channels: int,
+        stride: int = 1,
+        kernel_size: int = 3,
+        skip: bool = True,
+        bias: bool = True,
+    ):
         super().__init__()
         _positive_int(in_channels, "in_channels")
         _positive_int(out_channels, "out_channels")
@@ -138,8 +152,10 @@ class ResidualBlock(nn.Module):
         if kernel_size % 2 == 0:
             raise ValueError(f"kernel_size must be odd so that 'same' padding exists, got {kernel_size}")
         if skip and out_channels < in_channels:
-            raise ValueError(f"a residual block cannot shrink channels ({in_channels} -> {out_channels}): "
-                             "the shortcut only pads with zeros")
+            raise ValueError(
+                f"a residual block cannot shrink channels ({in_channels} -> {out_channels}): "
+                "the shortcut only pads with zeros"
+            )
         self.in_channels, self.out_channels, self.stride, self.skip = in_channels, out_channels, stride, skip
         pad = kernel_size // 2
         self.conv1 = nn.Conv2d(in_channels, out_channels, kernel_size, stride=stride, padding=pad, bias=bias)
@@ -200,10 +216,19 @@ class AllConvResNet(nn.Module):
     reproducible network.
     """
 
-    def __init__(self, num_classes: int = 10, in_channels: int = 3, stem_channels: int = 16,
-                 widths: Sequence[int] = (64, 128, 256), blocks_per_stage: int | Sequence[int] = 9,
-                 init: str = "small", skip: bool = True, trainable_head: bool = False, kernel_size: int = 3,
-                 bias: bool = True):
+    def __init__(
+        self,
+        num_classes: int = 10,
+        in_channels: int = 3,
+        stem_channels: int = 16,
+        widths: Sequence[int] = (64, 128, 256),
+        blocks_per_stage: int | Sequence[int] = 9,
+        init: str = "small",
+        skip: bool = True,
+        trainable_head: bool = False,
+        kernel_size: int = 3,
+        bias: bool = True,
+    ):
         super().__init__()
         num_classes = _positive_int(num_classes, "num_classes")
         in_channels = _positive_int(in_channels, "in_channels")
@@ -224,12 +249,17 @@ class AllConvResNet(nn.Module):
         if skip:
             chain = (stem_channels,) + widths
             if any(b < a for a, b in zip(chain, chain[1:])):
-                raise ValueError(f"stage widths must not decrease from the stem ({stem_channels}) on, got {widths}: "
-                                 "the shortcut can only pad channels with zeros")
+                raise ValueError(
+                    f"stage widths must not decrease from the stem ({stem_channels}) on, got {widths}: "
+                    "the shortcut can only pad channels with zeros"
+                )
         init = validate.choice("init", init, INITS)
-        validate.check_budget("blocks_per_stage", estimate_model_bytes(in_channels, stem_channels, widths, blocks,
-                                                                       kernel_size, num_classes),
-                              validate.memory_limit_bytes(), value=blocks_per_stage)
+        validate.check_budget(
+            "blocks_per_stage",
+            estimate_model_bytes(in_channels, stem_channels, widths, blocks, kernel_size, num_classes),
+            validate.memory_limit_bytes(),
+            value=blocks_per_stage,
+        )
         self.num_classes, self.in_channels, self.stem_channels = num_classes, in_channels, stem_channels
         self.widths, self.blocks_per_stage, self.kernel_size = widths, blocks, kernel_size
         self.init, self.skip, self.trainable_head = init, bool(skip), bool(trainable_head)
@@ -257,8 +287,9 @@ class AllConvResNet(nn.Module):
         """Draw the weights as the module docstring describes (biases to zero)."""
         k = self.kernel_size
         nn.init.normal_(self.stem.weight, 0.0, he_init_std(k, self.stem.out_channels))
-        std_of = {"small": small_init_std, "standard": he_init_std,
-                  "printed-standard": printed_standard_init_std}[self.init]
+        std_of = {"small": small_init_std, "standard": he_init_std, "printed-standard": printed_standard_init_std}[
+            self.init
+        ]
         for conv in self.residual_convs():
             nn.init.normal_(conv.weight, 0.0, std_of(k, conv.out_channels))
         for conv in [self.stem, *self.residual_convs()]:
@@ -304,8 +335,10 @@ def parameter_breakdown(model: nn.Module) -> dict[str, int]:
     """Stored numbers by kind: conv weights, conv biases, head (trainable or fixed), other, trainable total."""
     model = _as_module(model)
     convs = [m for m in model.modules() if isinstance(m, nn.Conv2d)]
-    out = {"conv_weights": sum(c.weight.numel() for c in convs),
-           "conv_biases": sum(c.bias.numel() for c in convs if c.bias is not None)}
+    out = {
+        "conv_weights": sum(c.weight.numel() for c in convs),
+        "conv_biases": sum(c.bias.numel() for c in convs if c.bias is not None),
+    }
     heads = [m for m in model.modules() if isinstance(m, RandomProjection)]
     out["head_trainable"] = sum(h.weight.numel() for h in heads if h.trainable)
     out["head_fixed"] = sum(h.weight.numel() for h in heads if not h.trainable)
@@ -392,19 +425,56 @@ def architecture_table(model: AllConvResNet, input_shape: Sequence[int] = (3, 32
         h, w = sizes[i]
         return f"{h}x{w}"
 
-    rows = [dict(stage="stem", blocks=1, in_channels=model.in_channels, out_channels=model.stem_channels,
-                 stride=1, output_size=size(0), parameters=trainable(model.stem), fixed=0)]
+    rows = [
+        dict(
+            stage="stem",
+            blocks=1,
+            in_channels=model.in_channels,
+            out_channels=model.stem_channels,
+            stride=1,
+            output_size=size(0),
+            parameters=trainable(model.stem),
+            fixed=0,
+        )
+    ]
     for i, stage in enumerate(model.stages):
         first = stage[0]
-        rows.append(dict(stage=f"stage {i + 1}", blocks=len(stage), in_channels=first.in_channels,
-                         out_channels=stage[-1].out_channels, stride=first.stride, output_size=size(i + 1),
-                         parameters=trainable(stage), fixed=0))
+        rows.append(
+            dict(
+                stage=f"stage {i + 1}",
+                blocks=len(stage),
+                in_channels=first.in_channels,
+                out_channels=stage[-1].out_channels,
+                stride=first.stride,
+                output_size=size(i + 1),
+                parameters=trainable(stage),
+                fixed=0,
+            )
+        )
     width = model.head.weight.shape[1]
-    rows.append(dict(stage="global average pool", blocks=0, in_channels=width, out_channels=width, stride=None,
-                     output_size="1x1", parameters=0, fixed=0))
+    rows.append(
+        dict(
+            stage="global average pool",
+            blocks=0,
+            in_channels=width,
+            out_channels=width,
+            stride=None,
+            output_size="1x1",
+            parameters=0,
+            fixed=0,
+        )
+    )
     head_size = model.head.weight.numel()
-    rows.append(dict(stage="head (trainable projection)" if model.trainable_head else "head (fixed random projection)",
-                     blocks=0, in_channels=width, out_channels=model.num_classes, stride=None,
-                     output_size=str(model.num_classes), parameters=head_size if model.trainable_head else 0,
-                     fixed=0 if model.trainable_head else head_size))
+    rows.append(
+        dict(
+            stage="head (trainable projection)" if model.trainable_head else "head (fixed random projection)",
+            blocks=0,
+            in_channels=width,
+            out_channels=model.num_classes,
+            stride=None,
+            output_size=str(model.num_classes),
+            parameters=head_size if model.trainable_head else 0,
+            fixed=0 if model.trainable_head else head_size,
+        )
+    )
     return rows

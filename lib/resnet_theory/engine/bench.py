@@ -86,7 +86,13 @@ import torch.nn.functional as F
 
 from resnet_theory import validate
 from resnet_theory.engine import devices
-from resnet_theory.engine.allconv import SMALL_CONFIG, AllConvResNet, conv_weight_parameters, count_parameters, flops_per_image
+from resnet_theory.engine.allconv import (
+    SMALL_CONFIG,
+    AllConvResNet,
+    conv_weight_parameters,
+    count_parameters,
+    flops_per_image,
+)
 from resnet_theory.engine.data import DeviceData
 
 #: The paper's schedule: 64,000 steps of 128 images.
@@ -120,20 +126,23 @@ class PerImageAugmentedDataset(torch.utils.data.Dataset):
         if self.pad:
             image = F.pad(image, (self.pad,) * 4)
             top, left = torch.randint(0, 2 * self.pad + 1, (2,)).tolist()
-            image = image[:, top:top + h, left:left + w]
+            image = image[:, top : top + h, left : left + w]
         if self.flip and torch.rand(()) < 0.5:
             image = image.flip(-1)
         return image, self.labels[i]
 
 
 # --- the training step ---------------------------------------------------------------------------------------
-def make_optimizer(model: torch.nn.Module, device: torch.device, lr: float = 0.05, momentum: float = 0.9,
-                   weight_decay: float = 1e-4) -> torch.optim.Optimizer:
+def make_optimizer(
+    model: torch.nn.Module, device: torch.device, lr: float = 0.05, momentum: float = 0.9, weight_decay: float = 1e-4
+) -> torch.optim.Optimizer:
     """SGD with momentum; weight decay on conv weights only (as in the paper); fused on CUDA when available."""
     decay = {id(p) for p in conv_weight_parameters(model)}
     params = [p for p in model.parameters() if p.requires_grad]
-    groups = [{"params": [p for p in params if id(p) in decay], "weight_decay": weight_decay},
-              {"params": [p for p in params if id(p) not in decay], "weight_decay": 0.0}]
+    groups = [
+        {"params": [p for p in params if id(p) in decay], "weight_decay": weight_decay},
+        {"params": [p for p in params if id(p) not in decay], "weight_decay": 0.0},
+    ]
     groups = [g for g in groups if g["params"]]
     if devices.fused_sgd(devices.DeviceFacts(device.type)):
         try:
@@ -143,8 +152,9 @@ def make_optimizer(model: torch.nn.Module, device: torch.device, lr: float = 0.0
     return torch.optim.SGD(groups, lr=lr, momentum=momentum)
 
 
-def make_train_step(model, optimizer, device: torch.device, bf16: bool, channels_last: bool,
-                    precision: devices.Precision | None = None):
+def make_train_step(
+    model, optimizer, device: torch.device, bf16: bool, channels_last: bool, precision: devices.Precision | None = None
+):
     """One training step ``step(x, y) -> loss`` (a tensor; no host synchronisation), as the engine's: under
     autocast to ``precision.autocast`` (or bf16 when ``bf16`` and no ``precision`` is given), with a gradient
     scaler when ``precision.scaler`` (fp16)."""
@@ -190,7 +200,7 @@ def matmul_ceiling(device: torch.device, dtype: torch.dtype, size: int, repetiti
             a @ b
         synchronize(device)
         best = min(best, time.perf_counter() - start)
-    return 2 * size ** 3 * repetitions / best / 1e12
+    return 2 * size**3 * repetitions / best / 1e12
 
 
 def profile_table(step, batches, steps: int, device: torch.device, rows: int = 12) -> str:
@@ -232,7 +242,7 @@ class BenchResult:
     flip: bool
     batch_size: int
     warmup: int
-    steps: int                      # timed steps per pipeline in each round
+    steps: int  # timed steps per pipeline in each round
     rounds: int
     forward_flops_per_image: int
     training_flops_per_image: int
@@ -240,18 +250,20 @@ class BenchResult:
     ceiling_description: str
     notes: list = field(default_factory=list)
     pipelines: dict = field(default_factory=dict)  # name -> figures
-    ratio: float | None = None            # median over the rounds of each round's device / dataloader ratio
-    ratio_rounds: list | None = None      # that ratio in each round
-    ratio_spread: dict | None = None      # median, min, max, relative spread of the ratio
-    ranking: dict | None = None           # rank_pipelines(ratio_rounds)
+    ratio: float | None = None  # median over the rounds of each round's device / dataloader ratio
+    ratio_rounds: list | None = None  # that ratio in each round
+    ratio_spread: dict | None = None  # median, min, max, relative spread of the ratio
+    ranking: dict | None = None  # rank_pipelines(ratio_rounds)
     profile: str | None = None  # torch.profiler table of the device pipeline, with --profile-steps
 
 
 def _device_name(device: torch.device) -> str:
     if device.type == "cuda":
         return torch.cuda.get_device_name(device)
-    return (f"CPU: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
-            f"torch threads {torch.get_num_threads()}")
+    return (
+        f"CPU: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+        f"torch threads {torch.get_num_threads()}"
+    )
 
 
 def build_model(model: str, data: str, seed: int) -> AllConvResNet:
@@ -290,13 +302,26 @@ class _Settings:
         return self.device.type == "cuda"
 
 
-def run_benchmark(model: str | None = None, data: str | None = None, steps: int | None = None,
-                  warmup: int | None = None, batch_size: int = 128, device: str | None = None,
-                  compile: bool = False, compile_mode: str = "default", workers: int | None = None,
-                  images: int | None = None, pipelines=PIPELINES, seed: int = 0,
-                  ceiling_size: int | None = None, threads: int | None = None,
-                  profile_steps: int = 0, flush_denormal: bool = True, rounds: int | None = None,
-                  precision: str = "auto") -> BenchResult:
+def run_benchmark(
+    model: str | None = None,
+    data: str | None = None,
+    steps: int | None = None,
+    warmup: int | None = None,
+    batch_size: int = 128,
+    device: str | None = None,
+    compile: bool = False,
+    compile_mode: str = "default",
+    workers: int | None = None,
+    images: int | None = None,
+    pipelines=PIPELINES,
+    seed: int = 0,
+    ceiling_size: int | None = None,
+    threads: int | None = None,
+    profile_steps: int = 0,
+    flush_denormal: bool = True,
+    rounds: int | None = None,
+    precision: str = "auto",
+) -> BenchResult:
     """Run the benchmark (see the module docstring); ``None`` picks the device's default.
 
     ``threads`` sets ``torch.set_num_threads`` for the run (restored afterwards); on a busy shared CPU one
@@ -308,10 +333,24 @@ def run_benchmark(model: str | None = None, data: str | None = None, steps: int 
     the paper's small initialisation makes many values subnormal, which x86 CPUs process far more slowly."""
     if threads is not None:
         validate.positive_int("threads", threads)
-    settings = _settings(model=model, data=data, steps=steps, warmup=warmup, batch_size=batch_size, device=device,
-                         compile=compile, compile_mode=compile_mode, workers=workers, images=images,
-                         pipelines=pipelines, seed=seed, ceiling_size=ceiling_size, profile_steps=profile_steps,
-                         rounds=rounds, precision=precision)
+    settings = _settings(
+        model=model,
+        data=data,
+        steps=steps,
+        warmup=warmup,
+        batch_size=batch_size,
+        device=device,
+        compile=compile,
+        compile_mode=compile_mode,
+        workers=workers,
+        images=images,
+        pipelines=pipelines,
+        seed=seed,
+        ceiling_size=ceiling_size,
+        profile_steps=profile_steps,
+        rounds=rounds,
+        precision=precision,
+    )
     cpu_flush = flush_denormal and settings.device.type == "cpu"
     with devices.cpu_settings(threads=threads, flush_denormal=cpu_flush) as flushed:
         result = _measure(settings)
@@ -320,15 +359,32 @@ def run_benchmark(model: str | None = None, data: str | None = None, steps: int 
     return result
 
 
-def _settings(*, model, data, steps, warmup, batch_size, device, compile, compile_mode, workers, images,
-              pipelines, seed, ceiling_size, profile_steps, rounds, precision) -> _Settings:
+def _settings(
+    *,
+    model,
+    data,
+    steps,
+    warmup,
+    batch_size,
+    device,
+    compile,
+    compile_mode,
+    workers,
+    images,
+    pipelines,
+    seed,
+    ceiling_size,
+    profile_steps,
+    rounds,
+    precision,
+) -> _Settings:
     """Every argument of :func:`run_benchmark` checked (TypeError / ValueError naming it), with the device's
     defaults filled in: CUDA when available, the full network on CIFAR-shaped data there, the small one on
     digits-shaped data on the CPU."""
     device = validate.torch_device("device", device or ("cuda" if torch.cuda.is_available() else "cpu"))
     validate.choice("device", device.type, ("cpu", "cuda"))
     on_gpu = device.type == "cuda"
-    if on_gpu and device.index is None:   # an explicit index, as the engine has
+    if on_gpu and device.index is None:  # an explicit index, as the engine has
         device = torch.device("cuda", torch.cuda.current_device())
     facts = devices.describe(device)
     precision = devices.choose_precision(validate.choice("precision", precision, devices.PRECISIONS), facts)
@@ -350,12 +406,28 @@ def _settings(*, model, data, steps, warmup, batch_size, device, compile, compil
         raise ValueError(f"images ({images}) must be at least one batch ({batch_size})")
     compile_mode = validate.choice("compile_mode", compile_mode, COMPILE_MODES)
     profile_steps = validate.non_negative_int("profile_steps", profile_steps)
-    ceiling_size = validate.positive_int("ceiling_size",
-                                         ceiling_size if ceiling_size is not None else (8192 if on_gpu else 1024))
-    return _Settings(device=device, facts=facts, precision=precision, model=model, data=data, pipelines=pipelines,
-                     steps=steps, warmup=warmup, rounds=rounds, batch_size=batch_size, workers=workers,
-                     images=images, compile=compile, compile_mode=compile_mode, seed=seed,
-                     ceiling_size=ceiling_size, profile_steps=profile_steps)
+    ceiling_size = validate.positive_int(
+        "ceiling_size", ceiling_size if ceiling_size is not None else (8192 if on_gpu else 1024)
+    )
+    return _Settings(
+        device=device,
+        facts=facts,
+        precision=precision,
+        model=model,
+        data=data,
+        pipelines=pipelines,
+        steps=steps,
+        warmup=warmup,
+        rounds=rounds,
+        batch_size=batch_size,
+        workers=workers,
+        images=images,
+        compile=compile,
+        compile_mode=compile_mode,
+        seed=seed,
+        ceiling_size=ceiling_size,
+        profile_steps=profile_steps,
+    )
 
 
 def _measure(s: _Settings) -> BenchResult:
@@ -401,26 +473,45 @@ def _describe_run(s: _Settings, net: AllConvResNet) -> BenchResult:
     if s.compile and not s.on_gpu:
         notes.append("--compile ignored on CPU: the fast path (torch.compile, CUDA graphs) is for CUDA only")
     forward = flops_per_image(net, shape)
-    desc = (f"{s.model} AllConvResNet: widths {'-'.join(map(str, net.widths))}, {net.blocks_per_stage[0]} blocks "
-            f"per stage, {count_parameters(net):,} trainable parameters")
+    desc = (
+        f"{s.model} AllConvResNet: widths {'-'.join(map(str, net.widths))}, {net.blocks_per_stage[0]} blocks "
+        f"per stage, {count_parameters(net):,} trainable parameters"
+    )
     dtype = s.precision.autocast or torch.float32
     reps = 50 if s.on_gpu else 5
     ceiling = matmul_ceiling(s.device, dtype, s.ceiling_size, reps)
     size = s.ceiling_size
     return BenchResult(
-        device=str(s.device), device_name=_device_name(s.device), torch_version=torch.__version__,
-        precision=s.precision.description, channels_last=devices.use_channels_last(s.facts, s.precision),
-        compile=f"torch.compile mode={s.compile_mode}" if use_compile else "off", model=s.model,
-        model_description=desc, trainable_parameters=count_parameters(net), data=s.data, input_shape=shape,
-        images_held=s.images, pad=aug["pad"], flip=aug["flip"], batch_size=s.batch_size, warmup=s.warmup,
-        steps=s.steps, rounds=s.rounds, forward_flops_per_image=forward, training_flops_per_image=3 * forward,
-        ceiling_tflops=ceiling, ceiling_description=(f"{str(dtype).removeprefix('torch.')} matmul, measured: "
-                                                     f"{size}x{size} by {size}x{size}, best of 3 rounds of {reps}"),
-        notes=notes)
+        device=str(s.device),
+        device_name=_device_name(s.device),
+        torch_version=torch.__version__,
+        precision=s.precision.description,
+        channels_last=devices.use_channels_last(s.facts, s.precision),
+        compile=f"torch.compile mode={s.compile_mode}" if use_compile else "off",
+        model=s.model,
+        model_description=desc,
+        trainable_parameters=count_parameters(net),
+        data=s.data,
+        input_shape=shape,
+        images_held=s.images,
+        pad=aug["pad"],
+        flip=aug["flip"],
+        batch_size=s.batch_size,
+        warmup=s.warmup,
+        steps=s.steps,
+        rounds=s.rounds,
+        forward_flops_per_image=forward,
+        training_flops_per_image=3 * forward,
+        ceiling_tflops=ceiling,
+        ceiling_description=(
+            f"{str(dtype).removeprefix('torch.')} matmul, measured: "
+            f"{size}x{size} by {size}x{size}, best of 3 rounds of {reps}"
+        ),
+        notes=notes,
+    )
 
 
-def _pipeline(name: str, s: _Settings, raw: np.ndarray, labels: np.ndarray, resident: DeviceData,
-              channels_last: bool):
+def _pipeline(name: str, s: _Settings, raw: np.ndarray, labels: np.ndarray, resident: DeviceData, channels_last: bool):
     """``(step, batches)`` of one pipeline, warmed up: a fresh network with the run's seed, its optimiser and
     training step, and an endless stream of its batches on the device."""
     aug = AUGMENTATION[s.data]
@@ -439,13 +530,21 @@ def _pipeline(name: str, s: _Settings, raw: np.ndarray, labels: np.ndarray, resi
     else:
         dataset = PerImageAugmentedDataset(raw, labels, resident.mean, resident.std, **aug)
         loader = torch.utils.data.DataLoader(
-            dataset, batch_size=s.batch_size, shuffle=True, drop_last=True, num_workers=s.workers,
-            pin_memory=s.on_gpu, persistent_workers=s.workers > 0, generator=torch.Generator().manual_seed(s.seed))
+            dataset,
+            batch_size=s.batch_size,
+            shuffle=True,
+            drop_last=True,
+            num_workers=s.workers,
+            pin_memory=s.on_gpu,
+            persistent_workers=s.workers > 0,
+            generator=torch.Generator().manual_seed(s.seed),
+        )
 
         def epochs():
             while True:
                 for x, y in loader:
                     yield x.to(s.device, non_blocking=True), y.to(s.device, non_blocking=True)
+
     batches = epochs()
     for _ in range(s.warmup):
         step(*next(batches))
@@ -457,10 +556,16 @@ def _pipeline_figures(rounds: list[tuple[float, float]], result: BenchResult) ->
     rates = [rate for rate, _ in rounds]
     per_second = float(np.median(rates))
     tflops = per_second * result.training_flops_per_image / 1e12
-    return {"images_per_second": per_second, "ms_per_step": 1e3 * result.batch_size / per_second, "tflops": tflops,
-            "fraction_of_ceiling": tflops / result.ceiling_tflops,
-            "schedule_minutes": PAPER_STEPS * PAPER_BATCH / per_second / 60, "last_loss": rounds[-1][1],
-            "rounds_images_per_second": rates, "spread": spread(rates)}
+    return {
+        "images_per_second": per_second,
+        "ms_per_step": 1e3 * result.batch_size / per_second,
+        "tflops": tflops,
+        "fraction_of_ceiling": tflops / result.ceiling_tflops,
+        "schedule_minutes": PAPER_STEPS * PAPER_BATCH / per_second / 60,
+        "last_loss": rounds[-1][1],
+        "rounds_images_per_second": rates,
+        "spread": spread(rates),
+    }
 
 
 def time_interleaved(timed, names, rounds: int) -> list[dict]:
@@ -479,8 +584,12 @@ def spread(values) -> dict:
     """Median, minimum, maximum and the relative spread ``(max - min) / median`` of per-round figures."""
     values = np.asarray(values, dtype=float)
     median = float(np.median(values))
-    return {"median": median, "min": float(values.min()), "max": float(values.max()),
-            "relative": float((values.max() - values.min()) / median) if median else float("nan")}
+    return {
+        "median": median,
+        "min": float(values.min()),
+        "max": float(values.max()),
+        "relative": float((values.max() - values.min()) / median) if median else float("nan"),
+    }
 
 
 def rank_pipelines(ratios, min_rounds: int = MIN_ROUNDS_TO_RANK) -> dict:
@@ -492,17 +601,29 @@ def rank_pipelines(ratios, min_rounds: int = MIN_ROUNDS_TO_RANK) -> dict:
     lo, hi = min(ratios), max(ratios)
     span = f"{lo:.2f}x to {hi:.2f}x"
     if len(ratios) < min_rounds:
-        return {"ranked": False, "faster": None,
-                "text": f"not ranked: {len(ratios)} round(s), at least {min_rounds} are needed to rank"}
+        return {
+            "ranked": False,
+            "faster": None,
+            "text": f"not ranked: {len(ratios)} round(s), at least {min_rounds} are needed to rank",
+        }
     if lo > 1:
-        return {"ranked": True, "faster": "device",
-                "text": f"device faster in every one of {len(ratios)} rounds (ratio {span})"}
+        return {
+            "ranked": True,
+            "faster": "device",
+            "text": f"device faster in every one of {len(ratios)} rounds (ratio {span})",
+        }
     if hi < 1:
-        return {"ranked": True, "faster": "dataloader",
-                "text": f"dataloader faster in every one of {len(ratios)} rounds (ratio {span})"}
-    return {"ranked": False, "faster": None,
-            "text": f"not ranked: the ratio ranges from {span} over {len(ratios)} rounds, on both sides of 1; "
-                    "the spread is too wide to rank the pipelines on this machine now"}
+        return {
+            "ranked": True,
+            "faster": "dataloader",
+            "text": f"dataloader faster in every one of {len(ratios)} rounds (ratio {span})",
+        }
+    return {
+        "ranked": False,
+        "faster": None,
+        "text": f"not ranked: the ratio ranges from {span} over {len(ratios)} rounds, on both sides of 1; "
+        "the spread is too wide to rank the pipelines on this machine now",
+    }
 
 
 def format_report(result: BenchResult) -> str:
@@ -526,15 +647,19 @@ def format_report(result: BenchResult) -> str:
     for name, p in r.pipelines.items():
         minutes = p["schedule_minutes"]
         schedule = f"{minutes:.1f} min" if minutes < 120 else f"{minutes / 60:.1f} h"
-        lines.append(f"pipeline {name}: {p['images_per_second']:,.1f} images/s | {p['ms_per_step']:.2f} ms/step | "
-                     f"{p['tflops']:.3f} TFLOP/s | {100 * p['fraction_of_ceiling']:.1f}% of ceiling | "
-                     f"64k-step schedule {schedule} | last loss {p['last_loss']:.3g} | rounds "
-                     f"{p['spread']['min']:,.1f} to {p['spread']['max']:,.1f} images/s "
-                     f"(spread {100 * p['spread']['relative']:.1f}% of the median)")
+        lines.append(
+            f"pipeline {name}: {p['images_per_second']:,.1f} images/s | {p['ms_per_step']:.2f} ms/step | "
+            f"{p['tflops']:.3f} TFLOP/s | {100 * p['fraction_of_ceiling']:.1f}% of ceiling | "
+            f"64k-step schedule {schedule} | last loss {p['last_loss']:.3g} | rounds "
+            f"{p['spread']['min']:,.1f} to {p['spread']['max']:,.1f} images/s "
+            f"(spread {100 * p['spread']['relative']:.1f}% of the median)"
+        )
     if r.ratio is not None:
-        lines.append(f"ratio: device / dataloader = {r.ratio:.2f}x images per second (median of {r.rounds} "
-                     f"round(s); {r.ratio_spread['min']:.2f}x to {r.ratio_spread['max']:.2f}x, spread "
-                     f"{100 * r.ratio_spread['relative']:.1f}% of the median)")
+        lines.append(
+            f"ratio: device / dataloader = {r.ratio:.2f}x images per second (median of {r.rounds} "
+            f"round(s); {r.ratio_spread['min']:.2f}x to {r.ratio_spread['max']:.2f}x, spread "
+            f"{100 * r.ratio_spread['relative']:.1f}% of the median)"
+        )
         lines.append(f"ranking: {r.ranking['text']}")
     if r.profile is not None:
         lines.append(f"profile (device pipeline): {r.profile}")
@@ -544,33 +669,71 @@ def format_report(result: BenchResult) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = validate.OneLineParser(prog="python -m resnet_theory.engine.bench", description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", choices=["small", "full"], help="default: full on CUDA, small on CPU")
-    parser.add_argument("--data", choices=sorted(DATA_SHAPES), help="shape of the synthetic images "
-                        "(default: cifar for the full model, digits for the small one)")
-    parser.add_argument("--steps", type=validate.int_option(1), help="timed steps per pipeline in each round "
-                        "(default: 100 on CUDA, 10 on CPU)")
-    parser.add_argument("--rounds", type=validate.int_option(1), help="rounds, the pipelines taking turns "
-                        f"(default 5; at least {MIN_ROUNDS_TO_RANK} to rank them)")
-    parser.add_argument("--precision", choices=list(devices.PRECISIONS), default="auto",
-                        help="auto: bf16 on GPUs with it, fp16 + gradient scaler on older ones, float32 on CPU")
-    parser.add_argument("--warmup", type=validate.int_option(0), help="untimed steps first (default: 5 on CUDA, 20 with --compile, 2 on CPU)")
+    parser.add_argument(
+        "--data",
+        choices=sorted(DATA_SHAPES),
+        help="shape of the synthetic images (default: cifar for the full model, digits for the small one)",
+    )
+    parser.add_argument(
+        "--steps",
+        type=validate.int_option(1),
+        help="timed steps per pipeline in each round (default: 100 on CUDA, 10 on CPU)",
+    )
+    parser.add_argument(
+        "--rounds",
+        type=validate.int_option(1),
+        help=f"rounds, the pipelines taking turns (default 5; at least {MIN_ROUNDS_TO_RANK} to rank them)",
+    )
+    parser.add_argument(
+        "--precision",
+        choices=list(devices.PRECISIONS),
+        default="auto",
+        help="auto: bf16 on GPUs with it, fp16 + gradient scaler on older ones, float32 on CPU",
+    )
+    parser.add_argument(
+        "--warmup",
+        type=validate.int_option(0),
+        help="untimed steps first (default: 5 on CUDA, 20 with --compile, 2 on CPU)",
+    )
     parser.add_argument("--batch-size", type=validate.int_option(1), default=128)
     parser.add_argument("--device", choices=["cpu", "cuda"], help="default: cuda when available")
     parser.add_argument("--compile", action="store_true", help="torch.compile the model (CUDA only)")
-    parser.add_argument("--compile-mode", default="default",
-                        choices=COMPILE_MODES,
-                        help="torch.compile mode (reduce-overhead and max-autotune add CUDA graphs; "
-                        "max-autotune tunes kernels, compiling for minutes)")
-    parser.add_argument("--workers", type=validate.int_option(0), help="DataLoader worker processes (default: min(8, cores) on CUDA, 0 on CPU)")
-    parser.add_argument("--images", type=validate.int_option(1), help="synthetic images held (default: 1,437 digits; 50,000 CIFAR on "
-                        "CUDA, 2,048 on CPU)")
+    parser.add_argument(
+        "--compile-mode",
+        default="default",
+        choices=COMPILE_MODES,
+        help="torch.compile mode (reduce-overhead and max-autotune add CUDA graphs; "
+        "max-autotune tunes kernels, compiling for minutes)",
+    )
+    parser.add_argument(
+        "--workers",
+        type=validate.int_option(0),
+        help="DataLoader worker processes (default: min(8, cores) on CUDA, 0 on CPU)",
+    )
+    parser.add_argument(
+        "--images",
+        type=validate.int_option(1),
+        help="synthetic images held (default: 1,437 digits; 50,000 CIFAR on CUDA, 2,048 on CPU)",
+    )
     parser.add_argument("--pipelines", default=",".join(PIPELINES), help="comma-separated subset of device,dataloader")
     parser.add_argument("--seed", type=validate.int_option(0), default=0)
-    parser.add_argument("--ceiling-size", type=validate.int_option(1), help="matrix size for the matmul ceiling (default 8192 CUDA, 1024 CPU)")
+    parser.add_argument(
+        "--ceiling-size",
+        type=validate.int_option(1),
+        help="matrix size for the matmul ceiling (default 8192 CUDA, 1024 CPU)",
+    )
     parser.add_argument("--threads", type=validate.int_option(1), help="torch CPU threads (default: torch's choice)")
-    parser.add_argument("--keep-denormals", action="store_true",
-                        help="CPU: do not flush subnormal floats to zero (the engine flushes them)")
-    parser.add_argument("--profile-steps", type=validate.int_option(0), default=0,
-                        help="then profile this many steps of the device pipeline (torch.profiler table)")
+    parser.add_argument(
+        "--keep-denormals",
+        action="store_true",
+        help="CPU: do not flush subnormal floats to zero (the engine flushes them)",
+    )
+    parser.add_argument(
+        "--profile-steps",
+        type=validate.int_option(0),
+        default=0,
+        help="then profile this many steps of the device pipeline (torch.profiler table)",
+    )
     parser.add_argument("--json", help="also write the figures as JSON to this path")
     try:
         args = parser.parse_args(argv)
@@ -578,17 +741,30 @@ def main(argv: list[str] | None = None) -> int:
         return int(exc.code or 0)
     if args.json:
         problem = json_path_problem(args.json)
-        if problem:   # found before the run, not after minutes of it
+        if problem:  # found before the run, not after minutes of it
             print(f"error: --json {args.json}: {problem}", file=sys.stderr)
             return 2
     try:
-        result = run_benchmark(model=args.model, data=args.data, steps=args.steps, warmup=args.warmup,
-                               batch_size=args.batch_size, device=args.device, compile=args.compile,
-                               compile_mode=args.compile_mode, workers=args.workers, images=args.images,
-                               pipelines=[p.strip() for p in args.pipelines.split(",") if p.strip()],
-                               seed=args.seed, ceiling_size=args.ceiling_size, threads=args.threads,
-                               profile_steps=args.profile_steps, flush_denormal=not args.keep_denormals,
-                               rounds=args.rounds, precision=args.precision)
+        result = run_benchmark(
+            model=args.model,
+            data=args.data,
+            steps=args.steps,
+            warmup=args.warmup,
+            batch_size=args.batch_size,
+            device=args.device,
+            compile=args.compile,
+            compile_mode=args.compile_mode,
+            workers=args.workers,
+            images=args.images,
+            pipelines=[p.strip() for p in args.pipelines.split(",") if p.strip()],
+            seed=args.seed,
+            ceiling_size=args.ceiling_size,
+            threads=args.threads,
+            profile_steps=args.profile_steps,
+            flush_denormal=not args.keep_denormals,
+            rounds=args.rounds,
+            precision=args.precision,
+        )
     except (TypeError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

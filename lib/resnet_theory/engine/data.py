@@ -33,9 +33,9 @@ import tempfile
 import urllib.error
 import urllib.request
 import zlib
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Iterator, Sequence
 
 import numpy as np
 import torch
@@ -62,7 +62,8 @@ def load_digits_images() -> dict[str, tuple[np.ndarray, np.ndarray]]:
     images = np.rint(digits.images * (255.0 / 16.0)).astype(np.uint8)[:, None, :, :]
     labels = digits.target.astype(np.int64)
     x_train, x_test, y_train, y_test = train_test_split(
-        images, labels, test_size=DIGITS_TEST_FRACTION, stratify=labels, random_state=DIGITS_SPLIT_SEED)
+        images, labels, test_size=DIGITS_TEST_FRACTION, stratify=labels, random_state=DIGITS_SPLIT_SEED
+    )
     return {"train": (np.ascontiguousarray(x_train), y_train), "test": (np.ascontiguousarray(x_test), y_test)}
 
 
@@ -89,22 +90,36 @@ class CifarLayout:
     """Where one CIFAR variant lives and how its records look."""
 
     title: str
-    archive: str           # file name of the official binary archive
-    url: str               # the dataset authors' address for it
-    folder: str            # the folder the archive extracts to
-    train: tuple           # member files of the training split, in order
+    archive: str  # file name of the official binary archive
+    url: str  # the dataset authors' address for it
+    folder: str  # the folder the archive extracts to
+    train: tuple  # member files of the training split, in order
     test: tuple
-    label_bytes: int       # 1 (CIFAR-10) or 2 (CIFAR-100: coarse, then fine)
-    classes: tuple         # number of classes of each label byte, in record order
+    label_bytes: int  # 1 (CIFAR-10) or 2 (CIFAR-100: coarse, then fine)
+    classes: tuple  # number of classes of each label byte, in record order
 
 
 CIFAR_LAYOUTS = {
-    "cifar10": CifarLayout("CIFAR-10", "cifar-10-binary.tar.gz", "https://www.cs.toronto.edu/~kriz/cifar-10-binary.tar.gz",
-                           "cifar-10-batches-bin", tuple(f"data_batch_{i}.bin" for i in range(1, 6)),
-                           ("test_batch.bin",), 1, (10,)),
-    "cifar100": CifarLayout("CIFAR-100", "cifar-100-binary.tar.gz",
-                            "https://www.cs.toronto.edu/~kriz/cifar-100-binary.tar.gz",
-                            "cifar-100-binary", ("train.bin",), ("test.bin",), 2, (20, 100)),
+    "cifar10": CifarLayout(
+        "CIFAR-10",
+        "cifar-10-binary.tar.gz",
+        "https://www.cs.toronto.edu/~kriz/cifar-10-binary.tar.gz",
+        "cifar-10-batches-bin",
+        tuple(f"data_batch_{i}.bin" for i in range(1, 6)),
+        ("test_batch.bin",),
+        1,
+        (10,),
+    ),
+    "cifar100": CifarLayout(
+        "CIFAR-100",
+        "cifar-100-binary.tar.gz",
+        "https://www.cs.toronto.edu/~kriz/cifar-100-binary.tar.gz",
+        "cifar-100-binary",
+        ("train.bin",),
+        ("test.bin",),
+        2,
+        (20, 100),
+    ),
 }
 
 #: Published MD5 checksums of the archives, keyed by file name. :func:`load_cifar` looks the expected sum
@@ -119,21 +134,24 @@ IMAGE_BYTES = 3 * 32 * 32
 #: Records in each batch file of the official archives: no batch file of the format holds more, so a larger
 #: member (or file) is refused before it is read. Any other member (names, readme) is at most
 #: ``OTHER_MEMBER_MAX_BYTES``.
-OFFICIAL_RECORDS = {"cifar-10-batches-bin": {**{f"data_batch_{i}.bin": 10_000 for i in range(1, 6)},
-                                             "test_batch.bin": 10_000},
-                    "cifar-100-binary": {"train.bin": 50_000, "test.bin": 10_000}}
+OFFICIAL_RECORDS = {
+    "cifar-10-batches-bin": {**{f"data_batch_{i}.bin": 10_000 for i in range(1, 6)}, "test_batch.bin": 10_000},
+    "cifar-100-binary": {"train.bin": 50_000, "test.bin": 10_000},
+}
 OTHER_MEMBER_MAX_BYTES = 1 << 20
 
 
-def max_member_bytes(layout: "CifarLayout", name: str) -> int:
+def max_member_bytes(layout: CifarLayout, name: str) -> int:
     """The largest a file ``name`` of ``layout``'s folder can be in the official format."""
     records = OFFICIAL_RECORDS.get(layout.folder, {}).get(name)
     return OTHER_MEMBER_MAX_BYTES if records is None else records * (layout.label_bytes + IMAGE_BYTES)
 
 
-def _too_large(size: int, limit: int, source: str, layout: "CifarLayout") -> DatasetError:
-    return DatasetError(f"{source}: {size:,} bytes, more than the {limit:,} bytes a file of the {layout.title} "
-                        f"format can hold; refusing to read it (not a {layout.title} file?)")
+def _too_large(size: int, limit: int, source: str, layout: CifarLayout) -> DatasetError:
+    return DatasetError(
+        f"{source}: {size:,} bytes, more than the {limit:,} bytes a file of the {layout.title} "
+        f"format can hold; refusing to read it (not a {layout.title} file?)"
+    )
 
 
 def file_md5(path: str | os.PathLike) -> str:
@@ -151,15 +169,19 @@ def read_cifar_records(data: bytes, layout: CifarLayout, source: str) -> tuple[n
     (the last label byte: the fine label for CIFAR-100). ``source`` names the file in error messages."""
     record = layout.label_bytes + IMAGE_BYTES
     if len(data) == 0 or len(data) % record:
-        raise DatasetError(f"{source}: {len(data)} bytes is not a whole number of {record}-byte "
-                           f"{layout.title} records (the file is truncated or not a {layout.title} batch)")
+        raise DatasetError(
+            f"{source}: {len(data)} bytes is not a whole number of {record}-byte "
+            f"{layout.title} records (the file is truncated or not a {layout.title} batch)"
+        )
     rows = np.frombuffer(data, dtype=np.uint8).reshape(-1, record)
     for byte, classes in enumerate(layout.classes):
         if rows[:, byte].max() >= classes:
-            raise DatasetError(f"{source}: label byte {byte} has value {int(rows[:, byte].max())}, but "
-                               f"{layout.title} has {classes} classes there (not a {layout.title} file?)")
+            raise DatasetError(
+                f"{source}: label byte {byte} has value {int(rows[:, byte].max())}, but "
+                f"{layout.title} has {classes} classes there (not a {layout.title} file?)"
+            )
     labels = rows[:, layout.label_bytes - 1].astype(np.int64)
-    images = rows[:, layout.label_bytes:].reshape(-1, 3, 32, 32).copy()
+    images = rows[:, layout.label_bytes :].reshape(-1, 3, 32, 32).copy()
     return images, labels
 
 
@@ -178,8 +200,10 @@ def _read_split(folder: Path, files: Sequence[str], layout: CifarLayout, describ
 
 def _read_folder(folder: Path, layout: CifarLayout, describe=None) -> dict:
     describe = describe or (lambda name: str(folder / name))
-    return {"train": _read_split(folder, layout.train, layout, describe),
-            "test": _read_split(folder, layout.test, layout, describe)}
+    return {
+        "train": _read_split(folder, layout.train, layout, describe),
+        "test": _read_split(folder, layout.test, layout, describe),
+    }
 
 
 def _safe_members(tar: tarfile.TarFile, archive: Path) -> list[tarfile.TarInfo]:
@@ -189,10 +213,17 @@ def _safe_members(tar: tarfile.TarFile, archive: Path) -> list[tarfile.TarInfo]:
         path = PurePosixPath(m.name)
         if not path.parts and m.isdir():  # "./": the extraction folder itself
             continue
-        if (not path.parts or path.is_absolute() or ".." in path.parts or m.name.startswith(("/", "\\"))
-                or ":" in path.parts[0]):
-            raise DatasetError(f"{archive}: member {m.name!r} would be written outside the extraction folder "
-                               "(path traversal); refusing to extract anything")
+        if (
+            not path.parts
+            or path.is_absolute()
+            or ".." in path.parts
+            or m.name.startswith(("/", "\\"))
+            or ":" in path.parts[0]
+        ):
+            raise DatasetError(
+                f"{archive}: member {m.name!r} would be written outside the extraction folder "
+                "(path traversal); refusing to extract anything"
+            )
         if not (m.isfile() or m.isdir()):
             raise DatasetError(f"{archive}: member {m.name!r} is a link or special file; refusing to extract anything")
     return members
@@ -205,8 +236,9 @@ def _extract_archive(archive: Path, root: Path, layout: CifarLayout) -> dict:
     try:
         tmp = Path(tempfile.mkdtemp(prefix=f".{layout.folder}.extracting-", dir=root))
     except OSError as exc:
-        raise DatasetStorageError(f"cannot extract {archive.name} in {root}: "
-                                  f"{validate.describe_os_error(exc)}; the archive is kept") from exc
+        raise DatasetStorageError(
+            f"cannot extract {archive.name} in {root}: {validate.describe_os_error(exc)}; the archive is kept"
+        ) from exc
     try:
         try:
             with tarfile.open(archive, "r:*") as tar:
@@ -215,14 +247,16 @@ def _extract_archive(archive: Path, root: Path, layout: CifarLayout) -> dict:
                 for name in layout.train + layout.test:
                     if f"{layout.folder}/{name}" not in names:
                         raise DatasetError(f"{archive}: missing member {layout.folder}/{name}")
-                for m in members:         # sizes from the tar headers: nothing is read yet
+                for m in members:  # sizes from the tar headers: nothing is read yet
                     if m.isfile() and m.size > (limit := max_member_bytes(layout, PurePosixPath(m.name).name)):
                         raise _too_large(m.size, limit, f"{archive}: member {m.name}", layout)
                 for m in members:
                     target = tmp.joinpath(*PurePosixPath(m.name).parts)
                     if tmp.resolve() not in target.resolve().parents and target.resolve() != tmp.resolve():
-                        raise DatasetError(f"{archive}: member {m.name!r} would be written outside the extraction "
-                                           "folder (path traversal); refusing to extract anything")
+                        raise DatasetError(
+                            f"{archive}: member {m.name!r} would be written outside the extraction "
+                            "folder (path traversal); refusing to extract anything"
+                        )
                     if m.isdir():
                         target.mkdir(parents=True, exist_ok=True)
                         continue
@@ -231,17 +265,24 @@ def _extract_archive(archive: Path, root: Path, layout: CifarLayout) -> dict:
                         shutil.copyfileobj(src, dst, 1 << 20)
         except OSError as exc:
             if validate.storage_problem(exc):
-                raise DatasetStorageError(f"cannot extract {archive.name} into {root}: "
-                                          f"{validate.storage_problem(exc)}; the archive verified and is kept: "
-                                          f"make room (or fix the permissions) and call load_cifar again") from exc
-            raise DatasetError(f"{archive}: cannot read the archive ({type(exc).__name__}: {exc}) although its "
-                               f"checksum verified; check the disk it is on") from exc
+                raise DatasetStorageError(
+                    f"cannot extract {archive.name} into {root}: "
+                    f"{validate.storage_problem(exc)}; the archive verified and is kept: "
+                    f"make room (or fix the permissions) and call load_cifar again"
+                ) from exc
+            raise DatasetError(
+                f"{archive}: cannot read the archive ({type(exc).__name__}: {exc}) although its "
+                f"checksum verified; check the disk it is on"
+            ) from exc
         except (tarfile.TarError, EOFError, zlib.error) as exc:
             # the archive passed its MD5 check before extraction, so the file is the expected one
-            raise DatasetError(f"{archive}: its checksum verified but it cannot be read as a tar archive "
-                               f"({type(exc).__name__}: {exc}); was the md5 given for another file?") from exc
-        data = _read_folder(tmp / layout.folder, layout,
-                            describe=lambda name: f"{archive}: member {layout.folder}/{name}")
+            raise DatasetError(
+                f"{archive}: its checksum verified but it cannot be read as a tar archive "
+                f"({type(exc).__name__}: {exc}); was the md5 given for another file?"
+            ) from exc
+        data = _read_folder(
+            tmp / layout.folder, layout, describe=lambda name: f"{archive}: member {layout.folder}/{name}"
+        )
         final = root / layout.folder
         try:
             os.rename(tmp / layout.folder, final)
@@ -254,9 +295,11 @@ def _extract_archive(archive: Path, root: Path, layout: CifarLayout) -> dict:
 
 
 def _where_to_put_it(root: Path, layout: CifarLayout, md5: str) -> str:
-    return (f"Without network access, download {layout.archive} on a machine that has it (from {layout.url}, "
-            f"MD5 {md5}) and put it at {root / layout.archive}, or put its extracted folder at "
-            f"{root / layout.folder}; then call load_cifar again.")
+    return (
+        f"Without network access, download {layout.archive} on a machine that has it (from {layout.url}, "
+        f"MD5 {md5}) and put it at {root / layout.archive}, or put its extracted folder at "
+        f"{root / layout.folder}; then call load_cifar again."
+    )
 
 
 def download_archive(url: str, destination: str | os.PathLike, md5: str, timeout: float = 10.0) -> Path:
@@ -282,22 +325,35 @@ def download_archive(url: str, destination: str | os.PathLike, md5: str, timeout
                     out.write(chunk)
         except (urllib.error.URLError, OSError, ValueError) as exc:
             if validate.storage_problem(exc) and not isinstance(exc, urllib.error.URLError):
-                raise DatasetStorageError(f"cannot save the download in {destination.parent}: "
-                                          f"{validate.storage_problem(exc)}; nothing was kept") from exc
-            reason = (f"HTTP {exc.code} {exc.reason}" if isinstance(exc, urllib.error.HTTPError)
-                      else getattr(exc, "reason", exc))
+                raise DatasetStorageError(
+                    f"cannot save the download in {destination.parent}: "
+                    f"{validate.storage_problem(exc)}; nothing was kept"
+                ) from exc
+            reason = (
+                f"HTTP {exc.code} {exc.reason}"
+                if isinstance(exc, urllib.error.HTTPError)
+                else getattr(exc, "reason", exc)
+            )
             raise DatasetDownloadError(f"could not download {url}: {reason}") from exc
         if digest.hexdigest() != md5:
-            raise DatasetError(f"{url}: the downloaded file has MD5 {digest.hexdigest()}, expected {md5}; "
-                               "it was not kept")
+            raise DatasetError(
+                f"{url}: the downloaded file has MD5 {digest.hexdigest()}, expected {md5}; it was not kept"
+            )
         os.replace(tmp, destination)
         return destination
     finally:
         tmp.unlink(missing_ok=True)
 
 
-def load_cifar(root: str | os.PathLike, name: str = "cifar10", download: bool = False, *, md5: str | None = None,
-               url: str | None = None, timeout: float = 10.0) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+def load_cifar(
+    root: str | os.PathLike,
+    name: str = "cifar10",
+    download: bool = False,
+    *,
+    md5: str | None = None,
+    url: str | None = None,
+    timeout: float = 10.0,
+) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """CIFAR-10 or CIFAR-100 as ``{"train": (images, labels), "test": (images, labels)}``.
 
     Images are uint8 ``(N, 3, 32, 32)`` in file order (training batches 1..5 concatenated for CIFAR-10),
@@ -320,8 +376,11 @@ def load_cifar(root: str | os.PathLike, name: str = "cifar10", download: bool = 
     layout = CIFAR_LAYOUTS[validate.choice("name", name, sorted(CIFAR_LAYOUTS))]
     root = Path(validate.path("root", root))
     download = validate.boolean("download", download)
-    expected = (validate.instance("md5", md5, str, what="a string of 32 hexadecimal digits")
-                if md5 is not None else EXPECTED_MD5[layout.archive]).lower()
+    expected = (
+        validate.instance("md5", md5, str, what="a string of 32 hexadecimal digits")
+        if md5 is not None
+        else EXPECTED_MD5[layout.archive]
+    ).lower()
     if len(expected) != 32 or any(ch not in "0123456789abcdef" for ch in expected):
         raise ValueError(f"md5 must be 32 hexadecimal digits, got {md5!r}")
     if url is not None:
@@ -332,19 +391,22 @@ def load_cifar(root: str | os.PathLike, name: str = "cifar10", download: bool = 
         return _read_folder(folder, layout)
     if not archive.is_file():
         if not download:
-            raise DatasetNotFoundError(f"{layout.title} not found: neither {folder} nor {archive} exists. Call "
-                                       f"load_cifar(..., download=True) to fetch it from {layout.url}. "
-                                       + _where_to_put_it(root, layout, expected))
-        created = [p for p in (root, *root.parents) if not p.exists()]   # deepest first
+            raise DatasetNotFoundError(
+                f"{layout.title} not found: neither {folder} nor {archive} exists. Call "
+                f"load_cifar(..., download=True) to fetch it from {layout.url}. "
+                + _where_to_put_it(root, layout, expected)
+            )
+        created = [p for p in (root, *root.parents) if not p.exists()]  # deepest first
         try:
             root.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise DatasetStorageError(f"cannot create the data folder {root}: "
-                                      f"{validate.describe_os_error(exc)}") from exc
+            raise DatasetStorageError(
+                f"cannot create the data folder {root}: {validate.describe_os_error(exc)}"
+            ) from exc
         try:
             download_archive(url or layout.url, archive, expected, timeout)
         except DatasetError as exc:
-            for p in created:           # a failed download leaves no empty folder tree behind
+            for p in created:  # a failed download leaves no empty folder tree behind
                 try:
                     p.rmdir()
                 except OSError:
@@ -354,8 +416,10 @@ def load_cifar(root: str | os.PathLike, name: str = "cifar10", download: bool = 
             raise
     actual = file_md5(archive)
     if actual != expected:
-        raise DatasetError(f"{archive}: MD5 checksum mismatch (got {actual}, expected {expected}); the file is "
-                           "damaged or incomplete: delete it and download it again")
+        raise DatasetError(
+            f"{archive}: MD5 checksum mismatch (got {actual}, expected {expected}); the file is "
+            "damaged or incomplete: delete it and download it again"
+        )
     return _extract_archive(archive, root, layout)
 
 
@@ -363,8 +427,9 @@ def load_cifar(root: str | os.PathLike, name: str = "cifar10", download: bool = 
 _GENERATOR = "a torch.Generator (for reproducible draws)"
 
 
-def draw_augmentation(batch_size: int, generator: torch.Generator, pad: int = 4,
-                      flip: bool = True) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def draw_augmentation(
+    batch_size: int, generator: torch.Generator, pad: int = 4, flip: bool = True
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """The random choices for one batch, in this order: row offsets, column offsets (each uniform in
     ``0..2*pad``), then flips (``True`` with probability 1/2; all ``False`` and no draw when ``flip`` is
     off). Returned on the generator's device."""
@@ -382,8 +447,9 @@ def draw_augmentation(batch_size: int, generator: torch.Generator, pad: int = 4,
     return rows, cols, flips
 
 
-def crop_and_flip(x: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor, flips: torch.Tensor,
-                  pad: int) -> torch.Tensor:
+def crop_and_flip(
+    x: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor, flips: torch.Tensor, pad: int
+) -> torch.Tensor:
     """Zero-pad ``x`` (N, C, H, W) by ``pad`` on every side, take the H x W window whose top-left corner is
     ``(rows[i], cols[i])`` in the padded image, and mirror it left-right where ``flips[i]``. One gather."""
     pad = validate.non_negative_int("pad", pad)
@@ -396,15 +462,16 @@ def crop_and_flip(x: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor, flips
     if pad:
         x = torch.nn.functional.pad(x, (pad, pad, pad, pad))
     j = torch.arange(w, device=dev)
-    col_index = cols[:, None] + torch.where(flips[:, None], w - 1 - j, j)          # (N, W)
-    row_index = rows[:, None] + torch.arange(h, device=dev)                          # (N, H)
+    col_index = cols[:, None] + torch.where(flips[:, None], w - 1 - j, j)  # (N, W)
+    row_index = rows[:, None] + torch.arange(h, device=dev)  # (N, H)
     batch_index = torch.arange(n, device=dev)[:, None, None, None]
     chan_index = torch.arange(c, device=dev)[None, :, None, None]
     return x[batch_index, chan_index, row_index[:, None, :, None], col_index[:, None, None, :]]
 
 
-def augment_batch(x: torch.Tensor, generator: torch.Generator, pad: int = 4, flip: bool = True,
-                  return_params: bool = False):
+def augment_batch(
+    x: torch.Tensor, generator: torch.Generator, pad: int = 4, flip: bool = True, return_params: bool = False
+):
     """Random crop after zero padding by ``pad`` pixels, and random horizontal flip, for a whole batch.
 
     ``x``: float (N, C, H, W) on any device. The random choices come from :func:`draw_augmentation` (one
@@ -457,8 +524,15 @@ class DeviceData:
     augmentation (:func:`standardize_per_image`), at test time too.
     """
 
-    def __init__(self, images_uint8, labels, device="cpu", mean: Sequence[float] | None = None,
-                 std: Sequence[float] | None = None, standardize: str = "channel"):
+    def __init__(
+        self,
+        images_uint8,
+        labels,
+        device="cpu",
+        mean: Sequence[float] | None = None,
+        std: Sequence[float] | None = None,
+        standardize: str = "channel",
+    ):
         self.standardize = validate.choice("standardize", standardize, STANDARDIZE)
         images = _as_tensor(images_uint8, "images_uint8")
         labels = _as_tensor(labels, "labels")
@@ -482,8 +556,10 @@ class DeviceData:
         self.mean = _channel_stats(mean, "mean", channels)
         self.std = _channel_stats(std, "std", channels)
         if (self.std <= 0).any():
-            raise ValueError(f"std must be positive in every channel, got {self.std.tolist()} "
-                             "(a constant channel cannot be standardised)")
+            raise ValueError(
+                f"std must be positive in every channel, got {self.std.tolist()} "
+                "(a constant channel cannot be standardised)"
+            )
         view = (1, channels, 1, 1)
         if standardize == "channel":
             scaled = scaled.sub_(self.mean.to(self.device).view(view)).div_(self.std.to(self.device).view(view))
@@ -499,9 +575,17 @@ class DeviceData:
         drop_last = validate.boolean("drop_last", drop_last)
         return len(self) // batch_size if drop_last else math.ceil(len(self) / batch_size)
 
-    def batches(self, batch_size: int, generator: torch.Generator | None = None, augment: bool = False,
-                shuffle: bool = True, drop_last: bool = True, pad: int = 4, flip: bool = True,
-                start_batch: int = 0) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+    def batches(
+        self,
+        batch_size: int,
+        generator: torch.Generator | None = None,
+        augment: bool = False,
+        shuffle: bool = True,
+        drop_last: bool = True,
+        pad: int = 4,
+        flip: bool = True,
+        start_batch: int = 0,
+    ) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
         """One pass over the split as ``(x, y)`` batches on the device.
 
         Draws, in order: the permutation (``torch.randperm`` of N, when ``shuffle``), then for each batch
@@ -513,8 +597,9 @@ class DeviceData:
         batch_size = validate.positive_int("batch_size", batch_size)
         n_batches = self.num_batches(batch_size, drop_last)
         pad = validate.non_negative_int("pad", pad)
-        shuffle, augment, flip = (validate.boolean(k, v) for k, v in (("shuffle", shuffle), ("augment", augment),
-                                                                       ("flip", flip)))
+        shuffle, augment, flip = (
+            validate.boolean(k, v) for k, v in (("shuffle", shuffle), ("augment", augment), ("flip", flip))
+        )
         start_batch = validate.integer("start_batch", start_batch, minimum=0, maximum=n_batches)
         if (shuffle or augment) and generator is None:
             raise ValueError("shuffling or augmenting needs a torch.Generator (for reproducible draws)")
@@ -530,7 +615,7 @@ class DeviceData:
     def _iterate(self, order, batch_size, n_batches, generator, augment, pad, flip, start_batch):
         n = len(self)
         for b in range(n_batches):
-            index = order[b * batch_size:min((b + 1) * batch_size, n)]
+            index = order[b * batch_size : min((b + 1) * batch_size, n)]
             if augment:
                 params = draw_augmentation(index.shape[0], generator, pad, flip)
             if b < start_batch:

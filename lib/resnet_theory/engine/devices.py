@@ -44,12 +44,12 @@ class DeviceFacts:
     """What the decisions need to know about one device. ``describe(device)`` reads them from the machine;
     tests write them by hand (``DeviceFacts("cuda", 0, "NVIDIA H100", (9, 0))``)."""
 
-    type: str                                   # "cpu" or "cuda"
-    index: int | None = None                    # CUDA device index (None on the CPU)
+    type: str  # "cpu" or "cuda"
+    index: int | None = None  # CUDA device index (None on the CPU)
     name: str = ""
-    capability: tuple[int, int] | None = None   # CUDA compute capability (major, minor)
+    capability: tuple[int, int] | None = None  # CUDA compute capability (major, minor)
     memory_bytes: int | None = None
-    nccl: bool = False                          # torch.distributed was built with NCCL
+    nccl: bool = False  # torch.distributed was built with NCCL
 
     @property
     def cuda(self) -> bool:
@@ -61,15 +61,14 @@ class Precision:
     """The arithmetic of a training step: ``autocast`` dtype (None: plain float32) and whether a gradient
     scaler is needed (fp16 only: its small range underflows gradients without one)."""
 
-    name: str                       # "bf16", "fp16" or "float32"
+    name: str  # "bf16", "fp16" or "float32"
     autocast: torch.dtype | None
     scaler: bool
-    reason: str                     # one phrase: why this precision
+    reason: str  # one phrase: why this precision
 
     @property
     def description(self) -> str:
-        return {"bf16": "bf16 autocast", "fp16": "fp16 autocast + gradient scaler",
-                "float32": "float32"}[self.name]
+        return {"bf16": "bf16 autocast", "fp16": "fp16 autocast + gradient scaler", "float32": "float32"}[self.name]
 
 
 _DEVICE_PATTERN = re.compile(r"^(auto|cpu|cuda)(?::(\d+))?$")
@@ -80,8 +79,9 @@ def cuda_device_count() -> int:
     return torch.cuda.device_count() if torch.cuda.is_available() else 0
 
 
-def resolve_device(requested, *, cuda_devices: int, local_rank: int = 0, world: int = 1,
-                   current: int = 0) -> torch.device:
+def resolve_device(
+    requested, *, cuda_devices: int, local_rank: int = 0, world: int = 1, current: int = 0
+) -> torch.device:
     """The device a process trains on, with an explicit index for CUDA. Pure: ``cuda_devices`` is the number
     of visible CUDA devices, ``current`` the current one (``torch.cuda.current_device()``), ``local_rank`` and
     ``world`` come from ``torchrun``. Raises ValueError naming what to change."""
@@ -93,20 +93,27 @@ def resolve_device(requested, *, cuda_devices: int, local_rank: int = 0, world: 
     if kind == "cpu" or (kind == "auto" and cuda_devices == 0):
         return torch.device("cpu")
     if cuda_devices == 0:
-        raise ValueError(f"device {requested!r} asked for but CUDA is not available here (torch "
-                         f"{torch.__version__}{' is a CPU-only build' if torch.version.cuda is None else ' sees no GPU'})")
+        raise ValueError(
+            f"device {requested!r} asked for but CUDA is not available here (torch "
+            f"{torch.__version__}{' is a CPU-only build' if torch.version.cuda is None else ' sees no GPU'})"
+        )
     if world > 1:
         if local_rank >= cuda_devices:
-            raise ValueError(f"LOCAL_RANK {local_rank} but only {cuda_devices} CUDA device(s) are visible: start at "
-                             f"most {cuda_devices} processes per machine (torchrun --nproc_per_node)")
+            raise ValueError(
+                f"LOCAL_RANK {local_rank} but only {cuda_devices} CUDA device(s) are visible: start at "
+                f"most {cuda_devices} processes per machine (torchrun --nproc_per_node)"
+            )
         if index is not None and index != local_rank:
-            raise ValueError(f"under torchrun every process trains on the GPU of its LOCAL_RANK (here cuda:"
-                             f"{local_rank}); pass device 'cuda' or 'auto', not {requested!r}")
+            raise ValueError(
+                f"under torchrun every process trains on the GPU of its LOCAL_RANK (here cuda:"
+                f"{local_rank}); pass device 'cuda' or 'auto', not {requested!r}"
+            )
         return torch.device("cuda", local_rank)
     index = current if index is None else index
     if index >= cuda_devices:
-        raise ValueError(f"device {requested!r}: only {cuda_devices} CUDA device(s) are visible "
-                         f"(cuda:0 to cuda:{cuda_devices - 1})")
+        raise ValueError(
+            f"device {requested!r}: only {cuda_devices} CUDA device(s) are visible (cuda:0 to cuda:{cuda_devices - 1})"
+        )
     return torch.device("cuda", index)
 
 
@@ -130,8 +137,10 @@ def choose_precision(requested, facts: DeviceFacts, scaler_allowed: bool = True)
         raise ValueError(f"precision must be one of {', '.join(map(repr, PRECISIONS))}, got {requested!r}")
     if not scaler_allowed:
         if requested == "fp16":
-            raise ValueError("precision 'fp16' needs a gradient scaler, which batched training does not have: "
-                             "use 'bf16' (on GPUs of compute capability 8.0 and newer) or 'float32'")
+            raise ValueError(
+                "precision 'fp16' needs a gradient scaler, which batched training does not have: "
+                "use 'bf16' (on GPUs of compute capability 8.0 and newer) or 'float32'"
+            )
         chosen = choose_precision(requested, facts)
         if chosen.scaler:
             return Precision("float32", None, False, chosen.reason + "; fp16 needs a gradient scaler, so float32")
@@ -150,8 +159,10 @@ def choose_precision(requested, facts: DeviceFacts, scaler_allowed: bool = True)
     capability = facts.capability or (0, 0)
     shown = f"{facts.name or 'this GPU'} (compute capability {capability[0]}.{capability[1]})"
     if requested == "bf16" and capability < BF16_CAPABILITY:
-        raise ValueError(f"precision 'bf16' needs a GPU of compute capability 8.0 or newer; {shown} has no "
-                         f"native bf16: use precision 'fp16' (with a gradient scaler) or 'float32'")
+        raise ValueError(
+            f"precision 'bf16' needs a GPU of compute capability 8.0 or newer; {shown} has no "
+            f"native bf16: use precision 'fp16' (with a gradient scaler) or 'float32'"
+        )
     if requested != "auto":
         return because({"bf16": bf16, "fp16": fp16, "float32": fp32}[requested], "asked for")
     if capability >= BF16_CAPABILITY:
@@ -197,8 +208,12 @@ def backend_settings(facts: DeviceFacts, deterministic: bool):
     """For the length of a run: cuDNN autotuning (:func:`cudnn_benchmark`) and, with ``deterministic`` on
     CUDA, deterministic cuDNN kernels and PyTorch's warnings about non-deterministic ones (and the cuBLAS
     workspace setting, when not set already). The previous settings are restored afterwards."""
-    saved = (torch.backends.cudnn.benchmark, torch.backends.cudnn.deterministic,
-             torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled())
+    saved = (
+        torch.backends.cudnn.benchmark,
+        torch.backends.cudnn.deterministic,
+        torch.are_deterministic_algorithms_enabled(),
+        torch.is_deterministic_algorithms_warn_only_enabled(),
+    )
     try:
         if facts.cuda:
             torch.backends.cudnn.benchmark = cudnn_benchmark(facts, deterministic)

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import torch
@@ -80,8 +80,15 @@ def _stack_conv(convs: Sequence[nn.Conv2d]) -> nn.Conv2d:
     """One grouped convolution whose g-th output block is ``convs[g]`` (weights copied)."""
     first = convs[0]
     groups = len(convs)
-    out = nn.Conv2d(groups * first.in_channels, groups * first.out_channels, first.kernel_size,
-                    stride=first.stride, padding=first.padding, groups=groups, bias=first.bias is not None)
+    out = nn.Conv2d(
+        groups * first.in_channels,
+        groups * first.out_channels,
+        first.kernel_size,
+        stride=first.stride,
+        padding=first.padding,
+        groups=groups,
+        bias=first.bias is not None,
+    )
     with torch.no_grad():
         out.weight.copy_(torch.cat([c.weight for c in convs], dim=0))
         if first.bias is not None:
@@ -91,9 +98,9 @@ def _stack_conv(convs: Sequence[nn.Conv2d]) -> nn.Conv2d:
 
 def _unstack_conv(grouped: nn.Conv2d, groups: int, member: int) -> dict[str, torch.Tensor]:
     per = grouped.out_channels // groups
-    state = {"weight": grouped.weight.detach()[member * per:(member + 1) * per].clone()}
+    state = {"weight": grouped.weight.detach()[member * per : (member + 1) * per].clone()}
     if grouped.bias is not None:
-        state["bias"] = grouped.bias.detach()[member * per:(member + 1) * per].clone()
+        state["bias"] = grouped.bias.detach()[member * per : (member + 1) * per].clone()
     return state
 
 
@@ -113,12 +120,23 @@ class GroupedResNet(nn.Module):
         first = members[0]
 
         def shape(m):
-            return (m.num_classes, m.in_channels, m.stem_channels, m.widths, m.blocks_per_stage, m.kernel_size,
-                    m.skip, m.trainable_head, m.stem.bias is not None)
+            return (
+                m.num_classes,
+                m.in_channels,
+                m.stem_channels,
+                m.widths,
+                m.blocks_per_stage,
+                m.kernel_size,
+                m.skip,
+                m.trainable_head,
+                m.stem.bias is not None,
+            )
 
         if any(shape(m) != shape(first) for m in members):
-            raise ValueError("all members must share one architecture (classes, channels, widths, blocks, kernel, "
-                             "shortcuts, head kind, biases); only the weights may differ")
+            raise ValueError(
+                "all members must share one architecture (classes, channels, widths, blocks, kernel, "
+                "shortcuts, head kind, biases); only the weights may differ"
+            )
         self.groups = len(members)
         self.num_classes, self.in_channels = first.num_classes, first.in_channels
         self.skip, self.trainable_head = first.skip, first.trainable_head
@@ -127,8 +145,12 @@ class GroupedResNet(nn.Module):
         self.block_channels: list[tuple[int, int, int]] = []
         for s, stage in enumerate(first.stages):
             for b, block in enumerate(stage):
-                pair = nn.ModuleList([_stack_conv([m.stages[s][b].conv1 for m in members]),
-                                      _stack_conv([m.stages[s][b].conv2 for m in members])])
+                pair = nn.ModuleList(
+                    [
+                        _stack_conv([m.stages[s][b].conv1 for m in members]),
+                        _stack_conv([m.stages[s][b].conv2 for m in members]),
+                    ]
+                )
                 self.blocks.append(pair)
                 self.block_channels.append((block.in_channels, block.out_channels, block.stride))
         head = torch.stack([m.head.weight.detach() for m in members])  # (G, classes, width)
@@ -160,8 +182,8 @@ class GroupedResNet(nn.Module):
         table, (ho, wo) = _dense_table(h, w, conv.kernel_size, conv.stride, conv.padding, x.device)
         G = self.groups
         cout, cin = conv.out_channels // G, conv.in_channels // G
-        kernel = F.pad(conv.weight.view(G, cout, cin, -1), (0, 1))    # a zero at the index past the kernel
-        dense = kernel[:, :, :, table]                                 # (G, C_out, C_in, H'W', HW)
+        kernel = F.pad(conv.weight.view(G, cout, cin, -1), (0, 1))  # a zero at the index past the kernel
+        dense = kernel[:, :, :, table]  # (G, C_out, C_in, H'W', HW)
         dense = dense.permute(0, 2, 4, 1, 3).reshape(G, cin * h * w, cout * ho * wo)
         y = torch.bmm(x.reshape(n, G, cin * h * w).transpose(0, 1), dense)  # (G, N, C_out H' W')
         if conv.bias is not None:
@@ -170,8 +192,9 @@ class GroupedResNet(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if x.dim() != 4 or x.shape[1] != self.groups * self.in_channels:
-            raise ValueError(f"expected (N, {self.groups * self.in_channels}, H, W) for {self.groups} members, "
-                             f"got {tuple(x.shape)}")
+            raise ValueError(
+                f"expected (N, {self.groups * self.in_channels}, H, W) for {self.groups} members, got {tuple(x.shape)}"
+            )
         x = self._conv(self.stem, x)
         for (conv1, conv2), (cin, cout, stride) in zip(self.blocks, self.block_channels):
             branch = self._conv(conv2, F.relu(self._conv(conv1, x)))
@@ -210,11 +233,13 @@ def _check_members(configs: Sequence[engine.TrainConfig]) -> engine.TrainConfig:
         c.validate()
         differ = [k for k, v in c.to_dict().items() if k not in MEMBER_FIELDS and shared[k] != v]
         if differ:
-            raise ValueError(f"members trained together may differ only in {sorted(MEMBER_FIELDS)}; "
-                             f"these differ too: {differ}")
+            raise ValueError(
+                f"members trained together may differ only in {sorted(MEMBER_FIELDS)}; these differ too: {differ}"
+            )
     if first.out_dir or first.resume or first.compile:
-        raise ValueError("batched training keeps no checkpoints and does not compile: out_dir, resume and "
-                         "compile must be unset")
+        raise ValueError(
+            "batched training keeps no checkpoints and does not compile: out_dir, resume and compile must be unset"
+        )
     if first.on_divergence != "stop":
         raise ValueError("batched members are stopped, not raised, on divergence: set on_divergence='stop'")
     return first
@@ -232,8 +257,10 @@ def train_members(configs: Sequence[engine.TrainConfig]) -> list[engine.TrainRes
     device = engine._device(shared, 0, 1)
     facts = devices.describe(device)
     precision = devices.choose_precision(shared.precision, facts, scaler_allowed=False)
-    with (devices.cpu_settings(flush_denormal=shared.flush_denormal and device.type == "cpu"),
-          devices.backend_settings(facts, shared.deterministic)):
+    with (
+        devices.cpu_settings(flush_denormal=shared.flush_denormal and device.type == "cpu"),
+        devices.backend_settings(facts, shared.deterministic),
+    ):
         members = _Members(configs, shared, device, precision)
         members.train_steps()
         return members.results()
@@ -276,8 +303,9 @@ class _Members:
         losses, correct = torch.zeros(G, dtype=torch.float64), torch.zeros(G, dtype=torch.float64)
         self.net.eval()
         with torch.no_grad():
-            for x, y in self.test_data.batches(self.shared.eval_batch_size, None, augment=False, shuffle=False,
-                                               drop_last=False):
+            for x, y in self.test_data.batches(
+                self.shared.eval_batch_size, None, augment=False, shuffle=False, drop_last=False
+            ):
                 with self._autocast():
                     logits = self.net(x.repeat(1, G, 1, 1)).float()  # (N, G, classes)
                 ce = F.cross_entropy(logits.permute(0, 2, 1), y[:, None].expand(-1, G), reduction="none")
@@ -286,15 +314,18 @@ class _Members:
                 count += y.numel()
         self.net.train()
         for g in members:
-            self.histories[g].append(history_record("eval", step, test_loss=float(losses[g] / count),
-                                                    test_accuracy=float(correct[g] / count)))
+            self.histories[g].append(
+                history_record(
+                    "eval", step, test_loss=float(losses[g] / count), test_accuracy=float(correct[g] / count)
+                )
+            )
 
     def _update(self, lr: torch.Tensor) -> torch.Tensor:
         """One momentum-SGD step of every member on its own next batch; returns the members' losses."""
         shared = self.shared
         batches = [next(s) for s in self.streams]
         x = torch.stack([b[0] for b in batches], dim=1).flatten(1, 2)  # (N, G * C, H, W)
-        y = torch.stack([b[1] for b in batches], dim=1)                 # (N, G)
+        y = torch.stack([b[1] for b in batches], dim=1)  # (N, G)
         with self._autocast():
             logits = self.net(x).float()
         losses = F.cross_entropy(logits.permute(0, 2, 1), y, reduction="none").mean(0)  # (G,)
@@ -316,10 +347,19 @@ class _Members:
         """Train every member up to ``steps`` (the engine's schedule), logging every ``log_every`` steps."""
         shared = self.shared
         for g, c in enumerate(self.configs):
-            self.histories[g].append(history_record(
-                "start", 0, world_size=1, local_batch_size=c.batch_size, device=str(self.device),
-                precision=self.precision.name, trainable_parameters=self.trainable, config=c.to_dict(),
-                batched_members=self.groups))
+            self.histories[g].append(
+                history_record(
+                    "start",
+                    0,
+                    world_size=1,
+                    local_batch_size=c.batch_size,
+                    device=str(self.device),
+                    precision=self.precision.name,
+                    trainable_parameters=self.trainable,
+                    config=c.to_dict(),
+                    batched_members=self.groups,
+                )
+            )
         if shared.eval_every:
             self.evaluate(0, list(range(self.groups)))
         losses = LossAccumulator(self.device, self.groups)
@@ -349,10 +389,14 @@ class _Members:
         for g in range(self.groups):
             if self.diverged[g]:
                 continue
-            record = interval.record(g, threshold=self.shared.divergence_threshold(),
-                                     lr=self.configs[g].lr * factor, images_per_s=rate,
-                                     seconds=interval.ended - started,
-                                     kept=lambda: "no checkpoint was written before it")
+            record = interval.record(
+                g,
+                threshold=self.shared.divergence_threshold(),
+                lr=self.configs[g].lr * factor,
+                images_per_s=rate,
+                seconds=interval.ended - started,
+                kept=lambda: "no checkpoint was written before it",
+            )
             self.histories[g].append(record)
             if record["kind"] == "diverged":
                 self.diverged[g], self.messages[g] = True, record["message"]
@@ -376,8 +420,11 @@ class _Members:
     def results(self) -> list[engine.TrainResult]:
         """One ``TrainResult`` per member, after a last evaluation of those not evaluated at the last step."""
         step, histories = self.step, self.histories
-        missing = [g for g in range(self.groups) if not self.diverged[g]
-                   and not (histories[g][-1]["kind"] == "eval" and histories[g][-1]["step"] == step)]
+        missing = [
+            g
+            for g in range(self.groups)
+            if not self.diverged[g] and not (histories[g][-1]["kind"] == "eval" and histories[g][-1]["step"] == step)
+        ]
         if missing:
             self.evaluate(step, missing)
         results = []
@@ -391,12 +438,23 @@ class _Members:
                 acc, loss, steps_done = histories[g][-1]["test_accuracy"], histories[g][-1]["test_loss"], step
                 self.messages[g] = finished_message(step, acc, loss)
                 histories[g].append(history_record("end", step, message=self.messages[g], seconds=self.wall))
-            results.append(engine.TrainResult(
-                config=c, history=histories[g], steps_done=steps_done, final_test_accuracy=acc,
-                final_test_loss=loss, final_train_loss=self.last_loss[g], diverged=self.diverged[g],
-                message=self.messages[g], checkpoint_path=None, wall_seconds=self.wall,
-                images_per_second=self.shared.batch_size * step / self.wall if self.wall > 0 else float("nan"),
-                trainable_parameters=self.trainable, model=model))
+            results.append(
+                engine.TrainResult(
+                    config=c,
+                    history=histories[g],
+                    steps_done=steps_done,
+                    final_test_accuracy=acc,
+                    final_test_loss=loss,
+                    final_train_loss=self.last_loss[g],
+                    diverged=self.diverged[g],
+                    message=self.messages[g],
+                    checkpoint_path=None,
+                    wall_seconds=self.wall,
+                    images_per_second=self.shared.batch_size * step / self.wall if self.wall > 0 else float("nan"),
+                    trainable_parameters=self.trainable,
+                    model=model,
+                )
+            )
         return results
 
 
@@ -431,8 +489,9 @@ def train_groups(configs: Sequence[engine.TrainConfig]) -> list[engine.TrainResu
     return results
 
 
-def train_seeds(configs: Sequence[engine.TrainConfig] | engine.TrainConfig, seeds: Sequence[int], *,
-                workers: int = 1) -> list[list[engine.TrainResult]]:
+def train_seeds(
+    configs: Sequence[engine.TrainConfig] | engine.TrainConfig, seeds: Sequence[int], *, workers: int = 1
+) -> list[list[engine.TrainResult]]:
     """For every configuration, one run per seed (``on_divergence`` set to "stop"); ``result[i][j]`` is
     configuration i at seed j. Configurations that differ only in learning rate or initialisation are
     trained in one batched model with all their seeds.
@@ -466,7 +525,7 @@ def train_seeds(configs: Sequence[engine.TrainConfig] | engine.TrainConfig, seed
         for share, part in zip([s for s in shares if s], parts):
             for i, r in zip(share, part):
                 results[i] = r
-    grouped = [results[i * len(seeds):(i + 1) * len(seeds)] for i in range(len(configs))]
+    grouped = [results[i * len(seeds) : (i + 1) * len(seeds)] for i in range(len(configs))]
     return grouped[0] if single else grouped
 
 
@@ -491,21 +550,30 @@ def bootstrap_median(values, *, resamples: int = 4000, seed: int = 0, level: flo
     rng = np.random.default_rng(seed)
     medians = np.median(v[rng.integers(0, v.size, (resamples, v.size))], axis=1)
     tail = 100 * (1 - level) / 2
-    return {"median": float(np.median(v)), "se": float(medians.std(ddof=1)),
-            "low": float(np.percentile(medians, tail)), "high": float(np.percentile(medians, 100 - tail)),
-            "n": int(v.size)}
+    return {
+        "median": float(np.median(v)),
+        "se": float(medians.std(ddof=1)),
+        "low": float(np.percentile(medians, tail)),
+        "high": float(np.percentile(medians, 100 - tail)),
+        "n": int(v.size),
+    }
 
 
 def bootstrap_median_difference(a, b, *, resamples: int = 4000, seed: int = 0, level: float = 0.95) -> dict:
     """``median(a) - median(b)`` for two independent samples, with bootstrap standard error and interval."""
     va, vb = _values(a, "bootstrap_median_difference (a)"), _values(b, "bootstrap_median_difference (b)")
     rng = np.random.default_rng(seed)
-    diffs = (np.median(va[rng.integers(0, va.size, (resamples, va.size))], axis=1)
-             - np.median(vb[rng.integers(0, vb.size, (resamples, vb.size))], axis=1))
+    diffs = np.median(va[rng.integers(0, va.size, (resamples, va.size))], axis=1) - np.median(
+        vb[rng.integers(0, vb.size, (resamples, vb.size))], axis=1
+    )
     tail = 100 * (1 - level) / 2
-    return {"median": float(np.median(va) - np.median(vb)), "se": float(diffs.std(ddof=1)),
-            "low": float(np.percentile(diffs, tail)), "high": float(np.percentile(diffs, 100 - tail)),
-            "n": int(min(va.size, vb.size))}
+    return {
+        "median": float(np.median(va) - np.median(vb)),
+        "se": float(diffs.std(ddof=1)),
+        "low": float(np.percentile(diffs, tail)),
+        "high": float(np.percentile(diffs, 100 - tail)),
+        "n": int(min(va.size, vb.size)),
+    }
 
 
 def steps_to_level(result: engine.TrainResult, level: float) -> int | None:

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import torch
 
@@ -31,7 +31,7 @@ RECORD_FIELDS: dict[str, tuple[str, ...] | None] = {
     "eval": ("test_loss", "test_accuracy"),
     "diverged": ("loss", "message"),
     "end": ("message", "seconds"),
-    "train_eval": ("train_error", "train_loss", "n"),   # the final model on the training set (ablation)
+    "train_eval": ("train_error", "train_loss", "n"),  # the final model on the training set (ablation)
 }
 
 
@@ -52,8 +52,9 @@ def divergence_reason(mean_loss: float, threshold: float, step: int, interval_st
     """Why the divergence guard stopped a run at ``step`` (mean loss over the last ``interval_steps``)."""
     if math.isfinite(mean_loss) and mean_loss <= threshold:
         return "the weights are no longer finite"
-    return (f"mean training loss {mean_loss:.4g} over steps {step - interval_steps + 1}-{step}"
-            + ("" if not math.isfinite(mean_loss) else f" exceeds max_loss {threshold:.4g}"))
+    return f"mean training loss {mean_loss:.4g} over steps {step - interval_steps + 1}-{step}" + (
+        "" if not math.isfinite(mean_loss) else f" exceeds max_loss {threshold:.4g}"
+    )
 
 
 def finished_message(step: int, test_accuracy: float, test_loss: float) -> str:
@@ -87,8 +88,9 @@ class Interval:
             return None
         return divergence_reason(loss, threshold, self.step, self.steps)
 
-    def record(self, member: int, *, threshold: float, lr: float, images_per_s: float, seconds: float,
-               kept: Callable[[], str]) -> dict:
+    def record(
+        self, member: int, *, threshold: float, lr: float, images_per_s: float, seconds: float, kept: Callable[[], str]
+    ) -> dict:
         """The history record that closes this interval for ``member``: ``diverged`` when the guard stops it
         (its message ends with ``kept()``, what the run leaves behind), ``train`` otherwise (``seconds``:
         since the run began)."""
@@ -116,8 +118,9 @@ class LossAccumulator:
         self.sums += loss.detach().double()
         self.steps += 1
 
-    def close(self, step: int, finite: torch.Tensor,
-              all_reduce: Callable[[torch.Tensor], object] | None = None) -> Interval:
+    def close(
+        self, step: int, finite: torch.Tensor, all_reduce: Callable[[torch.Tensor], object] | None = None
+    ) -> Interval:
         """The interval ending after update ``step``. ``finite`` (a bool per member, or one) says whether the
         weights are all finite; ``all_reduce`` (``torch.distributed.all_reduce`` under ``torchrun``) sums a
         tensor over the processes in place, so that the mean is over every process's losses and a non-finite
@@ -130,8 +133,14 @@ class LossAccumulator:
             all_reduce(stats)
         totals, counts, not_finite = (row if isinstance(row, list) else [row] for row in stats.tolist())
         ended = time.perf_counter()
-        return Interval(step=step, steps=self.steps, losses=tuple(t / c for t, c in zip(totals, counts)),
-                        finite=tuple(n == 0 for n in not_finite), seconds=ended - self.started, ended=ended)
+        return Interval(
+            step=step,
+            steps=self.steps,
+            losses=tuple(t / c for t, c in zip(totals, counts)),
+            finite=tuple(n == 0 for n in not_finite),
+            seconds=ended - self.started,
+            ended=ended,
+        )
 
     def restart(self) -> None:
         """Begin the next interval: the sums at zero, the clock from now."""

@@ -49,9 +49,9 @@ import random
 import shutil
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
 
 import numpy as np
 import torch
@@ -74,7 +74,7 @@ except ImportError:  # pragma: no cover - not POSIX (Windows): run folders are n
 
 DATASETS = {"cifar10": 10, "cifar100": 100, "digits": 10}
 CHECKPOINT_NAME = "checkpoint.pt"
-PREVIOUS_CHECKPOINT_NAME = "checkpoint.prev.pt"   # the one before: the fallback when checkpoint.pt is damaged
+PREVIOUS_CHECKPOINT_NAME = "checkpoint.prev.pt"  # the one before: the fallback when checkpoint.pt is damaged
 METRICS_NAME = "metrics.jsonl"
 CIFAR_HELP = {
     "cifar10": "cifar-10-binary.tar.gz (or the extracted folder cifar-10-batches-bin/)",
@@ -91,9 +91,22 @@ TENSORFLOW_RECIPE = {"augment": True, "augment_pad": 2, "augment_flip": True, "s
 #: (``precision``: "auto" is what the code did before on the CPU, float32, and on GPUs with bf16, bf16 autocast.)
 FIELDS_ADDED_LATER = {"standardize": "channel", "precision": "auto", "deterministic": False}
 #: Fields that may differ between a checkpoint and the run that resumes it (they do not change the numbers).
-RESUMABLE_CHANGES = {"steps", "resume", "progress", "eval_every", "log_every", "checkpoint_every", "out_dir",
-                     "data_dir", "download", "device", "compile", "on_divergence", "eval_batch_size",
-                     "deterministic"}
+RESUMABLE_CHANGES = {
+    "steps",
+    "resume",
+    "progress",
+    "eval_every",
+    "log_every",
+    "checkpoint_every",
+    "out_dir",
+    "data_dir",
+    "download",
+    "device",
+    "compile",
+    "on_divergence",
+    "eval_batch_size",
+    "deterministic",
+}
 
 
 class ConfigError(ValueError):
@@ -116,7 +129,7 @@ class CheckpointDamaged(ValueError):
 class TrainingDiverged(_validate.DivergenceError, RuntimeError):
     """The loss became NaN, infinite or larger than ``max_loss``; the last good checkpoint is kept."""
 
-    def __init__(self, message: str, result: "TrainResult"):
+    def __init__(self, message: str, result: TrainResult):
         super().__init__(message)
         self.result = result
 
@@ -130,45 +143,45 @@ class TrainConfig:
     """Everything a run depends on. The defaults are the paper's CIFAR-10 recipe (Section 4)."""
 
     # data
-    dataset: str = "cifar10"            # "cifar10", "cifar100" (need data_dir) or "digits" (bundled, 8x8)
-    data_dir: str | None = None         # folder with the official CIFAR binary archive or its extracted folder
-    download: bool = False              # fetch the CIFAR archive from the authors' site (needs the internet)
-    augment: bool | None = None         # pad-and-crop + flip; None: on for CIFAR, off for the 8x8 digits
-    augment_pad: int | None = None      # padding before the random crop; None: 4 for CIFAR, 1 for the digits
-    augment_flip: bool | None = None    # random horizontal flips; None: on for CIFAR, off (mirrored digits differ)
-    standardize: str = "channel"        # "channel": training-set mean/std per channel; "image": per image (TF)
+    dataset: str = "cifar10"  # "cifar10", "cifar100" (need data_dir) or "digits" (bundled, 8x8)
+    data_dir: str | None = None  # folder with the official CIFAR binary archive or its extracted folder
+    download: bool = False  # fetch the CIFAR archive from the authors' site (needs the internet)
+    augment: bool | None = None  # pad-and-crop + flip; None: on for CIFAR, off for the 8x8 digits
+    augment_pad: int | None = None  # padding before the random crop; None: 4 for CIFAR, 1 for the digits
+    augment_flip: bool | None = None  # random horizontal flips; None: on for CIFAR, off (mirrored digits differ)
+    standardize: str = "channel"  # "channel": training-set mean/std per channel; "image": per image (TF)
     # model (resnet_theory.engine.allconv.AllConvResNet)
     stem_channels: int = 16
     widths: tuple[int, ...] = (64, 128, 256)
     blocks_per_stage: int = 9
     kernel_size: int = 3
-    init: str = "small"                 # "small": the paper's N(0, 1/(k^2 c)); "standard" for the ablation
-    skip: bool = True                   # False: the same convolutions without the identity shortcuts
-    trainable_head: bool = False        # the paper keeps the last layer fixed at random
+    init: str = "small"  # "small": the paper's N(0, 1/(k^2 c)); "standard" for the ablation
+    skip: bool = True  # False: the same convolutions without the identity shortcuts
+    trainable_head: bool = False  # the paper keeps the last layer fixed at random
     # optimisation
     steps: int = 64_000
-    batch_size: int = 128               # global batch, split evenly between processes
+    batch_size: int = 128  # global batch, split evenly between processes
     lr: float = 0.05
     lr_milestones: tuple[int, ...] = (30_000, 50_000)
-    lr_gamma: float = 0.1               # multiply the learning rate by this at each milestone
+    lr_gamma: float = 0.1  # multiply the learning rate by this at each milestone
     momentum: float = 0.9
-    weight_decay: float = 1e-4          # on convolution weights only
-    max_loss: float | None = None       # stop when the mean training loss exceeds this; None: 10 ln(classes)
-    on_divergence: str = "raise"        # "raise" TrainingDiverged, or "stop" and return the result
+    weight_decay: float = 1e-4  # on convolution weights only
+    max_loss: float | None = None  # stop when the mean training loss exceeds this; None: 10 ln(classes)
+    on_divergence: str = "raise"  # "raise" TrainingDiverged, or "stop" and return the result
     # bookkeeping
     seed: int = 0
-    eval_every: int = 1000              # test-set evaluation every this many steps (0: only at the end)
+    eval_every: int = 1000  # test-set evaluation every this many steps (0: only at the end)
     eval_batch_size: int = 1000
-    log_every: int = 50                 # training-loss record and divergence check every this many steps
-    checkpoint_every: int = 1000        # 0: only at the end; nothing is written without out_dir
-    out_dir: str | None = None          # checkpoint.pt and metrics.jsonl go here
-    resume: bool = False                # continue from out_dir/checkpoint.pt
-    device: str = "auto"                # "auto" (CUDA when available), "cpu", "cuda", "cuda:1", ...
-    compile: bool = False               # torch.compile the model (only when asked, also on CUDA)
-    precision: str = "auto"             # "auto" (bf16 / fp16 + scaler / float32 by device), "bf16", "fp16", "float32"
-    deterministic: bool = False         # CUDA: deterministic cuDNN kernels, no autotuning (bitwise resumption)
-    flush_denormal: bool = True         # CPU: flush subnormal floats to zero during the run (see below)
-    progress: bool = True               # tqdm progress bar
+    log_every: int = 50  # training-loss record and divergence check every this many steps
+    checkpoint_every: int = 1000  # 0: only at the end; nothing is written without out_dir
+    out_dir: str | None = None  # checkpoint.pt and metrics.jsonl go here
+    resume: bool = False  # continue from out_dir/checkpoint.pt
+    device: str = "auto"  # "auto" (CUDA when available), "cpu", "cuda", "cuda:1", ...
+    compile: bool = False  # torch.compile the model (only when asked, also on CUDA)
+    precision: str = "auto"  # "auto" (bf16 / fp16 + scaler / float32 by device), "bf16", "fp16", "float32"
+    deterministic: bool = False  # CUDA: deterministic cuDNN kernels, no autotuning (bitwise resumption)
+    flush_denormal: bool = True  # CPU: flush subnormal floats to zero during the run (see below)
+    progress: bool = True  # tqdm progress bar
 
     @property
     def num_classes(self) -> int:
@@ -204,8 +217,10 @@ class TrainConfig:
             raise ConfigError("resume=True needs out_dir, the folder holding checkpoint.pt")
         self._validate_more()
         if self.dataset.startswith("cifar") and not self.data_dir:
-            raise ConfigError(f"{self.dataset} needs data_dir: put {CIFAR_HELP[self.dataset]} from {CIFAR_URL} "
-                              f"in a folder and pass it as data_dir (--data-dir FOLDER)")
+            raise ConfigError(
+                f"{self.dataset} needs data_dir: put {CIFAR_HELP[self.dataset]} from {CIFAR_URL} "
+                f"in a folder and pass it as data_dir (--data-dir FOLDER)"
+            )
 
     def _check_fields(self) -> None:
         """Every field on its own, through :mod:`resnet_theory.validate` (TypeError / ValueError). Numpy
@@ -217,13 +232,30 @@ class TrainConfig:
                 setattr(self, name, checker(name, getattr(self, name), *args, **kwargs))
 
         check("dataset", v.choice, tuple(DATASETS))
-        for name in ("steps", "batch_size", "stem_channels", "blocks_per_stage", "kernel_size", "eval_batch_size",
-                     "log_every"):
+        for name in (
+            "steps",
+            "batch_size",
+            "stem_channels",
+            "blocks_per_stage",
+            "kernel_size",
+            "eval_batch_size",
+            "log_every",
+        ):
             check(name, v.positive_int)
         for name in ("eval_every", "checkpoint_every", "seed", "augment_pad"):
             check(name, v.non_negative_int)
-        for name in ("augment", "augment_flip", "download", "skip", "trainable_head", "resume", "compile",
-                     "flush_denormal", "progress", "deterministic"):
+        for name in (
+            "augment",
+            "augment_flip",
+            "download",
+            "skip",
+            "trainable_head",
+            "resume",
+            "compile",
+            "flush_denormal",
+            "progress",
+            "deterministic",
+        ):
             check(name, v.boolean)
         check("precision", v.choice, _devices.PRECISIONS)
         v.instance("widths", self.widths, (tuple, list), what="a tuple of positive integers")
@@ -250,41 +282,49 @@ class TrainConfig:
         if self.skip:
             chain = (self.stem_channels,) + tuple(self.widths)
             if any(b < a for a, b in zip(chain, chain[1:])):
-                raise ConfigError(f"widths must not decrease from stem_channels ({self.stem_channels}) on with "
-                                  f"skip connections (the shortcut pads channels with zeros), got "
-                                  f"{','.join(map(str, self.widths))}")
+                raise ConfigError(
+                    f"widths must not decrease from stem_channels ({self.stem_channels}) on with "
+                    f"skip connections (the shortcut pads channels with zeros), got "
+                    f"{','.join(map(str, self.widths))}"
+                )
         if self.out_dir is not None:
             if Path(self.out_dir).exists() and not Path(self.out_dir).is_dir():
                 raise ConfigError(f"out_dir {self.out_dir} exists and is not a folder")
         blocks = (self.blocks_per_stage,) * len(self.widths)
-        weights = _allconv.estimate_model_bytes(3, self.stem_channels, self.widths, blocks, self.kernel_size,
-                                                self.num_classes)
+        weights = _allconv.estimate_model_bytes(
+            3, self.stem_channels, self.widths, blocks, self.kernel_size, self.num_classes
+        )
         side = 8 if self.dataset == "digits" else 32
         # forward activations kept for the backward pass: two convolution outputs per block, float32
         activations = 4 * 2 * self.batch_size * side * side * sum(w * b for w, b in zip(self.widths, blocks))
-        need = 4 * weights + activations   # weights, gradients, momentum and a copy while checkpointing
+        need = 4 * weights + activations  # weights, gradients, momentum and a copy while checkpointing
         try:
-            _validate.check_budget("widths/blocks_per_stage/batch_size", need, _validate.memory_limit_bytes(),
-                                   value=None)
+            _validate.check_budget(
+                "widths/blocks_per_stage/batch_size", need, _validate.memory_limit_bytes(), value=None
+            )
         except ValueError as exc:
-            raise ConfigError(f"this model needs about {_validate.human_bytes(need)} of memory (widths "
-                              f"{','.join(map(str, self.widths))}, {self.blocks_per_stage} blocks per stage, "
-                              f"batches of {self.batch_size}), more than the "
-                              f"{_validate.human_bytes(_validate.memory_limit_bytes())} this machine allows; "
-                              f"choose smaller widths") from exc
+            raise ConfigError(
+                f"this model needs about {_validate.human_bytes(need)} of memory (widths "
+                f"{','.join(map(str, self.widths))}, {self.blocks_per_stage} blocks per stage, "
+                f"batches of {self.batch_size}), more than the "
+                f"{_validate.human_bytes(_validate.memory_limit_bytes())} this machine allows; "
+                f"choose smaller widths"
+            ) from exc
 
     def checkpoint_bytes(self) -> int:
         """About how large one checkpoint is (weights and momentum, float32)."""
         blocks = (self.blocks_per_stage,) * len(self.widths)
-        return 2 * _allconv.estimate_model_bytes(3, self.stem_channels, self.widths, blocks, self.kernel_size,
-                                                 self.num_classes)
+        return 2 * _allconv.estimate_model_bytes(
+            3, self.stem_channels, self.widths, blocks, self.kernel_size, self.num_classes
+        )
 
     def to_dict(self) -> dict:
-        return {f.name: (list(v) if isinstance(v := getattr(self, f.name), tuple) else v)
-                for f in dataclasses.fields(self)}
+        return {
+            f.name: (list(v) if isinstance(v := getattr(self, f.name), tuple) else v) for f in dataclasses.fields(self)
+        }
 
     @classmethod
-    def from_dict(cls, d: dict) -> "TrainConfig":
+    def from_dict(cls, d: dict) -> TrainConfig:
         known = {f.name: f for f in dataclasses.fields(cls)}
         unknown = sorted(set(d) - set(known))
         if unknown:
@@ -326,10 +366,17 @@ def learning_rate(config: TrainConfig, step: int) -> float:
 
 
 def build_model(config: TrainConfig, in_channels: int) -> nn.Module:
-    return _allconv.AllConvResNet(num_classes=config.num_classes, in_channels=in_channels,
-                                  stem_channels=config.stem_channels, widths=tuple(config.widths),
-                                  blocks_per_stage=config.blocks_per_stage, init=config.init, skip=config.skip,
-                                  trainable_head=config.trainable_head, kernel_size=config.kernel_size)
+    return _allconv.AllConvResNet(
+        num_classes=config.num_classes,
+        in_channels=in_channels,
+        stem_channels=config.stem_channels,
+        widths=tuple(config.widths),
+        blocks_per_stage=config.blocks_per_stage,
+        init=config.init,
+        skip=config.skip,
+        trainable_head=config.trainable_head,
+        kernel_size=config.kernel_size,
+    )
 
 
 def parameter_groups(model: nn.Module, weight_decay: float) -> list[dict]:
@@ -354,8 +401,10 @@ def load_dataset(config: TrainConfig) -> dict:
     try:
         return _data.load_cifar(config.data_dir, name=config.dataset, download=config.download)
     except FileNotFoundError as exc:
-        raise ConfigError(f"no {config.dataset} data under {config.data_dir!r}: put {CIFAR_HELP[config.dataset]} "
-                          f"from {CIFAR_URL} there (or pass download=True with internet access). ({exc})") from exc
+        raise ConfigError(
+            f"no {config.dataset} data under {config.data_dir!r}: put {CIFAR_HELP[config.dataset]} "
+            f"from {CIFAR_URL} there (or pass download=True with internet access). ({exc})"
+        ) from exc
 
 
 def random_states() -> dict:
@@ -363,10 +412,17 @@ def random_states() -> dict:
     ``torch.load(weights_only=True)`` reads back; numpy's state array is stored as an int64 tensor)."""
     name, keys, pos, has_gauss, cached = np.random.get_state()
     version, internal, gauss_next = random.getstate()
-    states = {"torch_cpu": torch.get_rng_state(),
-              "numpy": {"bit_generator": str(name), "keys": torch.from_numpy(keys.astype(np.int64)),
-                        "pos": int(pos), "has_gauss": int(has_gauss), "cached_gaussian": float(cached)},
-              "python": [int(version), [int(k) for k in internal], gauss_next]}
+    states = {
+        "torch_cpu": torch.get_rng_state(),
+        "numpy": {
+            "bit_generator": str(name),
+            "keys": torch.from_numpy(keys.astype(np.int64)),
+            "pos": int(pos),
+            "has_gauss": int(has_gauss),
+            "cached_gaussian": float(cached),
+        },
+        "python": [int(version), [int(k) for k in internal], gauss_next],
+    }
     if torch.cuda.is_available() and torch.cuda.is_initialized():
         states["torch_cuda"] = list(torch.cuda.get_rng_state_all())
     return states
@@ -375,13 +431,14 @@ def random_states() -> dict:
 def set_random_states(states: dict) -> None:
     torch.set_rng_state(states["torch_cpu"])
     n = states["numpy"]
-    np.random.set_state((n["bit_generator"], n["keys"].numpy().astype(np.uint32), n["pos"], n["has_gauss"],
-                         n["cached_gaussian"]))
+    np.random.set_state(
+        (n["bit_generator"], n["keys"].numpy().astype(np.uint32), n["pos"], n["has_gauss"], n["cached_gaussian"])
+    )
     version, internal, gauss_next = states["python"]
     random.setstate((version, tuple(internal), gauss_next))
     if "torch_cuda" in states and torch.cuda.is_available():
         # one state per GPU of the machine that wrote the checkpoint; this one may have fewer
-        for index, state in enumerate(states["torch_cuda"][:torch.cuda.device_count()]):
+        for index, state in enumerate(states["torch_cuda"][: torch.cuda.device_count()]):
             torch.cuda.set_rng_state(state, index)
 
 
@@ -400,8 +457,15 @@ class BatchStream:
     def _start_epoch(self, epoch: int) -> None:
         self.epoch, self.consumed = epoch, 0
         self.epoch_start_state = self.generator.get_state()
-        self._batches = self.data.batches(self.batch_size, self.generator, augment=self.augment, shuffle=True,
-                                          drop_last=True, pad=self.pad, flip=self.flip)
+        self._batches = self.data.batches(
+            self.batch_size,
+            self.generator,
+            augment=self.augment,
+            shuffle=True,
+            drop_last=True,
+            pad=self.pad,
+            flip=self.flip,
+        )
 
     def __next__(self):
         if self._batches is None:
@@ -414,8 +478,12 @@ class BatchStream:
         return batch
 
     def state(self) -> dict:
-        return {"epoch": self.epoch, "consumed": self.consumed, "epoch_start_state": self.epoch_start_state,
-                "generator_state": self.generator.get_state()}
+        return {
+            "epoch": self.epoch,
+            "consumed": self.consumed,
+            "epoch_start_state": self.epoch_start_state,
+            "generator_state": self.generator.get_state(),
+        }
 
     def restore(self, state: dict) -> None:
         """Back to a saved position: the epoch's generator state, then its first batches drawn again."""
@@ -426,13 +494,23 @@ class BatchStream:
                 next(self._batches)
             self.consumed = state["consumed"]
         if not torch.equal(self.generator.get_state(), state["generator_state"]):
-            raise RuntimeError("the data stream could not be restored exactly: after replaying the current epoch "
-                               "the data generator is not where the checkpoint left it")
+            raise RuntimeError(
+                "the data stream could not be restored exactly: after replaying the current epoch "
+                "the data generator is not where the checkpoint left it"
+            )
 
 
 @torch.no_grad()
-def evaluate(model: nn.Module, test, batch_size: int, amp: bool, rank: int = 0, world_size: int = 1,
-             channels_last: bool = False, amp_dtype: torch.dtype | None = torch.bfloat16) -> tuple[float, float]:
+def evaluate(
+    model: nn.Module,
+    test,
+    batch_size: int,
+    amp: bool,
+    rank: int = 0,
+    world_size: int = 1,
+    channels_last: bool = False,
+    amp_dtype: torch.dtype | None = torch.bfloat16,
+) -> tuple[float, float]:
     """Mean cross-entropy and accuracy on the whole test set (each process takes every world_size-th batch);
     with ``amp``, under autocast to ``amp_dtype``."""
     was_training = model.training
@@ -507,19 +585,20 @@ def save_checkpoint(path: Path, payload: dict) -> None:
     read-only folder) raises :class:`OutputError` naming the folder; the last good checkpoint stays.
     """
     buffer = io.BytesIO()
-    torch.save(payload, buffer)              # fails before any file is touched if the payload cannot be saved
+    torch.save(payload, buffer)  # fails before any file is touched if the payload cannot be saved
     body = buffer.getvalue()
     data = _MAGIC + hashlib.sha256(body).digest() + len(body).to_bytes(8, "little") + body
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
     try:
         _write_file(tmp, data)
-        if _checkpoint_intact(path):         # a damaged current checkpoint must not push out a good previous one
+        if _checkpoint_intact(path):  # a damaged current checkpoint must not push out a good previous one
             os.replace(path, path.with_name(PREVIOUS_CHECKPOINT_NAME))
         os.replace(tmp, path)
     except OSError as exc:
-        raise OutputError(f"cannot write a checkpoint in {path.parent}: {_validate.describe_os_error(exc)}; "
-                          f"{_kept_checkpoint(path)}") from exc
+        raise OutputError(
+            f"cannot write a checkpoint in {path.parent}: {_validate.describe_os_error(exc)}; {_kept_checkpoint(path)}"
+        ) from exc
     finally:
         _remove_quietly(tmp)
 
@@ -538,8 +617,10 @@ def read_checkpoint(path: Path) -> dict:
         return torch.load(io.BytesIO(body), map_location="cpu", weights_only=True)
     except Exception as exc:  # pickle.UnpicklingError and whatever a crafted body makes the loader raise
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise CheckpointDamaged(f"{path} holds objects that a checkpoint of this library never holds and is "
-                                f"not loaded (torch.load with weights_only=True refused it: {first[:200]})") from None
+        raise CheckpointDamaged(
+            f"{path} holds objects that a checkpoint of this library never holds and is "
+            f"not loaded (torch.load with weights_only=True refused it: {first[:200]})"
+        ) from None
 
 
 def _checkpoint_intact(path: Path) -> bool:
@@ -560,14 +641,16 @@ def _verified_body(path: Path) -> bytes:
     if not data:
         raise CheckpointDamaged(f"{path} is empty")
     if data.startswith(_OLD_MAGICS):
-        raise CheckpointDamaged(f"{path} was written by an older version of this library (format v2, whose "
-                                "random states could only be read by unpickling arbitrary objects); it is not "
-                                "loaded: start a new run, or resume it with the version that wrote it")
+        raise CheckpointDamaged(
+            f"{path} was written by an older version of this library (format v2, whose "
+            "random states could only be read by unpickling arbitrary objects); it is not "
+            "loaded: start a new run, or resume it with the version that wrote it"
+        )
     if not data.startswith(_MAGIC):
         raise CheckpointDamaged(f"{path} is not a checkpoint of this library (unknown header)")
     if len(data) < head:
         raise CheckpointDamaged(f"{path} is truncated ({len(data)} bytes)")
-    digest, length = data[len(_MAGIC):len(_MAGIC) + 32], int.from_bytes(data[head - 8:head], "little")
+    digest, length = data[len(_MAGIC) : len(_MAGIC) + 32], int.from_bytes(data[head - 8 : head], "little")
     body = data[head:]
     if len(body) != length:
         raise CheckpointDamaged(f"{path} is truncated ({len(body)} of {length} bytes)")
@@ -603,8 +686,10 @@ class RunFolderLock:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             os.close(fd)
-            raise ConfigError(f"another run is using {folder} (it holds the folder's lock): wait for it to "
-                              f"finish, or give this run another folder (--out-dir)") from None
+            raise ConfigError(
+                f"another run is using {folder} (it holds the folder's lock): wait for it to "
+                f"finish, or give this run another folder (--out-dir)"
+            ) from None
         self.fd = fd
 
     def release(self) -> None:
@@ -630,20 +715,29 @@ def prepare_run_folder(out_dir: Path, config: TrainConfig) -> RunFolderLock:
         try:
             clean_temporaries(out_dir)
         except OSError as exc:
-            raise OutputError(f"cannot remove a killed run's temporary files in the output folder {out_dir}: "
-                              f"{_validate.describe_os_error(exc)}") from None
+            raise OutputError(
+                f"cannot remove a killed run's temporary files in the output folder {out_dir}: "
+                f"{_validate.describe_os_error(exc)}"
+            ) from None
         for name in RUN_FILES:
             if (out_dir / name).exists() and not (out_dir / name).is_file():
-                raise OutputError(f"{out_dir / name} is not a file (a folder or special file stands in its place); "
-                                  f"the run cannot keep its {'metrics' if name == METRICS_NAME else 'checkpoints'} "
-                                  f"there: move it away")
+                raise OutputError(
+                    f"{out_dir / name} is not a file (a folder or special file stands in its place); "
+                    f"the run cannot keep its {'metrics' if name == METRICS_NAME else 'checkpoints'} "
+                    f"there: move it away"
+                )
         if not config.resume:
-            held = [name for name in RUN_FILES if (out_dir / name).is_file()
-                    and (name != METRICS_NAME or (out_dir / name).stat().st_size > 0)]
+            held = [
+                name
+                for name in RUN_FILES
+                if (out_dir / name).is_file() and (name != METRICS_NAME or (out_dir / name).stat().st_size > 0)
+            ]
             if held:
-                raise ConfigError(f"{out_dir} already holds a run ({', '.join(held)}): a new run would overwrite "
-                                  f"it; pass --resume (resume=True) to continue it, or give a new folder "
-                                  f"(--out-dir)")
+                raise ConfigError(
+                    f"{out_dir} already holds a run ({', '.join(held)}): a new run would overwrite "
+                    f"it; pass --resume (resume=True) to continue it, or give a new folder "
+                    f"(--out-dir)"
+                )
         check_output_folder(out_dir, config.checkpoint_bytes())
     except BaseException:
         lock.release()
@@ -667,8 +761,10 @@ def check_output_folder(out_dir: Path, need_bytes: int) -> None:
         _remove_quietly(probe)
     free = shutil.disk_usage(out_dir).free
     if free < 2 * need_bytes:
-        raise OutputError(f"the output folder {out_dir} has {_validate.human_bytes(free)} free; two checkpoints "
-                          f"of this model need about {_validate.human_bytes(2 * need_bytes)}")
+        raise OutputError(
+            f"the output folder {out_dir} has {_validate.human_bytes(free)} free; two checkpoints "
+            f"of this model need about {_validate.human_bytes(2 * need_bytes)}"
+        )
 
 
 def _is_int(x) -> bool:
@@ -679,21 +775,43 @@ def _is_int(x) -> bool:
 _PAYLOAD_FIELDS = {
     "config": (lambda v: isinstance(v, dict), "a dict"),
     "step": (lambda v: _is_int(v) and v >= 0, "a step number >= 0"),
-    "model": (lambda v: isinstance(v, dict) and all(isinstance(t, torch.Tensor) for t in v.values()),
-              "a dict of tensors"),
-    "optimizer": (lambda v: isinstance(v, dict) and isinstance(v.get("state"), dict)
-                  and isinstance(v.get("param_groups"), list), "an optimiser state (state, param_groups)"),
-    "data_stream": (lambda v: isinstance(v, dict) and _is_int(v.get("epoch")) and _is_int(v.get("consumed"))
-                    and v["consumed"] >= 0 and isinstance(v.get("epoch_start_state"), torch.Tensor)
-                    and isinstance(v.get("generator_state"), torch.Tensor),
-                    "a data-stream position (epoch, consumed, epoch_start_state, generator_state)"),
-    "random_states": (lambda v: isinstance(v, dict) and isinstance(v.get("torch_cpu"), torch.Tensor)
-                      and isinstance(v.get("numpy"), dict) and isinstance(v["numpy"].get("keys"), torch.Tensor)
-                      and isinstance(v.get("python"), list) and len(v["python"]) == 3,
-                      "the random states (torch_cpu, numpy, python)"),
-    "history": (lambda v: isinstance(v, list) and all(isinstance(r, dict) and isinstance(r.get("kind"), str)
-                                                      and _is_int(r.get("step", 0)) for r in v),
-                "a list of metrics records"),
+    "model": (
+        lambda v: isinstance(v, dict) and all(isinstance(t, torch.Tensor) for t in v.values()),
+        "a dict of tensors",
+    ),
+    "optimizer": (
+        lambda v: isinstance(v, dict) and isinstance(v.get("state"), dict) and isinstance(v.get("param_groups"), list),
+        "an optimiser state (state, param_groups)",
+    ),
+    "data_stream": (
+        lambda v: (
+            isinstance(v, dict)
+            and _is_int(v.get("epoch"))
+            and _is_int(v.get("consumed"))
+            and v["consumed"] >= 0
+            and isinstance(v.get("epoch_start_state"), torch.Tensor)
+            and isinstance(v.get("generator_state"), torch.Tensor)
+        ),
+        "a data-stream position (epoch, consumed, epoch_start_state, generator_state)",
+    ),
+    "random_states": (
+        lambda v: (
+            isinstance(v, dict)
+            and isinstance(v.get("torch_cpu"), torch.Tensor)
+            and isinstance(v.get("numpy"), dict)
+            and isinstance(v["numpy"].get("keys"), torch.Tensor)
+            and isinstance(v.get("python"), list)
+            and len(v["python"]) == 3
+        ),
+        "the random states (torch_cpu, numpy, python)",
+    ),
+    "history": (
+        lambda v: (
+            isinstance(v, list)
+            and all(isinstance(r, dict) and isinstance(r.get("kind"), str) and _is_int(r.get("step", 0)) for r in v)
+        ),
+        "a list of metrics records",
+    ),
 }
 
 
@@ -740,14 +858,19 @@ def load_checkpoint(path: Path, config: TrainConfig) -> dict:
         print(f"warning: {problems[0]}; resuming from {used} (step {payload['step']})", file=sys.stderr)
     saved = {**FIELDS_ADDED_LATER, **payload["config"]}
     now = config.to_dict()
-    differ = [f"{k}: checkpoint {saved.get(k)!r}, now {now[k]!r}" for k in now
-              if k not in RESUMABLE_CHANGES and saved.get(k) != now[k]]
+    differ = [
+        f"{k}: checkpoint {saved.get(k)!r}, now {now[k]!r}"
+        for k in now
+        if k not in RESUMABLE_CHANGES and saved.get(k) != now[k]
+    ]
     if differ:
         raise ConfigError(f"cannot resume {path} with a different configuration ({'; '.join(differ)})")
     if payload["step"] > config.steps:
-        raise ConfigError(f"cannot resume: the checkpoint {used} is at step {payload['step']}, past steps="
-                          f"{config.steps}; pass a number of steps of at least {payload['step']} (--steps) to "
-                          f"train on, or start a new run in another folder")
+        raise ConfigError(
+            f"cannot resume: the checkpoint {used} is at step {payload['step']}, past steps="
+            f"{config.steps}; pass a number of steps of at least {payload['step']} (--steps) to "
+            f"train on, or start a new run in another folder"
+        )
     payload["path"] = str(used)
     return payload
 
@@ -771,7 +894,7 @@ class _Metrics:
             else:
                 if path.exists():
                     records = self.read_records(path, keep_until_step)
-                else:   # removed (or moved aside): rewritten from the history the checkpoint holds
+                else:  # removed (or moved aside): rewritten from the history the checkpoint holds
                     records = list(history or [])
                 kept = [json.dumps(r) for r in records if r.get("step", 0) <= keep_until_step and r["kind"] != "end"]
                 tmp = path.with_name(path.name + ".tmp")
@@ -799,7 +922,7 @@ class _Metrics:
             except UnicodeDecodeError:
                 why = "it is not UTF-8 text"
             except json.JSONDecodeError as exc:
-                if number == len(lines):     # the record a killed process was writing
+                if number == len(lines):  # the record a killed process was writing
                     break
                 why = f"it is not JSON ({exc.msg})"
             if why is None and not (isinstance(record, dict) and isinstance(record.get("kind"), str)):
@@ -807,15 +930,19 @@ class _Metrics:
             elif why is None and not (_is_int(record.get("step", 0)) or isinstance(record.get("step"), float)):
                 why = "its 'step' is not a number"
             if why is not None:
-                raise ConfigError(f"cannot resume: {path} line {number}: {why}; the checkpoint (step {step}) holds "
-                                  f"the run's history: move {path.name} aside and resume again to continue from "
-                                  f"the checkpoint, with the metrics rewritten from it")
+                raise ConfigError(
+                    f"cannot resume: {path} line {number}: {why}; the checkpoint (step {step}) holds "
+                    f"the run's history: move {path.name} aside and resume again to continue from "
+                    f"the checkpoint, with the metrics rewritten from it"
+                )
             records.append(record)
         return records
 
     def _error(self, exc: OSError) -> OutputError:
-        return OutputError(f"cannot write the metrics in {self.path.parent}: {_validate.describe_os_error(exc)}; "
-                           f"{_kept_checkpoint(self.path.with_name(CHECKPOINT_NAME))}")
+        return OutputError(
+            f"cannot write the metrics in {self.path.parent}: {_validate.describe_os_error(exc)}; "
+            f"{_kept_checkpoint(self.path.with_name(CHECKPOINT_NAME))}"
+        )
 
     def write(self, record: dict) -> None:
         if self.path is None:
@@ -824,7 +951,7 @@ class _Metrics:
         try:
             _append_file(self.path, json.dumps(record) + "\n")
         except OSError as exc:
-            try:                          # no half-written record: the file ends with the last whole one
+            try:  # no half-written record: the file ends with the last whole one
                 os.truncate(self.path, size)
             except OSError:
                 pass
@@ -849,8 +976,13 @@ def _device(config: TrainConfig, local_rank: int, world: int) -> torch.device:
     """The run's device, with an explicit index on CUDA (:func:`resnet_theory.engine.devices.resolve_device`)."""
     count = _devices.cuda_device_count()
     try:
-        return _devices.resolve_device(config.device, cuda_devices=count, local_rank=local_rank, world=world,
-                                       current=torch.cuda.current_device() if count else 0)
+        return _devices.resolve_device(
+            config.device,
+            cuda_devices=count,
+            local_rank=local_rank,
+            world=world,
+            current=torch.cuda.current_device() if count else 0,
+        )
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
 
@@ -876,8 +1008,9 @@ def device_datasets(config: TrainConfig, device: torch.device) -> tuple:
     train_images, train_labels = raw["train"]
     test_images, test_labels = raw["test"]
     train_data = _data.DeviceData(train_images, train_labels, device, standardize=config.standardize)
-    test_data = _data.DeviceData(test_images, test_labels, device, mean=train_data.mean, std=train_data.std,
-                                 standardize=config.standardize)
+    test_data = _data.DeviceData(
+        test_images, test_labels, device, mean=train_data.mean, std=train_data.std, standardize=config.standardize
+    )
     return train_data, test_data, train_images.shape[1]
 
 
@@ -893,7 +1026,7 @@ def train(config: TrainConfig) -> TrainResult:
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
     if device.type == "cuda":
-        torch.cuda.set_device(device)   # before the process group: NCCL binds each rank to this GPU
+        torch.cuda.set_device(device)  # before the process group: NCCL binds each rank to this GPU
     own_group = False
     distributed = world > 1 or _launched_by_torchrun()
     if distributed and not dist.is_initialized():
@@ -901,16 +1034,25 @@ def train(config: TrainConfig) -> TrainResult:
         dist.init_process_group(backend, device_id=device if backend == "nccl" else None)
         own_group = True
     try:
-        with (_devices.cpu_settings(flush_denormal=config.flush_denormal and device.type == "cpu"),
-              _devices.backend_settings(facts, config.deterministic)):
+        with (
+            _devices.cpu_settings(flush_denormal=config.flush_denormal and device.type == "cpu"),
+            _devices.backend_settings(facts, config.deterministic),
+        ):
             return _train(config, rank, world, device, facts, precision, distributed)
     finally:
         if own_group:
             dist.destroy_process_group()
 
 
-def _train(config: TrainConfig, rank: int, world: int, device: torch.device, facts: _devices.DeviceFacts,
-           precision: _devices.Precision, distributed: bool) -> TrainResult:
+def _train(
+    config: TrainConfig,
+    rank: int,
+    world: int,
+    device: torch.device,
+    facts: _devices.DeviceFacts,
+    precision: _devices.Precision,
+    distributed: bool,
+) -> TrainResult:
     """The run, with its output folder prepared and locked (rank 0) for as long as it lasts."""
     lock = prepare_run_folder(Path(config.out_dir), config) if config.out_dir and rank == 0 else None
     try:
@@ -927,8 +1069,16 @@ class _Run:
     """One run from its first record to its result: the model, optimiser and data stream (restored from the
     checkpoint on resume), the history and metrics file, the checkpoints, and the training loop."""
 
-    def __init__(self, config: TrainConfig, rank: int, world: int, device: torch.device,
-                 facts: _devices.DeviceFacts, precision: _devices.Precision, distributed: bool):
+    def __init__(
+        self,
+        config: TrainConfig,
+        rank: int,
+        world: int,
+        device: torch.device,
+        facts: _devices.DeviceFacts,
+        precision: _devices.Precision,
+        distributed: bool,
+    ):
         self.config, self.rank, self.world, self.device = config, rank, world, device
         self.facts, self.precision, self.distributed = facts, precision, distributed
         self.channels_last = _devices.use_channels_last(facts, precision)
@@ -941,8 +1091,9 @@ class _Run:
         if self.channels_last:
             self.model = self.model.to(memory_format=torch.channels_last)
         fused = {"fused": True} if _devices.fused_sgd(facts) else {}
-        self.optimizer = torch.optim.SGD(parameter_groups(self.model, config.weight_decay), lr=config.lr,
-                                         momentum=config.momentum, **fused)
+        self.optimizer = torch.optim.SGD(
+            parameter_groups(self.model, config.weight_decay), lr=config.lr, momentum=config.momentum, **fused
+        )
         self.scaler = _devices.grad_scaler(facts, precision)
         generator = torch.Generator(device=device).manual_seed(data_seed)
         self.stream = BatchStream(self.train_data, config.batch_size, generator, *config.augmentation)
@@ -951,9 +1102,11 @@ class _Run:
         self.resumed = payload is not None
         if self.resumed:
             self._restore(payload)
-        self.metrics = _Metrics(out_dir / METRICS_NAME if (out_dir and rank == 0) else None,
-                                keep_until_step=self.start_step if self.resumed else None,
-                                history=self.history if self.resumed else None)
+        self.metrics = _Metrics(
+            out_dir / METRICS_NAME if (out_dir and rank == 0) else None,
+            keep_until_step=self.start_step if self.resumed else None,
+            history=self.history if self.resumed else None,
+        )
         self.net = self._wrapped(self.model)
         self.local = config.batch_size // world
         self.trainable = sum(p.numel() for p in self.model.parameters() if p.requires_grad)
@@ -961,8 +1114,9 @@ class _Run:
         self.step = self.start_step
         self.diverged, self.message = False, ""
         # the last training loss recorded before this run (a resumed run with no step left to take reports it)
-        self.last_train_loss = next((float(r["loss"]) for r in reversed(self.history) if r.get("kind") == "train"),
-                                    float("nan"))
+        self.last_train_loss = next(
+            (float(r["loss"]) for r in reversed(self.history) if r.get("kind") == "train"), float("nan")
+        )
         self.images_done, self.train_seconds, self.started, self.wall = 0, 0.0, 0.0, 0.0
 
     def _restore(self, payload: dict) -> None:
@@ -976,8 +1130,10 @@ class _Run:
             set_random_states(payload["random_states"])
         except (RuntimeError, ValueError, TypeError, KeyError, IndexError) as exc:
             first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-            raise ConfigError(f"cannot resume from {payload['path']}: its state does not fit this run "
-                              f"({type(exc).__name__}: {first[:200]})") from None
+            raise ConfigError(
+                f"cannot resume from {payload['path']}: its state does not fit this run "
+                f"({type(exc).__name__}: {first[:200]})"
+            ) from None
         self.history = list(payload["history"])
         self.start_step = int(payload["step"])
 
@@ -985,9 +1141,8 @@ class _Run:
         """The module the loop calls: DistributedDataParallel under torchrun, then compiled when asked."""
         net = model
         if self.distributed:
-            net = DistributedDataParallel(net, device_ids=_devices.ddp_device_ids(self.device),
-                                          broadcast_buffers=False)
-        if self.config.compile:   # after the DDP wrapper, so that the compiler sees the gradient buckets
+            net = DistributedDataParallel(net, device_ids=_devices.ddp_device_ids(self.device), broadcast_buffers=False)
+        if self.config.compile:  # after the DDP wrapper, so that the compiler sees the gradient buckets
             net = torch.compile(net)
         return net
 
@@ -998,23 +1153,41 @@ class _Run:
 
     def begin(self) -> None:
         """The run's first record: ``start`` (and an evaluation at step 0), or ``resume``."""
-        run = {"world_size": self.world, "local_batch_size": self.local, "device": str(self.device),
-               "device_name": self.facts.name, "precision": self.precision.name}
+        run = {
+            "world_size": self.world,
+            "local_batch_size": self.local,
+            "device": str(self.device),
+            "device_name": self.facts.name,
+            "precision": self.precision.name,
+        }
         if self.resumed:
             self.log(history_record("resume", self.start_step, **run))
             return
-        self.log(history_record("start", 0, **run,
-                                distributed=_devices.ddp_backend(self.facts) if self.distributed else None,
-                                trainable_parameters=self.trainable, config=self.config.to_dict()))
+        self.log(
+            history_record(
+                "start",
+                0,
+                **run,
+                distributed=_devices.ddp_backend(self.facts) if self.distributed else None,
+                trainable_parameters=self.trainable,
+                config=self.config.to_dict(),
+            )
+        )
         if self.config.eval_every:
             self.evaluate_at(0)
 
     def evaluate_at(self, step: int) -> dict:
         """Evaluate on the whole test set and record it."""
-        loss, acc = evaluate(self.model if self.distributed else self.net, self.test_data,
-                             self.config.eval_batch_size, amp=self.precision.autocast is not None, rank=self.rank,
-                             world_size=self.world, channels_last=self.channels_last,
-                             amp_dtype=self.precision.autocast)
+        loss, acc = evaluate(
+            self.model if self.distributed else self.net,
+            self.test_data,
+            self.config.eval_batch_size,
+            amp=self.precision.autocast is not None,
+            rank=self.rank,
+            world_size=self.world,
+            channels_last=self.channels_last,
+            amp_dtype=self.precision.autocast,
+        )
         record = history_record("eval", step, test_loss=loss, test_accuracy=acc)
         self.log(record)
         return record
@@ -1024,11 +1197,19 @@ class _Run:
             return
         self.last_checkpoint_step = step
         if self.rank == 0:
-            save_checkpoint(self.ckpt_path, {
-                "config": self.config.to_dict(), "step": step, "model": self.model.state_dict(),
-                "optimizer": self.optimizer.state_dict(), "data_stream": self.stream.state(),
-                "grad_scaler": self.scaler.state_dict() if self.scaler is not None else None,
-                "random_states": random_states(), "history": self.history})
+            save_checkpoint(
+                self.ckpt_path,
+                {
+                    "config": self.config.to_dict(),
+                    "step": step,
+                    "model": self.model.state_dict(),
+                    "optimizer": self.optimizer.state_dict(),
+                    "data_stream": self.stream.state(),
+                    "grad_scaler": self.scaler.state_dict() if self.scaler is not None else None,
+                    "random_states": random_states(),
+                    "history": self.history,
+                },
+            )
         if self.world > 1:
             dist.barrier()
 
@@ -1057,7 +1238,7 @@ class _Run:
         if self.scaler is None:
             loss.backward()
             self.optimizer.step()
-        else:   # fp16: scaled loss; a step whose gradients overflowed is skipped and the scale lowered
+        else:  # fp16: scaled loss; a step whose gradients overflowed is skipped and the scale lowered
             self.scaler.scale(loss).backward()
             self.scaler.step(self.optimizer)
             self.scaler.update()
@@ -1072,8 +1253,13 @@ class _Run:
         config = self.config
         bar = None
         if config.progress and self.rank == 0:
-            bar = tqdm(total=config.steps, initial=min(self.start_step, config.steps), desc="train", unit="step",
-                       dynamic_ncols=True)
+            bar = tqdm(
+                total=config.steps,
+                initial=min(self.start_step, config.steps),
+                desc="train",
+                unit="step",
+                dynamic_ncols=True,
+            )
         losses = LossAccumulator(self.device)
         self.started = losses.started
         self.net.train()
@@ -1105,8 +1291,14 @@ class _Run:
         self.images_done += batch * interval.steps
         self.train_seconds += interval.seconds
         rate = interval.images_per_second(batch)
-        record = interval.record(0, threshold=self.config.divergence_threshold(), lr=lr, images_per_s=rate,
-                                 seconds=interval.ended - self.started, kept=self._kept)
+        record = interval.record(
+            0,
+            threshold=self.config.divergence_threshold(),
+            lr=lr,
+            images_per_s=rate,
+            seconds=interval.ended - self.started,
+            kept=self._kept,
+        )
         self.log(record)
         if record["kind"] == "diverged":
             self.diverged, self.message = True, record["message"]
@@ -1133,12 +1325,21 @@ class _Run:
             self.log(history_record("end", step, message=self.message, seconds=self.wall))
         ckpt = self.ckpt_path
         rate = self.images_done / self.train_seconds if self.train_seconds > 0 else float("nan")
-        result = TrainResult(config=self.config, history=history, steps_done=step, final_test_accuracy=test_acc,
-                             final_test_loss=test_loss, final_train_loss=self.last_train_loss,
-                             diverged=self.diverged, message=self.message,
-                             checkpoint_path=str(ckpt) if ckpt and ckpt.is_file() else None,
-                             wall_seconds=self.wall, images_per_second=rate, trainable_parameters=self.trainable,
-                             model=self.model)
+        result = TrainResult(
+            config=self.config,
+            history=history,
+            steps_done=step,
+            final_test_accuracy=test_acc,
+            final_test_loss=test_loss,
+            final_train_loss=self.last_train_loss,
+            diverged=self.diverged,
+            message=self.message,
+            checkpoint_path=str(ckpt) if ckpt and ckpt.is_file() else None,
+            wall_seconds=self.wall,
+            images_per_second=rate,
+            trainable_parameters=self.trainable,
+            model=self.model,
+        )
         if self.diverged and self.config.on_divergence == "raise":
             raise TrainingDiverged(self.message, result)
         return result
@@ -1164,9 +1365,16 @@ def summarise_runs(results: list[TrainResult]) -> dict:
     if not results:
         raise ValueError("summarise_runs needs at least one result")
     acc = np.array([scored_accuracy(r) for r in results])
-    return {"runs": len(results), "diverged": int(sum(r.diverged for r in results)), "mean": float(acc.mean()),
-            "std": float(np.std(acc - acc[0], ddof=1)) if len(acc) > 1 else 0.0, "median": float(np.median(acc)),
-            "min": float(acc.min()), "max": float(acc.max()), "accuracies": acc.tolist()}
+    return {
+        "runs": len(results),
+        "diverged": int(sum(r.diverged for r in results)),
+        "mean": float(acc.mean()),
+        "std": float(np.std(acc - acc[0], ddof=1)) if len(acc) > 1 else 0.0,
+        "median": float(np.median(acc)),
+        "min": float(acc.min()),
+        "max": float(acc.max()),
+        "accuracies": acc.tolist(),
+    }
 
 
 # --- command line ---------------------------------------------------------------------------------------------
@@ -1175,24 +1383,34 @@ _int_option, _float_option, _ints_option = _validate.int_option, _validate.float
 
 
 #: Options whose default is None (or that need a range): the parser for each, by field name.
-_OPTION_TYPES = {"augment_pad": _int_option(0), "max_loss": _float_option, "seed": _int_option(0),
-                 "eval_every": _int_option(0), "checkpoint_every": _int_option(0),
-                 "widths": _ints_option(1, allow_empty=False), "lr_milestones": _ints_option(1, allow_empty=True)}
-_BOOLEAN_OR_NONE = {"augment": "pad-and-crop + flip (default: on for CIFAR, off for digits)",
-                    "augment_flip": "random horizontal flips (default: on for CIFAR, off for digits)"}
+_OPTION_TYPES = {
+    "augment_pad": _int_option(0),
+    "max_loss": _float_option,
+    "seed": _int_option(0),
+    "eval_every": _int_option(0),
+    "checkpoint_every": _int_option(0),
+    "widths": _ints_option(1, allow_empty=False),
+    "lr_milestones": _ints_option(1, allow_empty=True),
+}
+_BOOLEAN_OR_NONE = {
+    "augment": "pad-and-crop + flip (default: on for CIFAR, off for digits)",
+    "augment_flip": "random horizontal flips (default: on for CIFAR, off for digits)",
+}
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = _OneLineParser(
         prog="python -m resnet_theory.engine.train",
         description="Train Hardt & Ma's all-convolutional ResNet (defaults: the paper's CIFAR-10 recipe). "
-                    "Several processes: torchrun --nproc_per_node=N -m resnet_theory.engine.train ...")
+        "Several processes: torchrun --nproc_per_node=N -m resnet_theory.engine.train ...",
+    )
     for f in dataclasses.fields(TrainConfig):
         flag = "--" + f.name.replace("_", "-")
         default = f.default
         if f.name in _BOOLEAN_OR_NONE:
-            parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=None,
-                                help=_BOOLEAN_OR_NONE[f.name])
+            parser.add_argument(
+                flag, action=argparse.BooleanOptionalAction, default=None, help=_BOOLEAN_OR_NONE[f.name]
+            )
         elif isinstance(default, bool):
             parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=default)
         elif f.name in _OPTION_TYPES:
@@ -1229,10 +1447,19 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     if rank == 0:
-        print(json.dumps({"steps": result.steps_done, "test_accuracy": result.final_test_accuracy,
-                          "test_loss": result.final_test_loss, "train_loss": result.final_train_loss,
-                          "images_per_second": result.images_per_second, "seconds": result.wall_seconds,
-                          "checkpoint": result.checkpoint_path}))
+        print(
+            json.dumps(
+                {
+                    "steps": result.steps_done,
+                    "test_accuracy": result.final_test_accuracy,
+                    "test_loss": result.final_test_loss,
+                    "train_loss": result.final_train_loss,
+                    "images_per_second": result.images_per_second,
+                    "seconds": result.wall_seconds,
+                    "checkpoint": result.checkpoint_path,
+                }
+            )
+        )
     return 0
 
 
