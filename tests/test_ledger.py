@@ -400,11 +400,24 @@ def test_the_ledger_page_parts_render_under_their_own_headings(tmp_path):
         published_claims(tmp_path)
 
 
+def test_long_formulas_are_cut_after_relations_outside_groups_so_lines_can_break():
+    from resnet_theory.ledger import math_pieces
+
+    assert math_pieces(r"\max_i \|A_i\| \le 2 (\sqrt{\pi} + \sqrt{3\gamma})^2 / \ell") == [
+        r"\max_i \|A_i\| \le", r"2 (\sqrt{\pi} + \sqrt{3\gamma})^2 / \ell"]
+    assert math_pieces(r"f = g = h") == ["f =", "g =", "h"]
+    # never inside braces, \left...\right or an environment, and \leq, \infty, \left are not relations here
+    assert math_pieces(r"\left( a = b \right) \min_{x = 1} y") == [r"\left( a = b \right) \min_{x = 1} y"]
+    assert math_pieces(r"\begin{pmatrix} a = 0 \\\\ b \end{pmatrix}") == [r"\begin{pmatrix} a = 0 \\\\ b \end{pmatrix}"]
+    assert math_pieces(r"\infty \leftarrow x = y \rightarrow z") == [r"\infty \leftarrow x =", r"y \rightarrow z"]
+    assert math_pieces("x") == ["x"] and math_pieces("= x") == ["= x"] and math_pieces("x =") == ["x ="]
+
+
 def test_statements_typeset_their_math_and_escape_the_rest():
     from resnet_theory.ledger import text_html
 
     out = text_html(r"a bound $\|A_i\| \le 2/\ell$ for <every> i")
-    assert out == (r'<span class="mathjax_process">a bound \(\|A_i\| \le 2/\ell\) for &lt;every&gt; i</span>')
+    assert out == (r'<span class="mathjax_process">a bound \(\|A_i\| \le\) \(2/\ell\) for &lt;every&gt; i</span>')
     assert text_html("no math < here, $5 only") == "no math &lt; here, $5 only"
     row = claims_table_html(_ledger().claims[:1], link=True)
     assert "mathjax_process" not in row          # plain statements stay plain

@@ -771,13 +771,51 @@ _BADGE = {"confirmed": "#1b7f3b", "proof-gap": "#6a4fb3", "corrected": "#b36b00"
 _INLINE_MATH = re.compile(r"(?<![\\$])\$([^$\n]+?)\$")
 
 
+_RELATION = re.compile(r"(=|<|>|&lt;|&gt;|\\le\b|\\ge\b|\\leq\b|\\geq\b|\\ne\b|\\approx\b|\\in\b|\\mapsto\b)")
+
+
+_OPENS = re.compile(r"\\(left|begin)(?![A-Za-z])")
+_CLOSES = re.compile(r"\\(right|end)(?![A-Za-z])")
+
+
+def math_pieces(tex: str) -> list[str]:
+    """``tex`` cut after each relation (``=``, ``\\le``, ...) that stands outside braces, ``\\left...\\right``
+    and environments, where TeX itself may break an inline formula; MathJax does not break one, so each piece
+    is typeset on its own and the line may break between them. A formula with nothing to cut is one piece."""
+    pieces, depth, start, i = [], 0, 0, 0
+    while i < len(tex):
+        if _OPENS.match(tex, i) or tex[i] == "{":
+            depth += 1
+        elif (_CLOSES.match(tex, i) or tex[i] == "}") and depth:
+            depth -= 1
+        elif tex[i] == "\\" and i + 1 < len(tex) and tex[i + 1] in "{}":
+            i += 2
+            continue
+        match = _RELATION.match(tex, i) if depth == 0 and i > start else None
+        if match:
+            end = match.end()
+            if tex[start:end].strip() and tex[end:].strip():
+                pieces.append(tex[start:end].strip())
+                start = end
+            i = end
+            continue
+        i += 1
+    pieces.append(tex[start:].strip())
+    return [piece for piece in pieces if piece]
+
+
+def _typeset(match: re.Match) -> str:
+    return " ".join(f"\\({piece}\\)" for piece in math_pieces(match.group(1)))
+
+
 def text_html(text: str | None) -> str:
     """Escape ``text`` for HTML, with its ``$...$`` spans typeset as math: they become ``\\(...\\)`` inside an
-    element MathJax processes (the book's pages ignore raw output text otherwise)."""
+    element MathJax processes (the book's pages ignore raw output text otherwise), one per piece of
+    :func:`math_pieces`, so that a long formula breaks across lines instead of widening its table."""
     escaped = html.escape(text or "")
     if not _INLINE_MATH.search(escaped):
         return escaped
-    return '<span class="mathjax_process">' + _INLINE_MATH.sub(r"\\(\1\\)", escaped) + "</span>"
+    return '<span class="mathjax_process">' + _INLINE_MATH.sub(_typeset, escaped) + "</span>"
 
 
 def claim_anchor(claim_id: str) -> str:
