@@ -80,8 +80,11 @@ def png_text_record(path: Path) -> tuple[float, float, str]:
     info = Image.open(path).text
     if plotting.PNG_SMALLEST_TEXT_PT not in info:
         raise LookupError(f"{path.name} records no text size: it was not drawn through the book's style")
-    return (float(info[plotting.PNG_SMALLEST_TEXT_PT]), float(info[plotting.PNG_DPI]),
-            info.get(plotting.PNG_SMALLEST_TEXT, ""))
+    return (
+        float(info[plotting.PNG_SMALLEST_TEXT_PT]),
+        float(info[plotting.PNG_DPI]),
+        info.get(plotting.PNG_SMALLEST_TEXT, ""),
+    )
 
 
 def measure_images(chromium: str, page: Path, width: int) -> dict:
@@ -94,12 +97,27 @@ def measure_images(chromium: str, page: Path, width: int) -> dict:
     try:
         with tempfile.TemporaryDirectory() as profile:
             proc = subprocess.run(
-                [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 "--allow-file-access-from-files", f"--user-data-dir={profile}", "--virtual-time-budget=15000",
-                 f"--window-size={max(width, 500) + 40},1000", "--hide-scrollbars", "--dump-dom",
-                 frame.resolve().as_uri()],
-                capture_output=True, text=True, timeout=120)
+                [
+                    chromium,
+                    "--headless",
+                    "--no-sandbox",
+                    "--disable-gpu",
+                    "--no-first-run",
+                    "--disable-background-networking",
+                    "--disable-component-update",
+                    "--disable-sync",
+                    "--allow-file-access-from-files",
+                    f"--user-data-dir={profile}",
+                    "--virtual-time-budget=15000",
+                    f"--window-size={max(width, 500) + 40},1000",
+                    "--hide-scrollbars",
+                    "--dump-dom",
+                    frame.resolve().as_uri(),
+                ],
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
     finally:
         probe.unlink(missing_ok=True)
         frame.unlink(missing_ok=True)
@@ -111,8 +129,9 @@ def measure_images(chromium: str, page: Path, width: int) -> dict:
     return json.loads(html_lib.unescape(match.group(1)))
 
 
-def illegible_figures(chromium: str, html_dir: Path, pages: list[str], widths=WINDOW_WIDTHS,
-                      minimum: float = MIN_TEXT_CSS_PX) -> tuple[list[str], int]:
+def illegible_figures(
+    chromium: str, html_dir: Path, pages: list[str], widths=WINDOW_WIDTHS, minimum: float = MIN_TEXT_CSS_PX
+) -> tuple[list[str], int]:
     """Figures whose smallest text shows below ``minimum`` CSS px at some window width (one line each), and
     how many figure measurements were made."""
     problems, measured = [], 0
@@ -131,9 +150,11 @@ def illegible_figures(chromium: str, html_dir: Path, pages: list[str], widths=WI
                 measured += 1
                 px = text_css_px(points, dpi, image["natural"], image["shown"])
                 if px < minimum:
-                    problems.append(f"{name} at {width} px: {path.name} shows {text!r} ({points:g} pt at {dpi:g} "
-                                    f"dpi, {image['natural']} px shown at {image['shown']:.0f}) at {px:.1f} CSS px "
-                                    f"< {minimum:g}")
+                    problems.append(
+                        f"{name} at {width} px: {path.name} shows {text!r} ({points:g} pt at {dpi:g} "
+                        f"dpi, {image['natural']} px shown at {image['shown']:.0f}) at {px:.1f} CSS px "
+                        f"< {minimum:g}"
+                    )
     return sorted(set(problems)), measured
 
 
@@ -156,9 +177,19 @@ def uncaptioned_figures(page: Path) -> list[str]:
 def test_the_book_style_never_sets_text_below_its_smallest_size():
     with matplotlib.rc_context():
         plotting.use_book_style()
-        sizes = {key: matplotlib.rcParams[key] for key in
-                 ("font.size", "axes.titlesize", "axes.labelsize", "xtick.labelsize", "ytick.labelsize",
-                  "legend.fontsize", "legend.title_fontsize", "figure.titlesize")}
+        sizes = {
+            key: matplotlib.rcParams[key]
+            for key in (
+                "font.size",
+                "axes.titlesize",
+                "axes.labelsize",
+                "xtick.labelsize",
+                "ytick.labelsize",
+                "legend.fontsize",
+                "legend.title_fontsize",
+                "figure.titlesize",
+            )
+        }
         fig, ax = plt.subplots()
         ax.plot([1, 2], [1, 2], label="a line")
         ax.legend(title="legend")
@@ -216,9 +247,11 @@ def test_a_figure_without_text_and_bad_widths_are_refused():
 
 def test_an_image_outside_a_captioned_figure_is_reported(tmp_path):
     page = tmp_path / "page.html"
-    page.write_text('<html><body><article><figure><img src="a.png" alt="a"><figcaption><p>A caption.</p>'
-                    '</figcaption></figure><img src="b.png" alt="b"><figure><img src="c.png" alt="c">'
-                    "<figcaption> </figcaption></figure></article></body></html>")
+    page.write_text(
+        '<html><body><article><figure><img src="a.png" alt="a"><figcaption><p>A caption.</p>'
+        '</figcaption></figure><img src="b.png" alt="b"><figure><img src="c.png" alt="c">'
+        "<figcaption> </figcaption></figure></article></body></html>"
+    )
     assert [line.split(" ")[1] for line in uncaptioned_figures(page)] == ["b.png", "c.png"]
 
 

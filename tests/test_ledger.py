@@ -6,9 +6,19 @@ import math
 import numpy as np
 import pytest
 
-from resnet_theory.ledger import (VERDICTS, Check, Ledger, LedgerDefect, claims_table_html, derive_verdict,
-                                  errata_html, load_claims, render_ledger, verdict_counts, verdict_key)
-
+from resnet_theory.ledger import (
+    VERDICTS,
+    Check,
+    Ledger,
+    LedgerDefect,
+    claims_table_html,
+    derive_verdict,
+    errata_html,
+    load_claims,
+    render_ledger,
+    verdict_counts,
+    verdict_key,
+)
 
 #: A control input sentence for the tests' claims.
 CI = "an input the claim rules out, for the test"
@@ -76,42 +86,83 @@ def test_statistical_checks_decide_only_outside_two_standard_errors():
 
 def test_undecided_statistical_claim_gets_no_verdict():
     ledger = Ledger("x")
-    claim = ledger.claim("a", paper="shamir", ref="r", statement="s", section="x-a",
-                         printed=Check.statistical(0.911, 0.01, 0.90, what="acc", test="median", n=3),
-                         control_input=CI, control=Check.statistical(0.911, 0.01, 0.95, what="acc vs a higher bar", test="median", n=3))
+    claim = ledger.claim(
+        "a",
+        paper="shamir",
+        ref="r",
+        statement="s",
+        section="x-a",
+        printed=Check.statistical(0.911, 0.01, 0.90, what="acc", test="median", n=3),
+        control_input=CI,
+        control=Check.statistical(0.911, 0.01, 0.95, what="acc vs a higher bar", test="median", n=3),
+    )
     assert claim.verdict == "undecided" and "the statement's check is within its noise" in claim.reason
     assert "+1.10 standard errors" in claim.reason
 
 
 def test_proof_gap_records_step_and_repair_and_shows_in_errata():
     ledger = Ledger("linear")
-    claim = ledger.claim("hardt-ma/thm", paper="hardt-ma", ref="Theorem 2.1", statement="bound holds",
-                         section="linear-a", printed=Check.at_most([0.5], 1.0, what="best construction"),
-                         control_input=CI, control=Check.at_most([0.5], 0.4, what="bound scaled to 0.4"),
-                         proof_step=Check.at_most([1.1], 1.0, what="proof's construction"),
-                         proof_step_statement="integer layer counts meet the constant",
-                         repair=Check.at_most([0.9], 1.0, what="polar split"), repair_statement="use a polar split")
+    claim = ledger.claim(
+        "hardt-ma/thm",
+        paper="hardt-ma",
+        ref="Theorem 2.1",
+        statement="bound holds",
+        section="linear-a",
+        printed=Check.at_most([0.5], 1.0, what="best construction"),
+        control_input=CI,
+        control=Check.at_most([0.5], 0.4, what="bound scaled to 0.4"),
+        proof_step=Check.at_most([1.1], 1.0, what="proof's construction"),
+        proof_step_statement="integer layer counts meet the constant",
+        repair=Check.at_most([0.9], 1.0, what="polar split"),
+        repair_statement="use a polar split",
+    )
     assert claim.verdict == "proof-gap"
     page = errata_html(ledger.claims)
     assert "integer layer counts" in page and "polar split" in page and "proof-gap" in page
     with pytest.raises(ValueError, match="repair"):
-        ledger.claim("hardt-ma/thm2", paper="hardt-ma", ref="r", statement="s", section="linear-a",
-                     printed=Check.at_most([0.5], 1.0, what="x"), control_input=CI, control=NO,
-                     proof_step=Check.at_most([1.1], 1.0, what="step"), proof_step_statement="step",
-                     repair=Check.at_most([1.1], 1.0, what="repair"), repair_statement="repair")
+        ledger.claim(
+            "hardt-ma/thm2",
+            paper="hardt-ma",
+            ref="r",
+            statement="s",
+            section="linear-a",
+            printed=Check.at_most([0.5], 1.0, what="x"),
+            control_input=CI,
+            control=NO,
+            proof_step=Check.at_most([1.1], 1.0, what="step"),
+            proof_step_statement="step",
+            repair=Check.at_most([1.1], 1.0, what="repair"),
+            repair_statement="repair",
+        )
 
 
 def test_a_control_that_holds_is_a_defect_that_stops_the_chapter(tmp_path, monkeypatch):
     monkeypatch.setenv("RESNET_THEORY_CLAIMS_FILE", str(tmp_path / "x.claims.json"))
     ledger = Ledger("x")
-    ledger.claim("a", paper="shamir", ref="r", statement="s", section="x-a", printed=Check.equal(1, 1, what="w"),
-                 control_input=CI, control=Check.equal(1, 1, what="a control that cannot fail"))
+    ledger.claim(
+        "a",
+        paper="shamir",
+        ref="r",
+        statement="s",
+        section="x-a",
+        printed=Check.equal(1, 1, what="w"),
+        control_input=CI,
+        control=Check.equal(1, 1, what="a control that cannot fail"),
+    )
     assert ledger.defects() and "a control that cannot fail" in ledger.defects()[0]
     with pytest.raises(LedgerDefect, match="negative control"):
         ledger.show()
     several = Ledger("y")
-    several.claim("b", paper="shamir", ref="r", statement="s", section="x-b", printed=Check.equal(1, 1, what="w"),
-                  control_input=CI, control=[NO, Check.equal(2, 2, what="second control holds")])
+    several.claim(
+        "b",
+        paper="shamir",
+        ref="r",
+        statement="s",
+        section="x-b",
+        printed=Check.equal(1, 1, what="w"),
+        control_input=CI,
+        control=[NO, Check.equal(2, 2, what="second control holds")],
+    )
     assert several.claims[0].control["holds"]
 
 
@@ -123,17 +174,47 @@ def test_summary_sentence_and_verdict_keys():
 
 def _ledger():
     ledger = Ledger("linear")
-    ledger.claim("hardt-ma/thm-2.1", paper="hardt-ma", ref="Theorem 2.1", statement="s1", section="linear-a",
-                 printed=Check.at_most([0.5], 1.0, what="norm"),
-                 control_input=CI, control=Check.at_most([0.5], 0.4, what="norm vs the bound scaled below the worst case"))
-    ledger.claim("hardt-ma/eq-2.3", paper="hardt-ma", ref="(2.3)", statement="s2", section="linear-b",
-                 printed=Check.at_least([1.0], 2.0, what="printed"),
-                 corrected=Check.at_least([1.0], 1.0, what="corrected"), corrected_statement="fixed",
-                 control_input=CI, control=Check.at_least([1.0], 1.5, what="corrected bound scaled up"))
-    ledger.claim("shamir/thm-1", paper="shamir", ref="Theorem 1", statement="s3", section="linear-c",
-                 printed=Check.equal(0, 1, what="refuted"), control_input=CI, control=Check.equal(0, 2, what="control"))
-    ledger.not_checkable("hardt-ma/cifar", paper="hardt-ma", ref="Table 1", statement="s4", section="linear-d",
-                         reason="the paper's Table 1 is a CIFAR-10 result", needs="CIFAR-10 and a GPU")
+    ledger.claim(
+        "hardt-ma/thm-2.1",
+        paper="hardt-ma",
+        ref="Theorem 2.1",
+        statement="s1",
+        section="linear-a",
+        printed=Check.at_most([0.5], 1.0, what="norm"),
+        control_input=CI,
+        control=Check.at_most([0.5], 0.4, what="norm vs the bound scaled below the worst case"),
+    )
+    ledger.claim(
+        "hardt-ma/eq-2.3",
+        paper="hardt-ma",
+        ref="(2.3)",
+        statement="s2",
+        section="linear-b",
+        printed=Check.at_least([1.0], 2.0, what="printed"),
+        corrected=Check.at_least([1.0], 1.0, what="corrected"),
+        corrected_statement="fixed",
+        control_input=CI,
+        control=Check.at_least([1.0], 1.5, what="corrected bound scaled up"),
+    )
+    ledger.claim(
+        "shamir/thm-1",
+        paper="shamir",
+        ref="Theorem 1",
+        statement="s3",
+        section="linear-c",
+        printed=Check.equal(0, 1, what="refuted"),
+        control_input=CI,
+        control=Check.equal(0, 2, what="control"),
+    )
+    ledger.not_checkable(
+        "hardt-ma/cifar",
+        paper="hardt-ma",
+        ref="Table 1",
+        statement="s4",
+        section="linear-d",
+        reason="the paper's Table 1 is a CIFAR-10 result",
+        needs="CIFAR-10 and a GPU",
+    )
     return ledger
 
 
@@ -150,36 +231,115 @@ NO = Check.equal(1, 2, what="a control that fails")
 def test_ledger_rejects_hand_written_verdicts_and_bad_input():
     ledger = Ledger("x")
     with pytest.raises(TypeError):
-        ledger.claim("a", paper="shamir", ref="r", statement="s", section="x-a", printed=True, control=NO, control_input=CI)
+        ledger.claim(
+            "a", paper="shamir", ref="r", statement="s", section="x-a", printed=True, control=NO, control_input=CI
+        )
     with pytest.raises(TypeError):
-        ledger.claim("a", paper="shamir", ref="r", statement="s", section="x-a", printed="confirmed", control=NO, control_input=CI)
+        ledger.claim(
+            "a",
+            paper="shamir",
+            ref="r",
+            statement="s",
+            section="x-a",
+            printed="confirmed",
+            control=NO,
+            control_input=CI,
+        )
     with pytest.raises(TypeError, match="control"):
-        ledger.claim("a", paper="shamir", ref="r", statement="s", section="x-a", printed=Check.equal(1, 1, what="w"),
-                     control_input=CI, control=[])
+        ledger.claim(
+            "a",
+            paper="shamir",
+            ref="r",
+            statement="s",
+            section="x-a",
+            printed=Check.equal(1, 1, what="w"),
+            control_input=CI,
+            control=[],
+        )
     with pytest.raises(TypeError, match="control"):
-        ledger.claim("a", paper="shamir", ref="r", statement="s", section="x-a", printed=Check.equal(1, 1, what="w"),
-                     control_input=CI, control=False)
+        ledger.claim(
+            "a",
+            paper="shamir",
+            ref="r",
+            statement="s",
+            section="x-a",
+            printed=Check.equal(1, 1, what="w"),
+            control_input=CI,
+            control=False,
+        )
     with pytest.raises(ValueError, match="unknown paper"):
-        ledger.claim("a", paper="nobody", ref="r", statement="s", section="x-a", printed=Check.equal(1, 1, what="w"),
-                     control_input=CI, control=NO)
+        ledger.claim(
+            "a",
+            paper="nobody",
+            ref="r",
+            statement="s",
+            section="x-a",
+            printed=Check.equal(1, 1, what="w"),
+            control_input=CI,
+            control=NO,
+        )
     with pytest.raises(ValueError, match="unknown source"):
-        ledger.claim("a", paper="shamir", ref="r", statement="s", section="x-a", printed=Check.equal(1, 1, what="w"),
-                     control_input=CI, control=NO, source="notes")
+        ledger.claim(
+            "a",
+            paper="shamir",
+            ref="r",
+            statement="s",
+            section="x-a",
+            printed=Check.equal(1, 1, what="w"),
+            control_input=CI,
+            control=NO,
+            source="notes",
+        )
     with pytest.raises(ValueError, match="corrected statement"):
-        ledger.claim("a", paper="shamir", ref="r", statement="s", section="x-a", printed=Check.equal(1, 2, what="w"),
-                     corrected=Check.equal(1, 1, what="w"), control_input=CI, control=NO)
+        ledger.claim(
+            "a",
+            paper="shamir",
+            ref="r",
+            statement="s",
+            section="x-a",
+            printed=Check.equal(1, 2, what="w"),
+            corrected=Check.equal(1, 1, what="w"),
+            control_input=CI,
+            control=NO,
+        )
     with pytest.raises(ValueError, match="repair"):
-        ledger.claim("a", paper="shamir", ref="r", statement="s", section="x-a", printed=Check.equal(1, 1, what="w"),
-                     proof_step=Check.equal(1, 2, what="step"), proof_step_statement="step", control_input=CI, control=NO)
+        ledger.claim(
+            "a",
+            paper="shamir",
+            ref="r",
+            statement="s",
+            section="x-a",
+            printed=Check.equal(1, 1, what="w"),
+            proof_step=Check.equal(1, 2, what="step"),
+            proof_step_statement="step",
+            control_input=CI,
+            control=NO,
+        )
     with pytest.raises(ValueError, match="reason"):
         ledger.not_checkable("b", paper="shamir", ref="r", statement="s", section="x-b", reason="", needs="a GPU")
     with pytest.raises(ValueError, match="needs"):
         ledger.not_checkable("b", paper="shamir", ref="r", statement="s", section="x-b", reason="why", needs=" ")
-    ledger.claim("a", paper="shamir", ref="r", statement="s", section="x-a", printed=Check.equal(1, 1, what="w"),
-                 control_input=CI, control=NO)
+    ledger.claim(
+        "a",
+        paper="shamir",
+        ref="r",
+        statement="s",
+        section="x-a",
+        printed=Check.equal(1, 1, what="w"),
+        control_input=CI,
+        control=NO,
+    )
     with pytest.raises(ValueError, match="twice"):
-        ledger.claim("a", paper="shamir", ref="r", statement="s", section="x-a", printed=Check.equal(1, 1, what="w"),
-                     control_input=CI, control=NO)
+        ledger.claim(
+            "a",
+            paper="shamir",
+            ref="r",
+            statement="s",
+            section="x-a",
+            printed=Check.equal(1, 1, what="w"),
+            control_input=CI,
+            control=NO,
+        )
 
 
 def test_json_round_trip_and_aggregation(tmp_path, monkeypatch):
@@ -187,8 +347,16 @@ def test_json_round_trip_and_aggregation(tmp_path, monkeypatch):
     monkeypatch.setenv("RESNET_THEORY_CLAIMS_FILE", str(tmp_path / "executed" / "book" / "linear.claims.json"))
     ledger.show()
     other = Ledger("linear_predictors")
-    other.claim("shamir/ex-1", paper="shamir", ref="Example 1", statement="s", section="shamir-ex",
-                printed=Check.close([0.5], [0.5], what="F"), control_input=CI, control=Check.close([0.6], [0.5], what="F perturbed"))
+    other.claim(
+        "shamir/ex-1",
+        paper="shamir",
+        ref="Example 1",
+        statement="s",
+        section="shamir-ex",
+        printed=Check.close([0.5], [0.5], what="F"),
+        control_input=CI,
+        control=Check.close([0.6], [0.5], what="F perturbed"),
+    )
     other.save(tmp_path / "executed" / "book" / "linear_predictors.claims.json")
     loaded = load_claims(tmp_path / "executed")
     assert {c.id for c in loaded} == {c.id for c in ledger.claims} | {"shamir/ex-1"}
@@ -197,15 +365,35 @@ def test_json_round_trip_and_aggregation(tmp_path, monkeypatch):
     assert by_id["hardt-ma/eq-2.3"].corrected_statement == "fixed"
     json.loads((tmp_path / "executed" / "book" / "linear.claims.json").read_text())  # valid JSON
     counts = verdict_counts(loaded)
-    assert counts["total"] == {"confirmed": 2, "proof-gap": 0, "corrected": 1, "refuted": 1, "undecided": 0,
-                               "not-checkable-here": 1}
+    assert counts["total"] == {
+        "confirmed": 2,
+        "proof-gap": 0,
+        "corrected": 1,
+        "refuted": 1,
+        "undecided": 0,
+        "not-checkable-here": 1,
+    }
     assert counts["Shamir (2018)"]["refuted"] == 1 and counts["Shamir (2018)"]["confirmed"] == 1
     assert set(counts["total"]) == set(VERDICTS)
 
 
 def test_load_claims_rejects_unknown_verdict(tmp_path):
-    bad = {"chapter": "x", "claims": [{"id": "a", "paper": "shamir", "ref": "r", "statement": "s", "chapter": "x",
-                                       "section": "x-a", "verdict": "probably", "check": "", "evidence": {}}]}
+    bad = {
+        "chapter": "x",
+        "claims": [
+            {
+                "id": "a",
+                "paper": "shamir",
+                "ref": "r",
+                "statement": "s",
+                "chapter": "x",
+                "section": "x-a",
+                "verdict": "probably",
+                "check": "",
+                "evidence": {},
+            }
+        ],
+    }
     (tmp_path / "x.claims.json").write_text(json.dumps(bad))
     with pytest.raises(ValueError, match="unknown verdict"):
         load_claims(tmp_path)
@@ -221,7 +409,7 @@ def test_rendered_ledger_links_to_sections():
     assert "No claims" in render_ledger([]).data
     assert "Control input" in html and "fails, as it must" in html
     # one row per claim, each with an anchor a reader can link to; the verdict is one unbreakable word
-    assert html.count("<tr id=\"claim-") == len(ledger.claims) and 'id="claim-hardt-ma-thm-2-1"' in html
+    assert html.count('<tr id="claim-') == len(ledger.claims) and 'id="claim-hardt-ma-thm-2-1"' in html
     assert 'href="#claim-hardt-ma-eq-2-3"' in html and 'class="claim-verdict"' in html
     assert "Errata" in page and "fixed" in errata_html(ledger.claims)
 
@@ -254,21 +442,32 @@ def test_load_claims_skips_the_executors_temporaries(tmp_path):
 
 
 def test_a_for_all_is_decisively_false_on_one_decisive_counterexample():
-    far_below = Check.statistical(0.0, 0.05, 0.25, what="a", test="t", n=30)   # -5 standard errors
+    far_below = Check.statistical(0.0, 0.05, 0.25, what="a", test="t", n=30)  # -5 standard errors
     near_below = Check.statistical(0.2, 0.05, 0.25, what="b", test="t", n=30)
     far_above = Check.statistical(0.9, 0.05, 0.25, what="c", test="t", n=30)
     assert not far_below.holds and far_below.decisive and not near_below.decisive
     both = Check.combine([far_above, near_below, far_below], what="all")
-    assert not both.holds and both.decisive               # one decisive counterexample settles it
+    assert not both.holds and both.decisive  # one decisive counterexample settles it
     undecided = Check.combine([far_above, near_below], what="all")
     assert not undecided.holds and not undecided.decisive
     ok = Check.equal(1, 1, what="x")
     assert derive_verdict(ok, proof_step=both) == "proof-gap"
     assert derive_verdict(ok, proof_step=undecided) == "undecided"
     ledger = Ledger("x")
-    claim = ledger.claim("a", paper="shamir", ref="r", statement="s", section="x-a", printed=ok,
-                         control_input=CI, control=Check.equal(1, 2, what="control"), proof_step=undecided,
-                         proof_step_statement="step", repair=ok, repair_statement="repair")
+    claim = ledger.claim(
+        "a",
+        paper="shamir",
+        ref="r",
+        statement="s",
+        section="x-a",
+        printed=ok,
+        control_input=CI,
+        control=Check.equal(1, 2, what="control"),
+        proof_step=undecided,
+        proof_step_statement="step",
+        repair=ok,
+        repair_statement="repair",
+    )
     assert claim.verdict == "undecided" and "proof step" in claim.reason and "b: t" in claim.reason
 
 
@@ -297,9 +496,8 @@ def test_a_combined_check_of_many_parts_is_summarised_by_its_tightest_part():
     assert many.holds and many.summary.startswith("many: all 5 parts hold; tightest: set 3.5: t")
     bad = Check.combine([part(m, f"set {m}") for m in (5, -3.5, 9, -4, 6)], what="many")
     assert not bad.holds and bad.summary.startswith("many: 2 of 5 parts fail; worst: set -4: t")
-    assert len(bad.numbers["parts"]) == 5                  # every part's numbers are kept
-    det = Check.combine([Check.equal(1, 1, what=f"e{i}") for i in range(5)] + [Check.equal(1, 2, what="x")],
-                        what="d")
+    assert len(bad.numbers["parts"]) == 5  # every part's numbers are kept
+    det = Check.combine([Check.equal(1, 1, what=f"e{i}") for i in range(5)] + [Check.equal(1, 2, what="x")], what="d")
     assert det.summary.startswith("d: 1 of 6 parts fail; worst: x: 1 != 2")
 
 
@@ -309,7 +507,7 @@ def test_a_checkable_claim_without_a_control_input_is_refused_and_not_published(
     ledger = Ledger("x")
     kw = dict(paper="shamir", ref="r", statement="s", section="x-a", printed=Check.equal(1, 1, what="w"), control=NO)
     with pytest.raises(TypeError):
-        ledger.claim("a", **kw)                               # no control_input at all
+        ledger.claim("a", **kw)  # no control_input at all
     for empty in ("", "   ", "scaled"):
         with pytest.raises(ValueError, match="control_input"):
             ledger.claim("a", control_input=empty, **kw)
@@ -324,8 +522,15 @@ def test_a_checkable_claim_without_a_control_input_is_refused_and_not_published(
 def test_a_statistical_reason_is_undecided_never_not_checkable_here(tmp_path):
     ledger = Ledger("x")
     with pytest.raises(ValueError, match="undecided"):
-        ledger.not_checkable("a", paper="hardt-ma", ref="Section 4", statement="s", section="x-a",
-                             reason="the second half is within noise (1.2 standard errors)", needs="more seeds")
+        ledger.not_checkable(
+            "a",
+            paper="hardt-ma",
+            ref="Section 4",
+            statement="s",
+            section="x-a",
+            reason="the second half is within noise (1.2 standard errors)",
+            needs="more seeds",
+        )
     # a claims file that files a statistic under not-checkable-here, or names nothing it needs, is refused
     path = _ledger().save(tmp_path / "linear.claims.json")
     data = json.loads(path.read_text())
@@ -344,12 +549,12 @@ def test_a_statistical_reason_is_undecided_never_not_checkable_here(tmp_path):
 def test_a_verdict_that_does_not_follow_from_its_evidence_is_not_published(tmp_path):
     path = _ledger().save(tmp_path / "linear.claims.json")
     data = json.loads(path.read_text())
-    data["claims"][2]["verdict"] = "confirmed"                 # refuted by its own evidence
+    data["claims"][2]["verdict"] = "confirmed"  # refuted by its own evidence
     path.write_text(json.dumps(data))
     with pytest.raises(LedgerDefect, match="shamir/thm-1: verdict 'confirmed' does not follow from its evidence"):
         render_ledger(load_claims(tmp_path))
     data["claims"][2]["verdict"] = "refuted"
-    data["claims"][3]["verdict"] = "confirmed"                 # not checkable, with no evidence at all
+    data["claims"][3]["verdict"] = "confirmed"  # not checkable, with no evidence at all
     path.write_text(json.dumps(data))
     with pytest.raises(LedgerDefect, match="without evidence"):
         render_ledger(load_claims(tmp_path))
@@ -359,8 +564,12 @@ def test_skipped_statements_reach_the_ledger_page(tmp_path):
     from resnet_theory.ledger import load_skipped
 
     ledger = _ledger()
-    ledger.skip(paper="hardt-ma", ref="Section 4.2", statement="ImageNet top-1 error 35.29%",
-                why="needs ImageNet and weeks of GPU time")
+    ledger.skip(
+        paper="hardt-ma",
+        ref="Section 4.2",
+        statement="ImageNet top-1 error 35.29%",
+        why="needs ImageNet and weeks of GPU time",
+    )
     with pytest.raises(ValueError, match="why"):
         ledger.skip(paper="hardt-ma", ref="Section 4.2", statement="x", why="")
     ledger.save(tmp_path / "linear.claims.json")
@@ -404,7 +613,9 @@ def test_long_formulas_are_cut_after_relations_outside_groups_so_lines_can_break
     from resnet_theory.ledger import math_pieces
 
     assert math_pieces(r"\max_i \|A_i\| \le 2 (\sqrt{\pi} + \sqrt{3\gamma})^2 / \ell") == [
-        r"\max_i \|A_i\| \le", r"2 (\sqrt{\pi} + \sqrt{3\gamma})^2 / \ell"]
+        r"\max_i \|A_i\| \le",
+        r"2 (\sqrt{\pi} + \sqrt{3\gamma})^2 / \ell",
+    ]
     assert math_pieces(r"f = g = h") == ["f =", "g =", "h"]
     # never inside braces, \left...\right or an environment, and \leq, \infty, \left are not relations here
     assert math_pieces(r"\left( a = b \right) \min_{x = 1} y") == [r"\left( a = b \right) \min_{x = 1} y"]
@@ -420,4 +631,4 @@ def test_statements_typeset_their_math_and_escape_the_rest():
     assert out == (r'<span class="mathjax_process">a bound \(\|A_i\| \le\) \(2/\ell\) for &lt;every&gt; i</span>')
     assert text_html("no math < here, $5 only") == "no math &lt; here, $5 only"
     row = claims_table_html(_ledger().claims[:1], link=True)
-    assert "mathjax_process" not in row          # plain statements stay plain
+    assert "mathjax_process" not in row  # plain statements stay plain

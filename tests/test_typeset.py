@@ -56,11 +56,26 @@ def typeset_dom(chromium: str, page: Path) -> str:
     try:
         with tempfile.TemporaryDirectory() as profile:
             proc = subprocess.run(
-                [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 "--allow-file-access-from-files", f"--user-data-dir={profile}", "--virtual-time-budget=20000",
-                 "--window-size=1400,1000", "--dump-dom", probe.resolve().as_uri()],
-                capture_output=True, text=True, timeout=180)
+                [
+                    chromium,
+                    "--headless",
+                    "--no-sandbox",
+                    "--disable-gpu",
+                    "--no-first-run",
+                    "--disable-background-networking",
+                    "--disable-component-update",
+                    "--disable-sync",
+                    "--allow-file-access-from-files",
+                    f"--user-data-dir={profile}",
+                    "--virtual-time-budget=20000",
+                    "--window-size=1400,1000",
+                    "--dump-dom",
+                    probe.resolve().as_uri(),
+                ],
+                capture_output=True,
+                text=True,
+                timeout=180,
+            )
     finally:
         probe.unlink(missing_ok=True)
     if proc.returncode != 0 or 'data-typeset="done"' not in proc.stdout:
@@ -69,19 +84,29 @@ def typeset_dom(chromium: str, page: Path) -> str:
 
 
 def test_error_boxes_undefined_macros_and_untypeset_spans_are_found():
-    dom = ('<html><body><mjx-container><mjx-merror data-mjx-error="Missing close brace"></mjx-merror>'
-           '<mjx-assistive-mml><math><mtext mathcolor="red">\\foo</mtext><mtext>\\bar</mtext></math>'
-           '</mjx-assistive-mml></mjx-container><span class="mathjax_process">\\(\\frac{1\\) and '
-           '<mjx-container><mjx-mi>x</mjx-mi></mjx-container></span></body></html>')
-    assert mathjax_errors(dom) == ["TeX error: Missing close brace", "undefined macro: \\foo",
-                                   "not typeset: \\(\\frac{1\\) and"]
-    assert mathjax_errors('<html><body><span class="mathjax_process"><mjx-container><mjx-mi>x</mjx-mi>'
-                          "</mjx-container></span></body></html>") == []
+    dom = (
+        '<html><body><mjx-container><mjx-merror data-mjx-error="Missing close brace"></mjx-merror>'
+        '<mjx-assistive-mml><math><mtext mathcolor="red">\\foo</mtext><mtext>\\bar</mtext></math>'
+        '</mjx-assistive-mml></mjx-container><span class="mathjax_process">\\(\\frac{1\\) and '
+        "<mjx-container><mjx-mi>x</mjx-mi></mjx-container></span></body></html>"
+    )
+    assert mathjax_errors(dom) == [
+        "TeX error: Missing close brace",
+        "undefined macro: \\foo",
+        "not typeset: \\(\\frac{1\\) and",
+    ]
+    assert (
+        mathjax_errors(
+            '<html><body><span class="mathjax_process"><mjx-container><mjx-mi>x</mjx-mi>'
+            "</mjx-container></span></body></html>"
+        )
+        == []
+    )
 
 
 @pytest.mark.book
 def test_every_formula_of_every_page_typesets_without_errors(built_book):
-    from resnet_theory.book import toc_files
+    from resnet_theory.book.toc import toc_files
     from test_book import chromium_or_skip
 
     chromium = chromium_or_skip()
@@ -98,7 +123,13 @@ if __name__ == "__main__":  # python tests/test_typeset.py [_build/html]: the ch
     import sys
 
     html_dir = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "_build" / "html"
-    for entry in ("book/ledger", "book/linear", "book/expressivity", "book/smooth_maps", "book/linear_predictors",
-                  "book/experiments"):
+    for entry in (
+        "book/ledger",
+        "book/linear",
+        "book/expressivity",
+        "book/smooth_maps",
+        "book/linear_predictors",
+        "book/experiments",
+    ):
         dom = typeset_dom(shutil.which("chromium"), html_dir / f"{entry}.html")
         print(entry, len(re.findall("<mjx-container", dom)), "formulas", mathjax_errors(dom))

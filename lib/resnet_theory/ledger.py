@@ -56,10 +56,11 @@ import math
 import os
 import re
 from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from statistics import NormalDist
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -92,9 +93,18 @@ class LedgerDefect(RuntimeError):
     """A ledger cannot be published: a claim's negative control holds (its check cannot fail), a checked claim
     has no control input, a verdict does not follow from its evidence, or a not-checkable claim hides a statistic."""
 
+
 #: Words of a statistical reason: a ``not-checkable-here`` claim whose reason says one of them is ``undecided``.
-_STATISTICAL_WORDS = ("standard error", "within noise", "within its noise", "not decisive", "does not decide",
-                      "statistically", "significan")
+_STATISTICAL_WORDS = (
+    "standard error",
+    "within noise",
+    "within its noise",
+    "not decisive",
+    "does not decide",
+    "statistically",
+    "significan",
+)
+
 
 class ClaimsFileError(LedgerDefect, ValueError):
     """A claims file that cannot be published or compared: malformed (not JSON, unknown keys, wrong types),
@@ -136,7 +146,7 @@ class Check:
     decisive: bool = True
 
     @staticmethod
-    def _bound(value, bound, *, what: str, rtol: float, atol: float, upper: bool) -> "Check":
+    def _bound(value, bound, *, what: str, rtol: float, atol: float, upper: bool) -> Check:
         """``value <= bound`` (``upper``) or ``value >= bound`` elementwise, with slack ``rtol |bound| + atol``."""
         name = "at_most" if upper else "at_least"
         v = np.asarray(value, dtype=float).ravel()
@@ -146,14 +156,22 @@ class Check:
         slack = (b - v if upper else v - b) + rtol * np.abs(b) + atol
         ok = np.isfinite(v) & np.isfinite(b) & (slack >= 0)
         worst = int(np.argmin(np.where(np.isfinite(slack), slack, -np.inf)))
-        nums = {"cases": int(v.size), "violations": int((~ok).sum()),
-                "worst_value": _as_float(v[worst]), "worst_bound": _as_float(b[worst])}
-        relation, key, extreme, label = ("<=", "max_ratio", np.max, "largest") if upper else (">=", "min_ratio", np.min, "smallest")
+        nums = {
+            "cases": int(v.size),
+            "violations": int((~ok).sum()),
+            "worst_value": _as_float(v[worst]),
+            "worst_bound": _as_float(b[worst]),
+        }
+        relation, key, extreme, label = (
+            ("<=", "max_ratio", np.max, "largest") if upper else (">=", "min_ratio", np.min, "smallest")
+        )
         if np.all(b > 0):
             with np.errstate(divide="ignore", invalid="ignore"):
                 nums[key] = _as_float(extreme(v / b))
-        summary = (f"{what}: {nums['violations']} of {v.size} cases violate value {relation} bound; "
-                   f"tightest case {_fmt(nums['worst_value'])} vs {_fmt(nums['worst_bound'])}")
+        summary = (
+            f"{what}: {nums['violations']} of {v.size} cases violate value {relation} bound; "
+            f"tightest case {_fmt(nums['worst_value'])} vs {_fmt(nums['worst_bound'])}"
+        )
         if key in nums:
             summary += f" ({label} value/bound {_fmt(nums[key])})"
         if rtol or atol:
@@ -161,23 +179,26 @@ class Check:
         return Check(bool(ok.all()), summary, nums)
 
     @staticmethod
-    def at_most(value, bound, *, what: str, rtol: float = 0.0, atol: float = 0.0) -> "Check":
+    def at_most(value, bound, *, what: str, rtol: float = 0.0, atol: float = 0.0) -> Check:
         """``value <= bound`` elementwise (up to ``rtol``/``atol`` for rounding); NaN never holds."""
         return Check._bound(value, bound, what=what, rtol=rtol, atol=atol, upper=True)
 
     @staticmethod
-    def at_least(value, bound, *, what: str, rtol: float = 0.0, atol: float = 0.0) -> "Check":
+    def at_least(value, bound, *, what: str, rtol: float = 0.0, atol: float = 0.0) -> Check:
         """``value >= bound`` elementwise (up to ``rtol``/``atol``); NaN never holds."""
         return Check._bound(value, bound, what=what, rtol=rtol, atol=atol, upper=False)
 
     @staticmethod
-    def close(actual, expected, *, what: str, rtol: float = 1e-7, atol: float = 0.0) -> "Check":
+    def close(actual, expected, *, what: str, rtol: float = 1e-7, atol: float = 0.0) -> Check:
         """``|actual - expected| <= atol + rtol |expected|`` elementwise; reports the largest error."""
         a = np.asarray(actual, dtype=float)
         e = np.asarray(expected, dtype=float)
         if a.shape != e.shape:
-            return Check(False, f"{what}: shapes differ, {a.shape} vs {e.shape}",
-                         {"shape_actual": list(a.shape), "shape_expected": list(e.shape)})
+            return Check(
+                False,
+                f"{what}: shapes differ, {a.shape} vs {e.shape}",
+                {"shape_actual": list(a.shape), "shape_expected": list(e.shape)},
+            )
         err = np.abs(a - e)
         tol = atol + rtol * np.abs(e)
         ok = bool(np.all(np.isfinite(a)) and np.all(err <= tol))
@@ -185,29 +206,32 @@ class Check:
         denom = np.max(np.abs(e)) if e.size else 0.0
         rel = max_err / denom if denom > 0 else max_err
         nums = {"cases": int(a.size), "max_abs_error": max_err, "max_rel_error": _as_float(rel)}
-        summary = (f"{what}: largest error {_fmt(max_err)} (relative {_fmt(rel)}) over {a.size} entries, "
-                   f"tolerance atol={atol:g}, rtol={rtol:g}")
+        summary = (
+            f"{what}: largest error {_fmt(max_err)} (relative {_fmt(rel)}) over {a.size} entries, "
+            f"tolerance atol={atol:g}, rtol={rtol:g}"
+        )
         return Check(ok, summary, nums)
 
     @staticmethod
-    def equal(actual, expected, *, what: str) -> "Check":
+    def equal(actual, expected, *, what: str) -> Check:
         """Exact equality (numbers, strings, SymPy expressions after ``simplify`` by the caller)."""
         ok = bool(actual == expected)
         summary = f"{what}: {actual!s} {'==' if ok else '!='} {expected!s}"
         return Check(ok, summary, {"actual": str(actual), "expected": str(expected)})
 
     @staticmethod
-    def all_of(conditions, *, what: str) -> "Check":
+    def all_of(conditions, *, what: str) -> Check:
         """Every entry of a boolean array holds; reports how many did not."""
         c = np.asarray(conditions, dtype=bool).ravel()
         if c.size == 0:
             raise ValueError("Check.all_of needs at least one condition")
         bad = int((~c).sum())
-        return Check(bad == 0, f"{what}: {c.size - bad} of {c.size} cases hold",
-                     {"cases": int(c.size), "violations": bad})
+        return Check(
+            bad == 0, f"{what}: {c.size - bad} of {c.size} cases hold", {"cases": int(c.size), "violations": bad}
+        )
 
     @staticmethod
-    def combine(checks: Sequence["Check"], *, what: str) -> "Check":
+    def combine(checks: Sequence[Check], *, what: str) -> Check:
         """All of several checks hold. That they all hold is decisive only when every part is; that they
         do not is decisive when a failing part is (one decisive counterexample settles a "for all"). A
         failing statistical part, picked among ``m`` parts, decides only beyond the two-standard-error level
@@ -219,7 +243,7 @@ class Check:
         ok = all(c.holds for c in checks)
         if len(checks) <= MAX_PARTS_LISTED:
             summary = f"{what}: " + "; ".join(c.summary for c in checks)
-        else:   # the count and the tightest part; every part's numbers stay in the evidence
+        else:  # the count and the tightest part; every part's numbers stay in the evidence
             failing = [c for c in checks if not c.holds]
             pool = failing or checks
             margins = [c for c in pool if "margin_standard_errors" in c.numbers]
@@ -230,16 +254,27 @@ class Check:
             decisive = all(c.decisive for c in checks)
         else:
             z = _normal.inv_cdf(1 - _normal.cdf(-DECISIVE_STANDARD_ERRORS) / len(checks))
-            decisive = any(abs(c.numbers["margin_standard_errors"]) >= z if "margin_standard_errors" in c.numbers
-                           else c.decisive for c in checks if not c.holds)
+            decisive = any(
+                abs(c.numbers["margin_standard_errors"]) >= z if "margin_standard_errors" in c.numbers else c.decisive
+                for c in checks
+                if not c.holds
+            )
             if any("margin_standard_errors" in c.numbers for c in checks if not c.holds):
-                summary += (f" (a failing statistical part decides at {z:.2f} standard errors, "
-                            f"{len(checks)} parts)")
+                summary += f" (a failing statistical part decides at {z:.2f} standard errors, {len(checks)} parts)"
         return Check(ok, summary, {"parts": [c.numbers for c in checks]}, decisive)
 
     @staticmethod
-    def statistical(estimate, standard_error, threshold, *, what: str, test: str, n: int,
-                    above: bool = True, min_standard_errors: float = DECISIVE_STANDARD_ERRORS) -> "Check":
+    def statistical(
+        estimate,
+        standard_error,
+        threshold,
+        *,
+        what: str,
+        test: str,
+        n: int,
+        above: bool = True,
+        min_standard_errors: float = DECISIVE_STANDARD_ERRORS,
+    ) -> Check:
         """A statistical comparison: ``estimate > threshold`` (``above``) or ``estimate < threshold``.
 
         ``standard_error`` is the estimate's standard error (or half the width of a 68% bootstrap
@@ -256,11 +291,18 @@ class Check:
         ok = math.isfinite(est) and gap > 0
         decisive = math.isfinite(est) and abs(margin) >= min_standard_errors
         side = ">" if above else "<"
-        summary = (f"{what}: {test}, n={int(n)}: {_fmt(est)} (standard error {_fmt(se)}) {side} {_fmt(thr)}? "
-                   f"margin {margin:+.2f} standard errors"
-                   + ("" if decisive else f" (not decisive: under {min_standard_errors:g})"))
-        nums = {"estimate": est, "standard_error": se, "threshold": thr, "n": int(n),
-                "margin_standard_errors": _as_float(margin)}
+        summary = (
+            f"{what}: {test}, n={int(n)}: {_fmt(est)} (standard error {_fmt(se)}) {side} {_fmt(thr)}? "
+            f"margin {margin:+.2f} standard errors"
+            + ("" if decisive else f" (not decisive: under {min_standard_errors:g})")
+        )
+        nums = {
+            "estimate": est,
+            "standard_error": se,
+            "threshold": thr,
+            "n": int(n),
+            "margin_standard_errors": _as_float(margin),
+        }
         return Check(bool(ok), summary, nums, bool(decisive))
 
 
@@ -307,18 +349,21 @@ class Claim:
         where = f"{self.paper_name}, {self.ref}"
         if self.verdict == "corrected":
             printed, corrected = self.evidence.get("printed", {}), self.evidence.get("corrected", {})
-            return (f"{where}: as printed, \u201c{self.statement}\u201d fails ({printed.get('summary', self.check)}); "
-                    f"what holds: \u201c{self.corrected_statement}\u201d ({corrected.get('summary', '')}).")
+            return (
+                f"{where}: as printed, \u201c{self.statement}\u201d fails ({printed.get('summary', self.check)}); "
+                f"what holds: \u201c{self.corrected_statement}\u201d ({corrected.get('summary', '')})."
+            )
         if self.verdict == "proof-gap":
             step, repair = self.evidence.get("proof_step", {}), self.evidence.get("repair", {})
-            return (f"{where}: the statement holds ({self.evidence.get('printed', {}).get('summary', '')}), "
-                    f"but the proof's step \u201c{self.proof_step}\u201d fails as written "
-                    f"({step.get('summary', '')}); repair: \u201c{self.repair}\u201d ({repair.get('summary', '')}).")
+            return (
+                f"{where}: the statement holds ({self.evidence.get('printed', {}).get('summary', '')}), "
+                f"but the proof's step \u201c{self.proof_step}\u201d fails as written "
+                f"({step.get('summary', '')}); repair: \u201c{self.repair}\u201d ({repair.get('summary', '')})."
+            )
         return None
 
 
-def derive_verdict(printed: Check | None, corrected: Check | None = None,
-                   proof_step: Check | None = None) -> str:
+def derive_verdict(printed: Check | None, corrected: Check | None = None, proof_step: Check | None = None) -> str:
     """The verdict that follows from the computed checks (see the module docstring).
 
     ``printed`` tests the statement as printed; ``corrected`` a corrected statement; ``proof_step`` a
@@ -340,8 +385,11 @@ def derive_verdict(printed: Check | None, corrected: Check | None = None,
 
 def undecided_reason(printed: Check, corrected: Check | None = None, proof_step: Check | None = None) -> str:
     """Which part of an ``undecided`` claim sits within its noise, with its summary (margin in standard errors)."""
-    for name, check in (("the statement's check", printed), ("the proof step's check", proof_step),
-                        ("the corrected statement's check", corrected)):
+    for name, check in (
+        ("the statement's check", printed),
+        ("the proof step's check", proof_step),
+        ("the corrected statement's check", corrected),
+    ):
         if check is not None and not check.decisive:
             return f"{name} is within its noise: {check.summary}"
     raise ValueError("undecided_reason: every check is decisive")
@@ -350,14 +398,19 @@ def undecided_reason(printed: Check, corrected: Check | None = None, proof_step:
 def verdict_from_evidence(evidence: dict) -> str:
     """The verdict that a claim's recorded evidence implies (each part's ``holds`` and ``decisive``), as
     :func:`derive_verdict` gives it: a claims record whose verdict differs was not written by a chapter."""
+
     def part(name):
         rec = evidence.get(name)
         if rec is None:
             return None
-        if not isinstance(rec, dict) or not isinstance(rec.get("holds"), bool) \
-                or not isinstance(rec.get("decisive", True), bool):
+        if (
+            not isinstance(rec, dict)
+            or not isinstance(rec.get("holds"), bool)
+            or not isinstance(rec.get("decisive", True), bool)
+        ):
             raise ValueError(f"evidence part {name!r} has no boolean 'holds'/'decisive'")
         return Check(rec["holds"], str(rec.get("summary", "")), {}, rec.get("decisive", True))
+
     return derive_verdict(part("printed"), part("corrected"), part("proof_step"))
 
 
@@ -385,11 +438,25 @@ class Ledger:
         self.claims.append(claim)
         return claim
 
-    def claim(self, id: str, *, paper: str, ref: str, statement: str, section: str,
-              printed: Check, control: Check | Sequence[Check], control_input: str, source: str = "paper",
-              corrected: Check | None = None, corrected_statement: str | None = None,
-              proof_step: Check | None = None, proof_step_statement: str | None = None,
-              repair: Check | None = None, repair_statement: str | None = None) -> Claim:
+    def claim(
+        self,
+        id: str,
+        *,
+        paper: str,
+        ref: str,
+        statement: str,
+        section: str,
+        printed: Check,
+        control: Check | Sequence[Check],
+        control_input: str,
+        source: str = "paper",
+        corrected: Check | None = None,
+        corrected_statement: str | None = None,
+        proof_step: Check | None = None,
+        proof_step_statement: str | None = None,
+        repair: Check | None = None,
+        repair_statement: str | None = None,
+    ) -> Claim:
         """Record a claim checked by computation; the verdict is derived from the checks.
 
         ``printed`` tests the statement as the paper (or, per ``source``, the review or our
@@ -406,21 +473,30 @@ class Ledger:
         """
         checks = {"printed": printed, "corrected": corrected, "proof_step": proof_step, "repair": repair}
         controls = [control] if isinstance(control, Check) else list(control or [])
-        if not all(c is None or isinstance(c, Check) for c in checks.values()) or not controls \
-                or not all(isinstance(c, Check) for c in controls):
-            raise TypeError("printed, control (and corrected, proof_step, repair when given) must be Check "
-                            "objects built from computed numbers; every checkable claim needs a control")
+        if (
+            not all(c is None or isinstance(c, Check) for c in checks.values())
+            or not controls
+            or not all(isinstance(c, Check) for c in controls)
+        ):
+            raise TypeError(
+                "printed, control (and corrected, proof_step, repair when given) must be Check "
+                "objects built from computed numbers; every checkable claim needs a control"
+            )
         if not isinstance(printed, Check):
             raise TypeError("printed must be a Check built from computed numbers")
         if not isinstance(control_input, str) or len(control_input.split()) < 4:
-            raise ValueError(f"claim {id!r}: control_input must say, in a sentence, what the control's input is "
-                             "and why the claim rules it out")
+            raise ValueError(
+                f"claim {id!r}: control_input must say, in a sentence, what the control's input is "
+                "and why the claim rules it out"
+            )
         if corrected is not None and not corrected_statement:
             raise ValueError("a corrected check needs the corrected statement")
-        if (proof_step is None) != (repair is None) or (proof_step is not None
-                                                         and not (proof_step_statement and repair_statement)):
-            raise ValueError("a proof step needs its repair, and both need their wording "
-                             "(proof_step_statement, repair_statement)")
+        if (proof_step is None) != (repair is None) or (
+            proof_step is not None and not (proof_step_statement and repair_statement)
+        ):
+            raise ValueError(
+                "a proof step needs its repair, and both need their wording (proof_step_statement, repair_statement)"
+            )
         verdict = derive_verdict(printed, corrected, proof_step)
         if verdict == "proof-gap" and not repair.holds:
             raise ValueError(f"claim {id!r}: the repair of the failing proof step does not hold: {repair.summary}")
@@ -429,17 +505,49 @@ class Ledger:
             summary += " | corrected statement: " + corrected.summary
         if proof_step is not None:
             summary += " | proof step: " + proof_step.summary + " | repair: " + repair.summary
-        evidence = {k: {"holds": c.holds, "decisive": c.decisive, "summary": c.summary, **c.numbers}
-                    for k, c in checks.items() if c is not None}
-        control_record = {"holds": any(c.holds for c in controls),
-                          "summary": " | ".join(c.summary for c in controls), "input": control_input}
+        evidence = {
+            k: {"holds": c.holds, "decisive": c.decisive, "summary": c.summary, **c.numbers}
+            for k, c in checks.items()
+            if c is not None
+        }
+        control_record = {
+            "holds": any(c.holds for c in controls),
+            "summary": " | ".join(c.summary for c in controls),
+            "input": control_input,
+        }
         reason = undecided_reason(printed, corrected, proof_step) if verdict == "undecided" else None
-        return self._add(Claim(id, paper, ref, statement, self.chapter, section, verdict, summary,
-                               _jsonable(evidence), corrected_statement, reason, source,
-                               _jsonable(control_record), proof_step_statement, repair_statement))
+        return self._add(
+            Claim(
+                id,
+                paper,
+                ref,
+                statement,
+                self.chapter,
+                section,
+                verdict,
+                summary,
+                _jsonable(evidence),
+                corrected_statement,
+                reason,
+                source,
+                _jsonable(control_record),
+                proof_step_statement,
+                repair_statement,
+            )
+        )
 
-    def not_checkable(self, id: str, *, paper: str, ref: str, statement: str, section: str,
-                      reason: str, needs: str, source: str = "paper") -> Claim:
+    def not_checkable(
+        self,
+        id: str,
+        *,
+        paper: str,
+        ref: str,
+        statement: str,
+        section: str,
+        reason: str,
+        needs: str,
+        source: str = "paper",
+    ) -> Claim:
         """Record a claim this book cannot check here: ``needs`` names the hardware or data the check needs
         and this build lacks (e.g. "the CIFAR-10 archives and a GPU"), ``reason`` says why in a sentence.
 
@@ -448,10 +556,27 @@ class Ledger:
         if not reason or not needs or not str(needs).strip():
             raise ValueError("a claim that is not checkable here needs the reason and what it needs (hardware or data)")
         if _is_statistical(reason):
-            raise ValueError(f"claim {id!r}: a statistical reason ({reason!r}) makes a claim undecided, not "
-                             "not-checkable-here: record the statistic with Ledger.claim")
-        return self._add(Claim(id, paper, ref, statement, self.chapter, section,
-                               "not-checkable-here", "", {}, None, reason, source, needs=needs))
+            raise ValueError(
+                f"claim {id!r}: a statistical reason ({reason!r}) makes a claim undecided, not "
+                "not-checkable-here: record the statistic with Ledger.claim"
+            )
+        return self._add(
+            Claim(
+                id,
+                paper,
+                ref,
+                statement,
+                self.chapter,
+                section,
+                "not-checkable-here",
+                "",
+                {},
+                None,
+                reason,
+                source,
+                needs=needs,
+            )
+        )
 
     def skip(self, *, paper: str, ref: str, statement: str, why: str) -> None:
         """A printed statement the chapter discusses but does not check, and why (listed on the ledger page
@@ -460,8 +585,7 @@ class Ledger:
             raise ValueError(f"unknown paper key {paper!r}; known: {sorted(PAPERS)}")
         if not (ref and statement and why):
             raise ValueError("a skipped statement needs its printed location, the statement and why it is not checked")
-        self.skipped.append({"paper": paper, "ref": ref, "statement": statement, "why": why,
-                             "chapter": self.chapter})
+        self.skipped.append({"paper": paper, "ref": ref, "statement": statement, "why": why, "chapter": self.chapter})
 
     def defects(self) -> list[str]:
         """Claims that cannot be published (see :func:`claim_defects`)."""
@@ -469,8 +593,9 @@ class Ledger:
 
     # --- output -------------------------------------------------------------------------------
     def to_json(self) -> str:
-        return json.dumps({"chapter": self.chapter, "claims": [asdict(c) for c in self.claims],
-                           "skipped": self.skipped}, indent=1)
+        return json.dumps(
+            {"chapter": self.chapter, "claims": [asdict(c) for c in self.claims], "skipped": self.skipped}, indent=1
+        )
 
     def save(self, path: str | os.PathLike | None = None) -> Path | None:
         """Write the claims as JSON to ``path``, or to the file the book executor names; else nothing."""
@@ -515,8 +640,9 @@ class Ledger:
         self.glue()
         defects = self.defects()
         if defects:
-            raise LedgerDefect("claims that cannot be published (fix the check or its control):\n  "
-                               + "\n  ".join(defects))
+            raise LedgerDefect(
+                "claims that cannot be published (fix the check or its control):\n  " + "\n  ".join(defects)
+            )
         return HTML(self.table_html())
 
 
@@ -566,8 +692,10 @@ def claim_defects(claims: Iterable[Claim]) -> list[str]:
         if control_holds(c):
             out.append(f"{c.id}: the negative control holds ({c.control.get('summary')})")
         if not isinstance(c.control.get("input"), str) or not c.control["input"].strip():
-            out.append(f"{c.id}: the negative control does not say what its input is and why the claim rules "
-                       "it out (control.input)")
+            out.append(
+                f"{c.id}: the negative control does not say what its input is and why the claim rules "
+                "it out (control.input)"
+            )
     return out
 
 
@@ -593,10 +721,24 @@ def _jsonable(x):
 _STR, _OPT_STR, _DICT, _OPT_DICT = (str,), (str, type(None)), (dict,), (dict, type(None))
 #: The type of every field of a claims record (a record holds exactly these keys, the optional ones may be
 #: missing).
-_CLAIM_FIELD_TYPES = {"id": _STR, "paper": _STR, "ref": _STR, "statement": _STR, "chapter": _STR, "section": _STR,
-                      "verdict": _STR, "check": _STR, "evidence": _DICT, "corrected_statement": _OPT_STR,
-                      "reason": _OPT_STR, "source": _STR, "control": _OPT_DICT, "proof_step": _OPT_STR,
-                      "repair": _OPT_STR, "needs": _OPT_STR}
+_CLAIM_FIELD_TYPES = {
+    "id": _STR,
+    "paper": _STR,
+    "ref": _STR,
+    "statement": _STR,
+    "chapter": _STR,
+    "section": _STR,
+    "verdict": _STR,
+    "check": _STR,
+    "evidence": _DICT,
+    "corrected_statement": _OPT_STR,
+    "reason": _OPT_STR,
+    "source": _STR,
+    "control": _OPT_DICT,
+    "proof_step": _OPT_STR,
+    "repair": _OPT_STR,
+    "needs": _OPT_STR,
+}
 _REQUIRED_CLAIM_FIELDS = ("id", "paper", "ref", "statement", "chapter", "section", "verdict", "check", "evidence")
 
 
@@ -614,8 +756,10 @@ def claim_from_dict(d: dict) -> Claim:
         raise ValueError(f"{label} lacks {', '.join(missing)}")
     for key, types in _CLAIM_FIELD_TYPES.items():
         if key in d and not isinstance(d[key], types):
-            raise ValueError(f"{label}: {key} must be {' or '.join('null' if t is type(None) else t.__name__ for t in types)}, "
-                             f"got {type(d[key]).__name__}")
+            raise ValueError(
+                f"{label}: {key} must be {' or '.join('null' if t is type(None) else t.__name__ for t in types)}, "
+                f"got {type(d[key]).__name__}"
+            )
     claim = Claim(**d)
     if claim.verdict not in VERDICTS:
         raise ValueError(f"claim {claim.id!r} has unknown verdict {claim.verdict!r}")
@@ -650,8 +794,10 @@ def read_claims_file(path: Path) -> tuple[list[Claim], list[dict]]:
         claims = [claim_from_dict(d) for d in data["claims"]]
         skipped = data.get("skipped", [])
         if not isinstance(skipped, list) or not all(
-                isinstance(s, dict) and all(isinstance(s.get(k), str) for k in ("paper", "ref", "statement", "why",
-                                                                                 "chapter")) for s in skipped):
+            isinstance(s, dict)
+            and all(isinstance(s.get(k), str) for k in ("paper", "ref", "statement", "why", "chapter"))
+            for s in skipped
+        ):
             raise ValueError("'skipped' must be a list of records with paper, ref, statement, why and chapter")
     except ValueError as exc:
         raise ClaimsFileError(f"{path}: malformed claims file: {exc}") from None
@@ -689,18 +835,24 @@ def verify_claims_files(executed: Path, files: Sequence[Path], root: Path | None
     if root is not None and (Path(root) / "_toc.yml").is_file():
         entries = set(toc_files(Path(root)))
     for path in files:
-        entry = path.relative_to(executed).as_posix()[:-len(".claims.json")]
+        entry = path.relative_to(executed).as_posix()[: -len(".claims.json")]
         if entries is not None and entry not in entries:
-            raise ClaimsFileError(f"{path}: claims of {entry}, which is not a chapter in {Path(root) / '_toc.yml'} "
-                                  f"(a removed or renamed chapter): delete the file")
+            raise ClaimsFileError(
+                f"{path}: claims of {entry}, which is not a chapter in {Path(root) / '_toc.yml'} "
+                f"(a removed or renamed chapter): delete the file"
+            )
         record = read_cache_record(build, entry)
         if record is None or "claims_sha" not in record:
-            raise ClaimsFileError(f"{path}: no execution record ({cache_record_path(build, entry)}) says "
-                                  f"that executing {entry} wrote it: execute {entry} again")
+            raise ClaimsFileError(
+                f"{path}: no execution record ({cache_record_path(build, entry)}) says "
+                f"that executing {entry} wrote it: execute {entry} again"
+            )
         if record["claims_sha"] != file_sha(path):
-            raise ClaimsFileError(f"{path}: not the file that executing {entry} wrote (its SHA-256 differs from "
-                                  f"the one in {cache_record_path(build, entry)}; edited by hand?): execute "
-                                  f"{entry} again")
+            raise ClaimsFileError(
+                f"{path}: not the file that executing {entry} wrote (its SHA-256 differs from "
+                f"the one in {cache_record_path(build, entry)}; edited by hand?): execute "
+                f"{entry} again"
+            )
 
 
 def _load(directory, verify: bool | None) -> tuple[list[Claim], list[dict]]:
@@ -721,9 +873,11 @@ def _load(directory, verify: bool | None) -> tuple[list[Claim], list[dict]]:
         for c in file_claims:
             if c.id in where:
                 other = where[c.id]
-                raise ClaimsFileError(f"{path}: claim {c.id!r} is recorded twice"
-                                      + ("" if other == path else f" (also in {other})")
-                                      + ": claim ids must be unique across the book")
+                raise ClaimsFileError(
+                    f"{path}: claim {c.id!r} is recorded twice"
+                    + ("" if other == path else f" (also in {other})")
+                    + ": claim ids must be unique across the book"
+                )
             where[c.id] = path
         claims.extend(file_claims)
         skipped.extend(file_skipped)
@@ -764,8 +918,14 @@ def verdict_counts(claims: Iterable[Claim]) -> dict[str, dict[str, int]]:
     return {paper: {v: counts.get(v, 0) for v in VERDICTS} for paper, counts in table.items()}
 
 
-_BADGE = {"confirmed": "#1b7f3b", "proof-gap": "#6a4fb3", "corrected": "#b36b00", "refuted": "#b00020",
-          "undecided": "#8a6d00", "not-checkable-here": "#555"}
+_BADGE = {
+    "confirmed": "#1b7f3b",
+    "proof-gap": "#6a4fb3",
+    "corrected": "#b36b00",
+    "refuted": "#b00020",
+    "undecided": "#8a6d00",
+    "not-checkable-here": "#555",
+}
 
 
 _INLINE_MATH = re.compile(r"(?<![\\$])\$([^$\n]+?)\$")
@@ -866,7 +1026,8 @@ def claims_table_html(claims: Sequence[Claim], link: bool = True) -> str:
             f'<tr id="{anchor}"><td>{_verdict_badge(c.verdict)}</td>'
             f'<td><code class="claim-id">{ident}</code>{permalink}<br>{text_html(c.statement)}'
             f"{_claim_details(c)}</td>"
-            f"<td>{html.escape(c.paper_name)}, {html.escape(c.ref)}</td></tr>")
+            f"<td>{html.escape(c.paper_name)}, {html.escape(c.ref)}</td></tr>"
+        )
     head = "<tr><th>verdict</th><th>claim</th><th>printed in</th></tr>"
     colgroup = '<colgroup><col class="col-verdict"><col class="col-claim"><col class="col-where"></colgroup>'
     return f'<table class="claims-ledger">{colgroup}<thead>{head}</thead><tbody>{"".join(rows)}</tbody></table>'
@@ -881,22 +1042,30 @@ def errata_html(claims: Sequence[Claim], link: bool = True) -> str:
             continue
         where = f"{c.paper_name}, {c.ref}"
         if c.verdict == "corrected":
-            sentence = (f"{where}: as printed, the statement fails on a computed counterexample; "
-                        f"what holds: {c.corrected_statement}")
+            sentence = (
+                f"{where}: as printed, the statement fails on a computed counterexample; "
+                f"what holds: {c.corrected_statement}"
+            )
             parts = (("printed", "The printed statement"), ("corrected", "The corrected statement"))
         else:
-            sentence = (f"{where}: the statement holds, but a step of the printed proof fails as written "
-                        f"({c.proof_step}); repaired: {c.repair}")
+            sentence = (
+                f"{where}: the statement holds, but a step of the printed proof fails as written "
+                f"({c.proof_step}); repaired: {c.repair}"
+            )
             parts = (("printed", "The statement"), ("proof_step", "The printed step"), ("repair", "The repair"))
         label = html.escape(c.id)
         if link:
             label = f'<a href="{html.escape(c.chapter)}.html#{html.escape(c.section)}">{label}</a>'
-        evidence = "".join(f"<dt>{name}</dt><dd>{html.escape(str(c.evidence.get(key, {}).get('summary', '')))}</dd>"
-                           for key, name in parts)
-        items.append(f'<li>{text_html(sentence.rstrip("."))}. <small>(<code class="claim-id">{label}</code>, '
-                     f"{c.verdict})</small><details class=\"claim-details\"><summary>the computation</summary>"
-                     f"<dl><dt>Statement as printed</dt><dd>{text_html(c.statement)}</dd>{evidence}</dl>"
-                     "</details></li>")
+        evidence = "".join(
+            f"<dt>{name}</dt><dd>{html.escape(str(c.evidence.get(key, {}).get('summary', '')))}</dd>"
+            for key, name in parts
+        )
+        items.append(
+            f'<li>{text_html(sentence.rstrip("."))}. <small>(<code class="claim-id">{label}</code>, '
+            f'{c.verdict})</small><details class="claim-details"><summary>the computation</summary>'
+            f"<dl><dt>Statement as printed</dt><dd>{text_html(c.statement)}</dd>{evidence}</dl>"
+            "</details></li>"
+        )
     if not items:
         return '<p class="claims-errata">No erratum: every checked statement and proof step holds as printed.</p>'
     return f'<ul class="claims-errata">{"".join(items)}</ul>'
@@ -916,9 +1085,12 @@ def skipped_html(skipped: Sequence[dict]) -> str:
     """The printed statements the chapters discuss but do not check, with why (one line each)."""
     if not skipped:
         return "<p>Every printed statement the chapters discuss is checked above.</p>"
-    items = [f"<li><strong>{html.escape(PAPERS.get(s['paper'], (s['paper'],))[0])}, {html.escape(s['ref'])}</strong>: "
-             f"{text_html(s['statement'])} <em>Not checked:</em> {text_html(s['why'])} "
-             f'(<a href="{html.escape(s["chapter"])}.html">{html.escape(s["chapter"])}</a>)</li>' for s in skipped]
+    items = [
+        f"<li><strong>{html.escape(PAPERS.get(s['paper'], (s['paper'],))[0])}, {html.escape(s['ref'])}</strong>: "
+        f"{text_html(s['statement'])} <em>Not checked:</em> {text_html(s['why'])} "
+        f'(<a href="{html.escape(s["chapter"])}.html">{html.escape(s["chapter"])}</a>)</li>'
+        for s in skipped
+    ]
     return f'<ul class="claims-skipped">{"".join(items)}</ul>'
 
 
@@ -933,14 +1105,24 @@ def render_ledger(claims: Sequence[Claim], skipped: Sequence[dict] = ()):
 
     defects = claim_defects(claims)
     if defects:
-        raise LedgerDefect("the ledger cannot be published (fix the check, its control or the claims file):\n  "
-                           + "\n  ".join(defects))
+        raise LedgerDefect(
+            "the ledger cannot be published (fix the check, its control or the claims file):\n  " + "\n  ".join(defects)
+        )
     if not claims:
-        return HTML("<p><strong>No claims were found.</strong> Execute the book with "
-                    "<code>make book</code> so that each chapter records its claims.</p>")
-    return HTML("<h3>Errata</h3>" + errata_html(claims) + "<h3>Counts</h3>" + counts_table_html(claims)
-                + "<h3>Every claim</h3>" + claims_table_html(claims, link=True)
-                + "<h3>Not checked, and why</h3>" + skipped_html(skipped))
+        return HTML(
+            "<p><strong>No claims were found.</strong> Execute the book with "
+            "<code>make book</code> so that each chapter records its claims.</p>"
+        )
+    return HTML(
+        "<h3>Errata</h3>"
+        + errata_html(claims)
+        + "<h3>Counts</h3>"
+        + counts_table_html(claims)
+        + "<h3>Every claim</h3>"
+        + claims_table_html(claims, link=True)
+        + "<h3>Not checked, and why</h3>"
+        + skipped_html(skipped)
+    )
 
 
 def published_claims(directory: str | os.PathLike | None = None) -> list[Claim]:
@@ -949,8 +1131,9 @@ def published_claims(directory: str | os.PathLike | None = None) -> list[Claim]:
     claims = load_claims(directory)
     defects = claim_defects(claims)
     if defects:
-        raise LedgerDefect("the ledger cannot be published (fix the check, its control or the claims file):\n  "
-                           + "\n  ".join(defects))
+        raise LedgerDefect(
+            "the ledger cannot be published (fix the check, its control or the claims file):\n  " + "\n  ".join(defects)
+        )
     return claims
 
 
@@ -960,10 +1143,16 @@ def ledger_section(part: str, claims: Sequence[Claim], skipped: Sequence[dict] =
     from IPython.display import HTML
 
     if not claims and part != "skipped":
-        return HTML("<p><strong>No claims were found.</strong> Execute the book with "
-                    "<code>make book</code> so that each chapter records its claims.</p>")
-    render = {"errata": lambda: errata_html(claims), "counts": lambda: counts_table_html(claims),
-              "claims": lambda: claims_table_html(claims, link=True), "skipped": lambda: skipped_html(skipped)}
+        return HTML(
+            "<p><strong>No claims were found.</strong> Execute the book with "
+            "<code>make book</code> so that each chapter records its claims.</p>"
+        )
+    render = {
+        "errata": lambda: errata_html(claims),
+        "counts": lambda: counts_table_html(claims),
+        "claims": lambda: claims_table_html(claims, link=True),
+        "skipped": lambda: skipped_html(skipped),
+    }
     if part not in render:
         raise ValueError(f"unknown ledger part {part!r}; known: {sorted(render)}")
     return HTML(render[part]())

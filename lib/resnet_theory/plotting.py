@@ -37,27 +37,29 @@ def use_book_style() -> None:
     """
     import matplotlib as mpl
 
-    mpl.rcParams.update({
-        "figure.figsize": (FIGURE_WIDTH_IN, 3.4),
-        "figure.dpi": FIGURE_DPI,
-        "savefig.dpi": FIGURE_DPI,
-        "savefig.pad_inches": 0.05,
-        "figure.constrained_layout.use": True,
-        "axes.grid": True,
-        "grid.alpha": 0.3,
-        "axes.spines.top": False,
-        "axes.spines.right": False,
-        "axes.prop_cycle": mpl.cycler(color=PALETTE),
-        "legend.frameon": False,
-        "font.size": 11,
-        "axes.titlesize": 11,
-        "axes.labelsize": 11,
-        "xtick.labelsize": SMALLEST_FONT_PT,
-        "ytick.labelsize": SMALLEST_FONT_PT,
-        "legend.fontsize": SMALLEST_FONT_PT,
-        "legend.title_fontsize": SMALLEST_FONT_PT,
-        "figure.titlesize": 11,
-    })
+    mpl.rcParams.update(
+        {
+            "figure.figsize": (FIGURE_WIDTH_IN, 3.4),
+            "figure.dpi": FIGURE_DPI,
+            "savefig.dpi": FIGURE_DPI,
+            "savefig.pad_inches": 0.05,
+            "figure.constrained_layout.use": True,
+            "axes.grid": True,
+            "grid.alpha": 0.3,
+            "axes.spines.top": False,
+            "axes.spines.right": False,
+            "axes.prop_cycle": mpl.cycler(color=PALETTE),
+            "legend.frameon": False,
+            "font.size": 11,
+            "axes.titlesize": 11,
+            "axes.labelsize": 11,
+            "xtick.labelsize": SMALLEST_FONT_PT,
+            "ytick.labelsize": SMALLEST_FONT_PT,
+            "legend.fontsize": SMALLEST_FONT_PT,
+            "legend.title_fontsize": SMALLEST_FONT_PT,
+            "figure.titlesize": 11,
+        }
+    )
     _register_png_formatter()
 
 
@@ -86,8 +88,14 @@ def figure_png(fig) -> bytes | None:
     size, text = smallest_text(fig)
     latin1 = text.replace("\u2212", "-").encode("latin-1", "replace").decode("latin-1")[:200]
     buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=fig.dpi, bbox_inches="tight", facecolor=fig.get_facecolor(),
-                metadata={PNG_SMALLEST_TEXT_PT: f"{size:g}", PNG_SMALLEST_TEXT: latin1, PNG_DPI: f"{fig.dpi:g}"})
+    fig.savefig(
+        buffer,
+        format="png",
+        dpi=fig.dpi,
+        bbox_inches="tight",
+        facecolor=fig.get_facecolor(),
+        metadata={PNG_SMALLEST_TEXT_PT: f"{size:g}", PNG_SMALLEST_TEXT: latin1, PNG_DPI: f"{fig.dpi:g}"},
+    )
     return buffer.getvalue()
 
 
@@ -112,7 +120,7 @@ def _register_png_formatter() -> None:
 def loglog_with_fit(ax, x, y, label: str, marker: str = "o", **kwargs) -> float:
     """Plot ``y`` against ``x`` on log-log axes with its fitted power law; returns the exponent."""
     p, c = fits.fit_power_law(x, y)
-    line, = ax.loglog(x, y, marker=marker, linestyle="none", label=f"{label} (slope {p:.2f})", **kwargs)
+    (line,) = ax.loglog(x, y, marker=marker, linestyle="none", label=f"{label} (slope {p:.2f})", **kwargs)
     xs = np.geomspace(np.min(x), np.max(x), 50)
-    ax.loglog(xs, c * xs ** p, color=line.get_color(), linewidth=1, alpha=0.7)
+    ax.loglog(xs, c * xs**p, color=line.get_color(), linewidth=1, alpha=0.7)
     return p

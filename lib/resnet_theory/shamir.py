@@ -1452,6 +1452,48 @@ def bernoulli_kl(a: torch.Tensor, p: torch.Tensor) -> torch.Tensor:
     return q * (sp_(-p) - sp_(-a)) + (1 - q) * (sp_(p) - sp_(a))
 
 
+def _theorem_4_ball(radius, u_norm, comparator_outside: bool) -> tuple[float, float]:
+    """The ball's radius and ``|u*|``, checked: ``u*`` in the ball unless the run is meant to leave it."""
+    radius = validate.positive_float("radius", radius)
+    u_norm = validate.positive_float("u_norm", u_norm)
+    if u_norm > radius and comparator_outside is not True:
+        raise ValueError(
+            f"u_norm must be at most radius (the comparator must lie in the ball), got {u_norm}; "
+            "pass comparator_outside=True for a run Theorem 4 does not cover"
+        )
+    return radius, u_norm
+
+
+def _theorem_4_step(w, second, theta, grads, eta: float, radius: float, theta_lr: float) -> None:
+    """One step of Theorem 4's procedure, in place: ``(w, second)`` by ``eta`` and then projected onto the ball
+    of ``radius`` (every run at once), ``theta`` by ``theta_lr``, unprojected."""
+    with torch.no_grad():
+        w -= eta * grads[0]
+        second -= eta * grads[1]
+        norm = torch.sqrt((w**2).sum(1) + (second**2).flatten(1).sum(1))
+        shrink = torch.clamp(radius / norm.clamp_min(1e-300), max=1.0)
+        w *= shrink[:, None]
+        second *= shrink.view(-1, *([1] * (second.ndim - 1)))
+        for p_, g_ in zip(theta, grads[2:]):
+            p_ -= theta_lr * g_
+
+
+def _theorem_4_gaps(excess: torch.Tensor, excess_var: torch.Tensor) -> dict:
+    """The average excess risk of the iterates up to ``T = 8, 16, ...`` (at most the run's steps), per run, with
+    its standard error from the fresh-input estimates."""
+    steps = excess.shape[1]
+    horizons = 2 ** np.arange(3, int(math.log2(steps)) + 1)
+    counts = torch.arange(1, steps + 1, dtype=torch.float64)
+    avg = (torch.cumsum(excess, dim=1) / counts).numpy()
+    avg_se = (torch.sqrt(torch.cumsum(excess_var, dim=1)) / counts).numpy()
+    return {
+        "horizons": horizons,
+        "excess": excess.numpy(),
+        "gap": avg[:, horizons - 1],
+        "gap_standard_error": avg_se[:, horizons - 1],
+    }
+
+
 def theorem_4_rates(
     steps: int,
     n_runs: int,
@@ -1501,13 +1543,7 @@ def theorem_4_rates(
         raise ValueError(f"architecture must be 'output skip' or 'original', got {architecture!r}")
     for name, val in (("d", d), ("k", k), ("width", width), ("depth", depth), ("n_fresh", n_fresh)):
         validate.positive_int(name, val)
-    radius = validate.positive_float("radius", radius)
-    u_norm = validate.positive_float("u_norm", u_norm)
-    if u_norm > radius and comparator_outside is not True:
-        raise ValueError(
-            f"u_norm must be at most radius (the comparator must lie in the ball), got {u_norm}; "
-            "pass comparator_outside=True for a run Theorem 4 does not cover"
-        )
+    radius, u_norm = _theorem_4_ball(radius, u_norm, comparator_outside)
     lr_theta = validate.non_negative_float("lr_theta", lr_theta)
     step_exponent = validate.positive_float("step_exponent", step_exponent)
     plateau = math.inf if plateau_after is None else validate.positive_int("plateau_after", plateau_after)
@@ -1544,24 +1580,9 @@ def theorem_4_rates(
         loss = torch.nn.functional.softplus(-y_train[:, t] * p).sum()
         grads = torch.autograd.grad(loss, [w, second] + theta)
         eta = 2 * radius / (G * min(t + 1, plateau) ** step_exponent)
-        with torch.no_grad():
-            w -= eta * grads[0]
-            second -= eta * grads[1]
-            norm = torch.sqrt((w**2).sum(1) + (second**2).flatten(1).sum(1))
-            shrink = torch.clamp(radius / norm.clamp_min(1e-300), max=1.0)
-            w *= shrink[:, None]
-            second *= shrink.view(-1, *([1] * (second.ndim - 1)))
-            for p_, g_ in zip(theta, grads[2:]):
-                p_ -= lr_theta / math.sqrt(t + 1) * g_
-    horizons = 2 ** np.arange(3, int(math.log2(steps)) + 1)
-    counts = torch.arange(1, steps + 1, dtype=torch.float64)
-    avg = (torch.cumsum(excess, dim=1) / counts).numpy()
-    avg_se = (torch.sqrt(torch.cumsum(excess_var, dim=1)) / counts).numpy()
+        _theorem_4_step(w, second, theta, grads, eta, radius, lr_theta / math.sqrt(t + 1))
     return {
-        "horizons": horizons,
-        "excess": excess.numpy(),
-        "gap": avg[:, horizons - 1],
-        "gap_standard_error": avg_se[:, horizons - 1],
+        **_theorem_4_gaps(excess, excess_var),
         "radius": radius,
         "lipschitz": G,
         "loss_bound": math.log1p(math.exp(radius * G)),

@@ -799,6 +799,36 @@ class CertifiedDeviations:
     n_cells: int
 
 
+def _curvature_bound(h: TorchMap, second_derivative_bound) -> Callable:
+    """``sup_{|x| <= rho} ||h''(x)||`` as a function of rho: the one given, a constant, or the one ``h`` carries."""
+    curvature = (
+        second_derivative_bound if second_derivative_bound is not None else getattr(h, "second_derivative_bound", None)
+    )
+    if curvature is None:
+        raise ValueError(
+            "certified_deviations needs a certified bound on ||h''|| (second_derivative_bound=...); h carries none"
+        )
+    if callable(curvature):
+        return curvature
+    constant = validate.positive_float("second_derivative_bound", curvature) if curvature != 0 else 0.0
+
+    def constant_bound(rho):
+        return np.full_like(np.asarray(rho, dtype=float), constant)
+
+    return constant_bound
+
+
+def _cell_centres(r: float, dim: int, grid_points: int) -> tuple[torch.Tensor, float]:
+    """The centres of the cells that cover the ball of radius ``r`` (a cubic grid of about ``grid_points``
+    points, those within ``r + delta``), and the cells' radius ``delta`` (half the grid cell's diagonal)."""
+    n_axis = max(2, math.ceil(grid_points ** (1.0 / dim)))
+    spacing_h = 2 * r / (n_axis - 1)
+    delta = spacing_h * math.sqrt(dim) / 2
+    axis = torch.linspace(-r, r, n_axis, dtype=DTYPE)
+    grid = torch.cartesian_prod(*([axis] * dim)).reshape(-1, dim)
+    return grid[grid.norm(dim=1) <= r + delta], delta
+
+
 def certified_deviations(
     h: TorchMap,
     m: int,
@@ -844,16 +874,7 @@ def certified_deviations(
     dim = validate.positive_int("dim", dim)
     r = validate.positive_float("domain_radius", domain_radius)
     grid_points = validate.positive_int("grid_points", grid_points)
-    curvature = (
-        second_derivative_bound if second_derivative_bound is not None else getattr(h, "second_derivative_bound", None)
-    )
-    if curvature is None:
-        raise ValueError(
-            "certified_deviations needs a certified bound on ||h''|| (second_derivative_bound=...); h carries none"
-        )
-    if not callable(curvature):
-        constant = validate.positive_float("second_derivative_bound", curvature) if curvature != 0 else 0.0
-        curvature = lambda rho, c=constant: np.full_like(np.asarray(rho, dtype=float), c)  # noqa: E731
+    curvature = _curvature_bound(h, second_derivative_bound)
     scales = scale_schedule(m, spacing)
     check_positive_orientation(h, dim, r, 64, 0)
     A, B = _linear_path(h, m, dim, linear)
@@ -861,12 +882,7 @@ def certified_deviations(
     A_inv = torch.linalg.inv(A)
     coupling = (torch.linalg.matrix_norm(B[1:], ord=2) * torch.linalg.matrix_norm(B_inv[:-1], ord=2)).numpy()
     step_norms = torch.linalg.matrix_norm(B[1:] @ B_inv[:-1] - torch.eye(dim, dtype=DTYPE), ord=2).numpy()
-    n_axis = max(2, math.ceil(grid_points ** (1.0 / dim)))
-    spacing_h = 2 * r / (n_axis - 1)
-    delta = spacing_h * math.sqrt(dim) / 2
-    axis = torch.linspace(-r, r, n_axis, dtype=DTYPE)
-    grid = torch.cartesian_prod(*([axis] * dim)).reshape(-1, dim)
-    grid = grid[grid.norm(dim=1) <= r + delta]
+    grid, delta = _cell_centres(r, dim, grid_points)
     p_norm = grid.norm(dim=1).numpy()
     rho = np.minimum(p_norm + delta, r)
     lam_g = float(torch.linalg.matrix_norm(A_inv, ord=2))

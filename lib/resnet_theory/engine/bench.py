@@ -666,7 +666,8 @@ def format_report(result: BenchResult) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parser() -> validate.OneLineParser:
+    """The command line of ``python -m resnet_theory.engine.bench``."""
     parser = validate.OneLineParser(prog="python -m resnet_theory.engine.bench", description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", choices=["small", "full"], help="default: full on CUDA, small on CPU")
     parser.add_argument(
@@ -735,6 +736,11 @@ def main(argv: list[str] | None = None) -> int:
         help="then profile this many steps of the device pipeline (torch.profiler table)",
     )
     parser.add_argument("--json", help="also write the figures as JSON to this path")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # --help (0) or a bad option (2, one line already printed)
