@@ -795,10 +795,14 @@ def test_an_interrupted_run_keeps_the_previous_outputs_and_says_so(
         if command == "execute"
         else ["run", "book/slow.md", "-p", "seed", "5"]
     )
+    # A terminal's Ctrl-C reaches a process whose SIGINT is not ignored. pytest itself may inherit an ignored
+    # SIGINT (a background job of a non-interactive shell, an xdist worker), and an ignored signal stays ignored
+    # across exec, so the executor starts with the default disposition, as from a terminal.
     proc = subprocess.Popen(
         [sys.executable, "-m", "resnet_theory.book", *argv, "--root", str(root), "--build-dir", str(build)],
         cwd=root,
         start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
