@@ -29,6 +29,7 @@ import pytest  # noqa: E402
 from PIL import Image  # noqa: E402
 
 from resnet_theory import plotting  # noqa: E402
+from resnet_theory.book.devtools import CHROMIUM_FLAGS  # noqa: E402
 
 from conftest import ROOT  # noqa: E402
 
@@ -99,14 +100,7 @@ def measure_images(chromium: str, page: Path, width: int) -> dict:
             proc = subprocess.run(
                 [
                     chromium,
-                    "--headless",
-                    "--no-sandbox",
-                    "--disable-gpu",
-                    "--no-first-run",
-                    "--disable-background-networking",
-                    "--disable-component-update",
-                    "--disable-sync",
-                    "--allow-file-access-from-files",
+                    *CHROMIUM_FLAGS,
                     f"--user-data-dir={profile}",
                     "--virtual-time-budget=15000",
                     f"--window-size={max(width, 500) + 40},1000",

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from resnet_theory.book.devtools import CHROMIUM_FLAGS
+
 from conftest import ROOT
 
 #: Appended to a copy of the page: after MathJax has typeset, mark the body so that ``--dump-dom`` waits for it.
@@ -58,14 +60,7 @@ def typeset_dom(chromium: str, page: Path) -> str:
             proc = subprocess.run(
                 [
                     chromium,
-                    "--headless",
-                    "--no-sandbox",
-                    "--disable-gpu",
-                    "--no-first-run",
-                    "--disable-background-networking",
-                    "--disable-component-update",
-                    "--disable-sync",
-                    "--allow-file-access-from-files",
+                    *CHROMIUM_FLAGS,
                     f"--user-data-dir={profile}",
                     "--virtual-time-budget=20000",
                     "--window-size=1400,1000",

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .browser import book_pages, find_chromium
+from .devtools import CHROMIUM_FLAGS
 
 #: The PDF's file name and its document title.
 PDF_NAME = "residual-networks-executed.pdf"
@@ -61,15 +62,7 @@ def print_page(chromium: str, page: Path, output: Path, timeout: float = 120.0) 
         with tempfile.TemporaryDirectory() as profile:
             cmd = [
                 chromium,
-                "--headless",
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-quic",
-                "--no-first-run",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-                "--allow-file-access-from-files",
+                *CHROMIUM_FLAGS,
                 f"--user-data-dir={profile}",
                 "--virtual-time-budget=20000",
                 "--no-pdf-header-footer",
