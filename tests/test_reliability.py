@@ -22,6 +22,7 @@ import numpy as np
 import pytest
 import torch
 
+import resnet_theory
 from resnet_theory import expressivity, linear, shamir, smooth, validate
 from resnet_theory.book import cli as executor
 from resnet_theory.book import verdict_diff
@@ -134,7 +135,7 @@ def test_one_divergence_exception():
 # before the issue was fixed (commit 673df69).
 # ============================================================================================================
 #: The library these tests import, for the command lines they start.
-LIB = str(Path(train.__file__).resolve().parents[1])
+LIB = str(Path(resnet_theory.__file__).resolve().parents[1])  # lib/, the folder that holds the package
 TINY = dict(
     dataset="digits",
     stem_channels=4,
