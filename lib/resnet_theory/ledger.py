@@ -71,6 +71,8 @@ SOURCES = {
     "paper": "stated in the paper",
     "review": "as a review of the paper states it",
     "reconstruction": "our reconstruction (the paper's text was not available to us)",
+    "abstract": "as the paper's abstract states it",
+    "question": "the book's own question (not a statement of the paper)",
 }
 
 #: Papers the book reviews or cites in claims: key -> (display name, bibtex key).
@@ -331,6 +333,14 @@ class Claim:
     repair: str | None = None
     #: For ``not-checkable-here``: the hardware or data the check needs and this build lacks.
     needs: str | None = None
+    #: Which review, or which text, the source is (``resnet_theory.claims.Source.detail``).
+    source_detail: str | None = None
+    #: The function that computes the claim's evidence (``module:qualname``), its file and first line.
+    function: str | None = None
+    source_file: str | None = None
+    source_line: int | None = None
+    #: Ids of the printed results whose printed proofs this claim's printed proof uses.
+    rests_on: list | None = None
 
     def __repr__(self) -> str:  # a chapter cell that ends in ledger.claim(...) shows one short line
         return f"Claim {self.id}: {self.verdict}"
@@ -738,6 +748,11 @@ _CLAIM_FIELD_TYPES = {
     "proof_step": _OPT_STR,
     "repair": _OPT_STR,
     "needs": _OPT_STR,
+    "source_detail": _OPT_STR,
+    "function": _OPT_STR,
+    "source_file": _OPT_STR,
+    "source_line": (int, type(None)),
+    "rests_on": (list, type(None)),
 }
 _REQUIRED_CLAIM_FIELDS = ("id", "paper", "ref", "statement", "chapter", "section", "verdict", "check", "evidence")
 

@@ -1,0 +1,40 @@
+"""The book's claims as library objects: each declared once, beside the function that computes its evidence.
+The map, one line per module:
+
+- :mod:`~resnet_theory.claims.spec`: how a claim is declared (Source, Control, Correction, ProofStep,
+  Checked, NotCheckable, Skip) and what its function returns (Evidence, StepEvidence).
+- :mod:`~resnet_theory.claims.context`: a chapter's profile table (Knob, ProfileTable) and the Context a
+  claim's function gets (sizes, seed, its own random numbers, results shared between claims).
+- :mod:`~resnet_theory.claims.registry`: ClaimSet (one chapter's claims) and the book's chapters' claims
+  modules, in book order.
+- :mod:`~resnet_theory.claims.run`: run one claim: its evidence checked against its declaration, its verdict.
+- :mod:`~resnet_theory.claims.chapter`: Chapter, what a chapter's notebook calls for each claim.
+- :mod:`~resnet_theory.claims.cli`: ``python -m resnet_theory.claims list|verify``.
+
+The chapters' claims modules (one per chapter; see ``registry.CHAPTER_MODULES``):
+
+- :mod:`~resnet_theory.claims.linear`: Hardt & Ma Section 2, Bartlett, Helmbold & Long.
+- :mod:`~resnet_theory.claims.expressivity`: Hardt & Ma Section 3, Appendices B and C.
+- :mod:`~resnet_theory.claims.smooth_maps`: Bartlett, Evans & Long.
+- :mod:`~resnet_theory.claims.linear_predictors`: Shamir.
+- :mod:`~resnet_theory.claims.experiments`: Hardt & Ma Section 4, He et al.
+"""
+
+from ..ledger import Check
+from .context import Context, Knob, ProfileTable
+from .registry import ClaimSet
+from .spec import Control, Correction, Evidence, ProofStep, Source, StepEvidence
+
+__all__ = [
+    "Check",
+    "ClaimSet",
+    "Context",
+    "Control",
+    "Correction",
+    "Evidence",
+    "Knob",
+    "ProfileTable",
+    "ProofStep",
+    "Source",
+    "StepEvidence",
+]

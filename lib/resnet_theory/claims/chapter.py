@@ -1,0 +1,100 @@
+"""The claims of a chapter as the chapter's notebook runs them.
+
+A chapter's first code cell makes one :class:`Chapter`; each claim's cell is one short visible call, which runs
+the claim's function, records it in the chapter's ledger, glues the numbers its prose quotes, and shows the
+evidence (statement, each check, the control, the verdict, and the command that re-checks the claim alone)::
+
+    chapter = Chapter("linear", profile=profile, seed=seed, knobs=knobs)
+    c23 = chapter.check("hardt-ma/claim-2.3")
+    c23                      # the evidence, as a small table
+    ...
+    chapter.show()           # last cell: the chapter's claims table, its claims file, every verdict glued
+
+:meth:`Chapter.show` refuses a chapter that did not run every claim its module declares, so a chapter and its
+claims module cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Mapping
+from typing import Any
+
+from ..ledger import Ledger, glue_numbers
+from .context import Context
+from .registry import ClaimSet, chapter_claims
+from .run import ClaimRun, run_claim, verify_command
+
+
+def evidence_html(run: ClaimRun) -> str:
+    """The evidence of one claim run as a small HTML table (every field escaped)."""
+    rec = run.record
+    rows = [("statement", rec.statement)]
+    for name, part in rec.evidence.items():
+        mark = "holds" if part.get("holds") else "fails"
+        if not part.get("decisive", True):
+            mark += " (not decisive)"
+        rows.append((f"{name.replace('_', ' ')}: {mark}", str(part.get("summary", ""))))
+    if rec.control is not None:
+        mark = "holds (a defect)" if rec.control.get("holds") else "fails, as it must"
+        rows.append((f"control: {mark}", f"{rec.control.get('input', '')} {rec.control.get('summary', '')}"))
+    if rec.needs:
+        rows.append(("needs", rec.needs))
+    rows.append(("verdict", rec.verdict + (f" ({rec.reason})" if rec.reason else "")))
+    rows.append(("re-check alone", verify_command(rec.id)))
+    body = "".join(
+        f"<tr><th style='text-align:left;vertical-align:top'>{html.escape(k)}</th>"
+        f"<td style='text-align:left'>{html.escape(v)}</td></tr>"
+        for k, v in rows
+    )
+    return f"<table class='claim-evidence'><caption>{html.escape(rec.id)}</caption>{body}</table>"
+
+
+class _Shown(ClaimRun):
+    def _repr_html_(self) -> str:
+        return evidence_html(self)
+
+
+class Chapter:
+    """One chapter's claims, run in the chapter's kernel at its profile, seed and knob overrides."""
+
+    def __init__(self, chapter: str, *, profile: str = "quick", seed: int = 0, knobs: Mapping[str, Any] | None = None):
+        self.claims: ClaimSet = chapter_claims(chapter)
+        self.knobs = dict(knobs or {})
+        self.ctx = Context.for_table(self.claims.profile, profile, seed, self.knobs)
+        self.ledger = Ledger(chapter)
+        self.runs: dict[str, ClaimRun] = {}
+
+    @property
+    def cfg(self):
+        """The resolved knobs (``chapter.cfg.max_depth``)."""
+        return self.ctx.cfg
+
+    def profile_rows(self) -> list[dict]:
+        """The chapter's profile table, with the values this run uses."""
+        return self.claims.profile.rows(self.ctx.profile, self.knobs)
+
+    def check(self, claim_id: str) -> ClaimRun:
+        """Run one claim of this chapter, record it, glue its numbers; the result shows its evidence."""
+        if claim_id not in self.claims.claims:
+            raise KeyError(f"claim {claim_id!r} is not declared in chapter {self.claims.chapter!r}")
+        if claim_id in self.runs:
+            raise ValueError(f"claim {claim_id!r} was already checked in this chapter")
+        run = run_claim(self.claims.claims[claim_id], self.ctx)
+        self.ledger._add(run.record)
+        if run.evidence is not None and run.evidence.glue:
+            try:
+                glue_numbers(**run.evidence.glue)
+            except Exception:  # outside a kernel there is nothing to glue into
+                pass
+        self.runs[claim_id] = run
+        return _Shown(run.decl, run.record, run.evidence)
+
+    def show(self):
+        """The last cell: every declared claim must have run; record the skips, save, glue, return the table."""
+        missing = [cid for cid in self.claims.claims if cid not in self.runs]
+        if missing:
+            raise RuntimeError(f"chapter {self.claims.chapter!r} did not check {', '.join(missing)}")
+        for s in self.claims.skipped:
+            self.ledger.skip(paper=s.paper, ref=s.ref, statement=s.statement, why=s.why)
+        return self.ledger.show()

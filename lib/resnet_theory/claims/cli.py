@@ -1,0 +1,257 @@
+"""``python -m resnet_theory.claims``: list the book's claims, re-check one (or all) on its own.
+
+- ``list [--json] [--build-dir DIR]``: every claim id in book order, its paper, printed location and the
+  verdict the last build recorded (``-`` when there is no build).
+- ``verify ID... [--profile quick|full] [--seed N] [--knob NAME=VALUE] [--json]``: runs each claim alone
+  (claims of one chapter share one context, so their shared results are computed once), prints the printed
+  statement, each check's summary, the control and the verdict. ``--all`` runs every claim, chapters in
+  ``--jobs`` processes (2: one a core). ``--seeds 0 1 2`` runs each claim at every seed and says how many
+  seeds give the same verdict.
+
+Exit status: 0 when every verdict agrees with the one the last build recorded (or there is no build, or the
+claim has no recorded verdict), 1 when one differs (or, with ``--seeds``, differs between seeds) or a claim's
+function fails, 2 on bad input (an unknown id, profile or knob, a bad seed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections import Counter
+from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import get_context
+from pathlib import Path
+
+from ..ledger import ClaimsFileError, read_claims_file
+from .context import Context
+from .registry import all_claims, chapter_claims
+from .run import run_claim, verify_command
+
+
+class UsageError(ValueError):
+    """Bad input on the command line (exit 2)."""
+
+
+def recorded_verdicts(build_dir: Path) -> dict[str, str]:
+    """claim id -> the verdict the build in ``build_dir`` recorded (empty when there is no build)."""
+    executed = Path(build_dir) / "executed"
+    out: dict[str, str] = {}
+    if not executed.is_dir():
+        return out
+    for path in sorted(executed.rglob("*.claims.json")):
+        if path.name.startswith("."):
+            continue
+        try:
+            claims, _ = read_claims_file(path)
+        except ClaimsFileError:
+            continue  # a damaged file records nothing; the ledger page refuses it
+        out.update({c.id: c.verdict for c in claims})
+    return out
+
+
+def _parse_knob(text: str) -> tuple[str, object]:
+    name, sep, value = text.partition("=")
+    if not sep or not name.strip():
+        raise UsageError(f"--knob expects NAME=VALUE, got {text!r}")
+    try:
+        parsed = json.loads(value)
+    except json.JSONDecodeError:
+        raise UsageError(f"--knob {name}: the value must be JSON (a number, a list), got {value!r}") from None
+    return name.strip(), parsed
+
+
+def _chapter_job(chapter: str, ids: list[str], profile: str, seed: int, knobs: dict) -> list[dict]:
+    """Run ``ids`` of one chapter in one context (a worker process's job); one result dict per claim."""
+    import torch
+
+    torch.set_num_threads(1)
+    claims = chapter_claims(chapter)
+    ctx = Context.for_table(claims.profile, profile, seed, knobs)
+    results = []
+    for cid in ids:
+        start = time.perf_counter()
+        try:
+            run = run_claim(claims.claims[cid], ctx)
+        except Exception as exc:  # reported per claim; the others still run
+            results.append({"id": cid, "chapter": chapter, "error": f"{type(exc).__name__}: {exc}", "seed": seed})
+            continue
+        rec = run.record
+        results.append(
+            {
+                "id": cid,
+                "chapter": chapter,
+                "seed": seed,
+                "statement": rec.statement,
+                "ref": rec.ref,
+                "verdict": rec.verdict,
+                "reason": rec.reason,
+                "checks": {k: {"holds": v["holds"], "summary": v["summary"]} for k, v in rec.evidence.items()},
+                "control": rec.control,
+                "needs": rec.needs,
+                "seconds": round(time.perf_counter() - start, 3),
+            }
+        )
+    return results
+
+
+def _jobs_for(ids: Sequence[str], knobs: dict) -> list[tuple[str, list[str]]]:
+    by_chapter: dict[str, list[str]] = {}
+    known = {d.id: d.chapter for d in all_claims()}
+    for cid in ids:
+        if cid not in known:
+            raise UsageError(f"no claim {cid!r} (python -m resnet_theory.claims list shows the ids)")
+        by_chapter.setdefault(known[cid], []).append(cid)
+    if knobs and len(by_chapter) > 1:
+        raise UsageError("--knob names one chapter's knobs: verify claims of one chapter with it")
+    for chapter in by_chapter:
+        chapter_claims(chapter).profile.resolve("quick", knobs)  # an unknown knob is bad input, before running
+    return list(by_chapter.items())
+
+
+def _run_all(jobs, profile, seeds, knobs, processes) -> list[dict]:
+    tasks = [(ch, ids, profile, s, knobs) for s in seeds for ch, ids in jobs]
+    if processes <= 1 or len(tasks) == 1:
+        return [r for t in tasks for r in _chapter_job(*t)]
+    # the longest chapter first, so that two processes finish together
+    with ProcessPoolExecutor(processes, mp_context=get_context("spawn")) as pool:
+        futures = [pool.submit(_chapter_job, *t) for t in tasks]
+        return [r for f in futures for r in f.result()]
+
+
+def _print_result(r: dict, recorded: str | None) -> None:
+    print(f"{r['id']}  ({r['chapter']}, seed {r['seed']})")
+    if "error" in r:
+        print(f"  error: {r['error']}")
+        return
+    print(f"  printed in: {r['ref']}")
+    print(f"  statement:  {r['statement']}")
+    for name, part in r["checks"].items():
+        print(f"  {name}: {'holds' if part['holds'] else 'fails'}: {part['summary']}")
+    if r["control"]:
+        c = r["control"]
+        print(f"  control ({'holds: a defect' if c['holds'] else 'fails, as it must'}): {c['input']}")
+        print(f"    {c['summary']}")
+    if r["needs"]:
+        print(f"  needs: {r['needs']}")
+    agree = "" if recorded is None else ("  (as recorded)" if recorded == r["verdict"] else f"  (recorded: {recorded})")
+    print(f"  verdict: {r['verdict']}{agree}  [{r['seconds']:.1f} s]")
+
+
+def cmd_list(args) -> int:
+    recorded = recorded_verdicts(args.build_dir)
+    rows = [
+        {"id": d.id, "paper": d.paper, "chapter": d.chapter, "ref": d.ref, "recorded": recorded.get(d.id)}
+        for d in all_claims()
+    ]
+    if args.json:
+        print(json.dumps(rows, indent=1))
+    else:
+        for r in rows:
+            print(f"{r['id']:48s} {r['recorded'] or '-':19s} {r['ref']}")
+        print(f"{len(rows)} claims; re-check one with: {verify_command('ID')}")
+    return 0
+
+
+def cmd_verify(args) -> int:
+    if not args.all and not args.ids:
+        raise UsageError("verify needs claim ids, or --all")
+    knobs = dict(_parse_knob(k) for k in args.knob)
+    ids = [d.id for d in all_claims()] if args.all else list(dict.fromkeys(args.ids))
+    jobs = _jobs_for(ids, knobs)
+    seeds = args.seeds or [args.seed]
+    if any(s < 0 for s in seeds):
+        raise UsageError(f"seeds must be integers >= 0, got {seeds}")
+    recorded = recorded_verdicts(args.build_dir)
+    results = _run_all(jobs, args.profile, seeds, knobs, args.jobs)
+    order = {cid: i for i, cid in enumerate(ids)}
+    results.sort(key=lambda r: (order[r["id"]], r["seed"]))
+    status = 0
+    summary = []
+    for cid in ids:
+        mine = [r for r in results if r["id"] == cid]
+        verdicts = [r.get("verdict") for r in mine]
+        rec = recorded.get(cid)
+        counts = Counter(verdicts)
+        agree_rec = rec is None or all(v == rec for v in verdicts)
+        same_across = len(counts) == 1
+        if any("error" in r for r in mine) or not agree_rec or not same_across:
+            status = 1
+        summary.append(
+            {
+                "id": cid,
+                "verdicts": verdicts,
+                "seeds": seeds,
+                "recorded": rec,
+                "agrees_with_recorded": agree_rec,
+                "seeds_agreeing": counts.most_common(1)[0][1] if verdicts else 0,
+            }
+        )
+        if not args.json:
+            for r in mine:
+                _print_result(r, rec)
+            if len(seeds) > 1:
+                print(f"  seeds {seeds}: {counts.most_common(1)[0][1]} of {len(seeds)} give the same verdict")
+    if args.json:
+        print(json.dumps({"claims": summary, "runs": results}, indent=1))
+    else:
+        differ = [s["id"] for s in summary if not s["agrees_with_recorded"]]
+        print(
+            f"{len(ids)} claims, profile {args.profile}, seeds {seeds}: "
+            + (f"{len(differ)} differ from the recorded verdict: {', '.join(differ)}" if differ else "as recorded")
+        )
+    return status
+
+
+def _seed(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {text!r}")
+    return value
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, exit 2
+        raise UsageError(message)
+
+
+def parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="python -m resnet_theory.claims", description=__doc__.split("\n\n")[0])
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    ls = sub.add_parser("list", help="every claim id, its location and its recorded verdict")
+    ls.add_argument("--json", action="store_true")
+    ls.add_argument("--build-dir", type=Path, default=Path("_build"))
+    v = sub.add_parser("verify", help="re-check claims on their own")
+    v.add_argument("ids", nargs="*", metavar="ID")
+    v.add_argument("--all", action="store_true", help="every claim")
+    v.add_argument("--profile", choices=("quick", "full"), default="quick")
+    v.add_argument("--seed", type=_seed, default=0)
+    v.add_argument("--seeds", type=_seed, nargs="+", help="run at each seed; say how many agree")
+    v.add_argument("--knob", action="append", default=[], metavar="NAME=VALUE", help="override a knob (JSON value)")
+    v.add_argument("--jobs", type=int, default=2, help="processes (default 2, one a core)")
+    v.add_argument("--json", action="store_true")
+    v.add_argument("--build-dir", type=Path, default=Path("_build"), help="where the recorded verdicts are")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        args = parser().parse_args(argv)
+        if args.command == "verify" and args.jobs < 1:
+            raise UsageError(f"--jobs must be >= 1, got {args.jobs}")
+        return cmd_list(args) if args.command == "list" else cmd_verify(args)
+    except (UsageError, ValueError, TypeError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

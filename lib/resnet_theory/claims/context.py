@@ -1,0 +1,135 @@
+"""What a claim's function is given: the profile's sizes, the seed, its own random numbers, shared results.
+
+Each chapter's knobs live in one :class:`ProfileTable` in its claims module: every knob once, with its value
+in each profile and what it sizes. ``tiny`` is the size the unit tests run every claim at (seconds), ``quick``
+the book's default (a 2-core CPU), ``full`` a GPU-sized build. A reader overrides knobs with a dict
+(``knobs={"max_depth": 200}`` in a chapter's parameters cell, ``--knob max_depth=200`` on the command line);
+an unknown knob, or a value of another type than the table's, is refused in one line.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+from typing import Any, TypeVar
+
+import numpy as np
+
+#: The profiles a claim runs at; ``tiny`` is for the unit tests (it need not reproduce a verdict).
+PROFILES = ("tiny", "quick", "full")
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Knob:
+    """One size knob: its value per profile and what it sizes (shown in the chapter's profile table)."""
+
+    quick: Any
+    full: Any
+    doc: str
+    #: The unit tests' size; default: the quick value.
+    tiny: Any = None
+
+    def value(self, profile: str) -> Any:
+        if profile == "tiny":
+            return self.quick if self.tiny is None else self.tiny
+        return self.quick if profile == "quick" else self.full
+
+
+def _same_kind(value: Any, default: Any) -> bool:
+    if isinstance(default, bool) or isinstance(value, bool):
+        return isinstance(value, bool) and isinstance(default, bool)
+    if isinstance(default, (int, float)) and not isinstance(default, bool):
+        return isinstance(value, (int, float)) and (isinstance(default, float) or isinstance(value, int))
+    if isinstance(default, (list, tuple)):
+        return isinstance(value, (list, tuple))
+    return default is None or isinstance(value, type(default))
+
+
+class ProfileTable:
+    """A chapter's knobs: ``ProfileTable(max_depth=Knob(512, 1000, "deepest network"), ...)``."""
+
+    def __init__(self, **knobs: Knob):
+        for name, knob in knobs.items():
+            if not isinstance(knob, Knob):
+                raise TypeError(f"knob {name!r} must be a Knob(quick, full, doc), got {knob!r}")
+        self.knobs = dict(knobs)
+
+    def resolve(self, profile: str, overrides: Mapping[str, Any] | None = None) -> SimpleNamespace:
+        """The knobs' values for ``profile``, each replaced by ``overrides[name]`` when given."""
+        if profile not in PROFILES:
+            raise ValueError(f"unknown profile {profile!r}; use one of {', '.join(repr(p) for p in PROFILES)}")
+        overrides = dict(overrides or {})
+        if not isinstance(overrides, dict):
+            raise TypeError(f"knobs must be a dict of knob name to value, got {type(overrides).__name__}")
+        unknown = sorted(set(overrides) - set(self.knobs))
+        if unknown:
+            raise ValueError(f"unknown knob {unknown[0]!r}; this chapter's knobs: {', '.join(sorted(self.knobs))}")
+        values = {}
+        for name, knob in self.knobs.items():
+            default = knob.value(profile)
+            if name in overrides and overrides[name] is not None:
+                given = overrides[name]
+                if not _same_kind(given, default):
+                    raise TypeError(
+                        f"knob {name!r}: expected a value like {default!r} ({type(default).__name__}), "
+                        f"got {given!r} ({type(given).__name__})"
+                    )
+                values[name] = given
+            else:
+                values[name] = default
+        return SimpleNamespace(profile=profile, quick=profile != "full", **values)
+
+    def rows(self, profile: str | None = None, overrides: Mapping[str, Any] | None = None) -> list[dict]:
+        """One row per knob (name, what it sizes, quick, full and, with ``profile``, the value in use)."""
+        used = self.resolve(profile, overrides) if profile else None
+        out = []
+        for name, knob in self.knobs.items():
+            row = {"knob": name, "what it sizes": knob.doc, "quick": knob.quick, "full": knob.full}
+            if used is not None:
+                row["this run"] = getattr(used, name)
+            out.append(row)
+        return out
+
+
+def _stable_seed(*parts: Any) -> int:
+    digest = hashlib.sha256("\x1f".join(str(p) for p in parts).encode()).digest()
+    return int.from_bytes(digest[:8], "little")
+
+
+@dataclass
+class Context:
+    """What a claim's function gets: ``profile``, ``seed``, the resolved knobs ``cfg`` (attributes), a random
+    generator of its own (:meth:`rng`, the same whether the claim runs alone or with its chapter) and results
+    shared between claims of one chapter (:meth:`shared`)."""
+
+    profile: str
+    seed: int
+    cfg: SimpleNamespace
+    _shared: dict = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def for_table(
+        cls, table: ProfileTable, profile: str = "quick", seed: int = 0, knobs: Mapping | None = None
+    ) -> Context:
+        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+            raise ValueError(f"seed must be an integer >= 0, got {seed!r}")
+        return cls(profile, seed, table.resolve(profile, knobs))
+
+    @property
+    def quick(self) -> bool:
+        return self.profile != "full"
+
+    def rng(self, key: str) -> np.random.Generator:
+        """A generator seeded by (seed, ``key``): give each claim (and each shared result) its own key, so
+        that its numbers do not depend on which other claims ran before it."""
+        return np.random.default_rng(_stable_seed(self.seed, key))
+
+    def shared(self, key: str, compute: Callable[[], T]) -> T:
+        """``compute()`` once per context: a result several claims use (a training grid, a sweep)."""
+        if key not in self._shared:
+            self._shared[key] = compute()
+        return self._shared[key]

@@ -1,0 +1,154 @@
+"""Every claim of the book, by chapter: each chapter's claims module declares a :class:`ClaimSet`.
+
+The chapters' claims modules are listed in :data:`CHAPTER_MODULES` in book order; :func:`all_claims` imports
+them and returns every declaration in that order, :func:`find` one by id.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from .context import ProfileTable
+from .spec import Checked, Control, Correction, NotCheckable, ProofStep, Skip, Source
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .context import Context
+    from .spec import Evidence
+
+#: chapter (its file stem in book/) -> the module declaring its claims, in book order.
+CHAPTER_MODULES: dict[str, str] = {
+    "linear": "resnet_theory.claims.linear",
+    "expressivity": "resnet_theory.claims.expressivity",
+    "smooth_maps": "resnet_theory.claims.smooth_maps",
+    "linear_predictors": "resnet_theory.claims.linear_predictors",
+    "experiments": "resnet_theory.claims.experiments",
+}
+
+
+class ClaimSet:
+    """The claims of one chapter, in the order it reads them, with the chapter's profile table and the printed
+    statements it discusses but does not check (:meth:`skip`)."""
+
+    def __init__(self, chapter: str, profile: ProfileTable):
+        if not isinstance(profile, ProfileTable):
+            raise TypeError("ClaimSet needs the chapter's ProfileTable")
+        self.chapter = chapter
+        self.profile = profile
+        self.claims: dict[str, Checked | NotCheckable] = {}
+        self.skipped: list[Skip] = []
+
+    def _add(self, decl):
+        if decl.id in self.claims:
+            raise ValueError(f"claim {decl.id!r} declared twice in chapter {self.chapter!r}")
+        self.claims[decl.id] = decl
+        return decl
+
+    def checked(
+        self,
+        id: str,
+        *,
+        paper: str,
+        ref: str,
+        statement: str,
+        source: Source,
+        section: str,
+        control: Control,
+        correction: Correction | None = None,
+        proof_step: ProofStep | None = None,
+        rests_on: tuple[str, ...] = (),
+    ) -> Callable[[Callable[[Context], Evidence]], Checked]:
+        """Decorate the function that computes a claim's evidence with its declaration; the name is bound to
+        the :class:`Checked` declaration (call ``decl.evidence(ctx)`` for the evidence alone)."""
+
+        def declare(fn: Callable[[Context], Evidence]) -> Checked:
+            return self._add(
+                Checked(
+                    id=id,
+                    paper=paper,
+                    ref=ref,
+                    statement=statement,
+                    source=source,
+                    section=section,
+                    chapter=self.chapter,
+                    control=control,
+                    correction=correction,
+                    proof_step=proof_step,
+                    rests_on=tuple(rests_on),
+                    evidence=fn,
+                )
+            )
+
+        return declare
+
+    def not_checkable(
+        self,
+        id: str,
+        *,
+        paper: str,
+        ref: str,
+        statement: str,
+        source: Source,
+        section: str,
+        reason: str,
+        needs: str,
+        rests_on: tuple[str, ...] = (),
+    ) -> NotCheckable:
+        return self._add(
+            NotCheckable(
+                id=id,
+                paper=paper,
+                ref=ref,
+                statement=statement,
+                source=source,
+                section=section,
+                chapter=self.chapter,
+                reason=reason,
+                needs=needs,
+                rests_on=tuple(rests_on),
+            )
+        )
+
+    def skip(self, *, paper: str, ref: str, statement: str, why: str) -> Skip:
+        s = Skip(paper, ref, statement, why)
+        self.skipped.append(s)
+        return s
+
+    def __iter__(self):
+        return iter(self.claims.values())
+
+    def __len__(self):
+        return len(self.claims)
+
+
+def chapter_claims(chapter: str) -> ClaimSet:
+    """The :class:`ClaimSet` of one chapter (its module imported)."""
+    if chapter not in CHAPTER_MODULES:
+        raise KeyError(f"no claims module for chapter {chapter!r}; chapters: {', '.join(CHAPTER_MODULES)}")
+    module = importlib.import_module(CHAPTER_MODULES[chapter])
+    claims = getattr(module, "CLAIMS", None)
+    if not isinstance(claims, ClaimSet) or claims.chapter != chapter:
+        raise TypeError(f"{CHAPTER_MODULES[chapter]} must define CLAIMS = ClaimSet({chapter!r}, PROFILE)")
+    return claims
+
+
+def all_claims() -> list[Checked | NotCheckable]:
+    """Every declared claim, in book order; an id declared in two chapters is an error."""
+    seen: dict[str, str] = {}
+    out = []
+    for chapter in CHAPTER_MODULES:
+        for decl in chapter_claims(chapter):
+            if decl.id in seen:
+                raise ValueError(f"claim {decl.id!r} declared in {seen[decl.id]!r} and {chapter!r}")
+            seen[decl.id] = chapter
+            out.append(decl)
+    return out
+
+
+def find(claim_id: str) -> Checked | NotCheckable:
+    """The declaration of ``claim_id``; :class:`KeyError` with the known ids' count otherwise."""
+    for decl in all_claims():
+        if decl.id == claim_id:
+            return decl
+    raise KeyError(f"no claim {claim_id!r} (python -m resnet_theory.claims list shows the ids)")

@@ -1,0 +1,102 @@
+"""Run one claim: call its evidence function, check the evidence against the declaration, derive the verdict.
+
+:func:`run_claim` returns a :class:`ClaimRun`: the ledger record (with the verdict derived from the checks by
+:mod:`resnet_theory.ledger`'s rules) and the evidence, whose ``data`` and ``glue`` the chapter shows.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from ..ledger import Claim, Ledger
+from .context import Context
+from .spec import Checked, Evidence, NotCheckable
+
+
+class EvidenceMismatch(TypeError):
+    """An evidence function returned checks its declaration does not have, or lacks ones it declares."""
+
+
+@dataclass
+class ClaimRun:
+    """A claim run at one profile and seed: the declaration, its ledger record and (if checked) its evidence."""
+
+    decl: Checked | NotCheckable
+    record: Claim
+    evidence: Evidence | None
+
+    @property
+    def verdict(self) -> str:
+        return self.record.verdict
+
+    @property
+    def data(self) -> dict:
+        return {} if self.evidence is None else self.evidence.data
+
+    def __repr__(self) -> str:
+        return f"{self.record.id}: {self.record.verdict}"
+
+
+def verify_command(claim_id: str) -> str:
+    """The command that re-checks one claim."""
+    return f"python -m resnet_theory.claims verify {claim_id}"
+
+
+def _match(decl: Checked, ev: Evidence) -> None:
+    if not isinstance(ev, Evidence):
+        raise EvidenceMismatch(f"claim {decl.id!r}: {decl.function} returned {type(ev).__name__}, not Evidence")
+    if (decl.correction is None) != (ev.corrected is None):
+        raise EvidenceMismatch(
+            f"claim {decl.id!r}: the declaration "
+            + ("has no correction but the evidence checks one" if decl.correction is None else "declares a correction")
+            + ("" if decl.correction is None else " but the evidence has no check of it")
+        )
+    if (decl.proof_step is None) != (ev.proof is None):
+        raise EvidenceMismatch(
+            f"claim {decl.id!r}: the declaration "
+            + (
+                "has no proof step but the evidence checks one"
+                if decl.proof_step is None
+                else "declares a proof step but the evidence has no StepEvidence for it"
+            )
+        )
+
+
+def _record(decl: Checked | NotCheckable, ev: Evidence | None) -> Claim:
+    ledger = Ledger(decl.chapter)
+    common = dict(paper=decl.paper, ref=decl.ref, statement=decl.statement, section=decl.section)
+    source = decl.source.ledger_key
+    if isinstance(decl, NotCheckable):
+        rec = ledger.not_checkable(decl.id, **common, reason=decl.reason, needs=decl.needs, source=source)
+        extra = {}
+    else:
+        step = decl.proof_step
+        rec = ledger.claim(
+            decl.id,
+            **common,
+            source=source,
+            printed=ev.statement,
+            control=list(ev.controls),
+            control_input=decl.control.input,
+            corrected=ev.corrected,
+            corrected_statement=None if decl.correction is None else decl.correction.statement,
+            proof_step=None if ev.proof is None else ev.proof.step,
+            proof_step_statement=None if step is None else step.step,
+            repair=None if ev.proof is None else ev.proof.repair,
+            repair_statement=None if step is None else step.repair,
+        )
+        path, line = decl.source_location
+        extra = {"function": decl.function, "source_file": path, "source_line": line}
+    return dataclasses.replace(
+        rec, source_detail=decl.source.detail or None, rests_on=list(decl.rests_on) or None, **extra
+    )
+
+
+def run_claim(decl: Checked | NotCheckable, ctx: Context) -> ClaimRun:
+    """Compute ``decl``'s evidence in ``ctx`` and its record (verdict derived, never typed)."""
+    if isinstance(decl, NotCheckable):
+        return ClaimRun(decl, _record(decl, None), None)
+    ev = decl.evidence(ctx)
+    _match(decl, ev)
+    return ClaimRun(decl, _record(decl, ev), ev)
