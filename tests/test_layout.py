@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "lib" / "resnet_theory"
-PACKAGES = [PACKAGE, PACKAGE / "engine", PACKAGE / "book", PACKAGE / "benchmarks"]
+PACKAGES = [PACKAGE, PACKAGE / "engine", PACKAGE / "book", PACKAGE / "benchmarks", PACKAGE / "claims"]
 MAX_FUNCTION_LINES = 100
 MAX_BOOK_MODULE_LINES = 500
 

@@ -21,6 +21,8 @@ Subpackages (each ``__init__`` is its own map):
 
 - :mod:`resnet_theory.engine`: the training engine of the experiments chapter (network, data, training,
   ensembles, ablation runs, devices, throughput benchmark, GPU check).
+- :mod:`resnet_theory.claims`: every claim of the book as a library object (declaration, evidence function,
+  profile table) by chapter; ``python -m resnet_theory.claims list|verify`` re-checks one claim on its own.
 - :mod:`resnet_theory.book`: the book tooling (executor, cache, report, HTML build, status page, browser
   check, PDF, verdict diff); ``python -m resnet_theory.book`` is its command line.
 - :mod:`resnet_theory.benchmarks`: benchmarks of the paper modules that print figures.

@@ -1,0 +1,297 @@
+"""The claims core (issue 30): declarations that cannot be written wrong, evidence matched to its declaration,
+profile tables, contexts, the chapter API and ``python -m resnet_theory.claims``."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from resnet_theory.claims import (
+    Check,
+    ClaimSet,
+    Context,
+    Control,
+    Correction,
+    Evidence,
+    Knob,
+    ProfileTable,
+    ProofStep,
+    Source,
+    StepEvidence,
+)
+from resnet_theory.claims import cli as claims_cli
+from resnet_theory.claims.registry import CHAPTER_MODULES, all_claims, chapter_claims
+from resnet_theory.claims.run import EvidenceMismatch, run_claim
+from resnet_theory.claims.spec import Checked, NotCheckable
+from resnet_theory.ledger import LedgerDefect
+
+ROOT = Path(__file__).resolve().parents[1]
+CONTROL = Control("An input the claim rules out: a depth below the theorem's bound.")
+TABLE = ProfileTable(n=Knob(10, 100, "how many", tiny=2), rates=Knob([0.1], [0.1, 0.2], "rates"))
+
+
+def holds(what="x"):
+    return Check.at_most(1.0, 2.0, what=what)
+
+
+def fails(what="x"):
+    return Check.at_most(3.0, 2.0, what=what)
+
+
+def claim_set(**decl):
+    cs = ClaimSet("linear", TABLE)
+    base = dict(paper="hardt-ma", ref="Theorem 9", statement="A statement.", source=Source.printed(), section="s-1")
+    base.update(decl)
+    return cs, base
+
+
+# --- declarations: illegal combinations cannot be written ------------------------------------------------------
+def test_a_checked_claim_cannot_be_declared_without_its_control():
+    cs, base = claim_set()
+    with pytest.raises(TypeError):
+        cs.checked("hardt-ma/t", **base)(lambda ctx: None)  # no control= : a missing keyword argument
+    with pytest.raises(TypeError, match="Control"):
+        cs.checked("hardt-ma/t", **base, control="a depth below the bound")(lambda ctx: None)
+
+
+def test_a_proof_step_needs_its_repair_and_a_correction_its_statement():
+    with pytest.raises(TypeError):
+        ProofStep(step="the printed step fails here")  # the repair is a required field
+    with pytest.raises(TypeError):
+        Correction()
+    with pytest.raises(ValueError, match="sentence"):
+        ProofStep(step="x", repair="the repaired step holds")
+    with pytest.raises(ValueError, match="sentence"):
+        Control("too short")
+
+
+def test_sources_say_which_review_and_refuse_unknown_kinds():
+    with pytest.raises(ValueError, match="which review"):
+        Source.review("")
+    with pytest.raises(ValueError, match="unknown source kind"):
+        Source("hearsay")
+    assert Source.printed().ledger_key == "paper" and Source.abstract().ledger_key == "abstract"
+
+
+def test_not_checkable_needs_what_it_needs_and_a_reason():
+    cs, base = claim_set()
+    with pytest.raises(TypeError):
+        cs.not_checkable("hardt-ma/n", **base, reason="the data set is not shipped with the book")
+    with pytest.raises(ValueError, match="needs"):
+        cs.not_checkable("hardt-ma/n", **base, reason="the data set is not shipped with the book", needs=" ")
+
+
+def test_bad_ids_papers_labels_and_duplicates_are_refused():
+    cs, base = claim_set()
+    for bad in ("Hardt/x", "hardt-ma", "hardt-ma/X Y"):
+        with pytest.raises(ValueError, match="claim id"):
+            cs.checked(bad, **base, control=CONTROL)(lambda ctx: None)
+    with pytest.raises(ValueError, match="unknown paper"):
+        cs.checked("nobody/x", **{**base, "paper": "nobody"}, control=CONTROL)(lambda ctx: None)
+    with pytest.raises(ValueError, match="MyST label"):
+        cs.checked("hardt-ma/x", **{**base, "section": "Not A Label"}, control=CONTROL)(lambda ctx: None)
+    cs.checked("hardt-ma/x", **base, control=CONTROL)(lambda ctx: None)
+    with pytest.raises(ValueError, match="declared twice"):
+        cs.checked("hardt-ma/x", **base, control=CONTROL)(lambda ctx: None)
+
+
+def test_evidence_needs_a_control_check_and_plain_glue():
+    with pytest.raises(TypeError):
+        Evidence(statement=holds())  # no control: a missing keyword argument
+    with pytest.raises(TypeError, match="control"):
+        Evidence(statement=holds(), control=())
+    with pytest.raises(TypeError, match="glue"):
+        Evidence(statement=holds(), control=fails(), glue={"x": [1, 2]})
+    with pytest.raises(TypeError):
+        StepEvidence(step=fails())
+
+
+# --- running a claim: evidence matched to its declaration, verdict derived -----------------------------------------
+def test_evidence_must_match_the_declaration():
+    cs, base = claim_set()
+    gap = cs.checked(
+        "hardt-ma/gap", **base, control=CONTROL, proof_step=ProofStep("the printed step", "the repaired step")
+    )(lambda ctx: Evidence(statement=holds(), control=fails()))
+    plain = cs.checked("hardt-ma/plain", **base, control=CONTROL)(
+        lambda ctx: Evidence(statement=holds(), control=fails(), corrected=holds())
+    )
+    ctx = Context.for_table(TABLE, "tiny", 0)
+    with pytest.raises(EvidenceMismatch, match="declares a proof step"):
+        run_claim(gap, ctx)
+    with pytest.raises(EvidenceMismatch, match="no correction"):
+        run_claim(plain, ctx)
+
+
+def test_verdicts_follow_from_the_checks():
+    cs, base = claim_set()
+    step = ProofStep("the printed step", "the repaired step")
+    gap = cs.checked("hardt-ma/gap", **base, control=CONTROL, proof_step=step)(
+        lambda ctx: Evidence(statement=holds(), control=fails(), proof=StepEvidence(step=fails(), repair=holds()))
+    )
+    corr = cs.checked("hardt-ma/corr", **base, control=CONTROL, correction=Correction("What holds instead."))(
+        lambda ctx: Evidence(statement=fails(), control=fails(), corrected=holds())
+    )
+    ok = cs.checked("hardt-ma/ok", **base, control=CONTROL, rests_on=("hardt-ma/corr",))(
+        lambda ctx: Evidence(statement=holds(), control=fails(), data={"rows": [1]}, glue={"k": 1.5})
+    )
+    nc = cs.not_checkable("hardt-ma/nc", **base, reason="needs the CIFAR archives and a GPU", needs="CIFAR, a GPU")
+    ctx = Context.for_table(TABLE, "tiny", 0)
+    runs = {d.id: run_claim(d, ctx) for d in (gap, corr, ok, nc)}
+    assert {k: r.verdict for k, r in runs.items()} == {
+        "hardt-ma/gap": "proof-gap",
+        "hardt-ma/corr": "corrected",
+        "hardt-ma/ok": "confirmed",
+        "hardt-ma/nc": "not-checkable-here",
+    }
+    rec = runs["hardt-ma/ok"].record
+    assert rec.rests_on == ["hardt-ma/corr"] and rec.function.endswith("<lambda>")
+    assert rec.source_file.endswith("test_claims_core.py") and rec.source_line > 0
+    assert runs["hardt-ma/ok"].data == {"rows": [1]}
+    assert runs["hardt-ma/gap"].record.proof_step == "the printed step"
+
+
+def test_a_control_that_holds_is_refused_when_the_chapter_is_shown(monkeypatch):
+    from resnet_theory.claims import chapter as chapter_mod
+
+    cs, base = claim_set()
+    cs.checked("hardt-ma/weak", **base, control=CONTROL)(lambda ctx: Evidence(statement=holds(), control=holds()))
+    monkeypatch.setattr(chapter_mod, "chapter_claims", lambda name: cs)
+    ch = chapter_mod.Chapter("linear", profile="tiny")
+    shown = ch.check("hardt-ma/weak")
+    assert "re-check alone" in shown._repr_html_() and "python -m resnet_theory.claims verify" in shown._repr_html_()
+    with pytest.raises(LedgerDefect, match="control"):
+        ch.show()
+
+
+def test_a_chapter_that_skips_a_declared_claim_is_refused(monkeypatch):
+    from resnet_theory.claims import chapter as chapter_mod
+
+    cs, base = claim_set()
+    cs.checked("hardt-ma/a", **base, control=CONTROL)(lambda ctx: Evidence(statement=holds(), control=fails()))
+    cs.checked("hardt-ma/b", **base, control=CONTROL)(lambda ctx: Evidence(statement=holds(), control=fails()))
+    monkeypatch.setattr(chapter_mod, "chapter_claims", lambda name: cs)
+    ch = chapter_mod.Chapter("linear", profile="tiny")
+    ch.check("hardt-ma/a")
+    with pytest.raises(ValueError, match="already checked"):
+        ch.check("hardt-ma/a")
+    with pytest.raises(KeyError, match="not declared"):
+        ch.check("hardt-ma/zzz")
+    with pytest.raises(RuntimeError, match="did not check hardt-ma/b"):
+        ch.show()
+
+
+# --- profile tables and contexts --------------------------------------------------------------------------------
+def test_profile_tables_resolve_and_refuse():
+    assert TABLE.resolve("quick").n == 10 and TABLE.resolve("full").n == 100 and TABLE.resolve("tiny").n == 2
+    assert TABLE.resolve("tiny").rates == [0.1]  # no tiny value: the quick one
+    assert TABLE.resolve("quick", {"n": 3}).n == 3
+    with pytest.raises(ValueError, match="unknown knob 'm'"):
+        TABLE.resolve("quick", {"m": 1})
+    with pytest.raises(TypeError, match="knob 'n'"):
+        TABLE.resolve("quick", {"n": 1.5})
+    with pytest.raises(TypeError, match="knob 'n'"):
+        TABLE.resolve("quick", {"n": True})
+    with pytest.raises(ValueError, match="unknown profile"):
+        TABLE.resolve("Quick")
+    assert [r["knob"] for r in TABLE.rows("quick", {"n": 4})] == ["n", "rates"]
+    assert TABLE.rows("quick", {"n": 4})[0]["this run"] == 4
+
+
+def test_context_random_numbers_do_not_depend_on_order_and_shared_results_are_computed_once():
+    a, b = Context.for_table(TABLE, "tiny", 3), Context.for_table(TABLE, "tiny", 3)
+    a.rng("first").random(5)
+    assert a.rng("second").random() == b.rng("second").random()
+    assert a.rng("k").random() != Context.for_table(TABLE, "tiny", 4).rng("k").random()
+    calls = []
+    assert a.shared("grid", lambda: calls.append(1) or 7) == 7 and a.shared("grid", lambda: calls.append(1)) == 7
+    assert calls == [1]
+    with pytest.raises(ValueError, match="seed"):
+        Context.for_table(TABLE, "tiny", -1)
+
+
+# --- the book's registry --------------------------------------------------------------------------------------
+def test_every_chapter_module_declares_its_chapter_and_ids_are_unique():
+    decls = all_claims()
+    assert len({d.id for d in decls}) == len(decls)
+    for chapter in CHAPTER_MODULES:
+        assert chapter_claims(chapter).chapter == chapter
+        assert (ROOT / "book" / f"{chapter}.md").is_file()
+
+
+@pytest.mark.parametrize("chapter", list(CHAPTER_MODULES))
+def test_each_chapter_checks_every_declared_claim_under_its_label(chapter):
+    text = (ROOT / "book" / f"{chapter}.md").read_text()
+    labels = set(re.findall(r"^\(([a-z0-9-]+)\)=$", text, flags=re.M))
+    for decl in chapter_claims(chapter):
+        assert decl.section in labels, f"{decl.id}: no label ({decl.section})= in book/{chapter}.md"
+        assert f'chapter.check("{decl.id}")' in text, f"book/{chapter}.md never runs {decl.id}"
+    for d in all_claims():
+        for other in d.rests_on:
+            assert other in {x.id for x in all_claims()}, f"{d.id} rests on an unknown claim {other}"
+
+
+def test_declarations_are_the_two_kinds():
+    assert all(isinstance(d, Checked | NotCheckable) for d in all_claims())
+
+
+# --- the command line ---------------------------------------------------------------------------------------------
+def _build_with(tmp_path, verdict):
+    executed = tmp_path / "build" / "executed" / "book"
+    executed.mkdir(parents=True)
+    ctx = Context.for_table(chapter_claims("linear").profile, "quick", 0)
+    rec = run_claim(chapter_claims("linear").claims["hardt-ma/claim-2.3"], ctx).record
+    from dataclasses import asdict, replace
+
+    rec = replace(rec, verdict=verdict)
+    (executed / "linear.claims.json").write_text(json.dumps({"chapter": "linear", "claims": [asdict(rec)]}))
+    return tmp_path / "build"
+
+
+def test_list_shows_every_declared_id_and_the_recorded_verdict(tmp_path, capsys):
+    build = _build_with(tmp_path, "confirmed")
+    assert claims_cli.main(["list", "--json", "--build-dir", str(build)]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [r["id"] for r in rows] == [d.id for d in all_claims()]
+    assert {r["id"]: r["recorded"] for r in rows}["hardt-ma/claim-2.3"] == "confirmed"
+
+
+def test_verify_exits_0_as_recorded_1_when_it_differs(tmp_path, capsys):
+    build = _build_with(tmp_path, "confirmed")
+    assert claims_cli.main(["verify", "hardt-ma/claim-2.3", "--build-dir", str(build)]) == 0
+    out = capsys.readouterr().out
+    assert "printed in: Claim 2.3" in out and "control (fails, as it must)" in out and "(as recorded)" in out
+    other = tmp_path / "other"
+    other.mkdir()
+    assert claims_cli.main(["verify", "hardt-ma/claim-2.3", "--build-dir", str(_build_with(other, "refuted"))]) == 1
+    assert "recorded: refuted" in capsys.readouterr().out
+    assert claims_cli.main(["verify", "hardt-ma/claim-2.3", "--build-dir", str(tmp_path / "none")]) == 0
+
+
+def test_verify_json_and_seeds(tmp_path, capsys):
+    args = ["verify", "hardt-ma/claim-2.3", "--seeds", "0", "1", "--json", "--build-dir", str(tmp_path)]
+    assert claims_cli.main(args) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["claims"][0]["seeds_agreeing"] == 2 and out["claims"][0]["verdicts"] == ["confirmed"] * 2
+
+
+@pytest.mark.parametrize(
+    "argv, words",
+    [
+        (["verify", "hardt-ma/nope"], "no claim 'hardt-ma/nope'"),
+        (["verify"], "needs claim ids"),
+        (["verify", "hardt-ma/claim-2.3", "--profile", "Quick"], "invalid choice"),
+        (["verify", "hardt-ma/claim-2.3", "--seed", "-1"], "integer >= 0"),
+        (["verify", "hardt-ma/claim-2.3", "--knob", "nope=1"], "unknown knob 'nope'"),
+        (["verify", "hardt-ma/claim-2.3", "--knob", "max_depth"], "NAME=VALUE"),
+        (["verify", "hardt-ma/claim-2.3", "--knob", "max_depth=1.5"], "knob 'max_depth'"),
+        (["verify", "hardt-ma/claim-2.3", "--jobs", "0"], "--jobs"),
+        (["frobnicate"], "invalid choice"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(argv, words, capsys, tmp_path):
+    assert claims_cli.main([*argv, *(["--build-dir", str(tmp_path)] if argv[0] == "verify" else [])]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1 and words in err, err
