@@ -20,7 +20,7 @@ TORCH_PIN := $(shell grep '^torch==' requirements.lock)
 PINS_HASH := $(shell { cat requirements.lock pyproject.toml; echo "torch build: $(TORCH)"; } | sha256sum | cut -c1-16)
 STAMP   := $(VENV)/.installed-$(PINS_HASH)
 
-.PHONY: install book pdf screenshots test lint format lock clean verdicts-across-seeds gpu-check kernel
+.PHONY: install book pdf screenshots test check lint format lock clean verdicts-across-seeds gpu-check kernel
 
 install: $(STAMP)
 
@@ -58,9 +58,15 @@ verdicts-across-seeds: book
 	done
 	$(PY) -m resnet_theory.book.verdict_diff _build $(foreach s,$(SEEDS),_build/seed-$(s))
 
-# The linter and the formatter's check (configured in pyproject.toml), then every test.
+# The linter and the formatter's check (configured in pyproject.toml), then every test (CI's command: it executes
+# and builds the book once, as a fixture).
 test: install lint
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+# The fast tier: the linter and every test that does not execute the book or drive Chromium over it, two
+# processes at a time (a few minutes on 2 cores).
+check: install lint
+	$(PY) -m pytest -m "not book and not browser" -n 2 -q $(PYTEST_ARGS)
 
 lint: install
 	$(PY) -m ruff check lib tests

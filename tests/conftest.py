@@ -61,6 +61,14 @@ def built_book(tmp_path_factory) -> BuiltBook:
     return BuiltBook(proc.returncode, output, build_dir, seconds)
 
 
+def pytest_collection_modifyitems(config, items):
+    """A test that uses the built book is a ``book`` test, whatever its file says: ``make check`` leaves every
+    one of them out (``-m "not book and not browser"``), so the fast tier never executes the book."""
+    for item in items:
+        if "built_book" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.book)
+
+
 @pytest.fixture
 def one_thread():
     """One torch thread for the test (small training runs on a busy 2-core machine), restored afterwards."""
