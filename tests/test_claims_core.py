@@ -295,3 +295,14 @@ def test_bad_input_is_one_line_and_exit_2(argv, words, capsys, tmp_path):
     assert claims_cli.main([*argv, *(["--build-dir", str(tmp_path)] if argv[0] == "verify" else [])]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and err.count("\n") == 1 and words in err, err
+
+
+def test_record_writes_what_the_seeds_found(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(claims_cli, "all_claims", lambda: [chapter_claims("linear").claims["hardt-ma/claim-2.3"]])
+    argv = ["verify", "--all", "--seeds", "0", "1", "--record", "--jobs", "1", "--build-dir", str(tmp_path)]
+    assert claims_cli.main(argv) == 0
+    record = json.loads((tmp_path / claims_cli.SEEDS_FILE).read_text())
+    assert record["seeds"] == [0, 1] and record["claims"]["hardt-ma/claim-2.3"]["seeds_agreeing"] == 2
+    capsys.readouterr()
+    assert claims_cli.main(["verify", "hardt-ma/claim-2.3", "--record", "--build-dir", str(tmp_path)]) == 2
+    assert "--record" in capsys.readouterr().err

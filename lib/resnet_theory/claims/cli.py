@@ -6,7 +6,8 @@
   (claims of one chapter share one context, so their shared results are computed once), prints the printed
   statement, each check's summary, the control and the verdict. ``--all`` runs every claim, chapters in
   ``--jobs`` processes (2: one a core). ``--seeds 0 1 2`` runs each claim at every seed and says how many
-  seeds give the same verdict.
+  seeds give the same verdict; with ``--record`` it writes what it found to ``BUILD/claims-across-seeds.json``
+  (:data:`SEEDS_FILE`), which the ledger page shows beside each claim.
 
 Exit status: 0 when every verdict agrees with the one the last build recorded (or there is no build, or the
 claim has no recorded verdict), 1 when one differs (or, with ``--seeds``, differs between seeds) or a claim's
@@ -29,6 +30,10 @@ from ..ledger import ClaimsFileError, read_claims_file
 from .context import Context
 from .registry import all_claims, chapter_claims
 from .run import run_claim, verify_command
+
+#: What ``verify --seeds ... --record`` writes into the build folder: the profile, the seeds, and per claim its
+#: verdict at each seed and how many seeds give its most common verdict.
+SEEDS_FILE = "claims-across-seeds.json"
 
 
 class UsageError(ValueError):
@@ -194,6 +199,8 @@ def cmd_verify(args) -> int:
                 _print_result(r, rec)
             if len(seeds) > 1:
                 print(f"  seeds {seeds}: {counts.most_common(1)[0][1]} of {len(seeds)} give the same verdict")
+    if args.record:
+        write_seeds_file(args.build_dir, args.profile, seeds, summary)
     if args.json:
         print(json.dumps({"claims": summary, "runs": results}, indent=1))
     else:
@@ -203,6 +210,22 @@ def cmd_verify(args) -> int:
             + (f"{len(differ)} differ from the recorded verdict: {', '.join(differ)}" if differ else "as recorded")
         )
     return status
+
+
+def write_seeds_file(build_dir: Path, profile: str, seeds: list[int], summary: list[dict]) -> Path:
+    """Write :data:`SEEDS_FILE` into ``build_dir`` (atomically: a temporary beside it, then renamed)."""
+    build_dir = Path(build_dir)
+    build_dir.mkdir(parents=True, exist_ok=True)
+    record = {
+        "profile": profile,
+        "seeds": list(seeds),
+        "claims": {s["id"]: {"verdicts": s["verdicts"], "seeds_agreeing": s["seeds_agreeing"]} for s in summary},
+    }
+    target = build_dir / SEEDS_FILE
+    tmp = build_dir / f".{SEEDS_FILE}.tmp"
+    tmp.write_text(json.dumps(record, indent=1))
+    tmp.replace(target)
+    return target
 
 
 def _seed(text: str) -> int:
@@ -235,6 +258,7 @@ def parser() -> argparse.ArgumentParser:
     v.add_argument("--knob", action="append", default=[], metavar="NAME=VALUE", help="override a knob (JSON value)")
     v.add_argument("--jobs", type=int, default=2, help="processes (default 2, one a core)")
     v.add_argument("--json", action="store_true")
+    v.add_argument("--record", action="store_true", help=f"write what --seeds found to BUILD/{SEEDS_FILE}")
     v.add_argument("--build-dir", type=Path, default=Path("_build"), help="where the recorded verdicts are")
     return p
 
@@ -244,6 +268,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser().parse_args(argv)
         if args.command == "verify" and args.jobs < 1:
             raise UsageError(f"--jobs must be >= 1, got {args.jobs}")
+        if args.command == "verify" and args.record and not (args.all and args.seeds):
+            raise UsageError("--record writes what --all --seeds found: give both")
         return cmd_list(args) if args.command == "list" else cmd_verify(args)
     except (UsageError, ValueError, TypeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
