@@ -240,3 +240,38 @@ def test_the_chapter_linter_finds_what_it_should(tmp_path):
 def test_chapter_code_passes_the_linter(entry, tmp_path):
     findings = lint_notebook(jupytext.read(ROOT / f"{entry}.md", fmt="md:myst"), tmp_path / "chapter.ipynb")
     assert not findings, f"{entry} (cells counted from 1, markdown cells included):\n{findings}"
+
+
+# --- issue 30: chapters narrate; the claims live in the library ------------------------------------------------
+MAX_HIDDEN_CLAIM_CELL = 15
+CLAIM_CODE = re.compile(r"\b(ledger\.|chapter\.check|Check\.|Evidence\(|control_input)")
+
+
+def hidden_claim_cells(entry: str) -> list[tuple[int, int]]:
+    """(cell number, lines) of the hidden cells that run or record a claim and are longer than 15 lines."""
+    return [
+        (n, len(cell.source.splitlines()))
+        for n, cell in code_cells(entry)
+        if HIDDEN_INPUT_TAGS & set(cell.metadata.get("tags", []))
+        and "install-resnet-theory" not in cell.metadata.get("tags", [])
+        and CLAIM_CODE.search(cell.source)
+        and len(cell.source.splitlines()) > MAX_HIDDEN_CLAIM_CELL
+    ]
+
+
+def test_claim_code_is_recognised():
+    assert CLAIM_CODE.search('c = chapter.check("x")') and not CLAIM_CODE.search("x = np.ones(3)")
+
+
+@pytest.mark.parametrize("entry", [e for e in PAGES if (ROOT / f"{e}.md").read_text().count("chapter.check(")])
+def test_no_hidden_claim_cell_is_longer_than_15_lines(entry):
+    assert not hidden_claim_cells(entry), f"{entry}: hidden claim cells (cell, lines): {hidden_claim_cells(entry)}"
+
+
+@pytest.mark.parametrize("entry", PAGES)
+def test_chapters_record_claims_only_through_the_library(entry):
+    """No claim recorded in a chapter cell, no second profile resolution, no ``if quick`` branch: the claims and
+    the chapter's sizes are declared in ``resnet_theory.claims.<chapter>``."""
+    for n, cell in code_cells(entry):
+        for pattern in ("ledger.claim(", "ledger.not_checkable(", "ledger.skip(", "resolve_profile(", "if quick"):
+            assert pattern not in cell.source, f"{entry}, code cell {n}: {pattern}"
