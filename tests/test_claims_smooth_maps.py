@@ -1,0 +1,101 @@
+"""Every claim of ``resnet_theory.claims.smooth_maps`` (book/smooth_maps.md) runs at the tiny profile and gives a
+well-formed record: a verdict, a control that fails, and the data and glue the chapter uses."""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from resnet_theory.claims import smooth_maps
+from resnet_theory.claims.context import Context
+from resnet_theory.claims.run import run_claim
+from resnet_theory.claims.spec import Checked, NotCheckable
+from resnet_theory.ledger import VERDICTS
+
+CHAPTER = Path(__file__).resolve().parents[1] / "book" / "smooth_maps.md"
+CLAIMS = smooth_maps.CLAIMS
+
+#: claim id -> the keys of ``evidence.data`` the chapter reads.
+DATA_KEYS = {
+    "bartlett-evans-long/representation-rate-inverse-m": {"certificates", "rates", "control_rows"},
+    "bartlett-evans-long/representation-rate": {"rates", "control_rows"},
+    "bartlett-evans-long/functional-gradient": {"witnesses", "ratios", "control_ratios", "aligned"},
+    "bartlett-evans-long/parameter-space": {"saddle_rows", "local_rows", "hessian_witnesses", "function_space"},
+}
+
+
+@pytest.fixture(scope="module")
+def runs():
+    """Every claim run once at the tiny profile, in one context (as the chapter runs them)."""
+    ctx = Context.for_table(CLAIMS.profile, "tiny", 0)
+    return {decl.id: run_claim(decl, ctx) for decl in CLAIMS}
+
+
+def test_the_module_declares_the_chapters_five_claims():
+    assert list(CLAIMS.claims) == [
+        "bartlett-evans-long/representation-rate-inverse-m",
+        "bartlett-evans-long/representation-rate",
+        "bartlett-evans-long/functional-gradient",
+        "bartlett-evans-long/parameter-space",
+        "bartlett-evans-long/constants",
+    ]
+    assert set(DATA_KEYS) == {d.id for d in CLAIMS if isinstance(d, Checked)}
+    assert isinstance(CLAIMS.claims["bartlett-evans-long/constants"], NotCheckable)
+
+
+def test_sources_say_what_each_statement_was_checked_against():
+    kinds = {d.id: d.source.kind for d in CLAIMS}
+    assert kinds["bartlett-evans-long/representation-rate-inverse-m"] == "abstract"
+    assert kinds["bartlett-evans-long/parameter-space"] == "abstract"
+    assert kinds["bartlett-evans-long/representation-rate"] == "review"
+    assert kinds["bartlett-evans-long/functional-gradient"] == "review"
+    assert "review 002" in CLAIMS.claims["bartlett-evans-long/functional-gradient"].source.detail
+
+
+@pytest.mark.parametrize("claim_id", list(DATA_KEYS))
+def test_each_checked_claim_gives_a_verdict_a_failing_control_and_its_data(runs, claim_id):
+    run = runs[claim_id]
+    assert run.verdict in VERDICTS and run.verdict != "not-checkable-here"
+    assert run.evidence.controls and not any(c.holds for c in run.evidence.controls)
+    assert run.record.control is not None and run.record.control["holds"] is False
+    assert DATA_KEYS[claim_id] <= set(run.data)
+    for key, value in run.evidence.glue.items():
+        assert key.startswith("smooth_") and (isinstance(value, str) or math.isfinite(value)), key
+
+
+def test_not_checkable_says_what_it_needs(runs):
+    run = runs["bartlett-evans-long/constants"]
+    assert run.verdict == "not-checkable-here" and "full text" in run.record.needs and run.evidence is None
+
+
+def test_every_glue_key_the_chapter_quotes_is_computed(runs):
+    """The prose's ``{glue:text}`smooth_...``` keys come from a claim's glue or from one of the chapter's own
+    illustration cells (the warm-up, the SVD table, the equidistributed scales)."""
+    text = CHAPTER.read_text()
+    quoted = set(re.findall(r"\{glue:text\}`(smooth_[a-z0-9_]+)", text))
+    from_claims = {k for r in runs.values() if r.evidence for k in r.evidence.glue}
+    in_chapter = {k for k in quoted if re.search(rf"\b{k}\s*=|\"{k}\"", text)}
+    assert quoted - from_claims - in_chapter == set()
+    assert not from_claims & in_chapter, "a number glued twice"
+
+
+def test_the_representation_claims_share_one_computation_and_tiny_still_certifies(runs):
+    inv, log = (runs[f"bartlett-evans-long/{k}"] for k in ("representation-rate-inverse-m", "representation-rate"))
+    assert [r.spacing for r in inv.data["rates"]] == ["uniform"] * len(smooth_maps.CASES)
+    assert [r.spacing for r in log.data["rates"]] == ["geometric"] * len(smooth_maps.CASES)
+    # at the tiny sizes every covered map still has a finite certificate: the claim is decided, not starved
+    assert all(math.isfinite(row["C (uniform)"]) for row in inv.data["certificates"][: len(smooth_maps.CASES)])
+    assert inv.verdict == log.verdict == "confirmed"
+
+
+def test_claim_random_numbers_do_not_depend_on_what_ran_before():
+    decl = CLAIMS.claims["bartlett-evans-long/functional-gradient"]
+    alone = run_claim(decl, Context.for_table(CLAIMS.profile, "tiny", 0, {"n_instances": 20}))
+    again = run_claim(decl, Context.for_table(CLAIMS.profile, "tiny", 0, {"n_instances": 20}))
+    other_seed = run_claim(decl, Context.for_table(CLAIMS.profile, "tiny", 1, {"n_instances": 20}))
+    assert np.array_equal(alone.data["ratios"], again.data["ratios"])
+    assert not np.array_equal(alone.data["ratios"], other_seed.data["ratios"])
