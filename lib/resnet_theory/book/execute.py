@@ -15,8 +15,9 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-from ..ledger import BUILD_DIR_ENV, CLAIMS_FILE_ENV, ROOT_ENV
+from ..ledger import CLAIMS_FILE_ENV
 from .cache import cache_key, cache_record_path, read_cache_record, write_cache_record
+from .claims_files import BUILD_DIR_ENV, ROOT_ENV
 from .files import claims_path, file_sha, write_atomic
 from .inprocess import CellError, run_in_process
 from .parameters import defined_parameters
