@@ -341,3 +341,13 @@ def test_every_field_of_a_record_is_escaped_on_the_page():
         render_ledger([bad])
     for field, value in (("source_file", "../../etc/passwd.py"), ("source_line", 0), ("function", "x y")):
         assert claim_defects([dataclasses.replace(ledger.claims[0], chapter="linear", **{field: value})])
+
+
+def test_a_chapter_run_at_its_own_profile_records_that_profile_and_is_published(book_copy, capsys):
+    """``--profile full -p alpha:profile quick`` runs alpha at quick: its execution record says quick (not the
+    run's full), so the record agrees with the parameters its page ran with and the ledger publishes it."""
+    root, build = book_copy
+    _execute(root, build, "--profile", "full", "-p", "alpha:profile", "quick", "--force")
+    record = json.loads(cache_record_path(build, "book/alpha").read_text())
+    assert record["profile"] == "quick" and record["parameters"]["profile"] == "quick"
+    assert "hardt-ma/x" in _page_html(build)

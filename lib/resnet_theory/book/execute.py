@@ -255,7 +255,8 @@ def _move_into_place(
             "components": components,
             "executed_at": result.executed_at,
             "seconds": result.seconds,
-            "profile": result.profile,
+            # the profile the chapter ran with (``-p CHAPTER:profile`` overrides the run's), as its parameters say
+            "profile": plan.parameters.get("profile", result.profile),
             "parameters": plan.parameters,
             "device": result.device,
             "source_sha": file_sha(plan.source),
