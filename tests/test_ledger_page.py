@@ -226,6 +226,7 @@ def test_each_erratum_lists_the_results_whose_printed_proofs_rest_on_it_with_the
     assert dependents(claims)["hardt-ma/lemma-a"] == [("hardt-ma/thm-b", None), ("hardt-ma/cor-c", "hardt-ma/thm-b")]
     assert dependents(claims)["hardt-ma/cor-c"] == [] and rests_on_defects(claims) == []
     errata = errata_html(claims)
+    assert errata.count("<ul") == 1 and errata.count("<li>") == 2  # one flat list: a page splits it at </ul>
     lemma, corollary = errata.split("Corollary C: the statement holds")
     assert "2 results rest on it" in lemma and "Printed proofs that rest on it" in lemma
     assert '<a href="#claim-hardt-ma-thm-b"><code class="claim-id">hardt-ma/thm-b</code></a>' in lemma
@@ -273,6 +274,7 @@ ACTIVE = [
     r"$x \url{javascript:alert(1)}$",
     r"$\mmlToken{mi}[onclick=alert(1)]{x}$",
     r"$\texttip{x}{y}$",
+    r"$\enclose{circle}[style=\"position:fixed\"]{x}$",
 ]
 
 

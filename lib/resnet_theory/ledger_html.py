@@ -232,11 +232,9 @@ def _resting_html(c: Claim, resting: Sequence[tuple[str, str | None]], by_id: Ma
     """The results whose printed proofs rest on ``c`` (directly, or through another), with what the book found."""
     if not resting:
         return '<p class="claims-resting">No printed proof of another result the book checks rests on it.</p>'
-    items = [
-        f"<li>{_claim_ref(by_id[rid])}" + ("" if via is None else f", through {html.escape(via)}") + "</li>"
-        for rid, via in resting
-    ]
-    return f'<p class="claims-resting">Printed proofs that rest on it:</p><ul>{"".join(items)}</ul>'
+    items = [_claim_ref(by_id[rid]) + ("" if via is None else f", through {html.escape(via)}") for rid, via in resting]
+    # one paragraph, not a nested list: the errata list stays one flat <ul>
+    return f'<p class="claims-resting">Printed proofs that rest on it: {"; ".join(items)}.</p>'
 
 
 def errata_html(claims: Sequence[Claim], link: bool = True) -> str:

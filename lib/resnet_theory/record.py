@@ -244,7 +244,7 @@ SKIP_FIELDS = ("paper", "ref", "statement", "why", "chapter")
 #: (``\unicode``), MathML with attributes (``\mmlToken``), tooltips and toggles, loading extensions
 #: (``\require``: the ``html`` extension is off for every page) and macro definitions (which could spell one).
 UNSAFE_TEX = frozenset(
-    "href url style class cssId data unicode require bbox mmlToken texttip mathtip toggle tooltip "
+    "href url style class cssId data unicode require bbox enclose mmlToken texttip mathtip toggle mathtoggle tooltip "
     "def gdef edef xdef let newcommand renewcommand providecommand newenvironment renewenvironment "
     "DeclareMathOperator htmlClass htmlStyle htmlId htmlData html raw".split()
 )
