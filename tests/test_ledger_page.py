@@ -57,8 +57,8 @@ def _execute(root: Path, build: Path, *extra: str) -> None:
 
 @pytest.fixture(scope="module")
 def seed_book(tmp_path_factory) -> tuple[Path, Path]:
-    """A book executed at seed 0 in ``build`` and at seeds 1 and 2 in ``build/seed-N``, as ``make
-    verdicts-across-seeds`` lays it out (three kernel executions of one small chapter)."""
+    """A book executed at seed 0 in ``build`` and at seed 2 in ``other`` beside it (two kernel executions of one
+    small chapter)."""
     gather = chapter("Ledger", 'profile = "quick"\nseed = 0', GATHER)
     gather = gather.replace("kernelspec:", "resnet_theory:\n  execution: in-process\nkernelspec:", 1)
     base = tmp_path_factory.mktemp("seed-book")
@@ -67,15 +67,15 @@ def seed_book(tmp_path_factory) -> tuple[Path, Path]:
         {"intro": "# Intro\n", "alpha": chapter("Alpha", 'profile = "quick"\nseed = 0', ALPHA), "ledger": gather},
     )
     build = base / "build"
-    for seed in (1, 2):
-        _execute(root, build / f"seed-{seed}", "-p", "seed", str(seed))
-    _execute(root, build)  # last: its ledger page sees the seed builds
+    _execute(root, base / "other", "-p", "seed", "2")
+    _execute(root, build)
     return root, build
 
 
 @pytest.fixture
 def book_copy(seed_book, tmp_path) -> tuple[Path, Path]:
     root, build = (Path(shutil.copytree(p, tmp_path / p.name)) for p in seed_book)
+    shutil.copytree(seed_book[1].with_name("other"), tmp_path / "other")
     return root, build
 
 
@@ -94,10 +94,10 @@ def _page_html(build: Path) -> str:
 
 # --- one truth per build: the claims file is bound to the executed page beside it -------------------------------
 def test_a_claims_file_copied_with_its_execution_record_from_another_build_is_refused(book_copy, capsys):
-    """Build seed-2 refutes hardt-ma/x, this build's page confirms it: copying seed-2's claims file together with
-    its execution record used to publish "refuted" on the ledger beside a chapter page saying "confirmed"."""
+    """The build at seed 2 refutes hardt-ma/x, this build's page confirms it: copying the other build's claims file
+    together with its execution record used to publish "refuted" on the ledger beside a page saying "confirmed"."""
     root, build = book_copy
-    other = build / "seed-2"
+    other = build.with_name("other")
     for rel in ("executed/book/alpha.claims.json", "cache/book/alpha.json"):
         shutil.copy(other / rel, build / rel)
     assert [c.verdict for c in load_claims(build / "executed") if c.id == "hardt-ma/x"] == ["refuted"]
@@ -131,29 +131,47 @@ def test_an_execution_record_that_disagrees_with_its_page_is_refused(book_copy, 
 
 
 # --- the page: re-check command, seeds -----------------------------------------------------------------------
-def test_the_ledger_page_shows_the_recheck_command_and_how_many_seeds_agree(seed_book, capsys):
-    root, build = seed_book
+def _record_seeds(build: Path, profile: str = "quick") -> None:
+    """What ``python -m resnet_theory.claims verify --all --seeds 0 1 2 --record`` writes (its own writer)."""
+    from resnet_theory.claims.cli import write_seeds_file
+
+    summary = [
+        {"id": "hardt-ma/x", "verdicts": ["confirmed", "confirmed", "refuted"], "seeds_agreeing": 2},
+        {"id": "hardt-ma/y", "verdicts": ["not-checkable-here"] * 3, "seeds_agreeing": 3},
+    ]
+    write_seeds_file(build, profile, [0, 1, 2], summary)
+
+
+def test_the_ledger_page_shows_the_recheck_command_and_how_many_seeds_agree(book_copy, capsys):
+    root, build = book_copy
+    _record_seeds(build)
+    assert executor.main(["run", "book/ledger.md", "--root", str(root), "--build-dir", str(build)]) == 0
     page = _page_html(build)
     assert "python -m resnet_theory.claims verify hardt-ma/x" in page
-    assert "seeds: 2 of 3 agree" in page and "seeds: 3 of 3 agree" in page
+    assert "seeds: 2 of 3 agree" in page and "seeds: 3 of 3 agree" in page and "Seeds not shown" not in page
     ledger = LedgerPage.from_build(build / "executed", root)
     x = ledger.links["hardt-ma/x"].seeds
-    assert x.runs == (("this build", "confirmed"), ("seed 1", "confirmed"), ("seed 2", "refuted"))
+    assert x.runs == (("seed 0", "confirmed"), ("seed 1", "confirmed"), ("seed 2", "refuted")) and x.agree == 2
     assert ledger.notes == []
 
 
-def test_a_seed_build_of_other_code_or_a_damaged_one_is_not_counted(book_copy):
+def test_seeds_checked_at_another_profile_or_a_damaged_seeds_file_are_not_shown_and_the_page_says_so(book_copy):
+    from resnet_theory.claims.cli import SEEDS_FILE
+
     root, build = book_copy
-    record_path = cache_record_path(build / "seed-1", "book/alpha")
-    record = json.loads(record_path.read_text())
-    record["components"]["code"] = "0" * 64
-    record_path.write_text(json.dumps(record))
-    (build / "seed-2" / "executed" / "book" / "alpha.claims.json").write_text("{}")
+    _record_seeds(build, profile="full")
     page = LedgerPage.from_build(build / "executed", root)
-    assert page.links["hardt-ma/x"].seeds is None  # no seed build to compare with
-    assert page.notes[0] == "seed-1: book/alpha not counted (executed with other code, modules, environment or knobs)"
-    assert page.notes[1].startswith("seed-2 not counted: ") and "alpha.claims.json" in page.notes[1]
-    assert "Seed builds not counted" in page.section("claims").data
+    assert page.links["hardt-ma/x"].seeds is None
+    assert page.notes == ["book/alpha: executed at profile quick, the seeds were checked at full"]
+    assert "Seeds not shown" in page.section("claims").data
+    for damaged in (
+        "[]",
+        "{}",
+        '{"profile": "quick", "seeds": [0, 1], "claims": {"hardt-ma/x": {"verdicts": ["confirmed"]}}}',
+    ):
+        (build / SEEDS_FILE).write_text(damaged)
+        page = LedgerPage.from_build(build / "executed", root)
+        assert page.links["hardt-ma/x"].seeds is None and "is damaged" in page.notes[0], page.notes
 
 
 def test_each_claim_links_to_its_evidence_function_at_the_built_commit():

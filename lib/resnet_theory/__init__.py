@@ -22,8 +22,6 @@ The chapter API (what a chapter imports besides its paper module):
 
 Subpackages (each ``__init__`` is its own map):
 
-- :mod:`resnet_theory.claims`: the book's claims as library objects, each declared beside its evidence function;
-  ``python -m resnet_theory.claims list|verify`` re-checks one alone.
 - :mod:`resnet_theory.engine`: the training engine of the experiments chapter (network, data, training,
   ensembles, ablation runs, devices, throughput benchmark, GPU check).
 - :mod:`resnet_theory.claims`: every claim of the book as a library object (declaration, evidence function,

@@ -25,18 +25,19 @@ class UnsafeText(LedgerDefect, ValueError):
 
 @dataclass(frozen=True)
 class SeedAgreement:
-    """How many builds at other seeds give a claim the verdict this build gives it: ``runs`` holds ``(build,
-    verdict)`` for this build first, then each comparable seed build."""
+    """The verdicts a claim got when re-checked alone at each seed (``runs``: ``(seed, verdict)``), beside the
+    verdict this build gives it (``verdict``)."""
 
+    verdict: str
     runs: tuple[tuple[str, str], ...]
 
     @property
     def agree(self) -> int:
-        return sum(v == self.runs[0][1] for _, v in self.runs)
+        return sum(v == self.verdict for _, v in self.runs)
 
     def text(self) -> str:
-        others = "; ".join(f"{b}: {v}" for b, v in self.runs)
-        return f"{self.agree} of {len(self.runs)} seeds give this verdict ({others})"
+        others = "; ".join(f"{s}: {v}" for s, v in self.runs)
+        return f"{self.agree} of {len(self.runs)} seeds give this build's verdict, {self.verdict} ({others})"
 
 
 @dataclass(frozen=True)

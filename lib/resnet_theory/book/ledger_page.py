@@ -6,35 +6,25 @@ function, the command that re-checks it alone and, when the build ran across see
   blob_url`, at the built commit where the build knows it, else the branch) when the repository's address is known,
   and shows ``path:line`` otherwise.
 - **Re-check.** ``python -m resnet_theory.claims verify ID`` (:func:`resnet_theory.claims.run.verify_command`).
-- **Seeds.** ``make verdicts-across-seeds`` executes the book again at other seeds in ``<build>/seed-N``. The page
-  counts a seed build's verdicts for a chapter only when its claims files pass the same checks as this build's
-  (:func:`resnet_theory.book.claims_files.verify_claims_files`) and the chapter was executed there with the same
-  code cells, modules, environment and parameters but the seed; a seed build that does not qualify is named, with
-  why, under the table.
+- **Seeds.** ``make verdicts-across-seeds`` re-checks every claim alone at several seeds (``python -m
+  resnet_theory.claims verify --all --seeds ... --record``), which writes ``<build>/claims-across-seeds.json``;
+  the page shows, per claim, how many seeds give this build's verdict, for the chapters executed at the profile
+  the seeds were checked at. What is not shown (a damaged file, another profile) is said under the table.
 """
 
 from __future__ import annotations
 
 import html
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..ledger_html import ClaimLinks, SeedAgreement, ledger_section
-from ..record import Claim, LedgerDefect
+from ..record import Claim
+from ..verdicts import VERDICTS
 from . import repository
 from .cache import read_cache_record
-from .claims_files import (
-    CLAIMS_SUFFIX,
-    book_root,
-    claims_files,
-    default_directory,
-    published,
-    read_claims_file,
-    verify_claims_files,
-)
-
-SEED_BUILD = re.compile(r"^seed-(\d+)$")
+from .claims_files import CLAIMS_SUFFIX, book_root, claims_files, default_directory, published, read_claims_file
+from .files import read_json_object
 
 
 def package_path(root: Path | None) -> str | None:
@@ -74,60 +64,54 @@ def _entries(executed: Path) -> dict[str, list[Claim]]:
     return {p.relative_to(executed).as_posix()[: -len(CLAIMS_SUFFIX)]: read_claims_file(p)[0] for p in files}
 
 
-def _without_seed(components: object) -> object:
-    if not isinstance(components, dict):
-        return None
-    params = components.get("parameters")
-    params = {k: v for k, v in params.items() if k != "seed"} if isinstance(params, dict) else params
-    return {**components, "parameters": params}
+def _seeds_problem(data: dict | None) -> str | None:
+    """What is wrong with a seeds file's content (None when it is what ``verify --record`` writes)."""
+    if data is None:
+        return "not a JSON object"
+    seeds, claims = data.get("seeds"), data.get("claims")
+    if not isinstance(data.get("profile"), str) or not isinstance(seeds, list) or not isinstance(claims, dict):
+        return "it needs a profile, a list of seeds and the claims"
+    if not seeds or not all(isinstance(x, int) and not isinstance(x, bool) for x in seeds):
+        return "its seeds are not integers"
+    for cid, rec in claims.items():
+        verdicts = rec.get("verdicts") if isinstance(rec, dict) else None
+        if not isinstance(verdicts, list) or len(verdicts) != len(seeds):
+            return f"claim {cid!r} does not have one verdict per seed"
+        if not all(v is None or v in VERDICTS for v in verdicts):
+            return f"claim {cid!r} has an unknown verdict"
+    return None
 
 
-def _seed_label(record: dict | None, fallback: str) -> str:
-    params = (record or {}).get("parameters")
-    seed = params.get("seed") if isinstance(params, dict) else None
-    return f"seed {seed}" if isinstance(seed, int) else fallback
+def seed_agreement(build: Path, claims: list[Claim]) -> tuple[dict[str, SeedAgreement], list[str]]:
+    """Per claim id, the verdicts that re-checking it alone at each seed gave (``<build>/claims-across-seeds.json``,
+    written by ``python -m resnet_theory.claims verify --all --seeds ... --record``) beside this build's; and a line
+    for what is not shown: a damaged file (shown, never trimmed), a chapter executed at another profile than the
+    seeds were checked at, claims the file does not have."""
+    from ..claims.cli import SEEDS_FILE
 
-
-def seed_agreement(build: Path, claims: list[Claim], root: Path | None) -> tuple[dict[str, SeedAgreement], list[str]]:
-    """Per claim id, this build's verdict and each comparable seed build's (see the module docstring), and a
-    line for each seed build, or chapter of one, that is not counted."""
-    seeds = sorted(
-        (int(m.group(1)), p / "executed")
-        for p in build.glob("seed-*")
-        if (m := SEED_BUILD.match(p.name)) and (p / "executed").is_dir()
-    )
-    if not seeds:
+    path = build / SEEDS_FILE
+    if not path.exists():
         return {}, []
-    main = _entries(build / "executed")
-    entry_of = {c.id: entry for entry, cs in main.items() for c in cs}
-    runs: dict[str, list[tuple[str, str]]] = {
-        c.id: [(_seed_label(read_cache_record(build, entry_of[c.id]), "this build"), c.verdict)]
-        for c in claims
-        if c.id in entry_of
-    }
-    notes = []
-    for number, executed in seeds:
-        name = f"seed-{number}"
-        try:
-            verify_claims_files(executed, claims_files(executed), root)
-            other = _entries(executed)
-        except LedgerDefect as exc:
-            notes.append(f"{name} not counted: {exc}")
+    data = read_json_object(path)
+    problem = _seeds_problem(data)
+    if problem:
+        return {}, [f"{SEEDS_FILE} is damaged ({problem}): no seeds shown; run make verdicts-across-seeds again"]
+    notes, out, absent = [], {}, []
+    for entry, cs in _entries(build / "executed").items():
+        profile = (read_cache_record(build, entry) or {}).get("profile")
+        if profile != data["profile"]:
+            notes.append(f"{entry}: executed at profile {profile}, the seeds were checked at {data['profile']}")
             continue
-        for entry, cs in main.items():
-            mine, theirs = read_cache_record(build, entry), read_cache_record(executed.parent, entry)
-            if entry not in other or theirs is None:
-                notes.append(f"{name}: {entry} not counted (not executed there)")
+        for c in cs:
+            rec = data["claims"].get(c.id)
+            if rec is None:
+                absent.append(c.id)
                 continue
-            if _without_seed((mine or {}).get("components")) != _without_seed(theirs.get("components")):
-                notes.append(f"{name}: {entry} not counted (executed with other code, modules, environment or knobs)")
-                continue
-            verdicts = {c.id: c.verdict for c in other[entry]}
-            label = _seed_label(theirs, f"seed {number}")
-            for c in cs:
-                if c.id in runs:
-                    runs[c.id].append((label, verdicts.get(c.id, "missing")))
-    return {cid: SeedAgreement(tuple(r)) for cid, r in runs.items() if len(r) > 1}, notes
+            runs = tuple((f"seed {s}", v or "error") for s, v in zip(data["seeds"], rec["verdicts"]))
+            out[c.id] = SeedAgreement(c.verdict, runs)
+    if absent:
+        notes.append(f"{SEEDS_FILE} has no verdicts for {', '.join(absent)}")
+    return out, notes
 
 
 @dataclass
@@ -137,7 +121,7 @@ class LedgerPage:
     claims: list[Claim]
     skipped: list[dict]
     links: dict[str, ClaimLinks] = field(default_factory=dict)
-    #: Seed builds (or chapters of them) not counted, one line each.
+    #: What of the seeds check is not shown, and why, one line each.
     notes: list[str] = field(default_factory=list)
 
     @classmethod
@@ -152,7 +136,7 @@ class LedgerPage:
         claims, skipped = published(executed, verify=True, root=root)
         repo = repository.from_environment(root)[0] if root is not None else None
         sources = source_links(claims, repo, package_path(root))
-        seeds, notes = seed_agreement(executed.parent, claims, root)
+        seeds, notes = seed_agreement(executed.parent, claims)
         links = {
             c.id: ClaimLinks(
                 command=verify_command(c.id),
@@ -166,11 +150,11 @@ class LedgerPage:
 
     def section(self, part: str):
         """One part of the page (:func:`resnet_theory.ledger_html.ledger_section`); the table of every claim
-        ends with the seed builds that were not counted."""
+        ends with what of the seeds check is not shown, and why."""
         from IPython.display import HTML
 
         out = ledger_section(part, self.claims, self.skipped, self.links)
         if part == "claims" and self.notes:
             items = "".join(f"<li>{html.escape(n)}</li>" for n in self.notes)
-            out = HTML(out.data + f'<p>Seed builds not counted:</p><ul class="claims-seed-notes">{items}</ul>')
+            out = HTML(out.data + f'<p>Seeds not shown:</p><ul class="claims-seed-notes">{items}</ul>')
         return out
