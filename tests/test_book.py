@@ -10,8 +10,10 @@ import re
 import pytest
 
 from resnet_theory.book.browser import book_pages, check_page, find_chromium, html_problems, serve
+from resnet_theory.book.claims_files import load_claims
 from resnet_theory.book.toc import toc_files
-from resnet_theory.ledger import VERDICTS, claim_defects, load_claims
+from resnet_theory.record import claim_defects
+from resnet_theory.verdicts import VERDICTS
 
 from conftest import ROOT
 

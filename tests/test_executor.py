@@ -370,9 +370,10 @@ def test_module_closure_is_found_statically(cached_book):
     # A cell that does not parse depends on every tracked module.
     unparsable = ModuleIndex(root, tracked=("tinylib",)).closure(["this is not python("])
     assert {"tinylib.alpha", "tinylib.beta", "tinylib.gamma", "tinylib.unused"} <= set(unparsable)
-    # The real book: the ledger module and its own imports, not the whole library.
+    # The real book: the ledger module and its own imports, not the whole library, and nothing of the book tooling.
     real = ModuleIndex(ROOT).closure(["from resnet_theory.ledger import Ledger"])
     assert "resnet_theory.ledger" in real and "resnet_theory.engine.train" not in real
+    assert not any(name.startswith("resnet_theory.book") for name in real), sorted(real)
     # A module of a subpackage brings the subpackage's __init__ and what the module imports, relative imports
     # included (engine/train.py: "from . import data", "from .. import validate").
     engine = ModuleIndex(ROOT).closure(["from resnet_theory.engine import train as engine"])
@@ -387,10 +388,11 @@ def test_module_closure_is_found_statically(cached_book):
         "resnet_theory.validate",
     } <= set(engine)
     assert engine["resnet_theory.engine.train"].name == "train.py" and "resnet_theory.engine.bench" not in engine
-    # The ledger reads the TOC and the execution records of the book package, not its executor: editing how
-    # chapters are executed or reported does not execute every chapter again.
-    assert {"resnet_theory.book", "resnet_theory.book.toc", "resnet_theory.book.cache"} <= set(real)
-    assert not {"resnet_theory.book.execute", "resnet_theory.book.build", "resnet_theory.book.report"} & set(real)
+    # The ledger page reads the TOC and the execution records of the book package, not its executor: editing how
+    # chapters are executed or reported changes no page's key.
+    page = ModuleIndex(ROOT).closure(["from resnet_theory.book.ledger_page import LedgerPage"])
+    assert {"resnet_theory.book", "resnet_theory.book.toc", "resnet_theory.book.cache"} <= set(page)
+    assert not {"resnet_theory.book.execute", "resnet_theory.book.build", "resnet_theory.book.report"} & set(page)
 
 
 def test_module_closure_follows_imports_into_subpackages(cached_book, tmp_path):
@@ -455,7 +457,8 @@ def test_module_closure_follows_imports_into_subpackages(cached_book, tmp_path):
 def test_the_claims_of_a_chapter_removed_from_the_toc_are_moved_aside(cached_book, tmp_path, capsys):
     """A chapter taken out of ``_toc.yml`` leaves its claims in the build, which the ledger refuses (they are
     not the book's): ``execute`` moves them to ``<build>/removed``, saying so, and leaves every other file."""
-    from resnet_theory.ledger import CLAIMS_FILE_ENV, ClaimsFileError, verify_claims_files
+    from resnet_theory.book.claims_files import ClaimsFileError, verify_claims_files
+    from resnet_theory.ledger import CLAIMS_FILE_ENV
 
     root, _ = cached_book
     for name in ("keeps", "retires"):
@@ -584,8 +587,13 @@ def _record_claims(build: Path, control_holds: bool = False):
 
 
 def record_execution(build: Path, entry: str, claims: Path) -> None:
-    """The executor's record of a chapter's execution, with the SHA-256 of the claims file it wrote."""
-    write_atomic(cache_record_path(build, entry), json.dumps({"claims_sha": file_sha(claims)}))
+    """The executor's record of a chapter's execution: the SHA-256 of the claims file it wrote, bound to the
+    executed notebook beside it (an empty one is written when there is none) and the parameters it ran with."""
+    notebook = claims.with_name(claims.name[: -len(".claims.json")] + ".ipynb")
+    if not notebook.is_file():
+        nbformat.write(nbformat.v4.new_notebook(), notebook)
+    record = {"claims_sha": file_sha(claims), "notebook_sha": file_sha(notebook), "profile": "quick"}
+    write_atomic(cache_record_path(build, entry), json.dumps({**record, "parameters": {"profile": "quick"}}))
 
 
 def test_the_ledger_and_status_pages_render_without_a_kernel(tmp_path, monkeypatch):
@@ -728,7 +736,8 @@ def test_a_chapter_whose_control_holds_fails_and_the_ledger_page_runs_in_the_exe
         "Ledger",
         'profile = "quick"\nseed = 0',
         "import os\nos.getpid()",
-        "from resnet_theory.ledger import load_claims, render_ledger\nrender_ledger(load_claims())",
+        "from resnet_theory.book.claims_files import load_claims\nfrom resnet_theory.ledger_html import render_ledger\n"
+        "render_ledger(load_claims())",
     )
     gather = gather.replace("kernelspec:", "resnet_theory:\n  execution: in-process\nkernelspec:", 1)
     root = make_book(tmp_path / "src", {"intro": "# Intro\n", "defect": defect, "ledger": gather})

@@ -47,3 +47,41 @@ def test_each_package_map_names_every_module(package):
     modules += sorted(p.name for p in package.iterdir() if (p / "__init__.py").is_file())
     missing = [m for m in modules if f"{dotted}.{m}`" not in doc]
     assert not missing, f"{dotted}/__init__.py: the map has no line for {missing}"
+
+
+def imported_modules(source: str, module: str, is_package: bool = False) -> set[str]:
+    """Every module ``source`` (the code of ``module``) imports, anywhere in it (lazy imports in functions
+    included), relative imports resolved; ``from X import name`` counts as ``X`` and ``X.name``."""
+    package = module.split(".") if is_package else module.split(".")[:-1]
+    out = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            out.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = package[: len(package) - node.level + 1] if node.level else []
+            target = ".".join([*base, *(node.module.split(".") if node.module else [])])
+            out.add(target)
+            out.update(f"{target}.{alias.name}" for alias in node.names)
+    return out
+
+
+def test_imports_are_resolved_relative_to_their_module():
+    found = imported_modules("from ..book import toc\ndef f():\n    from . import x\n", "resnet_theory.claims.cli")
+    assert {"resnet_theory.book", "resnet_theory.book.toc", "resnet_theory.claims.x"} <= found
+    assert "resnet_theory.book" in imported_modules("from . import book\n", "resnet_theory", is_package=True)
+    assert "resnet_theory.book.toc" in imported_modules("import resnet_theory.book.toc\n", "resnet_theory.ledger")
+
+
+@pytest.mark.parametrize(
+    "path",
+    sorted(p for p in PACKAGE.rglob("*.py") if "book" not in p.relative_to(PACKAGE).parts[:1]),
+    ids=lambda p: str(p.relative_to(PACKAGE)),
+)
+def test_nothing_outside_the_book_tooling_imports_it(path):
+    """The chapter API, the papers, the claims and the engine never import ``resnet_theory.book`` (issue 30): the
+    book tooling reads them, not the other way round, so editing the executor never touches a chapter's code."""
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    is_package = parts[-1] == "__init__"
+    module = ".".join(parts[:-1] if is_package else parts)
+    up = sorted(m for m in imported_modules(path.read_text(), module, is_package) if m.startswith("resnet_theory.book"))
+    assert not up, f"{module} imports {up}"

@@ -6,19 +6,11 @@ import math
 import numpy as np
 import pytest
 
-from resnet_theory.ledger import (
-    VERDICTS,
-    Check,
-    Ledger,
-    LedgerDefect,
-    claims_table_html,
-    derive_verdict,
-    errata_html,
-    load_claims,
-    render_ledger,
-    verdict_counts,
-    verdict_key,
-)
+from resnet_theory.book.claims_files import load_claims
+from resnet_theory.ledger import Ledger, verdict_key
+from resnet_theory.ledger_html import claims_table_html, errata_html, render_ledger, verdict_counts
+from resnet_theory.record import LedgerDefect
+from resnet_theory.verdicts import VERDICTS, Check, derive_verdict
 
 #: A control input sentence for the tests' claims.
 CI = "an input the claim rules out, for the test"
@@ -561,7 +553,7 @@ def test_a_verdict_that_does_not_follow_from_its_evidence_is_not_published(tmp_p
 
 
 def test_skipped_statements_reach_the_ledger_page(tmp_path):
-    from resnet_theory.ledger import load_skipped
+    from resnet_theory.book.claims_files import load_skipped
 
     ledger = _ledger()
     ledger.skip(
@@ -587,7 +579,8 @@ def test_undecided_corrected_statement_is_not_an_erratum():
 
 
 def test_the_ledger_page_parts_render_under_their_own_headings(tmp_path):
-    from resnet_theory.ledger import ledger_section, published_claims
+    from resnet_theory.book.claims_files import published_claims
+    from resnet_theory.ledger_html import ledger_section
 
     ledger = _ledger()
     ledger.save(tmp_path / "linear.claims.json")
@@ -610,7 +603,7 @@ def test_the_ledger_page_parts_render_under_their_own_headings(tmp_path):
 
 
 def test_long_formulas_are_cut_after_relations_outside_groups_so_lines_can_break():
-    from resnet_theory.ledger import math_pieces
+    from resnet_theory.ledger_html import math_pieces
 
     assert math_pieces(r"\max_i \|A_i\| \le 2 (\sqrt{\pi} + \sqrt{3\gamma})^2 / \ell") == [
         r"\max_i \|A_i\| \le",
@@ -625,10 +618,57 @@ def test_long_formulas_are_cut_after_relations_outside_groups_so_lines_can_break
 
 
 def test_statements_typeset_their_math_and_escape_the_rest():
-    from resnet_theory.ledger import text_html
+    from resnet_theory.ledger_html import text_html
 
     out = text_html(r"a bound $\|A_i\| \le 2/\ell$ for <every> i")
     assert out == (r'<span class="mathjax_process">a bound \(\|A_i\| \le\) \(2/\ell\) for &lt;every&gt; i</span>')
     assert text_html("no math < here, $5 only") == "no math &lt; here, $5 only"
     row = claims_table_html(_ledger().claims[:1], link=True)
     assert "mathjax_process" not in row  # plain statements stay plain
+
+
+# --- checks that would hold on nothing (issue 32) -----------------------------------------------------------------
+@pytest.mark.parametrize(
+    "make, words",
+    [
+        (lambda: Check.close([], [], what="e"), "needs at least one value"),
+        (lambda: Check.close(np.zeros((0, 3)), np.zeros((0, 3)), what="e"), "needs at least one value"),
+        (lambda: Check.at_most([], [], what="e"), "needs at least one value"),
+        (lambda: Check.at_least(np.array([]), 1.0, what="e"), "needs at least one value"),
+        (lambda: Check.all_of([], what="e"), "needs at least one condition"),
+        (lambda: Check.equal([], [], what="e"), "an empty value holds on nothing"),
+        (lambda: Check.equal("", "", what="e"), "an empty value holds on nothing"),
+        (lambda: Check.close([1 + 1j], [1], what="c"), "complex values are not compared"),
+        (lambda: Check.close([1.0], np.array([1 + 0j]), what="c"), "complex values are not compared"),
+        (lambda: Check.at_most([1 + 5j], 2.0, what="c"), "complex values are not compared"),
+        (lambda: Check.at_least(3.0, 2 + 9j, what="c"), "complex values are not compared"),
+        (lambda: Check.at_most(np.array([1j], dtype=object), 2.0, what="c"), "complex values are not compared"),
+        (lambda: Check.all_of([True, math.nan], what="n"), "every condition must be a boolean, got nan"),
+        (lambda: Check.all_of([True, None], what="n"), "every condition must be a boolean, got None"),
+        (lambda: Check.all_of(np.array([1.0, 2.0]), what="n"), "every condition must be a boolean"),
+        (lambda: Check.all_of(["yes"], what="n"), "every condition must be a boolean"),
+        (lambda: Check.at_most(["1"], 2.0, what="s"), "expected real numbers, got text"),
+        (lambda: Check.at_most([{}], 2.0, what="s"), "expected real numbers, got object values"),
+        (lambda: Check.at_most([1.0, 2.0, 3.0], [1.0, 2.0], what="s"), "a bound of shape (2,)"),
+    ],
+)
+def test_checks_refuse_what_would_hold_on_nothing(make, words):
+    """Each of these held before (an empty close, imaginary parts dropped, ``NaN`` truthy in ``all_of``): now a
+    one-line refusal naming the check and its ``what``."""
+    with pytest.raises(ValueError) as info:
+        make()
+    assert words in str(info.value) and "\n" not in str(info.value)
+    assert str(info.value).startswith("Check.")
+
+
+def test_the_refusals_leave_real_checks_alone():
+    assert Check.all_of(np.array([True, True]), what="a").holds
+    assert Check.all_of([np.True_, True], what="a").holds and not Check.all_of([np.False_], what="a").holds
+    assert Check.close(np.array(2.0), 2.0, what="0-d").holds
+    assert Check.at_most([1.0 + 0.0], [1.0], what="real").holds and not Check.at_most([math.nan], 1, what="n").holds
+    assert Check.equal(0, 0, what="zero").holds and Check.equal("a", "a", what="s").holds
+    import sympy
+
+    x = sympy.Symbol("x")
+    assert Check.equal(sympy.simplify(x - x), 0, what="sympy").holds
+    assert Check.at_most([sympy.Rational(1, 2)], 1, what="sympy numbers").holds

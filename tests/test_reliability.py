@@ -27,12 +27,12 @@ from resnet_theory import expressivity, linear, shamir, smooth, validate
 from resnet_theory.book import cli as executor
 from resnet_theory.book import verdict_diff
 from resnet_theory.book.cache import cache_record_path, load_cache_record, read_cache_record
-from resnet_theory.book.files import file_sha, write_atomic
+from resnet_theory.book.claims_files import ClaimsFileError, load_claims
+from resnet_theory.book.files import file_sha
 from resnet_theory.book.plan import plan_chapters
 from resnet_theory.book.report import load_report
 from resnet_theory.book.toc import BookError
 from resnet_theory.engine import data, train
-from resnet_theory.ledger import ClaimsFileError, load_claims
 
 from conftest import one_line_error
 
@@ -533,7 +533,8 @@ def ledger_book(tmp_path_factory) -> tuple[Path, Path]:
     gather = chapter(
         "Ledger",
         'profile = "quick"\nseed = 0',
-        "from resnet_theory.ledger import load_claims, render_ledger\nrender_ledger(load_claims())",
+        "from resnet_theory.book.claims_files import load_claims\nfrom resnet_theory.ledger_html import render_ledger\n"
+        "render_ledger(load_claims())",
     )
     gather = gather.replace("kernelspec:", "resnet_theory:\n  execution: in-process\nkernelspec:", 1)
     base = tmp_path_factory.mktemp("ledger-book")
@@ -616,8 +617,10 @@ def test_the_claims_of_a_chapter_no_longer_in_the_toc_are_refused_or_moved_aside
 
 
 def _record(build: Path, entry: str, claims: Path) -> None:
-    """What the executor records when executing ``entry`` wrote ``claims``."""
-    write_atomic(cache_record_path(build, entry), json.dumps({"claims_sha": file_sha(claims)}))
+    """What the executor records when executing ``entry`` wrote ``claims`` (beside an executed notebook)."""
+    from test_executor import record_execution
+
+    record_execution(build, entry, claims)
 
 
 def test_a_claim_id_recorded_in_two_files_is_refused_naming_both(ledger_copy, capsys):

@@ -3,7 +3,8 @@
 import pytest
 
 from resnet_theory.book.verdict_diff import compare_builds, compare_claims, main
-from resnet_theory.ledger import Check, Ledger
+from resnet_theory.ledger import Ledger
+from resnet_theory.verdicts import Check
 
 
 def ledger(chapter: str, values: dict[str, float], bound: float = 1.0) -> Ledger:

@@ -9,7 +9,10 @@ The papers (each module in the order its chapter reads; the docstring names the 
 
 The chapter API (what a chapter imports besides its paper module):
 
-- :mod:`resnet_theory.ledger`: the claims ledger (claims, checks, controls, verdicts derived from them).
+- :mod:`resnet_theory.ledger`: a chapter's claims ledger (Ledger: claims, controls, the chapter's table and glue).
+- :mod:`resnet_theory.verdicts`: the verdict rules, no I/O (Check and its constructors, the verdict they imply).
+- :mod:`resnet_theory.record`: the claim record declared once (Claim, its fields' types, papers, defects).
+- :mod:`resnet_theory.ledger_html`: the ledger as HTML (errata, counts, every claim, typeset statements).
 - :mod:`resnet_theory.checks`: three witnesses for every derivative (SymPy, autograd, finite differences).
 - :mod:`resnet_theory.profiles`: a chapter's ``profile`` parameter and its size defaults.
 - :mod:`resnet_theory.fits`: rate fits (power law on log-log axes, power law against exponential).

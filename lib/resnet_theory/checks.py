@@ -8,7 +8,7 @@ largest disagreement between each pair of witnesses.
 - :func:`finite_difference_gradient`, :func:`finite_difference_hessian`: central differences.
 - :func:`compare_gradients` and :func:`compare_hessians` run all three (or the two numerical ones plus
   any closed form the chapter supplies) at many points and return a :class:`WitnessReport`, whose
-  :meth:`WitnessReport.check` is a :class:`resnet_theory.ledger.Check` for the claims ledger.
+  :meth:`WitnessReport.check` is a :class:`resnet_theory.verdicts.Check` for the claims ledger.
 
 Functions take one flat float64 vector of parameters; :func:`flatten` / :func:`unflatten` convert lists of
 matrices to and from that vector.
@@ -26,7 +26,7 @@ import sympy as sp
 import torch
 
 from . import validate
-from .ledger import Check
+from .verdicts import Check
 
 Array = np.ndarray
 TorchScalarFn = Callable[[torch.Tensor], torch.Tensor]

@@ -15,8 +15,9 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-from ..ledger import BUILD_DIR_ENV, CLAIMS_FILE_ENV, ROOT_ENV
+from ..ledger import CLAIMS_FILE_ENV
 from .cache import cache_key, cache_record_path, read_cache_record, write_cache_record
+from .claims_files import BUILD_DIR_ENV, ROOT_ENV
 from .files import claims_path, file_sha, write_atomic
 from .inprocess import CellError, run_in_process
 from .parameters import defined_parameters
@@ -254,7 +255,8 @@ def _move_into_place(
             "components": components,
             "executed_at": result.executed_at,
             "seconds": result.seconds,
-            "profile": result.profile,
+            # the profile the chapter ran with (``-p CHAPTER:profile`` overrides the run's), as its parameters say
+            "profile": plan.parameters.get("profile", result.profile),
             "parameters": plan.parameters,
             "device": result.device,
             "source_sha": file_sha(plan.source),

@@ -12,7 +12,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from ..ledger import BUILD_DIR_ENV
+from .claims_files import BUILD_DIR_ENV
 from .files import read_json_object, write_atomic
 from .toc import BookError
 

@@ -114,6 +114,10 @@ class Repository:
     def edit_url(self, path: str) -> str:
         return f"{self.url}/edit/{self.branch}/{path}"
 
+    def blob_url(self, path: str, line: int | None = None) -> str:
+        """A file of the repository (``path`` from its root) at the built commit where known, else the branch."""
+        return f"{self.url}/blob/{self.commit or self.branch}/{path}" + (f"#L{int(line)}" if line else "")
+
 
 def parse_github_url(value: str, where: str) -> tuple[str, str]:
     """``(owner, name)`` of ``https://github.com/OWNER/REPO`` (a trailing ``.git`` or ``/`` is allowed)."""

@@ -25,7 +25,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from resnet_theory.ledger import Claim, control_holds, load_claims
+from ..record import Claim, control_holds
+from .claims_files import load_claims
 
 
 def claims_folder(path: str | Path) -> Path:

@@ -20,7 +20,7 @@ The chapters' claims modules (one per chapter; see ``registry.CHAPTER_MODULES``)
 - :mod:`~resnet_theory.claims.experiments`: Hardt & Ma Section 4, He et al.
 """
 
-from ..ledger import Check
+from ..verdicts import Check
 from .context import Context, Knob, ProfileTable
 from .registry import ClaimSet
 from .spec import Control, Correction, Evidence, ProofStep, Source, StepEvidence

@@ -1,7 +1,7 @@
 """Run one claim: call its evidence function, check the evidence against the declaration, derive the verdict.
 
 :func:`run_claim` returns a :class:`ClaimRun`: the ledger record (with the verdict derived from the checks by
-:mod:`resnet_theory.ledger`'s rules) and the evidence, whose ``data`` and ``glue`` the chapter shows.
+:mod:`resnet_theory.verdicts`' rules) and the evidence, whose ``data`` and ``glue`` the chapter shows.
 """
 
 from __future__ import annotations
@@ -9,7 +9,8 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from ..ledger import Claim, Ledger
+from ..ledger import Ledger
+from ..record import Claim
 from .context import Context
 from .spec import Checked, Evidence, NotCheckable
 

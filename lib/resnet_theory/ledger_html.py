@@ -1,0 +1,377 @@
+"""The claims ledger as HTML, with no I/O: the errata, the counts, the table of every claim, the statements not
+checked, and the typesetting of their ``$...$`` math.
+
+Every field of a record is escaped; its math goes to MathJax only as ``\\(...\\)`` pieces of an escaped text,
+and a text whose math uses a macro that acts on the page (:data:`resnet_theory.record.UNSAFE_TEX`: ``\\href``,
+``\\style``, ``\\class``, ...) is refused (:class:`UnsafeText`), never typeset. The page that gathers a build's
+claims, with each claim's source link, re-check command and seeds, is :mod:`resnet_theory.book.ledger_page`.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from .record import PAPERS, Claim, LedgerDefect, claim_defects, dependents, rests_on_defects, unsafe_macros
+from .verdicts import VERDICTS
+
+
+class UnsafeText(LedgerDefect, ValueError):
+    """A text whose ``$...$`` math uses a macro that would act on the page (a link, a style, a script)."""
+
+
+@dataclass(frozen=True)
+class SeedAgreement:
+    """The verdicts a claim got when re-checked alone at each seed (``runs``: ``(seed, verdict)``), beside the
+    verdict this build gives it (``verdict``)."""
+
+    verdict: str
+    runs: tuple[tuple[str, str], ...]
+
+    @property
+    def agree(self) -> int:
+        return sum(v == self.verdict for _, v in self.runs)
+
+    def text(self) -> str:
+        others = "; ".join(f"{s}: {v}" for s, v in self.runs)
+        return f"{self.agree} of {len(self.runs)} seeds give this build's verdict, {self.verdict} ({others})"
+
+
+@dataclass(frozen=True)
+class ClaimLinks:
+    """What the ledger page adds to a claim row: the file and line of its evidence function (``source_label``,
+    with ``source_url`` when the repository's address is known), the command that re-checks it alone, and the
+    agreement of the builds at other seeds."""
+
+    command: str | None = None
+    source_label: str | None = None
+    source_url: str | None = None
+    seeds: SeedAgreement | None = None
+
+    def __post_init__(self):
+        if self.source_url is not None and not re.fullmatch(r"https://[^\s\"'<>`]+", self.source_url):
+            raise ValueError(f"a claim's source link must be an https address, got {self.source_url!r}")
+
+
+def verdict_counts(claims: Iterable[Claim]) -> dict[str, dict[str, int]]:
+    """Counts per paper and verdict, with a ``"total"`` row."""
+    table: dict[str, Counter] = {}
+    for c in claims:
+        table.setdefault(c.paper_name, Counter())[c.verdict] += 1
+        table.setdefault("total", Counter())[c.verdict] += 1
+    return {paper: {v: counts.get(v, 0) for v in VERDICTS} for paper, counts in table.items()}
+
+
+_BADGE = {
+    "confirmed": "#1b7f3b",
+    "proof-gap": "#6a4fb3",
+    "corrected": "#b36b00",
+    "refuted": "#b00020",
+    "undecided": "#8a6d00",
+    "not-checkable-here": "#555",
+}
+
+
+_INLINE_MATH = re.compile(r"(?<![\\$])\$([^$\n]+?)\$")
+
+
+_RELATION = re.compile(r"(=|<|>|&lt;|&gt;|\\le\b|\\ge\b|\\leq\b|\\geq\b|\\ne\b|\\approx\b|\\in\b|\\mapsto\b)")
+
+
+_OPENS = re.compile(r"\\(left|begin)(?![A-Za-z])")
+_CLOSES = re.compile(r"\\(right|end)(?![A-Za-z])")
+
+
+def math_pieces(tex: str) -> list[str]:
+    """``tex`` cut after each relation (``=``, ``\\le``, ...) that stands outside braces, ``\\left...\\right``
+    and environments, where TeX itself may break an inline formula; MathJax does not break one, so each piece
+    is typeset on its own and the line may break between them. A formula with nothing to cut is one piece."""
+    pieces, depth, start, i = [], 0, 0, 0
+    while i < len(tex):
+        if _OPENS.match(tex, i) or tex[i] == "{":
+            depth += 1
+        elif (_CLOSES.match(tex, i) or tex[i] == "}") and depth:
+            depth -= 1
+        elif tex[i] == "\\" and i + 1 < len(tex) and tex[i + 1] in "{}":
+            i += 2
+            continue
+        match = _RELATION.match(tex, i) if depth == 0 and i > start else None
+        if match:
+            end = match.end()
+            if tex[start:end].strip() and tex[end:].strip():
+                pieces.append(tex[start:end].strip())
+                start = end
+            i = end
+            continue
+        i += 1
+    pieces.append(tex[start:].strip())
+    return [piece for piece in pieces if piece]
+
+
+def _typeset(match: re.Match) -> str:
+    return " ".join(f"\\({piece}\\)" for piece in math_pieces(match.group(1)))
+
+
+def text_html(text: str | None) -> str:
+    """Escape ``text`` for HTML, with its ``$...$`` spans typeset as math: they become ``\\(...\\)`` inside an
+    element MathJax processes (the book's pages ignore raw output text otherwise), one per piece of
+    :func:`math_pieces`, so that a long formula breaks across lines instead of widening its table.
+
+    A text that uses a macro acting on the page (``\\href``, ``\\style``, ``\\class``, ``\\cssId``, ``\\data``,
+    ``\\unicode``, ``\\require``, ...: :data:`resnet_theory.record.UNSAFE_TEX`) raises :class:`UnsafeText`."""
+    bad = unsafe_macros(text)
+    if bad:
+        shown = text if len(text) <= 60 else text[:57] + "..."
+        raise UnsafeText(f"{', '.join(sorted(set(bad)))} in {shown!r}: a macro that acts on the page, not math")
+    escaped = html.escape(text or "")
+    if not _INLINE_MATH.search(escaped):
+        return escaped
+    return '<span class="mathjax_process">' + _INLINE_MATH.sub(_typeset, escaped) + "</span>"
+
+
+def claim_anchor(claim_id: str) -> str:
+    """The HTML id of a claim's row on the ledger page: ``hardt-ma/thm-2.1`` -> ``claim-hardt-ma-thm-2-1``."""
+    return "claim-" + "".join(ch if ch.isalnum() else "-" for ch in claim_id.lower())
+
+
+def _verdict_badge(verdict: str) -> str:
+    color = _BADGE.get(verdict, "#555")
+    return f'<span class="claim-verdict" style="color:{color}">{html.escape(verdict)}</span>'
+
+
+def _claim_ref(c: Claim) -> str:
+    """A link to a claim's row (its id), its printed location and its verdict."""
+    return (
+        f'<a href="#{claim_anchor(c.id)}"><code class="claim-id">{html.escape(c.id)}</code></a> '
+        f"({html.escape(c.paper_name)}, {html.escape(c.ref)}: {_verdict_badge(c.verdict)})"
+    )
+
+
+def _recheck_html(c: Claim, links: ClaimLinks | None) -> str:
+    """The visible line under a claim: its evidence function's source, the command that re-checks it, its seeds."""
+    if links is None:
+        return ""
+    parts = []
+    if links.source_label:
+        label = f"<code>{html.escape(links.source_label)}</code>"
+        if links.source_url:
+            label = f'<a class="claim-source" href="{html.escape(links.source_url)}">{label}</a>'
+        parts.append(f"evidence: {label}")
+    if links.command:
+        parts.append(f're-check alone: <code class="claim-command">{html.escape(links.command)}</code>')
+    if links.seeds is not None:
+        s = links.seeds
+        parts.append(
+            f'<span class="claim-seeds" title="{html.escape(s.text())}">seeds: {s.agree} of {len(s.runs)} agree</span>'
+        )
+    return f'<div class="claim-recheck"><small>{" &middot; ".join(parts)}</small></div>' if parts else ""
+
+
+def _claim_details(c: Claim, links: ClaimLinks | None = None, by_id: Mapping[str, Claim] | None = None) -> str:
+    """What a reader opens to audit a claim: where the statement comes from, what was computed, the control, the
+    results its printed proof uses and, across seeds, each build's verdict."""
+    rows = [("Source", text_html(c.source_text + (f": {c.source_detail}" if c.source_detail else "")))]
+    if c.corrected_statement:
+        rows.append(("What holds instead", text_html(c.corrected_statement)))
+    if c.proof_step:
+        rows += [("Proof step that fails", text_html(c.proof_step)), ("Repair", text_html(c.repair or ""))]
+    if c.verdict == "not-checkable-here":
+        rows.append(("Why not checked", text_html(c.reason or "")))
+        if c.needs:
+            rows.append(("Needs", text_html(c.needs)))
+    else:
+        if c.verdict == "undecided":
+            rows.append(("Why undecided", text_html(c.reason or "")))
+        rows.append(("What the check computed", text_html(c.check)))
+    if c.control is not None:
+        if c.control.get("input"):
+            rows.append(("Control input", text_html(str(c.control["input"]))))
+        outcome = "fails, as it must" if not c.control.get("holds") else "HOLDS: defect"
+        rows.append(("Control result", text_html(f"{c.control.get('summary', '')} ({outcome})")))
+    if c.rests_on and by_id is not None:
+        uses = [_claim_ref(by_id[r]) if r in by_id else html.escape(r) for r in c.rests_on]
+        rows.append(("Its printed proof uses", "; ".join(uses)))
+    if links is not None and links.seeds is not None:
+        rows.append(("Seeds", html.escape(links.seeds.text())))
+    items = "".join(f"<dt>{html.escape(k)}</dt><dd>{v}</dd>" for k, v in rows)
+    return f'<details class="claim-details"><summary>evidence and control</summary><dl>{items}</dl></details>'
+
+
+def _chapter_link(c: Claim, label: str) -> str:
+    return f'<a href="{html.escape(c.chapter)}.html#{html.escape(c.section)}">{label}</a>'
+
+
+def claims_table_html(claims: Sequence[Claim], link: bool = True, links: Mapping[str, ClaimLinks] | None = None) -> str:
+    """An HTML table of claims, one row each: verdict, the claim (its id, the statement, and the evidence and
+    negative control one click away), and where it is printed. With ``link`` each row has an anchor
+    (:func:`claim_anchor`) and its id links to the chapter section that checks it; ``links`` adds, per claim id,
+    its evidence function's source, its re-check command and its seeds (:class:`ClaimLinks`)."""
+    rows = []
+    by_id = {c.id: c for c in claims}
+    for c in claims:
+        ident = html.escape(c.id)
+        if link:
+            ident = _chapter_link(c, ident)
+        anchor = claim_anchor(c.id)
+        permalink = f' <a class="claim-permalink" href="#{anchor}" title="link to this claim">#</a>' if link else ""
+        extra = (links or {}).get(c.id)
+        rows.append(
+            f'<tr id="{anchor}"><td>{_verdict_badge(c.verdict)}</td>'
+            f'<td><code class="claim-id">{ident}</code>{permalink}<br>{text_html(c.statement)}'
+            f"{_recheck_html(c, extra)}{_claim_details(c, extra, by_id if link else None)}</td>"
+            f"<td>{html.escape(c.paper_name)}, {html.escape(c.ref)}</td></tr>"
+        )
+    head = "<tr><th>verdict</th><th>claim</th><th>printed in</th></tr>"
+    colgroup = '<colgroup><col class="col-verdict"><col class="col-claim"><col class="col-where"></colgroup>'
+    return f'<table class="claims-ledger">{colgroup}<thead>{head}</thead><tbody>{"".join(rows)}</tbody></table>'
+
+
+def _resting_html(c: Claim, resting: Sequence[tuple[str, str | None]], by_id: Mapping[str, Claim]) -> str:
+    """The results whose printed proofs rest on ``c`` (directly, or through another), with what the book found."""
+    if not resting:
+        return '<p class="claims-resting">No printed proof of another result the book checks rests on it.</p>'
+    items = [_claim_ref(by_id[rid]) + ("" if via is None else f", through {html.escape(via)}") for rid, via in resting]
+    # one paragraph, not a nested list: the errata list stays one flat <ul>
+    return f'<p class="claims-resting">Printed proofs that rest on it: {"; ".join(items)}.</p>'
+
+
+def errata_html(claims: Sequence[Claim], link: bool = True) -> str:
+    """The errata, one sentence each (what is printed, what fails, what holds); the computation and the results
+    whose printed proofs rest on the erratum (``rests_on``, followed backwards, with their verdicts) are one click
+    away (``<details>``), and the claim's id links to its row in the table below and its section."""
+    items = []
+    resting = dependents(claims)
+    by_id = {c.id: c for c in claims}
+    for c in claims:
+        if c.verdict not in ("corrected", "proof-gap"):
+            continue
+        where = f"{c.paper_name}, {c.ref}"
+        if c.verdict == "corrected":
+            sentence = (
+                f"{where}: as printed, the statement fails on a computed counterexample; "
+                f"what holds: {c.corrected_statement}"
+            )
+            parts = (("printed", "The printed statement"), ("corrected", "The corrected statement"))
+        else:
+            sentence = (
+                f"{where}: the statement holds, but a step of the printed proof fails as written "
+                f"({c.proof_step}); repaired: {c.repair}"
+            )
+            parts = (("printed", "The statement"), ("proof_step", "The printed step"), ("repair", "The repair"))
+        label = _chapter_link(c, html.escape(c.id)) if link else html.escape(c.id)
+        evidence = "".join(
+            f"<dt>{name}</dt><dd>{html.escape(str(c.evidence.get(key, {}).get('summary', '')))}</dd>"
+            for key, name in parts
+        )
+        rests = len(resting.get(c.id, []))
+        items.append(
+            f'<li>{text_html(sentence.rstrip("."))}. <small>(<code class="claim-id">{label}</code>, '
+            f"{html.escape(c.verdict)}; {rests} result{'s' if rests != 1 else ''} rest on it)</small>"
+            f'<details class="claim-details"><summary>the computation, and what rests on it</summary>'
+            f"<dl><dt>Statement as printed</dt><dd>{text_html(c.statement)}</dd>{evidence}</dl>"
+            f"{_resting_html(c, resting.get(c.id, []), by_id)}</details></li>"
+        )
+    if not items:
+        return '<p class="claims-errata">No erratum: every checked statement and proof step holds as printed.</p>'
+    return f'<ul class="claims-errata">{"".join(items)}</ul>'
+
+
+def counts_table_html(claims: Sequence[Claim]) -> str:
+    counts = verdict_counts(claims)
+    head = "<tr><th>paper</th>" + "".join(f"<th>{html.escape(v)}</th>" for v in VERDICTS) + "<th>all</th></tr>"
+    rows = []
+    for paper in sorted(counts, key=lambda p: (p == "total", p)):
+        cells = "".join(f"<td>{int(counts[paper][v])}</td>" for v in VERDICTS)
+        rows.append(f"<tr><td>{html.escape(paper)}</td>{cells}<td>{sum(counts[paper].values())}</td></tr>")
+    return f'<table class="claims-counts">{head}{"".join(rows)}</table>'
+
+
+def skipped_html(skipped: Sequence[dict]) -> str:
+    """The printed statements the chapters discuss but do not check, with why (one line each)."""
+    if not skipped:
+        return "<p>Every printed statement the chapters discuss is checked above.</p>"
+    items = [
+        f"<li><strong>{html.escape(PAPERS.get(s['paper'], (s['paper'],))[0])}, {html.escape(s['ref'])}</strong>: "
+        f"{text_html(s['statement'])} <em>Not checked:</em> {text_html(s['why'])} "
+        f'(<a href="{html.escape(s["chapter"])}.html">{html.escape(s["chapter"])}</a>)</li>'
+        for s in skipped
+    ]
+    return f'<ul class="claims-skipped">{"".join(items)}</ul>'
+
+
+def ledger_defects(claims: Sequence[Claim], skipped: Sequence[dict] = ()) -> list[str]:
+    """Why a set of claims cannot be published as the book's ledger, one line each: every record's defects
+    (:func:`resnet_theory.record.claim_defects`), ``rests_on`` ids that are no claim, or cycles
+    (:func:`resnet_theory.record.rests_on_defects`), and skipped statements with a macro that acts on the page."""
+    out = claim_defects(claims) + rests_on_defects(claims)
+    for s in skipped:
+        for key in ("ref", "statement", "why"):
+            bad = unsafe_macros(s.get(key))
+            if bad:
+                out.append(f"skipped {s.get('ref')!r}: {key} uses {', '.join(sorted(set(bad)))} (acts on the page)")
+        if not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_-]*", str(s.get("chapter", ""))):
+            out.append(f"skipped {s.get('ref')!r}: chapter {s.get('chapter')!r} is not a plain name")
+    return out
+
+
+def refuse_defects(claims: Sequence[Claim], skipped: Sequence[dict] = ()) -> None:
+    """Raise :class:`LedgerDefect` listing :func:`ledger_defects`, if any."""
+    defects = ledger_defects(claims, skipped)
+    if defects:
+        raise LedgerDefect(
+            "the ledger cannot be published (fix the check, its control or the claims file):\n  " + "\n  ".join(defects)
+        )
+
+
+_NO_CLAIMS = (
+    "<p><strong>No claims were found.</strong> Execute the book with "
+    "<code>make book</code> so that each chapter records its claims.</p>"
+)
+
+
+def ledger_section(
+    part: str, claims: Sequence[Claim], skipped: Sequence[dict] = (), links: Mapping[str, ClaimLinks] | None = None
+):
+    """One part of the ledger page, under its own heading in the page (so that it is in the page contents):
+    ``"errata"``, ``"counts"``, ``"claims"`` or ``"skipped"``. Refuses claims with a defect (:func:`refuse_defects`)."""
+    from IPython.display import HTML
+
+    render = {
+        "errata": lambda: errata_html(claims),
+        "counts": lambda: counts_table_html(claims),
+        "claims": lambda: claims_table_html(claims, link=True, links=links),
+        "skipped": lambda: skipped_html(skipped),
+    }
+    if part not in render:
+        raise ValueError(f"unknown ledger part {part!r}; known: {sorted(render)}")
+    refuse_defects(claims, skipped)
+    if not claims and part != "skipped":
+        return HTML(_NO_CLAIMS)
+    return HTML(render[part]())
+
+
+def render_ledger(claims: Sequence[Claim], skipped: Sequence[dict] = (), links: Mapping[str, ClaimLinks] | None = None):
+    """The ledger page's content: the errata, counts per verdict and paper, then every claim, linked.
+
+    Raises :class:`LedgerDefect` when a recorded claim has a defect (:func:`ledger_defects`: a claims file that no
+    chapter could have published, e.g. edited by hand or left by an older check, or a ``rests_on`` id that is no
+    claim): the ledger page then fails, and with it the build.
+    """
+    from IPython.display import HTML
+
+    refuse_defects(claims, skipped)
+    if not claims:
+        return HTML(_NO_CLAIMS)
+    return HTML(
+        "<h3>Errata</h3>"
+        + errata_html(claims)
+        + "<h3>Counts</h3>"
+        + counts_table_html(claims)
+        + "<h3>Every claim</h3>"
+        + claims_table_html(claims, link=True, links=links)
+        + "<h3>Not checked, and why</h3>"
+        + skipped_html(skipped)
+    )

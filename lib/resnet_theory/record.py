@@ -1,0 +1,361 @@
+"""The claim record, declared once: :class:`Claim` (every field a claims file holds, with its type), where its
+statement comes from (:data:`SOURCES`), the papers (:data:`PAPERS`), the strict reading of a record
+(:func:`claim_from_dict`, :func:`claims_document`) and what makes a record unpublishable (:func:`claim_defects`,
+:func:`rests_on_defects`). No file or network I/O: reading claims files is :mod:`resnet_theory.book.claims_files`.
+
+Every checkable claim carries a **negative control**: the same check run on an *input the claim rules out*, whose
+record says what that input is and why the claim rules it out (``control["input"]``). The control must come out
+``holds = False``; a control that holds means the check could not tell the claim's inputs from others, and the
+record is a defect. A ``not-checkable-here`` claim names what it needs (hardware or data); a statistical reason
+is never filed under it (that is ``undecided``).
+
+A record's text fields reach a web page: the chapter and section are plain names (they become links), the
+evidence function's file is one of the package's, and no field may carry a MathJax macro that makes a link, a
+style, a class, an id, data attributes or a raw character through its ``$...$`` math (:data:`UNSAFE_TEX`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import MISSING, dataclass, fields
+
+from .verdicts import VERDICTS, verdict_from_evidence
+
+#: Where a claim's statement comes from.
+SOURCES = {
+    "paper": "stated in the paper",
+    "review": "as a review of the paper states it",
+    "reconstruction": "our reconstruction (the paper's text was not available to us)",
+    "abstract": "as the paper's abstract states it",
+    "question": "the book's own question (not a statement of the paper)",
+}
+
+#: Papers the book reviews or cites in claims: key -> (display name, bibtex key).
+PAPERS = {
+    "hardt-ma": ("Hardt & Ma (2017)", "hardt2017identity"),
+    "bartlett-helmbold-long": ("Bartlett, Helmbold & Long (2018)", "bartlett2018gradient"),
+    "bartlett-evans-long": ("Bartlett, Evans & Long (2018)", "bartlett2018representing"),
+    "shamir": ("Shamir (2018)", "shamir2018resnets"),
+    "he-et-al": ("He, Zhang, Ren & Sun (2016)", "he2016deep"),
+}
+
+
+class LedgerDefect(RuntimeError):
+    """A ledger cannot be published: a claim's negative control holds (its check cannot fail), a checked claim
+    has no control input, a verdict does not follow from its evidence, or a not-checkable claim hides a statistic."""
+
+
+#: Words of a statistical reason: a ``not-checkable-here`` claim whose reason says one of them is ``undecided``.
+_STATISTICAL_WORDS = (
+    "standard error",
+    "within noise",
+    "within its noise",
+    "not decisive",
+    "does not decide",
+    "statistically",
+    "significan",
+)
+
+
+@dataclass
+class Claim:
+    """One claim of a paper as the book checks it."""
+
+    id: str
+    paper: str
+    ref: str
+    statement: str
+    chapter: str
+    section: str
+    verdict: str
+    check: str
+    evidence: dict
+    corrected_statement: str | None = None
+    reason: str | None = None
+    #: "paper", "review" or "reconstruction" (see :data:`SOURCES`).
+    source: str = "paper"
+    #: The negative control: ``{"holds": bool, "summary": str, "input": str}`` (``input``: what the control's
+    #: input is and why the claim rules it out); ``None`` only when not checkable here.
+    control: dict | None = None
+    #: For a proof gap: the step of the printed proof that fails, and the repair that holds.
+    proof_step: str | None = None
+    repair: str | None = None
+    #: For ``not-checkable-here``: the hardware or data the check needs and this build lacks.
+    needs: str | None = None
+    #: Which review, or which text, the source is (``resnet_theory.claims.Source.detail``).
+    source_detail: str | None = None
+    #: The function that computes the claim's evidence (``module:qualname``), its file and first line.
+    function: str | None = None
+    source_file: str | None = None
+    source_line: int | None = None
+    #: Ids of the printed results whose printed proofs this claim's printed proof uses.
+    rests_on: list | None = None
+
+    def __repr__(self) -> str:  # a chapter cell that ends in ledger.claim(...) shows one short line
+        return f"Claim {self.id}: {self.verdict}"
+
+    @property
+    def paper_name(self) -> str:
+        return PAPERS.get(self.paper, (self.paper, None))[0]
+
+    @property
+    def source_text(self) -> str:
+        return SOURCES.get(self.source, self.source)
+
+    @property
+    def erratum(self) -> str | None:
+        """One sentence for the errata list: what is printed, what fails, what holds (else ``None``)."""
+        where = f"{self.paper_name}, {self.ref}"
+        if self.verdict == "corrected":
+            printed, corrected = self.evidence.get("printed", {}), self.evidence.get("corrected", {})
+            return (
+                f"{where}: as printed, \u201c{self.statement}\u201d fails ({printed.get('summary', self.check)}); "
+                f"what holds: \u201c{self.corrected_statement}\u201d ({corrected.get('summary', '')})."
+            )
+        if self.verdict == "proof-gap":
+            step, repair = self.evidence.get("proof_step", {}), self.evidence.get("repair", {})
+            return (
+                f"{where}: the statement holds ({self.evidence.get('printed', {}).get('summary', '')}), "
+                f"but the proof's step \u201c{self.proof_step}\u201d fails as written "
+                f"({step.get('summary', '')}); repair: \u201c{self.repair}\u201d ({repair.get('summary', '')})."
+            )
+        return None
+
+
+def control_holds(claim: Claim) -> bool:
+    """Whether the claim's negative control holds (a defect: its check could not have failed)."""
+    return claim.control is not None and bool(claim.control["holds"])
+
+
+def is_statistical(reason: str | None) -> bool:
+    text = (reason or "").lower()
+    return any(word in text for word in _STATISTICAL_WORDS)
+
+
+def claim_defects(claims: Iterable[Claim]) -> list[str]:
+    """Claims that cannot be published, one line each: a negative control that holds (the check could not
+    have failed); a checked claim without a control or without ``control.input``; a verdict that does not
+    follow from its evidence; a ``not-checkable-here`` claim that ran a check, gives a statistical reason or
+    does not name what it needs; and anything that would act on the page it is shown on (:func:`page_defects`)."""
+    out = []
+    for c in claims:
+        out.extend(page_defects(c))
+        if c.verdict == "not-checkable-here" and not c.evidence:
+            if not c.needs or not str(c.needs).strip():
+                out.append(f"{c.id}: not checkable here, but it does not say what hardware or data it needs")
+            if is_statistical(c.reason):
+                out.append(f"{c.id}: not checkable here for a statistical reason ({c.reason}): that is 'undecided'")
+            continue
+        if not c.evidence:
+            out.append(f"{c.id}: verdict {c.verdict!r} without evidence")
+            continue
+        try:
+            implied = verdict_from_evidence(c.evidence)
+        except ValueError as exc:
+            out.append(f"{c.id}: malformed evidence ({exc})")
+            continue
+        if implied != c.verdict:
+            out.append(f"{c.id}: verdict {c.verdict!r} does not follow from its evidence (which gives {implied!r})")
+        if not isinstance(c.control, dict) or not isinstance(c.control.get("holds"), bool):
+            out.append(f"{c.id}: a checked claim without a negative control")
+            continue
+        if control_holds(c):
+            out.append(f"{c.id}: the negative control holds ({c.control.get('summary')})")
+        if not isinstance(c.control.get("input"), str) or not c.control["input"].strip():
+            out.append(
+                f"{c.id}: the negative control does not say what its input is and why the claim rules "
+                "it out (control.input)"
+            )
+    return out
+
+
+_TYPE_NAMES = {"str": str, "dict": dict, "int": int, "list": list, "None": type(None)}
+
+
+def _field_types() -> dict[str, tuple[type, ...]]:
+    """The type of every field of a claims record, read from :class:`Claim`'s own annotations (declared once)."""
+    return {f.name: tuple(_TYPE_NAMES[t.strip()] for t in str(f.type).split("|")) for f in fields(Claim)}
+
+
+#: The type of every field of a claims record: a record holds exactly these keys, the optional ones may be missing.
+CLAIM_FIELD_TYPES = _field_types()
+#: The fields every record has (those without a default in :class:`Claim`).
+REQUIRED_CLAIM_FIELDS = tuple(
+    f.name
+    for f in fields(Claim)
+    if f.default is MISSING and f.default_factory is MISSING  # type: ignore[misc]
+)
+
+
+def claim_from_dict(d: dict) -> Claim:
+    """A :class:`Claim` from its JSON record; a record with unknown or missing keys, a value of the wrong type, or
+    an unknown verdict, source or paper raises :class:`ValueError` saying which."""
+    if not isinstance(d, dict):
+        raise ValueError(f"a claim record must be an object, got {type(d).__name__}")
+    label = f"claim {d.get('id')!r}" if isinstance(d.get("id"), str) else "a claim record"
+    unknown = sorted(str(k) for k in d if k not in CLAIM_FIELD_TYPES)
+    if unknown:
+        raise ValueError(f"{label} has unknown keys: {', '.join(unknown)}")
+    missing = [k for k in REQUIRED_CLAIM_FIELDS if k not in d]
+    if missing:
+        raise ValueError(f"{label} lacks {', '.join(missing)}")
+    for key, types in CLAIM_FIELD_TYPES.items():
+        if key in d and not isinstance(d[key], types):
+            raise ValueError(
+                f"{label}: {key} must be {' or '.join('null' if t is type(None) else t.__name__ for t in types)}, "
+                f"got {type(d[key]).__name__}"
+            )
+    claim = Claim(**d)
+    if claim.verdict not in VERDICTS:
+        raise ValueError(f"claim {claim.id!r} has unknown verdict {claim.verdict!r}")
+    if claim.source not in SOURCES:
+        raise ValueError(f"claim {claim.id!r} has unknown source {claim.source!r}")
+    if claim.paper not in PAPERS:
+        raise ValueError(f"claim {claim.id!r} has unknown paper {claim.paper!r}")
+    return claim
+
+
+def claims_document(data: object) -> tuple[list[Claim], list[dict]]:
+    """The claims and skipped statements of a claims file's parsed JSON (what :meth:`resnet_theory.ledger.Ledger.
+    save` writes); :class:`ValueError` saying what is wrong for anything a chapter could not have written."""
+    if not isinstance(data, dict) or not isinstance(data.get("claims"), list):
+        raise ValueError("it must be an object with a list of 'claims'")
+    unknown = sorted(str(k) for k in data if k not in ("chapter", "claims", "skipped"))
+    if unknown:
+        raise ValueError(f"unknown keys: {', '.join(unknown)}")
+    claims = [claim_from_dict(d) for d in data["claims"]]
+    skipped = data.get("skipped", [])
+    if not isinstance(skipped, list) or not all(
+        isinstance(s, dict) and all(isinstance(s.get(k), str) for k in SKIP_FIELDS) and set(s) <= set(SKIP_FIELDS)
+        for s in skipped
+    ):
+        raise ValueError("'skipped' must be a list of records with paper, ref, statement, why and chapter")
+    return claims, skipped
+
+
+#: The fields of a printed statement a chapter discusses but does not check (``Ledger.skip``).
+SKIP_FIELDS = ("paper", "ref", "statement", "why", "chapter")
+
+
+# --- what a web page may receive from a record -------------------------------------------------------------------
+#: MathJax macros that reach outside the formula: links (``\href``, ``\url``), styles and classes (``\style``,
+#: ``\class``, ``\cssId``, ``\bbox`` with a CSS string), data attributes, raw characters and fonts
+#: (``\unicode``), MathML with attributes (``\mmlToken``), tooltips and toggles, loading extensions
+#: (``\require``: the ``html`` extension is off for every page) and macro definitions (which could spell one).
+UNSAFE_TEX = frozenset(
+    "href url style class cssId data unicode require bbox enclose mmlToken texttip mathtip toggle mathtoggle tooltip "
+    "def gdef edef xdef let newcommand renewcommand providecommand newenvironment renewenvironment "
+    "DeclareMathOperator htmlClass htmlStyle htmlId htmlData html raw".split()
+)
+_MACRO = re.compile(r"\\([A-Za-z]+)")
+#: A chapter is a file stem and a section a MyST label: both become parts of a link.
+NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_-]*$")
+_LABEL = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
+#: The evidence function's file: a module of the package, relative to the folder holding it.
+_SOURCE_FILE = re.compile(r"^resnet_theory/(?:[A-Za-z0-9_]+/)*[A-Za-z0-9_]+\.py$")
+_FUNCTION = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*:[A-Za-z_][A-Za-z0-9_.<>]*$")
+#: The record's fields that a page shows as text (with their ``$...$`` math typeset).
+TEXT_FIELDS = (
+    "statement", "ref", "corrected_statement", "proof_step", "repair", "reason", "needs", "source_detail", "check",
+)  # fmt: skip
+
+
+def unsafe_macros(text: str | None) -> list[str]:
+    """The :data:`UNSAFE_TEX` macros ``text`` uses (``["\\href"]``), in order; empty for text a page may typeset."""
+    return [f"\\{m}" for m in _MACRO.findall(text or "") if m in UNSAFE_TEX]
+
+
+def _texts(c: Claim) -> Iterable[tuple[str, str]]:
+    for name in TEXT_FIELDS:
+        value = getattr(c, name)
+        if isinstance(value, str):
+            yield name, value
+    for part, rec in (c.evidence or {}).items():
+        if isinstance(rec, dict) and isinstance(rec.get("summary"), str):
+            yield f"evidence.{part}.summary", rec["summary"]
+    for key in ("input", "summary"):
+        if isinstance(c.control, dict) and isinstance(c.control.get(key), str):
+            yield f"control.{key}", c.control[key]
+
+
+def page_defects(c: Claim) -> list[str]:
+    """What in a record could act on a web page rather than be read on it, one line each: a chapter or section
+    that is not a plain name (they become links), an evidence function's file outside the package or a line that
+    is not a positive number, a ``rests_on`` that is not a list of ids, and :data:`UNSAFE_TEX` macros in any text
+    field."""
+    out = []
+    if not NAME.match(c.chapter) or not _LABEL.match(c.section):
+        out.append(f"{c.id}: chapter {c.chapter!r} and section {c.section!r} must be plain names (they become links)")
+    if c.source_file is not None and (not _SOURCE_FILE.match(c.source_file) or ".." in c.source_file):
+        out.append(f"{c.id}: source_file {c.source_file!r} is not a module of the package (resnet_theory/....py)")
+    if c.source_line is not None and (isinstance(c.source_line, bool) or c.source_line < 1):
+        out.append(f"{c.id}: source_line {c.source_line!r} is not a line number")
+    if c.function is not None and not _FUNCTION.match(c.function):
+        out.append(f"{c.id}: function {c.function!r} is not module:qualname")
+    if c.rests_on is not None and not all(isinstance(r, str) and r for r in c.rests_on):
+        out.append(f"{c.id}: rests_on must be a list of claim ids")
+    for name, text in _texts(c):
+        bad = unsafe_macros(text)
+        if bad:
+            out.append(
+                f"{c.id}: {name} uses {', '.join(sorted(set(bad)))}, which would act on the page (a link, a style "
+                "or a script through MathJax), not typeset math"
+            )
+    return out
+
+
+# --- what rests on what -------------------------------------------------------------------------------------------
+def rests_on_defects(claims: Iterable[Claim]) -> list[str]:
+    """Across the whole book: a ``rests_on`` id that is no published claim, a claim resting on itself, and a
+    cycle (printed proofs that use each other), one line each."""
+    claims = list(claims)
+    known = {c.id for c in claims}
+    out = []
+    for c in claims:
+        for r in c.rests_on or ():
+            if r == c.id:
+                out.append(f"{c.id}: rests_on names the claim itself")
+            elif r not in known:
+                out.append(f"{c.id}: rests_on names {r!r}, which is no claim of the book")
+    graph = {c.id: [r for r in c.rests_on or () if r in known and r != c.id] for c in claims}
+    state: dict[str, int] = {}
+
+    def visit(node: str, path: list[str]) -> None:
+        state[node] = 1
+        for nxt in graph[node]:
+            if state.get(nxt) == 1:
+                cycle = path[path.index(nxt) :] + [nxt]
+                out.append(f"{nxt}: printed proofs that rest on each other: {' -> '.join(cycle)}")
+            elif nxt not in state:
+                visit(nxt, [*path, nxt])
+        state[node] = 2
+
+    for cid in graph:
+        if cid not in state:
+            visit(cid, [cid])
+    return out
+
+
+def dependents(claims: Iterable[Claim]) -> dict[str, list[tuple[str, str | None]]]:
+    """The reverse of ``rests_on``, followed through: claim id -> ``(id, via)`` for every claim whose printed
+    proof rests on it, directly (``via`` None) or through the claim ``via`` (the nearest one), in book order."""
+    claims = list(claims)
+    order = {c.id: i for i, c in enumerate(claims)}
+    direct: dict[str, list[str]] = {}
+    for c in claims:
+        for r in c.rests_on or ():
+            if r in order and r != c.id:
+                direct.setdefault(r, []).append(c.id)
+    out: dict[str, list[tuple[str, str | None]]] = {}
+    for cid in order:
+        seen: dict[str, str | None] = {}
+        frontier = [(d, None) for d in direct.get(cid, [])]
+        while frontier:
+            node, via = frontier.pop(0)
+            if node in seen or node == cid:
+                continue
+            seen[node] = via
+            frontier += [(d, via or node) for d in direct.get(node, [])]
+        out[cid] = sorted(seen.items(), key=lambda item: order[item[0]])
+    return out

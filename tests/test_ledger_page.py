@@ -1,0 +1,373 @@
+"""The ledger page (issues 30 and 32): claims bound to the executed pages they came from, each with its evidence
+function's source and re-check command, the seeds that agree, what rests on each erratum, and no statement that
+can act on the page through its math."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+import textwrap
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from resnet_theory.book import cli as executor
+from resnet_theory.book.cache import cache_record_path
+from resnet_theory.book.claims_files import ClaimsFileError, claims_files, load_claims, published, verify_claims_files
+from resnet_theory.book.ledger_page import LedgerPage, source_links
+from resnet_theory.book.repository import Repository
+from resnet_theory.ledger import Ledger
+from resnet_theory.ledger_html import (
+    ClaimLinks,
+    UnsafeText,
+    claims_table_html,
+    errata_html,
+    render_ledger,
+    skipped_html,
+    text_html,
+)
+from resnet_theory.record import UNSAFE_TEX, LedgerDefect, claim_defects, dependents, rests_on_defects
+from resnet_theory.verdicts import Check
+from test_executor import chapter, make_book
+
+CI = "an input the claim rules out, for the test"
+
+#: A chapter whose first claim holds at seeds 0 and 1 and fails at seed 2 (its verdict hinges on the seed).
+ALPHA = textwrap.dedent("""\
+    from resnet_theory.ledger import Ledger
+    from resnet_theory.verdicts import Check
+    ledger = Ledger("alpha")
+    ledger.claim("hardt-ma/x", paper="hardt-ma", ref="Theorem 2.1", statement="a bound holds", section="alpha-x",
+                 printed=Check.at_most([float(seed)], 1.5, what="the seed against the bound"),
+                 control=Check.at_most([3.0], 1.5, what="a value the claim rules out"),
+                 control_input="a value twice the bound, which the claim rules out")
+    ledger.not_checkable("hardt-ma/y", paper="hardt-ma", ref="Section 4", statement="CIFAR accuracy",
+                         section="alpha-y", reason="the archives are not bundled", needs="CIFAR-10 and a GPU")
+    ledger.show()""")
+
+GATHER = "from resnet_theory.book.ledger_page import LedgerPage\nLedgerPage.from_build().section('claims')"
+
+
+def _execute(root: Path, build: Path, *extra: str) -> None:
+    argv = ["execute", "--root", str(root), "--build-dir", str(build), "--no-html", *extra]
+    assert executor.main(argv) == 0
+
+
+@pytest.fixture(scope="module")
+def seed_book(tmp_path_factory) -> tuple[Path, Path]:
+    """A book executed at seed 0 in ``build`` and at seed 2 in ``other`` beside it (two kernel executions of one
+    small chapter)."""
+    gather = chapter("Ledger", 'profile = "quick"\nseed = 0', GATHER)
+    gather = gather.replace("kernelspec:", "resnet_theory:\n  execution: in-process\nkernelspec:", 1)
+    base = tmp_path_factory.mktemp("seed-book")
+    root = make_book(
+        base / "src",
+        {"intro": "# Intro\n", "alpha": chapter("Alpha", 'profile = "quick"\nseed = 0', ALPHA), "ledger": gather},
+    )
+    build = base / "build"
+    _execute(root, base / "other", "-p", "seed", "2")
+    _execute(root, build)
+    return root, build
+
+
+@pytest.fixture
+def book_copy(seed_book, tmp_path) -> tuple[Path, Path]:
+    root, build = (Path(shutil.copytree(p, tmp_path / p.name)) for p in seed_book)
+    shutil.copytree(seed_book[1].with_name("other"), tmp_path / "other")
+    return root, build
+
+
+def _ledger_page_fails(root: Path, build: Path, capsys) -> str:
+    """Render the ledger page alone (``run``); the error it fails with (it must fail)."""
+    code = executor.main(["run", "book/ledger.md", "--root", str(root), "--build-dir", str(build)])
+    err = capsys.readouterr().err
+    assert code == 1, "the ledger page was published"
+    return err
+
+
+def _page_html(build: Path) -> str:
+    nb = nbformat.read(build / "executed" / "book" / "ledger.ipynb", as_version=4)
+    return "".join(o.get("data", {}).get("text/html", "") for c in nb.cells for o in c.get("outputs", []))
+
+
+# --- one truth per build: the claims file is bound to the executed page beside it -------------------------------
+def test_a_claims_file_copied_with_its_execution_record_from_another_build_is_refused(book_copy, capsys):
+    """The build at seed 2 refutes hardt-ma/x, this build's page confirms it: copying the other build's claims file
+    together with its execution record used to publish "refuted" on the ledger beside a page saying "confirmed"."""
+    root, build = book_copy
+    other = build.with_name("other")
+    for rel in ("executed/book/alpha.claims.json", "cache/book/alpha.json"):
+        shutil.copy(other / rel, build / rel)
+    assert [c.verdict for c in load_claims(build / "executed") if c.id == "hardt-ma/x"] == ["refuted"]
+    assert "confirmed" in (build / "executed" / "book" / "alpha.ipynb").read_text()
+    err = _ledger_page_fails(root, build, capsys)
+    assert "alpha.ipynb is not the notebook that the execution which wrote these claims recorded" in err, err
+    executed = build / "executed"
+    with pytest.raises(ClaimsFileError, match="another build"):
+        verify_claims_files(executed, claims_files(executed), root)
+
+
+def test_a_missing_claims_file_that_its_execution_wrote_fails_the_page(book_copy, capsys):
+    root, build = book_copy
+    claims = build / "executed" / "book" / "alpha.claims.json"
+    claims.unlink()
+    err = _ledger_page_fails(root, build, capsys)
+    assert f"{claims}: missing, but executing book/alpha wrote it" in err, err
+
+
+def test_an_execution_record_that_disagrees_with_its_page_is_refused(book_copy, capsys):
+    root, build = book_copy
+    record_path = cache_record_path(build, "book/alpha")
+    record = json.loads(record_path.read_text())
+    record_path.write_text(json.dumps({**record, "parameters": {"profile": "quick", "seed": 7}}))
+    assert "ran with parameters {'profile': 'quick'}" in _ledger_page_fails(root, build, capsys)
+    record_path.write_text(json.dumps({**record, "profile": "full"}))
+    assert "does not say one profile and its parameters" in _ledger_page_fails(root, build, capsys)
+    (build / "executed" / "book" / "alpha.ipynb").unlink()
+    record_path.write_text(json.dumps(record))
+    assert "alpha.ipynb is missing" in _ledger_page_fails(root, build, capsys)
+
+
+# --- the page: re-check command, seeds -----------------------------------------------------------------------
+def _record_seeds(build: Path, profile: str = "quick") -> None:
+    """What ``python -m resnet_theory.claims verify --all --seeds 0 1 2 --record`` writes (its own writer)."""
+    from resnet_theory.claims.cli import write_seeds_file
+
+    summary = [
+        {"id": "hardt-ma/x", "verdicts": ["confirmed", "confirmed", "refuted"], "seeds_agreeing": 2},
+        {"id": "hardt-ma/y", "verdicts": ["not-checkable-here"] * 3, "seeds_agreeing": 3},
+    ]
+    write_seeds_file(build, profile, [0, 1, 2], summary)
+
+
+def test_the_ledger_page_shows_the_recheck_command_and_how_many_seeds_agree(book_copy, capsys):
+    root, build = book_copy
+    _record_seeds(build)
+    assert executor.main(["run", "book/ledger.md", "--root", str(root), "--build-dir", str(build)]) == 0
+    page = _page_html(build)
+    assert "python -m resnet_theory.claims verify hardt-ma/x" in page
+    assert "seeds: 2 of 3 agree" in page and "seeds: 3 of 3 agree" in page and "Seeds not shown" not in page
+    ledger = LedgerPage.from_build(build / "executed", root)
+    x = ledger.links["hardt-ma/x"].seeds
+    assert x.runs == (("seed 0", "confirmed"), ("seed 1", "confirmed"), ("seed 2", "refuted")) and x.agree == 2
+    assert ledger.notes == []
+
+
+def test_seeds_checked_at_another_profile_or_a_damaged_seeds_file_are_not_shown_and_the_page_says_so(book_copy):
+    from resnet_theory.claims.cli import SEEDS_FILE
+
+    root, build = book_copy
+    _record_seeds(build, profile="full")
+    page = LedgerPage.from_build(build / "executed", root)
+    assert page.links["hardt-ma/x"].seeds is None
+    assert page.notes == ["book/alpha: executed at profile quick, the seeds were checked at full"]
+    assert "Seeds not shown" in page.section("claims").data
+    for damaged in (
+        "[]",
+        "{}",
+        '{"profile": "quick", "seeds": [0, 1], "claims": {"hardt-ma/x": {"verdicts": ["confirmed"]}}}',
+    ):
+        (build / SEEDS_FILE).write_text(damaged)
+        page = LedgerPage.from_build(build / "executed", root)
+        assert page.links["hardt-ma/x"].seeds is None and "is damaged" in page.notes[0], page.notes
+
+
+def test_each_claim_links_to_its_evidence_function_at_the_built_commit():
+    """A claim declared in resnet_theory.claims, run at the unit tests' size: its record names its function's
+    file and line; the page links them into the repository (at the commit when the build knows it)."""
+    from resnet_theory.claims.context import Context
+    from resnet_theory.claims.registry import chapter_claims, find
+    from resnet_theory.claims.run import run_claim, verify_command
+
+    decl = find("hardt-ma/claim-2.3")
+    record = run_claim(decl, Context.for_table(chapter_claims(decl.chapter).profile, "tiny")).record
+    assert record.source_file == "resnet_theory/claims/linear.py" and record.source_line > 1
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    label, url = source_links([record], Repository("owner", "repo", "main", commit), "lib")[record.id]
+    assert label == f"resnet_theory/claims/linear.py:{record.source_line}"
+    assert (
+        url == f"https://github.com/owner/repo/blob/{commit}/lib/resnet_theory/claims/linear.py#L{record.source_line}"
+    )
+    assert source_links([record], Repository("owner", "repo", "dev"), "lib")[record.id][1].startswith(
+        "https://github.com/owner/repo/blob/dev/lib/"
+    )
+    assert source_links([record], None, None)[record.id] == (label, None)
+    links = {record.id: ClaimLinks(command=verify_command(record.id), source_label=label, source_url=url)}
+    table = claims_table_html([record], links=links)
+    assert f'<a class="claim-source" href="{url}"><code>{label}</code></a>' in table
+    assert "python -m resnet_theory.claims verify hardt-ma/claim-2.3" in table
+    assert "<code>" + label + "</code>" in claims_table_html(
+        [record], links={record.id: ClaimLinks(source_label=label)}
+    )
+    with pytest.raises(ValueError, match="https address"):
+        ClaimLinks(source_url="javascript:alert(1)")
+
+
+# --- what rests on what ------------------------------------------------------------------------------------------
+def _claims() -> list:
+    """A corrected lemma A, a theorem B whose printed proof uses A, a proof-gap corollary C that uses B, and D."""
+    ledger = Ledger("linear")
+    ok, bad = Check.equal(1, 1, what="holds"), Check.equal(1, 2, what="fails")
+    common = dict(paper="hardt-ma", control=bad, control_input=CI)
+    ledger.claim(
+        "hardt-ma/lemma-a",
+        ref="Lemma A",
+        statement="A",
+        section="linear-a",
+        printed=bad,
+        corrected=ok,
+        corrected_statement="A fixed",
+        **common,
+    )
+    ledger.claim("hardt-ma/thm-b", ref="Theorem B", statement="B", section="linear-b", printed=ok, **common)
+    ledger.claim(
+        "hardt-ma/cor-c",
+        ref="Corollary C",
+        statement="C",
+        section="linear-c",
+        printed=ok,
+        proof_step=bad,
+        proof_step_statement="step",
+        repair=ok,
+        repair_statement="repaired",
+        **common,
+    )
+    ledger.claim("hardt-ma/d", ref="D", statement="D", section="linear-d", printed=ok, **common)
+    a, b, c, d = ledger.claims
+    return [a, dataclasses.replace(b, rests_on=[a.id]), dataclasses.replace(c, rests_on=[b.id]), d]
+
+
+def test_each_erratum_lists_the_results_whose_printed_proofs_rest_on_it_with_their_verdicts():
+    claims = _claims()
+    assert dependents(claims)["hardt-ma/lemma-a"] == [("hardt-ma/thm-b", None), ("hardt-ma/cor-c", "hardt-ma/thm-b")]
+    assert dependents(claims)["hardt-ma/cor-c"] == [] and rests_on_defects(claims) == []
+    errata = errata_html(claims)
+    assert errata.count("<ul") == 1 and errata.count("<li>") == 2  # one flat list: a page splits it at </ul>
+    lemma, corollary = errata.split("Corollary C: the statement holds")
+    assert "2 results rest on it" in lemma and "Printed proofs that rest on it" in lemma
+    assert '<a href="#claim-hardt-ma-thm-b"><code class="claim-id">hardt-ma/thm-b</code></a>' in lemma
+    assert ">confirmed</span>" in lemma.split("hardt-ma/thm-b</code>")[1].split("</li>")[0]
+    assert ">proof-gap</span>)" in lemma and "through hardt-ma/thm-b" in lemma
+    assert "hardt-ma/d" not in lemma
+    assert "0 results rest on it" in corollary and "No printed proof of another result" in corollary
+    # the forward edges, in the claim's details
+    table = claims_table_html(claims)
+    assert "Its printed proof uses" in table.split('id="claim-hardt-ma-thm-b"')[1].split("</tr>")[0]
+
+
+def test_an_unknown_or_circular_rests_on_is_a_defect_the_page_refuses(tmp_path):
+    a, b, c, d = _claims()
+    unknown = [a, b, dataclasses.replace(c, rests_on=["hardt-ma/nowhere"]), d]
+    assert rests_on_defects(unknown) == [
+        "hardt-ma/cor-c: rests_on names 'hardt-ma/nowhere', which is no claim of the book"
+    ]
+    with pytest.raises(LedgerDefect, match="which is no claim of the book"):
+        render_ledger(unknown)
+    circular = [dataclasses.replace(a, rests_on=[c.id]), b, c, d]
+    assert any("rest on each other" in line for line in rests_on_defects(circular))
+    assert rests_on_defects([dataclasses.replace(d, rests_on=[d.id])]) == [
+        "hardt-ma/d: rests_on names the claim itself"
+    ]
+    # and from a claims file
+    ledger = Ledger("linear")
+    ledger.claims = unknown
+    ledger.save(tmp_path / "linear.claims.json")
+    with pytest.raises(LedgerDefect, match="hardt-ma/nowhere"):
+        published(tmp_path)
+
+
+# --- safe math, every field escaped ---------------------------------------------------------------------------
+ACTIVE = [
+    r"$\href{javascript:alert(1)}{x}$",
+    r"$\style{position:fixed;top:0;left:0;width:100%;height:100%}{x}$",
+    r"$\class{x}{y}$",
+    r"$\cssId{x}{y}$",
+    r"$\data{onclick=alert(1)}{y}$",
+    r"$\unicode{x41}$",
+    r"$\require{html} x$",
+    r"$\bbox[position:fixed]{x}$",
+    r"$\def\h{\hre}\h f{x}{y}$",
+    r"$x \url{javascript:alert(1)}$",
+    r"$\mmlToken{mi}[onclick=alert(1)]{x}$",
+    r"$\texttip{x}{y}$",
+    r"$\enclose{circle}[style=\"position:fixed\"]{x}$",
+]
+
+
+@pytest.mark.parametrize("statement", ACTIVE)
+def test_a_statement_cannot_make_a_link_a_style_or_a_script_through_its_math(statement, tmp_path):
+    ledger = Ledger("linear")
+    ledger.claim(
+        "hardt-ma/x",
+        paper="hardt-ma",
+        ref="Theorem 1",
+        statement=statement,
+        section="linear-x",
+        printed=Check.equal(1, 1, what="x"),
+        control=Check.equal(1, 2, what="y"),
+        control_input=CI,
+    )
+    assert any("would act on the page" in d for d in claim_defects(ledger.claims))
+    with pytest.raises(UnsafeText, match="acts on the page"):
+        text_html(statement)
+    with pytest.raises(LedgerDefect):
+        render_ledger(ledger.claims)
+    with pytest.raises(LedgerDefect):
+        ledger.show()  # the chapter stops before its table is shown
+    ledger.save(tmp_path / "linear.claims.json")
+    with pytest.raises(LedgerDefect, match="would act on the page"):
+        published(tmp_path)
+    skipped = [{"paper": "shamir", "ref": "r", "statement": statement, "why": "w", "chapter": "linear"}]
+    with pytest.raises(UnsafeText):
+        skipped_html(skipped)
+
+
+def test_the_macros_of_mathjaxs_html_extension_are_all_refused():
+    assert {"href", "style", "class", "cssId", "data", "unicode", "require"} <= UNSAFE_TEX
+    assert text_html(r"$\hat\theta \le \frac{a}{b}$ and $\mathrm{se}$").count(r"\(") == 3
+
+
+def test_every_field_of_a_record_is_escaped_on_the_page():
+    from bs4 import BeautifulSoup
+
+    hostile = '"><script>alert(1)</script><a href="javascript:alert(2)" onmouseover="x">'
+    ledger = Ledger("linear")
+    ledger.claim(
+        "hardt-ma/x" + hostile,
+        paper="hardt-ma",
+        ref="Theorem 1" + hostile,
+        statement="s $a < b$" + hostile,
+        section="linear-x",
+        printed=Check.equal(1, 2, what="w" + hostile),
+        corrected=Check.equal(1, 1, what="c" + hostile),
+        corrected_statement="fixed" + hostile,
+        control=Check.equal(1, 2, what="y" + hostile),
+        control_input=CI + hostile,
+    )
+    claims = [dataclasses.replace(ledger.claims[0], source_detail=hostile, rests_on=None)]
+    links = {claims[0].id: ClaimLinks(command="verify" + hostile, source_label="f.py" + hostile)}
+    skipped = [{"paper": "shamir", "ref": hostile, "statement": hostile, "why": hostile, "chapter": "linear"}]
+    page = errata_html(claims) + claims_table_html(claims, links=links) + skipped_html(skipped)
+    soup = BeautifulSoup(page, "html.parser")
+    assert not soup.find_all("script")
+    assert not [a for tag in soup.find_all(True) for a in tag.attrs if a.lower().startswith("on")]
+    assert all(a["href"].endswith(".html") or ".html#" in a["href"] or a["href"].startswith("#") for a in soup("a"))
+    # a chapter or section that is not a plain name never becomes a link
+    bad = dataclasses.replace(claims[0], chapter="javascript:alert(1)//")
+    assert any("must be plain names" in d for d in claim_defects([bad]))
+    with pytest.raises(LedgerDefect, match="must be plain names"):
+        render_ledger([bad])
+    for field, value in (("source_file", "../../etc/passwd.py"), ("source_line", 0), ("function", "x y")):
+        assert claim_defects([dataclasses.replace(ledger.claims[0], chapter="linear", **{field: value})])
+
+
+def test_a_chapter_run_at_its_own_profile_records_that_profile_and_is_published(book_copy, capsys):
+    """``--profile full -p alpha:profile quick`` runs alpha at quick: its execution record says quick (not the
+    run's full), so the record agrees with the parameters its page ran with and the ledger publishes it."""
+    root, build = book_copy
+    _execute(root, build, "--profile", "full", "-p", "alpha:profile", "quick", "--force")
+    record = json.loads(cache_record_path(build, "book/alpha").read_text())
+    assert record["profile"] == "quick" and record["parameters"]["profile"] == "quick"
+    assert "hardt-ma/x" in _page_html(build)
