@@ -60,6 +60,21 @@ def test_every_chapter_recorded_its_claims_and_the_ledger_page_shows_them(built_
         assert f'id="{claim.section}"' in target, f"{claim.id}: no section {claim.section} in {claim.chapter}.html"
 
 
+def test_the_quick_verdicts_are_the_expected_ones_and_every_declared_claim_is_in_the_build(built_book):
+    """The quick profile's verdicts at seed 0, checked on the one book build the suite makes: every claim the
+    library declares is recorded, with the verdict of ``tests/golden/verdicts_quick_seed0.json`` (the verdicts
+    the book publishes; a change there is a change of a published verdict, made on purpose and said in the
+    changelog)."""
+    from resnet_theory.claims.registry import all_claims
+
+    recorded = {c.id: c.verdict for c in load_claims(built_book.build_dir / "executed")}
+    declared = [d.id for d in all_claims()]
+    assert sorted(recorded) == sorted(declared), "the build's claims differ from the declared ones"
+    expected = json.loads((ROOT / "tests" / "golden" / "verdicts_quick_seed0.json").read_text())
+    differ = {cid: (expected.get(cid), v) for cid, v in recorded.items() if expected.get(cid) != v}
+    assert not differ, f"verdicts (expected, built) that differ: {differ}"
+
+
 def test_every_checkable_claim_has_a_negative_control_that_fails(built_book):
     """Every checked claim has a control that failed and says what its input is (control.input); a claim that is
     not checkable here names what it needs and gives no statistical reason (that would be 'undecided')."""
