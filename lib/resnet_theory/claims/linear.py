@@ -5,23 +5,38 @@ narrates the mathematics and calls :meth:`resnet_theory.claims.chapter.Chapter.c
 
 from __future__ import annotations
 
-import numpy as np
+import itertools
+import math
 
-from .. import linear
-from ..ledger import Check
+import numpy as np
+import sympy as sp
+
+from .. import checks, linear
+from ..fits import growth_fit
+from . import Check
 from .context import Context, Knob, ProfileTable
 from .registry import ClaimSet
-from .spec import Control, Evidence, Source
+from .spec import Control, Correction, Evidence, ProofStep, Source, StepEvidence
 
 PROFILE = ProfileTable(
     max_depth=Knob(512, 1000, "deepest Theorem 2.1 network", tiny=16),
     big_dim=Knob(9, 64, "largest named R in the sweep", tiny=3),
     random_targets=Knob(60, 400, "random R, Theorem 2.1", tiny=4),
     search_starts=Knob(16, 60, "worst-case search starts", tiny=2),
+    search_dims=Knob([2, 3, 4], [2, 3, 4, 5, 6], "dimensions of the worst-case search", tiny=[2]),
+    search_refine=Knob(2, 4, "Nelder-Mead refinements per dimension, worst-case search", tiny=1),
+    depth_points=Knob(10, 14, "depths in the rate-in-depth figure, Theorem 2.1", tiny=4),
     ball_points=Knob(300, 3000, "points of the tau-ball, eq. (2.3)", tiny=20),
     critical_starts=Knob(6, 16, "starts of the critical-point search, Theorem 2.2", tiny=2),
+    critical_configs=Knob(
+        [[2, 3, 0.5], [2, 4, 0.9], [3, 3, 0.7]],
+        [[2, 3, 0.5], [2, 4, 0.9], [3, 3, 0.7], [3, 5, 0.8], [4, 3, 0.6]],
+        "(d, l, tau) of the critical-point search, Theorem 2.2",
+        tiny=[[2, 3, 0.5]],
+    ),
+    gd_steps=Knob(600, 3000, "gradient-descent steps from A = 0, Theorem 2.2 illustration", tiny=50),
     mc_samples=Knob(200_000, 2_000_000, "Monte Carlo samples, Claim 2.3 illustration", tiny=2_000),
-    kappas=Knob([2, 4, 8, 16, 32], [2, 4, 8, 16, 32, 64, 128], "condition numbers", tiny=[2, 4]),
+    kappas=Knob([2, 4, 8, 16, 32], [2, 4, 8, 16, 32, 64, 128], "condition numbers", tiny=[2, 4, 8]),
     bhl_depth=Knob(8, 8, "number of layers L in the Bartlett-Helmbold-Long sweeps"),
     bhl_dim=Knob(6, 32, "d of Phi in the kappa sweep", tiny=2),
     bhl_random=Knob(12, 60, "random SPD targets of any norm", tiny=2),
@@ -104,4 +119,580 @@ def claim_2_3(ctx: Context) -> Evidence:
         control=control,
         data={"rows": rows},
         glue={"c23_atoms": n_atoms, "c23_spread": float(np.ptp(gap)), "c23_spread_moved": float(np.ptp(gap_moved))},
+    )
+
+
+# --- Lemma 2.4: the gradient, and the order of its factors ------------------------------------------------------
+_L24_TARGET = np.array([[1.0, 2.0], [-1.0, 1.0]])
+_L24_SIGMA = np.array([[2.0, 1.0], [1.0, 3.0]])
+_L24_NOISE_MAP = np.array([[0.25, 0.0], [0.5, -0.25]])  # xi = M x + eta: the control input
+
+
+def _gradient_witnesses(ctx: Context) -> dict:
+    """SymPy, autograd and finite differences against both orders of eq. (2.5) on d = 2, l = 3, and against
+    the risk with input-dependent noise (the control); autograd and finite differences at d = 4, l = 5."""
+    rng = ctx.rng("hardt-ma/lemma-2.4")
+    d, depth = 2, 3
+    _, sympy_gradient = linear.sympy_risk_gradient(depth, d, _L24_TARGET, _L24_SIGMA)
+    _, sympy_gradient_moved = linear.sympy_risk_gradient(depth, d, _L24_TARGET + _L24_NOISE_MAP, _L24_SIGMA)
+    points = [0.3 * rng.standard_normal(depth * d * d) for _ in range(5)]
+
+    def report(target, sympy_grad, name, formula):
+        def closed(v):  # the formula keeps E = P - R whatever risk the witnesses differentiate
+            return formula(v.reshape(depth, d, d), _L24_TARGET, _L24_SIGMA)
+
+        f_torch = linear.torch_risk(depth, d, target, _L24_SIGMA)
+        return checks.compare_gradients(
+            f_torch, points, quantity=f"gradient, {name}", closed_form={"sympy": sympy_grad, name: closed}
+        )
+
+    d4, l5 = 4, 5
+    R4, L4 = rng.standard_normal((d4, d4)), rng.standard_normal((d4, d4))
+    S4 = L4 @ L4.T
+    big = checks.compare_gradients(
+        linear.torch_risk(l5, d4, R4, S4),
+        [0.1 * rng.standard_normal(l5 * d4 * d4) for _ in range(2)],
+        closed_form={
+            "corrected order": lambda v: linear.risk_gradient(v.reshape(l5, d4, d4), R4, S4),
+            "printed order": lambda v: linear.risk_gradient_printed_order(v.reshape(l5, d4, d4), R4, S4),
+        },
+    )
+    return {
+        "corrected": report(_L24_TARGET, sympy_gradient, "corrected order", linear.risk_gradient),
+        "printed": report(_L24_TARGET, sympy_gradient, "printed order", linear.risk_gradient_printed_order),
+        "control": report(_L24_TARGET + _L24_NOISE_MAP, sympy_gradient_moved, "corrected order", linear.risk_gradient),
+        "big": big,
+    }
+
+
+@CLAIMS.checked(
+    "hardt-ma/lemma-2.4",
+    paper="hardt-ma",
+    ref="Lemma 2.4, eq. (2.5), Section 2; proof in Appendix A.2 (formula repeated there and in the proof of "
+    "Theorem 2.2)",
+    source=Source.printed(),
+    section="linear-lemma-2-4",
+    statement=r"$\partial f / \partial A_i = 2 "
+    r"(I+A_\ell^\top)\cdots(I+A_{i+1}^\top)\, E\, \Sigma\, "
+    r"(I+A_{i-1}^\top)\cdots(I+A_1^\top)$ with $E = (I+A_\ell)\cdots(I+A_1) - R$, "
+    r"products written with the highest index on the left as in the paper (our "
+    r"reading of a garbled first subscript in eq. 2.5: $\ell$, as in A.2).",
+    correction=Correction(
+        r"$\partial f / \partial A_i = 2 "
+        r"(I+A_{i+1}^\top)\cdots(I+A_\ell^\top)\, E\, \Sigma\, "
+        r"(I+A_1^\top)\cdots(I+A_{i-1}^\top)$: each run of transposed factors in the "
+        r"reverse of the printed order."
+    ),
+    control=Control(
+        "Noise xi = M x + eta with a fixed 2 x 2 M, which the setting of Section 2 rules out (xi independent of "
+        "x): the witnesses differentiate that risk, the formula keeps E = P - R."
+    ),
+    rests_on=("hardt-ma/claim-2.3",),
+)
+def lemma_2_4(ctx: Context) -> Evidence:
+    """Both orders of eq. (2.5) against three witnesses (SymPy, autograd, finite differences)."""
+    w = _gradient_witnesses(ctx)
+    rel = w["big"].max_rel_error
+    big_corrected = Check.at_most(
+        [rel["corrected order vs autograd"], rel["corrected order vs finite differences"]],
+        [1e-10, 1e-6],
+        what="d=4, l=5: corrected order vs autograd (tol 1e-10) and finite differences (tol 1e-6)",
+    )
+    return Evidence(
+        statement=w["printed"].check("printed order against SymPy, autograd, finite differences"),
+        corrected=Check.combine([w["corrected"].check(), big_corrected], what="corrected order"),
+        control=w["control"].check("control: corrected order vs the risk with xi = M x + eta"),
+        data={"reports": w},
+        glue={
+            "printed_order_error": float(w["printed"].max_rel_error["printed order vs autograd"]),
+            "printed_order_error_big": float(rel["printed order vs autograd"]),
+            "corrected_order_error": float(w["corrected"].max_rel_error["corrected order vs autograd"]),
+            "control_order_error": float(w["control"].max_rel_error["corrected order vs autograd"]),
+        },
+    )
+
+
+# --- Theorem 2.1: near-identity factorisations, and the condition det R > 0 -------------------------------------
+#: Depth of the search inside the bound for det R < 0 (both bounds are below one there).
+THM21_SEARCH_DEPTH = 24
+_COLUMNS = ("depth", "max_norm", "error", "svd_norm", "camera", "early", "gamma")
+
+
+def _factorization_pairs(ctx: Context) -> dict:
+    """Random targets of three families, each factorised (polar split) at every depth from ceil(3 gamma) to
+    ceil(3 gamma) + 24 and at 64, 128 and ``max_depth``: the measured norms, errors and both bounds, and the
+    proof's SVD scheme's largest norm, one entry per (target, depth) pair."""
+    rng, cfg = ctx.rng("hardt-ma/thm-2.1:pairs"), ctx.cfg
+    records, kinds = [], []
+    for n in range(cfg.random_targets):
+        kind, d = linear.TARGET_KINDS[n % 3], int(rng.integers(2, 9))
+        R = linear.random_theorem_2_1_target(kind, d, rng)
+        l0 = linear.theorem_2_1_min_depth(R)
+        for depth in sorted(set(range(l0, l0 + 25)) | {64, 128, cfg.max_depth}):
+            A = linear.factorize_near_identity(R, depth)
+            records.append(
+                (
+                    depth,
+                    np.max(linear.layer_norms(A)),
+                    np.linalg.norm(linear.compose(A) - R) / np.linalg.norm(R),
+                    linear.factorization_plan(R, depth, method="svd").max_norm,
+                    linear.theorem_2_1_bound(R, depth),
+                    linear.theorem_2_1_bound_early(R, depth),
+                    linear.gamma(R),
+                )
+            )
+            kinds.append(kind)
+    columns = dict(zip(_COLUMNS, np.array(records, dtype=float).T))
+    return {**columns, "kind": np.array(kinds)}
+
+
+def _worst_cases(ctx: Context) -> dict:
+    """The adversarial search (rotated stretches, every admissible depth up to 24) for the polar split and for
+    the proof's SVD scheme; the polar worst case rebuilt layer by layer."""
+    rng, cfg = ctx.rng("hardt-ma/thm-2.1:worst"), ctx.cfg
+    search = dict(dims=tuple(cfg.search_dims), random_starts=cfg.search_starts, refine=cfg.search_refine)
+    polar = linear.theorem_2_1_worst_ratio_search(**search, seed=rng)
+    svd = linear.theorem_2_1_worst_ratio_search(**search, method="svd", seed=rng)
+    R, depth = polar["R"], polar["depth"]
+    A = linear.factorize_near_identity(R, depth)
+    bound = min(linear.theorem_2_1_bound(R, depth), linear.theorem_2_1_bound_early(R, depth))
+    return {
+        "polar": polar,
+        "svd": svd,
+        "rebuilt": float(np.max(linear.layer_norms(A)) / bound),
+        "error": float(np.linalg.norm(linear.compose(A) - R) / np.linalg.norm(R)),
+    }
+
+
+def _residual_column(bound: str, sign: str) -> str:
+    return f"{bound} bound, {sign}: ||P - R||_F / ||R||_F"
+
+
+def _search_inside_bound(ctx: Context) -> list[dict]:
+    """Projected gradient descent for a product within each bound, for diag(1, 1, 1) and five random R with
+    gamma = 0.3, each as it is (det R > 0) and with its first column negated (det R < 0)."""
+    rng = ctx.rng("hardt-ma/thm-2.1:det-search")
+    signed = [np.diag([1.0, 1.0, 1.0])] + [
+        linear.random_matrix_with_gamma(int(rng.integers(2, 5)), 0.3, rng) for _ in range(5)
+    ]
+    rows = []
+    for R_pos in signed:
+        R_neg = R_pos * np.r_[-1.0, np.ones(len(R_pos) - 1)][None, :]
+        row = {"d": len(R_pos), "gamma": linear.gamma(R_pos)}
+        for name, bound in [("camera", linear.theorem_2_1_bound), ("review", linear.theorem_2_1_bound_early)]:
+            radius = bound(R_pos, THM21_SEARCH_DEPTH)
+            for sign, R_s in [("det>0", R_pos), ("det<0", R_neg)]:
+                found = linear.best_factorization_in_ball(R_s, THM21_SEARCH_DEPTH, radius, 3, 300, rng)
+                row[_residual_column(name, sign)] = found["residual"] / np.linalg.norm(R_s)
+        rows.append(row)
+    return rows
+
+
+def _below_3_gamma_rows() -> list[dict]:
+    """The construction at every depth 1 <= l < 3 gamma for R = diag(e^gamma, 1, e^(-gamma/2)), gamma = 2,
+    4, 8, beside e^(gamma/l) - 1 (which every factorisation reaches) and the three bounds."""
+    rows = []
+    for g in (2.0, 4.0, 8.0):
+        R = np.diag([math.exp(g), 1.0, math.exp(-g / 2)])
+        for depth in range(1, linear.theorem_2_1_min_depth(R)):
+            A = linear.factorize_near_identity(R, depth)
+            rows.append(
+                {
+                    "gamma": g,
+                    "l": depth,
+                    "max ||A_i||": float(np.max(linear.layer_norms(A))),
+                    "e^(gamma/l) - 1": math.expm1(g / depth),
+                    "camera-ready": linear.theorem_2_1_bound(R, depth),
+                    "review": linear.theorem_2_1_bound_early(R, depth),
+                    "3 gamma / l": 3 * g / depth,
+                    "error": float(np.linalg.norm(linear.compose(A) - R) / np.linalg.norm(R)),
+                }
+            )
+    return rows
+
+
+def _column(rows: list[dict], name: str) -> np.ndarray:
+    return np.array([r[name] for r in rows], dtype=float)
+
+
+class _Theorem21:
+    """The Theorem 2.1 evidence several claims share (computed once per context), and its checks."""
+
+    BELOW_INPUT = (
+        "Depths 1 <= l < 3 gamma for R = diag(e^gamma, 1, e^(-gamma/2)), gamma = 2, 4, 8: the theorem assumes "
+        "l >= 3 gamma, and there every factorisation has max ||A_i|| >= e^(gamma/l) - 1, which the "
+        "construction attains."
+    )
+
+    def __init__(self, ctx: Context):
+        self.pairs = ctx.shared("hardt-ma/thm-2.1:pairs", lambda: _factorization_pairs(ctx))
+        self.worst = ctx.shared("hardt-ma/thm-2.1:worst", lambda: _worst_cases(ctx))
+        self.searched = ctx.shared("hardt-ma/thm-2.1:det-search", lambda: _search_inside_bound(ctx))
+        self.below = ctx.shared("hardt-ma/thm-2.1:below", _below_3_gamma_rows)
+        p = self.pairs
+        self.exact = Check.at_most(
+            np.append(p["error"], self.worst["error"]), 1e-9, what="relative Frobenius error of the product of the layers"
+        )
+        self.camera = Check.at_most(
+            p["max_norm"], p["camera"], what="measured max ||A_i|| vs 2(sqrt(pi)+sqrt(3 gamma))^2/l, l >= 3 gamma"
+        )
+        self.early = Check.at_most(p["max_norm"], p["early"], what="measured max ||A_i|| vs (4 pi + 3 gamma)/l")
+        self.adversarial = Check.at_most(
+            self.worst["rebuilt"], 1.0, what="adversarial worst case, rebuilt, / smaller of the two bounds"
+        )
+
+    def search(self, bound: str, sign: str, what: str) -> Check:
+        return Check.at_most(_column(self.searched, _residual_column(bound, sign)), 1e-9, what=what)
+
+    def statement_det_positive(self) -> Check:
+        """The statement with det R > 0 added, camera-ready constant: what the proof claims rest on."""
+        pos = self.search("camera", "det>0", "det R > 0: search within the printed bound, relative residual")
+        return Check.combine([self.exact, self.camera, self.adversarial, pos], what="det R > 0, camera-ready constant")
+
+    def below_3_gamma(self, bound: str) -> Check:
+        """The control: the same bound at depths below 3 gamma."""
+        exact = Check.at_most(_column(self.below, "error"), 1e-9, what="control: product error")
+        bounded = Check.at_most(
+            _column(self.below, "max ||A_i||"),
+            _column(self.below, bound),
+            what=f"control, l < 3 gamma: max ||A_i|| vs {bound}",
+        )
+        return Check.combine([exact, bounded], what="depth below 3 gamma")
+
+    def misses(self, bound: str) -> int:
+        """How many (gamma, l) pairs below 3 gamma miss ``bound``."""
+        return int(np.sum(_column(self.below, "max ||A_i||") > _column(self.below, bound)))
+
+    def residual_extreme(self, sign: str) -> float:
+        """The smallest relative residual over det < 0 searches, or the largest over det > 0 ones."""
+        values = [v for r in self.searched for k, v in r.items() if sign in k]
+        return float(min(values) if sign == "det<0" else max(values))
+
+
+@CLAIMS.checked(
+    "hardt-ma/thm-2.1",
+    paper="hardt-ma",
+    ref="Theorem 2.1, Section 2 (proof: Appendix A.1)",
+    source=Source.printed(),
+    section="linear-thm-2-1",
+    statement=r"Suppose $\ell \ge 3\gamma$. Then the population risk has a global "
+    r"optimum $A^*$ with $\max_i \|A^*_i\| \le 2 (\sqrt{\pi} + \sqrt{3\gamma})^2 / "
+    r"\ell$. (As printed: no condition on $\det R$.)",
+    correction=Correction(
+        r"With $\det R > 0$ added (our addition), there are $A_1, "
+        r"\dots, A_\ell$ with $(I+A_\ell)\cdots(I+A_1) = R$ and $\max_i \|A_i\| \le 2 "
+        r"(\sqrt{\pi} + \sqrt{3\gamma})^2 / \ell$."
+    ),
+    control=Control(_Theorem21.BELOW_INPUT),
+    rests_on=("hardt-ma/claim-c.1",),
+)
+def theorem_2_1(ctx: Context) -> Evidence:
+    """The polar split on random and adversarial targets against the printed constant; a search inside the
+    bound for det R < 0 (no product there) and det R > 0 (exact products)."""
+    t = _Theorem21(ctx)
+    negative = t.search(
+        "camera",
+        "det<0",
+        "det R < 0, Sigma = I (an optimum is an exact product): search within the printed bound, relative residual",
+    )
+    worst = t.worst
+    return Evidence(
+        statement=Check.combine([t.exact, t.camera, t.adversarial, negative], what="every invertible R"),
+        corrected=t.statement_det_positive(),
+        control=t.below_3_gamma("camera-ready"),
+        data={
+            "pairs": t.pairs,
+            "worst": {k: worst[k] for k in ("rebuilt", "error")}
+            | {f"{m} {k}": worst[m][k] for m in ("polar", "svd") for k in ("ratio", "depth")},
+            "det_search": t.searched,
+            "below": t.below,
+            "misses": {b: t.misses(b) for b in ("camera-ready", "review", "3 gamma / l")},
+        },
+        glue={
+            "thm21_n_targets": int(ctx.cfg.random_targets),
+            "thm21_max_depth": int(ctx.cfg.max_depth),
+            "thm21_pairs": int(t.camera.numbers["cases"]),
+            "thm21_camera_worst": float(t.camera.numbers["max_ratio"]),
+            "thm21_adv_worst": worst["rebuilt"],
+            "thm21_adv_depth": int(worst["polar"]["depth"]),
+            "thm21_adv_evals": int(worst["polar"]["history"].size),
+            "thm21_max_rel_error": float(t.exact.numbers["worst_value"]),
+            "thm21_search_depth": THM21_SEARCH_DEPTH,
+            "thm21_neg_min": t.residual_extreme("det<0"),
+            "thm21_pos_max": t.residual_extreme("det>0"),
+            "thm21_below_camera": t.misses("camera-ready"),
+            "thm21_below_pairs": len(t.below),
+        },
+    )
+
+
+@CLAIMS.checked(
+    "hardt-ma/thm-2.1-early",
+    paper="hardt-ma",
+    ref="Theorem 2.1 as the PaperWhy review states it (footnote 4 of the review); the "
+    "printed ICLR constant is 2 (sqrt(pi) + sqrt(3 gamma))^2 / l",
+    source=Source.review("the PaperWhy review of Hardt & Ma"),
+    section="linear-thm-2-1",
+    statement=r"For $\ell \ge 3\gamma$ there is a global minimum $A^*$ with $\max_i "
+    r"\|A^*_i\| \le (4\pi + 3\gamma) / \ell$ (no condition on $\det R$).",
+    correction=Correction(
+        r"With $\det R > 0$ added (our addition), an exact "
+        r"factorisation with $\max_i \|A_i\| \le (4\pi + 3\gamma) / \ell$ exists."
+    ),
+    control=Control(_Theorem21.BELOW_INPUT),
+    rests_on=("hardt-ma/claim-c.1",),
+)
+def theorem_2_1_early(ctx: Context) -> Evidence:
+    """The same evidence as Theorem 2.1, against the review's constant (4 pi + 3 gamma)/l."""
+    t = _Theorem21(ctx)
+    negative = t.search("review", "det<0", "det R < 0: search within (4 pi + 3 gamma)/l, relative residual")
+    positive = t.search("review", "det>0", "det R > 0: search within (4 pi + 3 gamma)/l, relative residual")
+    return Evidence(
+        statement=Check.combine([t.exact, t.early, t.adversarial, negative], what="every invertible R"),
+        corrected=Check.combine([t.exact, t.early, t.adversarial, positive], what="det R > 0"),
+        control=t.below_3_gamma("review"),
+        glue={"thm21_early_worst": float(t.early.numbers["max_ratio"])},
+    )
+
+
+@CLAIMS.checked(
+    "hardt-ma/thm-2.1-psd",
+    paper="hardt-ma",
+    ref="Appendix A.1, special case before the proof of Theorem 2.1 (eq. A.1 and the bound after it)",
+    source=Source.printed(),
+    section="linear-thm-2-1",
+    statement=r"For symmetric positive semidefinite $R = U Z U^\top$ and $\ell \ge "
+    r"3\gamma$, the layers $A_j = U \operatorname{diag}(z_i^{1/\ell})\, U^\top - I$ "
+    r"multiply to $R$ and $\max_j \|A_j\| \le 3\gamma / \ell$, using $|e^x - 1| \le "
+    r"3|x|$ for $|x| \le 1$ ($\gamma$ is finite only for positive definite $R$).",
+    control=Control(_Theorem21.BELOW_INPUT),
+    rests_on=("hardt-ma/claim-2.3",),
+)
+def theorem_2_1_psd(ctx: Context) -> Evidence:
+    """Equal roots on the positive definite targets of the Theorem 2.1 sweep, against 3 gamma / l."""
+    t = _Theorem21(ctx)
+    p = t.pairs
+    spd = p["kind"] == "symmetric positive definite"
+    statement = Check.combine(
+        [
+            Check.at_most(p["error"][spd], 1e-9, what="positive definite targets: product error"),
+            Check.at_most(
+                p["max_norm"][spd],
+                3 * p["gamma"][spd] / p["depth"][spd],
+                what="positive definite targets: max ||A_j|| vs 3 gamma / l",
+            ),
+        ],
+        what="equal roots",
+    )
+    return Evidence(
+        statement=statement,
+        control=t.below_3_gamma("3 gamma / l"),
+        glue={"thm21_psd_pairs": int(spd.sum()), "thm21_below_psd": t.misses("3 gamma / l")},
+    )
+
+
+# --- Theorem 2.1: four steps of the printed proof ---------------------------------------------------------------
+_PROOF_STATEMENT = r"Theorem 2.1 with $\det R > 0$ (our addition), as the printed proof in Appendix A.1 establishes it"
+_PROOF_CONTROL = Control(_Theorem21.BELOW_INPUT)
+
+
+def _proof_evidence(ctx: Context, step: Check, repair: Check, data=None, glue=None) -> Evidence:
+    """A proof step's evidence: the statement check (det R > 0) and control are Theorem 2.1's."""
+    t = _Theorem21(ctx)
+    return Evidence(
+        statement=t.statement_det_positive(),
+        control=t.below_3_gamma("camera-ready"),
+        proof=StepEvidence(step=step, repair=repair),
+        data=data or {},
+        glue=glue or {},
+    )
+
+
+def _layer_counts() -> dict:
+    """2q + p - l for the printed p, q and for the factor 2 moved from p to q, and the slack of the final
+    inequality for the latter (SymPy, exact)."""
+    ell, g = sp.symbols("ell gamma", positive=True)
+    a, b = sp.sqrt(sp.pi), sp.sqrt(3 * g)
+    p_printed, q_printed = ell * b / (2 * (a + b)), ell * a / (a + b)
+    p_fixed, q_fixed = ell * b / (a + b), ell * a / (2 * (a + b))
+    return {
+        "count printed": sp.simplify(2 * q_printed + p_printed - ell),
+        "count fixed": sp.simplify(2 * q_fixed + p_fixed - ell),
+        "slack fixed": sp.factor(sp.simplify(2 * (a + b) ** 2 / ell - sp.pi / q_fixed - 3 * g / p_fixed)),
+        "count at l=10, gamma=0.5": float((2 * q_printed + p_printed).subs({ell: 10, g: 0.5})),
+    }
+
+
+@CLAIMS.checked(
+    "hardt-ma/thm-2.1-proof-layer-count",
+    paper="hardt-ma",
+    ref="Appendix A.1, proof of Theorem 2.1: the choice of p and q (our reading of the converted fractions) and "
+    "the count 2q + p = l",
+    source=Source.printed(),
+    section="linear-thm-2-1-proof",
+    statement=_PROOF_STATEMENT + r", choosing $p = \ell\sqrt{3\gamma} / (2(\sqrt{\pi} + "
+    r"\sqrt{3\gamma}))$ and $q = \ell\sqrt{\pi} / (\sqrt{\pi} + \sqrt{3\gamma})$.",
+    proof_step=ProofStep(
+        step=r"With the printed $p$ and $q$, $q$ layers per rotation and "
+        r"$p$ scaling layers add up to $\ell$ ($2q + p = \ell$).",
+        repair=r"$p = \ell\sqrt{3\gamma} / (\sqrt{\pi} + \sqrt{3\gamma})$ and "
+        r"$q = \ell\sqrt{\pi} / (2(\sqrt{\pi} + \sqrt{3\gamma}))$ give $2q + p = \ell$ "
+        r"and $\pi/q + 3\gamma/p \le 2(\sqrt{\pi} + \sqrt{3\gamma})^2 / \ell$ (as real "
+        r"numbers).",
+    ),
+    control=_PROOF_CONTROL,
+    rests_on=("hardt-ma/claim-c.1",),
+)
+def theorem_2_1_proof_layer_count(ctx: Context) -> Evidence:
+    """The printed p and q, and the repaired ones, in SymPy."""
+    c = _layer_counts()
+    repair = Check.combine(
+        [
+            Check.equal(c["count fixed"], 0, what="2q + p - l with the factor 2 moved to q (SymPy)"),
+            Check.all_of(
+                [bool(c["slack fixed"].is_nonnegative)],
+                what=f"bound - (pi/q + 3 gamma/p) = {c['slack fixed']} >= 0 (SymPy)",
+            ),
+        ],
+        what="p = l sqrt(3 gamma)/(sqrt(pi)+sqrt(3 gamma)), q = l sqrt(pi)/(2(...))",
+    )
+    return _proof_evidence(
+        ctx,
+        step=Check.equal(c["count printed"], 0, what="2q + p - l with the printed p, q (SymPy)"),
+        repair=repair,
+        data={k: str(v) for k, v in c.items()},
+        glue={"thm21_count_example": c["count at l=10, gamma=0.5"]},
+    )
+
+
+@CLAIMS.checked(
+    "hardt-ma/thm-2.1-proof-rounding",
+    paper="hardt-ma",
+    ref="Appendix A.1, proof of Theorem 2.1: p and q used as layer counts",
+    source=Source.printed(),
+    section="linear-thm-2-1-proof",
+    statement=_PROOF_STATEMENT + r", with $q$ rotation layers per side and $p = \ell - 2q$ scaling layers.",
+    proof_step=ProofStep(
+        step=r"With $q$ and $p$ chosen by balancing $\pi/q$ against "
+        r"$3\gamma/p$, the SVD scheme meets the printed constant ($q$ and $p$ must be "
+        r"whole numbers).",
+        repair=r"Split $R = QP$ (polar): $q$ layers $Q^{1/q}$ and $p = \ell - "
+        r"q$ layers $P^{1/p}$, best whole-number $q$; it meets both constants on every "
+        r"pair checked.",
+    ),
+    control=_PROOF_CONTROL,
+    rests_on=("hardt-ma/claim-c.1",),
+)
+def theorem_2_1_proof_rounding(ctx: Context) -> Evidence:
+    """The proof's SVD scheme with its best whole-number split, on the random pairs and adversarially."""
+    t = _Theorem21(ctx)
+    pairs = Check.at_most(
+        t.pairs["svd_norm"], t.pairs["camera"], what="proof's SVD scheme, whole-number split, vs printed constant"
+    )
+    search = Check.at_most(
+        t.worst["svd"]["ratio"], 1.0, what="SVD scheme, adversarial worst / smaller of the two bounds"
+    )
+    return _proof_evidence(
+        ctx,
+        step=Check.combine([pairs, search], what="SVD scheme"),
+        repair=t.statement_det_positive(),
+        glue={
+            "thm21_svd_worst": float(t.worst["svd"]["ratio"]),
+            "thm21_svd_depth": int(t.worst["svd"]["depth"]),
+            "thm21_svd_violations": int(pairs.numbers["violations"]),
+        },
+    )
+
+
+def _rotation_layers(ctx: Context) -> list[dict]:
+    """For twelve random rotations: q layers with the printed sign and with the repaired one multiplied back,
+    and the rotation layer's norm beside the printed and the correct expression."""
+    rng = ctx.rng("hardt-ma/thm-2.1:rotation-layers")
+    rows = []
+    for _ in range(12):
+        d, q = int(rng.integers(2, 7)), int(rng.integers(2, 9))
+        rotation = linear.random_rotation(d, rng)
+        theta = np.angle(np.linalg.eigvals(rotation))
+        root, eye = linear.rotation_root(rotation, q), np.eye(d)
+        rows.append(
+            {
+                "d": d,
+                "q": q,
+                "printed sign: error": np.linalg.norm(np.linalg.matrix_power(eye + (eye - root), q) - rotation)
+                / math.sqrt(d),
+                "repaired: error": np.linalg.norm(np.linalg.matrix_power(eye + (root - eye), q) - rotation)
+                / math.sqrt(d),
+                "||B||": np.linalg.norm(root - eye, 2),
+                "printed max|sin(theta/q)|": np.max(np.abs(np.sin(theta / q))),
+                "2 max|sin(theta/2q)|": np.max(2 * np.abs(np.sin(theta / (2 * q)))),
+                "pi/q": math.pi / q,
+            }
+        )
+    return rows
+
+
+@CLAIMS.checked(
+    "hardt-ma/thm-2.1-proof-sign",
+    paper="hardt-ma",
+    ref="Appendix A.1, proof of Theorem 2.1: B_1 = ... = B_q = Id - S W S^(-1), U = (Id + B_q)...(Id + B_1)",
+    source=Source.printed(),
+    section="linear-thm-2-1-proof",
+    statement=_PROOF_STATEMENT + ", whose rotation layers are $B = I - S W S^{-1}$.",
+    proof_step=ProofStep(
+        step="$q$ layers $I + B$ with $B = I - S W S^{-1}$ multiply to the rotation.",
+        repair=r"$B = S W S^\top - I$: $q$ layers multiply to the rotation.",
+    ),
+    control=_PROOF_CONTROL,
+    rests_on=("hardt-ma/claim-c.1",),
+)
+def theorem_2_1_proof_sign(ctx: Context) -> Evidence:
+    """q copies of the rotation layer with either sign, multiplied back."""
+    rows = ctx.shared("hardt-ma/thm-2.1:rotation-layers", lambda: _rotation_layers(ctx))
+    return _proof_evidence(
+        ctx,
+        step=Check.at_most(
+            _column(rows, "printed sign: error"), 1e-9, what="(I + B)^q = U with B = I - S W S^T, relative error"
+        ),
+        repair=Check.at_most(
+            _column(rows, "repaired: error"), 1e-9, what="(I + B)^q = U with B = S W S^T - I, relative error"
+        ),
+        data={"rows": rows},
+        glue={"thm21_sign_error": float(np.max(_column(rows, "printed sign: error")))},
+    )
+
+
+@CLAIMS.checked(
+    "hardt-ma/thm-2.1-proof-rotation-norm",
+    paper="hardt-ma",
+    ref="Appendix A.1, proof of Theorem 2.1: ||B_j|| = ||Id - W|| = max|sin(theta_i/q)| <= pi/q",
+    source=Source.printed(),
+    section="linear-thm-2-1-proof",
+    statement=_PROOF_STATEMENT + r", bounding each rotation layer by $\|B_j\| = \max_i "
+    r"|\sin(\theta_i/q)| \le \pi/q$.",
+    proof_step=ProofStep(
+        step=r"$\|I - W\| = \max_i |\sin(\theta_i / q)|$.",
+        repair=r"$\|I - W\| = \max_i 2 |\sin(\theta_i / 2q)| \le \pi/q$: the "
+        r"printed value is wrong, the bound it leads to holds.",
+    ),
+    control=_PROOF_CONTROL,
+    rests_on=("hardt-ma/claim-c.1",),
+)
+def theorem_2_1_proof_rotation_norm(ctx: Context) -> Evidence:
+    """The rotation layer's measured norm against the printed and the correct expression."""
+    rows = ctx.shared("hardt-ma/thm-2.1:rotation-layers", lambda: _rotation_layers(ctx))
+    norm = _column(rows, "||B||")
+    printed = _column(rows, "printed max|sin(theta/q)|")
+    repair = Check.combine(
+        [
+            Check.close(norm, _column(rows, "2 max|sin(theta/2q)|"), rtol=1e-9, what="||B|| vs 2 max|sin(theta_i/2q)|"),
+            Check.at_most(norm, _column(rows, "pi/q"), what="||B|| vs pi/q"),
+        ],
+        what="the norm of a plane rotation minus I",
+    )
+    return _proof_evidence(
+        ctx,
+        step=Check.close(norm, printed, rtol=1e-9, what="||B|| vs the printed max|sin(theta_i/q)|"),
+        repair=repair,
+        data={"rows": rows},
+        glue={"thm21_norm_ratio": float(np.max(norm / printed))},
     )
