@@ -696,3 +696,287 @@ def theorem_2_1_proof_rotation_norm(ctx: Context) -> Evidence:
         data={"rows": rows},
         glue={"thm21_norm_ratio": float(np.max(norm / printed))},
     )
+
+
+# --- Theorem 2.2 and the gradient lower bound (2.3) -------------------------------------------------------------
+def _exponent_witnesses(ctx: Context) -> list[dict]:
+    """A_i = -tau I with Sigma = I (the exponent of (1 - tau)) and A = 0 with Sigma = c I, c > 1 (the square on
+    s_min(Sigma)): the squared gradient beside the printed bound, the corrected bound and steps (i), (ii)."""
+    rng = ctx.rng("hardt-ma/eq-2.3:witnesses")
+    cases = [(d, depth, tau, 1.0) for d, depth, tau in [(1, 2, 0.3), (2, 3, 0.2), (3, 4, 0.5), (4, 6, 0.7), (5, 8, 0.9)]]
+    cases += [(3, 4, 0.0, c) for c in (1.5, 2.0, 4.0)]
+    rows = []
+    for d, depth, tau, c in cases:
+        A = np.tile(-tau * np.eye(d), (depth, 1, 1))
+        R, Sigma = linear.random_matrix_with_gamma(d, 0.7, rng), c * np.eye(d)
+        E = linear.compose(A) - R
+        rows.append(
+            {
+                "d": d,
+                "l": depth,
+                "tau": tau,
+                "Sigma": f"{c:g} I",
+                "||grad f||^2": float(np.sum(linear.risk_gradient(A, R, Sigma) ** 2)),
+                "printed bound": linear.gradient_lower_bound_printed(A, R, Sigma, tau),
+                "corrected bound": linear.gradient_lower_bound(A, R, Sigma, tau),
+                "step (i) right side": 4 * depth * (1 - tau) ** (depth - 1) * c**2 * float(np.sum(E**2)),
+                "||E||_F^2": float(np.sum(E**2)),
+                "f - C": float(np.trace(E @ Sigma @ E.T)),
+            }
+        )
+    return rows
+
+
+def _boundary_points(ctx: Context, witnesses: list[dict]) -> dict:
+    """Random networks with every layer norm equal to tau, and the same pushed just outside the ball (norm
+    tau + (1 - tau)/4): the squared gradient over the corrected bound at tau. ``outside witnesses``: the
+    first five exponent witnesses pushed outside the same way."""
+    rng = ctx.rng("hardt-ma/eq-2.3:boundary")
+    ratios, ratios_out, taus, trivial = [], [], [], []
+    for _ in range(ctx.cfg.ball_points):
+        d, depth = int(rng.integers(1, 6)), int(rng.integers(1, 9))
+        tau = float(rng.uniform(0, 0.95))
+        A_unit = linear.random_layers_in_ball(depth, d, 1.0, rng, boundary=True)
+        L = rng.standard_normal((d, d))
+        Sigma, R = L @ L.T + 0.05 * np.eye(d), rng.standard_normal((d, d))
+        for A, out in [(tau * A_unit, ratios), ((tau + (1 - tau) / 4) * A_unit, ratios_out)]:
+            g2 = np.sum(linear.risk_gradient(A, R, Sigma) ** 2)
+            out.append(g2 / linear.gradient_lower_bound(A, R, Sigma, tau, allow_outside=True))
+        taus.append(tau)
+        trivial.append(d == 1 and depth == 1)  # there the bound is an identity
+    outside = []
+    for r in witnesses[:5]:
+        t_out, eye = r["tau"] + (1 - r["tau"]) / 4, np.eye(r["d"])
+        A = np.tile(-t_out * eye, (r["l"], 1, 1))
+        R = linear.random_matrix_with_gamma(r["d"], 0.7, rng)
+        bound = linear.gradient_lower_bound(A, R, eye, r["tau"], allow_outside=True)
+        outside.append(np.sum(linear.risk_gradient(A, R, eye) ** 2) / bound)
+    return {
+        "tau": np.array(taus),
+        "ratio": np.array(ratios),
+        "ratio outside": np.array(ratios_out),
+        "trivial": np.array(trivial),
+        "outside witnesses": np.array(outside),
+    }
+
+
+def _gradient_bound_evidence(ctx: Context) -> tuple[list[dict], dict, Check]:
+    """The witnesses, the boundary points, and the corrected bound's check on both (shared by eq. (2.3) and
+    the repair of Theorem 2.2's proof)."""
+    witnesses = ctx.shared("hardt-ma/eq-2.3:witnesses", lambda: _exponent_witnesses(ctx))
+    points = ctx.shared("hardt-ma/eq-2.3:boundary", lambda: _boundary_points(ctx, witnesses))
+    inside = ~points["trivial"]
+    corrected = Check.combine(
+        [
+            Check.at_least(
+                _column(witnesses, "||grad f||^2"),
+                _column(witnesses, "corrected bound"),
+                rtol=1e-10,
+                what="witnesses (equality expected)",
+            ),
+            Check.at_least(
+                points["ratio"][inside],
+                1.0,
+                rtol=1e-9,
+                what=f"{int(inside.sum())} random points with every ||A_i|| = tau",
+            ),
+        ],
+        what="corrected bound",
+    )
+    return witnesses, points, corrected
+
+
+_EQ_2_3_CORRECTED = (
+    r"$\|\nabla f(A)\|_F^2 \ge 4\ell (1-\tau)^{2(\ell-1)} "
+    r"s_{\min}(\Sigma) (f(A) - C_{\mathrm{opt}})$, with $C_{\mathrm{opt}} = d$; "
+    r"equality at $A_i = -\tau I$, $\Sigma = I$."
+)
+
+
+@CLAIMS.checked(
+    "hardt-ma/eq-2.3",
+    paper="hardt-ma",
+    ref="Eq. (2.3), Section 2 (stated after Theorem 2.2, proved in the proof of Theorem 2.2)",
+    source=Source.printed(),
+    section="linear-thm-2-2",
+    statement=r"Every $A$ with $\max_i \|A_i\| \le \tau < 1$ satisfies $\|\nabla "
+    r"f(A)\|_F^2 \ge 4\ell (1-\tau)^{\ell-1} s_{\min}(\Sigma)^2 (f(A) - "
+    r"C_{\mathrm{opt}})$, $C_{\mathrm{opt}}$ the global minimum of $f$ (exponent "
+    r"$\ell - 1$ as printed).",
+    correction=Correction(_EQ_2_3_CORRECTED),
+    control=Control(
+        "Layers just outside B_tau (norm tau' = tau + (1 - tau)/4: the random boundary points scaled up, and "
+        "A_i = -tau' I), compared with the bound at tau, which eq. (2.3) states only inside B_tau."
+    ),
+    rests_on=("hardt-ma/lemma-2.4", "hardt-ma/claim-c.2", "hardt-ma/claim-2.3"),
+)
+def eq_2_3(ctx: Context) -> Evidence:
+    """The printed and the corrected bound at the exponent witnesses and at random points on the boundary of
+    the ball; the control pushes the points just outside it."""
+    witnesses, points, corrected = _gradient_bound_evidence(ctx)
+    g2 = _column(witnesses, "||grad f||^2")
+    inside = ~points["trivial"]
+    control = Check.at_least(
+        np.append(points["ratio outside"][inside], points["outside witnesses"]),
+        1.0,
+        rtol=1e-9,
+        what="control: layers of norm tau + (1 - tau)/4, bound at tau",
+    )
+    return Evidence(
+        statement=Check.at_least(
+            g2,
+            _column(witnesses, "printed bound"),
+            rtol=1e-10,
+            what="A_i = -tau I, Sigma = I; and A = 0, Sigma = c I, c > 1",
+        ),
+        corrected=corrected,
+        control=control,
+        data={"witnesses": witnesses, "boundary": points},
+        glue={
+            "eq23_min_ratio": float(points["ratio"][inside].min()),
+            "eq23_points": int(inside.sum()),
+            "eq23_witness_gap": float(np.max(_column(witnesses, "printed bound")[1:5] / g2[1:5])),
+            "eq23_witness_tight": float(np.max(np.abs(g2 / _column(witnesses, "corrected bound") - 1))),
+            "eq23_outside_below": int(np.sum(points["ratio outside"][inside] < 1)),
+        },
+    )
+
+
+def _critical_summary(config, result) -> dict:
+    """One row of the critical-point search's table."""
+    d, depth, tau = config
+    crit, rest = result.critical, ~result.critical
+    excess = result.excess[crit] / result.excess_start[crit]
+    grad = result.grad_sq[rest] / result.grad_sq_start[rest]
+    return {
+        "d": d,
+        "l": depth,
+        "tau": tau,
+        "starts": len(crit),
+        "critical points": int(crit.sum()),
+        "largest excess at a critical point / at its start": float(np.max(excess)) if crit.any() else None,
+        "other runs: smallest ||grad f||^2 / at start": float(np.min(grad)) if rest.any() else None,
+        "other runs on the boundary": int(np.sum(result.max_norm[rest] >= tau * (1 - 1e-9))),
+    }
+
+
+def _critical_searches(ctx: Context):
+    """Projected Gauss-Newton on ||grad f||^2 from starts inside the ball (half on its boundary) for each
+    (d, l, tau) of the profile; and the control, tau = 1 from A_i = -I and near it."""
+    rng, cfg = ctx.rng("hardt-ma/thm-2.2"), ctx.cfg
+    found = []
+    for d, depth, tau in cfg.critical_configs:
+        R = linear.compose(linear.random_layers_in_ball(depth, d, tau / 2, rng))
+        L = rng.standard_normal((d, d))
+        Sigma = L @ L.T + 0.1 * np.eye(d)
+        starts = np.stack(
+            [linear.random_layers_in_ball(depth, d, tau, rng, boundary=k % 2 == 0) for k in range(cfg.critical_starts)]
+        )
+        found.append(linear.critical_point_search(R, Sigma, starts, tau))
+    R_control = rng.standard_normal((2, 2))
+    minus_identity = -np.tile(np.eye(2), (3, 1, 1))
+    near = np.stack([minus_identity] + [minus_identity + 0.05 * rng.standard_normal((3, 2, 2)) for _ in range(2)])
+    return found, linear.critical_point_search(R_control, np.eye(2), near, 1.0)
+
+
+@CLAIMS.checked(
+    "hardt-ma/thm-2.2",
+    paper="hardt-ma",
+    ref="Theorem 2.2, Section 2 (proof after Lemma 2.4, via eq. 2.3)",
+    source=Source.printed(),
+    section="linear-thm-2-2-search",
+    statement=r"For any $\tau < 1$, every critical point of $f$ with $\max_i \|A_i\| \le \tau$ is a global minimum.",
+    proof_step=ProofStep(
+        step=r"On $\mathcal{B}_\tau$, $\|\nabla f\|_F^2 \ge 4\ell "
+        r"(1-\tau)^{\ell-1} s_{\min}(\Sigma)^2 \|E\|_F^2$ (i) and $\|E\|_F^2 \ge f(A) - "
+        r"C$ (ii), hence eq. (2.3) as printed.",
+        repair=r"$\|\nabla f\|_F^2 \ge 4\ell (1-\tau)^{2(\ell-1)} "
+        r"s_{\min}(\Sigma) (f(A) - C_{\mathrm{opt}})$ (eq. 2.3 corrected): for $\tau < 1$ "
+        r"and invertible $\Sigma$ a zero gradient forces $f(A) = C_{\mathrm{opt}}$.",
+    ),
+    control=Control(
+        "tau = 1 with starts at A_i = -I and near it: the theorem needs tau < 1, and where some I + A_i = 0 the "
+        "gradient vanishes away from the minimum."
+    ),
+    rests_on=("hardt-ma/lemma-2.4", "hardt-ma/claim-c.2", "hardt-ma/claim-2.3", "hardt-ma/eq-2.3"),
+)
+def theorem_2_2(ctx: Context) -> Evidence:
+    """A search for critical points inside the ball (each must be a global minimum); the printed chain of
+    inequalities at the exponent witnesses; its repair, the corrected bound (2.3)."""
+    found, outside = _critical_searches(ctx)
+    crit = np.concatenate([r.critical for r in found])
+    exc = np.concatenate([r.excess for r in found])[crit]
+    exc0 = np.concatenate([r.excess_start for r in found])[crit]
+    statement = Check.combine(
+        [
+            Check.at_least(int(crit.sum()), 1, what="critical points found inside the ball"),
+            Check.at_most(exc, 1e-10 * exc0, what="excess risk at each critical point vs 1e-10 x start"),
+        ],
+        what="projected Gauss-Newton on ||grad f||^2",
+    )
+    control = Check.combine(
+        [
+            Check.at_least(int(outside.critical.sum()), 1, what="critical points found, tau = 1"),
+            Check.at_most(
+                outside.excess[outside.critical],
+                1e-10 * outside.excess_start[outside.critical],
+                what="control, tau = 1 from A = -I: excess at critical points vs 1e-10 x start",
+            ),
+        ],
+        what="control",
+    )
+    witnesses, _, corrected = _gradient_bound_evidence(ctx)
+    w_i = [r for r in witnesses if r["tau"] > 0 and r["l"] >= 2]
+    w_ii = [r for r in witnesses if r["Sigma"] != "1 I"]
+    step = Check.combine(
+        [
+            Check.at_least(
+                _column(w_i, "||grad f||^2"),
+                _column(w_i, "step (i) right side"),
+                rtol=1e-10,
+                what="step (i) at A_i = -tau I, Sigma = I",
+            ),
+            Check.at_least(
+                _column(w_ii, "||E||_F^2"), _column(w_ii, "f - C"), rtol=1e-10, what="step (ii) at A = 0, Sigma = c I, c > 1"
+            ),
+        ],
+        what="the printed chain",
+    )
+    return Evidence(
+        statement=statement,
+        control=control,
+        proof=StepEvidence(step=step, repair=corrected),
+        data={"search": [_critical_summary(c, r) for c, r in zip(ctx.cfg.critical_configs, found)]},
+        glue={
+            "thm22_starts": int(crit.size),
+            "thm22_critical": int(crit.sum()),
+            "thm22_worst": float(np.max(exc / exc0)),
+            "thm22_outside_excess": float(np.min(outside.excess[outside.critical])),
+        },
+    )
+
+
+# --- Section 2: printed statements the chapter mentions but does not check --------------------------------------
+CLAIMS.skip(
+    paper="hardt-ma",
+    ref="Section 2, after eq. (2.3)",
+    statement="The gradient bound guarantees convergence of gradient descent to a global "
+    r"minimum (Karimi et al. 2016) if the iterates stay inside $\mathcal{B}_\tau$.",
+    why=r"conditional on the iterates staying in $\mathcal{B}_\tau$, which the paper "
+    "notes Theorem 2.2 does not ensure; the chapter's one run from A = 0 illustrates it and cannot test "
+    "a statement about every run",
+)
+CLAIMS.skip(
+    paper="hardt-ma",
+    ref="Section 2, below Theorem 2.1",
+    statement=r"Rescaling the outputs so that $s_{\min}(R) = 1/\sqrt{\kappa}$ and "
+    r"$s_{\max}(R) = \sqrt{\kappa}$ gives $\gamma = \log\sqrt{\kappa}$.",
+    why=r"a remark on the definition of $\gamma$ (both ends are then $\log\sqrt{\kappa}$ "
+    "from zero); nothing about networks to compute",
+)
+CLAIMS.skip(
+    paper="hardt-ma",
+    ref="Section 2, after eq. (2.1)",
+    statement="The model can express any linear transformation $R$.",
+    why=r"one layer $A_1 = R - I$ and the others zero; used ($C_{\mathrm{opt}} = d$) but not checked apart",
+)
