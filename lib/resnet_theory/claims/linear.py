@@ -980,3 +980,429 @@ CLAIMS.skip(
     statement="The model can express any linear transformation $R$.",
     why=r"one layer $A_1 = R - I$ and the others zero; used ($C_{\mathrm{opt}} = d$) but not checked apart",
 )
+
+
+# --- Bartlett, Helmbold and Long: gradient descent from the identity --------------------------------------------
+#: The loss an approximation must reach.
+TOL = 1e-8
+_ABSTRACT = Source.abstract("the PMLR and arXiv abstracts")
+
+
+def spd_target(eigenvalues, rng: np.random.Generator) -> np.ndarray:
+    """``Q diag(eigenvalues) Q^T`` for a random rotation ``Q``."""
+    Q = linear.random_rotation(len(eigenvalues), rng)
+    return Q @ np.diag(eigenvalues) @ Q.T
+
+
+def steps_to(Phi, depth: int, budget: int, eps: float = TOL) -> int | None:
+    """Steps of gradient descent from the identity, with the step suited to ``Phi``
+    (:func:`resnet_theory.linear.bhl_step_size`), until the loss is at most ``eps``; None past ``budget``."""
+    return linear.identity_gd_steps_to(Phi, depth, linear.bhl_step_size(Phi, depth), eps, budget)
+
+
+# --- Bartlett, Helmbold and Long: symmetric positive definite targets converge ----------------------------------
+_PLACEMENTS = {
+    "[1/kappa, 1]": lambda k: (1 / k, 1.0),
+    "[kappa^-1/2, kappa^1/2]": lambda k: (k**-0.5, k**0.5),
+    "[1, kappa]": lambda k: (1.0, float(k)),
+}
+#: The tolerances of the log(d/eps) sweep and of the semidefinite control.
+EPS_GRID = 10.0 ** -np.arange(2, 9)
+_SWEEPS = ("kappa", "L", "log(d/eps)")
+_GROW = "power law in x fits the step counts at least as well as an exponential"
+
+
+def _spd_sweeps(cfg, rng) -> list[dict]:
+    """Step counts over the condition number (three placements of the spectrum), the depth, and together the
+    dimension and the tolerance; one row per run."""
+    rows = []
+    middle = _PLACEMENTS["[kappa^-1/2, kappa^1/2]"]
+
+    def run(sweep, series, x, depth, dim, spectrum, eps=TOL):
+        steps = steps_to(spd_target(spectrum, rng), depth, cfg.bhl_budget, eps)
+        rows.append({"sweep": sweep, "series": series, "x": x, "L": depth, "d": dim, "eps": eps, "steps": steps})
+
+    for name, ends in _PLACEMENTS.items():
+        for kappa in cfg.kappas:
+            run("kappa", name, kappa, cfg.bhl_depth, cfg.bhl_dim, np.geomspace(*ends(kappa), cfg.bhl_dim))
+    for depth in [2, 4, 8, 16, 32]:
+        run("L", "kappa 8, around one", depth, depth, cfg.bhl_dim, np.geomspace(*middle(8), cfg.bhl_dim))
+    for depth in [2, cfg.bhl_depth]:
+        for dim in [2, 6, 32]:
+            for eps in EPS_GRID:
+                spectrum = np.geomspace(*middle(8), dim)
+                run("log(d/eps)", f"L {depth}, d {dim}", math.log(dim / eps), depth, dim, spectrum, eps)
+    return rows
+
+
+def _spd_random(cfg, rng) -> list[dict]:
+    """Random positive definite targets of any norm: eigenvalues log-uniform on [e^-2, e^2]."""
+    rows = []
+    for _ in range(cfg.bhl_random):
+        dim, depth = int(rng.integers(2, 13)), int(rng.choice([2, 4, 8, 16]))
+        lam = np.exp(rng.uniform(-2.0, 2.0, dim))
+        steps = steps_to(spd_target(lam, rng), depth, cfg.bhl_budget)
+        rows.append({"d": dim, "L": depth, "kappa": lam.max() / lam.min(), "||Phi||_2": lam.max(), "steps": steps})
+    return rows
+
+
+def _fit(x, steps):
+    """:func:`resnet_theory.fits.growth_fit` over the runs that reached the tolerance (None: fewer than three)."""
+    pts = [(a, s) for a, s in zip(x, steps) if s is not None]
+    return growth_fit(*zip(*pts)) if len({a for a, _ in pts}) >= 3 else None
+
+
+def _fits(rows: list[dict]) -> list[dict]:
+    """One power-law-versus-exponential fit per series of each sweep."""
+    out = []
+    for sweep in _SWEEPS:
+        for series in dict.fromkeys(r["series"] for r in rows if r["sweep"] == sweep):
+            mine = [r for r in rows if r["series"] == series]
+            out.append({"variable": sweep, "series": series, "fit": _fit([r["x"] for r in mine], [r["steps"] for r in mine])})
+    return out
+
+
+def _fit_row(variable, series, fit) -> dict:
+    missing = fit is None
+    return {
+        "variable": variable,
+        "series": series,
+        "exponent": None if missing else fit.exponent,
+        "standard error": None if missing else fit.exponent_se,
+        "RMS power law": None if missing else fit.power_rms,
+        "RMS exponential": None if missing else fit.exponential_rms,
+    }
+
+
+def _exponents(fits: list[dict], variable: str) -> list[float]:
+    return [f["fit"].exponent if f["fit"] is not None else math.nan for f in fits if f["variable"] == variable]
+
+
+def _power_law_fits(fit, what: str) -> Check:
+    if fit is None:
+        return Check.all_of([False], what=f"{what}: no fit (fewer than three runs reached the tolerance)")
+    return Check.all_of([fit.power_law_fits_better], what=what)
+
+
+@CLAIMS.checked(
+    "bartlett-helmbold-long/spd",
+    paper="bartlett-helmbold-long",
+    ref="Abstract (PMLR and arXiv), positive definite case",
+    source=_ABSTRACT,
+    section="linear-bhl-spd",
+    statement=r"For every symmetric positive definite $\Phi$, an algorithm that "
+    r"starts from $\Theta_i = I$ learns an $\varepsilon$-approximation within "
+    r"$\mathrm{poly}(L, \kappa, \log(d/\varepsilon))$ updates. Added here: the "
+    r"algorithm is GD with step $\frac{1}{2} / (L \max(1, \|\Phi\|)^{2-2/L})$.",
+    control=Control(
+        "A symmetric target with one eigenvalue negated (not positive definite) and a semidefinite one with a zero "
+        "eigenvalue (infinite condition number): both lie outside the claim, which promises nothing for them."
+    ),
+)
+def bhl_spd(ctx: Context) -> Evidence:
+    """Step counts over kappa, L and log(d/eps), and on random targets, each within the budget and growing like
+    a power law; the controls: a negated eigenvalue, and a semidefinite target over the tolerance grid."""
+    rng, cfg = ctx.rng("bartlett-helmbold-long/spd"), ctx.cfg
+    runs, random_runs = _spd_sweeps(cfg, rng), _spd_random(cfg, rng)
+    fits = _fits(runs)
+    converged = np.array([r["steps"] is not None for r in runs + random_runs])
+    lam = np.geomspace(*_PLACEMENTS["[kappa^-1/2, kappa^1/2]"](8), cfg.bhl_dim)
+    negated_steps = steps_to(spd_target(np.r_[-lam[0], lam[1:]], rng), cfg.bhl_depth, cfg.bhl_budget)
+    semidefinite = spd_target(np.r_[0.0, lam[1:]], rng)
+    psd_fit = _fit(
+        np.log(cfg.bhl_dim / EPS_GRID), [steps_to(semidefinite, 2, 10 * cfg.bhl_budget, eps) for eps in EPS_GRID]
+    )
+    statement = Check.combine(
+        [
+            Check.all_of(converged, what=f"SPD runs reaching loss <= eps in {cfg.bhl_budget} steps"),
+            Check.all_of(
+                [f["fit"] is not None and f["fit"].power_law_fits_better for f in fits],
+                what=f"sweeps in kappa, L, log(d/eps) where a {_GROW} (no fit: fails)",
+            ),
+        ],
+        what="convergence, and polynomial-shaped growth of the step counts",
+    )
+    control = (
+        Check.all_of([negated_steps is not None], what="control: same budget, eigenvalue -kappa^-1/2 instead of +"),
+        _power_law_fits(psd_fit, f"control: semidefinite target (infinite kappa): a {_GROW}"),
+    )
+    L_fit = next(f["fit"] for f in fits if f["variable"] == "L")
+    return Evidence(
+        statement=statement,
+        control=control,
+        data={
+            "runs": runs,
+            "random": random_runs,
+            "fits": [_fit_row(f["variable"], f["series"], f["fit"]) for f in fits],
+            "controls": {"negated eigenvalue: steps": negated_steps, **_fit_row("log(d/eps)", "semidefinite", psd_fit)},
+        },
+        glue={
+            "bhl_budget": int(cfg.bhl_budget),
+            "bhl_converged": int(converged.sum()),
+            "bhl_runs": int(converged.size),
+            "bhl_p_pred": 2 - 2 / cfg.bhl_depth,
+            "bhl_depth_used": int(cfg.bhl_depth),
+            "bhl_p_kappa_lo": float(min(_exponents(fits, "kappa"))),
+            "bhl_p_kappa_hi": float(max(_exponents(fits, "kappa"))),
+            "bhl_p_L": math.nan if L_fit is None else L_fit.exponent,
+            "bhl_p_L_se": math.nan if L_fit is None else L_fit.exponent_se,
+            "bhl_p_eps_lo": float(min(_exponents(fits, "log(d/eps)"))),
+            "bhl_p_eps_hi": float(max(_exponents(fits, "log(d/eps)"))),
+            "bhl_psd_p": math.nan if psd_fit is None else psd_fit.exponent,
+            "bhl_psd_rms_pow": math.nan if psd_fit is None else psd_fit.power_rms,
+            "bhl_psd_rms_exp": math.nan if psd_fit is None else psd_fit.exponential_rms,
+            "bhl_random_max_steps": int(max(r["steps"] or 0 for r in random_runs)),
+            "bhl_random_max_kappa": float(max(r["kappa"] for r in random_runs)),
+        },
+    )
+
+
+# --- Bartlett, Helmbold and Long: near the identity, and far from it --------------------------------------------
+def _distance_run(Phi, depth: int, budget: int) -> dict:
+    """Gradient descent from the identity with the suited step: whether it reaches the tolerance, its smallest
+    loss, the determinant floor (1/2 s_min(Phi)^2) and the signs of det Phi and det of the product."""
+    trace = linear.identity_gd_trace(Phi, depth, linear.bhl_step_size(Phi, depth), budget, tol=TOL)
+    return {
+        "converged": bool(trace.losses[-1] <= TOL),
+        "steps": trace.losses.size - 1,
+        "min loss": float(trace.losses.min()),
+        "floor": linear.det_loss_floor(Phi),
+        "det Phi < 0": bool(np.linalg.det(Phi) < 0),
+        "det P_t > 0": bool(trace.product_dets.min() > 0),
+    }
+
+
+def _distance_runs(ctx: Context) -> dict:
+    """Eight non-symmetric targets with starting loss 0.02 (depths 2 to 32, d = 4 and 16), and ``bhl_far``
+    random targets I + r G / ||G||_2 at each spectral distance r = 1/2, 2, 3."""
+    rng, cfg = ctx.rng("bartlett-helmbold-long:distance"), ctx.cfg
+    near = []
+    for depth in [2, 8, 16, 32]:
+        for dim in [4, 16]:
+            Delta = rng.standard_normal((dim, dim))
+            near.append(_distance_run(np.eye(dim) + 0.2 * Delta / np.linalg.norm(Delta), depth, cfg.bhl_far_budget))
+    far = {
+        r: [
+            _distance_run(np.eye(4) + r * G / np.linalg.norm(G, 2), cfg.bhl_depth, cfg.bhl_far_budget)
+            for G in rng.standard_normal((cfg.bhl_far, 4, 4))
+        ]
+        for r in (0.5, 2.0, 3.0)
+    }
+    return {"near": near, "far": far}
+
+
+def _certified(run: dict) -> bool:
+    """A failure certified by the determinant: det Phi < 0, the product's determinant stayed positive, and the
+    loss never went below the floor."""
+    return run["det Phi < 0"] and run["det P_t > 0"] and run["min loss"] >= run["floor"]
+
+
+def _distance_summary(runs: dict) -> list[dict]:
+    def row(name, group):
+        fails = [x for x in group if not x["converged"]]
+        return {
+            "targets": name,
+            "n": len(group),
+            "det Phi < 0": sum(x["det Phi < 0"] for x in group),
+            "converged": len(group) - len(fails),
+            "failed": len(fails),
+            "failed, certified": sum(map(_certified, fails)),
+            "most steps to converge": max((x["steps"] for x in group if x["converged"]), default=None),
+        }
+
+    return [row("starting loss 0.02", runs["near"])] + [
+        row(f"spectral distance {r:g}", group) for r, group in runs["far"].items()
+    ]
+
+
+@CLAIMS.checked(
+    "bartlett-helmbold-long/near-identity",
+    paper="bartlett-helmbold-long",
+    ref="Abstract (PMLR and arXiv), small initial loss",
+    source=_ABSTRACT,
+    section="linear-bhl-near",
+    statement=r"If the identity start has (excess) loss below a small enough "
+    r"constant, GD from the identity approximates $\Phi$ within polynomially many "
+    r"iterations (non-symmetric $\Phi$ allowed). Added here: starting loss 0.02 "
+    r"stands for the unknown constant.",
+    control=Control(
+        "Random targets at spectral distance 3 from I, whose starting loss is far above any small constant, so "
+        "the claim's hypothesis excludes them."
+    ),
+)
+def bhl_near_identity(ctx: Context) -> Evidence:
+    """Every run from a starting loss of 0.02 reaches the tolerance; the control asks the same at distance 3."""
+    runs = ctx.shared("bartlett-helmbold-long:distance", lambda: _distance_runs(ctx))
+    budget = ctx.cfg.bhl_far_budget
+    return Evidence(
+        statement=Check.all_of(
+            [x["converged"] for x in runs["near"]], what=f"loss 0.02 at first, {TOL:g} in {budget} steps"
+        ),
+        control=Check.all_of(
+            [x["converged"] for x in runs["far"][3.0]], what="control: the same on random targets at distance 3"
+        ),
+        data={"summary": _distance_summary(runs)},
+        glue={
+            "bhl_far_budget": int(budget),
+            "bhl_near_conv": int(sum(x["converged"] for x in runs["near"])),
+            "bhl_near_n": len(runs["near"]),
+        },
+    )
+
+
+@CLAIMS.checked(
+    "bartlett-helmbold-long/far-from-identity",
+    paper="bartlett-helmbold-long",
+    ref="Abstract (PMLR and arXiv), failure far from the identity",
+    source=_ABSTRACT,
+    section="linear-bhl-near",
+    statement=r"There are targets $\Phi$ at a larger constant distance from $I$ for "
+    r"which GD from the identity fails to converge. Added here: random targets, not "
+    r"built to fail, and a certificate ($\det\Phi < 0$ while the determinant of the "
+    r"product stays positive).",
+    control=Control(
+        "Random targets at spectral distance 1/2 from I: the claimed failures are at a larger distance, and near I "
+        "the abstract promises convergence."
+    ),
+)
+def bhl_far_from_identity(ctx: Context) -> Evidence:
+    """Certified failures among random targets at spectral distance 2 and 3; the control looks for failures of
+    any kind at distance 1/2."""
+    runs = ctx.shared("bartlett-helmbold-long:distance", lambda: _distance_runs(ctx))
+    fail_at = {r: [x for x in group if not x["converged"]] for r, group in runs["far"].items()}
+    far = fail_at[2.0] + fail_at[3.0]
+    det_positive = [x for r in (2.0, 3.0) for x in runs["far"][r] if not x["det Phi < 0"]]
+    return Evidence(
+        statement=Check.combine(
+            [
+                Check.at_least(
+                    sum(map(_certified, fail_at[r])), 1, what=f"certified failures at spectral distance {r:g}"
+                )
+                for r in (2.0, 3.0)
+            ],
+            what="random targets far from I",
+        ),
+        control=Check.at_least(len(fail_at[0.5]), 1, what="control: failures of any kind at distance 0.5"),
+        data={"summary": _distance_summary(runs)},
+        glue={
+            "bhl_far_n": int(2 * ctx.cfg.bhl_far),
+            "bhl_far_fail": len(far),
+            "bhl_far_cert": int(sum(map(_certified, far))),
+            "bhl_far_detpos": len(det_positive),
+            "bhl_far_detpos_conv": int(sum(x["converged"] for x in det_positive)),
+        },
+    )
+
+
+# --- Bartlett, Helmbold and Long: a negative eigenvalue, with and without regularisation ------------------------
+#: Symmetric targets' spectra with negative eigenvalues (the last has two, so det Phi > 0).
+NEGATIVE_SPECTRA = ([-0.25, 0.5, 1, 2], [-1.0, 0.5, 1, 2], [-3.0, 0.5, 1, 2], [-1.0, -0.5, 0.5, 2])
+#: Regulariser strengths toward the identity.
+REGULARISERS = (0.0, 1e-3, 1e-2, 1e-1)
+
+
+def _exact_floor(spectrum) -> float:
+    """sum of lambda^2 / 2 over the negative eigenvalues: the exact-arithmetic loss floor."""
+    return 0.5 * sum(x * x for x in spectrum if x < 0)
+
+
+def _exact_runs(ctx: Context, rotation: np.ndarray) -> list[dict]:
+    """The exact-arithmetic reduction for each spectrum, strength and sign (as given, and with every negative
+    eigenvalue flipped), beside the floating-point matrix run over its first 300 steps."""
+    cfg = ctx.cfg
+    rows = []
+    for spectrum, reg, target in itertools.product(NEGATIVE_SPECTRA, REGULARISERS, ("negative", "flip")):
+        lam = np.array(spectrum) if target == "negative" else np.abs(spectrum)
+        Phi = rotation @ np.diag(lam) @ rotation.T
+        eta = linear.bhl_step_size(Phi, cfg.bhl_depth)
+        exact = linear.symmetric_identity_gd(lam, cfg.bhl_depth, eta, 3 * cfg.bhl_far_budget, reg=reg)
+        early = linear.identity_gd_trace(Phi, cfg.bhl_depth, eta, 300, reg=reg).losses
+        rows.append(
+            {
+                "spectrum": str(list(spectrum)),
+                "reg": reg,
+                "target": target,
+                "min loss": float(exact.losses.min()),
+                "smallest mu": float(exact.min_mu),
+                "exact floor": _exact_floor(spectrum),
+                "vs matrix": float(np.max(np.abs(early / exact.losses[:301] - 1))),
+            }
+        )
+    return rows
+
+
+def _keeps_floor(rows: list[dict], what: str) -> Check:
+    return Check.at_least(
+        _column(rows, "min loss"),
+        _column(rows, "exact floor"),
+        rtol=1e-12,
+        what=f"{what}: min loss vs sum of lambda^2/2 over lambda < 0",
+    )
+
+
+@CLAIMS.checked(
+    "bartlett-helmbold-long/negative-eigenvalue",
+    paper="bartlett-helmbold-long",
+    ref="Abstract (PMLR and arXiv), negative result",
+    source=_ABSTRACT,
+    section="linear-bhl-negative",
+    statement=r"For symmetric $\Phi$ with a negative eigenvalue, every algorithm of a "
+    r"class doing GD from the identity, optionally regularised toward the identity in "
+    r"each layer, fails to converge; some forms of regularisation toward the identity "
+    r"do not help. Added here: exact-arithmetic GD, four such targets, four "
+    r"regulariser strengths, a step suited to each target.",
+    control=Control(
+        "The same targets with every negative eigenvalue made positive (symmetric positive definite, outside the "
+        "claim), at each regulariser strength."
+    ),
+)
+def bhl_negative_eigenvalue(ctx: Context) -> Evidence:
+    """Exact-arithmetic runs keep the floor and positive layer eigenvalues at every strength, and agree with
+    the floating-point matrix runs early on; the flipped targets go below the same floor."""
+    rotation = linear.random_rotation(4, ctx.rng("bartlett-helmbold-long/negative-eigenvalue"))
+    rows = _exact_runs(ctx, rotation)
+    negative = [r for r in rows if r["target"] == "negative"]
+    flipped = [r for r in rows if r["target"] == "flip"]
+    statement = Check.combine(
+        [
+            _keeps_floor(negative, "exact runs, every strength"),
+            Check.at_least(
+                _column(negative, "smallest mu"), 0.0, what="exact runs: smallest layer eigenvalue over the run"
+            ),
+            Check.at_most(
+                _column(rows, "vs matrix"), 1e-6, what="reduction vs float matrix GD, first 300 steps, relative"
+            ),
+        ],
+        what="the exact-arithmetic floor, and the reduction",
+    )
+    control = tuple(
+        _keeps_floor([r for r in flipped if r["reg"] == reg], f"control: flipped targets, reg {reg:g}")
+        for reg in REGULARISERS
+    )
+    return Evidence(
+        statement=statement,
+        control=control,
+        data={"rows": negative, "flipped": flipped, "rotation": rotation},
+        glue={
+            "neg_exact_steps": 3 * int(ctx.cfg.bhl_far_budget),
+            "neg_runs": len(negative),
+            "neg_flip_max": float(max(r["min loss"] for r in flipped)),
+            "neg_agree": float(max(r["vs matrix"] for r in rows)),
+        },
+    )
+
+
+# --- Bartlett, Helmbold and Long: non-symmetric targets with a positive definite symmetric part ----------------
+CLAIMS.not_checkable(
+    "bartlett-helmbold-long/positive-nonsymmetric",
+    paper="bartlett-helmbold-long",
+    ref="Abstract (PMLR and arXiv), positive non-symmetric case",
+    source=_ABSTRACT,
+    section="linear-bhl-nonsymmetric",
+    statement=r"If $u^\top \Phi u > 0$ for all $u$, an algorithm with two "
+    r"regularisers (one keeping $u^\top \Theta_L \cdots \Theta_1 u > 0$, one "
+    r"balancing the layers' singular values) learns $\Phi$.",
+    reason="the regularised algorithm and its constants are specified only in the full "
+    "text, which was not available to us; we do not reconstruct it",
+    needs="the paper's full text (the definition of the two-regulariser algorithm)",
+)
