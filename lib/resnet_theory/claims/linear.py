@@ -331,7 +331,9 @@ class _Theorem21:
         self.below = ctx.shared("hardt-ma/thm-2.1:below", _below_3_gamma_rows)
         p = self.pairs
         self.exact = Check.at_most(
-            np.append(p["error"], self.worst["error"]), 1e-9, what="relative Frobenius error of the product of the layers"
+            np.append(p["error"], self.worst["error"]),
+            1e-9,
+            what="relative Frobenius error of the product of the layers",
         )
         self.camera = Check.at_most(
             p["max_norm"], p["camera"], what="measured max ||A_i|| vs 2(sqrt(pi)+sqrt(3 gamma))^2/l, l >= 3 gamma"
@@ -703,7 +705,9 @@ def _exponent_witnesses(ctx: Context) -> list[dict]:
     """A_i = -tau I with Sigma = I (the exponent of (1 - tau)) and A = 0 with Sigma = c I, c > 1 (the square on
     s_min(Sigma)): the squared gradient beside the printed bound, the corrected bound and steps (i), (ii)."""
     rng = ctx.rng("hardt-ma/eq-2.3:witnesses")
-    cases = [(d, depth, tau, 1.0) for d, depth, tau in [(1, 2, 0.3), (2, 3, 0.2), (3, 4, 0.5), (4, 6, 0.7), (5, 8, 0.9)]]
+    cases = [
+        (d, depth, tau, 1.0) for d, depth, tau in [(1, 2, 0.3), (2, 3, 0.2), (3, 4, 0.5), (4, 6, 0.7), (5, 8, 0.9)]
+    ]
     cases += [(3, 4, 0.0, c) for c in (1.5, 2.0, 4.0)]
     rows = []
     for d, depth, tau, c in cases:
@@ -937,7 +941,10 @@ def theorem_2_2(ctx: Context) -> Evidence:
                 what="step (i) at A_i = -tau I, Sigma = I",
             ),
             Check.at_least(
-                _column(w_ii, "||E||_F^2"), _column(w_ii, "f - C"), rtol=1e-10, what="step (ii) at A = 0, Sigma = c I, c > 1"
+                _column(w_ii, "||E||_F^2"),
+                _column(w_ii, "f - C"),
+                rtol=1e-10,
+                what="step (ii) at A = 0, Sigma = c I, c > 1",
             ),
         ],
         what="the printed chain",
@@ -1058,7 +1065,9 @@ def _fits(rows: list[dict]) -> list[dict]:
     for sweep in _SWEEPS:
         for series in dict.fromkeys(r["series"] for r in rows if r["sweep"] == sweep):
             mine = [r for r in rows if r["series"] == series]
-            out.append({"variable": sweep, "series": series, "fit": _fit([r["x"] for r in mine], [r["steps"] for r in mine])})
+            out.append(
+                {"variable": sweep, "series": series, "fit": _fit([r["x"] for r in mine], [r["steps"] for r in mine])}
+            )
     return out
 
 
