@@ -1,6 +1,15 @@
 """The claims of the linear chapter (``book/linear.md``): Hardt & Ma Section 2 and Appendix A, Bartlett,
 Helmbold & Long. Each claim is declared once, beside the function that computes its evidence; the chapter
 narrates the mathematics and calls :meth:`resnet_theory.claims.chapter.Chapter.check` for each.
+
+The module reads in the chapter's order. Evidence that several claims use is computed once per context
+(:meth:`~resnet_theory.claims.context.Context.shared`): the Theorem 2.1 sweep, worst-case search and search
+inside the bound (``hardt-ma/thm-2.1:*``, used by Theorem 2.1, its two variants and the four proof steps), the
+rotation layers (the sign and norm steps), the exponent witnesses and boundary points of eq. (2.3) (eq. (2.3)
+and Theorem 2.2), and the Bartlett-Helmbold-Long distance runs (near and far from the identity). Each draws its
+random numbers from its own key, so a claim's numbers are the same whether it runs alone or with its chapter.
+The Bartlett-Helmbold-Long statements are the chapter's wording of the paper's abstract (``Source.abstract``):
+its full text was not available.
 """
 
 from __future__ import annotations
