@@ -1,0 +1,125 @@
+"""The linear chapter's claims (``resnet_theory.claims.linear``): every claim runs at the tiny profile and gives a
+well-formed record (a verdict, a control that fails, the data and glue the chapter uses); a claim's numbers do
+not depend on which claims ran before it; the chapter runs every claim and quotes only glue that exists."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from resnet_theory.claims import Context
+from resnet_theory.claims.linear import CLAIMS, PROFILE
+from resnet_theory.claims.run import run_claim
+from resnet_theory.claims.spec import Checked
+from resnet_theory.ledger import VERDICTS
+
+CHAPTER = Path(__file__).resolve().parents[1] / "book" / "linear.md"
+
+#: The data keys (and their keys, where the chapter reads inside them) that book/linear.md uses.
+DATA_KEYS = {
+    "hardt-ma/claim-2.3": {"rows": None},
+    "hardt-ma/lemma-2.4": {"reports": ("corrected", "printed", "big", "control")},
+    "hardt-ma/thm-2.1": {
+        "pairs": ("kind", "depth", "max_norm", "camera", "svd_norm"),
+        "worst": ("polar ratio", "polar depth", "rebuilt", "svd ratio", "svd depth"),
+        "det_search": None,
+        "below": None,
+        "misses": ("camera-ready", "review", "3 gamma / l"),
+    },
+    "hardt-ma/thm-2.1-proof-layer-count": {"count printed": None, "count fixed": None, "slack fixed": None},
+    "hardt-ma/thm-2.1-proof-sign": {"rows": None},
+    "hardt-ma/eq-2.3": {"witnesses": None, "boundary": ("tau", "ratio", "ratio outside", "trivial")},
+    "hardt-ma/thm-2.2": {"search": None},
+    "bartlett-helmbold-long/spd": {"runs": None, "random": None, "fits": None, "controls": None},
+    "bartlett-helmbold-long/far-from-identity": {"summary": None},
+    "bartlett-helmbold-long/negative-eigenvalue": {"rows": None, "rotation": None},
+}
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    """One tiny context for the module (shared results computed once) and the runs made in it."""
+    return Context.for_table(PROFILE, "tiny", 0), {}
+
+
+def run_in(tiny, claim_id):
+    ctx, runs = tiny
+    if claim_id not in runs:
+        runs[claim_id] = run_claim(CLAIMS.claims[claim_id], ctx)
+    return runs[claim_id]
+
+
+@pytest.mark.parametrize("claim_id", list(CLAIMS.claims))
+def test_every_claim_runs_at_the_tiny_profile_and_gives_a_well_formed_record(tiny, claim_id):
+    run = run_in(tiny, claim_id)
+    rec = run.record
+    assert rec.id == claim_id and rec.verdict in VERDICTS
+    if not isinstance(CLAIMS.claims[claim_id], Checked):
+        assert rec.verdict == "not-checkable-here" and rec.needs and run.evidence is None
+        return
+    assert rec.control is not None and rec.control["holds"] is False, f"{claim_id}: the control holds"
+    assert rec.control["input"] == CLAIMS.claims[claim_id].control.input
+    for key, inner in DATA_KEYS.get(claim_id, {}).items():
+        assert key in run.data, f"{claim_id}: data lacks {key!r}"
+        for k in inner or ():
+            assert k in run.data[key], f"{claim_id}: data[{key!r}] lacks {k!r}"
+
+
+def test_the_claims_and_their_order_are_the_chapters():
+    text = CHAPTER.read_text()
+    checked = re.findall(r'chapter\.check\("([^"]+)"\)', text)
+    assert checked == list(CLAIMS.claims), "book/linear.md must run every claim once, in the module's order"
+
+
+def chapter_glue_keys(text: str) -> set[str]:
+    quoted = set(re.findall(r"\{glue:text\}`([A-Za-z0-9_]+)", text))
+    glued_here = set(re.findall(r'glue\(\s*"([A-Za-z0-9_]+)"', text))
+    glued_here |= {
+        k
+        for call in re.findall(r"glue_numbers\((.*?)\)\n```", text, flags=re.S)
+        for k in re.findall(r"([A-Za-z0-9_]+)=", call)
+    }
+    return quoted - glued_here
+
+
+def test_every_number_the_prose_quotes_is_glued_by_a_claim_or_a_chapter_cell(tiny):
+    needed = chapter_glue_keys(CHAPTER.read_text())
+    needed = {k for k in needed if not k.startswith("verdict_") and k != "ledger_summary"}
+    glued = set()
+    for claim_id in CLAIMS.claims:
+        run = run_in(tiny, claim_id)
+        if run.evidence is not None:
+            glued |= set(run.evidence.glue)
+    assert needed <= glued, f"quoted in book/linear.md but glued by no claim: {sorted(needed - glued)}"
+
+
+def test_a_claims_numbers_do_not_depend_on_the_claims_run_before_it(tiny):
+    alone = run_claim(CLAIMS.claims["bartlett-helmbold-long/far-from-identity"], Context.for_table(PROFILE, "tiny", 0))
+    run_in(tiny, "bartlett-helmbold-long/near-identity")  # computes the shared distance runs first
+    together = run_in(tiny, "bartlett-helmbold-long/far-from-identity")
+    assert alone.evidence.glue == together.evidence.glue
+    assert alone.data["summary"] == together.data["summary"]
+
+
+def test_another_seed_gives_other_numbers():
+    a = run_claim(CLAIMS.claims["hardt-ma/claim-2.3"], Context.for_table(PROFILE, "tiny", 0))
+    b = run_claim(CLAIMS.claims["hardt-ma/claim-2.3"], Context.for_table(PROFILE, "tiny", 1))
+    assert not np.isclose(a.data["rows"][-1]["f(A)"], b.data["rows"][-1]["f(A)"])
+
+
+def test_every_knob_has_a_tiny_size_of_its_kind():
+    for profile in ("tiny", "quick", "full"):
+        PROFILE.resolve(profile)
+    tiny_cfg, quick_cfg = PROFILE.resolve("tiny"), PROFILE.resolve("quick")
+    for name in PROFILE.knobs:
+        assert type(getattr(tiny_cfg, name)) is type(getattr(quick_cfg, name)), name
+
+
+def test_an_unknown_or_mistyped_knob_is_refused_in_one_line():
+    with pytest.raises(ValueError, match="unknown knob 'max_dept'"):
+        Context.for_table(PROFILE, "tiny", 0, {"max_dept": 3})
+    with pytest.raises(TypeError, match="knob 'critical_configs'"):
+        Context.for_table(PROFILE, "tiny", 0, {"critical_configs": 3})
