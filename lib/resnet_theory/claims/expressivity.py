@@ -269,7 +269,7 @@ def lemma_b_1(ctx: Context) -> Evidence:
 
 
 # --- Theorem 3.2 at the paper's width: points on the sphere ----------------------------------------------------
-def sphere_fits(ctx: Context) -> dict:
+def _sphere_fits(ctx: Context) -> dict:
     """The sphere sample (``max(sizes)`` points), its separation, and the network at the paper's width for
     every prefix in ``sizes``, each checked by its torch module (shared by Theorem 3.2, the output block and
     the chapter's illustrations)."""
@@ -364,7 +364,7 @@ CLAIMS.skip(
 
 
 # --- Theorem 3.2: the digits, and the twin-point control -------------------------------------------------------
-def digits_fit(ctx: Context) -> dict:
+def _digits_fit(ctx: Context) -> dict:
     """All of scikit-learn's digits, fitted by the builder's default width (the isometry at ``k = D``) and
     checked by the torch module (shared by Theorem 3.2 and the output block)."""
 
@@ -612,7 +612,7 @@ def theorem_3_2(ctx: Context) -> Evidence:
     ``k_union``, the digits at ``k = D``), each checked by its torch module; the projection step as printed
     and its repair; the twin-point control."""
     cfg = ctx.cfg
-    fits, digits, orth = sphere_fits(ctx), digits_fit(ctx), _orthonormal_fit(ctx)
+    fits, digits, orth = _sphere_fits(ctx), _digits_fit(ctx), _orthonormal_fit(ctx)
     twin = _twin_control(ctx, fits)
     jl, bracket, mc_rows, equi = _projection_step(ctx), chernoff_bracket(), _pair_failure_mc(ctx), _equidistant(ctx)
     weights, weights_glue = _weights_glue(fits, cfg.classes)
@@ -807,7 +807,7 @@ def _output_layer_error(net, H, labels=None) -> float:
 def output_block(ctx: Context) -> Evidence:
     """The skip ``h + T(h)`` tried on the digits network (a k-vector plus an r-vector); the output layer
     without it on the surrogates of the digits and sphere networks; the control on the projected digits."""
-    digits, fits = digits_fit(ctx), sphere_fits(ctx)
+    digits, fits = _digits_fit(ctx), _sphere_fits(ctx)
     net, X, y = digits["net"], digits["X"], digits["y"]
     h_last = net.hidden(X[:5])
     try:
