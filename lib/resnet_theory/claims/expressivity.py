@@ -1,11 +1,927 @@
-"""The claims of the expressivity chapter (``book/expressivity.md``), each declared beside the function that computes
-its evidence."""
+"""The claims of the expressivity chapter (``book/expressivity.md``): Hardt & Ma Section 3, Appendices B and C.
+
+Each claim is declared once, beside the function that computes its evidence; the chapter narrates the
+construction and calls :meth:`resnet_theory.claims.chapter.Chapter.check` for each. The networks, data sets
+and sweeps that several claims (and the chapter's illustrations) use are computed once per context through
+``ctx.shared``: the sphere networks and the digits network serve Theorem 3.2 and the output block.
+The module reads in the chapter's order.
+"""
 
 from __future__ import annotations
 
-from .context import ProfileTable
-from .registry import ClaimSet
+import math
+import time
 
-PROFILE = ProfileTable()
+import numpy as np
+import sympy as sp
+import torch
+from scipy.optimize import brentq
+from sklearn.datasets import load_digits
+
+from .. import expressivity as ex
+from ..fits import fit_power_law
+from ..ledger import Check
+from .context import Context, Knob, ProfileTable
+from .registry import ClaimSet
+from .spec import Control, Correction, Evidence, ProofStep, Source, StepEvidence
+
+PROFILE = ProfileTable(
+    sizes=Knob(
+        [300, 1000, 3000, 10000, 20000],
+        [1000, 3000, 10000, 30000, 100000],
+        "n for Theorem 3.2 on the sphere",
+        tiny=[100, 300],
+    ),
+    sphere_dim=Knob(256, 256, "D of the random unit vectors (the paper's k stays far below it)"),
+    classes=Knob(10, 10, "r, the number of random classes"),
+    width_sizes=Knob(
+        [250, 500, 1000, 2000],
+        [250, 500, 1000, 2000, 5000, 10000],
+        "n for the smallest working width",
+        tiny=[100, 200],
+    ),
+    width_draws=Knob(4, 16, "projections that must all fit a width", tiny=2),
+    k_draws=Knob(16, 32, "draws per data set at the paper's width", tiny=2),
+    equi_rhos=Knob([0.5, 1.0, 1.5, 2.0], [0.5, 0.75, 1.0, 1.5, 2.0], "separations, equidistant sets", tiny=[0.5, 2.0]),
+    equi_sizes=Knob([100, 400], [100, 400, 1600], "n of the equidistant sets", tiny=[40]),
+    equi_draws=Knob(30, 40, "draws per equidistant set and width", tiny=4),
+    digits_train=Knob(1200, 1200, "digits used for fitting; the remaining ones are held out"),
+    jl_draws=Knob(24, 60, "draws of A_0 per data set, projection step", tiny=8),
+    mc_samples=Knob(200_000, 200_000, "Monte Carlo samples per pair, Chernoff bound", tiny=5_000),
+    lemma_instances=Knob(12, 40, "Lemma B.1 instances per rho'", tiny=2),
+    surrogate_draws=Knob(24, 60, "draws of the r surrogate labels", tiny=10),
+)
 
 CLAIMS = ClaimSet("expressivity", PROFILE)
+
+
+# --- Shared helpers: data, seeds, the torch checks -----------------------------------------------------------
+def sphere_points(n: int, d: int, r: int, seed) -> tuple[np.ndarray, np.ndarray]:
+    """``n`` random unit vectors in ``R^d`` with uniformly random labels in ``0..r-1`` (``seed``: an int, a
+    sequence of ints or a generator). The first rows of a larger sample are the rows of a smaller one."""
+    g = np.random.default_rng(seed)
+    X = g.standard_normal((n, d))
+    return X / np.linalg.norm(X, axis=1, keepdims=True), g.integers(0, r, n)
+
+
+def _seed(ctx: Context, key: str) -> int:
+    """An integer seed of its own for ``key`` (the builder takes integer seeds)."""
+    return int(ctx.rng(key).integers(2**31))
+
+
+def _module_check(net, X, y) -> tuple[float, int]:
+    """Fit error and weight count, both computed from the network as a torch module."""
+    module = net.as_torch_module()
+    err = ex.module_fit_error(module, X, y, net.num_classes)
+    return float(err), int(ex.count_module_parameters(module)["weights"])
+
+
+def _rate_checks(rates, p, draws, label, names) -> Check:
+    """Each fraction in ``rates`` (of ``draws`` single draws) against ``p``, binomial standard error at ``p``."""
+    se = math.sqrt(p * (1 - p) / draws)
+    test = f"fraction of {draws} single draws, one-sided test against {p:g}"
+    return Check.combine(
+        [Check.statistical(v, se, p, test=test, n=draws, what=name) for v, name in zip(rates, names)], what=label
+    )
+
+
+# --- Lemma B.1: one block, as printed --------------------------------------------------------------------------
+#: The rho' of the Lemma B.1 instances: all <= 2/9, where the printed hypothesis admits the midpoint.
+LEMMA_RHOS = (0.05, 0.1, 0.2)
+#: Tolerance of the Lemma B.1 checks: the vectors moved have norms of order 1.
+TOL_LEMMA = 1e-9
+
+
+def _torch_block(U, V, s, H) -> np.ndarray:
+    """``h + V relu(U h + s)`` for the rows of ``H``, computed by torch (not by the builder)."""
+    H, U, V, s = (torch.from_numpy(np.asarray(a, float)) for a in (H, U, V, s))
+    return (H + torch.relu(H @ U.T + s) @ V.T).numpy()
+
+
+def _block_error(make_block, A, B, O) -> float:
+    """Largest torch error over S (must reach B) and outside (must not move); inf when ``make_block`` finds
+    no block."""
+    try:
+        U, V, s = make_block(A, B, O)[:3]
+    except ex.ConstructionError:
+        return math.inf
+    return float(max(np.abs(_torch_block(U, V, s, A) - B).max(), np.abs(_torch_block(U, V, s, O) - O).max(initial=0.0)))
+
+
+def _instances(count, rho_p, distance, squared, g, spread=1.5) -> list[tuple]:
+    """``count`` random instances (S, Gaussian targets, outside) in ``R^4``, 8 points outside."""
+    out = []
+    for _ in range(count):
+        A, O = ex.lemma_b_1_instance(4, 8, rho_p, distance, g, squared=squared, spread=spread)
+        out.append((A, g.standard_normal(A.shape), O))
+    return out
+
+
+def _midpoint_instances() -> tuple[list[dict], list[float]]:
+    """The midpoint configuration (:func:`ex.hull_counterexample`) at each rho': its hypotheses as printed
+    and the firing margins (a linear program) on the two points of S."""
+    rows, margins = [], []
+    for rho_p in LEMMA_RHOS:
+        A, B, O = ex.hull_counterexample(rho_p)  # S: rows of A (k = 2); two points outside
+        pts, targets = np.vstack([A, O]), np.vstack([B, O])
+        sq = (pts**2).sum(1)
+        pairs = [(i, j) for i in range(4) for j in range(4) if i != j and min(i, j) < 2]
+        d_alpha = min(np.linalg.norm(pts[i] - pts[j]) for i, j in pairs)
+        d_beta = min(np.linalg.norm(pts[i] - targets[j]) for i, j in pairs)  # literal (b)
+        if not (np.all(np.abs(sq - 1) <= rho_p + 1e-12) and min(d_alpha, d_beta) >= 3 * rho_p):
+            raise RuntimeError(f"the midpoint configuration at rho' = {rho_p} misses the printed hypotheses")
+        if np.linalg.matrix_rank(B - A) != 2:
+            raise RuntimeError(f"the midpoint configuration at rho' = {rho_p} has dependent displacements")
+        margins.append(float(ex.firing_margin(A[0], O)))
+        rows.append(
+            {
+                "rho'": rho_p,
+                "min ||alpha||^2": float(sq.min()),
+                "max ||alpha||^2": float(sq.max()),
+                "min ||alpha_i - alpha_j||": float(d_alpha),
+                "min ||alpha_i - beta_j||": float(d_beta),
+                "3 rho'": 3 * rho_p,
+                "firing margin on alpha_1": margins[-1],
+                "firing margin on alpha_2": float(ex.firing_margin(A[1], O)),
+            }
+        )
+    return rows, margins
+
+
+def _squared_reading_errors(count, g) -> tuple[list[float], list[float]]:
+    """The per-unit block on random, ring and equal-norm instances of the squared reading, and the printed
+    threshold ``1 - 2 rho'`` on the equal-norm ones (vectors of squared norm ``1 + rho'`` at squared distance
+    ``3 rho'``)."""
+    squared_inst = [c for r in LEMMA_RHOS for c in _instances(count, r, 3 * r, True, g)]
+    tight_inst, b1_inst = [], []
+    for rho_p in LEMMA_RHOS:
+        A, O = ex.ring_instance(4, rho_p)
+        tight_inst.append((A, g.standard_normal(A.shape), O))
+        A, B = ex.shared_threshold_counterexample(4, rho_p)  # 4 vectors in R^5
+        b1_inst.append((A, B, np.zeros((0, 5))))
+    unit_err = [_block_error(ex.lemma_b_1_block, *c) for c in squared_inst + tight_inst + b1_inst]
+    printed_t_err = [
+        _block_error(lambda A, B, O, t=1 - 2 * r: ex.lemma_b_1_block(A, B, O, threshold=t), *c)
+        for r, c in zip(LEMMA_RHOS, b1_inst)
+    ]
+    return unit_err, printed_t_err
+
+
+@CLAIMS.checked(
+    "hardt-ma/lemma-b.1",
+    paper="hardt-ma",
+    ref="Appendix B, Lemma B.1",
+    source=Source.printed(),
+    section="expressivity-lemma-b1",
+    statement=r"For $S$ of size $k$ and $\alpha^{(1)}, \dots, \alpha^{(n)} \in "
+    r"\mathbb{R}^k$ with (a) $1 - \rho' \le \|\alpha^{(i)}\|^2 \le 1 + \rho'$ and (b) "
+    r"$\|\alpha^{(i)} - \alpha^{(j)}\| \ge 3\rho'$ (unsquared; printed with "
+    r"$\beta^{(j)}$, a typo) whenever $i \ne j$ and $S$ contains $i$ or $j$, and "
+    r"arbitrary $\beta$, there are $U, V \in \mathbb{R}^{k \times k}$ and $s$ with "
+    r"$T(\alpha^{(i)}) = \beta^{(i)} - \alpha^{(i)}$ on $S$ and $T(\alpha^{(i)}) = 0$ "
+    r"off $S$.",
+    correction=Correction(
+        r"With (b) read as $\|\alpha^{(i)} - \alpha^{(j)}\|^2 \ge "
+        r"3\rho'$ (any squared separation above $2\rho'$ will do) the conclusion holds, "
+        r"with one threshold per unit between $\max_{h \ne \alpha^{(j)}} \langle "
+        r"\alpha^{(j)}, h\rangle$ and $\|\alpha^{(j)}\|^2$. As printed (unsquared) it "
+        r"fails for every $\rho' \le 2/9$."
+    ),
+    proof_step=ProofStep(
+        step=r"Inequality (B.1): $\langle \alpha^{(j)}, "
+        r"\alpha^{(i)}\rangle \le 1 + \rho' - 3\rho' \le 1 - 2\rho'$, so the shared "
+        r"threshold $s = -(1 - 2\rho')\mathbf{1}$ fires only unit $i$ on $\alpha^{(i)}$.",
+        repair=r"Take $t_j$ between $\max_{h \ne \alpha^{(j)}} \langle "
+        r"\alpha^{(j)}, h\rangle$ and $\|\alpha^{(j)}\|^2$ for each unit (a shared $1 - "
+        r"2\rho'$ needs squared distances $\ge 6\rho'$).",
+    ),
+    control=Control(
+        "Random instances whose outside points sit at squared distance "
+        "between rho'/8 and rho'/2 from a point of S, which the corrected "
+        "hypothesis (squared distance at least 3 rho') rules out."
+    ),
+)
+def lemma_b_1(ctx: Context) -> Evidence:
+    """The printed lemma on the midpoint configuration and on random instances of its hypotheses (a general
+    block, by linear programming, run through torch); the squared reading with per-unit thresholds; the
+    proof's shared threshold; the control on instances closer than the squared reading allows."""
+    g = ctx.rng("hardt-ma/lemma-b.1")
+    count = ctx.cfg.lemma_instances
+    hull_rows, hull_margin = _midpoint_instances()
+    printed_inst = [c for r in LEMMA_RHOS for c in _instances(count, r, 3 * r, False, g)]
+    general_err = [_block_error(ex.general_lemma_b_1_block, *c) for c in printed_inst]
+    unit_on_printed = [_block_error(ex.lemma_b_1_block, *c) for c in printed_inst]
+    unit_err, printed_t_err = _squared_reading_errors(count, g)
+    close_inst = [c for r in LEMMA_RHOS for c in _instances(count, r, r / 8, True, g, 4.0)]
+    close_err = [_block_error(ex.lemma_b_1_block, *c) for c in close_inst]
+    finite = [e for e in general_err if np.isfinite(e)]
+    statement = Check.combine(
+        [
+            Check.at_most(
+                general_err,
+                TOL_LEMMA,
+                what="random instances of (a), (b): general block by torch, largest error (inf: a point of S "
+                "in the hull of the outside points, no block)",
+            ),
+            Check.at_least(
+                hull_margin,
+                1e-9,
+                what="midpoint instances of (a), (b) with independent displacements: a unit can fire on "
+                "alpha^(1) and stay silent outside S (linear program), as every block needs",
+            ),
+        ],
+        what="the printed lemma on instances of its hypotheses",
+    )
+    corrected = Check.at_most(
+        unit_err,
+        TOL_LEMMA,
+        what="(b) read as squared distances >= 3 rho': per-unit block by torch on random, ring and "
+        "equal-norm instances, largest error",
+    )
+    return Evidence(
+        statement=statement,
+        corrected=corrected,
+        proof=StepEvidence(
+            step=Check.at_most(
+                printed_t_err,
+                TOL_LEMMA,
+                what="shared threshold 1 - 2 rho' on squared norms 1 + rho' at squared distance 3 rho', largest error",
+            ),
+            repair=Check.at_most(unit_err, TOL_LEMMA, what="per-unit thresholds, same instances"),
+        ),
+        control=Check.at_most(
+            close_err,
+            TOL_LEMMA,
+            what="per-unit block by torch on instances with outside points at squared distance rho'/8 to rho'/2 from S",
+        ),
+        data={"hull": hull_rows},
+        glue={
+            "expr_hull_margin": float(max(hull_margin)),
+            "expr_lemma_general": float(max(finite, default=math.nan)),
+            "expr_lemma_n": len(printed_inst),
+            "expr_lemma_hull": int(np.sum(np.isinf(general_err))),
+            "expr_lemma_unit_printed": float(np.mean(np.isinf(unit_on_printed))),
+            "expr_lemma_unit": float(max(unit_err)),
+            "expr_lemma_printed_t": float(min(printed_t_err)),
+            "expr_lemma_close": float(np.mean(np.isinf(close_err))),
+        },
+    )
+
+
+# --- Theorem 3.2 at the paper's width: points on the sphere ----------------------------------------------------
+def _sphere_fits(ctx: Context) -> dict:
+    """The sphere sample (``max(sizes)`` points), its separation, and the network at the paper's width for
+    every prefix in ``sizes``, each checked by its torch module (shared by Theorem 3.2, the output block and
+    the chapter's illustrations)."""
+
+    def compute():
+        cfg = ctx.cfg
+        X_all, y_all = sphere_points(max(cfg.sizes), cfg.sphere_dim, cfg.classes, ctx.rng("sphere-sample"))
+        start = time.perf_counter()
+        rho_all = float(ex.separation(X_all))
+        rho_seconds = time.perf_counter() - start
+        seed = _seed(ctx, "sphere-fits")
+        rows, nets = [], {}
+        for n in cfg.sizes:
+            X, y = X_all[:n], y_all[:n]
+            start = time.perf_counter()
+            net = ex.build_interpolating_resnet(
+                X, y, num_classes=cfg.classes, k=ex.paper_k(n, rho_all), seed=seed, attempts=12
+            )
+            build_s = time.perf_counter() - start
+            err, weights = _module_check(net, X, y)
+            nets[n] = net
+            rows.append(
+                {
+                    "n": n,
+                    "k": net.k,
+                    "depth": net.depth,
+                    "weights (module)": weights,
+                    "max |f - one-hot| (module)": err,
+                    "draws used": net.attempts,
+                    "min per-unit margin": float(net.margins.min()),
+                    "build + verify s": build_s,
+                }
+            )
+        return dict(X=X_all, y=y_all, rho=rho_all, rho_seconds=rho_seconds, seed=seed, nets=nets, rows=rows)
+
+    return ctx.shared("sphere-fits", compute)
+
+
+def _orthonormal_fit(ctx: Context) -> dict:
+    """The construction on ``max(equi_sizes)`` orthonormal inputs at the width ``k_union``."""
+    cfg = ctx.cfg
+    X = ex.equidistant_points(max(cfg.equi_sizes), 2.0)  # orthonormal inputs
+    y = np.arange(len(X)) % cfg.classes
+    k = ex.union_bound_k(len(X), 2.0)
+    net = ex.build_interpolating_resnet(X, y, num_classes=cfg.classes, k=k, seed=_seed(ctx, "orthonormal"), attempts=12)
+    err, weights = _module_check(net, X, y)
+    line = (
+        f"n = {len(X)}, k = {k}, depth {net.depth}, weights {weights}, draws used {net.attempts}, "
+        f"largest output error {err:.2g}"
+    )
+    glue = {"expr_orth_n": len(X), "expr_orth_k": k, "expr_orth_paper_k": ex.paper_k(len(X), 2.0), "expr_orth_err": err}
+    return dict(err=err, line=line, glue=glue)
+
+
+def _weights_glue(fits: dict, classes: int) -> tuple[dict, dict]:
+    """The weights of the sphere networks against ``n`` and ``n log n + r^2`` (an illustration), the count of
+    the largest network's tensors against the paper's formula, and the time against ``n``."""
+    ns = np.array([r["n"] for r in fits["rows"]], float)
+    weights = np.array([r["weights (module)"] for r in fits["rows"]], float)
+    seconds = np.array([r["build + verify s"] for r in fits["rows"]], float)
+    budget = ns * np.log(ns) + classes**2
+    ratio = weights / budget
+    net = fits["nets"][int(ns[-1])]
+    counted = ex.count_module_parameters(net.as_torch_module())  # from the tensors
+    glue = {
+        "expr_slope_n": fit_power_law(ns, weights)[0],
+        "expr_slope_nlogn": fit_power_law(budget, weights)[0],
+        "expr_ratio_first": float(ratio[0]),
+        "expr_ratio_last": float(ratio[-1]),
+        "expr_ratio_limit": float(20 / fits["rho"] ** 2),
+        "expr_count_n": int(ns[-1]),
+        "expr_count_weights": int(counted["weights"]),
+        "expr_count_biases": int(counted["biases"]),
+        "expr_count_printed": int(net.num_parameters),
+        "expr_count_missing": int(counted["weights"] + counted["biases"] - net.num_parameters),
+        "expr_slope_time": fit_power_law(ns, seconds)[0],
+        "expr_time_last": float(seconds[-1]),
+    }
+    return {"n": ns, "weights": weights, "ratio": ratio, "seconds": seconds}, glue
+
+
+CLAIMS.skip(
+    paper="hardt-ma",
+    ref="Section 3, paragraph after Theorem 3.2 (parameter count)",
+    statement=r"With $k = O(\log n)$, $\ell = \lceil n/k \rceil$ and $r, d < n$ the "
+    r"network has $dk + 2\ell k^2 + (kr + r^2)$ parameters, $O(n \log n + r^2)$.",
+    why="an asymptotic count: the chapter shows the weights of its modules against n "
+    "as an illustration (counting the tensors of a network built to these shapes "
+    "cannot disagree with the formula); the tensors add the biases the formula "
+    "leaves out.",
+)
+
+
+# --- Theorem 3.2: the digits, and the twin-point control -------------------------------------------------------
+def _digits_fit(ctx: Context) -> dict:
+    """All of scikit-learn's digits, fitted by the builder's default width (the isometry at ``k = D``) and
+    checked by the torch module (shared by Theorem 3.2 and the output block)."""
+
+    def compute():
+        digits = load_digits()
+        X, y = digits.data, digits.target
+        net = ex.build_interpolating_resnet(X, y, seed=_seed(ctx, "digits"))
+        rho = float(ex.separation(net.normaliser.transform(X)))
+        err, weights = _module_check(net, X, y)
+        glue = {
+            "expr_dig_n": len(y),
+            "expr_dig_rho": rho,
+            "expr_dig_kpaper": ex.paper_k(len(y), rho),
+            "expr_dig_kunion": ex.union_bound_k(len(y), rho),
+            "expr_dig_k": net.k,
+            "expr_dig_err": err,
+            "expr_dig_weights": weights,
+            "expr_dig_depth": net.depth,
+        }
+        return dict(X=X, y=y, net=net, err=err, glue=glue)
+
+    return ctx.shared("digits-fit", compute)
+
+
+def _twin_control(ctx: Context, fits: dict) -> dict:
+    """The smallest sphere data set with a twin of its first point (squared distance about 1e-10, another
+    label), built with the same width, seed and draws as the sphere network; inf when the builder fails."""
+    cfg = ctx.cfg
+    n0 = cfg.sizes[0]
+    X_all, y_all = fits["X"], fits["y"]
+    twin = X_all[0] + 1e-5 * sphere_points(1, cfg.sphere_dim, 1, ctx.rng("twin"))[0][0]
+    X = np.insert(X_all[:n0], 1, twin / np.linalg.norm(twin), axis=0)
+    y = np.insert(y_all[:n0], 1, (y_all[0] + 1) % cfg.classes)
+    try:
+        net = ex.build_interpolating_resnet(
+            X, y, num_classes=cfg.classes, k=fits["nets"][n0].k, seed=fits["seed"], attempts=12
+        )
+        err = _module_check(net, X, y)[0]
+        message = f"fitted, error {err:.2g}"
+    except ex.ConstructionError as exc:
+        err, message = math.inf, str(exc)
+    return dict(err=err, message=message, d2=float(np.sum((X[0] - X[1]) ** 2)))
+
+
+# --- Theorem 3.2: the projection step as printed ---------------------------------------------------------------
+#: Points of the sphere sample and of each equidistant set in the projection-step test.
+JL_SPHERE_POINTS, JL_EQUI_POINTS = 300, 100
+
+
+def _projection_step(ctx: Context) -> dict:
+    """The fraction of single draws of ``A_0`` that keep every norm and distance of ``{0, x_1..x_n}`` within
+    ``1 +- rho/3``: standard normal entries at the paper's width (printed), entries of variance ``1/k`` at
+    the same width, and that scale at ``k_JL``; on 300 sphere points and 100 equidistant ones at rho 1/2, 2."""
+    cfg, g = ctx.cfg, ctx.rng("projection-step")
+    sets = [("sphere", sphere_points(JL_SPHERE_POINTS, cfg.sphere_dim, 1, ctx.rng("sphere-sample"))[0])]
+    sets += [(f"equidistant, rho = {r}", ex.equidistant_points(JL_EQUI_POINTS, r)) for r in (0.5, 2.0)]
+    rows, kept = [], {"printed": [], "scaled": [], "repaired": []}
+    for name, X in sets:
+        rho = ex.separation(X)
+        k_p, k_jl = ex.paper_k(len(X), rho), ex.jl_union_width(len(X), rho / 3)
+        row = {"data": name, "n": len(X), "rho": rho, "paper's k": k_p, "k_JL": k_jl}
+        for key, k, kind, label in (
+            ("printed", k_p, "printed", "printed"),
+            ("scaled", k_p, "gaussian", "1/k scale"),
+            ("repaired", k_jl, "gaussian", "k_JL"),
+        ):
+            dist = [
+                ex.projection_distortion(X, ex.random_projection(X.shape[1], k, g, kind)) for _ in range(cfg.jl_draws)
+            ]
+            kept[key].append(float(np.mean(np.array(dist) <= rho / 3)))
+            row[f"{label}: distortion"] = float(np.median(dist)) / (rho / 3)
+            row[f"{label}: kept"] = kept[key][-1]
+        rows.append(row)
+    glue = {
+        "expr_jl_printed": max(kept["printed"]),
+        "expr_jl_scaled": max(kept["scaled"]),
+        "expr_jl_repaired": min(kept["repaired"]),
+        "expr_jl_draws": cfg.jl_draws,
+        "expr_jl_printed_dist": float(min(r["printed: distortion"] for r in rows)),
+    }
+    return dict(rows=rows, kept=kept, names=[name for name, _ in sets], glue=glue)
+
+
+# --- Theorem 3.2: what one pair of points needs ----------------------------------------------------------------
+def chernoff_bracket() -> dict:
+    """SymPy: the ``lambda`` that maximises the bracket ``(1 + lambda d/2)^2 - lambda^2 d`` of one pair's
+    moment generating function, the bracket's largest value, and its difference from ``4/(4 - d)``."""
+    lam, d = sp.symbols("lambda d", positive=True)
+    bracket = (1 + lam * d / 2) ** 2 - lam**2 * d
+    lam_star = sp.solve(sp.diff(bracket, lam), lam)
+    bracket_max = sp.simplify(bracket.subs(lam, lam_star[0]))
+    return dict(lam_star=lam_star, bracket_max=bracket_max, gap=sp.simplify(bracket_max - 4 / (4 - d)))
+
+
+#: Squared distances and widths of the Monte Carlo check (at k 16 and d 3 a failure is too rare to measure).
+MC_DISTANCES, MC_WIDTHS = (0.5, 1.0, 2.0, 3.0), (4, 12)
+
+
+def _pair_failure_mc(ctx: Context) -> list[dict]:
+    """Monte Carlo estimates of one pair's failure probability, with binomial standard errors, beside the
+    Chernoff bound ``exp(-k I(d))``."""
+    g, samples = ctx.rng("pair-failure"), ctx.cfg.mc_samples
+    rows = []
+    for d in MC_DISTANCES:
+        for k in MC_WIDTHS:
+            a = g.standard_normal((samples, k))
+            z = g.standard_normal((samples, k))
+            h = -d / 2 * a + math.sqrt(d - d * d / 4) * z  # covariance -d/2, variance d
+            p_hat = float(np.mean((a * h).sum(1) >= 0))
+            rows.append(
+                {
+                    "squared distance d": d,
+                    "k": k,
+                    "Monte Carlo P(fail)": p_hat,
+                    "standard error": math.sqrt(max(p_hat * (1 - p_hat), 1 / samples) / samples),
+                    "bound exp(-k I(d))": math.exp(-k * ex.pair_failure_exponent(d)),
+                }
+            )
+    return rows
+
+
+# --- Theorem 3.2: where the paper's constant runs out ----------------------------------------------------------
+def _equidistant_case(X, rho, draw_seeds, classes, g) -> dict:
+    """Single draws on one equidistant set at the paper's width (ln and log2), at ``k_union`` and at a quarter
+    of it, and how often the projected inputs alone break the per-unit condition at ``k_union``."""
+    n = len(X)
+    y = np.arange(n) % classes
+    k_p, k_u = ex.paper_k(n, rho), ex.union_bound_k(n, rho)
+    k_p2 = ex.paper_k(n, rho, c=10 / math.log(2))  # "log" read as log2
+    rates = {
+        name: ex.success_rate(X, y, k, draw_seeds, num_classes=classes)
+        for name, k in (("paper", k_p), ("paper2", k_p2), ("union", k_u), ("quarter", math.ceil(k_u / 4)))
+    }
+    projected = (X @ ex.random_projection(n + 1, k_u, g, "gaussian").T for _ in draw_seeds)
+    input_fail = float(np.mean([not ex.block_condition(H, np.zeros((0, k_u))).holds_per_unit for H in projected]))
+    return dict(rho=rho, n=n, k_p=k_p, k_u=k_u, input_fail=input_fail, **rates)
+
+
+def _equidistant(ctx: Context) -> dict:
+    """Every equidistant set of ``equi_rhos`` x ``equi_sizes``, ``equi_draws`` single draws at each width."""
+    cfg = ctx.cfg
+    base = _seed(ctx, "equidistant")
+    draw_seeds = range(base, base + cfg.equi_draws)
+    equi = []
+    for rho in cfg.equi_rhos:
+        for n in cfg.equi_sizes:
+            g = np.random.default_rng([base, n, int(100 * rho)])
+            equi.append(_equidistant_case(ex.equidistant_points(n, rho), rho, draw_seeds, cfg.classes, g))
+    rows = [
+        {
+            "rho": e["rho"],
+            "n": e["n"],
+            "paper's k": e["k_p"],
+            "k_union": e["k_u"],
+            "k_union rho^2 / ln n": e["k_u"] * e["rho"] ** 2 / math.log(e["n"]),
+            "fit at paper's k": e["paper"],
+            "fit at paper's k, log2": e["paper2"],
+            "fit at k_union": e["union"],
+            "fit at k_union / 4": e["quarter"],
+            "inputs fail at k_union": e["input_fail"],
+        }
+        for e in equi
+    ]
+    worst = [e for e in equi if e["rho"] == max(cfg.equi_rhos)]
+    glue = {
+        "expr_rho_cross": brentq(lambda r: 10 / r**2 - 2 / ex.pair_failure_exponent(r), 0.1, 2.0),
+        "expr_equi_draws": cfg.equi_draws,
+        "expr_equi_rho_max": max(cfg.equi_rhos),
+        "expr_equi_paper_worst": max(e["paper"] for e in worst),
+        "expr_equi_paper2_worst": max(e["paper2"] for e in worst),
+        "expr_equi_union_min": min(e["union"] for e in equi),
+        "expr_equi_quarter_max": max(e["quarter"] for e in equi),
+        "expr_equi_input_fail_max": max(e["input_fail"] for e in equi),
+        "expr_equi_coef_max": max(r["k_union rho^2 / ln n"] for r in rows),
+    }
+    return dict(equi=equi, rows=rows, glue=glue)
+
+
+# --- Theorem 3.2: the verdict -----------------------------------------------------------------------------------
+def _theorem_3_2_repair(ctx, jl, bracket, mc_rows, equi) -> Check:
+    """The wider projection: k_JL keeps every pair, the Chernoff bracket (SymPy), one pair's failure
+    probability below exp(-k I(d)) (Monte Carlo), and the construction at k_union."""
+    mc_test = "Monte Carlo frequency of a failing pair, binomial standard error"
+    mc = [
+        Check.statistical(
+            r["Monte Carlo P(fail)"],
+            r["standard error"],
+            r["bound exp(-k I(d))"],
+            above=False,
+            n=ctx.cfg.mc_samples,
+            test=mc_test,
+            what=f"P(fail) < exp(-k I(d)), case {i}",
+        )
+        for i, r in enumerate(mc_rows)
+    ]
+    return Check.combine(
+        [
+            _rate_checks(jl["kept"]["repaired"], 0.5, ctx.cfg.jl_draws, "entries N(0, 1/k) at k_JL", jl["names"]),
+            Check.equal(bracket["gap"], 0, what="SymPy: the Chernoff bracket's largest value is 4/(4 - d)"),
+            Check.combine(mc, what="one pair's failure probability below exp(-k I(d))"),
+            _rate_checks(
+                [e["union"] for e in equi["equi"]],
+                0.5,
+                ctx.cfg.equi_draws,
+                "the construction (per-unit thresholds) at k_union fits",
+                [f"rho = {e['rho']}, n = {e['n']}" for e in equi["equi"]],
+            ),
+        ],
+        what="the wider projection",
+    )
+
+
+@CLAIMS.checked(
+    "hardt-ma/thm-3.2",
+    paper="hardt-ma",
+    ref="Section 3, Theorem 3.2 (with Assumption 3.1); proof in Appendix B",
+    source=Source.printed(),
+    section="expressivity-thm-verdict",
+    statement=r"If $\|x_i\| = 1$ and $\|x_i - x_j\|^2 \ge \rho > 0$ for $i \ne j$ "
+    r"(Assumption 3.1), a residual network $h_0 = A_0 x$, $\ell = \lceil n/k \rceil$ "
+    r"blocks $h + V\,\mathrm{relu}(Uh + s)$ of width $k = O(\log n)$ and an output "
+    r"layer, with $O(n \log n + r^2)$ parameters, maps every $x_i$ exactly to its "
+    r"one-hot label.",
+    proof_step=ProofStep(
+        step=r"At $k = c \log n / \rho^2$ with $c = 10$, a random $A_0$ "
+        r"with standard normal entries keeps every norm and distance of $\{0, x_1, \dots, "
+        r"x_n\}$ within a factor $1 \pm \rho/3$ with high probability "
+        r"(Johnson-Lindenstrauss), so the $z_i = A_0 x_i$ satisfy Lemma B.2.",
+        repair=r"Scale $A_0$ by $1/\sqrt{k}$ and widen it: $k_{\mathrm{JL}} = "
+        r"\lceil 2 \ln(2n(n+1)) / (\varepsilon^2/2 - \varepsilon^3/3) \rceil$, "
+        r"$\varepsilon = \rho/3$, keeps every pair with probability $\ge 1/2$ (Chernoff "
+        r"per pair, union bound); the construction needs only $k_{\mathrm{union}} = "
+        r"\lceil \ln(2n(n-1)) / I(\rho) \rceil$, $I(\rho) = \frac12 \ln(4/(4 - \rho))$. "
+        r"Both are $O(\log n / \rho^2)$.",
+    ),
+    control=Control(
+        "The sphere sample with a twin of its first point at squared "
+        "distance 1e-10 and another label: Assumption 3.1 fails at the rho "
+        "the width was chosen for."
+    ),
+    rests_on=("hardt-ma/lemma-b.1", "hardt-ma/lemma-b.2"),
+)
+def theorem_3_2(ctx: Context) -> Evidence:
+    """Networks of the printed shape fitted exactly (sphere sample at the paper's width, orthonormal inputs at
+    ``k_union``, the digits at ``k = D``), each checked by its torch module; the projection step as printed
+    and its repair; the twin-point control."""
+    cfg = ctx.cfg
+    fits, digits, orth = _sphere_fits(ctx), _digits_fit(ctx), _orthonormal_fit(ctx)
+    twin = _twin_control(ctx, fits)
+    jl, bracket, mc_rows, equi = _projection_step(ctx), chernoff_bracket(), _pair_failure_mc(ctx), _equidistant(ctx)
+    weights, weights_glue = _weights_glue(fits, cfg.classes)
+    fit_errors = [r["max |f - one-hot| (module)"] for r in fits["rows"]] + [digits["err"], orth["err"]]
+    statement = Check.at_most(
+        fit_errors,
+        ex.FIT_TOLERANCE,
+        what=f"max |torch module output - one-hot|: sphere n = {cfg.sizes} at k = 10 ln n / rho^2, "
+        "digits at k = D, orthonormal inputs at k_union",
+    )
+    step = Check.combine(
+        [
+            _rate_checks(
+                jl["kept"]["printed"],
+                0.5,
+                cfg.jl_draws,
+                "A_0 with standard normal entries (printed) at k = 10 ln n / rho^2",
+                jl["names"],
+            ),
+            _rate_checks(
+                jl["kept"]["scaled"],
+                0.5,
+                cfg.jl_draws,
+                "entries N(0, 1/k) (our reading, an addition) at the same k",
+                jl["names"],
+            ),
+        ],
+        what="every norm and distance of {0, x_1..x_n} kept within 1 +- rho/3",
+    )
+    control = Check.at_most(
+        twin["err"],
+        ex.FIT_TOLERANCE,
+        what="same builder, width and draws, same module check, sphere sample plus a twin point",
+    )
+    glue = {
+        "expr_rho_all": fits["rho"],
+        "expr_rho_seconds": fits["rho_seconds"],
+        "expr_fit_dim": cfg.sphere_dim,
+        "expr_fit_nmax": max(cfg.sizes),
+        "expr_fit_err": float(max(r["max |f - one-hot| (module)"] for r in fits["rows"])),
+        "expr_twin_d2": twin["d2"],
+        "expr_twin_err": float(twin["err"]),
+        "expr_mc_samples": cfg.mc_samples,
+        **orth["glue"],
+        **digits["glue"],
+        **weights_glue,
+        **jl["glue"],
+        **equi["glue"],
+    }
+    data = {
+        "fits": fits["rows"],
+        "X_all": fits["X"],
+        "y_all": fits["y"],
+        "rho_all": fits["rho"],
+        "sphere_nets": fits["nets"],
+        "weights": weights,
+        "orthonormal": orth["line"],
+        "digits": digits,
+        "twin": twin["message"],
+        "projection_step": jl["rows"],
+        "chernoff": bracket,
+        "pair_failure": mc_rows,
+        "equidistant": equi["rows"],
+        "equidistant_cases": equi["equi"],
+    }
+    return Evidence(
+        statement=statement,
+        proof=StepEvidence(step=step, repair=_theorem_3_2_repair(ctx, jl, bracket, mc_rows, equi)),
+        control=control,
+        data=data,
+        glue=glue,
+    )
+
+
+# --- Surrogate labels: how wide for uncorrelated ones? ---------------------------------------------------------
+#: The numbers of classes: this chapter's 10 and the paper's ImageNet example.
+SURROGATE_CLASSES = (10, 1000)
+
+
+def _uncorrelated(r, k, t, draws, g) -> float:
+    """Fraction of ``draws`` draws of ``r`` surrogates in ``R^k`` with every pairwise inner product below ``t``."""
+    ok = []
+    for _ in range(draws):
+        Q = ex.surrogate_labels(r, k, g)
+        G = Q @ Q.T
+        ok.append(G[np.triu_indices(r, 1)].max() < t)
+    return float(np.mean(ok))
+
+
+@CLAIMS.checked(
+    "hardt-ma/surrogates",
+    paper="hardt-ma",
+    ref="Section 3, paragraph defining the surrogate labels q_1..q_r",
+    source=Source.printed(),
+    section="expressivity-surrogates",
+    statement=r"If $k > 4 \log r$, $r$ random unit vectors $q_1, \dots, q_r \in "
+    r"\mathbb{R}^k$ are pairwise uncorrelated, with inner products below $0.5$ (read: "
+    r"every pair, with high probability; $\log$ read as $\ln$ and as $\log_2$).",
+    correction=Correction(
+        r"$k \ge 2 \ln(r(r-1)) / t^2$ ($= 8 \ln(r(r-1))$ for $t = "
+        r"1/2$, about $16 \ln r$) keeps every pairwise inner product below $t$ with "
+        r"probability at least $1/2$; $4 \log r$ does not, for $r = 1000$ in either base."
+    ),
+    control=Control(
+        "Inner products below 1/4 asked of the width k_q, which the union "
+        "bound sizes for 1/2 only (1/4 would need four times k_q)."
+    ),
+)
+def surrogates(ctx: Context) -> Evidence:
+    """Every pair of the r surrogates below 1/2 at the printed width ``floor(4 log r) + 1`` (ln and log2) and
+    at the union-bound width ``k_q``; the control asks for 1/4 at ``k_q``."""
+    g, draws = ctx.rng("hardt-ma/surrogates"), ctx.cfg.surrogate_draws
+    rows, sur = [], {"ln": [], "log2": [], "union": [], "quarter": []}
+    for r in SURROGATE_CLASSES:
+        widths = {
+            "ln": math.floor(4 * math.log(r)) + 1,
+            "log2": math.floor(4 * math.log2(r)) + 1,
+            "union": ex.surrogate_width(r),
+        }
+        for key, k in widths.items():
+            sur[key].append(_uncorrelated(r, k, 0.5, draws, g))
+        sur["quarter"].append(_uncorrelated(r, widths["union"], 0.25, draws, g))
+        rows.append(
+            {
+                "r": r,
+                "k, 4 ln r": widths["ln"],
+                "k, 4 log2 r": widths["log2"],
+                "k_q": widths["union"],
+                "fraction < 1/2 at 4 ln r": sur["ln"][-1],
+                "at 4 log2 r": sur["log2"][-1],
+                "at k_q": sur["union"][-1],
+                "fraction < 1/4 at k_q": sur["quarter"][-1],
+            }
+        )
+    Q = ex.surrogate_labels(SURROGATE_CLASSES[-1], widths["ln"], g)
+    pair_rate = float(np.mean((Q @ Q.T)[np.triu_indices(len(Q), 1)] >= 0.5))
+    names = [f"r = {r}" for r in SURROGATE_CLASSES]
+    return Evidence(
+        statement=_rate_checks(
+            sur["ln"] + sur["log2"],
+            0.5,
+            draws,
+            "every pair below 1/2 at k = floor(4 log r) + 1",
+            [f"{n}, {base}" for base in ("ln", "log2") for n in names],
+        ),
+        corrected=_rate_checks(sur["union"], 0.5, draws, "every pair below 1/2 at k_q", names),
+        control=_rate_checks(sur["quarter"], 0.5, draws, "every pair below 1/4 at k_q", names),
+        data={"rows": rows},
+        glue={
+            "expr_sur_printed": max(sur["ln"] + sur["log2"]),
+            "expr_sur_union": min(sur["union"]),
+            "expr_sur_quarter": max(sur["quarter"]),
+            "expr_sur_pair": pair_rate,
+            "expr_sur_draws": draws,
+        },
+    )
+
+
+# --- The output block's types ---------------------------------------------------------------------------------
+def _output_layer_error(net, H, labels=None) -> float:
+    """``max |output layer(h) - e_label|`` over the rows ``h`` of ``H`` (labels: the rows' own indices when
+    ``H`` holds the surrogates), by the torch module's output layer."""
+    m = net.as_torch_module()
+    with torch.no_grad():
+        out = m.output_out(torch.relu(m.output_in(torch.from_numpy(H)))).numpy()
+    eye = np.eye(net.num_classes)
+    return float(np.abs(out - (eye if labels is None else eye[labels])).max())
+
+
+@CLAIMS.checked(
+    "hardt-ma/output-block",
+    paper="hardt-ma",
+    ref="Section 3, output layer and equation (3.4); Appendix B, equation (B.3)",
+    source=Source.printed(),
+    section="expressivity-output-block",
+    statement=r"A last layer $y = h_\ell + T(h_\ell)$, with weights of shapes $k "
+    r"\times r$ and $r \times r$, maps each surrogate $q_j \in \mathbb{R}^k$ to $e_j "
+    r"\in \mathbb{R}^r$ (3.4), by Lemma B.1 with $\alpha = q_j$, $\beta = e_j$ (B.3).",
+    proof_step=ProofStep(
+        step=r"The output layer is a residual block $h_\ell + T(h_\ell)$ whose dimensions are compatible.",
+        repair=r"Drop the skip: $y = V\,\mathrm{relu}(U h + s)$ with the "
+        r"surrogates as rows of $U$, $s = -t\mathbf{1}$ and $V = I/(1 - t)$, $t$ between "
+        r"the largest off-label product and 1 (or pad the shorter vector with zeros).",
+    ),
+    control=Control(
+        "The projected inputs h_0 = A_0 x of the digits, before any residual "
+        "block: they are not surrogates, and equation (3.4) covers only the "
+        "surrogates."
+    ),
+    rests_on=("hardt-ma/lemma-b.1",),
+)
+def output_block(ctx: Context) -> Evidence:
+    """The skip ``h + T(h)`` tried on the digits network (a k-vector plus an r-vector); the output layer
+    without it on the surrogates of the digits and sphere networks; the control on the projected digits."""
+    digits, fits = _digits_fit(ctx), _sphere_fits(ctx)
+    net, X, y = digits["net"], digits["X"], digits["y"]
+    h_last = net.hidden(X[:5])
+    try:
+        h_last + net.output_block(h_last)
+        skip_ok, message = True, "shapes agree"
+    except ValueError as err:
+        skip_ok, message = False, str(err)
+    q_err = [_output_layer_error(m, m.surrogates) for m in [net, *fits["nets"].values()]]
+    h0_err = _output_layer_error(net, net.embed(X), y)
+    printed = Check.at_most(
+        q_err,
+        ex.FIT_TOLERANCE,
+        what="a last layer with kr + r^2 weights, torch, on the surrogates of the digits and sphere "
+        "networks: max |output - e_j|",
+    )
+    return Evidence(
+        statement=printed,
+        proof=StepEvidence(
+            step=Check.equal(skip_ok, True, what=f"h in R^{net.k} plus T(h) in R^{net.num_classes} is defined"),
+            repair=Check.at_most(q_err, ex.FIT_TOLERANCE, what="y = V relu(U h + s), no skip, same surrogates"),
+        ),
+        control=Check.at_most(
+            h0_err, ex.FIT_TOLERANCE, what="same output layer, torch, on the projected digits h_0 = A_0 x"
+        ),
+        data={"skip_message": message},
+        glue={
+            "expr_skip_k": net.k,
+            "expr_skip_r": net.num_classes,
+            "expr_out_q": max(q_err),
+            "expr_out_h0": h0_err,
+        },
+    )
+
+
+# --- Lemma B.2: the induction, not checked -------------------------------------------------------------------
+CLAIMS.skip(
+    paper="hardt-ma",
+    ref="Appendix B, Lemma B.2 (and its informal Lemma 3.3, equation 3.6)",
+    statement=r"If $1 - \rho' \le \|z_i\|^2 \le 1 + \rho'$ and $\|z_i - z_j\|^2 \ge "
+    r"\rho'$, $\ell = \lceil n/k \rceil$ blocks map every $z_i$ to its surrogate "
+    r"$v_i$; the proof uses $\langle q_s, z_i\rangle \le 1 - \rho'$ w.h.p.",
+    why="its statement quantifies over all weights, so a counterexample would need "
+    "every order of the groups; the book executes the induction for Theorem 3.2 "
+    "instead, with every block's condition computed on the actual vectors, and "
+    "shows above that the hypothesis is weaker than the one Lemma B.1 needs and "
+    "where the proof's bound on <q_s, z_i> stands on its sphere networks.",
+)
+
+
+# --- Appendix C: the two toolbox claims ------------------------------------------------------------------------
+#: Matrix sizes of the Appendix C checks.
+TOOLBOX_DIMS = range(2, 10)
+
+
+@CLAIMS.checked(
+    "hardt-ma/claim-c.1",
+    paper="hardt-ma",
+    ref="Appendix C, Claim C.1",
+    source=Source.printed(),
+    section="expressivity-appendix-c",
+    statement=r"A real normal $U$ is $S D S^\top$ with $S$ orthonormal and $D$ real "
+    r"block diagonal, blocks of size at most 2 (exactly $2 \times 2$ when $d$ is "
+    r"even).",
+    control=Control("Gaussian matrices, which are not normal, so the claim says nothing about them."),
+)
+def claim_c_1(ctx: Context) -> Evidence:
+    """The real Schur form of random orthogonal, symmetric and skew-symmetric matrices (normal) has no entry
+    outside its 1x1 and 2x2 diagonal blocks; the control takes Gaussian (non-normal) matrices."""
+    g = ctx.rng("hardt-ma/claim-c.1")
+    normal, general = [], []
+    for d in TOOLBOX_DIMS:
+        Q = np.linalg.qr(g.standard_normal((d, d)))[0]
+        M = g.standard_normal((d, d))
+        normal += [ex.schur_off_block(Q), ex.schur_off_block(M + M.T), ex.schur_off_block(M - M.T)]
+        if d >= 3:  # of size 2 every real matrix is one block
+            general.append(ex.schur_off_block(M))
+    return Evidence(
+        statement=Check.at_most(
+            normal,
+            1e-12,
+            what="real Schur form of orthogonal, symmetric, skew matrices, d = 2..9: largest off-block entry / ||U||",
+        ),
+        control=Check.at_most(general, 1e-12, what="same, Gaussian (non-normal) matrices, d = 3..9"),
+        glue={"expr_c1_normal": float(max(normal)), "expr_c1_general": float(min(general))},
+    )
+
+
+@CLAIMS.checked(
+    "hardt-ma/claim-c.2",
+    paper="hardt-ma",
+    ref="Appendix C, Claim C.2",
+    source=Source.printed(),
+    section="expressivity-appendix-c",
+    statement=r"For $A, B \in \mathbb{R}^{d \times d}$, $\|AB\|_F \ge \sigma_{\min}(A)\, \|B\|_F$.",
+    control=Control(
+        "sigma_max(A) in place of sigma_min(A): the constant of the "
+        "orthogonal case, where the two agree, applied to general A."
+    ),
+)
+def claim_c_2(ctx: Context) -> Evidence:
+    """``||AB||_F / (sigma_min(A) ||B||_F)`` on random pairs and on the tight case (B aligned with A's
+    smallest singular direction); the control puts sigma_max(A) in its place."""
+    g = ctx.rng("hardt-ma/claim-c.2")
+    ratio_min, ratio_max = [], []
+    for d in TOOLBOX_DIMS:
+        A, B = g.standard_normal((d, d)), g.standard_normal((d, d))
+        _, sv, Vt = np.linalg.svd(A)
+        for Bc in (B, np.outer(Vt[-1], B[0])):  # random, and the tight case
+            ratio_min.append(float(np.linalg.norm(A @ Bc) / (sv[-1] * np.linalg.norm(Bc))))
+            ratio_max.append(float(np.linalg.norm(A @ Bc) / (sv[0] * np.linalg.norm(Bc))))
+    return Evidence(
+        statement=Check.at_least(
+            ratio_min, 1.0, rtol=1e-12, what="||AB||_F / (sigma_min(A) ||B||_F), random and tight pairs, d = 2..9"
+        ),
+        control=Check.at_least(ratio_max, 1.0, rtol=1e-12, what="same with sigma_max(A)"),
+        glue={"expr_c2_min": float(min(ratio_min))},
+    )

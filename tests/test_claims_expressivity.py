@@ -1,0 +1,197 @@
+"""The expressivity chapter's claims (``resnet_theory.claims.expressivity``) run at the tiny profile: each claim
+alone, in a context of its own, gives a well-formed record (a verdict, a control that fails, the data and glue
+the chapter uses), and its numbers do not depend on which claims ran before it."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from resnet_theory.claims.context import Context
+from resnet_theory.claims.expressivity import CLAIMS, PROFILE, sphere_points
+from resnet_theory.claims.registry import chapter_claims
+from resnet_theory.claims.run import run_claim
+from resnet_theory.claims.spec import Checked
+from resnet_theory.ledger import VERDICTS
+from resnet_theory.tables import ResultsTable
+
+from conftest import ROOT
+
+CHAPTER = ROOT / "book" / "expressivity.md"
+
+#: The verdicts at the tiny profile, seed 0: the same as the book's at the quick profile.
+TINY_VERDICTS = {
+    "hardt-ma/lemma-b.1": "corrected",
+    "hardt-ma/thm-3.2": "proof-gap",
+    "hardt-ma/surrogates": "corrected",
+    "hardt-ma/output-block": "proof-gap",
+    "hardt-ma/claim-c.1": "confirmed",
+    "hardt-ma/claim-c.2": "confirmed",
+}
+
+#: The keys of ``evidence.data`` the chapter reads, per claim.
+DATA_KEYS = {
+    "hardt-ma/lemma-b.1": {"hull"},
+    "hardt-ma/thm-3.2": {
+        "fits",
+        "X_all",
+        "y_all",
+        "rho_all",
+        "sphere_nets",
+        "weights",
+        "orthonormal",
+        "digits",
+        "twin",
+        "projection_step",
+        "chernoff",
+        "pair_failure",
+        "equidistant",
+        "equidistant_cases",
+    },
+    "hardt-ma/surrogates": {"rows"},
+    "hardt-ma/output-block": {"skip_message"},
+    "hardt-ma/claim-c.1": set(),
+    "hardt-ma/claim-c.2": set(),
+}
+
+#: The data entries the chapter shows as a table (rows of dicts with one set of keys).
+TABLES = {
+    "hardt-ma/lemma-b.1": ["hull"],
+    "hardt-ma/thm-3.2": ["fits", "projection_step", "pair_failure", "equidistant"],
+    "hardt-ma/surrogates": ["rows"],
+}
+
+
+def tiny_context() -> Context:
+    return Context.for_table(CLAIMS.profile, "tiny", 0)
+
+
+@pytest.fixture(scope="module")
+def runs():
+    """Every claim run alone, each in a fresh tiny context (as ``verify ID`` runs it)."""
+    return {decl.id: run_claim(decl, tiny_context()) for decl in CLAIMS}
+
+
+def test_the_registry_finds_this_module_and_its_six_claims_in_chapter_order():
+    assert chapter_claims("expressivity") is CLAIMS
+    assert list(CLAIMS.claims) == list(TINY_VERDICTS)
+    assert [s.ref for s in CLAIMS.skipped] == [
+        "Section 3, paragraph after Theorem 3.2 (parameter count)",
+        "Appendix B, Lemma B.2 (and its informal Lemma 3.3, equation 3.6)",
+    ]
+    assert all(isinstance(d, Checked) and d.source.kind == "printed" for d in CLAIMS)
+
+
+def test_what_rests_on_what_follows_the_printed_proofs():
+    rests = {d.id: d.rests_on for d in CLAIMS}
+    assert rests["hardt-ma/thm-3.2"] == ("hardt-ma/lemma-b.1", "hardt-ma/lemma-b.2")
+    assert rests["hardt-ma/output-block"] == ("hardt-ma/lemma-b.1",)
+    assert rests["hardt-ma/lemma-b.1"] == () and rests["hardt-ma/claim-c.2"] == ()
+
+
+@pytest.mark.parametrize("claim_id", list(TINY_VERDICTS))
+def test_each_claim_gives_a_well_formed_record_at_the_tiny_profile(runs, claim_id):
+    run = runs[claim_id]
+    rec = run.record
+    assert rec.verdict in VERDICTS
+    assert rec.verdict == TINY_VERDICTS[claim_id], rec.reason
+    assert rec.control is not None and rec.control["holds"] is False, rec.control
+    assert rec.control["input"] == CLAIMS.claims[claim_id].control.input
+    assert rec.function == f"resnet_theory.claims.expressivity:{run.decl.evidence.__name__}"
+    assert DATA_KEYS[claim_id] <= set(run.data), sorted(DATA_KEYS[claim_id] - set(run.data))
+    for key in TABLES.get(claim_id, []):
+        assert ResultsTable(run.data[key]).rows  # the table the chapter shows
+
+
+def test_the_declared_corrections_and_proof_steps_come_with_their_checks(runs):
+    for claim_id, run in runs.items():
+        decl, ev = run.decl, run.evidence
+        assert (decl.correction is None) == (ev.corrected is None), claim_id
+        assert (decl.proof_step is None) == (ev.proof is None), claim_id
+    lemma = runs["hardt-ma/lemma-b.1"].evidence
+    assert not lemma.statement.holds and lemma.corrected.holds
+    assert not lemma.proof.step.holds and lemma.proof.repair.holds
+    theorem = runs["hardt-ma/thm-3.2"].evidence
+    assert theorem.statement.holds and not theorem.proof.step.holds and theorem.proof.repair.holds
+
+
+def test_the_midpoint_counterexample_leaves_no_firing_margin(runs):
+    rows = runs["hardt-ma/lemma-b.1"].data["hull"]
+    assert [r["rho'"] for r in rows] == [0.05, 0.1, 0.2]
+    assert all(r["firing margin on alpha_1"] <= 1e-9 for r in rows)
+    assert all(r["min ||alpha_i - alpha_j||"] >= r["3 rho'"] for r in rows)
+
+
+def test_the_theorem_data_hold_what_the_chapter_draws(runs):
+    data = runs["hardt-ma/thm-3.2"].data
+    sizes = PROFILE.resolve("tiny").sizes
+    assert [r["n"] for r in data["fits"]] == sizes and sorted(data["sphere_nets"]) == sizes
+    assert data["X_all"].shape == (max(sizes), PROFILE.resolve("tiny").sphere_dim)
+    assert len(data["weights"]["n"]) == len(data["weights"]["seconds"]) == len(sizes)
+    assert data["chernoff"]["gap"] == 0
+    assert "twin" in data and data["twin"]  # the builder's refusal, or the fit's error
+    assert data["digits"]["err"] <= 1e-6
+
+
+def _chapter_glue_names(text: str) -> tuple[set[str], set[str]]:
+    """The names the chapter's prose quotes, and those (or their prefixes, for f-strings) its cells glue."""
+    quoted = set(re.findall(r"\{glue:(?:text)?\}`([A-Za-z0-9_]+)", text))
+    glued = set(re.findall(r'glue\(f?"([A-Za-z0-9_]+)', text))
+    return quoted, glued
+
+
+def test_every_number_the_prose_quotes_is_glued_by_a_claim_or_by_the_chapter(runs):
+    quoted, glued = _chapter_glue_names(CHAPTER.read_text())
+    from_claims = {name for run in runs.values() for name in run.evidence.glue}
+    missing = [
+        name
+        for name in sorted(quoted)
+        if name not in from_claims
+        and not any(name.startswith(g) for g in glued)
+        and not name.startswith("verdict_")
+        and name != "ledger_summary"
+    ]
+    assert not missing, f"quoted in book/expressivity.md but glued nowhere: {missing}"
+    assert not (from_claims & glued), "a number glued twice, by a claim and by the chapter"
+
+
+def test_glue_values_are_plain_numbers_and_strings(runs):
+    for run in runs.values():
+        for name, value in run.evidence.glue.items():
+            assert type(value) in (bool, int, float, str), (name, type(value))
+
+
+#: Glued wall-clock times, which differ from run to run.
+TIMINGS = {"expr_rho_seconds", "expr_slope_time", "expr_time_last"}
+
+
+def test_run_together_in_chapter_order_each_claim_gives_its_numbers_alone_and_shares_the_networks(runs):
+    ctx = tiny_context()
+    together = {decl.id: run_claim(decl, ctx) for decl in CLAIMS}
+    for claim_id, run in together.items():
+        alone = {k: v for k, v in runs[claim_id].evidence.glue.items() if k not in TIMINGS}
+        assert {k: v for k, v in run.evidence.glue.items() if k not in TIMINGS} == alone, claim_id
+        assert run.verdict == runs[claim_id].verdict
+    shared = ctx._shared["sphere-fits"]["nets"]
+    assert together["hardt-ma/thm-3.2"].data["sphere_nets"] is shared
+    assert together["hardt-ma/thm-3.2"].data["digits"] is ctx._shared["digits-fit"]
+
+
+def test_sphere_points_are_unit_vectors_and_a_prefix_of_a_larger_sample():
+    X, y = sphere_points(50, 8, 3, 7)
+    assert X.shape == (50, 8) and np.allclose(np.linalg.norm(X, axis=1), 1.0)
+    assert set(np.unique(y)) <= {0, 1, 2}
+    assert np.array_equal(sphere_points(20, 8, 3, 7)[0], X[:20])
+    g = np.random.default_rng(7)
+    assert np.array_equal(sphere_points(50, 8, 3, g)[0], X)
+
+
+def test_the_profile_table_keeps_the_chapters_sizes():
+    quick, full = PROFILE.resolve("quick"), PROFILE.resolve("full")
+    assert quick.sizes == [300, 1000, 3000, 10000, 20000] and full.sizes[-1] == 100000
+    assert (quick.jl_draws, full.jl_draws) == (24, 60) and (quick.equi_draws, full.equi_draws) == (30, 40)
+    assert quick.mc_samples == full.mc_samples == 200_000
+    with pytest.raises(ValueError, match="unknown knob 'size'"):
+        PROFILE.resolve("quick", {"size": [10]})
