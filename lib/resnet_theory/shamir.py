@@ -10,7 +10,8 @@ Contents, in the order of the chapter ``book/linear_predictors.md``:
   :func:`best_linear_predictor`, :func:`objective_derivatives` (gradient and Hessian in ``(w, V)``),
   :func:`random_theorem_instance`.
 - Example 1 (why the bounds must depend on the norms): :func:`example_1_symbolic`, :func:`example_1_saddle`,
-  :func:`example_1_objective` (torch, for autograd and finite differences).
+  :func:`example_1_objective` (torch, for autograd and finite differences), :func:`example_1_instance` (the
+  example as an instance of the general code).
 - Theorems 1 and 2: :func:`theorem_1_sides`, :func:`theorem_2_sides`, :func:`survey_theorems`,
   :func:`theorem_1_rhs_along`, :func:`theorem_1_adversarial`.
 - Corollary 1 and Theorem 3: :func:`minimize_residual_objective`, :func:`verify_local_minimum`,
@@ -388,6 +389,15 @@ def example_1_objective(eps: float, penalty: float = 0.0) -> Callable[[torch.Ten
         return 0.5 * (w * (1 + eps * v) - 1) ** 2 + 0.5 * penalty * (w**2 + v**2)
 
     return F
+
+
+def example_1_instance(eps: float) -> dict:
+    """Example 1 as a residual instance of the general code (``d = k = 1``): one sample ``x = y = 1``,
+    ``f_theta(x) = eps x``, ``w_star = 1``; ``X``, ``y``, ``f_theta``, ``w_star`` as in
+    :func:`random_theorem_instance` (squared loss)."""
+    eps = validate.positive_float("eps", eps)
+    one = torch.ones(1, 1, dtype=torch.float64)
+    return {"X": one, "y": one[0], "f_theta": lambda x: eps * x, "w_star": [1.0], "loss": "squared"}
 
 
 # --- Theorems 1 and 2: a point worse than linear is not (approximately) stationary ----------------------
