@@ -11,7 +11,7 @@ Contents, in the order of the chapter ``book/linear_predictors.md``:
   :func:`random_theorem_instance`.
 - Example 1 (why the bounds must depend on the norms): :func:`example_1_symbolic`, :func:`example_1_saddle`,
   :func:`example_1_objective` (torch, for autograd and finite differences), :func:`example_1_instance` (the
-  example as an instance of the general code).
+  example as an instance of the general code), :func:`example_1_theorem_2` (Theorem 2 at its saddle).
 - Theorems 1 and 2: :func:`theorem_1_sides`, :func:`theorem_2_sides`, :func:`survey_theorems`,
   :func:`theorem_1_rhs_along`, :func:`theorem_1_adversarial`.
 - Corollary 1 and Theorem 3: :func:`minimize_residual_objective`, :func:`verify_local_minimum`,
@@ -398,6 +398,27 @@ def example_1_instance(eps: float) -> dict:
     eps = validate.positive_float("eps", eps)
     one = torch.ones(1, 1, dtype=torch.float64)
     return {"X": one, "y": one[0], "f_theta": lambda x: eps * x, "w_star": [1.0], "loss": "squared"}
+
+
+def example_1_theorem_2(eps_values=(1.0, 0.1, 0.01, 0.001)) -> list[dict]:
+    """Theorem 2's two sides at Example 1's saddle ``(0, -1/eps)`` by the general code, one row per eps; the
+    last column is the left side without the factor ``|V|`` (what a bound free of the norms would have)."""
+    eps_values = validate.finite_array("eps_values", eps_values, ndim=1, positive=True)
+    rows = []
+    for e in eps_values:
+        a = example_1_instance(float(e))
+        s2 = theorem_2_sides(a["X"], a["y"], [[-1 / e]], a["f_theta"], a["w_star"])
+        rows.append(
+            {
+                "eps": float(e),
+                "lambda_min": s2["lambda_min"],
+                "|V|": s2["norm_V"],
+                "Theorem 2 left side": s2["lhs"],
+                "right side": s2["rhs"],
+                "left side without the factor |V|": s2["gradient_norm"] + s2["curvature_term"],
+            }
+        )
+    return rows
 
 
 # --- Theorems 1 and 2: a point worse than linear is not (approximately) stationary ----------------------

@@ -31,7 +31,7 @@ PROFILE = ProfileTable(
     n_instances=Knob(150, 2000, "instances per loss, Theorems 1 and 2", tiny=3),
     n_adversarial=Knob(4, 40, "instances where Adam hunts a Theorem 1 violation", tiny=1),
     n_corollary=Knob(8, 40, "instances searched for minima (Corollary 1, Theorem 3)", tiny=4),
-    sgd_steps=Knob(4096, 32768, "the longest horizon T of projected SGD (Theorem 4)", tiny=1024),
+    sgd_steps=Knob(4096, 32768, "the longest horizon T of projected SGD (Theorem 4)", tiny=512),
     sgd_runs=Knob(16, 32, "independent SGD runs behind the rate of Theorem 4", tiny=4),
     sweep_eps=Knob((1.0,), (0.5, 1.0, 2.0), "eps of the landscape sweep"),
     sweep_penalties=Knob(
@@ -201,26 +201,6 @@ def example_1_saddle(ctx: Context) -> Evidence:
         control=Check.all_of(elsewhere, what="the same exact conditions at (0, -2/eps)"),
         data={"rows": rows},
     )
-
-
-def example_1_theorem_2_rows(eps_values=EXAMPLE_1_SADDLE_EPS) -> list[dict]:
-    """Theorem 2's two sides at Example 1's saddle ``(0, -1/eps)``, by the general code; the last column is the
-    left side without the factor ``|V|`` (what a bound free of the norms would have)."""
-    rows = []
-    for e in eps_values:
-        a = S.example_1_instance(e)
-        s2 = S.theorem_2_sides(a["X"], a["y"], [[-1 / e]], a["f_theta"], a["w_star"])
-        rows.append(
-            {
-                "eps": e,
-                "lambda_min": s2["lambda_min"],
-                "|V|": s2["norm_V"],
-                "Theorem 2 left side": s2["lhs"],
-                "right side": s2["rhs"],
-                "left side without the factor |V|": s2["gradient_norm"] + s2["curvature_term"],
-            }
-        )
-    return rows
 
 
 # --- Theorems 1 and 2: a point worse than linear is not (approximately) stationary -----------------------------
@@ -394,7 +374,7 @@ def theorem_2(ctx: Context) -> Evidence:
     seed, survey = instance_seed(ctx), _survey(ctx)
     pos = survey["t2_rhs"] > 0
     ratio = survey["t2_lhs"][pos] / survey["t2_rhs"][pos]
-    ex1 = example_1_theorem_2_rows()
+    ex1 = S.example_1_theorem_2(EXAMPLE_1_SADDLE_EPS)
     zero_w = _zero_w_instances(seed, 20)
     no_skip = [
         S.theorem_2_sides(b["X"], b["y"], b["V"], b["f_theta"], b["w_star"], b["loss"], skip=False) for b in zero_w
@@ -830,6 +810,8 @@ def theorem_4(ctx: Context) -> Evidence:
             "control_bound": bound_out,
             "original_gap": orig["gap"].mean(axis=0),
             "flat_gap": flat["gap"].mean(axis=0),
+            "control_radius": T4_CONTROL_RADIUS,
+            "plateau_after": ctx.cfg.plateau_after,
         },
         glue={
             "shamir_t4_runs": len(gaps),
