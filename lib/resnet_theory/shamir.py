@@ -10,7 +10,8 @@ Contents, in the order of the chapter ``book/linear_predictors.md``:
   :func:`best_linear_predictor`, :func:`objective_derivatives` (gradient and Hessian in ``(w, V)``),
   :func:`random_theorem_instance`.
 - Example 1 (why the bounds must depend on the norms): :func:`example_1_symbolic`, :func:`example_1_saddle`,
-  :func:`example_1_objective` (torch, for autograd and finite differences).
+  :func:`example_1_objective` (torch, for autograd and finite differences), :func:`example_1_instance` (the
+  example as an instance of the general code), :func:`example_1_theorem_2` (Theorem 2 at its saddle).
 - Theorems 1 and 2: :func:`theorem_1_sides`, :func:`theorem_2_sides`, :func:`survey_theorems`,
   :func:`theorem_1_rhs_along`, :func:`theorem_1_adversarial`.
 - Corollary 1 and Theorem 3: :func:`minimize_residual_objective`, :func:`verify_local_minimum`,
@@ -388,6 +389,36 @@ def example_1_objective(eps: float, penalty: float = 0.0) -> Callable[[torch.Ten
         return 0.5 * (w * (1 + eps * v) - 1) ** 2 + 0.5 * penalty * (w**2 + v**2)
 
     return F
+
+
+def example_1_instance(eps: float) -> dict:
+    """Example 1 as a residual instance of the general code (``d = k = 1``): one sample ``x = y = 1``,
+    ``f_theta(x) = eps x``, ``w_star = 1``; ``X``, ``y``, ``f_theta``, ``w_star`` as in
+    :func:`random_theorem_instance` (squared loss)."""
+    eps = validate.positive_float("eps", eps)
+    one = torch.ones(1, 1, dtype=torch.float64)
+    return {"X": one, "y": one[0], "f_theta": lambda x: eps * x, "w_star": [1.0], "loss": "squared"}
+
+
+def example_1_theorem_2(eps_values=(1.0, 0.1, 0.01, 0.001)) -> list[dict]:
+    """Theorem 2's two sides at Example 1's saddle ``(0, -1/eps)`` by the general code, one row per eps; the
+    last column is the left side without the factor ``|V|`` (what a bound free of the norms would have)."""
+    eps_values = validate.finite_array("eps_values", eps_values, ndim=1, positive=True)
+    rows = []
+    for e in eps_values:
+        a = example_1_instance(float(e))
+        s2 = theorem_2_sides(a["X"], a["y"], [[-1 / e]], a["f_theta"], a["w_star"])
+        rows.append(
+            {
+                "eps": float(e),
+                "lambda_min": s2["lambda_min"],
+                "|V|": s2["norm_V"],
+                "Theorem 2 left side": s2["lhs"],
+                "right side": s2["rhs"],
+                "left side without the factor |V|": s2["gradient_norm"] + s2["curvature_term"],
+            }
+        )
+    return rows
 
 
 # --- Theorems 1 and 2: a point worse than linear is not (approximately) stationary ----------------------

@@ -1,11 +1,838 @@
-"""The claims of the linear_predictors chapter (``book/linear_predictors.md``), each declared beside the
-function that computes its evidence."""
+"""The claims of the linear_predictors chapter (``book/linear_predictors.md``): Shamir (2018), "Are ResNets
+provably better than linear predictors?". Each claim is declared once, beside the function that computes its
+evidence; the chapter narrates the mathematics and calls :meth:`resnet_theory.claims.chapter.Chapter.check`
+for each.
+
+The paper's theorem texts were not available: the statements follow the TU Munich seminar review of the paper
+(Güley, 2020; ``seeds/003``) or the abstract, as each declaration's :class:`Source` says, and the mathematics
+is :mod:`resnet_theory.shamir`.
+
+Random instances: every survey draws its instances from one integer seed taken from
+``ctx.rng("shamir/instances")``, with the paper module's offsets (``shamir.SEED_STRIDE``), so that the checks
+that must see the same instances (Theorems 1 and 2 and their controls, Corollary 1's search with and without
+the skip, Theorem 3 on the searches' paths) do, whichever claims run and in whatever order.
+"""
 
 from __future__ import annotations
 
-from .context import ProfileTable
-from .registry import ClaimSet
+import math
 
-PROFILE = ProfileTable()
+import numpy as np
+import sympy as sp
+
+from .. import shamir as S
+from ..checks import compare_gradients, compare_hessians, sympy_derivatives
+from ..ledger import Check
+from .context import Context, Knob, ProfileTable
+from .registry import ClaimSet
+from .spec import Control, Evidence, Source
+
+PROFILE = ProfileTable(
+    n_instances=Knob(150, 2000, "instances per loss, Theorems 1 and 2", tiny=3),
+    n_adversarial=Knob(4, 40, "instances where Adam hunts a Theorem 1 violation", tiny=1),
+    n_corollary=Knob(8, 40, "instances searched for minima (Corollary 1, Theorem 3)", tiny=4),
+    sgd_steps=Knob(4096, 32768, "the longest horizon T of projected SGD (Theorem 4)", tiny=512),
+    sgd_runs=Knob(16, 32, "independent SGD runs behind the rate of Theorem 4", tiny=4),
+    sweep_eps=Knob((1.0,), (0.5, 1.0, 2.0), "eps of the landscape sweep"),
+    sweep_penalties=Knob(
+        (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0),
+        (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0),
+        "penalties of the landscape sweep, fixed in advance",
+        tiny=(0.1, 2.0),
+    ),
+    sweep_radii=Knob(
+        (0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0),
+        (0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0),
+        "radii of the landscape sweep, fixed in advance",
+        tiny=(2.0, 5.0),
+    ),
+    figure_eps=Knob(1.0, 1.0, "eps of the drawn landscapes and of their control (the review does not give it)"),
+    figure_penalty=Knob(0.25, 0.25, "penalty of panel (b), tuned by us to resemble the review"),
+    figure_radius=Knob(2.0, 2.0, "radius of panel (c), tuned by us to resemble the review"),
+    plateau_after=Knob(16, 16, "Theorem 4 illustration: the step stops shrinking after this"),
+)
 
 CLAIMS = ClaimSet("linear_predictors", PROFILE)
+
+#: The review every statement of this chapter but Corollary 1 follows.
+REVIEW = Source.review("the TU Munich seminar review of Shamir (Güley, 2020)")
+#: Theorem 3: the domain ``max(|w|, |V|) < b`` and the comparator radius ``r = b``; the stationarity levels.
+THM3_BOUND = 10.0
+THM3_EPS = (1e-2, 1e-4, 1e-6, 1e-8)
+#: Theorem 4: the confidence of our explicit bound, and the radius of the control's ball (excludes ``u*``).
+T4_DELTA = 0.05
+T4_CONTROL_RADIUS = 0.05
+#: Example 1: the eps at which the derivatives are compared, and its saddle evaluated by Theorem 2's code.
+EXAMPLE_1_EPS = (0.1, 0.5, 1.0, 2.0)
+EXAMPLE_1_SADDLE_EPS = (1.0, 0.1, 0.01, 0.001)
+
+
+def instance_seed(ctx: Context) -> int:
+    """The integer seed of every random instance of the chapter (the paper module's surveys offset it)."""
+    return int(ctx.rng("shamir/instances").integers(0, 10_000))
+
+
+def _no_input(what: str, knob: str) -> ValueError:
+    return ValueError(f"{what}: the control has no input at this size; raise the knob {knob}")
+
+
+# --- Example 1: a saddle that is almost flat and worse than linear ---------------------------------------------
+def _example_1_formulas() -> dict:
+    """SymPy's gradient and Hessian of Example 1, the review's, and the review's Hessian with one sign changed."""
+    sym, review = S.example_1_symbolic(), S.example_1_review_formulas()
+    w, v, eps = sym["symbols"]
+    to_ours = dict(zip(review["symbols"], sym["symbols"]))
+    printed_hessian = review["hessian"].subs(to_ours)
+    typo_hessian = printed_hessian + sp.Matrix([[0, 2 * eps], [2 * eps, 0]])
+    return {
+        "sym": sym,
+        "typo_hessian": typo_hessian,
+        "diff_grad": (sym["gradient"] - review["gradient"].subs(to_ours)).applyfunc(sp.simplify),
+        "diff_hess": (sym["hessian"] - printed_hessian).applyfunc(sp.simplify),
+        "diff_typo": (sym["hessian"] - typo_hessian).applyfunc(sp.simplify),
+    }
+
+
+@CLAIMS.checked(
+    "shamir/example-1-derivatives",
+    paper="shamir",
+    ref="Example 1",
+    source=REVIEW,
+    section="shamir-example-1",
+    statement=r"The gradient and Hessian of $F(w, v) = \frac12 (w(1 + \epsilon v) - "
+    r"1)^2$ are the review's printed formulas.",
+    control=Control(
+        "the review's Hessian with the sign of the -1 in its off-diagonal "
+        "entry changed: a formula the claim says is not the Hessian of F, "
+        "put to the same exact and numerical witnesses"
+    ),
+)
+def example_1_derivatives(ctx: Context) -> Evidence:
+    """SymPy against the review's formulas exactly, then SymPy, autograd and finite differences at six random
+    points per eps; the control puts the Hessian with one sign changed to the same witnesses."""
+    rng = ctx.rng("shamir/example-1-derivatives")
+    f = _example_1_formulas()
+    sym = f["sym"]
+    w, v, eps = sym["symbols"]
+    grad_reports, hess_reports, typo_reports = [], [], []
+    for e in EXAMPLE_1_EPS:
+        sd = sympy_derivatives(sym["objective"].subs(eps, e), (w, v))
+        typo = sp.lambdify((w, v), f["typo_hessian"].subs(eps, e), "numpy")
+        points = rng.uniform(-3, 3, size=(6, 2))
+        objective = S.example_1_objective(e)
+        grad_reports.append(compare_gradients(objective, points, closed_form={"sympy": sd.gradient}))
+        hess_reports.append(compare_hessians(objective, points, closed_form={"sympy": sd.hessian}))
+        changed = {"one sign changed": lambda z, t=typo: np.array(t(*z), float)}
+        typo_reports.append(compare_hessians(objective, points, closed_form=changed))
+    difference = list(f["diff_grad"]) + list(f["diff_hess"])
+    statement = Check.combine(
+        [Check.equal(difference, [0] * 6, what="SymPy minus printed formulas")]
+        + [r.check(f"gradient, eps {e}") for r, e in zip(grad_reports, EXAMPLE_1_EPS)]
+        + [r.check(f"Hessian, eps {e}") for r, e in zip(hess_reports, EXAMPLE_1_EPS)],
+        what="exact and numerical witnesses",
+    )
+    control = (
+        Check.equal(list(f["diff_typo"]), [0] * 4, what="SymPy minus the Hessian with one sign changed"),
+        Check.combine(
+            [r.check(f"Hessian with one sign changed, eps {e}") for r, e in zip(typo_reports, EXAMPLE_1_EPS)],
+            what="numerical witnesses against the changed Hessian",
+        ),
+    )
+    return Evidence(
+        statement=statement,
+        control=control,
+        data={
+            "difference_gradient": list(f["diff_grad"]),
+            "difference_hessian": list(f["diff_hess"]),
+            "gradient_report": grad_reports[-1],
+            "hessian_report": hess_reports[-1],
+        },
+    )
+
+
+def _saddle_conditions(e, point, sym) -> bool:
+    """Zero gradient, the Hessian [[0, -e], [-e, 0]] and F = 1/2 at ``point``, exactly."""
+    w, v, eps = sym["symbols"]
+    at = {w: point[0], v: point[1], eps: e}
+    return bool(
+        sym["gradient"].subs(at) == sp.zeros(2, 1)
+        and sym["hessian"].subs(at) == sp.Matrix([[0, -e], [-e, 0]])
+        and sp.simplify(sym["objective"].subs(at)) == sp.Rational(1, 2)
+    )
+
+
+@CLAIMS.checked(
+    "shamir/example-1-saddle",
+    paper="shamir",
+    ref="Example 1",
+    source=REVIEW,
+    section="shamir-example-1",
+    statement=r"At $(0, -1/\epsilon)$ the gradient is 0, the Hessian is "
+    r"$\begin{pmatrix} 0 & -\epsilon \\ -\epsilon & 0 \end{pmatrix}$ (eigenvalues "
+    r"$\pm\epsilon$) and $F = 1/2$, above $F_{\mathrm{lin}}(1) = 0$.",
+    control=Control(
+        "the point (0, -2/eps), which the example does not name: the same "
+        "exact conditions (zero gradient, that Hessian, F = 1/2) evaluated "
+        "there"
+    ),
+)
+def example_1_saddle(ctx: Context) -> Evidence:
+    """The saddle exactly for five eps (the library's :func:`~resnet_theory.shamir.example_1_saddle` and the
+    conditions evaluated by SymPy here); the control evaluates the same conditions at ``(0, -2/eps)``."""
+    sym = S.example_1_symbolic()
+    eps_list = [sp.Integer(2), sp.Integer(1), sp.Rational(1, 10), sp.Rational(1, 100), sp.Rational(1, 1000)]
+    saddles = [S.example_1_saddle(e) for e in eps_list]
+    at_saddle = [_saddle_conditions(e, (0, -1 / e), sym) for e in eps_list]
+    elsewhere = [_saddle_conditions(e, (0, -2 / e), sym) for e in eps_list]
+    agrees = [s["point"] == (0, -1 / e) and s["eigenvalues"] == [-e, e] for e, s in zip(eps_list, saddles)]
+    rows = [
+        {
+            "eps": str(e),
+            "point (w, v)": str(s["point"]),
+            "F there": str(s["value"]),
+            "gradient": str(list(s["gradient"])),
+            "Hessian eigenvalues": str(s["eigenvalues"]),
+            "|v| = 1/eps": str(abs(s["point"][1])),
+        }
+        for e, s in zip(eps_list, saddles)
+    ]
+    return Evidence(
+        statement=Check.all_of(at_saddle + agrees, what="exact values at (0, -1/eps), one case per eps, twice"),
+        control=Check.all_of(elsewhere, what="the same exact conditions at (0, -2/eps)"),
+        data={"rows": rows},
+    )
+
+
+# --- Theorems 1 and 2: a point worse than linear is not (approximately) stationary -----------------------------
+def _survey(ctx: Context) -> dict:
+    return ctx.shared("survey", lambda: S.survey_theorems(ctx.cfg.n_instances, instance_seed(ctx)))
+
+
+def _search(ctx: Context, skip: bool) -> list[dict]:
+    """Corollary 1's search for local minima (with the skip) or the same on the network without it."""
+    key = "corollary search" if skip else "no-skip search"
+    return ctx.shared(key, lambda: S.corollary_1_survey(ctx.cfg.n_corollary, instance_seed(ctx), skip=skip))
+
+
+def _verified_minima(rows: list[dict]) -> list[dict]:
+    return [r for r in rows if r["status"] == "local minimum"]
+
+
+def _comparator_gain(seed: int, n: int = 20) -> np.ndarray:
+    """On the survey's first ``n`` Theorem 1 instances with a positive right side: the largest right side over
+    comparators ``c w*``, ``0 < c <= 1``, divided by the right side at ``w*``."""
+    scales = np.linspace(0.05, 1.0, 20)
+    gain = []
+    for i in range(n):
+        a = S.random_theorem_instance(S.SEED_STRIDE * seed + 2 * i, S.LOSSES[i % 2])
+        rhs = S.theorem_1_rhs_along(a["X"], a["y"], a["w"], a["V"], a["f_theta"], a["w_star"], scales, a["loss"])
+        if rhs[-1] > 0:
+            gain.append(rhs.max() / rhs[-1])
+    return np.array(gain)
+
+
+def _adversarial(seed: int, n: int) -> list[dict]:
+    """Adam minimising Theorem 1's ratio over ``(w, V)`` on ``n`` instances."""
+    out = []
+    for i in range(n):
+        a = S.random_theorem_instance(S.SEED_STRIDE * seed + 10_000 + i, S.LOSSES[i % 2])
+        out.append(S.theorem_1_adversarial(a["X"], a["y"], a["f_theta"], a["w_star"], a["w"], a["V"], a["loss"], 150))
+    return out
+
+
+def _example_1_theorem_1() -> list[dict]:
+    """Theorem 1's sides at Example 1's points ``(delta, -1/eps)``: the tightest cases known."""
+    points = []
+    for e in (1.0, 0.1, 0.01):
+        a = S.example_1_instance(e)
+        for delta in (1e-1, 1e-3):
+            points.append(S.theorem_1_sides(a["X"], a["y"], [delta], [[-1 / e]], a["f_theta"], a["w_star"]))
+    return points
+
+
+def _no_skip_theorem_1(ctx: Context) -> list[tuple[dict, dict]]:
+    """Theorem 1's sides, without the skip, at every verified minimum of the network without the skip."""
+    out = []
+    for r in _verified_minima(_search(ctx, skip=False)):
+        a = S.random_theorem_instance(r["instance"], r["loss"])
+        out.append(
+            (r, S.theorem_1_sides(a["X"], a["y"], r["w"], r["V"], a["f_theta"], a["w_star"], r["loss"], skip=False))
+        )
+    return out
+
+
+@CLAIMS.checked(
+    "shamir/thm-1",
+    paper="shamir",
+    ref="Theorem 1 (statement per review 003)",
+    source=REVIEW,
+    section="shamir-theorems-1-2",
+    statement=r"For $w \ne 0$ and any $w^*$, $\|\nabla F_\theta(w, V)\| \ge (F - "
+    r"F_{\mathrm{lin}}(w^*)) / \sqrt{2\|w\|^2 + \|w^*\|^2 (2 + \|V\|^2/\|w\|^2)}$ "
+    r"(spectral norm of $V$).",
+    control=Control(
+        "the same instances and local search for x -> w^T V f_theta(x), the "
+        "network without the skip, which Theorem 1 does not cover: its "
+        "minima can have zero gradient and a value above F_lin(w*)"
+    ),
+)
+def theorem_1(ctx: Context) -> Evidence:
+    """Theorem 1 on the survey's random instances, on the points Adam finds by minimising its ratio and at
+    Example 1's points; the control evaluates it without the skip at that network's verified minima."""
+    seed, survey = instance_seed(ctx), _survey(ctx)
+    pos = survey["t1_rhs"] > 0
+    ratio = survey["t1_lhs"][pos] / survey["t1_rhs"][pos]
+    gain = _comparator_gain(seed)
+    adversarial = _adversarial(seed, ctx.cfg.n_adversarial)
+    ex1 = _example_1_theorem_1()
+    no_skip = _no_skip_theorem_1(ctx)
+    if not no_skip:
+        raise _no_input("shamir/thm-1: no verified minimum of the network without the skip", "n_corollary")
+    statement = Check.combine(
+        [
+            Check.at_least(survey["t1_lhs"], survey["t1_rhs"], what="random instances, both losses"),
+            Check.at_least(
+                [a["lhs"] for a in adversarial],
+                [a["rhs"] for a in adversarial],
+                what="points found by minimising the ratio",
+            ),
+            Check.at_least([p["lhs"] for p in ex1], [p["rhs"] for p in ex1], what="Example 1 at (delta, -1/eps)"),
+        ],
+        what="Theorem 1",
+    )
+    control = Check.at_least(
+        [s["lhs"] for _, s in no_skip],
+        [s["rhs"] for _, s in no_skip],
+        what="the network without the skip, at its verified minima",
+    )
+    rows = [
+        {
+            "instance": r["instance"],
+            "loss": r["loss"],
+            "F - inf F_lin": r["value"] - r["inf_linear"],
+            "|grad F|": s["lhs"],
+            "Theorem 1 right side": s["rhs"],
+        }
+        for r, s in no_skip
+    ]
+    return Evidence(
+        statement=statement,
+        control=control,
+        data={"ratio": ratio, "loss": survey["t1_loss"][pos], "no_skip_rows": rows},
+        glue={
+            "shamir_t1_min_ratio": float(ratio.min()),
+            "shamir_t1_cases": len(survey["t1_lhs"]),
+            "shamir_t1_positive": int(pos.sum()),
+            "shamir_rhs_gain_frac": int((gain > 1 + 1e-12).sum()),
+            "shamir_rhs_gain_n": len(gain),
+            "shamir_rhs_gain_max": float(gain.max()),
+            "shamir_adv_min_ratio": float(min(a["ratio"] for a in adversarial)),
+            "shamir_adv_n": int(ctx.cfg.n_adversarial),
+            "shamir_ex1_min_ratio": float(min(p["lhs"] / p["rhs"] for p in ex1)),
+            "shamir_ex1_without_V_min": float(min(p["lhs"] / p["rhs_without_V"] for p in ex1)),
+            "shamir_noskip_minima": len(no_skip),
+            "shamir_noskip_t1_fail": sum(s["lhs"] < s["rhs"] for _, s in no_skip),
+        },
+    )
+
+
+def _zero_w_instances(seed: int, n: int) -> list[dict]:
+    """The survey's first ``n`` Theorem 2 instances (at ``w = 0``)."""
+    return [S.random_theorem_instance(S.SEED_STRIDE * seed + 2 * i + 1, S.LOSSES[i % 2], w_zero=True) for i in range(n)]
+
+
+def _vv_block_largest(instances: list[dict]) -> float:
+    """The largest entry of the V-V block of the Hessian at ``w = 0`` (autograd): zero, identically."""
+    largest = 0.0
+    for b in instances:
+        der = S.objective_derivatives(b["X"], b["y"], b["w"], b["V"], b["f_theta"], b["loss"])
+        d = len(b["w"])
+        largest = max(largest, float(np.abs(der["hessian"][d:, d:]).max()))
+    return largest
+
+
+@CLAIMS.checked(
+    "shamir/thm-2",
+    paper="shamir",
+    ref="Theorem 2, second inequality (review 003)",
+    source=REVIEW,
+    section="shamir-theorems-1-2",
+    statement=r"For any $V$, $\theta$ and $w^* \ne 0$, with $\lambda = "
+    r"\lambda_{\min}$ of the Hessian in $(w, V)$ at $(0, V)$: $\|\nabla F_\theta(0, "
+    r"V)\| + \|V\| \sqrt{|\lambda|\, \|\partial^2 F/\partial w^2\| + \lambda^2} \ge "
+    r"(F(0, V) - F_{\mathrm{lin}}(w^*)) / \|w^*\|$.",
+    control=Control(
+        "x -> w^T V f_theta(x) at w = 0 on twenty of the survey's instances: "
+        "without the skip the theorem does not apply, and its gradient in w "
+        "shrinks with V while the right side does not"
+    ),
+)
+def theorem_2(ctx: Context) -> Evidence:
+    """Theorem 2 at ``w = 0`` on the survey's random instances and at Example 1's saddles; the control evaluates
+    it without the skip on twenty of the survey's instances. Also the V-V block of the Hessian at ``w = 0``
+    (the first half of the theorem, which holds identically and is not a verdict)."""
+    seed, survey = instance_seed(ctx), _survey(ctx)
+    pos = survey["t2_rhs"] > 0
+    ratio = survey["t2_lhs"][pos] / survey["t2_rhs"][pos]
+    ex1 = S.example_1_theorem_2(EXAMPLE_1_SADDLE_EPS)
+    zero_w = _zero_w_instances(seed, 20)
+    no_skip = [
+        S.theorem_2_sides(b["X"], b["y"], b["V"], b["f_theta"], b["w_star"], b["loss"], skip=False) for b in zero_w
+    ]
+    no_skip = [s for s in no_skip if s["rhs"] > 0]
+    if not no_skip:
+        raise _no_input("shamir/thm-2: no point (0, V) without the skip has a positive right side", "n_instances")
+    statement = Check.combine(
+        [
+            Check.at_least(survey["t2_lhs"], survey["t2_rhs"], what="random instances at w = 0, both losses"),
+            Check.at_least(
+                [r["Theorem 2 left side"] for r in ex1], [r["right side"] for r in ex1], what="Example 1's saddles"
+            ),
+        ],
+        what="Theorem 2",
+    )
+    control = Check.at_least(
+        [s["lhs"] for s in no_skip],
+        [s["rhs"] for s in no_skip],
+        what="the network without the skip at (0, V), 20 instances",
+    )
+    return Evidence(
+        statement=statement,
+        control=control,
+        data={
+            "ratio": ratio,
+            "loss": survey["t2_loss"][pos],
+            "vv_block_largest": _vv_block_largest(zero_w[:10]),
+            "lambda_min_relative_largest": float((survey["t2_lambda_min"] / survey["t2_hessian_norm"]).max()),
+        },
+        glue={
+            "shamir_t2_min_ratio": float(ratio.min()),
+            "shamir_t2_positive": int(pos.sum()),
+            "shamir_ex1_lhs_min": float(min(r["Theorem 2 left side"] for r in ex1)),
+            "shamir_noskip_t2_n": len(no_skip),
+            "shamir_noskip_t2_fail": sum(s["lhs"] < s["rhs"] for s in no_skip),
+        },
+    )
+
+
+CLAIMS.skip(
+    paper="shamir",
+    ref="Theorem 2, first inequality (review 003)",
+    statement=r"At $w = 0$, $\lambda_{\min}$ of the Hessian of $F_\theta$ in $(w, V)$ is at most 0.",
+    why="it holds identically: the $V$-$V$ block of that Hessian is zero at $w = 0$, "
+    "so no instance could contradict it; the chapter shows the block instead of a "
+    "verdict",
+)
+
+
+# --- Corollary 1 and Theorem 3: local minima are at least as good as linear ------------------------------------
+@CLAIMS.checked(
+    "shamir/cor-1",
+    paper="shamir",
+    ref="Corollary 1 (numbering per review 003); abstract",
+    source=Source.abstract(
+        "the abstract states it in words; the precise form and the numbering follow the TU Munich seminar "
+        "review of Shamir (Güley, 2020)"
+    ),
+    section="shamir-corollary-1",
+    statement=r"Every local minimum of $F$ (in $(w, V)$, $\theta$ fixed; loss convex "
+    r"in the prediction) has $F \le \inf_w F_{\mathrm{lin}}(w)$. The abstract states "
+    r"it in words; the precise form and the numbering follow review 003.",
+    control=Control(
+        "the same instances, search and verification for x -> w^T V "
+        "f_theta(x), the network without the skip, whose minima the "
+        "corollary does not bound (they fit only the features f_theta(x))"
+    ),
+    rests_on=("shamir/thm-3",),
+)
+def corollary_1(ctx: Context) -> Evidence:
+    """A local search on random instances, each end point verified at the problem's scale
+    (:func:`~resnet_theory.shamir.verify_local_minimum`), compared with ``inf F_lin``; the control is the same
+    search and verification on the network without the skip."""
+    found = _search(ctx, skip=True)
+    minima, no_skip = _verified_minima(found), _verified_minima(_search(ctx, skip=False))
+    if not minima:
+        raise ValueError("shamir/cor-1: no verified local minimum to check at this size; raise the knob n_corollary")
+    if not no_skip:
+        raise _no_input("shamir/cor-1: no verified minimum of the network without the skip", "n_corollary")
+    per_loss = [sum(r["loss"] == loss for r in minima) for loss in S.LOSSES]
+    statement = Check.combine(
+        [
+            Check.at_least(per_loss, 1, what="verified local minima per loss (squared, logistic)"),
+            Check.at_most(
+                [r["value"] for r in minima],
+                [r["inf_linear"] for r in minima],
+                rtol=1e-9,
+                what="F at each verified minimum vs inf F_lin",
+            ),
+        ],
+        what="Corollary 1",
+    )
+    control = Check.at_most(
+        [r["value"] for r in no_skip],
+        [r["inf_linear"] for r in no_skip],
+        rtol=1e-9,
+        what="the same at the verified minima without the skip",
+    )
+    columns = ("relative_gradient", "relative_curvature", "escape_drop")
+    names = ("|grad| |z| / F", "lambda_min / |H|", "drop along the ray")
+    rows = [
+        {
+            "instance": r["instance"],
+            "loss": r["loss"],
+            "what was found": r["status"],
+            "F": r["value"],
+            "inf F_lin": r["inf_linear"],
+            **{name: r[c] for name, c in zip(names, columns)},
+        }
+        for r in found
+    ]
+    worse = [r["value"] - r["inf_linear"] for r in no_skip]
+    return Evidence(
+        statement=statement,
+        control=control,
+        data={"rows": rows},
+        glue={
+            "shamir_cor_n": len(found),
+            "shamir_cor_minima": len(minima),
+            "shamir_cor_unattained": sum(r["status"] == "no minimum attained" for r in found),
+            "shamir_noskip_worse_n": sum(g > 0 for g in worse),
+            "shamir_noskip_worse_max": float(max(worse)),
+        },
+    )
+
+
+def _sopsp(rows: list[dict], skip: bool) -> list[dict]:
+    """The eps-SOPSPs on each search path (:func:`~resnet_theory.shamir.approximate_stationary_points`)."""
+    out = []
+    for r in rows:
+        a = S.random_theorem_instance(r["instance"], r["loss"])
+        out.append(
+            S.approximate_stationary_points(
+                a["X"], a["y"], a["f_theta"], r["path"], r["loss"], bound=THM3_BOUND, eps_levels=THM3_EPS, skip=skip
+            )
+        )
+    return out
+
+
+def _level(found: list[dict], eps: float) -> tuple[int, list[float]]:
+    """How many eps-SOPSPs at level ``eps``, and each path's largest excess relative to its scale ``s``."""
+    counted = [q for q in found if q["count"][eps] > 0]
+    return sum(q["count"][eps] for q in found), [q["worst_excess"][eps] / q["scale"] for q in counted]
+
+
+def _thm3_check(found: list[dict], what: str) -> Check:
+    pairs = [(q["worst_excess"][e], (e + e**0.25) * q["scale"]) for q in found for e in THM3_EPS if q["count"][e] > 0]
+    if not pairs:
+        raise ValueError(f"shamir/thm-3-approximate, {what}: no eps-SOPSP on the paths; raise the knob n_corollary")
+    return Check.at_most([p[0] for p in pairs], [p[1] for p in pairs], what=what)
+
+
+_THM3_LEVELS = ", ".join(f"{e:g}" for e in THM3_EPS)
+
+
+@CLAIMS.checked(
+    "shamir/thm-3-approximate",
+    paper="shamir",
+    ref="Theorem 3 (statement per review 003)",
+    source=REVIEW,
+    section="shamir-corollary-1",
+    statement=r"On $\max(\|w\|, \|V\|) \le b$, every $\epsilon$-SOPSP has $F \le "
+    r"\min_{\|w\| \le r} F_{\mathrm{lin}}(w) + (\epsilon + \epsilon^{1/4})\, "
+    r"\mathrm{poly}(b, r, \mu_0, \mu_1, \mu_2)$. Checked without the polynomial, which "
+    r"is unknown here: with the tolerance $(\epsilon + \epsilon^{1/4})\, s$, $s$ the "
+    r"gain of the best linear predictor over predicting 0 (our choice), at "
+    rf"$\epsilon$ = {_THM3_LEVELS}, $b = r = {THM3_BOUND:g}$.",
+    control=Control(
+        "the eps-SOPSPs of x -> w^T V f_theta(x), the network without the "
+        "skip, on the same instances and paths: Theorem 3 does not cover it"
+    ),
+    rests_on=("shamir/thm-1", "shamir/thm-2"),
+)
+def theorem_3_approximate(ctx: Context) -> Evidence:
+    """Every iterate of Corollary 1's searches that is an eps-SOPSP on the bounded domain, its excess over the
+    best linear predictor on the ball against the stated tolerance; the control: the paths without the skip."""
+    sop = _sopsp(_search(ctx, skip=True), skip=True)
+    sop_no_skip = _sopsp(_search(ctx, skip=False), skip=False)
+    rows = []
+    for eps in THM3_EPS:
+        n_res, ex_res = _level(sop, eps)
+        n_ns, ex_ns = _level(sop_no_skip, eps)
+        rows.append(
+            {
+                "eps": eps,
+                "tolerance / s": eps + eps**0.25,
+                "points (residual)": n_res,
+                "largest excess / s (residual)": max(ex_res, default=math.nan),
+                "points (no skip)": n_ns,
+                "largest excess / s (no skip)": max(ex_ns, default=math.nan),
+            }
+        )
+    counts = [sum(q["count"][e] for q in sop) for e in THM3_EPS]
+    statement = Check.combine(
+        [
+            Check.at_least(counts, 1, what="eps-SOPSPs found at each level"),
+            _thm3_check(sop, "largest excess per instance and level vs the tolerance"),
+        ],
+        what="Theorem 3 with a stated tolerance",
+    )
+    return Evidence(
+        statement=statement,
+        control=_thm3_check(sop_no_skip, "the same without the skip"),
+        data={"rows": rows},
+        glue={
+            "shamir_thm3_b": float(THM3_BOUND),
+            "shamir_thm3_points": int(sum(r["points (residual)"] for r in rows)),
+            "shamir_thm3_worst": float(max(r["largest excess / s (residual)"] for r in rows)),
+        },
+    )
+
+
+CLAIMS.not_checkable(
+    "shamir/thm-3",
+    paper="shamir",
+    ref="Theorem 3 (statement per review 003)",
+    source=REVIEW,
+    section="shamir-corollary-1",
+    statement=r"The bound of Theorem 3 with its polynomial $\mathrm{poly}(b, r, \mu_0, \mu_1, \mu_2)$.",
+    reason="the review leaves the polynomial unspecified and the paper's text is not "
+    "available, so its constant cannot be compared with anything; the shape of "
+    "the bound is checked with a stated tolerance (shamir/thm-3-approximate)",
+    needs="the printed polynomial of Theorem 3, not available here",
+    rests_on=("shamir/thm-1", "shamir/thm-2"),
+)
+
+
+# --- Regularisation and constraints create spurious minima -----------------------------------------------------
+def _sweep(ctx: Context) -> dict:
+    """Every verified local minimum for each eps, penalty (no ball) and radius (no penalty) of the sweep."""
+    cfg = ctx.cfg
+    return ctx.shared(
+        "landscape sweep",
+        lambda: {e: S.landscape_sweep(e, cfg.sweep_penalties, cfg.sweep_radii) for e in cfg.sweep_eps},
+    )
+
+
+def _plain(ctx: Context) -> dict:
+    """The same search on the plain objective (no penalty, no ball): the control of both landscape claims."""
+    return ctx.shared("plain landscape", lambda: S.landscape_sweep(ctx.cfg.figure_eps, penalties=(0.0,))[0])
+
+
+def _spurious(sweep: dict, kind: str) -> tuple[list[float], list[float], str]:
+    """The spurious minima's values for one setting, the best linear value beside each, where they occur."""
+    rows = [r for rows_e in sweep.values() for r in rows_e if r["setting"] == kind]
+    values = [m["value"] for r in rows for m in r["spurious"]]
+    linear = [r["linear_optimum"] for r in rows for m in r["spurious"]]
+    where = sorted({r["parameter"] for r in rows if r["spurious"]})
+    # an empty sweep leaves NaN, which fails every comparison
+    return values or [math.nan], linear or [0.0], ", ".join(f"{p:g}" for p in where) or "none"
+
+
+def _sweep_rows(sweep: dict, kind: str) -> list[dict]:
+    out = []
+    for e, rows_e in sweep.items():
+        for r in rows_e:
+            if r["setting"] != kind:
+                continue
+            found = "; ".join(f"({m['point'][0]:.3f}, {m['point'][1]:.3f}): {m['value']:.4g}" for m in r["spurious"])
+            out.append(
+                {
+                    "eps": e,
+                    "setting": r["setting"],
+                    "lambda or radius": r["parameter"],
+                    "spurious minima: value": found or "none",
+                    "global minimum": r["global_value"],
+                    "best linear": r["linear_optimum"],
+                }
+            )
+    return out
+
+
+def _plain_control(ctx: Context) -> Check:
+    return Check.at_least([len(_plain(ctx)["spurious"])], 1, what="spurious minima of the plain objective")
+
+
+@CLAIMS.checked(
+    "shamir/figure-penalty",
+    paper="shamir",
+    ref="Section 4 (per the NeurIPS reviews); review 003's figure, panel (b)",
+    source=REVIEW,
+    section="shamir-landscapes",
+    statement=r"With a norm penalty $\frac{\lambda}{2}\|(w, v)\|^2$ added, Example "
+    r"1's objective has a spurious (non-global) local minimum; in our sweep it is "
+    r"also worse than the best linear predictor under the same penalty.",
+    control=Control(
+        "the same search on the plain objective (no penalty): Corollary 1 "
+        "says it has no local minimum above the best linear predictor, and "
+        "the claim is about what the penalty adds"
+    ),
+)
+def figure_penalty(ctx: Context) -> Evidence:
+    """The sweep over the penalties fixed in advance: a spurious minimum exists, and is worse than the
+    penalised linear optimum; the control: the plain objective has none."""
+    sweep = _sweep(ctx)
+    values, linear, where = _spurious(sweep, "penalty")
+    eps_text = [f"{e:g}" for e in ctx.cfg.sweep_eps]
+    statement = Check.combine(
+        [
+            Check.at_least([np.isfinite(values).sum()], 1, what="spurious minima over the pre-set penalties"),
+            Check.at_least(values, linear, what="their value vs the penalised linear optimum"),
+        ],
+        what="penalty sweep",
+    )
+    return Evidence(
+        statement=statement,
+        control=_plain_control(ctx),
+        data={"rows": _sweep_rows(sweep, "penalty")},
+        glue={
+            "shamir_pen_with": where,
+            "shamir_sweep_eps": f"ε = {eps_text[0]}"
+            if len(eps_text) == 1
+            else f"ε in {', '.join(eps_text[:-1])} and {eps_text[-1]} (pooled over ε)",
+        },
+    )
+
+
+@CLAIMS.checked(
+    "shamir/figure-ball",
+    paper="shamir",
+    ref="Section 4 (per the NeurIPS reviews); review 003's figure, panel (c)",
+    source=REVIEW,
+    section="shamir-landscapes",
+    statement="With $(w, v)$ constrained to a norm ball, Example 1's objective has a "
+    "spurious local minimum in the bottom left; in our sweep it is also worse than "
+    "the best linear predictor on the same ball.",
+    control=Control(
+        "the same search on the plain objective (no ball): Corollary 1 says "
+        "it has no local minimum above the best linear predictor, and the "
+        "claim is about what the constraint adds"
+    ),
+)
+def figure_ball(ctx: Context) -> Evidence:
+    """The sweep over the radii fixed in advance: a spurious minimum exists, lies in the bottom-left quadrant and
+    is worse than the linear optimum on the ball; the control: the plain objective has none."""
+    sweep = _sweep(ctx)
+    values, linear, where = _spurious(sweep, "radius")
+    pen_values, pen_linear, _ = _spurious(sweep, "penalty")
+    corners = [
+        m["point"][0] < 0 and m["point"][1] < 0
+        for rows_e in sweep.values()
+        for r in rows_e
+        if r["setting"] == "radius"
+        for m in r["spurious"]
+    ]
+    statement = Check.combine(
+        [
+            Check.at_least([np.isfinite(values).sum()], 1, what="spurious minima over the pre-set radii"),
+            Check.all_of(corners or [False], what="each lies in the bottom-left quadrant"),
+            Check.at_least(values, linear, what="their value vs the linear optimum"),
+        ],
+        what="radius sweep",
+    )
+    pooled = np.array(pen_values + values) - np.array(pen_linear + linear)
+    return Evidence(
+        statement=statement,
+        control=_plain_control(ctx),
+        data={"rows": _sweep_rows(sweep, "radius")},
+        glue={
+            "shamir_ball_with": where,
+            "shamir_spurious_n": int(np.isfinite(pooled).sum()),
+            "shamir_spurious_worse": int((pooled > 0).sum()),
+        },
+    )
+
+
+# --- Theorem 4: a skip connection to the output makes SGD provably competitive ---------------------------------
+def _theorem_4_runs(ctx: Context) -> dict:
+    """The output-skip runs, the control on a small ball, the original architecture and a constant-step run."""
+    cfg = ctx.cfg
+    seed = int(ctx.rng("shamir/thm-4").integers(0, 10_000))
+    few = max(2, cfg.sgd_runs // 4)
+    stride = S.SEED_STRIDE * seed
+    return {
+        "main": S.theorem_4_rates(cfg.sgd_steps, cfg.sgd_runs, seed),
+        "control": S.theorem_4_rates(cfg.sgd_steps, few, stride + 2, radius=T4_CONTROL_RADIUS, comparator_outside=True),
+        "original": S.theorem_4_rates(cfg.sgd_steps, few, stride + 1, architecture="original"),
+        "flat": S.theorem_4_rates(cfg.sgd_steps, 2, stride + 3, plateau_after=cfg.plateau_after),
+    }
+
+
+def _bound(run: dict, horizons) -> np.ndarray:
+    return S.theorem_4_bound(horizons, run["radius"], run["lipschitz"], run["loss_range"], T4_DELTA)
+
+
+@CLAIMS.checked(
+    "shamir/thm-4",
+    paper="shamir",
+    ref="Theorem 4 (statement per review 003)",
+    source=REVIEW,
+    section="shamir-theorem-4",
+    statement=r"Projected SGD on $x \mapsto w^\top x + v^\top f_\theta(x)$ over "
+    r"closed convex sets, loss $l$-Lipschitz and bounded by $r$ on $M_1$: with "
+    r"probability $1 - \delta$ the average objective of the iterates is at most "
+    r"$\min_{(u, 0) \in M_1} F_{\mathrm{lin}}(u) + O((b l + r \sqrt{\log(1/\delta)}) "
+    r"/ \sqrt{T})$. Tested with our constants (reconstruction): $3 b G / \sqrt{T} + b "
+    r"G \sqrt{2 \log(2/\delta) / T}$, $\delta = 0.05$, every run and every $T$.",
+    control=Control(
+        f"projected SGD on a ball of radius {T4_CONTROL_RADIUS:g}, which "
+        "excludes u* (norm 1.5), with the gap measured against F_lin(u*): "
+        "the theorem compares only with linear predictors inside the ball"
+    ),
+)
+def theorem_4(ctx: Context) -> Evidence:
+    """Our explicit bound against the measured average excess risk at every horizon and in every run; the
+    control: the same on a ball that excludes ``u*``. The original architecture and a run whose step stops
+    shrinking are shown for contrast (no verdict rests on them)."""
+    runs = _theorem_4_runs(ctx)
+    t4, out, orig, flat = runs["main"], runs["control"], runs["original"], runs["flat"]
+    H, gaps = t4["horizons"], t4["gap"]
+    bound, bound_out = _bound(t4, H), _bound(out, H)
+    t_min = int(H[-1]) // 64  # the slope of the last six doublings of T
+    exponents = S.rate_exponents(H, gaps, t_min)
+    fitted = H >= t_min
+    mean_gap, out_mean, flat_gap = gaps.mean(axis=0), out["gap"].mean(axis=0), float(flat["gap"][:, -1].mean())
+    crossed = out_mean > bound_out  # where the control's mean is above its bound
+    return Evidence(
+        statement=Check.at_most(
+            gaps, np.broadcast_to(bound, gaps.shape), what="average excess risk vs our explicit bound, b = 2"
+        ),
+        control=Check.at_most(
+            out["gap"],
+            np.broadcast_to(bound_out, out["gap"].shape),
+            what=f"the same on a ball of radius {T4_CONTROL_RADIUS:g}",
+        ),
+        data={
+            "horizons": H,
+            "gap": gaps,
+            "bound": bound,
+            "t_min": t_min,
+            "control_gap": out_mean,
+            "control_bound": bound_out,
+            "original_gap": orig["gap"].mean(axis=0),
+            "flat_gap": flat["gap"].mean(axis=0),
+            "control_radius": T4_CONTROL_RADIUS,
+            "plateau_after": ctx.cfg.plateau_after,
+        },
+        glue={
+            "shamir_t4_runs": len(gaps),
+            "shamir_t4_tmin": t_min,
+            "shamir_T_last": int(H[-1]),
+            "shamir_t4_beta": float(exponents.mean()),
+            "shamir_t4_beta_se": float(exponents.std(ddof=1) / math.sqrt(len(exponents))),
+            "shamir_t4_gap_se_rel": float((t4["gap_standard_error"] / gaps)[:, fitted].max()),
+            "shamir_t4_bound_ratio": float((bound / gaps).min()),
+            "shamir_t4_bound_last": float(bound[-1]),
+            "shamir_gap_last": float(mean_gap[-1]),
+            "shamir_t4_control_radius": float(T4_CONTROL_RADIUS),
+            "shamir_t4_plateau": int(ctx.cfg.plateau_after),
+            "shamir_t4_control_runs": len(out["gap"]),
+            "shamir_t4_control_gap": float(out["gap"][:, -1].min()),
+            "shamir_t4_control_bound": float(bound_out[-1]),
+            "shamir_t4_control_first_T": int(H[crossed][0]) if crossed.any() else 0,
+            "shamir_gap_last_orig": float(orig["gap"].mean(axis=0)[-1]),
+            "shamir_t4_flat_gap": flat_gap,
+            "shamir_t4_flat_ratio": float(bound[-1] / flat_gap),
+            "shamir_t4_flat_T": float(H[-1] * (bound[-1] / flat_gap) ** 2),
+            "shamir_t4_orig_runs": len(orig["gap"]),
+        },
+    )

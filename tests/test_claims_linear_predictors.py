@@ -1,0 +1,176 @@
+"""The claims of the linear_predictors chapter (Shamir) as library objects: every claim runs at the tiny
+profile and gives a well-formed record (a verdict, a control that fails, the data and the glue the chapter
+uses), the declarations say what they were checked against, and a claim's numbers do not depend on which
+claims ran before it."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from resnet_theory import shamir as S
+from resnet_theory.claims.context import Context
+from resnet_theory.claims.linear_predictors import CLAIMS, PROFILE, THM3_EPS, instance_seed
+from resnet_theory.claims.run import run_claim
+from resnet_theory.claims.spec import Checked, NotCheckable
+from resnet_theory.ledger import VERDICTS
+
+CHAPTER = (Path(__file__).resolve().parents[1] / "book" / "linear_predictors.md").read_text()
+
+#: What the chapter reads from each claim's ``data``.
+DATA_KEYS = {
+    "shamir/example-1-derivatives": {"difference_gradient", "difference_hessian", "gradient_report", "hessian_report"},
+    "shamir/example-1-saddle": {"rows"},
+    "shamir/thm-1": {"ratio", "loss", "no_skip_rows"},
+    "shamir/thm-2": {"ratio", "loss", "vv_block_largest", "lambda_min_relative_largest"},
+    "shamir/cor-1": {"rows"},
+    "shamir/thm-3-approximate": {"rows"},
+    "shamir/thm-3": set(),
+    "shamir/figure-penalty": {"rows"},
+    "shamir/figure-ball": {"rows"},
+    "shamir/thm-4": {
+        "horizons",
+        "gap",
+        "bound",
+        "t_min",
+        "control_gap",
+        "control_bound",
+        "original_gap",
+        "flat_gap",
+        "control_radius",
+        "plateau_after",
+    },
+}
+
+
+@pytest.fixture(scope="module")
+def tiny_runs():
+    """Every claim at the tiny profile, seed 0, in one context (as the chapter runs them)."""
+    ctx = Context.for_table(CLAIMS.profile, "tiny", 0)
+    return {decl.id: run_claim(decl, ctx) for decl in CLAIMS}
+
+
+def test_the_chapter_declares_ten_claims_and_one_skip():
+    assert list(CLAIMS.claims) == list(DATA_KEYS)
+    assert len(CLAIMS.skipped) == 1 and CLAIMS.skipped[0].ref.startswith("Theorem 2, first inequality")
+    assert CLAIMS.profile is PROFILE
+
+
+@pytest.mark.parametrize("claim_id", list(DATA_KEYS))
+def test_each_claim_runs_at_tiny_size_and_its_record_is_well_formed(tiny_runs, claim_id):
+    run = tiny_runs[claim_id]
+    rec = run.record
+    assert rec.verdict in VERDICTS
+    assert rec.id == claim_id and rec.paper == "shamir"
+    if isinstance(run.decl, NotCheckable):
+        assert rec.verdict == "not-checkable-here" and run.evidence is None and rec.needs
+        return
+    assert rec.control is not None and rec.control["holds"] is False, rec.control
+    assert rec.evidence["printed"]["summary"]
+    assert DATA_KEYS[claim_id] <= set(run.evidence.data), sorted(run.evidence.data)
+    assert rec.function.startswith("resnet_theory.claims.linear_predictors:")
+
+
+def test_the_data_keys_listed_here_are_the_ones_the_chapter_reads():
+    names = dict(re.findall(r'^(\w+) = chapter\.check\("([^"]+)"\)', CHAPTER, flags=re.M))
+    aliases = dict(re.findall(r"^(\w+) = (\w+)\.data$", CHAPTER, flags=re.M))  # t4 = c_thm4.data
+    used = [(v, k) for v, k in re.findall(r'\b(\w+)\.data\[["\'](\w+)["\']\]', CHAPTER) if v in names]
+    for alias, var in aliases.items():
+        used += [(var, k) for k in re.findall(rf'\b{alias}\[["\'](\w+)["\']\]', CHAPTER)]
+    assert len(used) >= 15, used
+    for var, key in used:
+        assert key in DATA_KEYS[names[var]], f"the chapter reads {var}.data[{key!r}] of {names[var]}"
+
+
+def test_every_number_the_prose_quotes_is_glued_by_a_claim(tiny_runs):
+    quoted = set(re.findall(r"\{glue:text\}`(\w+)", CHAPTER)) | set(re.findall(r"\{glue:\}`(\w+)`", CHAPTER))
+    quoted = {q for q in quoted if not q.startswith("verdict_") and q != "ledger_summary"}
+    glued = set()
+    for run in tiny_runs.values():
+        if run.evidence is not None:
+            assert not glued & set(run.evidence.glue), "two claims glue the same name"
+            glued |= set(run.evidence.glue)
+    assert quoted and quoted <= glued, sorted(quoted - glued)
+    verdicts = set(re.findall(r"\{glue:text\}`verdict_(\w+)`", CHAPTER))
+    assert verdicts <= {re.sub(r"[/.-]", "_", cid) for cid in DATA_KEYS}
+
+
+def test_every_claim_is_checked_in_the_chapter_and_shown():
+    for claim_id in DATA_KEYS:
+        assert f'chapter.check("{claim_id}")' in CHAPTER
+    assert CHAPTER.rstrip().endswith("chapter.show()\n```")
+    for banned in ("ledger.claim(", "ledger.skip(", "resolve_profile(", "if quick", "glue_numbers("):
+        assert banned not in CHAPTER, banned
+
+
+def test_sources_say_what_each_statement_was_checked_against():
+    for decl in CLAIMS:
+        if decl.id == "shamir/cor-1":
+            assert decl.source.kind == "abstract" and "TU Munich" in decl.source.detail
+        else:
+            assert decl.source.kind == "review" and "TU Munich seminar review" in decl.source.detail
+    assert CLAIMS.claims["shamir/cor-1"].rests_on == ("shamir/thm-3",)
+    for cid in ("shamir/thm-3", "shamir/thm-3-approximate"):
+        assert CLAIMS.claims[cid].rests_on == ("shamir/thm-1", "shamir/thm-2")
+    assert all(isinstance(d, Checked) for d in CLAIMS if d.id != "shamir/thm-3")
+
+
+def test_the_statements_name_the_settings_their_functions_use():
+    statement = CLAIMS.claims["shamir/thm-3-approximate"].statement
+    assert ", ".join(f"{e:g}" for e in THM3_EPS) in statement and "b = r = 10" in statement
+    assert "radius 0.05" in CLAIMS.claims["shamir/thm-4"].control.input
+
+
+def test_a_claim_alone_gives_the_numbers_it_gives_in_its_chapter(tiny_runs):
+    """Each function draws from ctx.rng(its key) and shares results through ctx.shared: run alone, in a fresh
+    context, it gives the same numbers as after the claims before it."""
+    for claim_id in ("shamir/thm-2", "shamir/figure-ball", "shamir/example-1-derivatives"):
+        alone = run_claim(CLAIMS.claims[claim_id], Context.for_table(CLAIMS.profile, "tiny", 0))
+        assert alone.evidence.glue == tiny_runs[claim_id].evidence.glue
+        assert alone.record.evidence == tiny_runs[claim_id].record.evidence
+
+
+def test_the_instance_seed_depends_on_the_seed_only():
+    table = CLAIMS.profile
+    a, b = Context.for_table(table, "tiny", 0), Context.for_table(table, "quick", 0)
+    assert instance_seed(a) == instance_seed(b) != instance_seed(Context.for_table(table, "tiny", 1))
+
+
+def test_the_profile_table_keeps_todays_sizes():
+    quick, full = PROFILE.resolve("quick"), PROFILE.resolve("full")
+    assert (quick.n_instances, quick.n_adversarial, quick.n_corollary) == (150, 4, 8)
+    assert (full.n_instances, full.n_adversarial, full.n_corollary) == (2000, 40, 40)
+    assert (quick.sgd_steps, quick.sgd_runs, full.sgd_steps, full.sgd_runs) == (4096, 16, 32768, 32)
+    assert tuple(quick.sweep_eps) == (1.0,) and tuple(full.sweep_eps) == (0.5, 1.0, 2.0)
+    with pytest.raises(ValueError, match="unknown knob 'n_instance'"):
+        PROFILE.resolve("quick", {"n_instance": 3})
+
+
+# --- the paper module's additions -------------------------------------------------------------------------------
+def test_example_1_instance_is_example_1():
+    a = S.example_1_instance(0.5)
+    F = S.residual_objective(a["X"], a["y"], [2.0], [[3.0]], a["f_theta"])
+    assert F == pytest.approx(0.5 * (2.0 * (1 + 0.5 * 3.0) - 1) ** 2, rel=1e-15)
+    assert S.linear_objective(a["X"], a["y"], a["w_star"]) == 0.0
+
+
+def test_example_1_theorem_2_at_the_saddle():
+    rows = S.example_1_theorem_2((1.0, 0.1))
+    assert [r["eps"] for r in rows] == [1.0, 0.1]
+    for r in rows:
+        assert r["lambda_min"] == pytest.approx(-r["eps"], rel=1e-12)
+        assert r["|V|"] == pytest.approx(1 / r["eps"], rel=1e-12)
+        assert r["right side"] == pytest.approx(0.5, rel=1e-12)
+        assert r["Theorem 2 left side"] >= r["right side"]
+    assert np.isclose(rows[1]["left side without the factor |V|"], 0.1, rtol=1e-9)
+
+
+@pytest.mark.parametrize("bad", [0.0, -1.0, float("nan"), "one"])
+def test_example_1_functions_refuse_a_bad_eps(bad):
+    with pytest.raises((ValueError, TypeError), match="eps"):
+        S.example_1_instance(bad)
+    with pytest.raises((ValueError, TypeError), match="eps"):
+        S.example_1_theorem_2([bad])
