@@ -214,13 +214,25 @@ def _env(sizes: Sizes, **extra: str) -> dict:
     return env
 
 
+#: SIGTERM while a subprocess is being started is held until it has started (and is then stopped with it).
+_SIGNALS = {"starting": False, "pending": None}
+
+
 def _start(ctx: Context, command: list[str], log: Path, **env: str) -> subprocess.Popen:
     """Start ``command`` in its own process group (torchrun's workers included), its output into ``log``."""
     log.parent.mkdir(parents=True, exist_ok=True)
-    with open(log, "w") as out:
-        return subprocess.Popen(
-            command, env=_env(ctx.sizes, **env), stdout=out, stderr=subprocess.STDOUT, start_new_session=True
-        )
+    _SIGNALS["starting"] = True
+    try:
+        with open(log, "w") as out:
+            proc = subprocess.Popen(
+                command, env=_env(ctx.sizes, **env), stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+            )
+    finally:
+        _SIGNALS["starting"] = False
+    if _SIGNALS["pending"] is not None:
+        _stop(proc)
+        raise Interrupted(_SIGNALS["pending"])
+    return proc
 
 
 def _stop(proc: subprocess.Popen) -> None:
@@ -575,10 +587,10 @@ def check_kill_and_resume(ctx: Context) -> Step:
     extra = ("--deterministic", "--checkpoint-every", str(ctx.sizes.checkpoint_every))
     whole_dir, killed_dir = ctx.work / "whole", ctx.work / "killed"
     logs = {k: ctx.work / "logs" / f"{k}.log" for k in ("whole", "killed", "resumed")}
-    whole = _start(ctx, TRAIN + _train_args(ctx, whole_dir, steps, *extra), logs["whole"])
-    victim = _start(ctx, TRAIN + _train_args(ctx, killed_dir, steps, *extra), logs["killed"])
-    checkpoint = killed_dir / "checkpoint.pt"
+    checkpoint, started = killed_dir / "checkpoint.pt", []
     try:
+        started.append(whole := _start(ctx, TRAIN + _train_args(ctx, whole_dir, steps, *extra), logs["whole"]))
+        started.append(victim := _start(ctx, TRAIN + _train_args(ctx, killed_dir, steps, *extra), logs["killed"]))
         deadline = time.monotonic() + ctx.timeout()
         while not checkpoint.exists() and victim.poll() is None and time.monotonic() < deadline:
             time.sleep(0.005)
@@ -586,8 +598,8 @@ def check_kill_and_resume(ctx: Context) -> Step:
         _stop(victim)
         whole_code = _wait(ctx, whole, "the uninterrupted run")
     finally:
-        _stop(victim)
-        _stop(whole)
+        for proc in started:
+            _stop(proc)
     if not alive:
         return Step(
             name,
@@ -986,6 +998,9 @@ def _parser():
 
 
 def _interrupt(signum, frame):
+    if _SIGNALS["starting"]:  # raised by _start once the subprocess exists, so that it is stopped too
+        _SIGNALS["pending"] = signal.Signals(signum).name
+        return
     raise Interrupted(signal.Signals(signum).name)
 
 
