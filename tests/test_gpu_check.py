@@ -334,7 +334,7 @@ def test_the_budget_skips_steps_and_no_subprocess_outlives_it(tmp_path):
 def test_the_compiled_step_compiles_once_and_compares_with_the_eager_run(tmp_path):
     # torch.compile on the CPU (inductor, about a minute here): the code path the GPU check takes with --compile;
     # TORCH_LOGS=recompiles in the run's log counts recompilations (the final evaluation used to be one)
-    sizes = replace(gpu_check.CPU_SIZES, compile=True, steps=20)
+    sizes = replace(gpu_check.CPU_SIZES, compile=True, steps=20, timeout=900.0)  # a loaded 2-core CPU compiles slowly
     ctx = context(tmp_path, sizes)
     ctx.done["train eager"] = eager = gpu_check.check_train_eager(ctx)
     compiled = gpu_check.check_train_compiled(ctx)

@@ -86,6 +86,7 @@ except ImportError:  # pragma: no cover - exercised where threadpoolctl is not i
     def threadpool_limits(limits=None, user_api=None):
         return contextlib.nullcontext()
 
+
 #: BLAS threads for the block loops. The products are small (n x k times k x k, once per block); on the
 #: shared 2-core machine OpenBLAS's waiting threads made the n = 20,000 build 1.5-30x slower than one thread.
 BLAS_THREADS = 1

@@ -17,7 +17,7 @@ The file records the device (name, compute capability, memory), the versions (Py
 SciPy, Triton, the NVIDIA driver), the sizes, the plan and every step's figures;
 :mod:`resnet_theory.engine.gpu_figures` reads such files back for the book.
 
-The steps (:data:`STEP_NAMES`), in this order, so that a run cut short keeps the most important ones:
+The steps (:data:`STEP_NAMES`), in this order, the quick ones first, so that a run cut short keeps the most:
 
 - ``device``: the GPU and the decisions of :mod:`resnet_theory.engine.devices` for it (precision, channels_last,
   fused SGD, cuDNN autotuning, DDP backend);
@@ -26,14 +26,9 @@ The steps (:data:`STEP_NAMES`), in this order, so that a run cut short keeps the
   synthetic CIFAR-shaped data written as the official binary files (colour and texture depend on the class, so
   the loss must go down), at learning rate 0.01; passes if the losses are finite and fall and the final
   checkpoint shows the layout and optimiser the engine decided on (channels_last weights, fused SGD);
-- ``train compiled``: the same with ``--compile``; passes if every logged mean loss is within 5% of the eager
-  run's and nothing is compiled twice (``TORCH_LOGS=recompiles`` prints no recompilation: the evaluation uses
-  the eager module);
-- ``speed eager``, ``speed compiled``, ``speed cuda graphs``: :mod:`resnet_theory.engine.bench` on the device
-  pipeline, the full network at batch 128 on synthetic CIFAR-shaped data in bf16 with cuDNN autotuning, eager,
-  ``torch.compile`` and ``torch.compile(mode="reduce-overhead")`` (CUDA graphs): images/s as the median of
-  several rounds with its range, the projected time of the paper's 64,000-step schedule against the goal of 10
-  minutes, the compile time;
+- ``speed eager``: :mod:`resnet_theory.engine.bench` on the device pipeline, the full network at batch 128 on
+  synthetic CIFAR-shaped data in bf16 with cuDNN autotuning: images/s as the median of several rounds with its
+  range, the projected time of the paper's 64,000-step schedule against the goal of 10 minutes;
 - ``kill and resume``: two runs with ``--deterministic`` (deterministic cuDNN, in bf16), one killed with SIGKILL
   after its first checkpoint and resumed; passes if the final weights and momentum buffers are bitwise the same;
 - ``torchrun``: one process under ``torchrun --standalone --nproc_per_node=1``: DistributedDataParallel over NCCL;
@@ -44,6 +39,11 @@ The steps (:data:`STEP_NAMES`), in this order, so that a run cut short keeps the
   in a CPU run at batch 32); passes if its losses are finite and fall at batch 128;
 - ``expressivity``: Hardt & Ma's Theorem 3.2 network built and verified with the torch backend on the GPU at
   n = 100,000 (float64), and the separation at n = 20,000 compared with NumPy's;
+- ``train compiled``: ``train eager`` with ``--compile``; passes if every logged mean loss is within 5% of the
+  eager run's and nothing is compiled twice (``TORCH_LOGS=recompiles`` prints no recompilation: the evaluation
+  uses the eager module);
+- ``speed compiled``, ``speed cuda graphs``: ``speed eager`` with ``torch.compile`` and with
+  ``torch.compile(mode="reduce-overhead")`` (CUDA graphs), each with its compile time and speed-up over eager;
 - ``speed max-autotune``: ``torch.compile(mode="max-autotune")``, which tunes kernels for minutes; it gets what is
   left of the budget and is SKIP, with the command that measures it alone, when that is not enough.
 
@@ -73,13 +73,11 @@ import torch
 from resnet_theory.engine import devices
 from resnet_theory.engine.gpu_figures import GOAL_MINUTES, SCHEMA
 
+#: The steps in the order they run: the quick ones first, then those that compile (minutes each, cold).
 STEP_NAMES = (
     "device",
     "train eager",
-    "train compiled",
     "speed eager",
-    "speed compiled",
-    "speed cuda graphs",
     "kill and resume",
     "torchrun",
     "dataloader workers",
@@ -87,6 +85,9 @@ STEP_NAMES = (
     "train float32",
     "paper learning rate",
     "expressivity",
+    "train compiled",
+    "speed compiled",
+    "speed cuda graphs",
     "speed max-autotune",
 )
 #: torch.compile mode of each speed step ("eager": not compiled).
