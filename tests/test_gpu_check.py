@@ -146,6 +146,52 @@ def test_readme_says_how_to_run_it_where_nothing_can_be_installed():
     assert "PYTHONPATH=lib python3 -m resnet_theory.engine.gpu_check" in readme
 
 
+# What the GPU machine has: Python, torch (and what torch itself imports), NumPy, SciPy, tqdm; nothing else.
+ONLY_THE_GPU_MACHINES_PACKAGES = """
+import importlib.abc, sys
+THERE = set(sys.stdlib_module_names) | {
+    "torch", "torchgen", "functorch", "numpy", "scipy", "tqdm", "resnet_theory",
+    "sympy", "mpmath", "networkx", "jinja2", "markupsafe", "filelock", "fsspec", "typing_extensions", "triton",
+    "setuptools", "pkg_resources", "sitecustomize",
+}
+class OnlyWhatTheGpuMachineHas(importlib.abc.MetaPathFinder):
+    # each finder, wrapped: a package the GPU machine lacks is not found (find_spec None, as when missing)
+    def __init__(self, inner):
+        self.inner = inner
+    def find_spec(self, name, path=None, target=None):
+        top = name.partition(".")[0]
+        if top not in THERE and not top.startswith("_"):
+            return None
+        return self.inner.find_spec(name, path, target)
+    def invalidate_caches(self):
+        getattr(self.inner, "invalidate_caches", lambda: None)()
+sys.meta_path[:] = [OnlyWhatTheGpuMachineHas(finder) for finder in sys.meta_path]
+"""
+
+
+def test_the_check_needs_only_torch_numpy_scipy_and_tqdm(tmp_path):
+    """The steps (their subprocesses too) with every other package made unimportable, as on the GPU machine
+    (threadpoolctl, scikit-learn, matplotlib, hypothesis, Jupyter...): a sitecustomize on PYTHONPATH blocks them."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(ONLY_THE_GPU_MACHINES_PACKAGES)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(ROOT / "lib")]), "OMP_NUM_THREADS": "1"}
+    probe = "import importlib.util as u; print([u.find_spec(n) is None for n in ('threadpoolctl', 'sklearn', 'scipy')])"
+    probe = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=60)
+    assert probe.stdout.strip() == "[True, True, False]", probe.stderr  # the block works (both are installed here)
+    only = "train eager,speed eager,torchrun,dataloader workers,paper learning rate,expressivity"
+    proc = subprocess.run(
+        [*MODULE, str(tmp_path / "out"), "--cpu-rehearsal", "--only", only],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    saved = json.loads((tmp_path / "out" / gpu_check.RESULT_NAME).read_text())
+    assert [(s["name"], s["status"]) for s in saved["steps"]] == [(n, "PASS") for n in gpu_check.plan(only)]
+
+
 # --- the steps, rehearsed on the CPU -----------------------------------------------------------------------------
 def test_synthetic_cifar_is_read_by_the_real_reader_and_learnable(tmp_path):
     root = gpu_check.write_synthetic_cifar10(tmp_path, train_images=50, test_images=20)
