@@ -454,6 +454,10 @@ def test_measurement_rows_read_the_committed_files(tmp_path):
     assert row["images_per_second"] == 20_000.0 and row["images_per_second_min"] == 19_800.0 and row["rounds"] == 3
     assert row["schedule_minutes"] == pytest.approx(6.827, abs=1e-3) and row["goal_met"] is True
     assert row["steps_passed"] == "3 of 4" and row["file"] == "h100.json"
+    steps = gpu_figures.measurement_steps(tmp_path)
+    assert [(r["step"], r["status"]) for r in steps] == [(s["name"], s["status"]) for s in measurement()["steps"]]
+    assert steps[-1]["text"] == "not started" and steps[0]["device"] == "NVIDIA H100 80GB HBM3"
+    assert gpu_figures.measurement_steps(tmp_path / "none yet") == []
 
 
 def broken(change):
@@ -496,10 +500,11 @@ def broken(change):
 def test_a_malformed_measurement_is_refused_naming_the_file(tmp_path, text, words):
     path = tmp_path / "bad.json"
     path.write_text(text)
-    with pytest.raises(gpu_figures.MeasurementError) as info:
-        gpu_figures.measurement_rows(tmp_path)
-    message = str(info.value)
-    assert message.startswith(f"{path}: ") and words in message and "\n" not in message
+    for read in (gpu_figures.measurement_rows, gpu_figures.measurement_steps):
+        with pytest.raises(gpu_figures.MeasurementError) as info:
+            read(tmp_path)
+        message = str(info.value)
+        assert message.startswith(f"{path}: ") and words in message and "\n" not in message
 
 
 def test_a_folder_that_is_a_file_is_refused(tmp_path):
@@ -507,3 +512,5 @@ def test_a_folder_that_is_a_file_is_refused(tmp_path):
     path.write_text("")
     with pytest.raises(gpu_figures.MeasurementError, match="not a folder"):
         gpu_figures.measurement_rows(path)
+    with pytest.raises(gpu_figures.MeasurementError, match="not a folder"):
+        gpu_figures.measurement_steps(path)

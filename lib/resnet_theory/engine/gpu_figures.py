@@ -4,8 +4,8 @@ Each file is what ``python -m resnet_theory.engine.gpu_check OUTDIR`` wrote (``O
 unchanged after a run on a real GPU. :func:`read_measurement` reads and validates one file (the schema, the device's
 name, the torch / CUDA / Python versions, every step's name and status, every speed figure) and refuses a malformed
 one with one line naming the file and what is wrong; :func:`measurement_rows` turns a folder of them into one row
-per speed figure, for a table in the experiments chapter and on the status page. No torch import: the status page
-can read them without it.
+per speed figure, for a table in the experiments chapter and on the status page, and :func:`measurement_steps` into
+one row per step (its status and line). No torch import: the status page can read them without it.
 """
 
 from __future__ import annotations
@@ -136,6 +136,31 @@ def measurement_rows(folder=None) -> list[dict]:
                     "goal_met": f["schedule_minutes"] <= GOAL_MINUTES,
                     "steps_passed": f"{passed} of {len(d['steps'])}",
                     "complete": d["complete"],
+                }
+            )
+    return rows
+
+
+def measurement_steps(folder=None) -> list[dict]:
+    """One row per step of every ``*.json`` in ``folder`` (default ``book/data/gpu/``): file, device, step, status
+    (PASS, FAIL or SKIP), its seconds and its one-line text, for a status table; validated as in
+    :func:`measurement_rows`."""
+    folder = DEFAULT_FOLDER if folder is None else Path(folder)
+    if folder.exists() and not folder.is_dir():
+        raise MeasurementError(f"{folder}: not a folder")
+    rows = []
+    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        d = read_measurement(path)
+        for step in d["steps"]:
+            seconds = step.get("seconds")
+            rows.append(
+                {
+                    "file": path.name,
+                    "device": d["device"]["name"],
+                    "step": step["name"],
+                    "status": step["status"],
+                    "seconds": float(seconds) if isinstance(seconds, (int, float)) else None,
+                    "text": step["text"],
                 }
             )
     return rows
