@@ -78,10 +78,20 @@ format: install
 	$(PY) -m ruff check --fix lib tests
 	$(PY) -m ruff format lib tests
 
-# On a machine with a CUDA GPU: train, compile, kill and resume, torchrun, bench, expressivity (under 5 minutes).
+# On a machine with a CUDA GPU: every step of the device check, each a PASS/FAIL line, under seven minutes; the JSON
+# and small logs go to GPU_OUT, rewritten after every step. It installs nothing when a Python that imports torch is
+# at hand: PY=... when given (refused in one line if it cannot import torch), else .venv's python or $(PYTHON),
+# the first that imports torch, run with PYTHONPATH=lib; only when neither does, `make install` first.
 # Without CUDA it says so in one line and exits 2.
-gpu-check: install
-	$(PY) -m resnet_theory.engine.gpu_check $(ARGS)
+GPU_OUT ?= _build/gpu-check
+ifneq ($(filter gpu-check,$(MAKECMDGOALS)),)
+GPU_PY := $(if $(filter command line,$(origin PY)),$(PY),$(shell for p in $(PY) $(PYTHON); do \
+  "$$p" -c 'import torch' >/dev/null 2>&1 && { echo "$$p"; break; }; done))
+endif
+gpu-check: $(if $(GPU_PY),,install)
+	@$(if $(GPU_PY),"$(GPU_PY)",$(PY)) -c 'import torch' >/dev/null 2>&1 || { echo "make gpu-check: \
+	$(if $(GPU_PY),PY=$(GPU_PY),$(PY)) cannot import torch; give PY=<a python that imports torch>" >&2; exit 2; }
+	PYTHONPATH=lib $(if $(GPU_PY),"$(GPU_PY)",$(PY)) -m resnet_theory.engine.gpu_check "$(GPU_OUT)" $(ARGS)
 
 # Re-resolve requirements.in into requirements.lock (maintainers only).
 lock:

@@ -377,3 +377,45 @@ def test_the_train_step_runs_in_the_chosen_precision(precision, autocast, scaler
     assert loss.dtype == torch.float32 and math.isfinite(loss.item())
     assert seen == [autocast]
     assert not torch.equal(model.stem.weight, stem), "the step updated the weights"
+
+
+def test_cudnn_autotuning_is_set_as_when_the_engine_trains(monkeypatch):
+    """run_benchmark enters devices.backend_settings(facts, deterministic=False), the engine's switch for a training
+    run, and reports the setting it ran with; on a GPU that turns torch.backends.cudnn.benchmark on (simulated here:
+    the spy sets it as backend_settings does on CUDA, then checks it is restored)."""
+    import contextlib
+
+    calls = []
+    real = devices.backend_settings
+
+    @contextlib.contextmanager
+    def spy(facts, deterministic):
+        calls.append((facts, deterministic))
+        saved = torch.backends.cudnn.benchmark
+        with real(facts, deterministic):
+            torch.backends.cudnn.benchmark = devices.cudnn_benchmark(
+                devices.DeviceFacts("cuda", 0, "GPU", (9, 0)), deterministic
+            )
+            try:
+                yield
+            finally:
+                torch.backends.cudnn.benchmark = saved
+
+    before = torch.backends.cudnn.benchmark
+    monkeypatch.setattr(devices, "backend_settings", spy)
+    result = run_benchmark(device="cpu", steps=1, warmup=1, rounds=1, images=32, batch_size=16, ceiling_size=64)
+    assert [(f.type, d) for f, d in calls] == [("cpu", False)]
+    assert result.cudnn_benchmark is True and torch.backends.cudnn.benchmark == before
+    assert "cuDNN autotuning on" in format_report(result)
+    monkeypatch.setattr(devices, "backend_settings", real)
+    plain = run_benchmark(device="cpu", steps=1, warmup=1, rounds=1, images=32, batch_size=16, ceiling_size=64)
+    assert plain.cudnn_benchmark is False and "cuDNN autotuning off" in format_report(plain)  # CPU: nothing to tune
+
+
+def test_the_report_names_the_versions_and_the_warm_up_time():
+    result = run_benchmark(device="cpu", steps=1, warmup=2, rounds=1, images=32, batch_size=16, ceiling_size=64)
+    assert result.cuda_version == torch.version.cuda and set(result.warmup_seconds) == {"device", "dataloader"}
+    assert all(s > 0 for s in result.warmup_seconds.values())
+    report = format_report(result)
+    assert f"| CUDA {torch.version.cuda or 'none'} |" in report
+    assert re.search(r"^warm-up: device \d+\.\d s, dataloader \d+\.\d s$", report, re.MULTILINE)

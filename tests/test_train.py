@@ -836,3 +836,36 @@ def test_one_process_under_torchrun_uses_ddp_and_matches_a_plain_run(tmp_path):
     assert a["step"] == b["step"] == 12
     for name, value in b["model"].items():  # one process: the all-reduce is an identity, up to rounding
         torch.testing.assert_close(a["model"][name], value, rtol=1e-6, atol=1e-9, msg=name)
+
+
+def test_evaluation_does_not_recompile_the_compiled_model(monkeypatch):
+    """With compile=True the loop calls the compiled module; the evaluations (under no_grad, batch 1000 instead of
+    32) use the eager module that shares its weights, so nothing compiles a second time. torch.compile with a
+    backend that counts dynamo's compilations (a recompilation is one more frame), read as each evaluation starts
+    and after the run."""
+    from torch._dynamo.testing import CompileCounter
+
+    real_compile, real_evaluate = torch.compile, train.evaluate
+    counters, at_evaluations = [], []
+
+    def counting_compile(model, **kwargs):
+        counters.append(CompileCounter())
+        return real_compile(model, backend=counters[-1], **kwargs)
+
+    def watched_evaluate(*args, **kwargs):
+        at_evaluations.append(counters[-1].frame_count)
+        return real_evaluate(*args, **kwargs)
+
+    monkeypatch.setattr(torch, "compile", counting_compile)
+    monkeypatch.setattr(train, "evaluate", watched_evaluate)
+    base = dict(steps=12, compile=True, eval_batch_size=1000, seed=3)
+    torch._dynamo.reset()
+    plain = train.train(tiny(**base, eval_every=0))  # one evaluation, at the end
+    training_frames = counters[0].frame_count
+    assert len(counters) == 1 and training_frames >= 1 and at_evaluations == [training_frames]
+    torch._dynamo.reset()
+    at_evaluations.clear()
+    result = train.train(tiny(**base, eval_every=4))  # evaluations at steps 0 (before training), 4, 8 and 12
+    assert [r["step"] for r in result.history if r["kind"] == "eval"] == [0, 4, 8, 12]
+    assert at_evaluations == [0] + 3 * [training_frames] and counters[1].frame_count == training_frames
+    assert math.isfinite(plain.final_test_loss) and result.final_test_loss == pytest.approx(plain.final_test_loss)

@@ -75,10 +75,17 @@ import numpy as np
 import torch
 from scipy.linalg import schur
 from scipy.optimize import linprog
-from threadpoolctl import threadpool_limits
 from torch import nn
 
 from . import validate
+
+try:  # optional: limits BLAS to BLAS_THREADS threads (speed only); a bare torch+numpy+scipy machine lacks it
+    from threadpoolctl import threadpool_limits
+except ImportError:  # pragma: no cover - exercised where threadpoolctl is not installed
+
+    def threadpool_limits(limits=None, user_api=None):
+        return contextlib.nullcontext()
+
 
 #: BLAS threads for the block loops. The products are small (n x k times k x k, once per block); on the
 #: shared 2-core machine OpenBLAS's waiting threads made the n = 20,000 build 1.5-30x slower than one thread.

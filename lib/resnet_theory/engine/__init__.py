@@ -9,4 +9,5 @@
 - :mod:`resnet_theory.engine.ablation`: the digits ablation runs, scored on the training set at the end.
 - :mod:`resnet_theory.engine.bench`: training throughput, device-resident data against a DataLoader.
 - :mod:`resnet_theory.engine.gpu_check`: the first command to run on a GPU machine (every step, briefly).
+- :mod:`resnet_theory.engine.gpu_figures`: the committed GPU measurements (book/data/gpu/*.json), validated, as rows.
 """

@@ -37,7 +37,10 @@ head only); a training step is counted as 3x the forward pass. The ceiling is a 
 product in the run's precision (the autocast dtype, or float32). The fast path (``--compile``: ``torch.compile``
 with ``--compile-mode``, where ``reduce-overhead`` and ``max-autotune`` use CUDA graphs; fused SGD) is used
 on CUDA only: on CPU ``--compile`` is ignored, with a note, so CPU runs and tests stay eager.
-Warm-up steps (compilation included) are not timed; a timed round has no host synchronisation inside it.
+Warm-up steps (compilation included) are not timed, but their time is reported; a timed round has no host
+synchronisation inside it. cuDNN autotuning (``torch.backends.cudnn.benchmark``) is on during a CUDA run, as when
+the engine trains (:func:`resnet_theory.engine.devices.backend_settings`, not deterministic), so the projected
+schedule uses the kernels that training uses.
 
 Output format
 -------------
@@ -46,11 +49,12 @@ measured with ``python -m resnet_theory.engine.bench --threads 1`` on a shared 2
 average 4.8)::
 
     resnet_theory.engine.bench: training throughput, device-resident data vs DataLoader
-    device: cpu (CPU: x86_64, 2 cores, torch threads 1) | torch 2.13.0+cpu | precision float32 | channels_last off | compile off
+    device: cpu (CPU: x86_64, 2 cores, torch threads 1) | torch 2.13.0+cpu | CUDA none | precision float32 | channels_last off | compile off | cuDNN autotuning off
     model: small AllConvResNet: widths 16-32-64, 3 blocks per stage, 268,096 trainable parameters
     data: synthetic digits-shaped uint8 images (1x8x8), 1,437 held; augmentation pad 1, flip off
     flops: 5,033,216 forward per image; 15,099,648 per training image (3x forward)
     run: batch 128, 2 warm-up steps, then 5 round(s) of 10 timed steps per pipeline, the pipelines taking turns (order reversed every other round); figures are medians over rounds
+    warm-up: device 0.1 s, dataloader 0.1 s
     ceiling: 0.105 TFLOP/s (float32 matmul, measured: 1024x1024 by 1024x1024, best of 3 rounds of 5)
     note: subnormal floats flushed to zero on the CPU during the run, as in the training engine
     pipeline device: 7,792.2 images/s | 16.43 ms/step | 0.118 TFLOP/s | 112.2% of ceiling | 64k-step schedule 17.5 min | last loss 2.31 | rounds 7,661.4 to 7,926.8 images/s (spread 3.4% of the median)
@@ -255,6 +259,10 @@ class BenchResult:
     ratio_spread: dict | None = None  # median, min, max, relative spread of the ratio
     ranking: dict | None = None  # rank_pipelines(ratio_rounds)
     profile: str | None = None  # torch.profiler table of the device pipeline, with --profile-steps
+    cuda_version: str | None = None  # torch.version.cuda (None: a CPU build)
+    cudnn_version: int | None = None
+    cudnn_benchmark: bool = False  # cuDNN autotuning during the run (on CUDA, as the engine trains)
+    warmup_seconds: dict = field(default_factory=dict)  # name -> seconds of its untimed warm-up (compilation)
 
 
 def _device_name(device: torch.device) -> str:
@@ -352,7 +360,11 @@ def run_benchmark(
         precision=precision,
     )
     cpu_flush = flush_denormal and settings.device.type == "cpu"
-    with devices.cpu_settings(threads=threads, flush_denormal=cpu_flush) as flushed:
+    # cuDNN autotuning as the engine trains (devices.backend_settings, not deterministic): on CUDA, on
+    with (
+        devices.cpu_settings(threads=threads, flush_denormal=cpu_flush) as flushed,
+        devices.backend_settings(settings.facts, deterministic=False),
+    ):
         result = _measure(settings)
     if flushed:
         result.notes.append("subnormal floats flushed to zero on the CPU during the run, as in the training engine")
@@ -438,7 +450,10 @@ def _measure(s: _Settings) -> BenchResult:
     raw = torch.randint(0, 256, (s.images, *DATA_SHAPES[s.data]), dtype=torch.uint8, generator=gen).numpy()
     labels = torch.randint(0, net.num_classes, (s.images,), generator=gen).numpy()
     resident = DeviceData(raw, labels, s.device)
-    steppers = {name: _pipeline(name, s, raw, labels, resident, result.channels_last) for name in s.pipelines}
+    steppers = {}
+    for name in s.pipelines:
+        step, batches, seconds = _pipeline(name, s, raw, labels, resident, result.channels_last)
+        steppers[name], result.warmup_seconds[name] = (step, batches), seconds
 
     def timed(name: str) -> tuple[float, float]:
         step, batches = steppers[name]
@@ -485,6 +500,9 @@ def _describe_run(s: _Settings, net: AllConvResNet) -> BenchResult:
         device=str(s.device),
         device_name=_device_name(s.device),
         torch_version=torch.__version__,
+        cuda_version=torch.version.cuda,
+        cudnn_version=torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None,
+        cudnn_benchmark=bool(torch.backends.cudnn.benchmark),
         precision=s.precision.description,
         channels_last=devices.use_channels_last(s.facts, s.precision),
         compile=f"torch.compile mode={s.compile_mode}" if use_compile else "off",
@@ -512,8 +530,8 @@ def _describe_run(s: _Settings, net: AllConvResNet) -> BenchResult:
 
 
 def _pipeline(name: str, s: _Settings, raw: np.ndarray, labels: np.ndarray, resident: DeviceData, channels_last: bool):
-    """``(step, batches)`` of one pipeline, warmed up: a fresh network with the run's seed, its optimiser and
-    training step, and an endless stream of its batches on the device."""
+    """``(step, batches, warm-up seconds)`` of one pipeline, warmed up: a fresh network with the run's seed, its
+    optimiser and training step, and an endless stream of its batches on the device."""
     aug = AUGMENTATION[s.data]
     net = build_model(s.model, s.data, s.seed).to(s.device)
     if channels_last:
@@ -546,9 +564,12 @@ def _pipeline(name: str, s: _Settings, raw: np.ndarray, labels: np.ndarray, resi
                     yield x.to(s.device, non_blocking=True), y.to(s.device, non_blocking=True)
 
     batches = epochs()
+    synchronize(s.device)
+    start = time.perf_counter()
     for _ in range(s.warmup):
         step(*next(batches))
-    return step, batches
+    synchronize(s.device)
+    return step, batches, time.perf_counter() - start
 
 
 def _pipeline_figures(rounds: list[tuple[float, float]], result: BenchResult) -> dict:
@@ -632,8 +653,9 @@ def format_report(result: BenchResult) -> str:
     c, h, w = r.input_shape
     lines = [
         "resnet_theory.engine.bench: training throughput, device-resident data vs DataLoader",
-        f"device: {r.device} ({r.device_name}) | torch {r.torch_version} | precision {r.precision} | "
-        f"channels_last {'on' if r.channels_last else 'off'} | compile {r.compile}",
+        f"device: {r.device} ({r.device_name}) | torch {r.torch_version} | CUDA {r.cuda_version or 'none'} | "
+        f"precision {r.precision} | channels_last {'on' if r.channels_last else 'off'} | compile {r.compile} | "
+        f"cuDNN autotuning {'on' if r.cudnn_benchmark else 'off'}",
         f"model: {r.model_description}",
         f"data: synthetic {r.data}-shaped uint8 images ({c}x{h}x{w}), {r.images_held:,} held; "
         f"augmentation pad {r.pad}, flip {'on' if r.flip else 'off'}",
@@ -641,6 +663,9 @@ def format_report(result: BenchResult) -> str:
         "image (3x forward)",
         f"run: batch {r.batch_size}, {r.warmup} warm-up steps, then {r.rounds} round(s) of {r.steps} timed steps per "
         "pipeline, the pipelines taking turns (order reversed every other round); figures are medians over rounds",
+        "warm-up: "
+        + ", ".join(f"{name} {seconds:.1f} s" for name, seconds in r.warmup_seconds.items())
+        + (" (compilation included)" if r.compile != "off" else ""),
         f"ceiling: {r.ceiling_tflops:.3f} TFLOP/s ({r.ceiling_description})",
     ]
     lines += [f"note: {n}" for n in r.notes]

@@ -1177,9 +1177,11 @@ class _Run:
             self.evaluate_at(0)
 
     def evaluate_at(self, step: int) -> dict:
-        """Evaluate on the whole test set and record it."""
+        """Evaluate on the whole test set and record it. Always with the eager module (``self.model``, whose
+        weights the DDP wrapper and the compiled module share): the compiled one, called under ``no_grad`` with
+        the evaluation batch, would compile a second time (other grad mode, other batch size)."""
         loss, acc = evaluate(
-            self.model if self.distributed else self.net,
+            self.model,
             self.test_data,
             self.config.eval_batch_size,
             amp=self.precision.autocast is not None,

@@ -1,0 +1,166 @@
+"""The measurements of real GPU runs, read back for the book: ``book/data/gpu/*.json``.
+
+Each file is what ``python -m resnet_theory.engine.gpu_check OUTDIR`` wrote (``OUTDIR/gpu-check.json``), committed
+unchanged after a run on a real GPU. :func:`read_measurement` reads and validates one file (the schema, the device's
+name, the torch / CUDA / Python versions, every step's name and status, every speed figure) and refuses a malformed
+one with one line naming the file and what is wrong; :func:`measurement_rows` turns a folder of them into one row
+per speed figure, for a table in the experiments chapter and on the status page, and :func:`measurement_steps` into
+one row per step (its status and line). No torch import: the status page can read them without it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+#: The ``schema`` of the files that :mod:`resnet_theory.engine.gpu_check` writes.
+SCHEMA = "resnet-theory-gpu-check/1"
+STATUSES = ("PASS", "FAIL", "SKIP")
+#: The book's goal for the paper's whole CIFAR schedule (64,000 steps of 128 images) on one H100/H200.
+GOAL_MINUTES = 10.0
+DEFAULT_FOLDER = Path(__file__).resolve().parents[3] / "book" / "data" / "gpu"
+
+
+class MeasurementError(ValueError):
+    """A measurement file that is not a complete, well-formed gpu_check JSON (the message names it)."""
+
+
+def _need(condition: bool, path: Path, what: str) -> None:
+    if not condition:
+        raise MeasurementError(f"{path}: {what}")
+
+
+def _text(d: dict, key: str, path: Path, where: str) -> str:
+    value = d.get(key) if isinstance(d, dict) else None
+    _need(isinstance(value, str) and value.strip() != "", path, f"{where}.{key} must be a non-empty string")
+    return value
+
+
+def _number(d: dict, key: str, path: Path, where: str, positive: bool = False) -> float:
+    value = d.get(key) if isinstance(d, dict) else None
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    _need(ok and (value > 0 or not positive), path, f"{where}.{key} must be a finite{' positive' * positive} number")
+    return float(value)
+
+
+def _speed_figures(figures: dict, path: Path, where: str) -> None:
+    for key in ("images_per_second", "schedule_minutes", "batch_size", "trainable_parameters"):
+        _number(figures, key, path, where, positive=True)
+    _text(figures, "mode", path, where)
+    _text(figures, "precision", path, where)
+    spread = figures.get("spread")
+    _need(isinstance(spread, dict), path, f"{where}.spread must be an object (median, min, max, relative)")
+    for key in ("median", "min", "max"):
+        _number(spread, key, path, f"{where}.spread", positive=True)
+    _number(spread, "relative", path, f"{where}.spread")
+    rounds = figures.get("rounds_images_per_second")
+    _need(
+        isinstance(rounds, list) and len(rounds) >= 1 and all(isinstance(r, (int, float)) and r > 0 for r in rounds),
+        path,
+        f"{where}.rounds_images_per_second must be a non-empty list of positive numbers",
+    )
+
+
+def read_measurement(path) -> dict:
+    """One gpu_check JSON, validated; raises :class:`MeasurementError` (one line naming the file) when it is not
+    valid JSON, not of :data:`SCHEMA`, not from a CUDA device, lacks the device's name or the versions, has a step
+    that is malformed, or a speed step whose figures are incomplete."""
+    path = Path(path)
+    try:
+        d = json.loads(path.read_text())
+    except OSError as exc:
+        raise MeasurementError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    except ValueError as exc:
+        raise MeasurementError(f"{path}: not valid JSON ({exc})") from None
+    _need(isinstance(d, dict), path, "the top level must be an object")
+    _need(d.get("schema") == SCHEMA, path, f"schema must be {SCHEMA!r}, got {d.get('schema')!r}")
+    device = d.get("device")
+    _need(isinstance(device, dict), path, "device must be an object")
+    _text(device, "name", path, "device")
+    _need(
+        str(device.get("type")) == "cuda", path, f"device.type must be 'cuda' (a real GPU), got {device.get('type')!r}"
+    )
+    versions = d.get("versions")
+    for key in ("python", "torch", "cuda"):
+        _text(versions, key, path, "versions")
+    _need(isinstance(d.get("complete"), bool), path, "complete must be true or false")
+    steps = d.get("steps")
+    _need(isinstance(steps, list) and len(steps) >= 1, path, "steps must be a non-empty list")
+    for i, step in enumerate(steps):
+        where = f"steps[{i}]"
+        _text(step, "name", path, where)
+        _need(step.get("status") in STATUSES, path, f"{where}.status must be one of {', '.join(STATUSES)}")
+        _need(isinstance(step.get("text"), str), path, f"{where}.text must be a string")
+        _need(isinstance(step.get("figures"), dict), path, f"{where}.figures must be an object")
+        if step["name"].startswith("speed ") and step["status"] == "PASS":
+            _speed_figures(step["figures"], path, f"{where}.figures")
+    return d
+
+
+def measurement_rows(folder=None) -> list[dict]:
+    """One row per passed speed step of every ``*.json`` in ``folder`` (default ``book/data/gpu/``), sorted by file
+    and step order: file, device, versions, when, mode, images/s (median over rounds, its range and spread), the
+    projected time of the paper's 64,000-step schedule, whether it meets :data:`GOAL_MINUTES`, and how many of the
+    run's steps passed. An empty list when the folder holds none (no GPU has run the check yet); a malformed file
+    raises :class:`MeasurementError`."""
+    folder = DEFAULT_FOLDER if folder is None else Path(folder)
+    if folder.exists() and not folder.is_dir():
+        raise MeasurementError(f"{folder}: not a folder")
+    rows = []
+    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        d = read_measurement(path)
+        passed = sum(s["status"] == "PASS" for s in d["steps"])
+        for step in d["steps"]:
+            if not (step["name"].startswith("speed ") and step["status"] == "PASS"):
+                continue
+            f = step["figures"]
+            rows.append(
+                {
+                    "file": path.name,
+                    "device": d["device"]["name"],
+                    "torch": d["versions"]["torch"],
+                    "cuda": d["versions"]["cuda"],
+                    "python": d["versions"]["python"],
+                    "when": d.get("started_utc", ""),
+                    "mode": f["mode"],
+                    "precision": f["precision"],
+                    "batch_size": int(f["batch_size"]),
+                    "trainable_parameters": int(f["trainable_parameters"]),
+                    "images_per_second": f["images_per_second"],
+                    "images_per_second_min": f["spread"]["min"],
+                    "images_per_second_max": f["spread"]["max"],
+                    "spread": f["spread"]["relative"],
+                    "rounds": len(f["rounds_images_per_second"]),
+                    "schedule_minutes": f["schedule_minutes"],
+                    "goal_met": f["schedule_minutes"] <= GOAL_MINUTES,
+                    "steps_passed": f"{passed} of {len(d['steps'])}",
+                    "complete": d["complete"],
+                }
+            )
+    return rows
+
+
+def measurement_steps(folder=None) -> list[dict]:
+    """One row per step of every ``*.json`` in ``folder`` (default ``book/data/gpu/``): file, device, step, status
+    (PASS, FAIL or SKIP), its seconds and its one-line text, for a status table; validated as in
+    :func:`measurement_rows`."""
+    folder = DEFAULT_FOLDER if folder is None else Path(folder)
+    if folder.exists() and not folder.is_dir():
+        raise MeasurementError(f"{folder}: not a folder")
+    rows = []
+    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        d = read_measurement(path)
+        for step in d["steps"]:
+            seconds = step.get("seconds")
+            rows.append(
+                {
+                    "file": path.name,
+                    "device": d["device"]["name"],
+                    "step": step["name"],
+                    "status": step["status"],
+                    "seconds": float(seconds) if isinstance(seconds, (int, float)) else None,
+                    "text": step["text"],
+                }
+            )
+    return rows
