@@ -1,0 +1,381 @@
+"""Reliability III (#32, #35 item 1), the book tooling: outputs that never overwrite sources, one run per build
+folder and a report that says a run started, safe math and escaped status pages, CPU seconds per chapter."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from resnet_theory.book import browser, pdf
+from resnet_theory.book.cli import main
+from resnet_theory.book.cpu import _with_proc, process_tree_cpu_seconds
+from resnet_theory.book.execute import partial_paths, remove_stale_partials
+from resnet_theory.book.offline_mathjax import _set_path, mathjax_source, safe_mathjax_config
+from resnet_theory.book.report import load_report
+from resnet_theory.book.safety import BuildLock, check_output
+from resnet_theory.book.status import status_html
+from resnet_theory.book.toc import BookError
+from test_executor import chapter, make_book
+
+from conftest import ROOT, one_line_error
+
+DEAD_PID = 2**22 + 4321  # above Linux's largest pid: no process has it
+
+
+@pytest.fixture
+def two_chapters(tmp_path):
+    return make_book(
+        tmp_path / "src",
+        {
+            "intro": "# Intro\n",
+            "good": chapter("Good", 'profile = "quick"\nseed = 0', "print('profile is', profile)"),
+            "other": chapter("Other", 'profile = "quick"\nseed = 0', "print('other')"),
+        },
+    )
+
+
+def _snapshot(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+# --- 1. outputs are never sources ------------------------------------------------------------------------
+def test_run_refuses_an_output_that_is_a_source_or_another_chapters_outputs(two_chapters, tmp_path, capsys):
+    root, build = two_chapters, tmp_path / "build"
+    (root / "lib").mkdir()
+    (root / "tests").mkdir()
+    (build / "executed" / "book").mkdir(parents=True)
+    other_outputs = build / "executed" / "book" / "other.ipynb"
+    other_outputs.write_text("{}")
+    (tmp_path / "link.ipynb").symlink_to(root / "book" / "other.md")
+    (tmp_path / "dir-link").symlink_to(root / "book")
+    before = _snapshot(root), other_outputs.read_bytes()
+    cases = [
+        (root / "book" / "good.md", "not a .ipynb file"),  # the chapter being run
+        (root / "book" / "other.md", "not a .ipynb file"),
+        (root / "book" / "good.ipynb", "inside the book's sources"),
+        (root / "lib" / "x.ipynb", "inside the book's sources"),
+        (root / "tests" / "x.ipynb", "inside the book's sources"),
+        (other_outputs, "only the executor writes there"),  # another chapter's executed notebook
+        (build / "executed" / "x.ipynb", "only the executor writes there"),
+        (tmp_path / "link.ipynb", "not a .ipynb file"),  # a symbolic link to a source
+        (tmp_path / "dir-link" / "new.ipynb", "inside the book's sources"),  # through a linked folder
+        (root / "lib" / ".." / "book" / "x.ipynb", "inside the book's sources"),  # through ..
+        (root / "README.md", "not a .ipynb file"),
+    ]
+    for output, words in cases:
+        argv = ["run", "book/good.md", "--root", str(root), "--build-dir", str(build), "-o", str(output)]
+        err = one_line_error(capsys, main, argv)
+        assert f"-o {output}: " in err and words in err, err
+    assert (_snapshot(root), other_outputs.read_bytes()) == before, "a refused command wrote something"
+    assert not list(build.rglob("report.json")), "a refused command started a run"
+
+
+@pytest.mark.parametrize("command", [["execute", "--no-html"], ["run", "book/good.md"]])
+def test_a_build_folder_inside_the_source_tree_is_refused(two_chapters, capsys, command):
+    root = two_chapters
+    for build in (root / "book" / "b", root, root / "elsewhere", root / "_build" / "executed", root / "lib" / ".."):
+        err = one_line_error(capsys, main, [*command, "--root", str(root), "--build-dir", str(build)])
+        assert f"--build-dir {build}: " in err, err
+    assert not (root / "book" / "b").exists() and not (root / "elsewhere").exists()
+    # the default _build and folders under it (make verdicts-across-seeds uses _build/seed-N) are fine
+    assert check_output(root / "_build", root, "--build-dir", folder=True) == (root / "_build").resolve()
+    assert check_output(root / "_build" / "seed-1", root, "--build-dir", folder=True)
+
+
+def test_pdf_and_screenshots_refuse_sources_and_build_records(two_chapters, capsys, monkeypatch):
+    root = two_chapters
+    monkeypatch.chdir(root)
+    (root / "_build" / "executed").mkdir(parents=True)
+    for output, words in (
+        (root / "book" / "x.pdf", "inside the book's sources"),
+        (root / "book" / "good.md", "not a .pdf file"),
+        (root / "_build" / "executed" / "x.pdf", "only the executor writes there"),
+    ):
+        err = one_line_error(capsys, pdf.main, [str(root), "-o", str(output)])
+        assert words in err, err
+    for folder in (root / "book", root / "lib" / "shots", root / "shots", root / "_build" / "executed"):
+        err = one_line_error(capsys, browser.main, ["--screenshots", str(folder)])
+        assert f"--screenshots {folder}: " in err, err
+    assert not (root / "lib").exists() and not (root / "shots").exists()
+
+
+def test_stale_temporaries_are_removed_by_exact_name_beside_the_output_only(tmp_path):
+    out = tmp_path / "DIR" / "x.ipynb"
+    deep = tmp_path / "DIR" / "a" / "b"
+    deep.mkdir(parents=True)
+    mine = partial_paths(out, DEAD_PID)
+    for path in mine:
+        path.write_text("{}")
+    keep = [
+        deep / mine[0].name,  # the same name two folders below: a user's file
+        deep / partial_paths(deep / "y.ipynb", DEAD_PID)[0].name,
+        partial_paths(tmp_path / "DIR" / "other.ipynb", DEAD_PID)[0],  # another output's temporaries
+        tmp_path / "DIR" / f".x.partial-0{DEAD_PID}.ipynb",  # not exactly the executor's name
+        tmp_path / "DIR" / f".x.partial-{DEAD_PID}.ipynb.bak",
+    ]
+    for path in keep:
+        path.write_text("mine")
+    assert sorted(remove_stale_partials(out)) == sorted(mine)
+    assert all(p.read_text() == "mine" for p in keep)
+
+
+def test_run_into_a_folder_leaves_files_below_it_alone(two_chapters, tmp_path):
+    """The reproduction of the issue: ``run -o DIR/x.ipynb`` deleted a file named like a temporary two folders
+    below DIR."""
+    out = tmp_path / "DIR" / "x.ipynb"
+    victim = tmp_path / "DIR" / "a" / "b" / partial_paths(out, DEAD_PID)[0].name
+    victim.parent.mkdir(parents=True)
+    victim.write_text("a user's file")
+    argv = ["run", "book/good.md", "--root", str(two_chapters), "--build-dir", str(tmp_path / "b"), "-o", str(out)]
+    assert main(argv) == 0
+    assert out.is_file() and victim.read_text() == "a user's file"
+
+
+# --- 2. one truth per build ------------------------------------------------------------------------------
+def _slow_book(tmp_path: Path) -> tuple[Path, Path]:
+    marker = tmp_path / "started"
+    cells = [f"import time\nif seed == 5:\n    open({str(marker)!r}, 'w').close()\n    time.sleep(120)"]
+    root = make_book(
+        tmp_path / "src",
+        {
+            "intro": "# Intro\n",
+            "fast": chapter("Fast", 'profile = "quick"\nseed = 0', "print('fast')"),
+            "slow": chapter("Slow", 'profile = "quick"\nseed = 0', *cells),
+        },
+    )
+    return root, marker
+
+
+def test_a_killed_run_is_seen_and_a_second_run_on_its_build_is_refused(tmp_path, capsys):
+    root, marker = _slow_book(tmp_path)
+    build = tmp_path / "build"
+    assert main(["execute", "--root", str(root), "--build-dir", str(build), "--no-html"]) == 0
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "resnet_theory.book", "execute", "--no-html", "-p", "slow:seed", "5"]
+        + ["--root", str(root), "--build-dir", str(build)],
+        cwd=root,
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not marker.exists():
+            assert proc.poll() is None and time.monotonic() < deadline, "the slow chapter never started"
+            time.sleep(0.2)
+        report = load_report(build)
+        assert report["state"] == "running" and report["attempt"]["pid"] == proc.pid
+        assert "was still in progress" in status_html(report)
+        # a second run on the same build stops at once, in one line; so does `run` into that build
+        for argv in (["execute", "--no-html"], ["run", "book/fast.md"]):
+            err = one_line_error(capsys, main, [*argv, "--root", str(root), "--build-dir", str(build)])
+            assert "is in use by another run (pid " in err, err
+        # the kernel's sockets are not relative names beside the chapter
+        assert not [p.name for p in (root / "book").iterdir() if "ipc" in p.name]
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    report = load_report(build)
+    assert report["state"] == "running"  # nothing could say otherwise: SIGKILL
+    note = status_html(report)
+    assert "never finished" in note and "started " + report["attempt"]["started"] in note
+    assert "Not finished: book/slow" in note
+    # the lock went with the process: the next run goes ahead
+    assert main(["execute", "--root", str(root), "--build-dir", str(build), "--no-html", "--only", "book/fast"]) == 0
+
+
+def test_the_build_lock_names_its_holder(tmp_path):
+    with BuildLock(tmp_path):
+        with pytest.raises(BookError, match=rf"in use by another run \(pid {os.getpid()}\)"):
+            with BuildLock(tmp_path):
+                pass
+    with BuildLock(tmp_path):  # released
+        pass
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda text: text[: len(text) // 2],  # truncated
+        lambda text: "null",
+        lambda text: json.dumps({**json.loads(text), "chapters": [1, *json.loads(text)["chapters"]]}),
+        lambda text: json.dumps({**json.loads(text), "environment": None}),
+    ],
+)
+def test_a_damaged_report_is_refused_in_one_line_not_trimmed(two_chapters, tmp_path, capsys, damage):
+    root, build = two_chapters, tmp_path / "build"
+    assert main(["execute", "--root", str(root), "--build-dir", str(build), "--no-html", "--only", "book/good"]) == 0
+    capsys.readouterr()
+    report = build / "executed" / "report.json"
+    report.write_text(damage(report.read_text()))
+    damaged = report.read_bytes()
+    for argv in (["execute", "--no-html"], ["run", "book/other.md"]):
+        err = one_line_error(capsys, main, [*argv, "--root", str(root), "--build-dir", str(build)])
+        assert f"{report} is not an execution report" in err and "not trimmed" in err, err
+        assert report.read_bytes() == damaged
+
+
+def test_a_profile_given_to_one_chapter_is_recorded_as_the_one_that_ran(two_chapters, tmp_path):
+    root, build = two_chapters, tmp_path / "build"
+    argv = ["execute", "--root", str(root), "--build-dir", str(build), "--no-html", "--profile", "full"]
+    assert main([*argv, "-p", "good:profile", "quick"]) == 0
+    report = load_report(build)
+    rows = {c["chapter"]: c for c in report["chapters"]}
+    assert rows["book/good"]["profile"] == "quick" and rows["book/other"]["profile"] == "full"
+    assert report["attempt"]["parameters"]["book/good"]["profile"] == "quick"
+    page = status_html(report)
+    assert "<td>quick</td>" in page and "profile of their own: book/good: quick" in page
+    record = json.loads((build / "cache" / "book" / "good.json").read_text())
+    assert record["profile"] == "quick"
+
+
+# --- 3. safe math, escaped status page -------------------------------------------------------------------
+def test_every_page_gets_a_mathjax_config_without_the_html_extension():
+    config = SimpleNamespace(mathjax_path=None, mathjax3_config={"options": {"processHtmlClass": "math"}})
+    _set_path(None, config)
+    mj = config.mathjax3_config
+    assert mj["options"] == {"processHtmlClass": "math"}  # other settings kept
+    assert "ui/safe" in mj["loader"]["load"]
+    assert mj["tex"]["packages"] == {"[-]": ["html"]} and mj["tex"]["autoload"]["html"] == []
+    assert mj["tex"]["require"]["allow"]["html"] is False
+    listed = safe_mathjax_config({"tex": {"packages": ["base", "html", "ams"]}, "loader": {"load": ["[tex]/html"]}})
+    assert listed["tex"]["packages"] == ["base", "ams"] and listed["loader"]["load"] == ["ui/safe"]
+    assert safe_mathjax_config(None)["tex"]["autoload"] == {"html": []}
+    # the extension that applies it is loaded for every page of the book
+    assert "resnet_theory.book.offline_mathjax" in (ROOT / "_config.yml").read_text()
+
+
+NODE_SCRIPT = """
+const cfg = JSON.parse(process.argv[2]);
+cfg.loader = cfg.loader || {};
+cfg.loader.load = ['input/tex', 'output/chtml', 'adaptors/liteDOM', ...(cfg.loader.load || [])];
+require(process.argv[4]).init(cfg).then(async (MathJax) => {
+  const out = [];
+  for (const tex of JSON.parse(process.argv[3])) {
+    try { out.push(MathJax.startup.adaptor.outerHTML(await MathJax.tex2chtmlPromise(tex))); }
+    catch (e) { out.push('error: ' + e.message); }
+  }
+  console.log(JSON.stringify(out));
+}).catch((e) => { console.error(e.message); process.exit(1); });
+"""
+
+HOSTILE_TEX = [
+    r"\href{javascript:alert(1)}{x}",
+    r"\style{position:fixed;top:0;left:0;width:100%}{x}",
+    r"\class{hostile}{x}",
+    r"\cssId{hostile}{x}",
+    r"\require{html}\href{javascript:alert(2)}{y}",
+]
+
+
+def _typeset(config: dict, tmp_path: Path) -> list[str]:
+    script = tmp_path / "typeset.js"
+    script.write_text(NODE_SCRIPT)
+    node_main = str(mathjax_source() / "node-main.js")
+    proc = subprocess.run(
+        ["node", str(script), json.dumps(config), json.dumps(HOSTILE_TEX), node_main],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="needs node to run the book's MathJax")
+def test_math_in_a_page_makes_no_link_style_class_or_id(tmp_path):
+    """The book's own MathJax (the files every page loads), run with the page configuration: the hostile TeX that
+    the default configuration turns into a javascript: link, a page-covering style, a class and an id yields
+    none of them."""
+    import re
+
+    hostile = re.compile(r"href=|javascript|position: *fixed|hostile")
+    default = _typeset({}, tmp_path)
+    assert sum(bool(hostile.search(out)) for out in default) >= 4, default  # what the test guards against
+    safe = _typeset(safe_mathjax_config({}), tmp_path)
+    assert not [out for out in safe if hostile.search(out)], safe
+
+
+def test_every_field_of_the_status_page_is_escaped():
+    evil = "<script>alert(1)</script>"
+    row = {
+        "chapter": evil,
+        "status": evil,
+        "run": evil,
+        "seconds": evil,
+        "cpu_seconds": evil,
+        "profile": evil,
+        "parameters": {evil: evil},
+        "device": evil,
+        "executed_at": evil,
+        "outputs": evil,
+        "error": {"code_cell": evil, "ename": evil, "evalue": evil},
+        "notebook": evil,
+        "source": evil,
+    }
+    report = {
+        "profile": evil,
+        "state": "interrupted",
+        "environment": {"python": evil, "platform": evil, "device": evil, "packages": {evil: evil}},
+        "attempt": {"started": evil, "chapters": [evil], "finished": [], "signal": evil, "parameters": {evil: {}}},
+        "chapters": [row, {**row, "status": "failed"}],
+    }
+    for attempt in (report["attempt"], {**report["attempt"], "finished": [evil]}, None):
+        page = status_html({**report, "attempt": attempt, "state": "failed" if attempt else "running"})
+        assert "<script" not in page and "&lt;script&gt;" in page
+
+
+# --- issue 35, item 1: CPU seconds per chapter -----------------------------------------------------------
+BURN = "import time\nend = time.process_time() + {s}\nwhile time.process_time() < end:\n    pass"
+
+
+def test_cpu_seconds_of_a_process_tree_include_its_workers(tmp_path):
+    child = subprocess.Popen([sys.executable, "-c", BURN.format(s=0.6) + "\ntime.sleep(30)"], stdout=subprocess.DEVNULL)
+    try:
+        time.sleep(0.2)
+        deadline = time.monotonic() + 30
+        while (process_tree_cpu_seconds(child.pid) or 0) < 0.6:
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        own = process_tree_cpu_seconds(os.getpid())
+        assert own >= process_tree_cpu_seconds(child.pid) >= 0.6  # the child's time is in its parent's tree
+        if os.path.isdir("/proc"):
+            assert _with_proc(os.getpid()) >= 0.6
+    finally:
+        child.kill()
+        child.wait()
+    assert process_tree_cpu_seconds(child.pid) is None  # gone
+
+
+def test_cpu_seconds_per_chapter_are_in_the_report_and_on_the_status_page(tmp_path):
+    worker = f"import subprocess, sys\nsubprocess.run([sys.executable, '-c', {BURN.format(s=0.8)!r}], check=True)"
+    root = make_book(
+        tmp_path / "src",
+        {
+            "intro": "# Intro\n",
+            "busy": chapter("Busy", 'profile = "quick"\nseed = 0', BURN.format(s=0.8), worker),
+        },
+    )
+    build = tmp_path / "build"
+    assert main(["execute", "--root", str(root), "--build-dir", str(build), "--no-html"]) == 0
+    report = load_report(build)
+    busy = {c["chapter"]: c for c in report["chapters"]}["book/busy"]
+    # the kernel's 0.8 s and its worker's 0.8 s, plus starting Python and the kernel
+    assert 1.6 <= busy["cpu_seconds"] <= 1.6 + 2 * busy["seconds"], busy
+    page = status_html(report)
+    assert "<th>CPU seconds</th>" in page and f"<td>{busy['cpu_seconds']:.1f}</td>" in page
+    # reused: no time of this build, wall or CPU
+    assert main(["execute", "--root", str(root), "--build-dir", str(build), "--no-html"]) == 0
+    row = {c["chapter"]: c for c in load_report(build)["chapters"]}["book/busy"]
+    assert row["run"] == "reused" and row["cpu_seconds"] is None
