@@ -379,3 +379,180 @@ def test_cpu_seconds_per_chapter_are_in_the_report_and_on_the_status_page(tmp_pa
     assert main(["execute", "--root", str(root), "--build-dir", str(build), "--no-html"]) == 0
     row = {c["chapter"]: c for c in load_report(build)["chapters"]}["book/busy"]
     assert row["run"] == "reused" and row["cpu_seconds"] is None
+
+
+# --- 6. training records are complete after any fault ----------------------------------------------------
+@pytest.fixture(scope="module")
+def finished_tiny_run(tmp_path_factory):
+    """A tiny run of 2 steps, a checkpoint after each; its final evaluation comes after the last checkpoint."""
+    from resnet_theory.engine import train
+    from test_train import tiny
+
+    config = tiny(steps=2, checkpoint_every=1, log_every=1, out_dir=str(tmp_path_factory.mktemp("tiny-run")))
+    train.train(config)
+    return config
+
+
+def _copy_run(config, tmp_path):
+    from dataclasses import replace
+
+    out = tmp_path / "run"
+    shutil.copytree(config.out_dir, out)
+    return replace(config, out_dir=str(out)), out / "metrics.jsonl"
+
+
+def _records(metrics: Path) -> list[dict]:
+    return [json.loads(line) for line in metrics.read_text().splitlines()]
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [lambda lines: [], lambda lines: lines[:2], lambda lines: lines[2:], lambda lines: lines[:1] + lines[3:]],
+    ids=["emptied", "cut short", "head lost", "middle lost"],
+)
+def test_a_metrics_file_emptied_or_cut_is_rebuilt_from_the_checkpoint_on_resume(
+    finished_tiny_run, tmp_path, capsys, damage
+):
+    from dataclasses import replace
+
+    from resnet_theory.engine import train
+
+    config, metrics = _copy_run(finished_tiny_run, tmp_path)
+    whole = metrics.read_text().splitlines()
+    metrics.write_text("".join(line + "\n" for line in damage(whole)))
+    result = train.train(replace(config, resume=True, steps=4))
+    records = _records(metrics)
+    assert records == json.loads(json.dumps(result.history))  # the file is the run's whole history
+    assert [r["step"] for r in records if r["kind"] == "train"] == [1, 2, 3, 4]
+    assert [r["kind"] for r in records[:3]] == ["start", "train", "train"]
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "rewritten from the checkpoint's history" in err and str(metrics) in err
+
+
+@pytest.mark.parametrize("cut_end", [False, True], ids=["after the end record", "before the end record"])
+def test_a_kill_after_the_final_checkpoint_leaves_no_duplicate_evaluation(finished_tiny_run, tmp_path, cut_end):
+    from dataclasses import replace
+
+    from resnet_theory.engine import train
+
+    config, metrics = _copy_run(finished_tiny_run, tmp_path)
+    if cut_end:
+        metrics.write_text("".join(line + "\n" for line in metrics.read_text().splitlines()[:-1]))
+    result = train.train(replace(config, resume=True))
+    records = _records(metrics)
+    evals = [(r["kind"], r["step"]) for r in records if r["kind"] == "eval"]
+    assert evals == [("eval", 2)], [r["kind"] for r in records]
+    assert records == json.loads(json.dumps(result.history))
+    # and once more: a resumed, finished run resumed again evaluates no more
+    again = train.train(replace(config, resume=True))
+    assert [r["kind"] for r in _records(metrics)].count("eval") == 1 and again.final_test_accuracy == (
+        result.final_test_accuracy
+    )
+
+
+def test_ctrl_c_during_training_ends_in_one_line(tmp_path):
+    from test_train import cli_args, one_thread_env, tiny
+
+    out = tmp_path / "run"
+    config = tiny(steps=100_000, checkpoint_every=5, log_every=5, out_dir=str(out))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "resnet_theory.engine.train", *cli_args(config)],
+        env=one_thread_env(),
+        start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not (out / "checkpoint.prev.pt").exists():
+            assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read()
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130, stderr
+    assert stderr.count("\n") == 1 and "Traceback" not in stderr, stderr
+    assert stderr.startswith("error: interrupted (SIGINT); the last good checkpoint ") and stderr.endswith(
+        "is kept; continue with --resume\n"
+    ), stderr
+
+
+# --- 7. no machine paths in published pages; CIFAR folders verified ---------------------------------------
+FAKE_KERNEL = """
+import json, pkgutil, sys, types, warnings
+# what tqdm.auto sees inside a Jupyter kernel without ipywidgets (the book's kernels)
+ipython = types.ModuleType("IPython")
+ipython.get_ipython = lambda: types.SimpleNamespace()
+sys.modules["IPython"] = ipython
+sys.modules["ipykernel.zmqshell"] = types.ModuleType("ipykernel.zmqshell")
+sys.modules["ipywidgets"] = None
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    for name in sys.argv[1:]:
+        module = __import__(name, fromlist=["_"])
+    import io
+    from resnet_theory.engine import train
+    train.tqdm(total=3, file=io.StringIO()).close()
+print(json.dumps([f"{w.filename}:{w.lineno}: {w.message}" for w in caught]))
+"""
+
+
+def test_the_training_library_warns_of_nothing_in_a_kernel_without_widgets(tmp_path):
+    import pkgutil
+
+    import resnet_theory.engine
+
+    engine = [f"resnet_theory.engine.{m.name}" for m in pkgutil.iter_modules(resnet_theory.engine.__path__)]
+    top = ["resnet_theory", *(f"resnet_theory.{m}" for m in ("linear", "expressivity", "smooth", "shamir"))]
+    proc = subprocess.run(
+        [sys.executable, "-c", FAKE_KERNEL, *top, *engine], capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 0, proc.stderr
+    warned = json.loads(proc.stdout.splitlines()[-1])
+    assert warned == [], warned  # e.g. tqdm.auto's "IProgress not found", which names site-packages
+
+
+def _extracted_cifar(tmp_path: Path) -> Path:
+    from resnet_theory.engine import data
+    from test_data import cifar_members, write_tar
+
+    members, _ = cifar_members("cifar10", __import__("numpy").random.default_rng(0))
+    archive = tmp_path / "cifar-10-binary.tar.gz"
+    write_tar(archive, members)
+    data.load_cifar(tmp_path, "cifar10", md5=data.file_md5(archive))
+    archive.unlink()
+    return tmp_path / "cifar-10-batches-bin"
+
+
+def test_random_bytes_with_valid_labels_in_an_extracted_cifar_folder_are_refused(tmp_path):
+    import numpy as np
+
+    from resnet_theory.engine import data
+
+    folder = _extracted_cifar(tmp_path)
+    sums = (folder / data.CHECKSUMS_NAME).read_text().splitlines()
+    assert sorted(line.split("  ")[1] for line in sums) == sorted(
+        data.CIFAR_LAYOUTS["cifar10"].train + data.CIFAR_LAYOUTS["cifar10"].test
+    )
+    data.load_cifar(tmp_path, "cifar10")  # as extracted: used
+    victim = folder / "data_batch_3.bin"
+    rng = np.random.default_rng(1)
+    records = rng.integers(0, 256, size=(victim.stat().st_size // 3073, 3073), dtype=np.uint8)
+    records[:, 0] %= 10  # valid labels: the record checks alone pass it
+    victim.write_bytes(records.tobytes())
+    with pytest.raises(data.DatasetError, match=r"data_batch_3\.bin: its SHA-256 .* is not the one recorded"):
+        data.load_cifar(tmp_path, "cifar10")
+    # a folder with no record at all is not taken on trust either; record_checksums is the way for one
+    # extracted by hand
+    (folder / data.CHECKSUMS_NAME).unlink()
+    with pytest.raises(data.DatasetError, match="no checksums recorded"):
+        data.load_cifar(tmp_path, "cifar10")
+    data.record_checksums(folder, "cifar10")
+    assert data.load_cifar(tmp_path, "cifar10")["train"][0].shape[1:] == (3, 32, 32)
+    (folder / data.CHECKSUMS_NAME).write_text("not a checksum line\n")
+    with pytest.raises(data.DatasetError, match="SHA256SUMS line 1: not"):
+        data.load_cifar(tmp_path, "cifar10")
