@@ -556,3 +556,221 @@ def test_random_bytes_with_valid_labels_in_an_extracted_cifar_folder_are_refused
     (folder / data.CHECKSUMS_NAME).write_text("not a checksum line\n")
     with pytest.raises(data.DatasetError, match="SHA256SUMS line 1: not"):
         data.load_cifar(tmp_path, "cifar10")
+
+
+# --- 5. budgets everywhere: the public API walked with huge sizes under a memory cap and a time limit --------
+#: ``(function, call, argument)``: each call must be refused at once, in one line naming the argument. ``B`` and
+#: ``T`` are 10**9 and 10**12; the other names are small valid inputs made by BUDGET_PROBE.
+BUDGET_CASES = [
+    ("L.best_factorization_in_ball", "L.best_factorization_in_ball(R2, B, 0.5)", "depth"),
+    ("L.best_factorization_in_ball", "L.best_factorization_in_ball(R2, 3, 0.5, starts=B)", "starts"),
+    ("L.best_factorization_in_ball", "L.best_factorization_in_ball(R2, 3, 0.5, steps=T)", "steps"),
+    ("L.critical_point_search", "L.critical_point_search(R2, I2, A3[None], 0.5, iterations=T)", "iterations"),
+    ("L.factorization_plan", "L.factorization_plan(R2, B)", "depth"),
+    ("L.factorize_near_identity", "L.factorize_near_identity(R2, B)", "depth"),
+    ("L.identity_gd_steps_to", "L.identity_gd_steps_to(R2, B, 0.01, 1e-3, 10)", "depth"),
+    ("L.identity_gd_steps_to", "L.identity_gd_steps_to(R2, 3, 1e-9, 1e-30, T)", "max_steps"),
+    ("L.identity_gd_trace", "L.identity_gd_trace(R2, 3, 0.01, T)", "steps"),
+    ("L.identity_gd_trace", "L.identity_gd_trace(R2, B, 0.01, 10)", "depth"),
+    ("L.identity_init_gd", "L.identity_init_gd(R2, 3, T, 0.01)", "steps"),
+    ("L.random_layers_in_ball", "L.random_layers_in_ball(B, 2, 0.5)", "depth"),
+    ("L.random_layers_in_ball", "L.random_layers_in_ball(3, 10**6, 0.5)", "d"),
+    ("L.random_matrix_with_gamma", "L.random_matrix_with_gamma(10**6, 1.0)", "d"),
+    ("L.random_rotation", "L.random_rotation(10**6)", "d"),
+    ("L.random_theorem_2_1_target", "L.random_theorem_2_1_target('random', 10**6)", "d"),
+    ("L.risk_gradient_descent", "L.risk_gradient_descent(A3, R2, I2, 10**11, 0.01)", "steps"),
+    ("L.symmetric_identity_gd", "L.symmetric_identity_gd([0.5, 2.0], 3, 0.01, T)", "steps"),
+    ("L.sympy_risk", "L.sympy_risk(12, 3, np.eye(3), np.eye(3))", "depth"),
+    ("L.sympy_risk_gradient", "L.sympy_risk_gradient(12, 3, np.eye(3), np.eye(3))", "depth"),
+    ("L.torch_risk", "L.torch_risk(B, 2, R2, I2)", "depth"),
+    ("L.torch_risk", "L.torch_risk(3, 10**6, np.eye(2), np.eye(2))", "d"),
+    ("L.theorem_2_1_ratio", "L.theorem_2_1_ratio(R2, [B])", "depth"),
+    ("L.theorem_2_1_sweep", "L.theorem_2_1_sweep(R2, [B])", "depth"),
+    ("L.theorem_2_1_sweep", "L.theorem_2_1_sweep(R2, range(1, 10**8))", "depths"),
+    ("L.theorem_2_1_worst_ratio_search", "L.theorem_2_1_worst_ratio_search(max_depth=B)", "max_depth"),
+    ("L.theorem_2_1_worst_ratio_search", "L.theorem_2_1_worst_ratio_search(random_starts=B)", "random_starts"),
+    ("L.theorem_2_1_worst_ratio_search", "L.theorem_2_1_worst_ratio_search(dims=(10**6,))", "dims"),
+    ("E.build_interpolating_resnet", "E.build_interpolating_resnet(X, y, k=B)", "k"),
+    ("E.construct_interpolating_resnet", "E.construct_interpolating_resnet(X, y, k=B)", "k"),
+    ("E.equidistant_points", "E.equidistant_points(B, 0.1)", "n"),
+    ("E.lemma_b_1_instance", "E.lemma_b_1_instance(10**6, 10**6, 0.5, 0.1, rng)", "k"),
+    ("E.random_projection", "E.random_projection(10**6, 10**6, rng)", "k"),
+    ("E.ring_instance", "E.ring_instance(B, 0.2)", "k"),
+    ("E.shared_threshold_counterexample", "E.shared_threshold_counterexample(B, 0.2)", "k"),
+    ("E.smallest_width", "E.smallest_width(X, y, 2, B)", "k"),
+    ("E.success_rate", "E.success_rate(X, y, B, range(2))", "k"),
+    ("E.success_rate", "E.success_rate(X, y, 3, range(B))", "seeds"),
+    ("E.surrogate_labels", "E.surrogate_labels(10**6, 10**6, rng)", "r"),
+    ("E.separation", "E.separation(np.zeros((10**6, 10), dtype=np.float32))", "X"),
+    ("M.aligned_residual_blocks", "M.aligned_residual_blocks(B, 2, 0.1)", "m"),
+    ("M.aligned_residual_blocks", "M.aligned_residual_blocks(3, 10**6, 0.1)", "m, dim"),
+    ("M.alternating_split", "M.alternating_split(h, B + 1, 2)", "m"),
+    ("M.ball_points", "M.ball_points(10**10, 2, 1.0)", "n"),
+    ("M.ball_points", "M.ball_points(10, 10**10, 1.0)", "n, dim"),
+    ("M.certified_deviations", "M.certified_deviations(h, B, 2)", "m"),
+    ("M.certified_deviations", "M.certified_deviations(h, 2, 2, grid_points=T)", "grid_points"),
+    ("M.check_positive_orientation", "M.check_positive_orientation(h, 2, n_points=10**10)", "n_points"),
+    ("M.deviation_rates", "M.deviation_rates([('sine-shear', 2)], [2, B])", "ms"),
+    ("M.equidistributed_scales", "M.equidistributed_scales(h, B, 2)", "m"),
+    ("M.equidistributed_scales", "M.equidistributed_scales(h, 3, 2, iterations=B)", "m, iterations"),
+    ("M.example_map", "M.example_map('sine-shear', 10**6)", "dim"),
+    ("M.factor_deviations", "M.factor_deviations(h, B, 2)", "m"),
+    ("M.factor_deviations", "M.factor_deviations(h, 2, 2, n_points=10**10)", "n_points"),
+    ("M.factor_deviations", "M.factor_deviations(h, 2, 2, refine_steps=T)", "refine_steps"),
+    ("M.gradient_bound_instances", "M.gradient_bound_instances(B, g)", "n"),
+    ("M.grid_lines", "M.grid_lines(n_lines=B)", "n_lines"),
+    ("M.grid_lines", "M.grid_lines(n_points=10**10)", "n_points"),
+    ("M.linear_near_identity_factors", "M.linear_near_identity_factors(R2, B)", "depth"),
+    ("M.lipschitz_constant", "M.lipschitz_constant(h, 2, 1.0, n_points=10**10)", "n_points"),
+    ("M.lipschitz_constant", "M.lipschitz_constant(h, 2, 1.0, refine_steps=T)", "refine_steps"),
+    ("M.lipschitz_constant", "M.lipschitz_constant(h, 2, 1.0, n_refine=B)", "n_refine"),
+    ("M.near_identity_factors", "M.near_identity_factors(h, B, 2)", "m"),
+    ("M.near_identity_factors", "M.near_identity_factors(h, 3, 2, n_check=10**10)", "n_check"),
+    ("M.newton_inverse", "M.newton_inverse(h, torch.zeros(3, 2), max_iter=T)", "max_iter"),
+    ("M.random_empirical_problem", "M.random_empirical_problem(B, 2, g)", "n_atoms"),
+    ("M.random_empirical_problem", "M.random_empirical_problem(3, B, g)", "dim"),
+    ("M.random_residual_blocks", "M.random_residual_blocks(B, 2, 3, 0.1, g)", "m"),
+    ("M.random_residual_blocks", "M.random_residual_blocks(2, 2, B, 0.1, g)", "width"),
+    ("M.rate_certificate", "M.rate_certificate(h, 2, grid_points=T)", "grid_points"),
+    ("M.try_rate_certificate", "M.try_rate_certificate(h, 2, grid_points=T)", "grid_points"),
+    ("M.representation_evidence", "M.representation_evidence(h, 2, [2, B])", "ms"),
+    ("M.representation_evidence", "M.representation_evidence(h, 2, [2, 3], certify_points=T)", "certify_points"),
+    ("M.scale_schedule", "M.scale_schedule(10**10)", "m"),
+    ("M.sigmoid_saddle_example", "M.sigmoid_saddle_example(n=10**10)", "n"),
+    ("M.sigmoid_local_minimum_example", "M.sigmoid_local_minimum_example(newton_steps=T)", "newton_steps"),
+    ("S.corollary_1_survey", "S.corollary_1_survey(B)", "n_instances"),
+    ("S.survey_theorems", "S.survey_theorems(B)", "n_instances"),
+    ("S.critical_points", "S.critical_points(0.1, n_starts=B)", "n_starts"),
+    ("S.find_local_minima", "S.find_local_minima(0.1, n_starts=B)", "n_starts"),
+    ("S.landscape_sweep", "S.landscape_sweep(0.1, penalties=[0.0], n_starts=B)", "n_starts"),
+    (
+        "S.projected_sgd",
+        "S.projected_sgd(S.OutputSkipNet(2, 2, 4, 2), S.LogisticLinearSource([1.0, 0.0]), T, 2.0, 1.0)",
+        "steps",
+    ),
+    ("S.random_mlp", "S.random_mlp(2, 2, 10**6, 3, g)", "width"),
+    ("S.random_mlp", "S.random_mlp(2, 2, 4, B, g)", "depth"),
+    ("S.random_theorem_instance", "S.random_theorem_instance(0, n=10**10)", "n"),
+    ("S.random_theorem_instance", "S.random_theorem_instance(0, width=10**6)", "width"),
+    (
+        "S.theorem_1_adversarial",
+        "S.theorem_1_adversarial(inst['X'], inst['y'], inst['f_theta'], inst['w_star'], inst['w'], inst['V'], steps=T)",
+        "steps",
+    ),
+    ("S.theorem_4_experiment", "S.theorem_4_experiment(T, 2)", "steps"),
+    ("S.theorem_4_experiment", "S.theorem_4_experiment(16, B)", "n_seeds"),
+    ("S.theorem_4_experiment", "S.theorem_4_experiment(16, 2, n_test=10**10)", "n_test"),
+    ("S.theorem_4_rates", "S.theorem_4_rates(T, 2)", "steps"),
+    ("S.theorem_4_rates", "S.theorem_4_rates(16, B)", "n_runs"),
+    ("S.theorem_4_rates", "S.theorem_4_rates(16, 2, n_fresh=10**10)", "n_fresh"),
+]
+
+#: Public functions with a size-like argument that neither allocate nor loop in it (closed forms, counts), or
+#: whose sizes are arrays the caller has already allocated: each must return at once on a huge size.
+BUDGET_FREE = [
+    ("L.bhl_step_size", "L.bhl_step_size(R2, B)"),
+    ("L.theorem_2_1_bound", "L.theorem_2_1_bound(R2, B)"),
+    ("L.theorem_2_1_bound_early", "L.theorem_2_1_bound_early(R2, B)"),
+    ("L.theorem_2_1_bound_integer", "L.theorem_2_1_bound_integer(R2, B)"),
+    ("E.default_k", "E.default_k(B, 0.1, B)"),
+    ("E.jl_k", "E.jl_k(B, 0.1)"),
+    ("E.jl_union_width", "E.jl_union_width(B, 0.1)"),
+    ("E.paper_k", "E.paper_k(B, 0.1)"),
+    ("E.paper_parameter_count", "E.paper_parameter_count(B, B, B, B)"),
+    ("E.surrogate_width", "E.surrogate_width(B)"),
+    ("E.union_bound_k", "E.union_bound_k(B, 0.1)"),
+    ("E.module_fit_error", None),  # batch: a split of the data given
+    ("S.average_regret", None),  # horizons, T: arrays the caller made
+    ("S.rate_exponents", None),
+    ("S.theorem_4_bound", None),
+    ("S.landscape_panel", None),  # levels of a contour plot
+]
+
+BUDGET_PROBE = r"""
+import json, resource, signal, sys
+import numpy as np, torch
+from resnet_theory import expressivity as E, linear as L, shamir as S, smooth as M, validate
+
+class Timeout(BaseException):
+    pass
+
+def on_alarm(*_):
+    raise Timeout()
+
+B, T = 10**9, 10**12
+R2, I2 = np.array([[0.9, -0.3], [0.2, 1.1]]), np.eye(2)
+A3 = np.stack([np.zeros((2, 2))] * 3)
+rng, g = np.random.default_rng(0), torch.Generator().manual_seed(0)
+X, y = rng.normal(size=(6, 3)), np.array([0, 1, 0, 1, 0, 1])
+h = M.example_map("sine-shear", 2)
+inst = S.random_theorem_instance(0, n=8, d=2, k=2, width=4, depth=2)
+# the cap: what the process holds now plus 2 GiB of address space; more is a MemoryError, not a swap storm
+held = int(open("/proc/self/statm").read().split()[0]) * resource.getpagesize()
+resource.setrlimit(resource.RLIMIT_AS, (held + 2 * 2**30, held + 2 * 2**30))
+signal.signal(signal.SIGALRM, on_alarm)
+for label, call in json.loads(sys.argv[1]):
+    signal.alarm(int(sys.argv[2]))
+    try:
+        eval(call)
+        out = ["returned", ""]
+    except Timeout:
+        out = ["timeout", ""]
+    except validate.BudgetError as exc:
+        out = ["BudgetError", str(exc)]
+    except Exception as exc:
+        out = [type(exc).__name__, str(exc)]
+    finally:
+        signal.alarm(0)
+    print(json.dumps([label, call, *out]), flush=True)
+"""
+
+
+def _probe(calls: list[tuple[str, str]], seconds: int) -> list[list[str]]:
+    proc = subprocess.run(
+        [sys.executable, "-c", BUDGET_PROBE, json.dumps(calls), str(seconds)],
+        capture_output=True,
+        text=True,
+        timeout=60 + 3 * seconds * len(calls),
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return [json.loads(line) for line in proc.stdout.splitlines()]
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="the probe caps memory through /proc and setrlimit")
+def test_every_public_function_refuses_huge_sizes_at_once_in_one_line():
+    import re
+
+    results = _probe([(label, call) for label, call, _ in BUDGET_CASES], seconds=5)
+    wrong = []
+    for (_label, call, kind, message), (_, _, argument) in zip(results, BUDGET_CASES):
+        said = message.split(" needs ")[0] if " needs " in message else message[:60]  # what is named first
+        named = any(re.search(rf"\b{re.escape(name)}\b", said) for name in argument.split(", "))
+        if kind not in ("BudgetError", "ValueError") or "\n" in message or not named:
+            wrong.append(f"{call}: {kind}: {message[:200]}")
+    assert not wrong, "\n".join(wrong)
+    quick = _probe([(label, call) for label, call in BUDGET_FREE if call], seconds=5)
+    assert [r for r in quick if r[2] != "returned"] == []
+
+
+def test_the_budget_walk_covers_every_public_function_with_a_size():
+    import inspect
+
+    from resnet_theory import expressivity, linear, shamir, smooth
+
+    sizes = {
+        "depth", "d", "n", "k", "m", "dim", "steps", "max_steps", "starts", "width", "n_points", "n_instances",
+        "n_starts", "n_seeds", "n_runs", "n_test", "n_fresh", "grid_points", "n_check", "iterations", "r", "D",
+        "draws", "k_max", "seeds", "depths", "max_depth", "random_starts", "n_lines", "newton_steps",
+        "refine_steps", "n_refine", "certify_points", "ms", "n_atoms", "max_iter", "T", "horizons", "levels",
+        "batch", "n_exact", "max_repeats", "dims",
+    }  # fmt: skip
+    walked = {label for label, _, _ in BUDGET_CASES} | {label for label, _ in BUDGET_FREE}
+    missing = []
+    for prefix, module in (("L", linear), ("E", expressivity), ("M", smooth), ("S", shamir)):
+        for name, function in inspect.getmembers(module, inspect.isfunction):
+            if name.startswith("_") or function.__module__ != module.__name__:
+                continue
+            if set(inspect.signature(function).parameters) & sizes and f"{prefix}.{name}" not in walked:
+                missing.append(f"{module.__name__}.{name}")
+    assert not missing, f"public functions with a size that the budget walk does not try: {missing}"

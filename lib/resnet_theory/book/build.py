@@ -268,6 +268,7 @@ def _say_done(root: Path, plan: ChapterPlan, result: ChapterResult) -> None:
     print(
         f"[book] {plan.source.relative_to(root)}: {verb}"
         + (f" in {result.seconds:.1f} s" if result.run == "executed" else "")
+        + (f" ({result.cpu_seconds:.1f} CPU s)" if result.run == "executed" and result.cpu_seconds is not None else "")
         + (f" ({result.reason})" if result.reason else ""),
         flush=True,
     )
