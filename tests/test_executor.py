@@ -1142,7 +1142,9 @@ def test_stale_temporaries_of_dead_runs_are_removed(tmp_path):
     )
     dead.write_text("{}")
     alive.write_text("{}")
-    assert remove_stale_partials(tmp_path / "executed") == [dead]
+    assert remove_stale_partials(folder / "y.ipynb") == []  # only the temporaries of the output named
+    assert remove_stale_partials(folder / "x.ipynb") == [dead]
+    assert remove_stale_partials(folder / "y.ipynb") == []
     assert alive.exists() and not dead.exists()
 
 

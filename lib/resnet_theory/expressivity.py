@@ -234,6 +234,7 @@ def random_projection(D: int, k: int, rng: np.random.Generator, kind: str = "aut
     if not isinstance(rng, np.random.Generator):
         raise TypeError("rng must be a numpy.random.Generator")
     kind = validate.choice("kind", kind, PROJECTIONS)
+    validate.check_budget("(k, D)", 16.0 * k * D, validate.memory_limit_bytes(), value=(k, D))
     G = rng.standard_normal((k, D))
     if kind == "printed":
         return G
@@ -251,6 +252,7 @@ def surrogate_labels(r: int, k: int, rng: np.random.Generator) -> np.ndarray:
     k = validate.positive_int("k", k)
     if not isinstance(rng, np.random.Generator):
         raise TypeError("rng must be a numpy.random.Generator")
+    validate.check_budget("(r, k)", 16.0 * r * k, validate.memory_limit_bytes(), value=(r, k))
     Q = rng.standard_normal((r, k))
     return Q / np.linalg.norm(Q, axis=1, keepdims=True)
 
@@ -1065,6 +1067,10 @@ def lemma_b_1_instance(
         "rho_prime", rho_prime, minimum=0.0, open_minimum=True, maximum=1.0, open_maximum=True
     )
     min_distance = validate.positive_float("min_distance", min_distance)
+    validate.check_budget("(k, m)", 32.0 * (m + 1) * k, validate.memory_limit_bytes(), value=(k, m))
+    validate.check_budget(
+        "(k, m)", float(m + k) ** 2 * k, validate.OPS_LIMIT, what="work", unit="operations", value=(k, m)
+    )
     d_min = math.sqrt(min_distance) if squared else min_distance
 
     def norm_sq():
@@ -1148,6 +1154,7 @@ def shared_threshold_counterexample(k: int, rho_prime: float) -> tuple[np.ndarra
     rho_prime = validate.finite_float(
         "rho_prime", rho_prime, minimum=0.0, open_minimum=True, maximum=0.5, open_maximum=True
     )
+    validate.check_budget("k", 8.0 * 4 * k * (k + 1), validate.memory_limit_bytes(), value=k)
     c = 3 * rho_prime / (2 * (1 + rho_prime))
     alphas = np.zeros((k, k + 1))
     alphas[:, 0] = math.sqrt((1 + rho_prime) * (1 - c))
@@ -1166,6 +1173,7 @@ def ring_instance(k: int, rho_prime: float) -> tuple[np.ndarray, np.ndarray]:
     """
     k = validate.integer("k", k, minimum=2)
     rho_prime = validate.finite_float("rho_prime", rho_prime, minimum=0.0, open_minimum=True, maximum=1 / 3)
+    validate.check_budget("k", 8.0 * 4 * k * k, validate.memory_limit_bytes(), value=k)
     a = (2 - 3 * rho_prime) / (2 * math.sqrt(1 - rho_prime))
     b = math.sqrt(1 + rho_prime - a * a)
     alphas = np.zeros((k, k))
@@ -1258,6 +1266,7 @@ def equidistant_points(n: int, rho: float) -> np.ndarray:
     """
     n = validate.positive_int("n", n)
     rho = validate.finite_float("rho", rho, minimum=0.0, open_minimum=True, maximum=2.0)
+    validate.check_budget("n", 8.0 * n * (n + 1), validate.memory_limit_bytes(), value=n)
     X = np.zeros((n, n + 1))
     X[np.arange(n), np.arange(n)] = math.sqrt(rho / 2)
     X[:, n] = math.sqrt(1 - rho / 2)
@@ -1414,6 +1423,14 @@ def success_rate(
     X, y, k: int, seeds, *, projection: str = "gaussian", thresholds: str = "per-unit", num_classes=None
 ) -> float:
     """Fraction of ``seeds`` for which one draw (no retries) builds a network that fits ``(X, y)``."""
+    validate.check_budget(
+        "seeds",
+        len(seeds) if hasattr(seeds, "__len__") else 0,
+        validate.LOOP_LIMIT,
+        what="work",
+        unit="seeds",
+        value=None,
+    )
     seeds = list(seeds)
     if not seeds:
         raise ValueError("success_rate needs at least one seed")

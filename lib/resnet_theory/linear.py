@@ -195,6 +195,7 @@ def random_layers_in_ball(depth, d, tau, seed=None, boundary=False) -> np.ndarra
     depth = validate.positive_int("depth", depth)
     d = validate.positive_int("d", d)
     tau = validate.non_negative_float("tau", tau)
+    validate.check_budget("(depth, d)", 16.0 * depth * d * d, validate.memory_limit_bytes(), value=(depth, d))
     rng = _rng(seed)
     A = rng.standard_normal((depth, d, d))
     u = np.ones(depth) if validate.boolean("boundary", boundary) else rng.uniform(0.0, 1.0, depth)
@@ -280,6 +281,8 @@ def torch_risk(depth, d, R, Sigma):
     """The risk as a torch function of one flat float64 vector of ``depth * d * d`` layer entries
     (``A[0]`` first, row-major), for the autograd and finite-difference witnesses of :mod:`resnet_theory.checks`."""
     depth, d = validate.positive_int("depth", depth), validate.positive_int("d", d)
+    validate.check_budget("(depth, d)", 8.0 * depth * d * d, validate.memory_limit_bytes(), value=(depth, d))
+    validate.check_budget("depth", depth, validate.LOOP_LIMIT, what="work", unit="loop iterations", value=depth)
     _, R, Sigma = _check_risk_inputs(np.zeros((depth, d, d)), R, Sigma)
     R_t, S_t = torch.as_tensor(R), torch.as_tensor(Sigma)
 
@@ -301,6 +304,14 @@ def sympy_risk(depth, d, R, Sigma):
     """The risk ``tr(E Sigma E^T) + d`` as an exact SymPy expression in ``depth * d * d`` symbols ``a0, a1, ...``
     (same order as :func:`torch_risk`); ``R`` and ``Sigma`` are converted to exact rationals."""
     depth, d = validate.positive_int("depth", depth), validate.positive_int("d", d)
+    validate.check_budget(
+        "(depth, d)",
+        d * d * float(1 + d) ** (2 * depth),
+        1e6,
+        what="work",
+        unit="terms of the expanded risk",
+        value=(depth, d),
+    )
     _check_risk_inputs(np.zeros((depth, d, d)), R, Sigma)
     Rs = sp.Matrix(np.asarray(R, dtype=float).tolist()).applyfunc(sp.nsimplify)
     Ss = sp.Matrix(np.asarray(Sigma, dtype=float).tolist()).applyfunc(sp.nsimplify)
@@ -690,7 +701,17 @@ def theorem_2_1_ratio(R, depths, method: str = "polar") -> np.ndarray:
     the worst cases it finds with :func:`factorize_near_identity` and :func:`layer_norms`.
     """
     R = validate.square_matrix("R", R)
+    validate.check_budget(
+        "depths",
+        len(depths) if hasattr(depths, "__len__") else 0,
+        validate.LOOP_LIMIT,
+        what="work",
+        unit="depths",
+        value=None,
+    )
     depths = [validate.positive_int("depth", depth) for depth in depths]
+    for depth in depths:
+        _check_depth_budget(depth, R.shape[0], layers=True)
     out = min(theorem_2_1_bound(R, 1), theorem_2_1_bound_early(R, 1)) / np.asarray(depths, dtype=float)
     method = _as_method(method)
     _check_invertible_oriented(R)
@@ -747,6 +768,23 @@ def theorem_2_1_worst_ratio_search(
     random_starts = validate.positive_int("random_starts", random_starts)
     refine = validate.non_negative_int("refine", refine)
     max_gamma = validate.positive_float("max_gamma", max_gamma)
+    validate.check_budget(
+        "max_depth", max_depth, validate.LOOP_LIMIT, what="work", unit="loop iterations", value=max_depth
+    )
+    validate.check_budget(
+        "(dims, max_depth)",
+        8.0 * max_depth * max(dims, default=1) ** 2,
+        validate.memory_limit_bytes(),
+        value=(dims, max_depth),
+    )
+    validate.check_budget(
+        "random_starts",
+        float(random_starts) * len(dims) * (refine + 1) * max_depth,
+        validate.LOOP_LIMIT,
+        what="work",
+        unit="loop iterations",
+        value=random_starts,
+    )
     method = _as_method(method)
     rng = _rng(seed)
     history, best = [], (-np.inf, None, None)
@@ -809,6 +847,14 @@ def best_factorization_in_ball(R, depth, radius, starts=4, steps=400, seed=None)
     starts = validate.positive_int("starts", starts)
     steps = validate.positive_int("steps", steps)
     _check_depth_budget(depth, d, layers=True)
+    validate.check_budget(
+        "(starts, steps)",
+        float(starts) * steps,
+        validate.LOOP_LIMIT,
+        what="work",
+        unit="loop iterations",
+        value=(starts, steps),
+    )
     rng = _rng(seed)
     I = np.eye(d)
     best = {"residual": math.inf}
@@ -840,7 +886,25 @@ def theorem_2_1_sweep(R, depths, method: str = "polar") -> dict:
     scheme) and the split (q, p)."""
     R = validate.square_matrix("R", R)
     method = _as_method(method)
+    validate.check_budget(
+        "depths",
+        len(depths) if hasattr(depths, "__len__") else 0,
+        validate.LOOP_LIMIT,
+        what="work",
+        unit="depths",
+        value=None,
+    )
     depths = [validate.positive_int("depth", depth) for depth in depths]
+    for depth in depths:
+        _check_depth_budget(depth, R.shape[0], layers=True)
+    validate.check_budget(
+        "depths",
+        float(sum(depths)),
+        validate.LOOP_LIMIT,
+        what="work",
+        unit="loop iterations (the sum of the depths)",
+        value=None,
+    )
     if not depths:
         raise ValueError("depths must contain at least one depth")
     out = {k: [] for k in ("depth", "max_norm", "relative_error", "camera_ready", "early", "integer", "q", "p")}
@@ -922,6 +986,14 @@ def critical_point_search(R, Sigma, starts, tau, iterations=60, critical_rtol=1e
     _, R, Sigma = _check_risk_inputs(starts[0], R, Sigma)
     tau = validate.positive_float("tau", tau)
     iterations = validate.positive_int("iterations", iterations)
+    validate.check_budget(
+        "(starts, iterations)",
+        float(n) * iterations,
+        validate.LOOP_LIMIT,
+        what="work",
+        unit="loop iterations",
+        value=(n, iterations),
+    )
     f = torch_risk(depth, d, R, Sigma)
     hess = hessian(f)
     out = {k: np.empty(n) for k in ("grad_sq", "grad_sq_start", "excess", "excess_start", "max_norm")}
@@ -967,6 +1039,15 @@ def risk_gradient_descent(A0, R, Sigma, steps, lr):
     A, R, Sigma = _check_risk_inputs(A0, R, Sigma)
     steps = validate.positive_int("steps", steps)
     lr = validate.positive_float("lr", lr)
+    validate.check_budget("steps", steps, validate.LOOP_LIMIT, what="work", unit="loop iterations", value=steps)
+    validate.check_budget(
+        "steps",
+        4.0 * steps * A.shape[0] * A.shape[1] ** 3,
+        validate.OPS_LIMIT,
+        what="work",
+        unit="operations",
+        value=steps,
+    )
     A = A.copy()
 
     def excess(A):  # tr(E Sigma E^T) directly: risk(A) - d would lose everything below d * 1e-16
@@ -1009,6 +1090,18 @@ def identity_gd_steps_to(Phi, depth, lr, tol, max_steps) -> int | None:
     lr = validate.positive_float("lr", lr)
     tol = validate.positive_float("tol", tol)
     max_steps = validate.positive_int("steps", max_steps)
+    _check_depth_budget(depth, Phi.shape[0], layers=True)
+    validate.check_budget(
+        "max_steps", max_steps, validate.LOOP_LIMIT, what="work", unit="loop iterations", value=max_steps
+    )
+    validate.check_budget(
+        "max_steps",
+        4.0 * max_steps * depth * Phi.shape[0] ** 3,
+        validate.OPS_LIMIT,
+        what="work",
+        unit="operations",
+        value=max_steps,
+    )
     d = Phi.shape[0]
     I = np.eye(d)
     T = np.repeat(I[None], depth, axis=0)
@@ -1061,6 +1154,17 @@ def identity_gd_trace(Phi, depth, lr, steps, reg=0.0, tol=None) -> IdentityGDTra
     steps = validate.positive_int("steps", steps)
     reg = validate.non_negative_float("reg", reg)
     tol = -math.inf if tol is None else validate.positive_float("tol", tol)
+    _check_depth_budget(depth, Phi.shape[0], layers=True)
+    validate.check_budget("steps", steps, validate.LOOP_LIMIT, what="work", unit="loop iterations", value=steps)
+    validate.check_budget("steps", 16.0 * (steps + 1), validate.memory_limit_bytes(), value=steps)
+    validate.check_budget(
+        "steps",
+        4.0 * steps * depth * Phi.shape[0] ** 3,
+        validate.OPS_LIMIT,
+        what="work",
+        unit="operations",
+        value=steps,
+    )
     d = Phi.shape[0]
     I = np.eye(d)
     T = np.repeat(I[None], depth, axis=0)
@@ -1130,6 +1234,8 @@ def symmetric_identity_gd(eigenvalues, depth, lr, steps, reg=0.0) -> SymmetricGD
     lr = validate.positive_float("lr", lr)
     steps = validate.positive_int("steps", steps)
     reg = validate.non_negative_float("reg", reg)
+    validate.check_budget("steps", steps, validate.LOOP_LIMIT, what="work", unit="loop iterations", value=steps)
+    validate.check_budget("steps", 16.0 * (steps + 1) * (1 + lam.size), validate.memory_limit_bytes(), value=steps)
     mu = np.ones_like(lam)
     losses = np.empty(steps + 1)
     min_mu = 1.0

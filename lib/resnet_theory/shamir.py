@@ -263,6 +263,13 @@ def random_mlp(
     d, k = validate.positive_int("d", d), validate.positive_int("k", k)
     width, depth = validate.positive_int("width", width), validate.positive_int("depth", depth)
     final = validate.choice("final", final, ("none", "tanh"))
+    validate.check_budget("depth", depth, validate.LOOP_LIMIT, what="work", unit="loop iterations", value=depth)
+    validate.check_budget(
+        "(width, depth)",
+        16.0 * ((d + k) * width + (depth - 1) * width * (width + 1)),
+        validate.memory_limit_bytes(),
+        value=(width, depth),
+    )
     if not isinstance(generator, torch.Generator):
         raise TypeError("generator must be a torch.Generator")
     dims = [d] + [width] * (depth - 1) + [k]
@@ -301,6 +308,13 @@ def random_theorem_instance(
     loss = _check_loss(loss)
     for name, val in (("n", n), ("d", d), ("k", k), ("width", width), ("depth", depth)):
         validate.positive_int(name, val)
+    validate.check_budget(
+        "(n, d, k, width, depth)",
+        16.0 * (n * (d + width + k) + (d + k) * width + depth * width * (width + 1)),
+        validate.memory_limit_bytes(),
+        value=(n, d, k, width, depth),
+    )
+    validate.check_budget("depth", depth, validate.LOOP_LIMIT, what="work", unit="loop iterations", value=depth)
     gen = torch.Generator().manual_seed(int(seed))
     rng = np.random.default_rng(seed)
     X = torch.randn(n, d, generator=gen, dtype=torch.float64)
@@ -572,6 +586,7 @@ def theorem_1_adversarial(
     w_star_t = torch.as_tensor(_w_star(w_star, X.shape[1]))
     steps = validate.positive_int("steps", steps)
     lr = validate.positive_float("lr", lr)
+    validate.check_budget("steps", steps, validate.LOOP_LIMIT, what="work", unit="loop iterations", value=steps)
     F_lin = loss_values(X @ w_star_t, y, loss).mean()
     ns2 = float(w_star_t @ w_star_t)
     w = w0.clone().requires_grad_(True)
@@ -767,6 +782,7 @@ def corollary_1_survey(n_instances: int, seed: int = 0, losses=LOSSES, *, skip: 
     seed = validate.non_negative_int("seed", seed)
     if isinstance(losses, str) or not losses or any(l not in LOSSES for l in losses):
         raise ValueError(f"losses must be a non-empty sequence drawn from {LOSSES}, got {losses!r}")
+    validate.check_budget("n_instances", 0.05 * n_instances, 3600.0, what="time", unit="seconds", value=n_instances)
     rows = []
     for i in range(n_instances):
         loss = losses[i % len(losses)]
@@ -1080,6 +1096,9 @@ def find_local_minima(
     """
     eps, penalty, radius, n_starts, box = _check_landscape_args(eps, penalty, radius, n_starts, box)
     separation = validate.positive_float("separation", separation)
+    validate.check_budget(
+        "n_starts", 100.0 * n_starts, validate.LOOP_LIMIT, what="work", unit="loop iterations", value=n_starts
+    )
     value, gradient, hessian = _landscape(eps, penalty)
     rng = np.random.default_rng(_seed(seed))
     found = []
@@ -1294,6 +1313,8 @@ def projected_sgd(
     radius = validate.positive_float("radius", radius)
     lipschitz = validate.positive_float("lipschitz", lipschitz)
     lr_theta = validate.non_negative_float("lr_theta", lr_theta)
+    validate.check_budget("steps", steps, validate.LOOP_LIMIT, what="work", unit="loop iterations", value=steps)
+    validate.check_budget("steps", 8.0 * 4 * steps * (source.d + 2), validate.memory_limit_bytes(), value=steps)
     if (X_test is None) != (y_test is None):
         raise ValueError("give both X_test and y_test, or neither")
     if X_test is not None:
@@ -1413,6 +1434,18 @@ def theorem_4_experiment(
     seed = _seed(seed)
     radius = validate.positive_float("radius", radius)
     n_test = validate.positive_int("n_test", n_test)
+    validate.check_budget(
+        "(steps, n_seeds)",
+        float(steps) * n_seeds,
+        validate.LOOP_LIMIT,
+        what="work",
+        unit="loop iterations",
+        value=(steps, n_seeds),
+    )
+    validate.check_budget(
+        "(steps, n_seeds)", 8.0 * 8 * steps * n_seeds, validate.memory_limit_bytes(), value=(steps, n_seeds)
+    )
+    validate.check_budget("n_test", 8.0 * 4 * n_test * (d + 2), validate.memory_limit_bytes(), value=n_test)
     u_star = np.full(d, 1.5 / math.sqrt(d))
     X_test, y_test = LogisticLinearSource(u_star, seed=seed + 10_000).sample(n_test)
     best = best_linear_predictor(X_test, y_test, "logistic", radius=radius)
@@ -1574,6 +1607,8 @@ def theorem_4_rates(
         raise ValueError(f"architecture must be 'output skip' or 'original', got {architecture!r}")
     for name, val in (("d", d), ("k", k), ("width", width), ("depth", depth), ("n_fresh", n_fresh)):
         validate.positive_int(name, val)
+    validate.check_budget("(steps, n_runs)", steps * n_runs, validate.LOOP_LIMIT, what="steps", value=(steps, n_runs))
+    validate.check_budget("n_fresh", 8.0 * 4 * n_fresh * (d + 2), validate.memory_limit_bytes(), value=n_fresh)
     radius, u_norm = _theorem_4_ball(radius, u_norm, comparator_outside)
     lr_theta = validate.non_negative_float("lr_theta", lr_theta)
     step_exponent = validate.positive_float("step_exponent", step_exponent)

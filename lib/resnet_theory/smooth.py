@@ -64,6 +64,7 @@ def ball_points(n: int, dim: int, radius: float, generator: torch.Generator | No
     n = validate.positive_int("n", n)
     dim = validate.positive_int("dim", dim)
     radius = validate.positive_float("radius", radius)
+    validate.check_budget("(n, dim)", 24.0 * n * dim, validate.memory_limit_bytes(), value=(n, dim))
     direction = torch.randn(n, dim, dtype=DTYPE, generator=generator)
     direction /= direction.norm(dim=1, keepdim=True).clamp_min(1e-300)
     r = torch.rand(n, 1, dtype=DTYPE, generator=generator) ** (1.0 / dim)
@@ -122,6 +123,10 @@ def check_positive_orientation(
     _check_callable(h, "h")
     dim = validate.positive_int("dim", dim)
     domain_radius = validate.positive_float("domain_radius", domain_radius)
+    n_points = validate.positive_int("n_points", n_points)
+    validate.check_budget(
+        "n_points", 8.0 * 4 * n_points * dim * (dim + 1), validate.memory_limit_bytes(), value=n_points
+    )
     x = _test_points(dim, domain_radius, n_points, seed)
     with torch.no_grad():
         y = _apply_checked(h, x, "h")
@@ -161,6 +166,7 @@ def example_map(name: str, dim: int, seed: int = 0, strength: float = 0.6) -> To
     strength = validate.positive_float("strength", strength)
     if name != "swirl" and strength >= 1:
         raise ValueError(f"strength must be < 1 for {name!r} to be invertible, got {strength}")
+    validate.check_budget("dim", 8.0 * 8 * dim * dim, validate.memory_limit_bytes(), value=dim)
     gen = torch.Generator().manual_seed(seed)
     M = torch.linalg.matrix_exp(0.4 * torch.randn(dim, dim, dtype=DTYPE, generator=gen) / math.sqrt(dim))
     c = 0.2 * torch.randn(dim, dtype=DTYPE, generator=gen)
@@ -335,6 +341,7 @@ def scale_schedule(m: int, spacing="uniform") -> np.ndarray:
     ``m + 1`` is checked and returned as is.
     """
     m = validate.positive_int("m", m)
+    validate.check_budget("m", 8.0 * 4 * (m + 1), validate.memory_limit_bytes(), value=m)
     if isinstance(spacing, str):
         if validate.choice("spacing", spacing, SPACINGS) == "uniform":
             return np.arange(m + 1) / m
@@ -454,6 +461,9 @@ def newton_inverse(
         raise ValueError(f"z must be a 2-D torch tensor (N, dim), got shape {tuple(z.shape)}")
     tol = validate.positive_float("tol", tol)
     max_iter = validate.positive_int("max_iter", max_iter)
+    validate.check_budget(
+        "max_iter", max_iter, validate.LOOP_LIMIT, what="work", unit="loop iterations", value=max_iter
+    )
     start = (z if x0 is None else x0).detach().clone()
     target = z.detach()
     scale = 1.0 + target.norm(dim=1)
@@ -519,6 +529,10 @@ def near_identity_factors(
     m = validate.positive_int("m", m)
     dim = validate.positive_int("dim", dim)
     domain_radius = validate.positive_float("domain_radius", domain_radius)
+    validate.check_budget("m", m, validate.LOOP_LIMIT, what="work", unit="loop iterations", value=m)
+    validate.check_budget("(m, dim)", 8.0 * 4 * (m + 1) * dim * dim, validate.memory_limit_bytes(), value=(m, dim))
+    n_check = validate.positive_int("n_check", n_check)
+    validate.check_budget("n_check", 8.0 * 4 * n_check * dim * (dim + 1), validate.memory_limit_bytes(), value=n_check)
     scales = scale_schedule(m, spacing)
     check_positive_orientation(h, dim, domain_radius, n_check, seed)
     newton_tol = validate.positive_float("newton_tol", newton_tol)
@@ -548,6 +562,7 @@ def alternating_split(h: TorchMap, m: int, dim: int, *, newton_tol: float = 1e-1
     m = validate.positive_int("m", m)
     dim = validate.positive_int("dim", dim)
     newton_tol = validate.positive_float("newton_tol", newton_tol)
+    validate.check_budget("m", m, validate.LOOP_LIMIT, what="work", unit="loop iterations", value=m)
     if m % 2 == 0:
         raise ValueError(f"the alternating split needs an odd number of layers, got m = {m}")
     origin = torch.zeros(1, dim, dtype=DTYPE)
@@ -566,6 +581,12 @@ def grid_lines(half_width: float = 0.7, n_lines: int = 9, n_points: int = 81) ->
     """Horizontal and vertical lines of a square grid in the plane, each ``(n_points, 2)``."""
     half_width = validate.positive_float("half_width", half_width)
     n_lines, n_points = validate.positive_int("n_lines", n_lines), validate.positive_int("n_points", n_points)
+    validate.check_budget(
+        "(n_lines, n_points)",
+        64.0 * n_lines * n_points + 8.0 * (n_lines + n_points),
+        validate.memory_limit_bytes(),
+        value=(n_lines, n_points),
+    )
     ticks = torch.linspace(-half_width, half_width, n_lines, dtype=DTYPE)
     t = torch.linspace(-half_width, half_width, n_points, dtype=DTYPE)
     return [torch.stack([t, torch.full_like(t, c)], dim=1) for c in ticks] + [
@@ -682,6 +703,17 @@ def lipschitz_constant(
     n_refine = validate.non_negative_int("n_refine", n_refine)
     refine_steps = validate.non_negative_int("refine_steps", refine_steps)
     lr = 0.05 * domain_radius if lr is None else validate.positive_float("lr", lr)
+    validate.check_budget(
+        "n_points", 8.0 * 4 * n_points * dim * (dim + 1), validate.memory_limit_bytes(), value=n_points
+    )
+    validate.check_budget(
+        "(n_refine, refine_steps)",
+        float(n_refine) * refine_steps,
+        validate.LOOP_LIMIT,
+        what="work",
+        unit="loop iterations",
+        value=(n_refine, refine_steps),
+    )
     x = _test_points(dim, domain_radius, n_points, seed)
     try:
         with torch.no_grad():
@@ -735,6 +767,22 @@ def factor_deviations(
     m = validate.positive_int("m", m)
     dim = validate.positive_int("dim", dim)
     domain_radius = validate.positive_float("domain_radius", domain_radius)
+    validate.check_budget("m", m, validate.LOOP_LIMIT, what="work", unit="loop iterations", value=m)
+    validate.check_budget("(m, dim)", 8.0 * 4 * (m + 1) * dim * dim, validate.memory_limit_bytes(), value=(m, dim))
+    n_points = validate.positive_int("n_points", n_points)
+    validate.check_budget(
+        "n_points", 8.0 * 4 * n_points * dim * (dim + 1), validate.memory_limit_bytes(), value=n_points
+    )
+    validate.check_budget(
+        "(m, n_refine, refine_steps)",
+        float(m)
+        * validate.non_negative_int("n_refine", n_refine)
+        * validate.non_negative_int("refine_steps", refine_steps),
+        validate.LOOP_LIMIT,
+        what="work",
+        unit="loop iterations",
+        value=(m, n_refine, refine_steps),
+    )
     scales = torch.as_tensor(scale_schedule(m, spacing))
     check_positive_orientation(h, dim, domain_radius, 64, seed)
     origin = torch.zeros(1, dim, dtype=DTYPE)
@@ -874,6 +922,9 @@ def certified_deviations(
     dim = validate.positive_int("dim", dim)
     r = validate.positive_float("domain_radius", domain_radius)
     grid_points = validate.positive_int("grid_points", grid_points)
+    validate.check_budget("m", m, validate.LOOP_LIMIT, what="work", unit="loop iterations", value=m)
+    validate.check_budget("(m, dim)", 8.0 * 4 * (m + 1) * dim * dim, validate.memory_limit_bytes(), value=(m, dim))
+    validate.check_budget("grid_points", 8.0 * 4 * grid_points * m, validate.memory_limit_bytes(), value=grid_points)
     curvature = _curvature_bound(h, second_derivative_bound)
     scales = scale_schedule(m, spacing)
     check_positive_orientation(h, dim, r, 64, 0)
@@ -982,6 +1033,7 @@ def rate_certificate(
     dim = validate.positive_int("dim", dim)
     r = validate.positive_float("domain_radius", domain_radius)
     grid_points = validate.positive_int("grid_points", grid_points)
+    validate.check_budget("grid_points", 8.0 * 4 * grid_points, validate.memory_limit_bytes(), value=grid_points)
     curvature = second_derivative_bound or getattr(h, "second_derivative_bound", None)
     if curvature is None or not callable(curvature):
         raise ValueError("rate_certificate needs a callable certified bound on ||h''|| (second_derivative_bound)")
@@ -1025,6 +1077,17 @@ def equidistributed_scales(
     """
     m = validate.positive_int("m", m)
     iterations = validate.positive_int("iterations", iterations)
+    validate.check_budget(
+        "m", 8.0 * 4 * (m + 1) * validate.positive_int("dim", dim) ** 2, validate.memory_limit_bytes(), value=m
+    )
+    validate.check_budget(
+        "(m, iterations)",
+        100.0 * iterations * m,
+        validate.LOOP_LIMIT,
+        what="work",
+        unit="loop iterations",
+        value=(m, iterations),
+    )
     a = scale_schedule(m, "uniform")
     for _ in range(iterations):
         eps = factor_deviations(
@@ -1086,6 +1149,14 @@ def deviation_rates(
     ms = np.asarray([validate.positive_int("m", m) for m in ms])
     if len(ms) < 2:
         raise ValueError("need at least two depths to measure a rate")
+    validate.check_budget(
+        "ms",
+        100.0 * float(ms.sum()) * len(spacings) * len(cases),
+        validate.LOOP_LIMIT,
+        what="work",
+        unit="loop iterations",
+        value=ms.tolist(),
+    )
     for spacing in spacings:
         validate.choice("spacing", spacing, RATE_SPACINGS)
     results = []
@@ -1264,6 +1335,15 @@ def representation_evidence(
     ms = np.asarray([validate.positive_int("m", m) for m in ms])
     if len(ms) < 2:
         raise ValueError("need at least two depths to measure a rate")
+    validate.check_budget(
+        "ms", 100.0 * float(ms.sum()), validate.LOOP_LIMIT, what="work", unit="loop iterations", value=ms.tolist()
+    )
+    validate.check_budget(
+        "certify_points",
+        8.0 * 4 * validate.positive_int("certify_points", certify_points) * dim * dim,
+        validate.memory_limit_bytes(),
+        value=certify_points,
+    )
     cert, reason = (
         certificate
         if certificate is not None
@@ -1348,6 +1428,13 @@ def random_residual_blocks(
     """m random blocks, each rescaled so that its certified bound ``||W2|| ||W1||`` equals ``eps`` exactly."""
     m, dim, width = (validate.positive_int(n, v) for v, n in ((m, "m"), (dim, "dim"), (width, "width")))
     eps = validate.positive_float("eps", eps)
+    validate.check_budget("m", m, validate.LOOP_LIMIT, what="work", unit="loop iterations", value=m)
+    validate.check_budget(
+        "(m, dim, width)",
+        8.0 * m * (2 * width * dim + width + dim),
+        validate.memory_limit_bytes(),
+        value=(m, dim, width),
+    )
     blocks = []
     for _ in range(m):
         W1 = torch.randn(width, dim, dtype=DTYPE, generator=generator)
@@ -1368,6 +1455,10 @@ def aligned_residual_blocks(m: int, dim: int, eps: float) -> list[ResidualBlock]
     eps = validate.positive_float("eps", eps)
     if eps >= 1:
         raise ValueError(f"eps must be < 1 for a near-identity block, got {eps}")
+    validate.check_budget("m", m, validate.LOOP_LIMIT, what="work", unit="loop iterations", value=m)
+    validate.check_budget(
+        "(m, dim)", 8.0 * (m + 1) * (2 * dim * dim + dim), validate.memory_limit_bytes(), value=(m, dim)
+    )
     eye = torch.eye(dim, dtype=DTYPE)
     return [ResidualBlock(eye.clone(), torch.zeros(dim, dtype=DTYPE), -eps * eye) for _ in range(m)]
 
@@ -1403,6 +1494,9 @@ def random_empirical_problem(
     atom_scale = validate.positive_float("atom_scale", atom_scale)
     n_atoms, dim, max_repeats = (
         validate.positive_int(n, v) for v, n in ((n_atoms, "n_atoms"), (dim, "dim"), (max_repeats, "max_repeats"))
+    )
+    validate.check_budget(
+        "(n_atoms, dim)", 8.0 * 6 * n_atoms * max_repeats * dim, validate.memory_limit_bytes(), value=(n_atoms, dim)
     )
     atoms = atom_scale * torch.randn(n_atoms, dim, dtype=DTYPE, generator=generator)
     counts = torch.randint(1, max_repeats + 1, (n_atoms,), generator=generator)
@@ -1530,6 +1624,7 @@ def gradient_bound_instances(
     ``n_atoms``, ``eps`` uniform in ``eps_range`` (which may lie outside the theorem's ``eps < 1``: the
     negative control), blocks of :func:`random_residual_blocks`, data of :func:`random_empirical_problem`."""
     n = validate.positive_int("n", n)
+    validate.check_budget("n", 100.0 * n, validate.LOOP_LIMIT, what="work", unit="loop iterations", value=n)
     low, high = (validate.finite_float(name, v) for name, v in zip(("eps_range[0]", "eps_range[1]"), eps_range))
     if not 0 < low < high:
         raise ValueError(f"eps_range must satisfy 0 < low < high, got {eps_range!r}")
@@ -1612,6 +1707,7 @@ def sigmoid_saddle_example(n: int = 8, v: float = 0.8, w: float = 2.0, b=(0.3, -
     data are exactly symmetric (the target's odd residual then averages to zero, and every other derivative
     carries a factor V), and it is a saddle: at ``V = 0`` the ``(W, b)`` block of the Hessian vanishes."""
     n = validate.positive_int("n", n)
+    validate.check_budget("n", 8.0 * 16 * n, validate.memory_limit_bytes(), value=n)
     if n % 2:
         raise ValueError(f"n must be even so that the inputs are symmetric about 0, got {n}")
     for value, name in ((v, "v"), (w, "w")):
@@ -1652,6 +1748,9 @@ def sigmoid_local_minimum_example(deviation: float = 0.1, newton_steps: int = 8)
     """
     deviation = validate.positive_float("deviation", deviation)
     newton_steps = validate.positive_int("newton_steps", newton_steps)
+    validate.check_budget(
+        "newton_steps", newton_steps, validate.LOOP_LIMIT, what="work", unit="loop iterations", value=newton_steps
+    )
     start = np.array(_LOCAL_MIN_START)
     s = deviation / sigmoid_deviation_bound(start)
     scale = np.array([s, s, 1, 1, 1, 1])

@@ -14,16 +14,18 @@ One concept per module, in the order a run uses them:
 - :mod:`~resnet_theory.book.plan`: which pages a run executes, how, with which parameters.
 - :mod:`~resnet_theory.book.environment`: the device and package versions of the run.
 - :mod:`~resnet_theory.book.files`: checksums, atomic writes, JSON objects read defensively.
+- :mod:`~resnet_theory.book.safety`: where commands may write (never over sources), one run per build folder.
 - :mod:`~resnet_theory.book.imports`: the library modules a chapter imports, followed transitively.
 - :mod:`~resnet_theory.book.cache`: a chapter's cache key and execution record; reuse of cached outputs.
 - :mod:`~resnet_theory.book.execute`: one chapter executed with a kernel, outputs moved into place atomically.
+- :mod:`~resnet_theory.book.cpu`: CPU seconds of a chapter's kernel and the processes under it.
 - :mod:`~resnet_theory.book.inprocess`: pages that gather results, executed without a kernel.
 - :mod:`~resnet_theory.book.report`: one result record per page, ``report.json``, the printed summary.
 - :mod:`~resnet_theory.book.build`: the ``execute`` and ``run`` commands.
 - :mod:`~resnet_theory.book.html_build`: the Jupyter Book build of the executed notebooks.
 - :mod:`~resnet_theory.book.repository`: the repository's address (buttons, launch, the install cell).
 - :mod:`~resnet_theory.book.page_meta`: the Sphinx extension that writes each page's description and og: tags.
-- :mod:`~resnet_theory.book.offline_mathjax`: the Sphinx extension that serves MathJax from the book itself.
+- :mod:`~resnet_theory.book.offline_mathjax`: the Sphinx extension that serves MathJax from the book itself, safely.
 - :mod:`~resnet_theory.book.claims_files`: a build's claims files, read strictly, bound to their executed pages.
 - :mod:`~resnet_theory.book.ledger_page`: the ledger page (claims with source links, re-check commands, seeds).
 - :mod:`~resnet_theory.book.status`: the status page, rendered from the report.

@@ -361,7 +361,8 @@ def main(argv: list[str] | None = None) -> int:
     import argparse
     import contextlib
 
-    from .toc import find_root, toc_files
+    from .safety import check_output
+    from .toc import BookError, find_root, toc_files
 
     parser = argparse.ArgumentParser(prog="python -m resnet_theory.book.browser")
     parser.add_argument("html_dir", nargs="?", type=Path)
@@ -375,6 +376,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     root = find_root()
     html_dir = args.html_dir or root / "_build" / "html"
+    if args.screenshots:
+        try:  # a folder of screenshots is never among the sources or a build's records
+            check_output(args.screenshots, root, "--screenshots", folder=True)
+        except BookError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
     chromium = find_chromium()
     if chromium is None:
         print("error: no Chromium found (on Debian: apt-get install chromium)", file=sys.stderr)

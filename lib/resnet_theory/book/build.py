@@ -36,11 +36,12 @@ from .cache import (
 )
 from .environment import environment
 from .execute import execute_chapter, previous_outputs, remove_stale_partials
-from .files import file_sha, read_json_object
+from .files import file_sha
 from .html_build import build_html
 from .imports import ModuleIndex
 from .plan import ChapterPlan, plan_chapters, select_entries
-from .report import ChapterResult, describe_failure, now, summary_table, write_report
+from .report import ChapterResult, check_report, describe_failure, load_report, now, summary_table, write_report
+from .safety import BuildLock, check_output
 from .toc import BookError, toc_files
 
 
@@ -97,7 +98,7 @@ def reuse_or_execute(
                 str(plan.source),
                 "ok",
                 round(time.perf_counter() - start, 2),
-                profile,
+                plan.parameters.get("profile", profile),
                 plan.parameters,
                 record.get("device", device),
                 str(output),
@@ -123,7 +124,7 @@ def _interrupted_result(
         str(plan.source),
         "interrupted",
         round(seconds, 2),
-        profile,
+        plan.parameters.get("profile", profile),
         plan.parameters,
         device,
         str(output),
@@ -146,10 +147,13 @@ def _finished(results: list[ChapterResult]) -> list[str]:
 
 
 def _attempt(command: str, plans: list[ChapterPlan], profile: str, force: bool) -> dict:
+    """What a run was asked to do, as the report's ``attempt``; ``pid`` is the executor's process, by which the
+    status page tells a run still going on from one that was killed before it could say how it ended."""
     return {
         "command": command,
         "profile": profile,
         "force": force,
+        "pid": os.getpid(),
         "started": now(),
         "chapters": [p.entry for p in plans],
         "parameters": {p.entry: p.parameters for p in plans if p.executes},
@@ -170,11 +174,23 @@ def execute_book(
     plans = plan_chapters(root, entries, profile, overrides)
     if html:
         repository.from_environment(root)  # a malformed repository address is refused before anything runs
+    with BuildLock(build_dir):
+        return _execute_plans(root, build_dir, profile, plans, all_entries, html, force)
+
+
+def _execute_plans(
+    root: Path, build_dir: Path, profile: str, plans: list[ChapterPlan], all_entries: list[str], html: bool, force: bool
+) -> int:
+    """``execute`` once its request is checked and it holds the build folder: the report first says the run
+    has started (a run killed outright is then seen as started and never finished), then each page."""
     executed = build_dir / "executed"
+    check_report(executed / "report.json")
     executed.mkdir(parents=True, exist_ok=True)
-    remove_stale_partials(executed)
+    for plan in plans:
+        remove_stale_partials(executed / f"{plan.entry}.ipynb")
     set_aside_removed_claims(build_dir, all_entries)
     run = _BookRun(root, build_dir, profile, environment(), all_entries, _attempt("execute", plans, profile, force))
+    run.write_report([], "running")
     modules = ModuleIndex(root)
     results: list[ChapterResult] = []
     for plan in plans:
@@ -252,6 +268,7 @@ def _say_done(root: Path, plan: ChapterPlan, result: ChapterResult) -> None:
     print(
         f"[book] {plan.source.relative_to(root)}: {verb}"
         + (f" in {result.seconds:.1f} s" if result.run == "executed" else "")
+        + (f" ({result.cpu_seconds:.1f} CPU s)" if result.run == "executed" and result.cpu_seconds is not None else "")
         + (f" ({result.reason})" if result.reason else ""),
         flush=True,
     )
@@ -328,11 +345,8 @@ def set_aside_removed_claims(build_dir: Path, entries: list[str]) -> list[Path]:
     return moved
 
 
-def run_chapter(
-    root: Path, chapter: str, profile: str, overrides: list[tuple[str, str]], output: Path | None, build_dir: Path
-) -> int:
-    """Execute one chapter (always, whatever the cache holds). Into the build folder (no ``-o``), it also
-    records the chapter's cache key and updates the report, so a later ``execute`` can reuse it."""
+def _chapter_entry(root: Path, chapter: str) -> tuple[str, list[str]]:
+    """The TOC entry of ``chapter`` (a path relative to the book's root or to the working folder), and the TOC."""
     path = Path(chapter)
     if not path.is_absolute() and (root / path).exists():
         path = root / path  # relative to the book's root first, then to the working folder
@@ -344,20 +358,50 @@ def run_chapter(
     entries = toc_files(root)
     if entry not in entries:
         raise BookError(f"{chapter} is not a chapter in {root / '_toc.yml'}")
-    (plan,) = plan_chapters(root, [entry], profile, overrides)
-    if output is not None and output.exists() and not output.is_file():
+    return entry, entries
+
+
+def _check_run_output(root: Path, output: Path | None, default: Path, build_dir: Path) -> None:
+    """``run -o``: a notebook file, somewhere that holds no source and no other chapter's outputs."""
+    if output is None:
+        return
+    if output.exists() and not output.is_file():
         raise BookError(f"-o {output}: not a file (a folder stands there); give the notebook's path")
-    if output is not None and output.parent.exists() and not output.parent.is_dir():
+    if output.parent.exists() and not output.parent.is_dir():
         raise BookError(f"-o {output}: {output.parent} is not a folder")
+    check_output(output, root, "-o", suffix=".ipynb", own=default, build_dirs=(build_dir,))
+
+
+def run_chapter(
+    root: Path, chapter: str, profile: str, overrides: list[tuple[str, str]], output: Path | None, build_dir: Path
+) -> int:
+    """Execute one chapter (always, whatever the cache holds). Into the build folder (no ``-o``), it also
+    records the chapter's cache key and updates the report, so a later ``execute`` can reuse it; the build
+    folder is then locked for the length of the run."""
+    entry, entries = _chapter_entry(root, chapter)
+    (plan,) = plan_chapters(root, [entry], profile, overrides)
     default = build_dir / "executed" / f"{entry}.ipynb"
+    _check_run_output(root, output, default, build_dir)
     in_build = output is None or output.resolve() == default.resolve()
     output = output or default
-    remove_stale_partials(output.parent)
+    if not in_build:
+        return _run_one(root, plan, output, build_dir, profile, entries, in_build=False)
+    with BuildLock(build_dir):
+        check_report(build_dir / "executed" / "report.json")
+        return _run_one(root, plan, output, build_dir, profile, entries, in_build=True)
+
+
+def _run_one(
+    root: Path, plan: ChapterPlan, output: Path, build_dir: Path, profile: str, entries: list[str], in_build: bool
+) -> int:
+    remove_stale_partials(output)
     env = environment()
     device = env["device"]
     components = cache_components(root, plan.notebook, plan.parameters, device) if in_build and plan.executes else None
     report = build_dir / "executed" / "report.json"
     attempt = _attempt("run", [plan], profile, False)
+    if in_build and not plan.in_process:  # the report says the run started: a run killed outright shows
+        write_report(report, [], profile, env, state="running", attempt={**attempt, "finished": []}, order=entries)
     start = time.perf_counter()
     try:
         result = execute_chapter(plan, output, build_dir, profile, device, components, reason="run on request")
@@ -373,7 +417,7 @@ def run_chapter(
                 profile,
                 env,
                 state="interrupted",
-                attempt={**attempt, "finished": [entry], "signal": signal_name, "interrupted_chapter": entry},
+                attempt={**attempt, "finished": [plan.entry], "signal": signal_name, "interrupted_chapter": plan.entry},
                 order=entries,
             )
         print(
@@ -382,10 +426,22 @@ def run_chapter(
             file=sys.stderr,
         )
         return 130 if signal_name == "SIGINT" else 143
-    if in_build and plan.in_process and result.status == "ok" and report.is_file():
+    if in_build:
+        _report_run(report, result, plan, profile, env, attempt, entries)
+    print(f"[book] {plan.source.relative_to(root)}: {result.status} in {result.seconds:.1f} s -> {output}")
+    if result.status == "failed":
+        print(f"[book] FAILED: {describe_failure(result)}; {output} keeps {result.outputs}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _report_run(
+    report: Path, result: ChapterResult, plan: ChapterPlan, profile: str, env: dict, attempt: dict, entries: list[str]
+) -> None:
+    previous = load_report(report.parent.parent) if report.is_file() else None
+    if plan.in_process and result.status == "ok" and previous is not None:
         # Re-rendering the status page (or the ledger) reports on the last run: its state and attempt (a
         # failure, an interruption, the pages not reached) stay; only the page's own row is updated.
-        previous = read_json_object(report) or {}
         write_report(
             report,
             [result],
@@ -395,18 +451,13 @@ def run_chapter(
             attempt=previous.get("attempt"),
             order=entries,
         )
-    elif in_build:
+    else:
         write_report(
             report,
             [result],
             profile,
             env,
             state="failed" if result.status == "failed" else "complete",
-            attempt={**attempt, "finished": [entry]},
+            attempt={**attempt, "finished": [plan.entry]},
             order=entries,
         )
-    print(f"[book] {plan.source.relative_to(root)}: {result.status} in {result.seconds:.1f} s -> {output}")
-    if result.status == "failed":
-        print(f"[book] FAILED: {describe_failure(result)}; {output} keeps {result.outputs}", file=sys.stderr)
-        return 1
-    return 0

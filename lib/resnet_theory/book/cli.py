@@ -19,6 +19,7 @@ from pathlib import Path
 from .build import execute_book, run_chapter
 from .execute import BookInterrupted
 from .repository import RepositoryError
+from .safety import check_output
 from .toc import BookError, find_root
 
 
@@ -65,6 +66,8 @@ def main(argv: list[str] | None = None) -> int:
         build_dir = (args.build_dir or root / "_build").resolve()
         if build_dir.exists() and not build_dir.is_dir():
             raise BookError(f"--build-dir {args.build_dir or build_dir}: not a folder")
+        # never a build folder among the sources (book/, lib/, tests/) or elsewhere in the source tree but _build
+        check_output(args.build_dir or build_dir, root, "--build-dir", folder=True)
         try:
             build_dir.mkdir(parents=True, exist_ok=True)
         except OSError as exc:

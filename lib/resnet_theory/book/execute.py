@@ -18,6 +18,7 @@ from pathlib import Path
 from ..ledger import CLAIMS_FILE_ENV
 from .cache import cache_key, cache_record_path, read_cache_record, write_cache_record
 from .claims_files import BUILD_DIR_ENV, ROOT_ENV
+from .cpu import process_cpu_seconds
 from .files import claims_path, file_sha, write_atomic
 from .inprocess import CellError, run_in_process
 from .parameters import defined_parameters
@@ -33,18 +34,43 @@ class BookInterrupted(KeyboardInterrupt):
         self.signal_name = signal_name
 
 
-def kernel_manager_class():
+def kernel_manager_class(sink: dict | None = None):
     """The kernel manager papermill starts chapters with: on POSIX systems the kernel talks to the executor over
-    Unix sockets in the Jupyter runtime folder (private to this user), not over TCP ports on localhost, which any
-    local user could connect to (ipykernel warns about it on every start); elsewhere the default TCP manager."""
+    Unix sockets in a private temporary folder of its own (absolute names, mode 0700), not over TCP ports on
+    localhost, which any local user could connect to (ipykernel warns about it on every start), and not in the
+    chapter's folder, where two runs would share the names; elsewhere the default TCP manager. Just before the
+    kernel is shut down, the CPU seconds of its process tree are stored in ``sink["cpu_seconds"]``."""
     from jupyter_client.manager import AsyncKernelManager
     from traitlets import CaselessStrEnum
 
-    if os.name != "posix":
-        return AsyncKernelManager
+    from .cpu import process_tree_cpu_seconds
 
-    class UnixSocketKernelManager(AsyncKernelManager):
+    class MeasuredKernelManager(AsyncKernelManager):
+        async def shutdown_kernel(self, now: bool = False, restart: bool = False) -> None:
+            pid = getattr(self.provisioner, "pid", None)
+            if sink is not None and pid:
+                sink["cpu_seconds"] = process_tree_cpu_seconds(pid)
+            await super().shutdown_kernel(now=now, restart=restart)
+
+    if os.name != "posix":
+        return MeasuredKernelManager
+
+    class UnixSocketKernelManager(MeasuredKernelManager):
         transport = CaselessStrEnum(["tcp", "ipc"], default_value="ipc", config=True)
+
+        def _ip_default(self) -> str:
+            import tempfile
+
+            self._socket_folder = tempfile.mkdtemp(prefix="rtk-")
+            return os.path.join(self._socket_folder, "kernel")
+
+        async def shutdown_kernel(self, now: bool = False, restart: bool = False) -> None:
+            await super().shutdown_kernel(now=now, restart=restart)
+            folder = getattr(self, "_socket_folder", None)
+            if folder and not restart:
+                import shutil
+
+                shutil.rmtree(folder, ignore_errors=True)
 
     return UnixSocketKernelManager
 
@@ -60,16 +86,20 @@ def partial_paths(output: Path, pid: int | None = None) -> tuple[Path, Path]:
     return output.with_name(tag + ".ipynb"), output.with_name(tag + ".claims.json")
 
 
-def remove_stale_partials(folder: Path) -> list[Path]:
-    """Delete the temporaries of runs that no longer exist (killed with SIGKILL, power loss)."""
+def remove_stale_partials(output: Path) -> list[Path]:
+    """Delete the temporaries that runs which no longer exist (killed with SIGKILL, power loss) left for
+    ``output``: only files named exactly as :func:`partial_paths` names them, beside ``output``; nothing else in
+    its folder, and nothing in the folders below it, is looked at."""
     import re
 
     removed = []
+    folder = output.parent
     if not folder.is_dir():
         return removed
-    for path in folder.rglob(".*.partial-*"):
-        match = re.search(r"\.partial-(\d+)\.", path.name)
-        if not match:
+    pattern = re.compile(r"\." + re.escape(output.stem) + r"\.partial-(\d+)\.(ipynb|claims\.json)")
+    for path in folder.iterdir():
+        match = pattern.fullmatch(path.name)
+        if not match or path not in partial_paths(output, int(match.group(1))) or not path.is_file():
             continue
         pid = int(match.group(1))
         try:
@@ -77,7 +107,7 @@ def remove_stale_partials(folder: Path) -> list[Path]:
             alive = pid != os.getpid()
         except ProcessLookupError:
             alive = False
-        except PermissionError:
+        except (PermissionError, OverflowError):
             alive = True
         if not alive:
             path.unlink(missing_ok=True)
@@ -113,6 +143,7 @@ def execute_chapter(
 
     output.parent.mkdir(parents=True, exist_ok=True)
     nb = _chapter_notebook(plan)
+    profile = plan.parameters.get("profile", profile)  # a chapter's own -p CHAPTER:profile wins
     start = time.perf_counter()
     if not plan.executes:
         write_atomic(output, nbformat.writes(nb))
@@ -124,9 +155,13 @@ def execute_chapter(
     tmp_nb, tmp_claims = partial_paths(output)
     records = build_dir is not None and components is not None
     previous_record = read_cache_record(build_dir, plan.entry) if records else None
+    measured: dict = {}
+    cpu_start = process_cpu_seconds()
     with _chapter_environment(plan, tmp_claims, build_dir):
-        error = _run_notebook(plan, nb, output.name, tmp_nb, tmp_claims)
+        error = _run_notebook(plan, nb, output.name, tmp_nb, tmp_claims, measured)
     seconds = round(time.perf_counter() - start, 2)
+    if plan.in_process:
+        measured["cpu_seconds"] = round(process_cpu_seconds() - cpu_start, 2)
     result = ChapterResult(
         plan.entry,
         str(plan.source),
@@ -138,6 +173,7 @@ def execute_chapter(
         str(output),
         error,
         reason=reason,
+        cpu_seconds=measured.get("cpu_seconds"),
     )
     if error is not None:
         _keep_previous_outputs(result, output, tmp_nb, tmp_claims, previous_record)
@@ -177,9 +213,12 @@ def _chapter_environment(plan: ChapterPlan, claims: Path, build_dir: Path | None
                 os.environ[k] = v
 
 
-def _run_notebook(plan: ChapterPlan, nb, output_name: str, tmp_nb: Path, tmp_claims: Path) -> dict | None:
+def _run_notebook(
+    plan: ChapterPlan, nb, output_name: str, tmp_nb: Path, tmp_claims: Path, measured: dict
+) -> dict | None:
     """Execute ``nb`` into ``tmp_nb`` (with a kernel, or in-process): None when it finished, else what failed
-    (the report's ``error``). An interruption removes the temporaries and is raised again."""
+    (the report's ``error``). An interruption removes the temporaries and is raised again. The kernel's CPU
+    seconds go into ``measured``."""
     if plan.in_process:
         failure: type[Exception] = CellError
     else:
@@ -198,7 +237,7 @@ def _run_notebook(plan: ChapterPlan, nb, output_name: str, tmp_nb: Path, tmp_cla
                 cwd=str(plan.source.parent),
                 progress_bar=False,
                 log_output=False,
-                kernel_manager_class=kernel_manager_class(),
+                kernel_manager_class=kernel_manager_class(measured),
             )
         hide_default_parameters(tmp_nb, plan.parameters, defined_parameters(nb))
         tidy_metadata(tmp_nb, plan.entry, output_name)
@@ -259,6 +298,7 @@ def _move_into_place(
             "profile": plan.parameters.get("profile", result.profile),
             "parameters": plan.parameters,
             "device": result.device,
+            "cpu_seconds": result.cpu_seconds,
             "source_sha": file_sha(plan.source),
             "notebook_sha": file_sha(output),
             "claims_sha": file_sha(final_claims),

@@ -109,7 +109,8 @@ def build_pdf(html_dir: Path, entries: list[str], output: Path, chromium: str | 
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .toc import find_root, toc_files
+    from .safety import check_output
+    from .toc import BookError, find_root, toc_files
 
     parser = argparse.ArgumentParser(
         prog="python -m resnet_theory.book.pdf", description="Print the built book to one PDF with headless Chromium."
@@ -120,6 +121,11 @@ def main(argv: list[str] | None = None) -> int:
     root = find_root()
     html_dir = args.html_dir or root / "_build" / "html"
     output = args.output or root / "_build" / "pdf" / PDF_NAME
+    try:  # never over a source, a chapter's outputs, or anything but a PDF
+        output = check_output(output, root, "-o", suffix=".pdf")
+    except BookError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     if not html_dir.is_dir():
         print(f"error: no built book at {html_dir} (run `make book` first)", file=sys.stderr)
         return 2

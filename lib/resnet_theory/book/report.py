@@ -37,6 +37,9 @@ class ChapterResult:
     reason: str = ""
     #: For a failed or interrupted chapter: which outputs the page shows instead.
     outputs: str = ""
+    #: CPU seconds of the execution (the kernel and its worker processes, user and system time together);
+    #: None where nothing was executed or it could not be measured.
+    cpu_seconds: float | None = None
 
 
 def now() -> str:
@@ -60,15 +63,45 @@ def describe_failure(result: ChapterResult) -> str:
 
 
 def summary_table(results: list[ChapterResult]) -> str:
-    """A plain-text table of the run: one line per page (status, executed or reused), then the total time."""
+    """A plain-text table of the run: one line per page (status, executed or reused, wall and CPU seconds),
+    then the totals."""
     width = max((len(r.chapter) for r in results), default=4)
-    lines = [f"{'page':<{width}}  {'status':<11} {'run':<9} {'seconds':>8}"]
+    lines = [f"{'page':<{width}}  {'status':<11} {'run':<9} {'seconds':>8} {'CPU s':>8}"]
     for r in results:
-        seconds = f"{r.seconds:8.1f}" if r.run == "executed" or r.status in ("failed", "interrupted") else f"{'-':>8}"
-        lines.append(f"{r.chapter:<{width}}  {r.status:<11} {r.run:<9} {seconds}")
+        timed = r.run == "executed" or r.status in ("failed", "interrupted")
+        seconds = f"{r.seconds:8.1f}" if timed else f"{'-':>8}"
+        cpu = f"{r.cpu_seconds:8.1f}" if timed and r.cpu_seconds is not None else f"{'-':>8}"
+        lines.append(f"{r.chapter:<{width}}  {r.status:<11} {r.run:<9} {seconds} {cpu}")
     total = sum(r.seconds for r in results if r.run != "reused")
-    lines.append(f"{'total':<{width}}  {'':<11} {'':<9} {total:8.1f}")
+    cpu_total = sum(r.cpu_seconds or 0.0 for r in results if r.run != "reused")
+    lines.append(f"{'total':<{width}}  {'':<11} {'':<9} {total:8.1f} {cpu_total:8.1f}")
     return "\n".join(lines)
+
+
+def is_report(report) -> bool:
+    """Whether ``report`` (parsed JSON) has the shape the executor writes: an object whose ``chapters`` are
+    objects each naming its page, with an ``environment`` object and an ``attempt`` object."""
+    return (
+        isinstance(report, dict)
+        and isinstance(report.get("chapters"), list)
+        and all(isinstance(c, dict) and isinstance(c.get("chapter"), str) for c in report["chapters"])
+        and isinstance(report.get("environment"), dict)
+        and isinstance(report.get("attempt", {}), dict)
+    )
+
+
+def damaged_report(path: Path) -> BookError:
+    return BookError(
+        f"{path} is not an execution report (damaged, truncated or edited?); it is not trimmed or replaced: "
+        f"move it aside (or delete it) and run again, which writes a new one"
+    )
+
+
+def check_report(path: Path) -> None:
+    """Refuse (one-line :class:`BookError`) a report at ``path`` that exists but is not one the executor wrote;
+    called before a run starts, so a damaged report never silently loses the rows of the pages it describes."""
+    if path.exists() and not is_report(read_json_object(path)):
+        raise damaged_report(path)
 
 
 class _ReportLock:
@@ -109,10 +142,9 @@ def write_report(
     Pages are listed in ``order`` (the TOC) when given.
     """
     with _ReportLock(path):
-        chapters: dict[str, dict] = {}
-        previous = (read_json_object(path) or {}).get("chapters")
-        if isinstance(previous, list):  # rows of a damaged or hand-made report are dropped, not a traceback
-            chapters = {c["chapter"]: c for c in previous if isinstance(c, dict) and isinstance(c.get("chapter"), str)}
+        check_report(path)  # a damaged report is refused, never trimmed to the rows that still read
+        previous = read_json_object(path) or {}
+        chapters: dict[str, dict] = {c["chapter"]: c for c in previous.get("chapters", [])}
         for r in results:
             chapters[r.chapter] = asdict(r)
         names = list(chapters)
@@ -139,15 +171,6 @@ def load_report(build_dir: str | os.PathLike | None = None) -> dict | None:
     if not path.exists():
         return None
     report = read_json_object(path)
-    if (
-        report is None
-        or not isinstance(report.get("chapters"), list)
-        or not all(isinstance(c, dict) for c in report["chapters"])
-        or not isinstance(report.get("environment"), dict)
-        or not isinstance(report.get("attempt", {}), dict)
-    ):
-        raise BookError(
-            f"{path} is not an execution report (damaged or edited?): execute the book again "
-            f"(make book), which rewrites it"
-        )
+    if not is_report(report):
+        raise damaged_report(path)
     return report

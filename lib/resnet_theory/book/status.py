@@ -38,7 +38,7 @@ def _this_build(report: dict) -> set[str] | None:
 def _row(ch: dict, this_build: set[str] | None = None, pending: set[str] = frozenset()) -> str:
     """One page's row. A page not in ``this_build`` keeps a row from an earlier build: it is said to be not
     run in this build (not yet, when ``pending``), with when it was last executed, and no time of this build."""
-    status = ch["status"]
+    status = str(ch.get("status"))
     colour = {"ok": "#1b7f3b", "failed": "#b00020", "interrupted": "#b00020"}.get(status, "#555")
     notes = []
     if ch.get("error"):
@@ -50,27 +50,35 @@ def _row(ch: dict, this_build: set[str] | None = None, pending: set[str] = froze
         )
     if ch.get("outputs"):
         notes.append(f"the page shows {ch['outputs']}")
-    params = ", ".join(f"{k}={v!r}" for k, v in ch["parameters"].items() if k != "profile")
+    given = ch.get("parameters") if isinstance(ch.get("parameters"), dict) else {}
+    params = ", ".join(f"{k}={v!r}" for k, v in given.items() if k != "profile")
     run = ch.get("run", "executed")
     executed_at = ch.get("executed_at") or ("" if run == "converted" else "never")
-    word = RUN_WORDS.get(run, html.escape(run))
+    word = RUN_WORDS.get(run, html.escape(str(run)))
     if this_build is not None and ch["chapter"] not in this_build:
         if run == "converted":
             last = "no code"
         else:
-            last = f"last executed {html.escape(executed_at)}"
+            last = f"last executed {html.escape(str(executed_at))}"
             if run != "executed" and run != "reused":  # an earlier build's attempt that failed or was stopped
-                last = f"an earlier build's attempt: {html.escape(status)}; " + last
+                last = f"an earlier build's attempt: {html.escape(str(status))}; " + last
         word = f"{'not yet run' if ch['chapter'] in pending else 'not run'} in this build ({last})"
         seconds = "n/a"
+        cpu = "n/a"
     else:
-        seconds = f"{ch['seconds']:.1f}" if status != "static" and run != "reused" else "n/a"
-    return (
-        f"<tr><td>{html.escape(ch['chapter'])}</td><td><strong style='color:{colour}'>{status}</strong></td>"
-        f"<td>{word}</td><td>{html.escape(executed_at)}</td>"
-        f"<td>{seconds}</td><td>{html.escape(ch['profile'])}</td><td>{html.escape(params)}</td>"
-        f"<td>{html.escape(ch['device'])}</td><td>{html.escape('; '.join(notes))}</td></tr>"
-    )
+        timed = status != "static" and run != "reused"
+        seconds = _seconds(ch.get("seconds")) if timed else "n/a"
+        cpu = _seconds(ch.get("cpu_seconds")) if timed else "n/a"
+    cells = [ch["chapter"], status, None, executed_at, seconds, cpu, ch.get("profile"), params, ch.get("device")]
+    cells = ["" if c is None else html.escape(str(c)) for c in cells]
+    cells[1] = f"<strong style='color:{colour}'>{cells[1]}</strong>"
+    cells[2] = word  # built above from escaped parts
+    return "<tr>" + "".join(f"<td>{c}</td>" for c in [*cells, html.escape("; ".join(notes))]) + "</tr>"
+
+
+def _seconds(value) -> str:
+    """A time in seconds to one decimal; n/a where none was recorded (or the report holds something else)."""
+    return f"{value:.1f}" if isinstance(value, (int, float)) and not isinstance(value, bool) else "n/a"
 
 
 def _pages(names: list[str], rows: dict[str, dict], why: bool = False) -> str:
@@ -112,6 +120,19 @@ def _attempt_note(report: dict, own_page: str = STATUS_PAGE) -> str:
         f"{page}: " + ", ".join(f"{k}={v!r}" for k, v in p.items())
         for page, p in (attempt.get("parameters") or {}).items()
     )
+    if state == "running" and _gone(attempt.get("pid")):
+        parts = [
+            f"<strong>The last run (started {started}) never finished:</strong> its process "
+            f"({html.escape(str(attempt.get('pid')))}) is gone without saying how the run ended (killed, or the "
+            f"machine stopped)."
+        ]
+        if failed:
+            parts.append(f"Failed before it stopped: {_pages(failed, rows, why=True)}.")
+        if pending:
+            parts.append(
+                f"Not finished: {_pages(pending, rows)}; their rows below are from an earlier execution, or missing."
+            )
+        return f"<p class='book-run-note'>{' '.join(parts)}</p>"
     if state == "running":
         parts = [f"<strong>This page was rendered while its run (started {started}) was still in progress.</strong>"]
         if failed:
@@ -143,6 +164,35 @@ def _attempt_note(report: dict, own_page: str = STATUS_PAGE) -> str:
     return f"<p class='book-run-note'>{' '.join(parts)}</p>"
 
 
+def _gone(pid) -> bool:
+    """Whether the executor process ``pid`` recorded by a run is gone (not this process, and no process with that
+    id exists); False when no pid was recorded or it cannot be told."""
+    import os
+
+    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0 or pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except (OSError, OverflowError):
+        return False
+    return False
+
+
+def _profiles_note(report: dict) -> str:
+    """The pages that ran with another profile than the run's (``-p CHAPTER:profile ...``), escaped; or ''."""
+    this_build = _this_build(report)
+    other = [
+        f"{c['chapter']}: {c.get('profile')}"
+        for c in report["chapters"]
+        if c.get("profile") not in (None, report.get("profile"))
+        and c.get("status") != "static"
+        and (this_build is None or c["chapter"] in this_build)
+    ]
+    return f" (pages with a profile of their own: {html.escape('; '.join(other))})" if other else ""
+
+
 def status_html(report: dict, own_page: str = STATUS_PAGE) -> str:
     this_build = _this_build(report)
     attempt = report.get("attempt") or {}
@@ -150,7 +200,7 @@ def status_html(report: dict, own_page: str = STATUS_PAGE) -> str:
     rows = "".join(_row(ch, this_build, pending) for ch in report["chapters"] if ch.get("chapter") != own_page)
     head = (
         "<tr><th>page</th><th>status</th><th>this build</th><th>outputs computed</th><th>seconds</th>"
-        "<th>profile</th><th>parameters</th><th>device</th><th>notes</th></tr>"
+        "<th>CPU seconds</th><th>profile</th><th>parameters</th><th>device</th><th>notes</th></tr>"
     )
     env = report["environment"]
     packages = "".join(
@@ -159,7 +209,8 @@ def status_html(report: dict, own_page: str = STATUS_PAGE) -> str:
     return (
         f"{_attempt_note(report, own_page)}"
         f'<table class="book-status">{head}{rows}</table>'
-        f"<p>This build ran with the <strong>{html.escape(report['profile'])}</strong> profile. "
+        f"<p>This build ran with the <strong>{html.escape(str(report.get('profile')))}</strong> profile"
+        f"{_profiles_note(report)}. "
         f"A page marked "
         f"<em>reused</em> was not executed for this build: its code, parameters, the library modules it "
         f"imports and the pinned environment are unchanged since the execution whose time is shown, so "
@@ -167,7 +218,9 @@ def status_html(report: dict, own_page: str = STATUS_PAGE) -> str:
         f"build</em> was left out of it (for instance by <code>execute --only</code>): its row, with its "
         f"profile, parameters and device, is from the earlier build that last ran it. "
         f"This page is rendered last, from that report, "
-        f"so it is not in its own table.</p>"
+        f"so it is not in its own table. <em>Seconds</em> are wall time; <em>CPU seconds</em> are the user and "
+        f"system time of the chapter's kernel and every process under it, which a busy machine distorts much "
+        f"less: the figure to compare builds by.</p>"
         f"<table class='book-environment'><tr><th>item</th><th>version</th></tr>"
         f"<tr><td>Python</td><td>{html.escape(env['python'])}</td></tr>"
         f"<tr><td>platform</td><td>{html.escape(env['platform'])}</td></tr>"

@@ -185,7 +185,14 @@ def read_cifar_records(data: bytes, layout: CifarLayout, source: str) -> tuple[n
     return images, labels
 
 
-def _read_split(folder: Path, files: Sequence[str], layout: CifarLayout, describe) -> tuple[np.ndarray, np.ndarray]:
+#: The file, inside an extracted CIFAR folder, that records the SHA-256 of each batch file when
+#: :func:`load_cifar` extracts the verified archive (``sha256sum`` format); checked before every use.
+CHECKSUMS_NAME = "SHA256SUMS"
+
+
+def _read_split(
+    folder: Path, files: Sequence[str], layout: CifarLayout, describe, digests: dict
+) -> tuple[np.ndarray, np.ndarray]:
     parts = []
     for name in files:
         path = folder / name
@@ -194,16 +201,73 @@ def _read_split(folder: Path, files: Sequence[str], layout: CifarLayout, describ
         size, limit = path.stat().st_size, max_member_bytes(layout, name)
         if size > limit:
             raise _too_large(size, limit, describe(name), layout)
-        parts.append(read_cifar_records(path.read_bytes(), layout, describe(name)))
+        data = path.read_bytes()
+        parts.append(read_cifar_records(data, layout, describe(name)))
+        digests[name] = hashlib.sha256(data).hexdigest()  # of the very bytes used
     return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
 
 
-def _read_folder(folder: Path, layout: CifarLayout, describe=None) -> dict:
+def _read_folder(folder: Path, layout: CifarLayout, describe=None, digests: dict | None = None) -> dict:
+    """Both splits of an extracted folder, each file checked to be whole records with valid labels; the SHA-256
+    of each batch file read goes into ``digests``."""
     describe = describe or (lambda name: str(folder / name))
+    digests = {} if digests is None else digests
     return {
-        "train": _read_split(folder, layout.train, layout, describe),
-        "test": _read_split(folder, layout.test, layout, describe),
+        "train": _read_split(folder, layout.train, layout, describe, digests),
+        "test": _read_split(folder, layout.test, layout, describe, digests),
     }
+
+
+def _write_checksums(folder: Path, digests: dict) -> None:
+    (folder / CHECKSUMS_NAME).write_text("".join(f"{digests[name]}  {name}\n" for name in sorted(digests)))
+
+
+def _recorded_checksums(folder: Path, layout: CifarLayout) -> dict[str, str]:
+    """The checksums recorded at extraction; a folder without them, or with a damaged record, is refused."""
+    path = folder / CHECKSUMS_NAME
+    if not path.is_file():
+        raise DatasetError(
+            f"{folder}: no checksums recorded for its batch files ({CHECKSUMS_NAME}, written when load_cifar "
+            f"extracts the official archive, whose MD5 is published): move the folder aside and put "
+            f"{layout.archive} in {folder.parent}, or, for a folder you extracted yourself from the verified "
+            f"archive, call resnet_theory.engine.data.record_checksums({str(folder)!r}) once"
+        )
+    recorded = {}
+    for number, line in enumerate(path.read_text(errors="replace").splitlines(), start=1):
+        digest, _, name = line.partition("  ")
+        if len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest) or not name:
+            raise DatasetError(f"{path} line {number}: not '<sha256>  <file>'; the record is damaged")
+        recorded[name] = digest
+    return recorded
+
+
+def _read_verified_folder(folder: Path, layout: CifarLayout) -> dict:
+    """An extracted folder, used only when every batch file has the SHA-256 recorded at its extraction."""
+    digests: dict[str, str] = {}
+    data = _read_folder(folder, layout, digests=digests)  # whole records with valid labels, or the file named
+    recorded = _recorded_checksums(folder, layout)
+    for name, digest in digests.items():
+        if recorded.get(name) != digest:
+            raise DatasetError(
+                f"{folder / name}: its SHA-256 {digest[:16]}... is not the one recorded when the archive was "
+                f"extracted ({(recorded.get(name) or 'none')[:16]}...): the file was changed or damaged; move "
+                f"{folder.name} aside and load again from the archive"
+            )
+    return data
+
+
+def record_checksums(folder: str | os.PathLike, name: str = "cifar10") -> Path:
+    """Record the SHA-256 of each batch file of a CIFAR folder that you extracted yourself from the verified
+    official archive (:func:`load_cifar` does it when it extracts); every file is checked to be whole records
+    with valid labels first. Returns the checksums file."""
+    layout = CIFAR_LAYOUTS[validate.choice("name", name, sorted(CIFAR_LAYOUTS))]
+    folder = Path(validate.path("folder", folder))
+    if not folder.is_dir():
+        raise DatasetError(f"{folder}: not a folder")
+    digests: dict[str, str] = {}
+    _read_folder(folder, layout, digests=digests)
+    _write_checksums(folder, digests)
+    return folder / CHECKSUMS_NAME
 
 
 def _safe_members(tar: tarfile.TarFile, archive: Path) -> list[tarfile.TarInfo]:
@@ -280,9 +344,14 @@ def _extract_archive(archive: Path, root: Path, layout: CifarLayout) -> dict:
                 f"{archive}: its checksum verified but it cannot be read as a tar archive "
                 f"({type(exc).__name__}: {exc}); was the md5 given for another file?"
             ) from exc
+        digests: dict[str, str] = {}
         data = _read_folder(
-            tmp / layout.folder, layout, describe=lambda name: f"{archive}: member {layout.folder}/{name}"
+            tmp / layout.folder,
+            layout,
+            describe=lambda name: f"{archive}: member {layout.folder}/{name}",
+            digests=digests,
         )
+        _write_checksums(tmp / layout.folder, digests)  # recorded now, checked before every later use
         final = root / layout.folder
         try:
             os.rename(tmp / layout.folder, final)
@@ -361,8 +430,9 @@ def load_cifar(
 
     Looks in ``root`` for, in this order:
 
-    1. the extracted folder (``cifar-10-batches-bin/`` or ``cifar-100-binary/``): read directly (no
-       checksum is published for the members; each file is checked to be whole records with valid labels);
+    1. the extracted folder (``cifar-10-batches-bin/`` or ``cifar-100-binary/``): each batch file is checked to
+       be whole records with valid labels and to have the SHA-256 recorded in its ``SHA256SUMS`` when the
+       archive was extracted (a folder without that record is refused: see :func:`record_checksums`);
     2. the official binary archive (``cifar-10-binary.tar.gz`` / ``cifar-100-binary.tar.gz``): its MD5 is
        checked against ``md5`` (default: :data:`EXPECTED_MD5` for its file name), then it is extracted
        into a temporary folder in ``root``, every batch is checked, and the folder is renamed into place;
@@ -388,7 +458,7 @@ def load_cifar(
     timeout = validate.positive_float("timeout", timeout)
     folder, archive = root / layout.folder, root / layout.archive
     if folder.is_dir():
-        return _read_folder(folder, layout)
+        return _read_verified_folder(folder, layout)
     if not archive.is_file():
         if not download:
             raise DatasetNotFoundError(

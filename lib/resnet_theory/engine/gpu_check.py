@@ -70,6 +70,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from resnet_theory.engine import data as _data
 from resnet_theory.engine import devices
 from resnet_theory.engine.gpu_figures import GOAL_MINUTES, SCHEMA
 
@@ -310,6 +311,7 @@ def write_synthetic_cifar10(root: Path, train_images: int, test_images: int) -> 
     for i, part in enumerate(np.array_split(np.arange(train_images), 5), start=1):
         write(f"data_batch_{i}.bin", images[part], labels[part])
     write("test_batch.bin", *synthetic_cifar(test_images, seed=2))
+    _data.record_checksums(folder, "cifar10")  # written here, so recorded here: load_cifar checks them
     return Path(root)
 
 

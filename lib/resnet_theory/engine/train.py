@@ -59,7 +59,7 @@ import torch.distributed as dist
 import torch.nn.functional as F
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
-from tqdm.auto import tqdm
+from tqdm.std import tqdm  # the plain class: tqdm.auto warns, with a path, in a kernel
 
 from .. import validate as _validate
 from . import allconv as _allconv
@@ -892,17 +892,39 @@ class _Metrics:
             if keep_until_step is None:
                 path.write_text("")
             else:
-                if path.exists():
-                    records = self.read_records(path, keep_until_step)
-                else:  # removed (or moved aside): rewritten from the history the checkpoint holds
-                    records = list(history or [])
-                kept = [json.dumps(r) for r in records if r.get("step", 0) <= keep_until_step and r["kind"] != "end"]
+                kept = self.resumed_lines(path, keep_until_step, history or [])
                 tmp = path.with_name(path.name + ".tmp")
                 tmp.write_text("".join(line + "\n" for line in kept))
                 os.replace(tmp, path)
         except OSError as exc:
             _remove_quietly(path.with_name(path.name + ".tmp"))
             raise self._error(exc) from exc
+
+    @classmethod
+    def resumed_lines(cls, path: Path, step: int, history: list[dict]) -> list[str]:
+        """The metrics file of a resumed run: always the checkpoint's history (every record up to its step), so
+        that the file and the history agree whatever happened to the file: records written after the checkpoint
+        (a final evaluation, a killed attempt's) are dropped and evaluated again, and a file that was removed,
+        emptied or cut short is rebuilt, saying so in one line when records were missing from it."""
+        lines = [json.dumps(r) for r in history if r.get("step", 0) <= step and r["kind"] != "end"]
+        if path.exists():
+            on_file: dict[str, int] = {}
+            for record in cls.read_records(path, step):  # refuses a file that is not a metrics file
+                key = json.dumps(record)
+                on_file[key] = on_file.get(key, 0) + 1
+            missing = 0
+            for line in lines:
+                if on_file.get(line, 0):
+                    on_file[line] -= 1
+                else:
+                    missing += 1
+            if missing:
+                print(
+                    f"warning: {path} lacked {missing} of the {len(lines)} records the checkpoint (step {step}) "
+                    f"holds (emptied or cut short?); rewritten from the checkpoint's history",
+                    file=sys.stderr,
+                )
+        return lines
 
     @staticmethod
     def read_records(path: Path, step: int) -> list[dict]:
@@ -1318,7 +1340,8 @@ class _Run:
         if self.diverged:
             test_loss, test_acc = float("nan"), float("nan")
         else:
-            last = history[-1] if history and history[-1]["kind"] == "eval" and history[-1]["step"] == step else None
+            # an evaluation of these weights already recorded (before a kill and resume, too) is not repeated
+            last = next((r for r in reversed(history) if r["kind"] == "eval" and r["step"] == step), None)
             final = last or self.evaluate_at(step)
             test_loss, test_acc = final["test_loss"], final["test_accuracy"]
             if self.ckpt_path is not None and self.last_checkpoint_step != step:
@@ -1448,6 +1471,12 @@ def main(argv: list[str] | None = None) -> int:
     except _data.DatasetError as exc:  # a damaged dataset file: the data module's message names it
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Ctrl-C: one line, as the book's executor says it, not a traceback from a layer
+        kept = _kept_checkpoint(Path(config.out_dir) / CHECKPOINT_NAME) if config.out_dir else "no --out-dir"
+        resumable = kept.startswith(("the last", "the previous"))
+        way_on = "; continue with --resume" if resumable else ""
+        print(f"error: interrupted (SIGINT); {kept}{way_on}", file=sys.stderr)
+        return 130
     if rank == 0:
         print(
             json.dumps(
