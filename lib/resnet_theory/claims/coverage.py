@@ -191,6 +191,11 @@ _SECTION_1: tuple[Row, ...] = (
        r"weights 0 is the identity.",
        "definitions of the two parameterisations, true by construction"),
     _s("Section 1, paragraph 1",
+       "With weights initialised symmetrically around 0, a standard layer trained by stochastic gradient methods "
+       "cannot easily converge to the identity (batch normalisation partly addresses this).",
+       "a qualitative motivation with no quantity; the linear chapter's gradient-descent figure (the plain "
+       "network from a small random start crawls, the residual one from A = 0 converges) illustrates it"),
+    _s("Section 1, paragraph 1",
        "The residual reparameterisation allows much deeper networks, largely avoiding vanishing or exploding "
        "gradients; residual networks have since led CIFAR-10 and ImageNet.",
        "a summary of He et al.'s results, not a claim of this paper; the experiments chapter checks He et al.'s "
