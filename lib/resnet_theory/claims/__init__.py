@@ -10,6 +10,7 @@ The map, one line per module:
 - :mod:`~resnet_theory.claims.run`: run one claim: its evidence checked against its declaration, its verdict.
 - :mod:`~resnet_theory.claims.chapter`: Chapter, what a chapter's notebook calls for each claim.
 - :mod:`~resnet_theory.claims.cli`: ``python -m resnet_theory.claims list|verify``.
+- :mod:`~resnet_theory.claims.coverage`: Hardt & Ma walked paragraph by paragraph (claim, skip line or finding).
 
 The chapters' claims modules (one per chapter; see ``registry.CHAPTER_MODULES``):
 
