@@ -40,9 +40,11 @@ book: install
 kernel: install
 	$(PY) -m ipykernel install --user --name resnet-theory --display-name "Python (resnet-theory)"
 
-# The book as one PDF (every page printed by headless Chromium, tables and math kept): _build/pdf/.
-pdf: book
-	$(PY) -m resnet_theory.book.pdf
+# The book as one PDF (every page printed by headless Chromium, tables and math kept): _build/pdf/. It prints the
+# built book (_build/html), building it first only when there is none; A4 unless PAPER=letter.
+pdf: install
+	@test -d _build/html || $(MAKE) book
+	$(PY) -m resnet_theory.book.pdf --paper $(or $(PAPER),a4)
 
 # A screenshot of every page at 1400 and 390 px wide (headless Chromium), each checked as the browser check does
 # (no sideways scrolling, MathJax typeset, images loaded) and not blank: _build/screenshots/book/NAME-WIDTH.png.

@@ -97,3 +97,12 @@ def one_line_error(capsys, main, argv, code: int = 2) -> str:
     assert status == code, err
     assert err.startswith("error: ") and err.count("\n") == 1, err
     return err
+
+
+@pytest.fixture(scope="session")
+def reader_html(tmp_path_factory) -> Path:
+    """The small book of ``tests/reader_book.py`` (tables, a ledger, a theorem box, a hidden input), built once for
+    the dark-mode and PDF tests; its HTML folder."""
+    from reader_book import build_reader_book
+
+    return build_reader_book(tmp_path_factory.mktemp("reader-book"))

@@ -594,7 +594,7 @@ def test_the_ledger_page_parts_render_under_their_own_headings(tmp_path):
         ledger_section("everything", claims)
     errata = ledger_section("errata", claims).data
     # one sentence per erratum, the computation one click away
-    assert "what holds: fixed." in errata and "<details" in errata
+    assert "what holds instead is \u201cfixed\u201d." in errata and "<details" in errata
     data = json.loads((tmp_path / "linear.claims.json").read_text())
     data["claims"][0]["control"]["holds"] = True
     (tmp_path / "linear.claims.json").write_text(json.dumps(data))

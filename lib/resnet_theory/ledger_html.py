@@ -65,16 +65,6 @@ def verdict_counts(claims: Iterable[Claim]) -> dict[str, dict[str, int]]:
     return {paper: {v: counts.get(v, 0) for v in VERDICTS} for paper, counts in table.items()}
 
 
-_BADGE = {
-    "confirmed": "#1b7f3b",
-    "proof-gap": "#6a4fb3",
-    "corrected": "#b36b00",
-    "refuted": "#b00020",
-    "undecided": "#8a6d00",
-    "not-checkable-here": "#555",
-}
-
-
 _INLINE_MATH = re.compile(r"(?<![\\$])\$([^$\n]+?)\$")
 
 
@@ -138,8 +128,9 @@ def claim_anchor(claim_id: str) -> str:
 
 
 def _verdict_badge(verdict: str) -> str:
-    color = _BADGE.get(verdict, "#555")
-    return f'<span class="claim-verdict" style="color:{color}">{html.escape(verdict)}</span>'
+    """The verdict as one unbreakable word, coloured by the book's style sheet (a colour for each theme)."""
+    kind = verdict if verdict in VERDICTS else "unknown"
+    return f'<span class="claim-verdict" data-verdict="{kind}">{html.escape(verdict)}</span>'
 
 
 def _claim_ref(c: Claim) -> str:
@@ -170,6 +161,61 @@ def _recheck_html(c: Claim, links: ClaimLinks | None) -> str:
     return f'<div class="claim-recheck"><small>{" &middot; ".join(parts)}</small></div>' if parts else ""
 
 
+#: The parts of a claim's evidence, in the order a reader follows them, with their names on the page.
+_PARTS = (
+    ("printed", "statement as printed"),
+    ("corrected", "corrected statement"),
+    ("proof_step", "proof step as printed"),
+    ("repair", "repair"),
+)
+
+
+def _clause(text: str | None) -> str:
+    """``text`` without its closing punctuation, to be quoted inside a sentence that supplies its own."""
+    return (text or "").strip().rstrip(".;:,").rstrip()
+
+
+def _lines(summary: str) -> str:
+    """A check's summary with each of its top-level ``; ``-separated parts on a line of its own (parts inside
+    parentheses or brackets stay together), escaped and with its math typeset."""
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(summary):
+        depth += ch in "([{"
+        depth -= ch in ")]}" and depth > 0
+        if depth == 0 and summary.startswith("; ", i):
+            parts.append(summary[start:i])
+            start = i + 2
+    parts.append(summary[start:])
+    return "<br>".join(text_html(part.strip()) for part in parts if part.strip())
+
+
+def _outcome(part: Mapping, control: bool = False) -> str:
+    holds = bool(part.get("holds"))
+    if control:
+        return "holds: a defect" if holds else "fails, as it must"
+    word = "holds" if holds else "fails"
+    return word if part.get("decisive", True) else f"{word} (within its noise: not decisive)"
+
+
+def evidence_table_html(c: Claim) -> str:
+    """What was checked for a claim, as a small table: one row per part of its evidence (the statement as printed,
+    the corrected statement, the proof step, its repair) and its control, each with its outcome and what was
+    computed, the parts of a combined check on lines of their own."""
+    rows = [
+        (name, _outcome(c.evidence[key]), str(c.evidence[key].get("summary", "")))
+        for key, name in _PARTS
+        if isinstance(c.evidence.get(key), Mapping)
+    ]
+    if c.control is not None:
+        rows.append(("control", _outcome(c.control, control=True), str(c.control.get("summary", ""))))
+    body = "".join(
+        f"<tr><th>{html.escape(name)}</th><td>{html.escape(outcome)}</td><td>{_lines(summary)}</td></tr>"
+        for name, outcome, summary in rows
+    )
+    head = "<tr><th>part</th><th>outcome</th><th>what was computed</th></tr>"
+    return f'<table class="claim-evidence-parts"><thead>{head}</thead><tbody>{body}</tbody></table>'
+
+
 def _claim_details(c: Claim, links: ClaimLinks | None = None, by_id: Mapping[str, Claim] | None = None) -> str:
     """What a reader opens to audit a claim: where the statement comes from, what was computed, the control, the
     results its printed proof uses and, across seeds, each build's verdict."""
@@ -185,12 +231,9 @@ def _claim_details(c: Claim, links: ClaimLinks | None = None, by_id: Mapping[str
     else:
         if c.verdict == "undecided":
             rows.append(("Why undecided", text_html(c.reason or "")))
-        rows.append(("What the check computed", text_html(c.check)))
-    if c.control is not None:
-        if c.control.get("input"):
-            rows.append(("Control input", text_html(str(c.control["input"]))))
-        outcome = "fails, as it must" if not c.control.get("holds") else "HOLDS: defect"
-        rows.append(("Control result", text_html(f"{c.control.get('summary', '')} ({outcome})")))
+        rows.append(("What was checked", evidence_table_html(c)))
+    if c.control is not None and c.control.get("input"):
+        rows.append(("Control input", text_html(str(c.control["input"]))))
     if c.rests_on and by_id is not None:
         uses = [_claim_ref(by_id[r]) if r in by_id else html.escape(r) for r in c.rests_on]
         rows.append(("Its printed proof uses", "; ".join(uses)))
@@ -204,29 +247,110 @@ def _chapter_link(c: Claim, label: str) -> str:
     return f'<a href="{html.escape(c.chapter)}.html#{html.escape(c.section)}">{label}</a>'
 
 
+def _claim_row(c: Claim, link: bool, extra: ClaimLinks | None, by_id: Mapping[str, Claim] | None) -> str:
+    """One claim's row: on the ledger (``link``) it has an anchor, its id links to the chapter's section and it
+    carries its paper, verdict and source for the filters; in a chapter's table its id links to its ledger row."""
+    anchor = claim_anchor(c.id)
+    ident = html.escape(c.id)
+    if link:
+        ident = _chapter_link(c, ident)
+        mark = f' <a class="claim-permalink" href="#{anchor}" title="link to this claim">#</a>'
+        attrs = (
+            f' id="{anchor}" class="claim-row" data-paper="{html.escape(c.paper)}" '
+            f'data-verdict="{html.escape(c.verdict)}" data-source="{html.escape(c.source)}"'
+        )
+    else:
+        mark = f' <a class="claim-ledger-link" href="ledger.html#{anchor}" title="this claim in the ledger">ledger</a>'
+        attrs = ""
+    return (
+        f"<tr{attrs}><td>{_verdict_badge(c.verdict)}</td>"
+        f'<td><code class="claim-id">{ident}</code>{mark}<br>{text_html(c.statement)}'
+        f"{_recheck_html(c, extra)}{_claim_details(c, extra, by_id)}</td>"
+        f"<td>{html.escape(c.paper_name)}, {html.escape(c.ref)}</td></tr>"
+    )
+
+
+def _filter_id(facet: str, value: str) -> str:
+    return f"claims-filter-{facet}-" + "".join(ch if ch.isalnum() else "-" for ch in value.lower())
+
+
+def _filters_html(claims: Sequence[Claim]) -> tuple[str, str, str]:
+    """The filters of the ledger's table, with no script: one radio button per paper, verdict and source of the
+    claims (and "all"), placed before the table so that the style sheet (inline, one rule per value) hides the
+    rows that do not match; a CSS counter says how many rows are shown. Returns the inputs, their labels and
+    the style sheet."""
+    facets = (
+        ("paper", "paper", {c.paper: c.paper_name for c in claims}),
+        ("verdict", "verdict", {v: v for v in VERDICTS if any(c.verdict == v for c in claims)}),
+        ("source", "source", {c.source: c.source for c in claims}),
+    )
+    inputs, groups, rules = [], [], []
+    for facet, title, values in facets:
+        labels = []
+        for value, name in [("all", "all"), *values.items()]:
+            fid = _filter_id(facet, value)
+            checked = " checked" if value == "all" else ""
+            inputs.append(
+                f'<input type="radio" class="claims-filter-input" name="claims-filter-{facet}" id="{fid}"{checked}>'
+            )
+            labels.append(f'<label for="{fid}">{html.escape(name)}</label>')
+            rules.append(f"#{fid}:checked~.claims-filter label[for={fid}]{{{_CHOSEN}}}")
+            rules.append(f"#{fid}:focus-visible~.claims-filter label[for={fid}]{{outline:2px solid currentColor}}")
+            if value != "all":
+                match = f'[data-{facet}="{html.escape(value)}"]'
+                rules.append(f"#{fid}:checked~table tr.claim-row:not({match}){{display:none}}")
+                rules.append(f"#{fid}:checked~table tbody:not(:has(tr.claim-row{match})){{display:none}}")
+        title = f'<span class="claims-filter-title">{title}:</span>'
+        groups.append(f'<div class="claims-filter-group">{title} {" ".join(labels)}</div>')
+    filters = f'<div class="claims-filter" role="group" aria-label="Show only the claims of">{"".join(groups)}</div>'
+    return "".join(inputs), filters, "<style>" + "\n".join(rules) + "</style>"
+
+
+_CHOSEN = "background:var(--pst-color-primary,#0a7d91);color:var(--pst-color-background,#fff);border-color:transparent"
+
+
+def _paper_groups(claims: Sequence[Claim]) -> list[tuple[str, list[Claim]]]:
+    """The claims grouped by paper, the papers in the order the book first checks one of their claims and each
+    paper's claims in the order given (the book's)."""
+    groups: dict[str, list[Claim]] = {}
+    for c in claims:
+        groups.setdefault(c.paper, []).append(c)
+    return list(groups.items())
+
+
 def claims_table_html(claims: Sequence[Claim], link: bool = True, links: Mapping[str, ClaimLinks] | None = None) -> str:
     """An HTML table of claims, one row each: verdict, the claim (its id, the statement, and the evidence and
-    negative control one click away), and where it is printed. With ``link`` each row has an anchor
-    (:func:`claim_anchor`) and its id links to the chapter section that checks it; ``links`` adds, per claim id,
-    its evidence function's source, its re-check command and its seeds (:class:`ClaimLinks`)."""
-    rows = []
+    negative control one click away), and where it is printed.
+
+    With ``link`` (the ledger page) the claims are grouped by paper (a heading row each; papers in the order the
+    claims come, which is the book's), each row has an anchor (:func:`claim_anchor`) and its id links to the
+    chapter section that checks it, and filters by paper, verdict and source (radio buttons and a style sheet,
+    no script: they work offline and in any page) stand above the table. Without it (a chapter's own table) each
+    id links to the claim's row in the ledger (``ledger.html#claim-...``). ``links`` adds, per claim id, its
+    evidence function's source, its re-check command and its seeds (:class:`ClaimLinks`)."""
     by_id = {c.id: c for c in claims}
-    for c in claims:
-        ident = html.escape(c.id)
-        if link:
-            ident = _chapter_link(c, ident)
-        anchor = claim_anchor(c.id)
-        permalink = f' <a class="claim-permalink" href="#{anchor}" title="link to this claim">#</a>' if link else ""
-        extra = (links or {}).get(c.id)
-        rows.append(
-            f'<tr id="{anchor}"><td>{_verdict_badge(c.verdict)}</td>'
-            f'<td><code class="claim-id">{ident}</code>{permalink}<br>{text_html(c.statement)}'
-            f"{_recheck_html(c, extra)}{_claim_details(c, extra, by_id if link else None)}</td>"
-            f"<td>{html.escape(c.paper_name)}, {html.escape(c.ref)}</td></tr>"
-        )
-    head = "<tr><th>verdict</th><th>claim</th><th>printed in</th></tr>"
+    head = "<thead><tr><th>verdict</th><th>claim</th><th>printed in</th></tr></thead>"
     colgroup = '<colgroup><col class="col-verdict"><col class="col-claim"><col class="col-where"></colgroup>'
-    return f'<table class="claims-ledger">{colgroup}<thead>{head}</thead><tbody>{"".join(rows)}</tbody></table>'
+    if not link:
+        rows = "".join(_claim_row(c, False, (links or {}).get(c.id), None) for c in claims)
+        return f'<table class="claims-ledger">{colgroup}{head}<tbody>{rows}</tbody></table>'
+    bodies = []
+    for paper, group in _paper_groups(claims):
+        name = html.escape(PAPERS.get(paper, (paper,))[0])
+        count = f"{len(group)} claim{'s' if len(group) != 1 else ''}"
+        heading = (
+            f'<tr class="claims-paper-row"><th colspan="3" id="claims-paper-{html.escape(paper)}">{name} '
+            f"<small>({count})</small></th></tr>"
+        )
+        rows = "".join(_claim_row(c, True, (links or {}).get(c.id), by_id) for c in group)
+        bodies.append(f'<tbody class="claims-paper" data-paper="{html.escape(paper)}">{heading}{rows}</tbody>')
+    inputs, filters, style = _filters_html(claims)
+    shown = (
+        f'<p class="claims-shown"><span class="claims-shown-count"></span> of {len(claims)} claims shown '
+        "(choose a paper, a verdict or a source above to show only those).</p>"
+    )
+    table = f'<table class="claims-ledger">{colgroup}{head}{"".join(bodies)}</table>'
+    return f'<div class="claims-browser">{style}{inputs}{filters}{table}{shown}</div>'
 
 
 def _resting_html(c: Claim, resting: Sequence[tuple[str, str | None]], by_id: Mapping[str, Claim]) -> str:
@@ -238,41 +362,53 @@ def _resting_html(c: Claim, resting: Sequence[tuple[str, str | None]], by_id: Ma
     return f'<p class="claims-resting">Printed proofs that rest on it: {"; ".join(items)}.</p>'
 
 
+def _quoted(text: str | None) -> str:
+    """``text`` (its math typeset) in quotation marks, its closing punctuation left to the sentence around it."""
+    return f"\u201c{text_html(_clause(text))}\u201d"
+
+
+def erratum_sentence(c: Claim) -> str:
+    """One sentence (HTML) for an erratum: where it is printed, the statement as printed, the counterexample the
+    book computed (what the failing check found), and what holds instead (or the failing proof step and its
+    repair); every quoted text has its math typeset and its own closing punctuation dropped, so that the
+    sentence's punctuation is never doubled. Empty for a claim that is no erratum."""
+    where = f"<strong>{html.escape(c.paper_name)}, {html.escape(_clause(c.ref))}</strong>"
+    found = c.evidence.get("printed" if c.verdict == "corrected" else "proof_step", {})
+    counterexample = _clause(str(found.get("summary", "")) if isinstance(found, Mapping) else "")
+    shown = f' <span class="claims-counterexample">({text_html(counterexample)})</span>' if counterexample else ""
+    if c.verdict == "corrected":
+        return (
+            f"{where}: the printed statement {_quoted(c.statement)} fails on a counterexample the book computed"
+            f"{shown}; what holds instead is {_quoted(c.corrected_statement)}."
+        )
+    if c.verdict == "proof-gap":
+        return (
+            f"{where}: the statement {_quoted(c.statement)} holds, but the printed proof's step "
+            f"{_quoted(c.proof_step)} fails as written{shown}; the book checks the repair {_quoted(c.repair)} "
+            "in its place."
+        )
+    return ""
+
+
 def errata_html(claims: Sequence[Claim], link: bool = True) -> str:
-    """The errata, one sentence each (what is printed, what fails, what holds); the computation and the results
-    whose printed proofs rest on the erratum (``rests_on``, followed backwards, with their verdicts) are one click
-    away (``<details>``), and the claim's id links to its row in the table below and its section."""
+    """The errata, one sentence each (:func:`erratum_sentence`: what is printed, the counterexample, what holds);
+    the evidence as a small table and the results whose printed proofs rest on the erratum (``rests_on``,
+    followed backwards, with their verdicts) are one click away (``<details>``), and the claim's id links to its
+    row in the table below and its section."""
     items = []
     resting = dependents(claims)
     by_id = {c.id: c for c in claims}
     for c in claims:
         if c.verdict not in ("corrected", "proof-gap"):
             continue
-        where = f"{c.paper_name}, {c.ref}"
-        if c.verdict == "corrected":
-            sentence = (
-                f"{where}: as printed, the statement fails on a computed counterexample; "
-                f"what holds: {c.corrected_statement}"
-            )
-            parts = (("printed", "The printed statement"), ("corrected", "The corrected statement"))
-        else:
-            sentence = (
-                f"{where}: the statement holds, but a step of the printed proof fails as written "
-                f"({c.proof_step}); repaired: {c.repair}"
-            )
-            parts = (("printed", "The statement"), ("proof_step", "The printed step"), ("repair", "The repair"))
         label = _chapter_link(c, html.escape(c.id)) if link else html.escape(c.id)
-        evidence = "".join(
-            f"<dt>{name}</dt><dd>{html.escape(str(c.evidence.get(key, {}).get('summary', '')))}</dd>"
-            for key, name in parts
-        )
+        row = f' &middot; <a href="#{claim_anchor(c.id)}">its row below</a>' if link else ""
         rests = len(resting.get(c.id, []))
         items.append(
-            f'<li>{text_html(sentence.rstrip("."))}. <small>(<code class="claim-id">{label}</code>, '
-            f"{html.escape(c.verdict)}; {rests} result{'s' if rests != 1 else ''} rest on it)</small>"
+            f'<li><p class="claims-erratum">{erratum_sentence(c)}</p><small>(<code class="claim-id">{label}</code>, '
+            f"{html.escape(c.verdict)}; {rests} result{'s' if rests != 1 else ''} rest on it{row})</small>"
             f'<details class="claim-details"><summary>the computation, and what rests on it</summary>'
-            f"<dl><dt>Statement as printed</dt><dd>{text_html(c.statement)}</dd>{evidence}</dl>"
-            f"{_resting_html(c, resting.get(c.id, []), by_id)}</details></li>"
+            f"{evidence_table_html(c)}{_resting_html(c, resting.get(c.id, []), by_id)}</details></li>"
         )
     if not items:
         return '<p class="claims-errata">No erratum: every checked statement and proof step holds as printed.</p>'

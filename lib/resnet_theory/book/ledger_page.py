@@ -1,5 +1,7 @@
-"""The book's ledger page (``book/ledger.md``): a build's published claims, each with the source of its evidence
-function, the command that re-checks it alone and, when the build ran across seeds, how many seeds agree.
+"""The book's ledger page (``book/ledger.md``): a build's published claims in book order (chapters in ``_toc.yml``'s
+order, each chapter's claims in the order it checks them; grouped by paper on the page, with filters by paper,
+verdict and source), each with the source of its evidence function, the command that re-checks it alone and, when
+the build ran across seeds, how many seeds agree.
 
 - **Source.** A claim's record names its evidence function's file and first line (``source_file``,
   ``source_line``); the page links them into the repository (:meth:`resnet_theory.book.repository.Repository.
@@ -25,6 +27,7 @@ from . import repository
 from .cache import read_cache_record
 from .claims_files import CLAIMS_SUFFIX, book_root, claims_files, default_directory, published, read_claims_file
 from .files import read_json_object
+from .toc import toc_files
 
 
 def package_path(root: Path | None) -> str | None:
@@ -56,6 +59,14 @@ def source_links(
             url = repo.blob_url(path, c.source_line)
         out[c.id] = (label, url)
     return out
+
+
+def book_order(claims: list[Claim], entries: list[str]) -> list[Claim]:
+    """The claims in book order: by chapter, in the order of ``entries`` (``_toc.yml``'s, e.g. ``book/linear``),
+    and within a chapter in the order the chapter checks them (the order given). A chapter the TOC does not name
+    comes after the others, in the order given."""
+    position = {Path(entry).name: i for i, entry in enumerate(entries)}
+    return sorted(claims, key=lambda c: position.get(c.chapter, len(position)))
 
 
 def _entries(executed: Path) -> dict[str, list[Claim]]:
@@ -134,6 +145,11 @@ class LedgerPage:
             return cls([], [])
         root = root if root is not None else book_root()
         claims, skipped = published(executed, verify=True, root=root)
+        if root is not None and (Path(root) / "_toc.yml").is_file():
+            entries = toc_files(Path(root))
+            claims = book_order(claims, entries)
+            position = {Path(entry).name: i for i, entry in enumerate(entries)}
+            skipped = sorted(skipped, key=lambda s: position.get(s.get("chapter"), len(position)))
         repo = repository.from_environment(root)[0] if root is not None else None
         sources = source_links(claims, repo, package_path(root))
         seeds, notes = seed_agreement(executed.parent, claims)

@@ -1,39 +1,53 @@
-"""The book as one PDF: every page of the TOC printed by headless Chromium from the built HTML, then joined.
+"""The book as one PDF, printed as a reader would print it: every page of the TOC printed by headless Chromium from
+the built HTML, then joined.
 
 Jupyter Book's LaTeX builder drops every HTML table (the claims ledger, the status page and the chapters'
 tables are HTML) and needs a TeX installation; its ``pdfhtml`` builder downloads a browser. This prints the
-pages the reader sees instead: each page of ``_build/html`` is loaded (from a copy beside it, so relative links
-and MathJax's files resolve) with a small script that opens every ``<details>`` (the ledger's evidence, which a
-PDF reader cannot click open) and waits for MathJax to typeset; Chromium prints it with the theme's print
-styles (no sidebars), and the pages are joined in TOC order with one bookmark per page.
+pages the reader sees instead: each page of ``_build/html`` is loaded in headless Chromium (over the DevTools
+protocol: :class:`resnet_theory.book.devtools.Browser`), MathJax typesets it, the ledger's evidence (its
+``<details>``, which a PDF reader cannot click open) is opened, and the page is printed with the book's print
+styles (``_static/book.css``: no sidebars, no filters; hidden cell inputs stay hidden, their toggles left out;
+wide tables wrap within the page; a code cell is not split across pages where it fits on one, and an empty
+output box is not printed). The pages are joined in TOC order with one bookmark per page.
 
-Usage: ``python -m resnet_theory.book.pdf [_build/html] [-o _build/pdf/residual-networks-executed.pdf]``
-(``make pdf`` builds the book first). Exit 2 when there is no Chromium.
+**Paper.** A4 (210 x 297 mm) by default; ``--paper letter`` prints on US Letter (8.5 x 11 in), with margins of
+15 mm either way. ``make pdf`` takes ``PAPER=letter``.
+
+Usage: ``python -m resnet_theory.book.pdf [_build/html] [-o _build/pdf/residual-networks-executed.pdf]
+[--paper a4|letter]``. It prints the book already built: ``make pdf`` builds it first only when ``_build/html``
+is missing, and never executes a built book again. Exit 2 when there is no built book or no Chromium.
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
 import html as html_lib
 import re
-import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from .browser import book_pages, find_chromium
-from .devtools import CHROMIUM_FLAGS
+from .devtools import Browser
 
 #: The PDF's file name and its document title.
 PDF_NAME = "residual-networks-executed.pdf"
 TITLE = "Residual Networks, Executed"
+#: Paper sizes, in inches (width, height), as Chromium's ``Page.printToPDF`` takes them.
+PAPERS = {"a4": (8.27, 11.69), "letter": (8.5, 11.0)}
+#: Page margins, in inches (15 mm).
+MARGIN_IN = 0.59
 
-OPEN_DETAILS = """
-<script>
-document.querySelectorAll('details').forEach(function (d) { d.open = true; });
-</script>
-"""
+#: Opens the ledger's evidence (and any other ``<details>`` a reader would open to read it), never a hidden cell's
+#: toggle (myst-nb's ``details.hide``): hidden inputs and outputs stay hidden in print, as on the page.
+OPEN_DETAILS = "document.querySelectorAll('details:not(.hide)').forEach(function (d) { d.open = true; }); true"
+#: Waits until MathJax has typeset what opening the details showed, and the fonts are loaded.
+SETTLE = (
+    "(window.MathJax && MathJax.startup && MathJax.startup.promise ? MathJax.startup.promise : Promise.resolve())"
+    ".then(function () { return document.fonts.ready; }).then(function () { return true; })"
+)
 
 
 @dataclass(frozen=True)
@@ -53,34 +67,52 @@ def page_title(source: str) -> str:
     return re.split(r"\s+[\u2014-]\s+", title.strip())[0] or "page"
 
 
-def print_page(chromium: str, page: Path, output: Path, timeout: float = 120.0) -> None:
-    """Print one built page to ``output`` (A4), after MathJax has typeset it and every ``<details>`` is open."""
-    source = page.read_text(encoding="utf-8")
-    copy = page.with_name(f".print-{page.name}")
-    copy.write_text(source.replace("</body>", OPEN_DETAILS + "</body>", 1), encoding="utf-8")
+def paper_size(paper: str) -> tuple[float, float]:
+    """(width, height) in inches of ``paper`` (``"a4"`` or ``"letter"``); anything else is a one-line error."""
     try:
-        with tempfile.TemporaryDirectory() as profile:
-            cmd = [
-                chromium,
-                *CHROMIUM_FLAGS,
-                f"--user-data-dir={profile}",
-                "--virtual-time-budget=20000",
-                "--no-pdf-header-footer",
-                f"--print-to-pdf={output}",
-                copy.resolve().as_uri(),
-            ]
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        return PAPERS[paper.lower()]
+    except (KeyError, AttributeError):
+        raise ValueError(f"unknown paper {paper!r}; choose one of {', '.join(PAPERS)}") from None
+
+
+def print_page(browser: Browser, page: Path, output: Path, paper: str = "a4") -> None:
+    """Print one built page to ``output`` on ``paper``, after MathJax has typeset it and the ledger's ``<details>``
+    are open (hidden cells' toggles stay closed, and the print styles leave them out)."""
+    width, height = paper_size(paper)
+    tab = browser.open(page.resolve().as_uri(), 1000)
+    try:
+        browser.send("Emulation.clearDeviceMetricsOverride", session=tab)
+        browser.evaluate(tab, OPEN_DETAILS)
+        browser.evaluate(tab, SETTLE)
+        result = browser.send(
+            "Page.printToPDF",
+            {
+                "paperWidth": width,
+                "paperHeight": height,
+                **{f"margin{side}": MARGIN_IN for side in ("Top", "Bottom", "Left", "Right")},
+                "printBackground": True,
+                "preferCSSPageSize": False,
+                "displayHeaderFooter": False,
+            },
+            tab,
+        )
     finally:
-        copy.unlink(missing_ok=True)
-    if proc.returncode != 0 or not output.is_file() or output.stat().st_size == 0:
-        raise RuntimeError(f"Chromium could not print {page} (exit {proc.returncode}): {proc.stderr.strip()[-400:]}")
+        browser.close(tab)
+    data = base64.b64decode(result.get("data", ""))
+    if not data.startswith(b"%PDF"):
+        raise RuntimeError(f"Chromium could not print {page}: it returned no PDF")
+    output.write_bytes(data)
 
 
-def build_pdf(html_dir: Path, entries: list[str], output: Path, chromium: str | None = None) -> list[PrintedPage]:
-    """Print every page of ``entries`` (TOC order) from ``html_dir`` and join them into ``output``, with one
-    bookmark per page and the book's title in the document's metadata. Returns where each page landed."""
+def build_pdf(
+    html_dir: Path, entries: list[str], output: Path, chromium: str | None = None, paper: str = "a4"
+) -> list[PrintedPage]:
+    """Print every page of ``entries`` (TOC order) from ``html_dir`` on ``paper`` (A4 or Letter) and join them into
+    ``output``, with one bookmark per page and the book's title in the document's metadata. Returns where each
+    page landed."""
     from pypdf import PdfReader, PdfWriter
 
+    paper_size(paper)
     chromium = chromium or find_chromium()
     if chromium is None:
         raise FileNotFoundError("no Chromium found (on Debian: apt-get install chromium)")
@@ -89,10 +121,10 @@ def build_pdf(html_dir: Path, entries: list[str], output: Path, chromium: str | 
     output.parent.mkdir(parents=True, exist_ok=True)
     writer = PdfWriter()
     printed: list[PrintedPage] = []
-    with tempfile.TemporaryDirectory() as scratch:
+    with tempfile.TemporaryDirectory() as scratch, Browser(chromium, timeout=180.0) as browser:
         for i, (entry, page) in enumerate(zip(entries, pages)):
             part = Path(scratch) / f"{i:03d}.pdf"
-            print_page(chromium, page, part)
+            print_page(browser, page, part, paper)
             reader = PdfReader(part)
             first = len(writer.pages)
             for p in reader.pages:
@@ -117,7 +149,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("html_dir", nargs="?", type=Path, help="the built HTML (default: _build/html)")
     parser.add_argument("-o", "--output", type=Path, help=f"the PDF (default: _build/pdf/{PDF_NAME})")
+    parser.add_argument("--paper", default="a4", help="a4 (the default) or letter")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    if args.paper.lower() not in PAPERS:
+        print(f"error: unknown paper {args.paper!r}; choose one of {', '.join(PAPERS)}", file=sys.stderr)
+        return 2
     root = find_root()
     html_dir = args.html_dir or root / "_build" / "html"
     output = args.output or root / "_build" / "pdf" / PDF_NAME
@@ -133,12 +169,12 @@ def main(argv: list[str] | None = None) -> int:
         print("error: no Chromium found (on Debian: apt-get install chromium)", file=sys.stderr)
         return 2
     try:
-        printed = build_pdf(html_dir, toc_files(root), output)
+        printed = build_pdf(html_dir, toc_files(root), output, paper=args.paper.lower())
     except (FileNotFoundError, RuntimeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     total = sum(p.pages for p in printed)
-    print(f"{output}: {total} pages ({', '.join(f'{p.title}: {p.pages}' for p in printed)})")
+    print(f"{output}: {total} pages on {args.paper.upper()} ({', '.join(f'{p.title}: {p.pages}' for p in printed)})")
     return 0
 
 
