@@ -130,7 +130,7 @@ def build_pdf(
             for p in reader.pages:
                 writer.add_page(p)
             title = page_title(page.read_text(encoding="utf-8"))
-            writer.add_outline_item(title, first)
+            writer.add_outline_item(title=title, page_number=first)
             printed.append(PrintedPage(entry, title, first, len(reader.pages)))
     writer.add_metadata({"/Title": TITLE, "/Subject": "Executable reviews of the theory of deep residual networks"})
     tmp = output.with_name(output.name + ".partial")
