@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import shutil
 import textwrap
 from pathlib import Path
@@ -22,6 +23,7 @@ from resnet_theory.ledger import Ledger
 from resnet_theory.ledger_html import (
     ClaimLinks,
     UnsafeText,
+    claim_anchor,
     claims_table_html,
     errata_html,
     render_ledger,
@@ -245,7 +247,7 @@ def test_each_erratum_lists_the_results_whose_printed_proofs_rest_on_it_with_the
     assert dependents(claims)["hardt-ma/cor-c"] == [] and rests_on_defects(claims) == []
     errata = errata_html(claims)
     assert errata.count("<ul") == 1 and errata.count("<li>") == 2  # one flat list: a page splits it at </ul>
-    lemma, corollary = errata.split("Corollary C: the statement holds")
+    lemma, corollary = errata.split("Corollary C</strong>: the statement")
     assert "2 results rest on it" in lemma and "Printed proofs that rest on it" in lemma
     assert '<a href="#claim-hardt-ma-thm-b"><code class="claim-id">hardt-ma/thm-b</code></a>' in lemma
     assert ">confirmed</span>" in lemma.split("hardt-ma/thm-b</code>")[1].split("</li>")[0]
@@ -253,8 +255,10 @@ def test_each_erratum_lists_the_results_whose_printed_proofs_rest_on_it_with_the
     assert "hardt-ma/d" not in lemma
     assert "0 results rest on it" in corollary and "No printed proof of another result" in corollary
     # the forward edges, in the claim's details
-    table = claims_table_html(claims)
-    assert "Its printed proof uses" in table.split('id="claim-hardt-ma-thm-b"')[1].split("</tr>")[0]
+    from bs4 import BeautifulSoup
+
+    table = BeautifulSoup(claims_table_html(claims), "html.parser")
+    assert "Its printed proof uses" in table.find("tr", id="claim-hardt-ma-thm-b").get_text()
 
 
 def test_an_unknown_or_circular_rests_on_is_a_defect_the_page_refuses(tmp_path):
@@ -371,3 +375,171 @@ def test_a_chapter_run_at_its_own_profile_records_that_profile_and_is_published(
     record = json.loads(cache_record_path(build, "book/alpha").read_text())
     assert record["profile"] == "quick" and record["parameters"]["profile"] == "quick"
     assert "hardt-ma/x" in _page_html(build)
+
+
+# --- a ledger to navigate (issue 33): book order, grouped by paper, filters, errata, evidence, two-way links ------
+def _mixed_claims() -> list:
+    """Hand-made records of two chapters and three papers, in the order their claims files list them: a shamir
+    claim of chapter "smooth" first, then chapter "linear" (a corrected Hardt-Ma theorem whose statement ends in
+    a full stop, a Bartlett claim from a review, a Hardt-Ma proof gap)."""
+    ok, bad = Check.equal(1, 1, what="holds"), Check.equal(1, 2, what="fails")
+    smooth, linear = Ledger("smooth"), Ledger("linear")
+    smooth.claim("shamir/thm-1", paper="shamir", ref="Theorem 1", statement="Every local minimum is good.",
+                 section="smooth-a", printed=ok, control=bad, control_input=CI)  # fmt: skip
+    linear.claim(
+        "hardt-ma/thm-2.1",
+        paper="hardt-ma",
+        ref="Theorem 2.1, Section 2.",
+        statement=r"For $\ell \ge 3\gamma$ the bound $\|A_i\| \le 2/\ell$ holds.",
+        section="linear-a",
+        printed=Check.at_most([3.0], 2.0, what=r"a target with $\det R < 0$: the norm $\|A_i\|$ against the bound"),
+        corrected=ok,
+        corrected_statement=r"With $\det R > 0$ added, the bound holds.",
+        control=bad,
+        control_input=CI,
+    )
+    linear.claim("bartlett-helmbold-long/lemma-1", paper="bartlett-helmbold-long", ref="Lemma 1", statement="A lemma.",
+                 section="linear-b", printed=ok, control=bad, control_input=CI)  # fmt: skip
+    linear.claim(
+        "hardt-ma/cor-c",
+        paper="hardt-ma",
+        ref="Corollary C",
+        statement="C holds.",
+        section="linear-c",
+        printed=ok,
+        proof_step=bad,
+        proof_step_statement="the printed step;",
+        repair=ok,
+        repair_statement="the polar split.",
+        control=bad,
+        control_input=CI,
+    )
+    review = dataclasses.replace(linear.claims[1], source="review", source_detail="a review")
+    return [*smooth.claims, linear.claims[0], review, linear.claims[2]]
+
+
+def test_the_ledger_lists_the_claims_in_book_order_chapters_as_the_toc_orders_them():
+    from resnet_theory.book.ledger_page import book_order
+
+    claims = _mixed_claims()
+    ordered = book_order(claims, ["book/intro", "book/linear", "book/smooth", "book/ledger"])
+    assert [c.id for c in ordered] == [
+        "hardt-ma/thm-2.1",
+        "bartlett-helmbold-long/lemma-1",
+        "hardt-ma/cor-c",
+        "shamir/thm-1",
+    ]
+    # a chapter the TOC does not name comes last; within a chapter, the chapter's own order
+    assert [c.chapter for c in book_order(claims, ["book/smooth"])] == ["smooth", "linear", "linear", "linear"]
+
+
+def test_the_claims_are_grouped_by_paper_in_book_order_with_filters_that_need_no_script():
+    from bs4 import BeautifulSoup
+
+    from resnet_theory.book.ledger_page import book_order
+
+    claims = book_order(_mixed_claims(), ["book/linear", "book/smooth"])
+    soup = BeautifulSoup(claims_table_html(claims), "html.parser")
+    assert not soup.find_all("script") and "http" not in str(soup.find("style"))
+    groups = soup.select("tbody.claims-paper")
+    assert [g["data-paper"] for g in groups] == ["hardt-ma", "bartlett-helmbold-long", "shamir"]
+    assert [[r["id"] for r in g.select("tr.claim-row")] for g in groups] == [
+        ["claim-hardt-ma-thm-2-1", "claim-hardt-ma-cor-c"],
+        ["claim-bartlett-helmbold-long-lemma-1"],
+        ["claim-shamir-thm-1"],
+    ]
+    assert groups[0].find("th").get_text(" ", strip=True) == "Hardt & Ma (2017) (2 claims)"
+    rows = {r["id"]: r for r in soup.select("tr.claim-row")}
+    assert rows["claim-bartlett-helmbold-long-lemma-1"]["data-source"] == "review"
+    assert rows["claim-hardt-ma-cor-c"]["data-verdict"] == "proof-gap"
+    # one radio button per value present (and "all"), each with a label, each with a rule in the page's style
+    radios = {(r["name"], r["id"]) for r in soup.select("input.claims-filter-input")}
+    assert ("claims-filter-verdict", "claims-filter-verdict-refuted") not in radios
+    style = soup.find("style").get_text()
+    for _name, rid in radios:
+        assert soup.find("label", attrs={"for": rid}), rid
+        if not rid.endswith("-all"):
+            assert f"#{rid}:checked~table tr.claim-row:not(" in style, rid
+    assert {r for _, r in radios} >= {
+        "claims-filter-paper-shamir",
+        "claims-filter-verdict-corrected",
+        "claims-filter-source-review",
+        "claims-filter-source-all",
+    }
+    assert [r["id"] for r in soup.select("input[checked]")] == [
+        "claims-filter-paper-all",
+        "claims-filter-verdict-all",
+        "claims-filter-source-all",
+    ]
+    assert "of 4 claims shown" in soup.select_one("p.claims-shown").get_text()
+
+
+def _sentence_text(fragment: str) -> str:
+    from bs4 import BeautifulSoup
+
+    return " ".join(BeautifulSoup(fragment, "html.parser").get_text().split())
+
+
+def test_each_erratum_is_one_sentence_with_the_printed_statement_and_the_counterexample_typeset():
+    from bs4 import BeautifulSoup
+
+    claims = _mixed_claims()
+    soup = BeautifulSoup(errata_html(claims), "html.parser")
+    sentences = [p.decode_contents() for p in soup.select("p.claims-erratum")]
+    assert len(sentences) == 2
+    corrected, gap = (_sentence_text(s) for s in sentences)
+    assert corrected.startswith("Hardt & Ma (2017), Theorem 2.1, Section 2: the printed statement \u201cFor ")
+    assert "fails on a counterexample the book computed (a target with" in corrected
+    assert corrected.endswith(
+        "what holds instead is \u201cWith \\(\\det R &gt; 0\\) added, the bound holds\u201d."
+    ) or (corrected.endswith("added, the bound holds\u201d."))
+    # the statement, the counterexample and the correction are typeset
+    assert sentences[0].count('class="mathjax_process"') >= 3 and r"\(\det R &lt;\) \(0\)" in sentences[0]
+    assert gap.startswith("Hardt & Ma (2017), Corollary C: the statement \u201cC holds\u201d holds, but the printed")
+    assert "\u201cthe printed step\u201d fails as written" in gap and "the repair \u201cthe polar split\u201d" in gap
+    for text in (corrected, gap):
+        assert not re.search(r"[.;:,]\s*[\u201d)]?\s*[.;:,]", text), f"doubled punctuation: {text}"
+        outside = re.sub(r"\u201c[^\u201d]*\u201d|\([^()]*\)", "", text)
+        assert len(re.findall(r"\.(\s|$)", outside)) == 1 and outside.endswith("."), f"not one sentence: {outside}"
+
+
+def test_the_evidence_is_a_small_table_not_a_wall_of_numbers():
+    from bs4 import BeautifulSoup
+
+    from resnet_theory.ledger_html import evidence_table_html
+
+    claims = _mixed_claims()
+    table = BeautifulSoup(evidence_table_html(claims[1]), "html.parser")
+    rows = [[cell.get_text(" ", strip=True) for cell in tr.find_all(["th", "td"])] for tr in table.select("tbody tr")]
+    assert [r[:2] for r in rows] == [
+        ["statement as printed", "fails"],
+        ["corrected statement", "holds"],
+        ["control", "fails, as it must"],
+    ]
+    gap = BeautifulSoup(evidence_table_html(claims[3]), "html.parser")
+    assert [tr.th.get_text() for tr in gap.select("tbody tr")] == [
+        "statement as printed",
+        "proof step as printed",
+        "repair",
+        "control",
+    ]
+    row = claims_table_html(claims[1:2])
+    assert "claim-evidence-parts" in row and " | " not in BeautifulSoup(row, "html.parser").get_text()
+    # a combined check's parts on lines of their own, never inside parentheses
+    from resnet_theory.ledger_html import _lines
+
+    assert _lines("all: a (b; c); d") == "all: a (b; c)<br>d"
+
+
+def test_each_claim_links_to_its_chapter_section_and_the_chapter_table_back_to_its_ledger_row():
+    from bs4 import BeautifulSoup
+
+    claims = _mixed_claims()
+    ledger = BeautifulSoup(claims_table_html(claims), "html.parser")
+    chapter = BeautifulSoup(claims_table_html(claims, link=False), "html.parser")
+    for c in claims:
+        row = ledger.find("tr", id=claim_anchor(c.id))
+        assert row.find("a", href=f"{c.chapter}.html#{c.section}"), c.id
+        back = chapter.find("a", href=f"ledger.html#{claim_anchor(c.id)}")
+        assert back and back.get_text() == "ledger", c.id
+    assert not chapter.find("tr", id=True) and not chapter.find("input")  # the chapter's table has no filters

@@ -163,3 +163,28 @@ def test_the_ledger_filters_work_offline_by_paper_verdict_and_source(reader_html
         assert choose("source", "paper") == ["claim-shamir-thm-1"]
         assert choose("paper", "all") == ["claim-hardt-ma-thm-2-1", "claim-shamir-thm-1"]
         browser.close(tab)
+
+
+CARDS = """
+Array.from(document.querySelectorAll('tr.claim-row > td')).map(function (td) {
+  return {width: td.getBoundingClientRect().width, overflow: td.scrollWidth - td.clientWidth,
+          text: td.textContent.trim().slice(0, 30)};
+})
+"""
+
+
+def test_the_ledger_reads_at_a_phones_width(reader_html):
+    """At 390 px each claim is a card: its statement, verdict and printed location each take the row's whole width
+    (no narrow column cutting the statement mid-word) and nothing in it overflows its box."""
+    chromium = chromium_or_skip()
+    with Browser(chromium) as browser:
+        tab = browser.open((reader_html / "book" / "reader.html").as_uri(), 390)
+        cells = browser.evaluate(tab, CARDS)
+        page_width = browser.evaluate(
+            tab, "document.querySelector('table.claims-ledger').getBoundingClientRect().width"
+        )
+        browser.close(tab)
+    assert len(cells) == 6
+    for cell in cells:
+        assert cell["width"] >= page_width - 4, cell
+        assert cell["overflow"] <= 0, cell
