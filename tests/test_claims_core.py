@@ -161,7 +161,9 @@ def test_a_control_that_holds_is_refused_when_the_chapter_is_shown(monkeypatch):
     monkeypatch.setattr(chapter_mod, "chapter_claims", lambda name: cs)
     ch = chapter_mod.Chapter("linear", profile="tiny")
     shown = ch.check("hardt-ma/weak")
-    assert "re-check alone" in shown._repr_html_() and "python -m resnet_theory.claims verify" in shown._repr_html_()
+    page = shown._repr_html_()
+    assert "re-check alone" in page and "python -m resnet_theory.claims verify" in page
+    assert "href='ledger.html#claim-hardt-ma-weak'" in page and "id='evidence-claim-hardt-ma-weak'" in page
     with pytest.raises(LedgerDefect, match="control"):
         ch.show()
 

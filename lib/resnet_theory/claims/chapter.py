@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..ledger import Ledger, glue_numbers
+from ..ledger_html import claim_anchor
 from .context import Context
 from .registry import ClaimSet, chapter_claims
 from .run import ClaimRun, run_claim, verify_command
@@ -42,12 +43,12 @@ def evidence_html(run: ClaimRun) -> str:
         rows.append(("needs", rec.needs))
     rows.append(("verdict", rec.verdict + (f" ({rec.reason})" if rec.reason else "")))
     rows.append(("re-check alone", verify_command(rec.id)))
-    body = "".join(
-        f"<tr><th style='text-align:left;vertical-align:top'>{html.escape(k)}</th>"
-        f"<td style='text-align:left'>{html.escape(v)}</td></tr>"
-        for k, v in rows
+    body = "".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>" for k, v in rows)
+    anchor = html.escape(claim_anchor(rec.id))
+    return (
+        f"<table class='claim-evidence' id='evidence-{anchor}'><caption><a href='ledger.html#{anchor}' "
+        f"title='this claim in the ledger'>{html.escape(rec.id)}</a></caption>{body}</table>"
     )
-    return f"<table class='claim-evidence'><caption>{html.escape(rec.id)}</caption>{body}</table>"
 
 
 class _Shown(ClaimRun):
