@@ -157,3 +157,21 @@ def test_the_cifar_evidence_compares_the_final_error_with_table_2(monkeypatch, a
         "CIFAR-10 error %": pytest.approx(100 * (1 - accuracy)),
         "CIFAR-100 error %": None,
     }
+
+
+@pytest.mark.parametrize("augmentation, recipe", [("crop4", {}), ("tensorflow", engine.TENSORFLOW_RECIPE)])
+def test_the_cifar_run_is_the_papers_schedule_with_the_chapters_settings(monkeypatch, tmp_path, augmentation, recipe):
+    seen = []
+    monkeypatch.setenv(E.CIFAR_DATA_ENV, str(tmp_path / "data"))
+    monkeypatch.setattr(E.engine, "train", lambda config: seen.append(config) or _fake_cifar(0.9))
+    ctx = Context.for_table(E.PROFILE, "quick", 0)
+    E.use_settings(ctx, runs_dir=str(tmp_path / "runs"), augmentation=augmentation)
+    (tmp_path / "runs" / "cifar100").mkdir(parents=True)
+    (tmp_path / "runs" / "cifar100" / engine.CHECKPOINT_NAME).write_bytes(b"")
+    E.cifar_run(ctx, "cifar10"), E.cifar_run(ctx, "cifar100")
+    first, second = seen
+    assert (first.dataset, first.data_dir, first.steps) == ("cifar10", str(tmp_path / "data"), 64_000)
+    assert first.out_dir == str(tmp_path / "runs" / "cifar10") and not first.resume
+    assert second.dataset == "cifar100" and second.resume  # a kept checkpoint is resumed
+    assert all(getattr(first, k) == v for k, v in recipe.items())
+    assert (first.lr, first.lr_milestones, first.batch_size) == (0.05, (30_000, 50_000), 128)
