@@ -596,12 +596,18 @@ _HEAD_CLAIM = dict(
 )
 
 
-def _head_evidence(ctx: Context, rate_of: Callable[[str], float], how: str, key: str) -> Evidence:
+def _head_evidence(ctx: Context, rate_of: Callable[[str], float], how: tuple[str, str], key: str) -> Evidence:
+    """The fixed head against the trained one, each at ``rate_of(variant)``; ``how``: the two labels' endings."""
     grid = training_grid(ctx)
     a, b = (IDENT, rate_of(IDENT)), (HEAD, rate_of(HEAD))
-    claim = _better("accuracy", a, b, f"fixed head tests better{how}", grid.runs[a], grid.runs[b])
+    claim = _better("accuracy", a, b, f"fixed head tests better{how[0]}", grid.runs[a], grid.runs[b])
     control = _better(
-        "training loss", a, b, f"control: the fixed head fits the training set better{how}", grid.runs[a], grid.runs[b]
+        "training loss",
+        a,
+        b,
+        f"control: the fixed head fits the training set better{how[1]}",
+        grid.runs[a],
+        grid.runs[b],
     )
     return Evidence(statement=claim, control=_as_control(control), glue=_comparison_glue(key, claim))
 
@@ -618,7 +624,7 @@ def sec4_fixed_head(ctx: Context) -> Evidence:
     """Mean test accuracy, fixed against trained head at the paper's rate; the control compares the training
     loss, which a regulariser does not lower."""
     lr = plan(ctx).lr
-    ev = _head_evidence(ctx, lambda name: lr, "", "head_paper")
+    ev = _head_evidence(ctx, lambda name: lr, ("", ""), "head_paper")
     return replace(ev, glue={**ev.glue, "abl_seeds": len(plan(ctx).run_seeds)})
 
 
@@ -632,7 +638,7 @@ def sec4_fixed_head(ctx: Context) -> Evidence:
 def sec4_fixed_head_best_rate(ctx: Context) -> Evidence:
     """The same comparison with each head at its best rate of the grid (highest mean test accuracy)."""
     best = training_grid(ctx).best_rate["accuracy"]
-    ev = _head_evidence(ctx, best.__getitem__, ", best rates", "head_best")
+    ev = _head_evidence(ctx, best.__getitem__, (", each at its best rate", ", best rates"), "head_best")
     glue = {**ev.glue, "abl_head_best": best[HEAD], "abl_ident_acc_best": best[IDENT]}
     return replace(ev, glue=glue)
 
