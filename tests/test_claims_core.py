@@ -308,3 +308,21 @@ def test_record_writes_what_the_seeds_found(tmp_path, capsys, monkeypatch):
     capsys.readouterr()
     assert claims_cli.main(["verify", "hardt-ma/claim-2.3", "--record", "--build-dir", str(tmp_path)]) == 2
     assert "--record" in capsys.readouterr().err
+
+
+def test_a_checked_claim_may_say_what_this_run_lacks():
+    from resnet_theory.claims import NotAvailable
+
+    cs, base = claim_set()
+    decl = cs.checked("hardt-ma/gpu", **base, control=CONTROL)(
+        lambda ctx: (
+            NotAvailable(needs="a CUDA GPU", reason="no GPU in this run; the check trains for hours")
+            if ctx.cfg.n < 5
+            else Evidence(statement=holds(), control=fails())
+        )
+    )
+    assert run_claim(decl, Context.for_table(TABLE, "tiny", 0)).record.needs == "a CUDA GPU"
+    assert run_claim(decl, Context.for_table(TABLE, "tiny", 0)).verdict == "not-checkable-here"
+    assert run_claim(decl, Context.for_table(TABLE, "quick", 0)).verdict == "confirmed"
+    with pytest.raises(ValueError, match="needs"):
+        NotAvailable(needs="", reason="no GPU in this run at all")

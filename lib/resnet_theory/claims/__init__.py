@@ -2,7 +2,7 @@
 The map, one line per module:
 
 - :mod:`~resnet_theory.claims.spec`: how a claim is declared (Source, Control, Correction, ProofStep,
-  Checked, NotCheckable, Skip) and what its function returns (Evidence, StepEvidence).
+  Checked, NotCheckable, Skip) and what its function returns (Evidence, StepEvidence, NotAvailable).
 - :mod:`~resnet_theory.claims.context`: a chapter's profile table (Knob, ProfileTable) and the Context a
   claim's function gets (sizes, seed, its own random numbers, results shared between claims).
 - :mod:`~resnet_theory.claims.registry`: ClaimSet (one chapter's claims) and the book's chapters' claims
@@ -24,7 +24,7 @@ The chapters' claims modules (one per chapter; see ``registry.CHAPTER_MODULES``)
 from ..verdicts import Check
 from .context import Context, Knob, ProfileTable
 from .registry import ClaimSet
-from .spec import Control, Correction, Evidence, ProofStep, Source, StepEvidence
+from .spec import Control, Correction, Evidence, NotAvailable, ProofStep, Source, StepEvidence
 
 __all__ = [
     "Check",
@@ -34,6 +34,7 @@ __all__ = [
     "Correction",
     "Evidence",
     "Knob",
+    "NotAvailable",
     "ProfileTable",
     "ProofStep",
     "Source",

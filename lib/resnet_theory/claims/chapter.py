@@ -59,10 +59,18 @@ class _Shown(ClaimRun):
 class Chapter:
     """One chapter's claims, run in the chapter's kernel at its profile, seed and knob overrides."""
 
-    def __init__(self, chapter: str, *, profile: str = "quick", seed: int = 0, knobs: Mapping[str, Any] | None = None):
+    def __init__(
+        self,
+        chapter: str,
+        *,
+        profile: str = "quick",
+        seed: int = 0,
+        knobs: Mapping[str, Any] | None = None,
+        settings: Mapping[str, Any] | None = None,
+    ):
         self.claims: ClaimSet = chapter_claims(chapter)
         self.knobs = dict(knobs or {})
-        self.ctx = Context.for_table(self.claims.profile, profile, seed, self.knobs)
+        self.ctx = Context.for_table(self.claims.profile, profile, seed, self.knobs, settings)
         self.ledger = Ledger(chapter)
         self.runs: dict[str, ClaimRun] = {}
 

@@ -109,15 +109,25 @@ class Context:
     profile: str
     seed: int
     cfg: SimpleNamespace
+    #: Run settings that are not sizes (a data folder, worker processes, where runs keep checkpoints): what the
+    #: chapter's parameters cell passes; a claim's function reads them with defaults (``verify`` passes none).
+    settings: Mapping[str, Any] = field(default_factory=dict)
     _shared: dict = field(default_factory=dict, repr=False)
 
     @classmethod
     def for_table(
-        cls, table: ProfileTable, profile: str = "quick", seed: int = 0, knobs: Mapping | None = None
+        cls,
+        table: ProfileTable,
+        profile: str = "quick",
+        seed: int = 0,
+        knobs: Mapping | None = None,
+        settings: Mapping[str, Any] | None = None,
     ) -> Context:
         if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
             raise ValueError(f"seed must be an integer >= 0, got {seed!r}")
-        return cls(profile, seed, table.resolve(profile, knobs))
+        if settings is not None and not isinstance(settings, Mapping):
+            raise TypeError(f"settings must be a dict of run settings, got {type(settings).__name__}")
+        return cls(profile, seed, table.resolve(profile, knobs), dict(settings or {}))
 
     @property
     def quick(self) -> bool:

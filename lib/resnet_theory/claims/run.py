@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from ..ledger import Ledger
 from ..record import Claim
 from .context import Context
-from .spec import Checked, Evidence, NotCheckable
+from .spec import Checked, Evidence, NotAvailable, NotCheckable
 
 
 class EvidenceMismatch(TypeError):
@@ -64,12 +64,13 @@ def _match(decl: Checked, ev: Evidence) -> None:
         )
 
 
-def _record(decl: Checked | NotCheckable, ev: Evidence | None) -> Claim:
+def _record(decl: Checked | NotCheckable, ev: Evidence | NotAvailable | None) -> Claim:
     ledger = Ledger(decl.chapter)
     common = dict(paper=decl.paper, ref=decl.ref, statement=decl.statement, section=decl.section)
     source = decl.source.ledger_key
-    if isinstance(decl, NotCheckable):
-        rec = ledger.not_checkable(decl.id, **common, reason=decl.reason, needs=decl.needs, source=source)
+    if isinstance(decl, NotCheckable) or isinstance(ev, NotAvailable):
+        why = ev if isinstance(ev, NotAvailable) else decl
+        rec = ledger.not_checkable(decl.id, **common, reason=why.reason, needs=why.needs, source=source)
         extra = {}
     else:
         step = decl.proof_step
@@ -99,5 +100,7 @@ def run_claim(decl: Checked | NotCheckable, ctx: Context) -> ClaimRun:
     if isinstance(decl, NotCheckable):
         return ClaimRun(decl, _record(decl, None), None)
     ev = decl.evidence(ctx)
+    if isinstance(ev, NotAvailable):
+        return ClaimRun(decl, _record(decl, ev), None)
     _match(decl, ev)
     return ClaimRun(decl, _record(decl, ev), ev)

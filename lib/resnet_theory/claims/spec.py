@@ -174,6 +174,21 @@ class Evidence:
         return self.control if isinstance(self.control, tuple) else (self.control,)
 
 
+@dataclass(frozen=True)
+class NotAvailable:
+    """What a checked claim's function returns when this run lacks what the check needs (a GPU, a data set):
+    the claim is recorded as ``not-checkable-here`` with ``needs`` and ``reason``, so the same declaration is
+    checked where the hardware and data exist and says what it needs elsewhere."""
+
+    needs: str
+    reason: str
+
+    def __post_init__(self):
+        if not isinstance(self.needs, str) or not self.needs.strip():
+            raise ValueError("NotAvailable.needs must name the hardware, data or text the check needs")
+        _sentence(self.reason, "NotAvailable.reason")
+
+
 @dataclass(frozen=True, kw_only=True)
 class _Declared:
     id: str
@@ -207,7 +222,8 @@ class Checked(_Declared):
     """A claim the book checks by computation: the declaration and its evidence function."""
 
     control: Control
-    evidence: Callable[[Context], Evidence]
+    #: Returns the Evidence, or NotAvailable where this run lacks the hardware or data the check needs.
+    evidence: Callable[[Context], Evidence | NotAvailable]
     correction: Correction | None = None
     proof_step: ProofStep | None = None
 
