@@ -123,3 +123,15 @@ def test_an_unknown_or_mistyped_knob_is_refused_in_one_line():
         Context.for_table(PROFILE, "tiny", 0, {"max_dept": 3})
     with pytest.raises(TypeError, match="knob 'critical_configs'"):
         Context.for_table(PROFILE, "tiny", 0, {"critical_configs": 3})
+
+
+def test_the_erratum_of_a_review_sourced_claim_says_as_the_review_states_it(tiny):
+    from resnet_theory.ledger_html import errata_html
+
+    rec = run_in(tiny, "hardt-ma/thm-2.1-early").record
+    assert rec.verdict == "corrected" and rec.source == "review"
+    assert "as the review states it" in rec.erratum and "as printed" not in rec.erratum
+    page = errata_html([rec], link=False)
+    assert "as the review states it" in page and "as printed, the statement" not in page
+    printed = run_in(tiny, "hardt-ma/eq-2.3").record
+    assert printed.verdict == "corrected" and printed.erratum.split(": ", 1)[1].startswith("as printed")

@@ -251,7 +251,7 @@ def errata_html(claims: Sequence[Claim], link: bool = True) -> str:
         where = f"{c.paper_name}, {c.ref}"
         if c.verdict == "corrected":
             sentence = (
-                f"{where}: as printed, the statement fails on a computed counterexample; "
+                f"{where}: {c.as_stated}, the statement fails on a computed counterexample; "
                 f"what holds: {c.corrected_statement}"
             )
             parts = (("printed", "The printed statement"), ("corrected", "The corrected statement"))
