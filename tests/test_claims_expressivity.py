@@ -26,7 +26,7 @@ TINY_VERDICTS = {
     "hardt-ma/lemma-b.1": "corrected",
     "hardt-ma/thm-3.2": "proof-gap",
     "hardt-ma/surrogates": "corrected",
-    "hardt-ma/output-block": "proof-gap",
+    "hardt-ma/output-block": "corrected",
     "hardt-ma/claim-c.1": "confirmed",
     "hardt-ma/claim-c.2": "confirmed",
 }
@@ -51,7 +51,7 @@ DATA_KEYS = {
         "equidistant_cases",
     },
     "hardt-ma/surrogates": {"rows"},
-    "hardt-ma/output-block": {"skip_message"},
+    "hardt-ma/output-block": {"skip_message", "skip_defined"},
     "hardt-ma/claim-c.1": set(),
     "hardt-ma/claim-c.2": set(),
 }
@@ -195,3 +195,17 @@ def test_the_profile_table_keeps_the_chapters_sizes():
     assert quick.mc_samples == full.mc_samples == 200_000
     with pytest.raises(ValueError, match="unknown knob 'size'"):
         PROFILE.resolve("quick", {"size": [10]})
+
+
+def test_the_output_block_as_printed_is_ill_typed_and_its_correction_holds(runs):
+    """The printed y = h + T(h) (k-vector plus r-vector) fails on every network, k != r; the layer without the
+    skip maps every surrogate to its label; the control (the projected inputs) fails."""
+    run = runs["hardt-ma/output-block"]
+    decl, ev = run.decl, run.evidence
+    assert decl.correction is not None and decl.proof_step is None
+    assert "h_\\ell + T(h_\\ell)" in decl.statement  # the statement is the printed one, with the skip
+    assert not ev.statement.holds and ev.corrected.holds and not ev.controls[0].holds
+    assert run.data["skip_defined"] and not any(run.data["skip_defined"])
+    assert "broadcast" in run.data["skip_message"]
+    assert ev.glue["expr_skip_k"] != ev.glue["expr_skip_r"] and ev.glue["expr_skip_defined"] == 0
+    assert run.record.corrected_statement == decl.correction.statement

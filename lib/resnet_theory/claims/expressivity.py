@@ -792,11 +792,12 @@ def _output_layer_error(net, H, labels=None) -> float:
     statement=r"A last layer $y = h_\ell + T(h_\ell)$, with weights of shapes $k "
     r"\times r$ and $r \times r$, maps each surrogate $q_j \in \mathbb{R}^k$ to $e_j "
     r"\in \mathbb{R}^r$ (3.4), by Lemma B.1 with $\alpha = q_j$, $\beta = e_j$ (B.3).",
-    proof_step=ProofStep(
-        step=r"The output layer is a residual block $h_\ell + T(h_\ell)$ whose dimensions are compatible.",
-        repair=r"Drop the skip: $y = V\,\mathrm{relu}(U h + s)$ with the "
-        r"surrogates as rows of $U$, $s = -t\mathbf{1}$ and $V = I/(1 - t)$, $t$ between "
-        r"the largest off-label product and 1 (or pad the shorter vector with zeros).",
+    correction=Correction(
+        r"Without the skip, $y = V\,\mathrm{relu}(U h + s)$ with the surrogates as "
+        r"the rows of $U \in \mathbb{R}^{r \times k}$, $s = -t\mathbf{1}$ and $V = "
+        r"I_r/(1 - t)$, $t$ between the largest off-label product $\langle q_i, "
+        r"q_j\rangle$ and 1, has $kr + r^2$ weights and maps each $q_j$ to $e_j$; the "
+        r"printed $h + T(h)$ adds a $k$-vector to an $r$-vector, defined only when $k = r$."
     ),
     control=Control(
         "The projected inputs h_0 = A_0 x of the digits, before any residual "
@@ -806,37 +807,41 @@ def _output_layer_error(net, H, labels=None) -> float:
     rests_on=("hardt-ma/lemma-b.1",),
 )
 def output_block(ctx: Context) -> Evidence:
-    """The skip ``h + T(h)`` tried on the digits network (a k-vector plus an r-vector); the output layer
-    without it on the surrogates of the digits and sphere networks; the control on the projected digits."""
+    """The printed skip ``h + T(h)`` tried on the digits network and every sphere network (a k-vector plus an
+    r-vector, k != r); the corrected layer without it on their surrogates; the control on the projected digits."""
     digits, fits = _digits_fit(ctx), _sphere_fits(ctx)
     net, X, y = digits["net"], digits["X"], digits["y"]
-    h_last = net.hidden(X[:5])
-    try:
-        h_last + net.output_block(h_last)
-        skip_ok, message = True, "shapes agree"
-    except ValueError as err:
-        skip_ok, message = False, str(err)
-    q_err = [_output_layer_error(m, m.surrogates) for m in [net, *fits["nets"].values()]]
+    nets = [net, *fits["nets"].values()]
+    defined, message = [], ""
+    for m, H in zip(nets, [net.hidden(X[:5]), *(m.surrogates for m in nets[1:])]):
+        try:
+            m.output_block(H) + H  # the printed y = h + T(h)
+            defined.append(True)
+        except ValueError as err:
+            defined.append(False)
+            message = message or str(err)
+    q_err = [_output_layer_error(m, m.surrogates) for m in nets]
     h0_err = _output_layer_error(net, net.embed(X), y)
-    printed = Check.at_most(
-        q_err,
-        ex.FIT_TOLERANCE,
-        what="a last layer with kr + r^2 weights, torch, on the surrogates of the digits and sphere "
-        "networks: max |output - e_j|",
-    )
+    shapes = ", ".join(f"k = {m.k}, r = {m.num_classes}" for m in nets)
     return Evidence(
-        statement=printed,
-        proof=StepEvidence(
-            step=Check.equal(skip_ok, True, what=f"h in R^{net.k} plus T(h) in R^{net.num_classes} is defined"),
-            repair=Check.at_most(q_err, ex.FIT_TOLERANCE, what="y = V relu(U h + s), no skip, same surrogates"),
+        statement=Check.all_of(
+            defined, what=f"y = h + T(h), h in R^k, T(h) in R^r, is defined (NumPy), networks with {shapes}"
+        ),
+        corrected=Check.at_most(
+            q_err,
+            ex.FIT_TOLERANCE,
+            what="y = V relu(U h + s), no skip, kr + r^2 weights, torch, on the surrogates of the digits and "
+            "sphere networks: max |output - e_j|",
         ),
         control=Check.at_most(
             h0_err, ex.FIT_TOLERANCE, what="same output layer, torch, on the projected digits h_0 = A_0 x"
         ),
-        data={"skip_message": message},
+        data={"skip_message": message, "skip_defined": defined},
         glue={
             "expr_skip_k": net.k,
             "expr_skip_r": net.num_classes,
+            "expr_skip_nets": len(nets),
+            "expr_skip_defined": int(sum(defined)),
             "expr_out_q": max(q_err),
             "expr_out_h0": h0_err,
         },
