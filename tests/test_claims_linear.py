@@ -135,3 +135,28 @@ def test_the_erratum_of_a_review_sourced_claim_says_as_the_review_states_it(tiny
     assert "as the review states it" in page and "as printed, the statement" not in page
     printed = run_in(tiny, "hardt-ma/eq-2.3").record
     assert printed.verdict == "corrected" and printed.erratum.split(": ", 1)[1].startswith("as printed")
+
+
+def test_the_rounding_witness_exceeds_the_printed_bound_for_every_svd(tiny):
+    """T(3.1) diag(1.01, 1) at l = 4 and 6: every SVD (the four sign choices; two have rotations U, V) gives the
+    proof's scheme a largest layer above the printed constant, so no sign choice of numpy's rescues the step."""
+    from resnet_theory.claims.linear import ROUNDING_WITNESS, svd_scheme_every_sign
+
+    run = run_in(tiny, "hardt-ma/thm-2.1-proof-rounding")
+    rows = run.data["witness"]
+    assert sorted({r["depth"] for r in rows}) == list(ROUNDING_WITNESS["depths"]) == [4, 6]
+    for depth in (4, 6):
+        mine = [r for r in rows if r["depth"] == depth]
+        assert sorted(r["signs"] for r in mine) == sorted(str(s) for s in ((1, 1), (1, -1), (-1, 1), (-1, -1)))
+        usable = [r for r in mine if r["rotations"]]
+        assert len(usable) == 2
+        assert all(r["best max ||A_i||"] > r["printed bound"] and r["product error"] < 1e-12 for r in usable)
+    assert not run.evidence.proof.step.holds and run.evidence.proof.step.decisive
+    assert run.evidence.proof.repair.holds and run.verdict == "proof-gap"
+    assert run.evidence.glue["thm21_witness_min_ratio"] > 1.05
+    # the same for R^T, whose SVDs are the transposes: the scheme does not hinge on which SVD numpy returns
+    R = np.array([[np.cos(3.1), -np.sin(3.1)], [np.sin(3.1), np.cos(3.1)]]) @ np.diag([1.01, 1.0])
+    for r in svd_scheme_every_sign(R.T, 4):
+        assert not r["rotations"] or r["best max ||A_i||"] > 1.89
+    with pytest.raises(ValueError, match="distinct singular values"):
+        svd_scheme_every_sign(np.eye(2), 4)
