@@ -160,3 +160,31 @@ def test_the_rounding_witness_exceeds_the_printed_bound_for_every_svd(tiny):
         assert not r["rotations"] or r["best max ||A_i||"] > 1.89
     with pytest.raises(ValueError, match="distinct singular values"):
         svd_scheme_every_sign(np.eye(2), 4)
+
+
+def test_the_theorem_2_2_repair_holds_for_every_sigma_singular_included(tiny):
+    """The repair uses s_+(Sigma), the smallest positive eigenvalue: it holds (and is positive) at points of the
+    ball with singular Sigma, where the bound with s_min(Sigma) = 0 says nothing; the search runs on one too."""
+    from resnet_theory import linear
+
+    decl = CLAIMS.claims["hardt-ma/thm-2.2"]
+    assert "every $\\Sigma \\ne 0$" in decl.proof_step.repair and "invertible $\\Sigma$ a zero" not in decl.proof_step.repair
+    run = run_in(tiny, "hardt-ma/thm-2.2")
+    rows = run.data["singular"]
+    assert rows and all(r["rank"] < r["d"] for r in rows)
+    assert all(r["||grad f||^2"] >= r["bound, s_+"] * (1 - 1e-9) and r["bound, s_+"] > 0 for r in rows)
+    assert max(r["bound, s_min"] for r in rows) < 1e-10
+    assert run.evidence.proof.repair.holds and run.verdict == "proof-gap"
+    assert run.data["search"][-1]["Sigma"] == "L L^T, rank d - 1" and run.data["search"][-1]["critical points"] >= 1
+    # the bound for every Sigma is the s_min bound when Sigma is invertible, and s_+ for a singular one
+    A, R = np.zeros((2, 2, 2)), np.array([[2.0, 0.0], [0.0, 3.0]])
+    Sigma = np.diag([2.0, 0.0])
+    assert linear.smallest_positive_eigenvalue(Sigma) == 2.0 and linear.smallest_positive_eigenvalue(np.zeros((2, 2))) == 0
+    excess = float(np.trace((np.eye(2) - R) @ Sigma @ (np.eye(2) - R).T))
+    assert np.isclose(linear.gradient_lower_bound_every_sigma(A, R, Sigma, 0.0), 4 * 2 * 2.0 * excess)
+    S = np.diag([2.0, 5.0])
+    assert np.isclose(
+        linear.gradient_lower_bound_every_sigma(A, R, S, 0.3), linear.gradient_lower_bound(A, R, S, 0.3)
+    )
+    with pytest.raises(ValueError, match="positive semidefinite"):
+        linear.gradient_lower_bound_every_sigma(A, R, -S, 0.3)

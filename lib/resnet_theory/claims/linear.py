@@ -938,6 +938,29 @@ def _critical_summary(config, result) -> dict:
     }
 
 
+def _singular_sigma_points(ctx: Context) -> list[dict]:
+    """Random points of the tau-ball (half on its boundary) with a singular Sigma (rank 1 to d - 1): the
+    squared gradient against the bound with s_+(Sigma) (the repair for every Sigma) and with s_min(Sigma) = 0."""
+    g = ctx.rng("hardt-ma/thm-2.2:singular-points")
+    rows = []
+    for m in range(ctx.cfg.ball_points):
+        d, depth, tau = int(g.integers(2, 6)), int(g.integers(1, 7)), float(g.uniform(0, 0.95))
+        L = g.standard_normal((d, int(g.integers(1, d))))
+        Sigma, R = L @ L.T, g.standard_normal((d, d))
+        A = linear.random_layers_in_ball(depth, d, tau, g, boundary=m % 2 == 0)
+        g2 = float(np.sum(linear.risk_gradient(A, R, Sigma) ** 2))
+        rows.append(
+            {
+                "rank": int(np.linalg.matrix_rank(Sigma)),
+                "d": d,
+                "||grad f||^2": g2,
+                "bound, s_+": linear.gradient_lower_bound_every_sigma(A, R, Sigma, tau),
+                "bound, s_min": linear.gradient_lower_bound(A, R, Sigma, tau),
+            }
+        )
+    return rows
+
+
 def _critical_searches(ctx: Context):
     """Projected Gauss-Newton on ||grad f||^2 from starts inside the ball (half on its boundary) for each
     (d, l, tau) of the profile; and the control, tau = 1 from A_i = -I and near it."""
@@ -951,6 +974,14 @@ def _critical_searches(ctx: Context):
             [linear.random_layers_in_ball(depth, d, tau, rng, boundary=k % 2 == 0) for k in range(cfg.critical_starts)]
         )
         found.append(linear.critical_point_search(R, Sigma, starts, tau))
+    g = ctx.rng("hardt-ma/thm-2.2:singular")  # its own stream: the searches above keep their numbers
+    d, depth, tau = cfg.critical_configs[0]
+    L = g.standard_normal((d, d - 1))  # Sigma = L L^T of rank d - 1: singular
+    starts = np.stack(
+        [linear.random_layers_in_ball(depth, d, tau, g, boundary=k % 2 == 0) for k in range(cfg.critical_starts)]
+    )
+    R = linear.compose(linear.random_layers_in_ball(depth, d, tau / 2, g))
+    found.append(linear.critical_point_search(R, L @ L.T, starts, tau))
     R_control = rng.standard_normal((2, 2))
     minus_identity = -np.tile(np.eye(2), (3, 1, 1))
     near = np.stack([minus_identity] + [minus_identity + 0.05 * rng.standard_normal((3, 2, 2)) for _ in range(2)])
@@ -969,8 +1000,10 @@ def _critical_searches(ctx: Context):
         r"(1-\tau)^{\ell-1} s_{\min}(\Sigma)^2 \|E\|_F^2$ (i) and $\|E\|_F^2 \ge f(A) - "
         r"C$ (ii), hence eq. (2.3) as printed.",
         repair=r"$\|\nabla f\|_F^2 \ge 4\ell (1-\tau)^{2(\ell-1)} "
-        r"s_{\min}(\Sigma) (f(A) - C_{\mathrm{opt}})$ (eq. 2.3 corrected): for $\tau < 1$ "
-        r"and invertible $\Sigma$ a zero gradient forces $f(A) = C_{\mathrm{opt}}$.",
+        r"s_+(\Sigma) (f(A) - C_{\mathrm{opt}})$, $s_+(\Sigma)$ the smallest positive "
+        r"eigenvalue of $\Sigma$ ($= s_{\min}(\Sigma)$ for invertible $\Sigma$, eq. 2.3 "
+        r"corrected): for $\tau < 1$ and every $\Sigma \ne 0$, singular or not, a zero "
+        r"gradient forces $f(A) = C_{\mathrm{opt}}$.",
     ),
     control=Control(
         "tau = 1 with starts at A_i = -I and near it: the theorem needs tau < 1, and where some I + A_i = 0 the "
@@ -1023,16 +1056,42 @@ def theorem_2_2(ctx: Context) -> Evidence:
         ],
         what="the printed chain",
     )
+    singular = ctx.shared("hardt-ma/thm-2.2:singular-points", lambda: _singular_sigma_points(ctx))
+    ratio = _column(singular, "||grad f||^2") / _column(singular, "bound, s_+")
+    repair = Check.combine(
+        [
+            corrected,
+            Check.at_least(
+                _column(singular, "||grad f||^2"),
+                _column(singular, "bound, s_+"),
+                rtol=1e-9,
+                what=f"{len(singular)} random points of the ball, singular Sigma (rank 1 to d - 1), bound with s_+",
+            ),
+            Check.at_least(
+                _column(singular, "bound, s_+"), 1e-300, what="the bound with s_+ is positive off the minimum"
+            ),
+        ],
+        what="corrected bound, every Sigma",
+    )
+    configs = [*ctx.cfg.critical_configs, ctx.cfg.critical_configs[0]]
+    search = [
+        {**_critical_summary(c, r), "Sigma": "L L^T + 0.1 I" if j < len(found) - 1 else "L L^T, rank d - 1"}
+        for j, (c, r) in enumerate(zip(configs, found))
+    ]
     return Evidence(
         statement=statement,
         control=control,
-        proof=StepEvidence(step=step, repair=corrected),
-        data={"search": [_critical_summary(c, r) for c, r in zip(ctx.cfg.critical_configs, found)]},
+        proof=StepEvidence(step=step, repair=repair),
+        data={"search": search, "singular": singular},
         glue={
             "thm22_starts": int(crit.size),
             "thm22_critical": int(crit.sum()),
             "thm22_worst": float(np.max(exc / exc0)),
             "thm22_outside_excess": float(np.min(outside.excess[outside.critical])),
+            "thm22_singular_points": len(singular),
+            "thm22_singular_min_ratio": float(np.min(ratio)),
+            "thm22_singular_old_bound": float(max(r["bound, s_min"] for r in singular)),
+            "thm22_singular_critical": int(found[-1].critical.sum()),
         },
     )
 
