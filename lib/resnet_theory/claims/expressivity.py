@@ -605,8 +605,7 @@ def _theorem_3_2_repair(ctx, jl, bracket, mc_rows, equi) -> Check:
         "distance 1e-10 and another label: Assumption 3.1 fails at the rho "
         "the width was chosen for."
     ),
-    # The printed proof also uses Lemma B.2, which the book lists as not checked (a skip), so no id names it.
-    rests_on=("hardt-ma/lemma-b.1",),
+    rests_on=("hardt-ma/lemma-b.1", "hardt-ma/lemma-b.2"),
 )
 def theorem_3_2(ctx: Context) -> Evidence:
     """Networks of the printed shape fitted exactly (sphere sample at the paper's width, orthonormal inputs at
@@ -848,19 +847,123 @@ def output_block(ctx: Context) -> Evidence:
     )
 
 
-# --- Lemma B.2: the induction, not checked -------------------------------------------------------------------
-CLAIMS.skip(
+# --- Lemma B.2: the induction, and the proof's bound on the surrogate products ------------------------------
+#: The Lemma B.2 instances: n points of squared norm 1 + rho' (the top of window (a)) in R^k, r surrogates.
+LEMMA_B2 = {"n": 300, "k": 32, "rho_p": 0.45, "r": 10}
+
+
+def lemma_b_2_instance(g: np.random.Generator, n: int, k: int, rho_p: float) -> np.ndarray:
+    """``n`` random directions in ``R^k`` of squared norm ``1 + rho'``; raises when hypothesis (b), squared
+    distances ``>= rho'``, fails (then the instance is no instance of the lemma)."""
+    Z = g.standard_normal((n, k))
+    Z *= math.sqrt(1 + rho_p) / np.linalg.norm(Z, axis=1, keepdims=True)
+    if ex.separation(Z) < rho_p:
+        raise RuntimeError(f"the Lemma B.2 instance (n = {n}, k = {k}) has a squared distance below rho' = {rho_p}")
+    return Z
+
+
+def lemma_b_2_induction(Z, targets) -> float:
+    """The proof's induction with per-unit thresholds: groups of ``k`` points in order of decreasing norm, one
+    Lemma B.1 block each (``ex.lemma_b_1_block``, moved points and unmoved points outside), ``ceil(n/k)``
+    blocks; every block then applied to ``Z`` by torch. Returns ``max |h_l - v|`` (inf: a block's condition
+    fails)."""
+    n, k = Z.shape
+    order = np.argsort(-np.einsum("ij,ij->i", Z, Z), kind="stable")
+    H, blocks = np.array(Z, float), []
+    try:
+        for start in range(0, n, k):
+            group = order[start : start + k]
+            rest = np.setdiff1d(np.arange(n), group)
+            U, V, s, _ = ex.lemma_b_1_block(H[group], targets[group], H[rest])
+            blocks.append((U, V, s))
+            H = ex.apply_block(H, U, V, s)
+    except ex.ConstructionError:
+        return math.inf
+    out = np.array(Z, float)
+    for U, V, s in blocks:
+        out = _torch_block(U, V, s, out)
+    if len(blocks) != math.ceil(n / k):
+        raise RuntimeError("the induction used another number of blocks than ceil(n/k)")
+    return float(np.abs(out - targets).max())
+
+
+def _lemma_b_2_draws(ctx: Context) -> dict:
+    """For each draw of an instance, its labels and r surrogates: the induction's error, the duplicate control's,
+    the largest <q_s, z_i> (the proof's bound 1 - rho') and the largest <q_s, z_j> - ||z_j||^2 (the repair)."""
+    g, w = ctx.rng("hardt-ma/lemma-b.2"), LEMMA_B2
+    out = {key: [] for key in ("err", "twin", "qz", "per_unit", "sep")}
+    for _ in range(ctx.cfg.surrogate_draws):
+        Z = lemma_b_2_instance(g, w["n"], w["k"], w["rho_p"])
+        Q, y = ex.surrogate_labels(w["r"], w["k"], g), g.integers(0, w["r"], w["n"])
+        P = Q @ Z.T
+        out["err"].append(lemma_b_2_induction(Z, Q[y]))
+        Zt = np.insert(Z, 1, Z[0], axis=0)  # a duplicate of the first point, with another label
+        out["twin"].append(lemma_b_2_induction(Zt, Q[np.insert(y, 1, (y[0] + 1) % w["r"])]))
+        out["qz"].append(float(P.max()))
+        out["per_unit"].append(float((P - np.einsum("ij,ij->i", Z, Z)[None, :]).max()))
+        out["sep"].append(float(ex.separation(Z)))
+    return out
+
+
+@CLAIMS.checked(
+    "hardt-ma/lemma-b.2",
     paper="hardt-ma",
-    ref="Appendix B, Lemma B.2 (and its informal Lemma 3.3, equation 3.6)",
-    statement=r"If $1 - \rho' \le \|z_i\|^2 \le 1 + \rho'$ and $\|z_i - z_j\|^2 \ge "
-    r"\rho'$, $\ell = \lceil n/k \rceil$ blocks map every $z_i$ to its surrogate "
-    r"$v_i$; the proof uses $\langle q_s, z_i\rangle \le 1 - \rho'$ w.h.p.",
-    why="its statement quantifies over all weights, so a counterexample would need "
-    "every order of the groups; the book executes the induction for Theorem 3.2 "
-    "instead, with every block's condition computed on the actual vectors, and "
-    "shows above that the hypothesis is weaker than the one Lemma B.1 needs and "
-    "where the proof's bound on <q_s, z_i> stands on its sphere networks.",
+    ref="Appendix B, Lemma B.2 and its proof (informal version: Lemma 3.3, equation 3.6)",
+    source=Source.printed(),
+    section="expressivity-lemma-b2",
+    statement=r"If $1 - \rho' \le \|z^{(i)}\|^2 \le 1 + \rho'$ (a) and $\|z^{(i)} - "
+    r"z^{(j)}\|^2 \ge \rho'$ for $i \ne j$ (b), there are $\ell = \lceil n/k \rceil$ blocks "
+    r"$h + V\,\mathrm{relu}(Uh + s)$ mapping every $z^{(i)}$ to $v^{(i)} = q_{y_i}$, the "
+    r"$q_s$ random unit vectors of $\mathbb{R}^k$ (read: for most draws of the $q_s$).",
+    proof_step=ProofStep(
+        step=r"Because the $q_s$ are random, with high probability $\langle q_s, "
+        r"z^{(i)}\rangle \le 1 - \rho'$ for every $s$ and $i$, so the moved points $v^{(i)}$ "
+        r"do not correlate with the $z^{(i)}$ and Lemma B.1 applies at every block.",
+        repair=r"Take the groups in order of decreasing $\|z^{(i)}\|$ and one threshold per "
+        r"unit: a block then needs only $\langle q_s, z^{(j)}\rangle < \|z^{(j)}\|^2$ for the "
+        r"unmoved $z^{(j)}$ (the unmoved inputs meet it by (b)), which random surrogates meet "
+        r"where the printed bound fails.",
+    ),
+    control=Control(
+        "The same instances with a duplicate of the first point carrying another label: "
+        "hypothesis (b) fails (squared distance 0), and no network maps one input to two labels."
+    ),
 )
+def lemma_b_2(ctx: Context) -> Evidence:
+    """The induction on random instances of (a) and (b) (all squared norms 1 + rho'), run by torch; the
+    proof's bound <q_s, z_i> <= 1 - rho' and the per-unit condition it stands for; the duplicate control."""
+    w, draws = LEMMA_B2, ctx.cfg.surrogate_draws
+    d = _lemma_b_2_draws(ctx)
+    rate = lambda values, bound: float(np.mean(np.array(values) <= bound))  # noqa: E731
+    test = f"fraction of {draws} draws of instance, labels and surrogates, one-sided test against 0.5"
+    se = math.sqrt(0.25 / draws)
+    where = f"n = {w['n']}, k = {w['k']}, rho' = {w['rho_p']}, r = {w['r']}"
+
+    def frac(values, bound, what):
+        return Check.statistical(rate(values, bound), se, 0.5, test=test, n=draws, what=f"{what}, {where}")
+
+    return Evidence(
+        statement=frac(d["err"], ex.FIT_TOLERANCE, "the induction, per-unit thresholds, maps every z to v (torch)"),
+        proof=StepEvidence(
+            step=frac(d["qz"], 1 - w["rho_p"], "every <q_s, z_i> <= 1 - rho'"),
+            repair=frac(d["per_unit"], -1e-12, "every <q_s, z_j> < ||z_j||^2"),
+        ),
+        control=frac(d["twin"], ex.FIT_TOLERANCE, "the induction with a duplicated point of another label (b fails) maps every z to v"),
+        data={"draws": [{key: d[key][i] for key in d} for i in range(draws)]},
+        glue={
+            "expr_b2_n": w["n"],
+            "expr_b2_k": w["k"],
+            "expr_b2_rho": w["rho_p"],
+            "expr_b2_bound": 1 - w["rho_p"],
+            "expr_b2_draws": draws,
+            "expr_b2_sep_min": float(min(d["sep"])),
+            "expr_b2_fit": rate(d["err"], ex.FIT_TOLERANCE),
+            "expr_b2_step": rate(d["qz"], 1 - w["rho_p"]),
+            "expr_b2_qz_min": float(min(d["qz"])),
+            "expr_b2_repair": rate(d["per_unit"], -1e-12),
+            "expr_b2_twin": rate(d["twin"], ex.FIT_TOLERANCE),
+        },
+    )
 
 
 # --- Appendix C: the two toolbox claims ------------------------------------------------------------------------
