@@ -240,3 +240,18 @@ def test_lemma_b_2_is_a_record_the_statement_holds_the_printed_bound_fails_the_r
     assert lemma_b_2_induction(np.vstack([Z, Z[:1]]), Q[np.append(y, (y[0] + 1) % 3)]) == np.inf
     with pytest.raises(RuntimeError, match="squared distance below"):
         lemma_b_2_instance(g, 200, 2, 0.5)
+
+
+def test_the_projection_step_shows_both_readings_of_log(runs):
+    """The paper's log has no base: the projection step's data give both readings (ln, log2), the printed step
+    fails in both, and the chapter's prose says which reading its sentence on the rescaled step needs."""
+    run = runs["hardt-ma/thm-3.2"]
+    glue = run.evidence.glue
+    assert {"expr_jl_printed2", "expr_jl_scaled2_min", "expr_jl_scaled2_max"} <= set(glue)
+    assert glue["expr_jl_printed2"] == 0.0
+    row = run.data["projection_step"][0]
+    assert row["paper's k, log2"] > row["paper's k"]
+    assert {"printed, log2: kept", "1/k scale, log2: kept"} <= set(row)
+    assert "log2" in run.evidence.proof.step.summary
+    text = CHAPTER.read_text()
+    assert "expr_jl_scaled2_min" in text and "holds only for the $\\ln$" in text
