@@ -168,7 +168,8 @@ def test_the_theorem_2_2_repair_holds_for_every_sigma_singular_included(tiny):
     from resnet_theory import linear
 
     decl = CLAIMS.claims["hardt-ma/thm-2.2"]
-    assert "every $\\Sigma \\ne 0$" in decl.proof_step.repair and "invertible $\\Sigma$ a zero" not in decl.proof_step.repair
+    repair = decl.proof_step.repair
+    assert "every $\\Sigma \\ne 0$" in repair and "invertible $\\Sigma$ a zero" not in repair
     run = run_in(tiny, "hardt-ma/thm-2.2")
     rows = run.data["singular"]
     assert rows and all(r["rank"] < r["d"] for r in rows)
@@ -179,12 +180,11 @@ def test_the_theorem_2_2_repair_holds_for_every_sigma_singular_included(tiny):
     # the bound for every Sigma is the s_min bound when Sigma is invertible, and s_+ for a singular one
     A, R = np.zeros((2, 2, 2)), np.array([[2.0, 0.0], [0.0, 3.0]])
     Sigma = np.diag([2.0, 0.0])
-    assert linear.smallest_positive_eigenvalue(Sigma) == 2.0 and linear.smallest_positive_eigenvalue(np.zeros((2, 2))) == 0
+    assert linear.smallest_positive_eigenvalue(Sigma) == 2.0
+    assert linear.smallest_positive_eigenvalue(np.zeros((2, 2))) == 0
     excess = float(np.trace((np.eye(2) - R) @ Sigma @ (np.eye(2) - R).T))
     assert np.isclose(linear.gradient_lower_bound_every_sigma(A, R, Sigma, 0.0), 4 * 2 * 2.0 * excess)
     S = np.diag([2.0, 5.0])
-    assert np.isclose(
-        linear.gradient_lower_bound_every_sigma(A, R, S, 0.3), linear.gradient_lower_bound(A, R, S, 0.3)
-    )
+    assert np.isclose(linear.gradient_lower_bound_every_sigma(A, R, S, 0.3), linear.gradient_lower_bound(A, R, S, 0.3))
     with pytest.raises(ValueError, match="positive semidefinite"):
         linear.gradient_lower_bound_every_sigma(A, R, -S, 0.3)

@@ -121,7 +121,8 @@ class Claim:
         if self.verdict == "corrected":
             printed, corrected = self.evidence.get("printed", {}), self.evidence.get("corrected", {})
             return (
-                f"{where}: {self.as_stated}, \u201c{self.statement}\u201d fails ({printed.get('summary', self.check)}); "
+                f"{where}: {self.as_stated}, \u201c{self.statement}\u201d fails "
+                f"({printed.get('summary', self.check)}); "
                 f"what holds: \u201c{self.corrected_statement}\u201d ({corrected.get('summary', '')})."
             )
         if self.verdict == "proof-gap":

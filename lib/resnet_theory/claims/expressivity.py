@@ -436,8 +436,7 @@ def _projection_step(ctx: Context) -> dict:
             ("scaled log2", k_p2, "gaussian", "1/k scale, log2", g2),
         ):
             dist = [
-                ex.projection_distortion(X, ex.random_projection(X.shape[1], k, gen, kind))
-                for _ in range(cfg.jl_draws)
+                ex.projection_distortion(X, ex.random_projection(X.shape[1], k, gen, kind)) for _ in range(cfg.jl_draws)
             ]
             kept[key].append(float(np.mean(np.array(dist) <= rho / 3)))
             row[f"{label}: distortion"] = float(np.median(dist)) / (rho / 3)
@@ -963,7 +962,9 @@ def lemma_b_2(ctx: Context) -> Evidence:
             step=frac(d["qz"], 1 - w["rho_p"], "every <q_s, z_i> <= 1 - rho'"),
             repair=frac(d["per_unit"], -1e-12, "every <q_s, z_j> < ||z_j||^2"),
         ),
-        control=frac(d["twin"], ex.FIT_TOLERANCE, "the induction with a duplicated point of another label (b fails) maps every z to v"),
+        control=frac(
+            d["twin"], ex.FIT_TOLERANCE, "the induction with a duplicated point of another label (b fails) maps z to v"
+        ),
         data={"draws": [{key: d[key][i] for key in d} for i in range(draws)]},
         glue={
             "expr_b2_n": w["n"],
