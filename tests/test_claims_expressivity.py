@@ -26,7 +26,8 @@ TINY_VERDICTS = {
     "hardt-ma/lemma-b.1": "corrected",
     "hardt-ma/thm-3.2": "proof-gap",
     "hardt-ma/surrogates": "corrected",
-    "hardt-ma/output-block": "proof-gap",
+    "hardt-ma/output-block": "corrected",
+    "hardt-ma/lemma-b.2": "proof-gap",
     "hardt-ma/claim-c.1": "confirmed",
     "hardt-ma/claim-c.2": "confirmed",
 }
@@ -51,7 +52,8 @@ DATA_KEYS = {
         "equidistant_cases",
     },
     "hardt-ma/surrogates": {"rows"},
-    "hardt-ma/output-block": {"skip_message"},
+    "hardt-ma/output-block": {"skip_message", "skip_defined"},
+    "hardt-ma/lemma-b.2": {"draws"},
     "hardt-ma/claim-c.1": set(),
     "hardt-ma/claim-c.2": set(),
 }
@@ -61,6 +63,7 @@ TABLES = {
     "hardt-ma/lemma-b.1": ["hull"],
     "hardt-ma/thm-3.2": ["fits", "projection_step", "pair_failure", "equidistant"],
     "hardt-ma/surrogates": ["rows"],
+    "hardt-ma/lemma-b.2": ["draws"],
 }
 
 
@@ -74,12 +77,11 @@ def runs():
     return {decl.id: run_claim(decl, tiny_context()) for decl in CLAIMS}
 
 
-def test_the_registry_finds_this_module_and_its_six_claims_in_chapter_order():
+def test_the_registry_finds_this_module_and_its_seven_claims_in_chapter_order():
     assert chapter_claims("expressivity") is CLAIMS
     assert list(CLAIMS.claims) == list(TINY_VERDICTS)
     assert [s.ref for s in CLAIMS.skipped] == [
         "Section 3, paragraph after Theorem 3.2 (parameter count)",
-        "Appendix B, Lemma B.2 (and its informal Lemma 3.3, equation 3.6)",
     ]
     assert all(isinstance(d, Checked) and d.source.kind == "printed" for d in CLAIMS)
 
@@ -195,3 +197,61 @@ def test_the_profile_table_keeps_the_chapters_sizes():
     assert quick.mc_samples == full.mc_samples == 200_000
     with pytest.raises(ValueError, match="unknown knob 'size'"):
         PROFILE.resolve("quick", {"size": [10]})
+
+
+def test_the_output_block_as_printed_is_ill_typed_and_its_correction_holds(runs):
+    """The printed y = h + T(h) (k-vector plus r-vector) fails on every network, k != r; the layer without the
+    skip maps every surrogate to its label; the control (the projected inputs) fails."""
+    run = runs["hardt-ma/output-block"]
+    decl, ev = run.decl, run.evidence
+    assert decl.correction is not None and decl.proof_step is None
+    assert "h_\\ell + T(h_\\ell)" in decl.statement  # the statement is the printed one, with the skip
+    assert not ev.statement.holds and ev.corrected.holds and not ev.controls[0].holds
+    assert run.data["skip_defined"] and not any(run.data["skip_defined"])
+    assert "broadcast" in run.data["skip_message"]
+    assert ev.glue["expr_skip_k"] != ev.glue["expr_skip_r"] and ev.glue["expr_skip_defined"] == 0
+    assert run.record.corrected_statement == decl.correction.statement
+
+
+def test_lemma_b_2_is_a_record_the_statement_holds_the_printed_bound_fails_the_repair_holds(runs):
+    """Lemma B.2 is a claim (no longer a skip line): on instances of (a) and (b) the induction maps every z to
+    its surrogate (torch), the proof's <q_s, z_i> <= 1 - rho' fails on every draw, the per-unit condition
+    holds, and a duplicated point of another label (b fails) defeats the induction; Theorem 3.2 rests on it."""
+    from resnet_theory.claims.expressivity import LEMMA_B2, lemma_b_2_induction, lemma_b_2_instance
+
+    run = runs["hardt-ma/lemma-b.2"]
+    ev, glue = run.evidence, run.evidence.glue
+    assert run.verdict == "proof-gap" and run.decl.proof_step is not None
+    assert ev.statement.holds and ev.statement.decisive
+    assert not ev.proof.step.holds and ev.proof.step.decisive and ev.proof.repair.holds
+    assert not ev.controls[0].holds and ev.controls[0].decisive
+    assert glue["expr_b2_sep_min"] >= LEMMA_B2["rho_p"]  # the instances satisfy (b)
+    assert glue["expr_b2_qz_min"] > glue["expr_b2_bound"] and glue["expr_b2_step"] == 0.0
+    assert "hardt-ma/lemma-b.2" in CLAIMS.claims["hardt-ma/thm-3.2"].rests_on
+    assert not any("Lemma B.2" in s.ref for s in CLAIMS.skipped)
+    g = np.random.default_rng(3)
+    Z = lemma_b_2_instance(g, 40, 8, 0.2)
+    assert np.allclose((Z**2).sum(1), 1.2)
+    Q = g.standard_normal((3, 8))
+    Q /= np.linalg.norm(Q, axis=1, keepdims=True)
+    y = np.arange(40) % 3
+    err = lemma_b_2_induction(Z, Q[y])
+    assert err <= 1e-6 or err == np.inf
+    assert lemma_b_2_induction(np.vstack([Z, Z[:1]]), Q[np.append(y, (y[0] + 1) % 3)]) == np.inf
+    with pytest.raises(RuntimeError, match="squared distance below"):
+        lemma_b_2_instance(g, 200, 2, 0.5)
+
+
+def test_the_projection_step_shows_both_readings_of_log(runs):
+    """The paper's log has no base: the projection step's data give both readings (ln, log2), the printed step
+    fails in both, and the chapter's prose says which reading its sentence on the rescaled step needs."""
+    run = runs["hardt-ma/thm-3.2"]
+    glue = run.evidence.glue
+    assert {"expr_jl_printed2", "expr_jl_scaled2_min", "expr_jl_scaled2_max"} <= set(glue)
+    assert glue["expr_jl_printed2"] == 0.0
+    row = run.data["projection_step"][0]
+    assert row["paper's k, log2"] > row["paper's k"]
+    assert {"printed, log2: kept", "1/k scale, log2: kept"} <= set(row)
+    assert "log2" in run.evidence.proof.step.summary
+    text = CHAPTER.read_text()
+    assert "expr_jl_scaled2_min" in text and "holds only for the $\\ln$" in text

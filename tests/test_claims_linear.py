@@ -123,3 +123,68 @@ def test_an_unknown_or_mistyped_knob_is_refused_in_one_line():
         Context.for_table(PROFILE, "tiny", 0, {"max_dept": 3})
     with pytest.raises(TypeError, match="knob 'critical_configs'"):
         Context.for_table(PROFILE, "tiny", 0, {"critical_configs": 3})
+
+
+def test_the_erratum_of_a_review_sourced_claim_says_as_the_review_states_it(tiny):
+    from resnet_theory.ledger_html import errata_html
+
+    rec = run_in(tiny, "hardt-ma/thm-2.1-early").record
+    assert rec.verdict == "corrected" and rec.source == "review"
+    assert "as the review states it" in rec.erratum and "as printed" not in rec.erratum
+    page = errata_html([rec], link=False)
+    assert "as the review states it" in page and "as printed, the statement" not in page
+    printed = run_in(tiny, "hardt-ma/eq-2.3").record
+    assert printed.verdict == "corrected" and printed.erratum.split(": ", 1)[1].startswith("as printed")
+
+
+def test_the_rounding_witness_exceeds_the_printed_bound_for_every_svd(tiny):
+    """T(3.1) diag(1.01, 1) at l = 4 and 6: every SVD (the four sign choices; two have rotations U, V) gives the
+    proof's scheme a largest layer above the printed constant, so no sign choice of numpy's rescues the step."""
+    from resnet_theory.claims.linear import ROUNDING_WITNESS, svd_scheme_every_sign
+
+    run = run_in(tiny, "hardt-ma/thm-2.1-proof-rounding")
+    rows = run.data["witness"]
+    assert sorted({r["depth"] for r in rows}) == list(ROUNDING_WITNESS["depths"]) == [4, 6]
+    for depth in (4, 6):
+        mine = [r for r in rows if r["depth"] == depth]
+        assert sorted(r["signs"] for r in mine) == sorted(str(s) for s in ((1, 1), (1, -1), (-1, 1), (-1, -1)))
+        usable = [r for r in mine if r["rotations"]]
+        assert len(usable) == 2
+        assert all(r["best max ||A_i||"] > r["printed bound"] and r["product error"] < 1e-12 for r in usable)
+    assert not run.evidence.proof.step.holds and run.evidence.proof.step.decisive
+    assert run.evidence.proof.repair.holds and run.verdict == "proof-gap"
+    assert run.evidence.glue["thm21_witness_min_ratio"] > 1.05
+    # the same for R^T, whose SVDs are the transposes: the scheme does not hinge on which SVD numpy returns
+    R = np.array([[np.cos(3.1), -np.sin(3.1)], [np.sin(3.1), np.cos(3.1)]]) @ np.diag([1.01, 1.0])
+    for r in svd_scheme_every_sign(R.T, 4):
+        assert not r["rotations"] or r["best max ||A_i||"] > 1.89
+    with pytest.raises(ValueError, match="distinct singular values"):
+        svd_scheme_every_sign(np.eye(2), 4)
+
+
+def test_the_theorem_2_2_repair_holds_for_every_sigma_singular_included(tiny):
+    """The repair uses s_+(Sigma), the smallest positive eigenvalue: it holds (and is positive) at points of the
+    ball with singular Sigma, where the bound with s_min(Sigma) = 0 says nothing; the search runs on one too."""
+    from resnet_theory import linear
+
+    decl = CLAIMS.claims["hardt-ma/thm-2.2"]
+    repair = decl.proof_step.repair
+    assert "every $\\Sigma \\ne 0$" in repair and "invertible $\\Sigma$ a zero" not in repair
+    run = run_in(tiny, "hardt-ma/thm-2.2")
+    rows = run.data["singular"]
+    assert rows and all(r["rank"] < r["d"] for r in rows)
+    assert all(r["||grad f||^2"] >= r["bound, s_+"] * (1 - 1e-9) and r["bound, s_+"] > 0 for r in rows)
+    assert max(r["bound, s_min"] for r in rows) < 1e-10
+    assert run.evidence.proof.repair.holds and run.verdict == "proof-gap"
+    assert run.data["search"][-1]["Sigma"] == "L L^T, rank d - 1" and run.data["search"][-1]["critical points"] >= 1
+    # the bound for every Sigma is the s_min bound when Sigma is invertible, and s_+ for a singular one
+    A, R = np.zeros((2, 2, 2)), np.array([[2.0, 0.0], [0.0, 3.0]])
+    Sigma = np.diag([2.0, 0.0])
+    assert linear.smallest_positive_eigenvalue(Sigma) == 2.0
+    assert linear.smallest_positive_eigenvalue(np.zeros((2, 2))) == 0
+    excess = float(np.trace((np.eye(2) - R) @ Sigma @ (np.eye(2) - R).T))
+    assert np.isclose(linear.gradient_lower_bound_every_sigma(A, R, Sigma, 0.0), 4 * 2 * 2.0 * excess)
+    S = np.diag([2.0, 5.0])
+    assert np.isclose(linear.gradient_lower_bound_every_sigma(A, R, S, 0.3), linear.gradient_lower_bound(A, R, S, 0.3))
+    with pytest.raises(ValueError, match="positive semidefinite"):
+        linear.gradient_lower_bound_every_sigma(A, R, -S, 0.3)

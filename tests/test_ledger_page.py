@@ -488,7 +488,8 @@ def test_each_erratum_is_one_sentence_with_the_printed_statement_and_the_counter
     sentences = [p.decode_contents() for p in soup.select("p.claims-erratum")]
     assert len(sentences) == 2
     corrected, gap = (_sentence_text(s) for s in sentences)
-    assert corrected.startswith("Hardt & Ma (2017), Theorem 2.1, Section 2: the printed statement \u201cFor ")
+    assert corrected.startswith("Hardt & Ma (2017), Theorem 2.1, Section 2: the statement \u201cFor ")
+    assert "\u201d, as printed, fails on a counterexample" in corrected
     assert "fails on a counterexample the book computed (a target with" in corrected
     assert corrected.endswith(
         "what holds instead is \u201cWith \\(\\det R &gt; 0\\) added, the bound holds\u201d."

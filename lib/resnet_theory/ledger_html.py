@@ -378,7 +378,8 @@ def erratum_sentence(c: Claim) -> str:
     shown = f' <span class="claims-counterexample">({text_html(counterexample)})</span>' if counterexample else ""
     if c.verdict == "corrected":
         return (
-            f"{where}: the printed statement {_quoted(c.statement)} fails on a counterexample the book computed"
+            f"{where}: the statement {_quoted(c.statement)}, {html.escape(c.as_stated)}, fails on a counterexample "
+            "the book computed"
             f"{shown}; what holds instead is {_quoted(c.corrected_statement)}."
         )
     if c.verdict == "proof-gap":

@@ -946,6 +946,26 @@ def gradient_lower_bound(A, R, Sigma, tau, allow_outside=False) -> float:
     return 4.0 * depth * (1.0 - tau) ** (2 * (depth - 1)) * s_min * excess
 
 
+def smallest_positive_eigenvalue(Sigma, rtol: float = 1e-12) -> float:
+    """The smallest eigenvalue of the covariance ``Sigma`` above ``rtol`` times its largest (0.0 for Sigma = 0)."""
+    Sigma = validate.square_matrix("Sigma", Sigma)
+    rtol = validate.positive_float("rtol", rtol)
+    eig = np.linalg.eigvalsh((Sigma + Sigma.T) / 2)
+    positive = eig[eig > rtol * max(float(eig.max()), 0.0)]
+    return float(positive.min()) if positive.size and eig.max() > 0 else 0.0
+
+
+def gradient_lower_bound_every_sigma(A, R, Sigma, tau, allow_outside=False) -> float:
+    """The corrected eq. (2.3) for every covariance, singular ones included:
+    ``||grad f(A)||_F^2 >= 4 l (1 - tau)^(2(l-1)) s_+(Sigma) (f(A) - C_opt)`` with ``s_+`` the smallest
+    *positive* eigenvalue of Sigma. (``||grad f||^2 >= 4 l (1-tau)^(2(l-1)) ||E Sigma||_F^2`` and the rows of
+    ``E Sigma^(1/2)`` lie in the range of Sigma, so ``||E Sigma||_F^2 >= s_+ ||E Sigma^(1/2)||_F^2 = s_+ (f -
+    C_opt)``.) For invertible Sigma it is :func:`gradient_lower_bound`."""
+    depth, tau, _, excess = _bound_inputs(A, R, Sigma, tau, allow_outside)
+    s_plus = smallest_positive_eigenvalue(_as_covariance(Sigma, np.shape(R)[0]))
+    return 4.0 * depth * (1.0 - tau) ** (2 * (depth - 1)) * s_plus * excess
+
+
 def gradient_lower_bound_printed(A, R, Sigma, tau) -> float:
     """Eq. (2.3) as printed: ``4 l (1 - tau)^(l-1) s_min(Sigma)^2 (f(A) - C_opt)``. It fails, e.g. at
     ``A = 0`` with ``Sigma = c I``, ``c > 1``."""

@@ -104,13 +104,25 @@ class Claim:
         return SOURCES.get(self.source, self.source)
 
     @property
+    def as_stated(self) -> str:
+        """Whose statement the erratum speaks of: "as printed" only for the printed paper, else "as the review
+        states it", "as the abstract states it", "as our reconstruction states it"."""
+        return {
+            "paper": "as printed",
+            "review": "as the review states it",
+            "abstract": "as the abstract states it",
+            "reconstruction": "as our reconstruction states it",
+        }.get(self.source, "as the book asks it")
+
+    @property
     def erratum(self) -> str | None:
         """One sentence for the errata list: what is printed, what fails, what holds (else ``None``)."""
         where = f"{self.paper_name}, {self.ref}"
         if self.verdict == "corrected":
             printed, corrected = self.evidence.get("printed", {}), self.evidence.get("corrected", {})
             return (
-                f"{where}: as printed, \u201c{self.statement}\u201d fails ({printed.get('summary', self.check)}); "
+                f"{where}: {self.as_stated}, \u201c{self.statement}\u201d fails "
+                f"({printed.get('summary', self.check)}); "
                 f"what holds: \u201c{self.corrected_statement}\u201d ({corrected.get('summary', '')})."
             )
         if self.verdict == "proof-gap":

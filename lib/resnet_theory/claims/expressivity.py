@@ -421,18 +421,22 @@ def _projection_step(ctx: Context) -> dict:
     cfg, g = ctx.cfg, ctx.rng("projection-step")
     sets = [("sphere", sphere_points(JL_SPHERE_POINTS, cfg.sphere_dim, 1, ctx.rng("sphere-sample"))[0])]
     sets += [(f"equidistant, rho = {r}", ex.equidistant_points(JL_EQUI_POINTS, r)) for r in (0.5, 2.0)]
-    rows, kept = [], {"printed": [], "scaled": [], "repaired": []}
+    g2 = ctx.rng("projection-step:log2")  # "log" read as log2: draws of their own, the ln ones keep theirs
+    rows, kept = [], {"printed": [], "scaled": [], "repaired": [], "printed log2": [], "scaled log2": []}
     for name, X in sets:
         rho = ex.separation(X)
         k_p, k_jl = ex.paper_k(len(X), rho), ex.jl_union_width(len(X), rho / 3)
-        row = {"data": name, "n": len(X), "rho": rho, "paper's k": k_p, "k_JL": k_jl}
-        for key, k, kind, label in (
-            ("printed", k_p, "printed", "printed"),
-            ("scaled", k_p, "gaussian", "1/k scale"),
-            ("repaired", k_jl, "gaussian", "k_JL"),
+        k_p2 = ex.paper_k(len(X), rho, c=10 / math.log(2))
+        row = {"data": name, "n": len(X), "rho": rho, "paper's k": k_p, "paper's k, log2": k_p2, "k_JL": k_jl}
+        for key, k, kind, label, gen in (
+            ("printed", k_p, "printed", "printed", g),
+            ("scaled", k_p, "gaussian", "1/k scale", g),
+            ("repaired", k_jl, "gaussian", "k_JL", g),
+            ("printed log2", k_p2, "printed", "printed, log2", g2),
+            ("scaled log2", k_p2, "gaussian", "1/k scale, log2", g2),
         ):
             dist = [
-                ex.projection_distortion(X, ex.random_projection(X.shape[1], k, g, kind)) for _ in range(cfg.jl_draws)
+                ex.projection_distortion(X, ex.random_projection(X.shape[1], k, gen, kind)) for _ in range(cfg.jl_draws)
             ]
             kept[key].append(float(np.mean(np.array(dist) <= rho / 3)))
             row[f"{label}: distortion"] = float(np.median(dist)) / (rho / 3)
@@ -444,6 +448,9 @@ def _projection_step(ctx: Context) -> dict:
         "expr_jl_repaired": min(kept["repaired"]),
         "expr_jl_draws": cfg.jl_draws,
         "expr_jl_printed_dist": float(min(r["printed: distortion"] for r in rows)),
+        "expr_jl_printed2": max(kept["printed log2"]),
+        "expr_jl_scaled2_min": min(kept["scaled log2"]),
+        "expr_jl_scaled2_max": max(kept["scaled log2"]),
     }
     return dict(rows=rows, kept=kept, names=[name for name, _ in sets], glue=glue)
 
@@ -605,8 +612,7 @@ def _theorem_3_2_repair(ctx, jl, bracket, mc_rows, equi) -> Check:
         "distance 1e-10 and another label: Assumption 3.1 fails at the rho "
         "the width was chosen for."
     ),
-    # The printed proof also uses Lemma B.2, which the book lists as not checked (a skip), so no id names it.
-    rests_on=("hardt-ma/lemma-b.1",),
+    rests_on=("hardt-ma/lemma-b.1", "hardt-ma/lemma-b.2"),
 )
 def theorem_3_2(ctx: Context) -> Evidence:
     """Networks of the printed shape fitted exactly (sphere sample at the paper's width, orthonormal inputs at
@@ -634,10 +640,17 @@ def theorem_3_2(ctx: Context) -> Evidence:
                 jl["names"],
             ),
             _rate_checks(
+                jl["kept"]["printed log2"],
+                0.5,
+                cfg.jl_draws,
+                "A_0 with standard normal entries (printed) at k = 10 log2 n / rho^2 (log read as log2)",
+                jl["names"],
+            ),
+            _rate_checks(
                 jl["kept"]["scaled"],
                 0.5,
                 cfg.jl_draws,
-                "entries N(0, 1/k) (our reading, an addition) at the same k",
+                "entries N(0, 1/k) (our reading, an addition) at k = 10 ln n / rho^2",
                 jl["names"],
             ),
         ],
@@ -792,11 +805,12 @@ def _output_layer_error(net, H, labels=None) -> float:
     statement=r"A last layer $y = h_\ell + T(h_\ell)$, with weights of shapes $k "
     r"\times r$ and $r \times r$, maps each surrogate $q_j \in \mathbb{R}^k$ to $e_j "
     r"\in \mathbb{R}^r$ (3.4), by Lemma B.1 with $\alpha = q_j$, $\beta = e_j$ (B.3).",
-    proof_step=ProofStep(
-        step=r"The output layer is a residual block $h_\ell + T(h_\ell)$ whose dimensions are compatible.",
-        repair=r"Drop the skip: $y = V\,\mathrm{relu}(U h + s)$ with the "
-        r"surrogates as rows of $U$, $s = -t\mathbf{1}$ and $V = I/(1 - t)$, $t$ between "
-        r"the largest off-label product and 1 (or pad the shorter vector with zeros).",
+    correction=Correction(
+        r"Without the skip, $y = V\,\mathrm{relu}(U h + s)$ with the surrogates as "
+        r"the rows of $U \in \mathbb{R}^{r \times k}$, $s = -t\mathbf{1}$ and $V = "
+        r"I_r/(1 - t)$, $t$ between the largest off-label product $\langle q_i, "
+        r"q_j\rangle$ and 1, has $kr + r^2$ weights and maps each $q_j$ to $e_j$; the "
+        r"printed $h + T(h)$ adds a $k$-vector to an $r$-vector, defined only when $k = r$."
     ),
     control=Control(
         "The projected inputs h_0 = A_0 x of the digits, before any residual "
@@ -806,56 +820,166 @@ def _output_layer_error(net, H, labels=None) -> float:
     rests_on=("hardt-ma/lemma-b.1",),
 )
 def output_block(ctx: Context) -> Evidence:
-    """The skip ``h + T(h)`` tried on the digits network (a k-vector plus an r-vector); the output layer
-    without it on the surrogates of the digits and sphere networks; the control on the projected digits."""
+    """The printed skip ``h + T(h)`` tried on the digits network and every sphere network (a k-vector plus an
+    r-vector, k != r); the corrected layer without it on their surrogates; the control on the projected digits."""
     digits, fits = _digits_fit(ctx), _sphere_fits(ctx)
     net, X, y = digits["net"], digits["X"], digits["y"]
-    h_last = net.hidden(X[:5])
-    try:
-        h_last + net.output_block(h_last)
-        skip_ok, message = True, "shapes agree"
-    except ValueError as err:
-        skip_ok, message = False, str(err)
-    q_err = [_output_layer_error(m, m.surrogates) for m in [net, *fits["nets"].values()]]
+    nets = [net, *fits["nets"].values()]
+    defined, message = [], ""
+    for m, H in zip(nets, [net.hidden(X[:5]), *(m.surrogates for m in nets[1:])]):
+        try:
+            m.output_block(H) + H  # the printed y = h + T(h)
+            defined.append(True)
+        except ValueError as err:
+            defined.append(False)
+            message = message or str(err)
+    q_err = [_output_layer_error(m, m.surrogates) for m in nets]
     h0_err = _output_layer_error(net, net.embed(X), y)
-    printed = Check.at_most(
-        q_err,
-        ex.FIT_TOLERANCE,
-        what="a last layer with kr + r^2 weights, torch, on the surrogates of the digits and sphere "
-        "networks: max |output - e_j|",
-    )
+    shapes = ", ".join(f"k = {m.k}, r = {m.num_classes}" for m in nets)
     return Evidence(
-        statement=printed,
-        proof=StepEvidence(
-            step=Check.equal(skip_ok, True, what=f"h in R^{net.k} plus T(h) in R^{net.num_classes} is defined"),
-            repair=Check.at_most(q_err, ex.FIT_TOLERANCE, what="y = V relu(U h + s), no skip, same surrogates"),
+        statement=Check.all_of(
+            defined, what=f"y = h + T(h), h in R^k, T(h) in R^r, is defined (NumPy), networks with {shapes}"
+        ),
+        corrected=Check.at_most(
+            q_err,
+            ex.FIT_TOLERANCE,
+            what="y = V relu(U h + s), no skip, kr + r^2 weights, torch, on the surrogates of the digits and "
+            "sphere networks: max |output - e_j|",
         ),
         control=Check.at_most(
             h0_err, ex.FIT_TOLERANCE, what="same output layer, torch, on the projected digits h_0 = A_0 x"
         ),
-        data={"skip_message": message},
+        data={"skip_message": message, "skip_defined": defined},
         glue={
             "expr_skip_k": net.k,
             "expr_skip_r": net.num_classes,
+            "expr_skip_nets": len(nets),
+            "expr_skip_defined": int(sum(defined)),
             "expr_out_q": max(q_err),
             "expr_out_h0": h0_err,
         },
     )
 
 
-# --- Lemma B.2: the induction, not checked -------------------------------------------------------------------
-CLAIMS.skip(
+# --- Lemma B.2: the induction, and the proof's bound on the surrogate products ------------------------------
+#: The Lemma B.2 instances: n points of squared norm 1 + rho' (the top of window (a)) in R^k, r surrogates.
+LEMMA_B2 = {"n": 300, "k": 32, "rho_p": 0.45, "r": 10}
+
+
+def lemma_b_2_instance(g: np.random.Generator, n: int, k: int, rho_p: float) -> np.ndarray:
+    """``n`` random directions in ``R^k`` of squared norm ``1 + rho'``; raises when hypothesis (b), squared
+    distances ``>= rho'``, fails (then the instance is no instance of the lemma)."""
+    Z = g.standard_normal((n, k))
+    Z *= math.sqrt(1 + rho_p) / np.linalg.norm(Z, axis=1, keepdims=True)
+    if ex.separation(Z) < rho_p:
+        raise RuntimeError(f"the Lemma B.2 instance (n = {n}, k = {k}) has a squared distance below rho' = {rho_p}")
+    return Z
+
+
+def lemma_b_2_induction(Z, targets) -> float:
+    """The proof's induction with per-unit thresholds: groups of ``k`` points in order of decreasing norm, one
+    Lemma B.1 block each (``ex.lemma_b_1_block``, moved points and unmoved points outside), ``ceil(n/k)``
+    blocks; every block then applied to ``Z`` by torch. Returns ``max |h_l - v|`` (inf: a block's condition
+    fails)."""
+    n, k = Z.shape
+    order = np.argsort(-np.einsum("ij,ij->i", Z, Z), kind="stable")
+    H, blocks = np.array(Z, float), []
+    try:
+        for start in range(0, n, k):
+            group = order[start : start + k]
+            rest = np.setdiff1d(np.arange(n), group)
+            U, V, s, _ = ex.lemma_b_1_block(H[group], targets[group], H[rest])
+            blocks.append((U, V, s))
+            H = ex.apply_block(H, U, V, s)
+    except ex.ConstructionError:
+        return math.inf
+    out = np.array(Z, float)
+    for U, V, s in blocks:
+        out = _torch_block(U, V, s, out)
+    if len(blocks) != math.ceil(n / k):
+        raise RuntimeError("the induction used another number of blocks than ceil(n/k)")
+    return float(np.abs(out - targets).max())
+
+
+def _lemma_b_2_draws(ctx: Context) -> dict:
+    """For each draw of an instance, its labels and r surrogates: the induction's error, the duplicate control's,
+    the largest <q_s, z_i> (the proof's bound 1 - rho') and the largest <q_s, z_j> - ||z_j||^2 (the repair)."""
+    g, w = ctx.rng("hardt-ma/lemma-b.2"), LEMMA_B2
+    out = {key: [] for key in ("err", "twin", "qz", "per_unit", "sep")}
+    for _ in range(ctx.cfg.surrogate_draws):
+        Z = lemma_b_2_instance(g, w["n"], w["k"], w["rho_p"])
+        Q, y = ex.surrogate_labels(w["r"], w["k"], g), g.integers(0, w["r"], w["n"])
+        P = Q @ Z.T
+        out["err"].append(lemma_b_2_induction(Z, Q[y]))
+        Zt = np.insert(Z, 1, Z[0], axis=0)  # a duplicate of the first point, with another label
+        out["twin"].append(lemma_b_2_induction(Zt, Q[np.insert(y, 1, (y[0] + 1) % w["r"])]))
+        out["qz"].append(float(P.max()))
+        out["per_unit"].append(float((P - np.einsum("ij,ij->i", Z, Z)[None, :]).max()))
+        out["sep"].append(float(ex.separation(Z)))
+    return out
+
+
+@CLAIMS.checked(
+    "hardt-ma/lemma-b.2",
     paper="hardt-ma",
-    ref="Appendix B, Lemma B.2 (and its informal Lemma 3.3, equation 3.6)",
-    statement=r"If $1 - \rho' \le \|z_i\|^2 \le 1 + \rho'$ and $\|z_i - z_j\|^2 \ge "
-    r"\rho'$, $\ell = \lceil n/k \rceil$ blocks map every $z_i$ to its surrogate "
-    r"$v_i$; the proof uses $\langle q_s, z_i\rangle \le 1 - \rho'$ w.h.p.",
-    why="its statement quantifies over all weights, so a counterexample would need "
-    "every order of the groups; the book executes the induction for Theorem 3.2 "
-    "instead, with every block's condition computed on the actual vectors, and "
-    "shows above that the hypothesis is weaker than the one Lemma B.1 needs and "
-    "where the proof's bound on <q_s, z_i> stands on its sphere networks.",
+    ref="Appendix B, Lemma B.2 and its proof (informal version: Lemma 3.3, equation 3.6)",
+    source=Source.printed(),
+    section="expressivity-lemma-b2",
+    statement=r"If $1 - \rho' \le \|z^{(i)}\|^2 \le 1 + \rho'$ (a) and $\|z^{(i)} - "
+    r"z^{(j)}\|^2 \ge \rho'$ for $i \ne j$ (b), there are $\ell = \lceil n/k \rceil$ blocks "
+    r"$h + V\,\mathrm{relu}(Uh + s)$ mapping every $z^{(i)}$ to $v^{(i)} = q_{y_i}$, the "
+    r"$q_s$ random unit vectors of $\mathbb{R}^k$ (read: for most draws of the $q_s$).",
+    proof_step=ProofStep(
+        step=r"Because the $q_s$ are random, with high probability $\langle q_s, "
+        r"z^{(i)}\rangle \le 1 - \rho'$ for every $s$ and $i$, so the moved points $v^{(i)}$ "
+        r"do not correlate with the $z^{(i)}$ and Lemma B.1 applies at every block.",
+        repair=r"Take the groups in order of decreasing $\|z^{(i)}\|$ and one threshold per "
+        r"unit: a block then needs only $\langle q_s, z^{(j)}\rangle < \|z^{(j)}\|^2$ for the "
+        r"unmoved $z^{(j)}$ (the unmoved inputs meet it by (b)), which random surrogates meet "
+        r"where the printed bound fails.",
+    ),
+    control=Control(
+        "The same instances with a duplicate of the first point carrying another label: "
+        "hypothesis (b) fails (squared distance 0), and no network maps one input to two labels."
+    ),
 )
+def lemma_b_2(ctx: Context) -> Evidence:
+    """The induction on random instances of (a) and (b) (all squared norms 1 + rho'), run by torch; the
+    proof's bound <q_s, z_i> <= 1 - rho' and the per-unit condition it stands for; the duplicate control."""
+    w, draws = LEMMA_B2, ctx.cfg.surrogate_draws
+    d = _lemma_b_2_draws(ctx)
+    rate = lambda values, bound: float(np.mean(np.array(values) <= bound))  # noqa: E731
+    test = f"fraction of {draws} draws of instance, labels and surrogates, one-sided test against 0.5"
+    se = math.sqrt(0.25 / draws)
+    where = f"n = {w['n']}, k = {w['k']}, rho' = {w['rho_p']}, r = {w['r']}"
+
+    def frac(values, bound, what):
+        return Check.statistical(rate(values, bound), se, 0.5, test=test, n=draws, what=f"{what}, {where}")
+
+    return Evidence(
+        statement=frac(d["err"], ex.FIT_TOLERANCE, "the induction, per-unit thresholds, maps every z to v (torch)"),
+        proof=StepEvidence(
+            step=frac(d["qz"], 1 - w["rho_p"], "every <q_s, z_i> <= 1 - rho'"),
+            repair=frac(d["per_unit"], -1e-12, "every <q_s, z_j> < ||z_j||^2"),
+        ),
+        control=frac(
+            d["twin"], ex.FIT_TOLERANCE, "the induction with a duplicated point of another label (b fails) maps z to v"
+        ),
+        data={"draws": [{key: d[key][i] for key in d} for i in range(draws)]},
+        glue={
+            "expr_b2_n": w["n"],
+            "expr_b2_k": w["k"],
+            "expr_b2_rho": w["rho_p"],
+            "expr_b2_bound": 1 - w["rho_p"],
+            "expr_b2_draws": draws,
+            "expr_b2_sep_min": float(min(d["sep"])),
+            "expr_b2_fit": rate(d["err"], ex.FIT_TOLERANCE),
+            "expr_b2_step": rate(d["qz"], 1 - w["rho_p"]),
+            "expr_b2_qz_min": float(min(d["qz"])),
+            "expr_b2_repair": rate(d["per_unit"], -1e-12),
+            "expr_b2_twin": rate(d["twin"], ex.FIT_TOLERANCE),
+        },
+    )
 
 
 # --- Appendix C: the two toolbox claims ------------------------------------------------------------------------
