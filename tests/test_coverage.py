@@ -9,7 +9,7 @@ import pytest
 
 from resnet_theory.claims import coverage
 from resnet_theory.claims.coverage import NO_STATEMENT, ROWS, SECTIONS, Row
-from resnet_theory.claims.registry import chapter_claims
+from resnet_theory.claims.registry import all_claims, chapter_claims
 
 #: The headings of the printed ICLR text (../shared/papers/SOURCES.md), in order.
 PRINTED_HEADINGS = ["1", "1.1", "1.2", "2", "3", "4", "4.1", "4.2", "5", "A", "A.1", "A.2", "B", "C"]
@@ -128,10 +128,12 @@ def test_skip_lines_not_declared_are_only_the_unmoved_chapters():
             assert r.line in declared, (r.location, r.line)
 
 
-def test_the_lemma_b2_inner_product_step_is_a_new_finding():
+def test_the_lemma_b2_inner_product_step_is_checked_by_its_record():
+    """The audit's example (issue 31): the printed bound on the surrogate inner products in the proof of Lemma
+    B.2 was a finding in a skip line; it is now the proof step of the ``hardt-ma/lemma-b.2`` record."""
     rows = [r for r in ROWS if r.location.startswith("Appendix B, paragraph 13")]
-    assert rows and all(r.finding and r.is_new for r in rows)
-    assert "0.619" in rows[0].finding and "0.572" in rows[0].finding
+    assert rows and all(r.claim == "hardt-ma/lemma-b.2" and not r.is_new for r in rows)
+    assert "hardt-ma/lemma-b.2" in {d.id for d in all_claims()}
 
 
 def test_new_rows_are_findings_or_skips_without_a_line():

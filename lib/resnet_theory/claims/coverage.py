@@ -162,7 +162,6 @@ _L21 = "Section 2, after eq. (2.1)"
 _LT21 = "Section 2, below Theorem 2.1"
 _L23 = "Section 2, after eq. (2.3)"
 _LCOUNT = "Section 3, paragraph after Theorem 3.2 (parameter count)"
-_LB2 = "Appendix B, Lemma B.2 (and its informal Lemma 3.3, equation 3.6)"
 _L413 = "Section 4.1, paragraph 3"
 _L414 = "Section 4.1, paragraph 4 (after Table 1)"
 _LALLCNN = "Section 4.1, Table 2 (row 'All-CNN')"
@@ -176,10 +175,6 @@ _NO_CRITICAL = (
     r"should become a claim, corrected: read without the norm condition it fails, since for $\ell \ge 2$ "
     r"$A_i = -I$ is a critical point with excess risk $\|R\Sigma^{1/2}\|_F^2 > 0$ (thm-2.2's control finds such "
     r"points at $\tau = 1$, but only as a control); with $|||A||| \le \tau < 1$ it is Theorem 2.2"
-)
-_B2 = (
-    "a lemma over all weights; the book executes its induction for Theorem 3.2 instead, every block's condition "
-    "computed on the actual vectors"
 )
 _TABLE2 = "another paper's result, quoted for comparison; checking it needs that paper's network, CIFAR and a GPU"
 _IMAGENET = "needs ImageNet (ILSVRC 2012) and a multi-GPU cluster; this build has neither"
@@ -426,9 +421,9 @@ _SECTION_3: tuple[Row, ...] = (
     _n("Section 3, paragraph 11, eq. (3.2)",
        r"Surrogate labels $v^{(i)} = q_j$ when $y^{(i)} = e_j$ ($k$ possibly much smaller than $r$).",
        "the definition of the surrogate labels (the surrogates row checks their width)"),
-    _s("Section 3, paragraph 12, eq. (3.3)",
+    _c("Section 3, paragraph 12, eq. (3.3)",
        r"The first $\ell$ blocks map every $h_0^{(i)}$ to $h_\ell^{(i)} = v^{(i)}$.",
-       _B2, _LB2),
+       "hardt-ma/lemma-b.2"),
     _c("Section 3, paragraph 13, eq. (3.4)",
        r"The last layer maps each surrogate to its label, $q_j + \mathcal T_{A_{\ell+1},B_{\ell+1},b_{\ell+1}}"
        r"(q_j) = e_j$.",
@@ -436,17 +431,17 @@ _SECTION_3: tuple[Row, ...] = (
     _c("Section 3, paragraph 14",
        r"Together, $\hat y^{(i)} = y^{(i)}$ for every $i$.",
        "hardt-ma/thm-3.2"),
-    _s("Section 3, paragraph 16, Lemma 3.3",
+    _c("Section 3, paragraph 16, Lemma 3.3",
        r"Informal Lemma B.2: for almost arbitrary $h_0^{(i)}$ and $v^{(i)} \in \{q_j\}$ there are weights with "
        r"$h_\ell^{(i)} = v^{(i)}$.",
-       _B2, _LB2),
+       "hardt-ma/lemma-b.2"),
     _c("Section 3, paragraph 17, eqs. (3.5)-(3.6)",
        r"One block $h \mapsto h + \mathcal T_{U,V,s}(h)$ moves any $k$ of (almost) arbitrary $n$ vectors to "
        r"chosen vectors and keeps the other $n - k$ (formalised as Lemma B.1).",
        "hardt-ma/lemma-b.1"),
-    _s("Section 3, paragraph 17",
+    _c("Section 3, paragraph 17",
        r"Applied $\ell = \lceil n/k\rceil$ times, such blocks move every $h_0^{(i)}$ to $v^{(i)}$.",
-       _B2, _LB2),
+       "hardt-ma/lemma-b.2"),
 )
 
 _SECTIONS_4_5: tuple[Row, ...] = (
@@ -679,34 +674,28 @@ _APPENDICES_B_C: tuple[Row, ...] = (
     _c("Appendix B, paragraph 7",
        r"For $i > k$ every entry of $U\alpha^{(i)}$ is below $1 - 2\rho'$, so the block adds 0.",
        "hardt-ma/lemma-b.1"),
-    _s("Appendix B, paragraph 9, Lemma B.2",
+    _c("Appendix B, paragraph 9, Lemma B.2",
        r"If $1 - \rho' \le \|z^{(i)}\|^2 \le 1 + \rho'$ and $\|z^{(i)} - z^{(j)}\|^2 \ge \rho'$, some "
        r"$(A_1, B_1), \dots, (A_\ell, B_\ell)$ give $h_\ell^{(i)} = v^{(i)}$ for every $i$.",
-       _B2, _LB2),
-    _s("Appendix B, paragraph 10",
+       "hardt-ma/lemma-b.2"),
+    _c("Appendix B, paragraph 10",
        r"Each block turns $k$ of the $z^{(i)}$ into their $v^{(i)}$ and keeps the others; $n/k$ blocks turn all.",
-       _B2, _LB2),
-    _f("Appendix B, paragraphs 11-12, proof of Lemma B.2",
+       "hardt-ma/lemma-b.2"),
+    _c("Appendix B, paragraphs 11-12, proof of Lemma B.2",
        r"Block $j + 1$ is Lemma B.1's with $\alpha$ the current vectors ($v^{(i)}$ for $i \le jk$, $z^{(i)}$ "
        r"after) and $S = \{jk + 1, \dots, (j + 1)k\}$, which 'satisfies the assumption of Lemma B.1'.",
-       r"a printed step the chapter finds failing in prose and in the skip line only: B.2's separation "
-       r"($\rho'$, squared) is weaker than Lemma B.1's in either reading, and lemma-b.1's midpoint "
-       r"counterexample satisfies it. Should become a proof-step record (of a Lemma B.2 claim, or of thm-3.2, "
-       r"which rests on it; repair: per-unit thresholds checked on the actual vectors, as the builder does)"),
-    _f("Appendix B, paragraph 13, proof of Lemma B.2",
+       "hardt-ma/lemma-b.2"),
+    _c("Appendix B, paragraph 13, proof of Lemma B.2",
        r"Because the $q_s$ are random, w.h.p. $\langle q_s, z^{(i)}\rangle \le 1 - \rho'$ for every $s$ and $i$, "
        r"so no $v^{(i)}$ correlates with any $z^{(i)}$.",
-       r"the audit's example (issue 31): the chapter computes the largest $\langle q_s, h_0^{(i)}\rangle$ on its "
-       r"sphere networks (0.619 against $1 - \rho/3 = 0.572$ at $n = 20{,}000$) and mentions it only in the "
-       r"Lemma B.2 skip line. Should become a proof-step record (of a Lemma B.2 claim, or of thm-3.2); note "
-       r"that even the bound gives only $\|z - q_s\|^2 \ge \rho'$, below Lemma B.1's $3\rho'$"),
-    _s("Appendix B, paragraph 14",
+       "hardt-ma/lemma-b.2"),
+    _c("Appendix B, paragraph 14",
        r"Lemma B.1 then gives $\mathcal T = 0$ on the moved $v^{(i)}$, $v^{(i)} - z^{(i)}$ on the group, 0 after, "
        r"so $h_{j+1}^{(i)}$ is $v^{(i)}$, $v^{(i)}$, $z^{(i)}$ on the three ranges.",
-       _B2, _LB2),
-    _s("Appendix B, paragraph 15",
+       "hardt-ma/lemma-b.2"),
+    _c("Appendix B, paragraph 15",
        r"By induction $h_\ell^{(i)} = v^{(i)}$ for every example.",
-       _B2, _LB2),
+       "hardt-ma/lemma-b.2"),
     _c("Appendix B, paragraph 16, proof of Theorem 3.2",
        r"$k = c\log n/\rho^2$ with $c = 10$; a standard normal $A_0$ keeps every distance among "
        r"$\{0, x^{(1)}, \dots, x^{(n)}\}$ within $1 \pm \rho/3$ w.h.p., so "
@@ -722,9 +711,9 @@ _APPENDICES_B_C: tuple[Row, ...] = (
        r"the chapter finds it failing, in prose only: norms within $1 \pm \rho'$ allow squared norms up to "
        r"$1 + 2\rho' + \rho'^2$, outside B.2's window, and distances $\ge 2\rho'$ give squared distances "
        r"$4\rho'^2 < \rho'$ once $\rho' < 1/4$. Should become a proof-step record of thm-3.2 (exact witnesses)"),
-    _s("Appendix B, paragraph 16, proof of Theorem 3.2",
+    _c("Appendix B, paragraph 16, proof of Theorem 3.2",
        r"Random $q_j$, $v^{(i)}$ as in eq. (3.2), and Lemma B.2 gives blocks with $h_\ell^{(i)} = v^{(i)}$.",
-       _B2, _LB2),
+       "hardt-ma/lemma-b.2"),
     _c("Appendix B, paragraph 17, eq. (B.3)",
        r"Random unit $q_j$ with $\alpha = q_j$, $\beta = e_j$ satisfy Lemma B.1, which gives "
        r"$e_j = q_j + \mathcal T_{A_{\ell+1},B_{\ell+1},b_{\ell+1}}(q_j)$.",
