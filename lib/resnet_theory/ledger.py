@@ -252,12 +252,15 @@ class Ledger:
         return f"{n} claim{'s' if n != 1 else ''}: " + ", ".join(parts) if parts else "no claims"
 
     def glue(self) -> None:
-        """Glue each verdict as ``verdict_<id>`` (see :func:`verdict_key`) and the chapter's summary
-        sentence as ``ledger_summary``, for ``{glue:text}`` anywhere in the chapter."""
+        """Glue each verdict as ``verdict_<id>`` (the plain word, for prose that says what it was checked
+        against around it; see :func:`verdict_key`), its label as ``verdict_<id>_label`` ("confirmed, as the
+        abstract states it": :func:`verdict_label_key`) and the chapter's summary sentence as
+        ``ledger_summary``, for ``{glue:text}`` anywhere in the chapter."""
         from myst_nb import glue
 
         for c in self.claims:
             glue(verdict_key(c.id), _Word(c.verdict), display=False)
+            glue(verdict_label_key(c.id), _Word(c.label), display=False)
         glue("ledger_summary", _Word(self.summary_sentence()), display=False)
 
     def show(self):
@@ -288,6 +291,12 @@ class _Word(str):
 def verdict_key(claim_id: str) -> str:
     """The glue key of a claim's verdict: ``hardt-ma/thm-2.1`` -> ``verdict_hardt_ma_thm_2_1``."""
     return "verdict_" + claim_id.replace("/", "_").replace("-", "_").replace(".", "_")
+
+
+def verdict_label_key(claim_id: str) -> str:
+    """The glue key of a claim's verdict label (:attr:`resnet_theory.record.Claim.label`):
+    ``hardt-ma/thm-2.1`` -> ``verdict_hardt_ma_thm_2_1_label``."""
+    return verdict_key(claim_id) + "_label"
 
 
 def _jsonable(x):

@@ -35,20 +35,30 @@ SOURCES = {
 @dataclass(frozen=True)
 class Review:
     """A secondary text a claim's statement rests on: the short name a verdict's label uses ("the PaperWhy
-    review") and the key of its entry in ``references.bib``."""
+    review"), the key of its entry in ``references.bib`` and how the ledger cites it ("de Benito Delgado,
+    2017")."""
 
     short: str
     bibkey: str
+    cite: str
 
 
 #: Every review a claim may rest on, in one place: the name a declaration gives (``Source.review(name)``, the
 #: record's ``source_detail``) -> its short name and its entry in the References (``references.bib``). A review
 #: source whose name is not here is a defect (:func:`claim_defects`): every review a chapter rests on is cited.
 REVIEWS = {
-    "the PaperWhy review of Hardt & Ma": Review("the PaperWhy review", "paperwhy2017identity"),
-    "the notes on Bartlett's 2017 talk (review 002)": Review("the review of Bartlett's talk", "debenito2017talk"),
-    "the TU Munich seminar review of Shamir (Güley, 2020)": Review("the TU Munich seminar review", "guley2020review"),
-    "the AI-written summary of Hardt & Ma": Review("the AI-written summary", "aisummary2016identity"),
+    "the PaperWhy review of Hardt & Ma": Review(
+        "the PaperWhy review", "paperwhy2017identity", "de Benito Delgado, 2017, PaperWhy review of Hardt & Ma"
+    ),
+    "the notes on Bartlett's 2017 talk (review 002)": Review(
+        "the review of Bartlett's talk", "debenito2017talk", "de Benito Delgado, 2017, notes on Bartlett's talk"
+    ),
+    "the TU Munich seminar review of Shamir (Güley, 2020)": Review(
+        "the TU Munich seminar review", "guley2020review", "Güley, 2020"
+    ),
+    "the AI-written summary of Hardt & Ma": Review(
+        "the AI-written summary", "aisummary2016identity", "an unattributed AI-written summary of Hardt & Ma"
+    ),
 }
 
 
@@ -202,6 +212,13 @@ class Claim:
                 f"({step.get('summary', '')}); repair: \u201c{self.repair}\u201d ({repair.get('summary', '')})."
             )
         return None
+
+
+def source_line(rec: Claim) -> str:
+    """Whose statement a claim tests, and from which text, with the References entry of each review it names:
+    "a review of the paper (...): the PaperWhy review of Hardt & Ma [references.bib: paperwhy2017identity]"."""
+    cites = "".join(f" [{r.cite}; references.bib: {r.bibkey}]" for _, r in cited_reviews(rec.source_detail))
+    return rec.source_text + (f": {rec.source_detail}" if rec.source_detail else "") + cites
 
 
 def control_holds(claim: Claim) -> bool:
