@@ -691,3 +691,14 @@ def test_each_verdict_is_glued_as_its_plain_word_and_as_its_label(monkeypatch):
     assert verdict_label_key("bartlett-helmbold-long/a") == "verdict_bartlett_helmbold_long_a_label"
     assert glued["verdict_bartlett_helmbold_long_a"] == "confirmed"
     assert glued["verdict_bartlett_helmbold_long_a_label"] == "confirmed, as the abstract states it"
+
+
+def test_the_chapter_summary_counts_the_books_own_questions_apart():
+    ledger = _ledger()
+    bad = Check.equal(1, 2, what="fails")
+    ledger.claim("hardt-ma/q", paper="hardt-ma", ref="Section 4", statement="Q.", section="linear-q", printed=bad,
+                 control=bad, control_input=CI, source="question")  # fmt: skip
+    assert ledger.summary_sentence() == (
+        "4 claims: 1 confirmed, 1 corrected, 1 refuted, 1 not checkable here; "
+        "and 1 finding of the book's own question: refuted"
+    )
