@@ -702,3 +702,19 @@ def test_not_checkable_here_covers_hardware_data_and_a_text_as_the_page_defines_
     assert "the paper's full text" in needs["bartlett-evans-long/constants"]
     for cid, need in needs.items():
         assert any(w.lower() in need.lower() for ws in kinds.values() for w in ws) or "printed" in need, cid
+
+
+def test_the_evidence_table_names_the_statement_by_its_source():
+    from bs4 import BeautifulSoup
+
+    from resnet_theory.ledger_html import evidence_table_html
+
+    def parts(c):
+        return [th.get_text() for th in BeautifulSoup(evidence_table_html(c), "html.parser").select("tbody th")]
+
+    p, r, a, c, q, _ = _sourced_claims()
+    assert parts(p)[0] == "statement as printed"
+    assert parts(r)[0] == "statement, as the PaperWhy review states it"
+    assert parts(a)[0] == "statement, as the abstract states it"
+    assert parts(c)[0] == "statement (our reconstruction)"
+    assert parts(q)[0] == "the book's question"

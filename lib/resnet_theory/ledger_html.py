@@ -275,12 +275,23 @@ def _outcome(part: Mapping, control: bool = False) -> str:
     return word if part.get("decisive", True) else f"{word} (within its noise: not decisive)"
 
 
+def _part_name(c: Claim, key: str, name: str) -> str:
+    """A part's name in the evidence table: "statement as printed" only for a statement the paper prints; else
+    "statement, as the abstract states it", "statement (our reconstruction)", "the book's question"."""
+    if c.source == "paper" or key not in ("printed", "proof_step"):
+        return name
+    if c.source == "question":
+        return "the book's question" if key == "printed" else "step of the book's argument"
+    part = "statement" if key == "printed" else "proof step"
+    return f"{part} ({c.whose})" if c.source == "reconstruction" else f"{part}, {c.whose}"
+
+
 def evidence_table_html(c: Claim) -> str:
     """What was checked for a claim, as a small table: one row per part of its evidence (the statement as printed,
     the corrected statement, the proof step, its repair) and its control, each with its outcome and what was
     computed, the parts of a combined check on lines of their own."""
     rows = [
-        (name, _outcome(c.evidence[key]), str(c.evidence[key].get("summary", "")))
+        (_part_name(c, key, name), _outcome(c.evidence[key]), str(c.evidence[key].get("summary", "")))
         for key, name in _PARTS
         if isinstance(c.evidence.get(key), Mapping)
     ]
@@ -522,8 +533,8 @@ def errata_html(claims: Sequence[Claim], link: bool = True) -> str:
     if others:
         out += (
             '<p class="claims-errata-others">Corrections of statements the book read from an abstract, a review or '
-            "its own reconstruction (the paper's printed text was not available): they are not errata of the "
-            f'paper, and are counted under their source.</p><ul class="claims-errata claims-errata-others">'
+            "its own reconstruction, not from the paper's printed text: they are not errata of the paper, and are "
+            f'counted under their source.</p><ul class="claims-errata claims-errata-others">'
             f"{''.join(others)}</ul>"
         )
     return out
