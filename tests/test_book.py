@@ -100,15 +100,19 @@ def test_every_checkable_claim_has_a_negative_control_that_fails(built_book):
 def test_errata_are_proof_gaps_or_corrections_with_their_evidence(built_book):
     claims = load_claims(built_book.build_dir / "executed")
     page = (built_book.html / "book" / "ledger.html").read_text()
-    errata = page.split('class="claims-errata"', 1)[1].split("</ul>", 1)[0]
+    # the errata of the printed papers, then the corrections of an abstract's, a review's or our reconstruction's
+    # statement (each its own list); the book's own questions are findings, never errata (issue 31)
+    errata = "".join(part.split("</ul>", 1)[0] for part in page.split('class="claims-errata')[1:])
     for c in claims:
         if c.verdict == "corrected":
             assert c.corrected_statement and not c.evidence["printed"]["holds"] and c.evidence["corrected"]["holds"]
         if c.verdict == "proof-gap":
             assert c.evidence["printed"]["holds"] and not c.evidence["proof_step"]["holds"]
             assert c.evidence["repair"]["holds"] and c.proof_step and c.repair
-        if c.verdict in ("corrected", "proof-gap"):
+        if c.verdict in ("corrected", "proof-gap") and c.source != "question":
             assert f">{c.id}</a>" in errata, f"{c.id} missing from the errata list"
+        if c.source == "question":
+            assert f">{c.id}</a>" not in errata, f"{c.id}: the book's own question is a finding, not an erratum"
 
 
 def test_mathjax_is_served_from_the_build_not_a_cdn(built_book):

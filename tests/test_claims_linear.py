@@ -130,9 +130,9 @@ def test_the_erratum_of_a_review_sourced_claim_says_as_the_review_states_it(tiny
 
     rec = run_in(tiny, "hardt-ma/thm-2.1-early").record
     assert rec.verdict == "corrected" and rec.source == "review"
-    assert "as the review states it" in rec.erratum and "as printed" not in rec.erratum
+    assert "as the PaperWhy review states it" in rec.erratum and "as printed" not in rec.erratum
     page = errata_html([rec], link=False)
-    assert "as the review states it" in page and "as printed, the statement" not in page
+    assert "as the PaperWhy review states it" in page and "the printed statement" not in page
     printed = run_in(tiny, "hardt-ma/eq-2.3").record
     assert printed.verdict == "corrected" and printed.erratum.split(": ", 1)[1].startswith("as printed")
 

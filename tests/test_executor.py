@@ -654,12 +654,20 @@ def test_the_ledger_and_status_pages_render_without_a_kernel(tmp_path, monkeypat
         if c.cell_type == "markdown" and c.source.startswith("## ")
     ]
     headings = [h.splitlines()[0] for h in headings]
-    assert headings == ["## Errata", "## Counts", "## Every claim", "## Not checked, and why"]
+    assert headings == [
+        "## Errata",
+        "## Counts",
+        "## Every claim",
+        "## The book's findings",
+        "## Not checked, and why",
+        "## Hardt & Ma, paragraph by paragraph",
+    ]
     errata = page.split('class="claims-errata"', 1)[1].split("</ul>", 1)[0]
     assert ">hardt-ma/eq-2.3</a>" in errata and ">shamir/lemma-3</a>" in errata
     assert "hardt-ma/thm-2.1" not in errata and "the fixed identity" in errata and "the repaired step" in errata
     counts = page.split('class="claims-counts"', 1)[1].split("</table>", 1)[0]
-    assert "<td>total</td><td>1</td><td>1</td><td>1</td><td>0</td><td>0</td><td>0</td><td>3</td>" in counts
+    total = "<td>total</td><td>every source</td><td>1</td><td>1</td><td>1</td><td>0</td><td>0</td><td>0</td><td>3</td>"
+    assert total in counts
     table = page.split('class="claims-ledger"', 1)[1]
     assert table.count("Control input") == 3 and table.count("fails, as it must") == 3
     for claim in ledger.claims:

@@ -672,3 +672,33 @@ def test_the_refusals_leave_real_checks_alone():
     x = sympy.Symbol("x")
     assert Check.equal(sympy.simplify(x - x), 0, what="sympy").holds
     assert Check.at_most([sympy.Rational(1, 2)], 1, what="sympy numbers").holds
+
+
+def test_each_verdict_is_glued_as_its_plain_word_and_as_its_label(monkeypatch):
+    """Prose uses ``verdict_<id>`` mid-sentence (the plain word); ``verdict_<id>_label`` says what it was checked
+    against ("confirmed, as the abstract states it")."""
+    import myst_nb
+
+    from resnet_theory.ledger import verdict_label_key
+
+    glued = {}
+    monkeypatch.setattr(myst_nb, "glue", lambda name, value, display=True: glued.__setitem__(name, str(value)))
+    ledger = Ledger("linear")
+    ok, bad = Check.equal(1, 1, what="holds"), Check.equal(1, 2, what="fails")
+    ledger.claim("bartlett-helmbold-long/a", paper="bartlett-helmbold-long", ref="abstract", statement="A.",
+                 section="linear-a", printed=ok, control=bad, control_input=CI, source="abstract")  # fmt: skip
+    ledger.glue()
+    assert verdict_label_key("bartlett-helmbold-long/a") == "verdict_bartlett_helmbold_long_a_label"
+    assert glued["verdict_bartlett_helmbold_long_a"] == "confirmed"
+    assert glued["verdict_bartlett_helmbold_long_a_label"] == "confirmed, as the abstract states it"
+
+
+def test_the_chapter_summary_counts_the_books_own_questions_apart():
+    ledger = _ledger()
+    bad = Check.equal(1, 2, what="fails")
+    ledger.claim("hardt-ma/q", paper="hardt-ma", ref="Section 4", statement="Q.", section="linear-q", printed=bad,
+                 control=bad, control_input=CI, source="question")  # fmt: skip
+    assert ledger.summary_sentence() == (
+        "4 claims: 1 confirmed, 1 corrected, 1 refuted, 1 not checkable here; "
+        "and 1 finding of the book's own question: refuted"
+    )

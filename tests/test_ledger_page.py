@@ -251,7 +251,7 @@ def test_each_erratum_lists_the_results_whose_printed_proofs_rest_on_it_with_the
     assert "2 results rest on it" in lemma and "Printed proofs that rest on it" in lemma
     assert '<a href="#claim-hardt-ma-thm-b"><code class="claim-id">hardt-ma/thm-b</code></a>' in lemma
     assert ">confirmed</span>" in lemma.split("hardt-ma/thm-b</code>")[1].split("</li>")[0]
-    assert ">proof-gap</span>)" in lemma and "through hardt-ma/thm-b" in lemma
+    assert ">proof-gap</span>, as printed</span>)" in lemma and "through hardt-ma/thm-b" in lemma
     assert "hardt-ma/d" not in lemma
     assert "0 results rest on it" in corollary and "No printed proof of another result" in corollary
     # the forward edges, in the claim's details
@@ -488,8 +488,7 @@ def test_each_erratum_is_one_sentence_with_the_printed_statement_and_the_counter
     sentences = [p.decode_contents() for p in soup.select("p.claims-erratum")]
     assert len(sentences) == 2
     corrected, gap = (_sentence_text(s) for s in sentences)
-    assert corrected.startswith("Hardt & Ma (2017), Theorem 2.1, Section 2: the statement \u201cFor ")
-    assert "\u201d, as printed, fails on a counterexample" in corrected
+    assert corrected.startswith("Hardt & Ma (2017), Theorem 2.1, Section 2: the printed statement \u201cFor ")
     assert "fails on a counterexample the book computed (a target with" in corrected
     assert corrected.endswith(
         "what holds instead is \u201cWith \\(\\det R &gt; 0\\) added, the bound holds\u201d."
@@ -544,3 +543,178 @@ def test_each_claim_links_to_its_chapter_section_and_the_chapter_table_back_to_i
         back = chapter.find("a", href=f"ledger.html#{claim_anchor(c.id)}")
         assert back and back.get_text() == "ledger", c.id
     assert not chapter.find("tr", id=True) and not chapter.find("input")  # the chapter's table has no filters
+
+
+# --- issue 31, item 1: every verdict says what it was checked against -------------------------------------------
+PAPERWHY = "the PaperWhy review of Hardt & Ma"
+
+
+def _sourced_claims() -> list:
+    """Hand-made records, one per source: a printed correction of Hardt & Ma, a correction of the PaperWhy
+    review's statement of Hardt & Ma, an abstract confirmation of Bartlett-Helmbold-Long, a reconstruction of He
+    et al., a refuted question of the book's own on Hardt & Ma's setting, and a text the build lacks."""
+    ledger = Ledger("linear")
+    ok, bad = Check.equal(1, 1, what="holds"), Check.equal(1, 2, what="fails")
+    common = dict(control=bad, control_input=CI, printed=ok)
+    fixed = dict(printed=bad, corrected=ok, corrected_statement="the fixed statement")
+    ledger.claim("hardt-ma/p", paper="hardt-ma", ref="Theorem P", statement="P holds", section="s-p",
+                 **{**common, **fixed})  # fmt: skip
+    ledger.claim("hardt-ma/r", paper="hardt-ma", ref="Theorem R as the review states it", statement="R holds",
+                 section="s-r", source="review", **{**common, **fixed})  # fmt: skip
+    ledger.claim("bartlett-helmbold-long/a", paper="bartlett-helmbold-long", ref="abstract", statement="A holds",
+                 section="s-a", source="abstract", **common)  # fmt: skip
+    ledger.claim("he-et-al/c", paper="he-et-al", ref="Section 4.1", statement="C holds", section="s-c",
+                 source="reconstruction", **common)  # fmt: skip
+    ledger.claim("hardt-ma/q", paper="hardt-ma", ref="Section 4 (the book's question)", statement="Q holds",
+                 section="s-q", source="question", **{**common, "printed": bad})  # fmt: skip
+    ledger.not_checkable("bartlett-evans-long/t", paper="bartlett-evans-long", ref="Main theorem",
+                         statement="its constants", section="s-t", reason="the build lacks the paper's text",
+                         needs="the paper's full text")  # fmt: skip
+    p, r, a, c, q, t = ledger.claims
+    return [p, dataclasses.replace(r, source_detail=PAPERWHY), a, c, q, t]
+
+
+def test_a_verdict_label_says_whose_statement_it_was_checked_against():
+    from resnet_theory.record import verdict_label
+
+    assert verdict_label("confirmed", "paper") == "confirmed, as printed"
+    assert verdict_label("confirmed", "abstract") == "confirmed, as the abstract states it"
+    assert verdict_label("corrected", "review", PAPERWHY) == "corrected, as the PaperWhy review states it"
+    assert verdict_label("confirmed", "reconstruction") == "confirmed (our reconstruction)"
+    assert verdict_label("refuted", "question") == "the book's finding: refuted"
+    with pytest.raises(ValueError, match="unknown source 'blog'"):
+        verdict_label("confirmed", "blog")
+    p, r, a, c, q, t = _sourced_claims()
+    assert [x.label for x in (p, r, a, c, q, t)] == [
+        "corrected, as printed",
+        "corrected, as the PaperWhy review states it",
+        "confirmed, as the abstract states it",
+        "confirmed (our reconstruction)",
+        "the book's finding: refuted",
+        "not-checkable-here, as printed",
+    ]
+
+
+def test_the_label_is_shown_in_the_ledger_the_chapter_table_and_the_evidence_table():
+    from bs4 import BeautifulSoup
+
+    from resnet_theory.claims.chapter import evidence_html
+    from resnet_theory.claims.run import ClaimRun
+
+    claims = _sourced_claims()
+    for table in (claims_table_html(claims, link=True), claims_table_html(claims, link=False)):
+        labels = [td.get_text() for td in BeautifulSoup(table, "html.parser").select("td > .claim-verdict-label")]
+        assert "corrected, as the PaperWhy review states it" in labels
+        assert "confirmed, as the abstract states it" in labels and "confirmed (our reconstruction)" in labels
+    chapter_table = BeautifulSoup(claims_table_html(claims, link=False), "html.parser").get_text()
+    assert "the book's finding: refuted" in chapter_table  # a chapter's table shows its own questions as findings
+    shown = BeautifulSoup(evidence_html(ClaimRun(None, claims[1], None)), "html.parser").get_text()
+    assert "corrected, as the PaperWhy review states it" in shown
+    assert "references.bib: paperwhy2017identity" in shown and PAPERWHY in shown
+
+
+def test_the_counts_cover_only_what_each_paper_prints_each_source_on_its_own_row():
+    from resnet_theory.ledger_html import counts_table_html, verdict_counts
+
+    claims = _sourced_claims()
+    counts = verdict_counts(claims)
+    # the review's correction is counted under the review, never charged to Hardt & Ma's printed text
+    assert counts["Hardt & Ma (2017)"]["corrected"] == 1
+    assert counts["Hardt & Ma (2017), as the PaperWhy review states it"]["corrected"] == 1
+    assert counts["Bartlett, Helmbold & Long (2018), as the abstract states it"]["confirmed"] == 1
+    assert "Bartlett, Helmbold & Long (2018)" not in counts  # it prints nothing the book checked
+    assert counts["He, Zhang, Ren & Sun (2016), our reconstruction"]["confirmed"] == 1
+    # the book's own question is in no paper's counts, nor in the total
+    assert counts["total"]["refuted"] == 0 and sum(counts["total"].values()) == 5
+    assert not any(row["refuted"] for row in counts.values())
+    page = counts_table_html(claims)
+    assert 'data-source="review"' in page and 'data-bibkey="paperwhy2017identity"' in page
+    assert "Not counted: 1 finding of the book's own questions" in page
+
+
+def test_the_books_own_questions_are_findings_in_their_own_part_never_a_verdict_on_the_paper():
+    from bs4 import BeautifulSoup
+
+    from resnet_theory.ledger_html import findings_html
+
+    claims = _sourced_claims()
+    errata = errata_html(claims)
+    assert "hardt-ma/q" not in errata and "Q holds" not in errata
+    table = claims_table_html(claims, link=True)
+    assert 'id="claim-hardt-ma-q"' not in table and table.count('<tr id="claim-') == len(claims) - 1
+    found = findings_html(claims)
+    text = BeautifulSoup(found, "html.parser").get_text()
+    assert 'id="claim-hardt-ma-q"' in found and "the book's finding: refuted" in text and "Q holds" in text
+    page = render_ledger(claims).data
+    assert page.count('id="claim-hardt-ma-q"') == 1 and "The book's findings" in page
+    assert "No finding of the book" in findings_html(claims[:2])
+
+
+def test_an_erratum_of_a_review_says_so_cites_it_and_stands_apart_from_the_papers_errata():
+    from bs4 import BeautifulSoup
+
+    claims = _sourced_claims()
+    soup = BeautifulSoup(errata_html(claims), "html.parser")
+    papers, others = soup.select("ul.claims-errata:not(.claims-errata-others)"), soup.select("ul.claims-errata-others")
+    assert len(papers) == 1 and len(others) == 1
+    assert "the printed statement" in papers[0].get_text() and "P holds" in papers[0].get_text()
+    review = others[0].get_text()
+    assert "the statement as the PaperWhy review states it" in review and "printed statement" not in review
+    assert others[0].select_one('cite[data-bibkey="paperwhy2017identity"] a[href="references.html"]')
+
+
+def test_every_review_a_claim_rests_on_is_in_the_references_and_cited_where_the_ledger_names_it():
+    import re
+
+    from resnet_theory.claims.registry import all_claims
+    from resnet_theory.record import REVIEWS
+
+    bib = (Path(__file__).resolve().parents[1] / "references.bib").read_text()
+    entries = {m.group(1): m.group(0) for m in re.finditer(r"@\w+\{([^,]+),[^@]+", bib)}
+    for name, review in REVIEWS.items():
+        assert review.bibkey in entries, f"{name}: no {review.bibkey} in references.bib"
+        assert "http" not in entries[review.bibkey], "no address the book has not verified"
+    for decl in all_claims():  # every review the chapters name is one of them
+        if decl.source.kind == "review":
+            assert decl.source.detail in REVIEWS, decl.id
+    # the ledger's details cite it, linked to the References page
+    details = claims_table_html(_sourced_claims(), link=True)
+    assert 'data-bibkey="paperwhy2017identity"><a href="references.html"' in details
+    # a review the References do not cite cannot be published
+    stray = dataclasses.replace(_sourced_claims()[1], source_detail="a blog post")
+    assert any("a review the References do not cite" in d for d in claim_defects([stray]))
+    with pytest.raises(LedgerDefect, match="References do not cite"):
+        render_ledger([stray])
+
+
+def test_not_checkable_here_covers_hardware_data_and_a_text_as_the_page_defines_it():
+    import re
+
+    from resnet_theory.claims.registry import all_claims
+    from resnet_theory.claims.spec import NotCheckable
+
+    page = (Path(__file__).resolve().parents[1] / "book" / "ledger.md").read_text()
+    definition = re.search(r"^not-checkable-here\n: (.+?)\n\n", page, re.M | re.S).group(1)
+    kinds = {"hardware": ("GPU", "hardware"), "data": ("data", "archives", "ImageNet"), "text": ("text",)}
+    for kind, words in kinds.items():
+        assert kind in definition and any(w in definition for w in words), kind
+    needs = {d.id: d.needs for d in all_claims() if isinstance(d, NotCheckable)}
+    assert "the paper's full text" in needs["bartlett-evans-long/constants"]
+    for cid, need in needs.items():
+        assert any(w.lower() in need.lower() for ws in kinds.values() for w in ws) or "printed" in need, cid
+
+
+def test_the_evidence_table_names_the_statement_by_its_source():
+    from bs4 import BeautifulSoup
+
+    from resnet_theory.ledger_html import evidence_table_html
+
+    def parts(c):
+        return [th.get_text() for th in BeautifulSoup(evidence_table_html(c), "html.parser").select("tbody th")]
+
+    p, r, a, c, q, _ = _sourced_claims()
+    assert parts(p)[0] == "statement as printed"
+    assert parts(r)[0] == "statement, as the PaperWhy review states it"
+    assert parts(a)[0] == "statement, as the abstract states it"
+    assert parts(c)[0] == "statement (our reconstruction)"
+    assert parts(q)[0] == "the book's question"

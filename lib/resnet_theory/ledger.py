@@ -91,11 +91,12 @@ class Ledger:
     ) -> Claim:
         """Record a claim checked by computation; the verdict is derived from the checks.
 
-        ``printed`` tests the statement as the paper (or, per ``source``, the review or our
-        reconstruction) gives it. ``control`` is the negative control: the same check on an input the
-        claim rules out, never built from the numbers ``printed`` measured; it must fail (several controls
-        may be given; each must fail). ``control_input`` says in one sentence what that input is and why
-        the claim rules it out.
+        ``printed`` tests the statement as the paper prints it (or, per ``source``, as its abstract or a
+        review gives it, our reconstruction of it, or the book's own question: :data:`resnet_theory.record.
+        SOURCES`; the verdict's label says which, :attr:`resnet_theory.record.Claim.label`). ``control`` is
+        the negative control: the same check on an input the claim rules out, never built from the numbers
+        ``printed`` measured; it must fail (several controls may be given; each must fail). ``control_input``
+        says in one sentence what that input is and why the claim rules it out.
 
         - When ``printed`` fails on a counterexample and a corrected statement holds, pass that
           statement's check as ``corrected`` with its wording as ``corrected_statement``.
@@ -245,19 +246,29 @@ class Ledger:
         return claims_table_html(self.claims, link=False)
 
     def summary_sentence(self) -> str:
-        """E.g. "7 claims: 4 confirmed, 1 proof gap, 1 corrected, 1 not checkable here"."""
-        counts = Counter(c.verdict for c in self.claims)
+        """E.g. "7 claims: 4 confirmed, 1 proof gap, 1 corrected, 1 not checkable here"; the book's own
+        questions are counted apart ("; and 1 finding of the book's own question: refuted")."""
+        papers = [c for c in self.claims if not c.is_finding]
+        counts = Counter(c.verdict for c in papers)
         parts = [f"{counts[v]} {v.replace('-', ' ')}" for v in VERDICTS if counts[v]]
-        n = len(self.claims)
-        return f"{n} claim{'s' if n != 1 else ''}: " + ", ".join(parts) if parts else "no claims"
+        n = len(papers)
+        out = f"{n} claim{'s' if n != 1 else ''}: " + ", ".join(parts) if parts else "no claims"
+        findings = [c.verdict for c in self.claims if c.is_finding]
+        if findings:
+            plural = "s" if len(findings) != 1 else ""
+            out += f"; and {len(findings)} finding{plural} of the book's own question{plural}: {', '.join(findings)}"
+        return out
 
     def glue(self) -> None:
-        """Glue each verdict as ``verdict_<id>`` (see :func:`verdict_key`) and the chapter's summary
-        sentence as ``ledger_summary``, for ``{glue:text}`` anywhere in the chapter."""
+        """Glue each verdict as ``verdict_<id>`` (the plain word, for prose that says what it was checked
+        against around it; see :func:`verdict_key`), its label as ``verdict_<id>_label`` ("confirmed, as the
+        abstract states it": :func:`verdict_label_key`) and the chapter's summary sentence as
+        ``ledger_summary``, for ``{glue:text}`` anywhere in the chapter."""
         from myst_nb import glue
 
         for c in self.claims:
             glue(verdict_key(c.id), _Word(c.verdict), display=False)
+            glue(verdict_label_key(c.id), _Word(c.label), display=False)
         glue("ledger_summary", _Word(self.summary_sentence()), display=False)
 
     def show(self):
@@ -288,6 +299,12 @@ class _Word(str):
 def verdict_key(claim_id: str) -> str:
     """The glue key of a claim's verdict: ``hardt-ma/thm-2.1`` -> ``verdict_hardt_ma_thm_2_1``."""
     return "verdict_" + claim_id.replace("/", "_").replace("-", "_").replace(".", "_")
+
+
+def verdict_label_key(claim_id: str) -> str:
+    """The glue key of a claim's verdict label (:attr:`resnet_theory.record.Claim.label`):
+    ``hardt-ma/thm-2.1`` -> ``verdict_hardt_ma_thm_2_1_label``."""
+    return verdict_key(claim_id) + "_label"
 
 
 def _jsonable(x):

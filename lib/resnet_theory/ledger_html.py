@@ -15,7 +15,18 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from .record import PAPERS, Claim, LedgerDefect, claim_defects, dependents, rests_on_defects, unsafe_macros
+from .record import (
+    PAPERS,
+    Claim,
+    LedgerDefect,
+    cited_reviews,
+    claim_defects,
+    dependents,
+    rests_on_defects,
+    review_of,
+    source_phrase,
+    unsafe_macros,
+)
 from .verdicts import VERDICTS
 
 
@@ -56,13 +67,52 @@ class ClaimLinks:
             raise ValueError(f"a claim's source link must be an https address, got {self.source_url!r}")
 
 
-def verdict_counts(claims: Iterable[Claim]) -> dict[str, dict[str, int]]:
-    """Counts per paper and verdict, with a ``"total"`` row."""
-    table: dict[str, Counter] = {}
+#: The sources in the order the counts show them: what the paper prints first, then its abstract, the reviews and
+#: the book's reconstructions (the book's own questions are findings, never counted against a paper).
+_SOURCE_ORDER = ("paper", "abstract", "review", "reconstruction")
+
+
+def count_rows(claims: Iterable[Claim]) -> list[tuple[str, str, str | None, dict[str, int]]]:
+    """The verdicts counted per paper and per source, one row each ``(paper key, source, review name or None,
+    counts per verdict)``: what the paper prints on its own row, its abstract, each review (by name) and the
+    book's reconstructions on rows of their own, so that a correction of a review's statement is counted under
+    that review, never charged to the paper. The book's own questions (source ``question``) are not counted:
+    they are findings (:func:`findings_html`). Papers in the order the claims come, sources in
+    :data:`_SOURCE_ORDER`."""
+    table: dict[tuple[str, str, str | None], Counter] = {}
     for c in claims:
-        table.setdefault(c.paper_name, Counter())[c.verdict] += 1
-        table.setdefault("total", Counter())[c.verdict] += 1
-    return {paper: {v: counts.get(v, 0) for v in VERDICTS} for paper, counts in table.items()}
+        if c.is_finding:
+            continue
+        detail = c.source_detail if c.source == "review" else None
+        table.setdefault((c.paper, c.source, detail), Counter())[c.verdict] += 1
+    papers = list(dict.fromkeys(paper for paper, _, _ in table))
+    order = sorted(table, key=lambda k: (papers.index(k[0]), _SOURCE_ORDER.index(k[1]), k[2] or ""))
+    return [(paper, source, detail, {v: table[paper, source, detail].get(v, 0) for v in VERDICTS})
+            for paper, source, detail in order]  # fmt: skip
+
+
+def count_label(paper: str, source: str, detail: str | None = None) -> str:
+    """A counts row's name: "Hardt & Ma (2017)" for what the paper prints, "Hardt & Ma (2017), as the PaperWhy
+    review states it", "Bartlett, Evans & Long (2018), as the abstract states it", "He, ... (2016), our
+    reconstruction"."""
+    name = PAPERS.get(paper, (paper,))[0]
+    if source == "paper":
+        return name
+    return f"{name}, {source_phrase(source, detail)}"
+
+
+def verdict_counts(claims: Iterable[Claim]) -> dict[str, dict[str, int]]:
+    """Counts per verdict, one row per paper and source (:func:`count_rows`, named by :func:`count_label`: a
+    paper's own name counts only what it prints), with a ``"total"`` row over them; the book's own questions
+    are not counted."""
+    out: dict[str, dict[str, int]] = {}
+    total = Counter()
+    for paper, source, detail, counts in count_rows(claims):
+        out[count_label(paper, source, detail)] = counts
+        total.update(counts)
+    if out:
+        out["total"] = {v: total.get(v, 0) for v in VERDICTS}
+    return out
 
 
 _INLINE_MATH = re.compile(r"(?<![\\$])\$([^$\n]+?)\$")
@@ -133,11 +183,39 @@ def _verdict_badge(verdict: str) -> str:
     return f'<span class="claim-verdict" data-verdict="{kind}">{html.escape(verdict)}</span>'
 
 
+def verdict_label_html(c: Claim) -> str:
+    """The verdict with what it was checked against (:attr:`resnet_theory.record.Claim.label`): the verdict's
+    badge inside its label, "confirmed, as the abstract states it", "the book's finding: refuted"."""
+    label = c.label
+    before, _, after = label.partition(c.verdict)
+    return (
+        f'<span class="claim-verdict-label" data-source="{html.escape(c.source)}">{html.escape(before)}'
+        f"{_verdict_badge(c.verdict)}{html.escape(after)}</span>"
+    )
+
+
+def review_cite_html(detail: str | None) -> str:
+    """The citations of the reviews a source detail names (:data:`resnet_theory.record.REVIEWS`), each linked
+    to the References page, with its ``references.bib`` key; empty when it names none."""
+    cites = [
+        f'<cite class="claim-review-cite" data-bibkey="{html.escape(r.bibkey)}">'
+        f'<a href="references.html" title="{html.escape(name)}, in the References">{html.escape(r.cite)}</a></cite>'
+        for name, r in cited_reviews(detail)
+    ]
+    return f" ({'; '.join(cites)})" if cites else ""
+
+
+def source_html(c: Claim) -> str:
+    """Whose statement the claim tests, and from which text, the reviews it names cited."""
+    text = text_html(c.source_text + (f": {c.source_detail}" if c.source_detail else ""))
+    return text + review_cite_html(c.source_detail)
+
+
 def _claim_ref(c: Claim) -> str:
     """A link to a claim's row (its id), its printed location and its verdict."""
     return (
         f'<a href="#{claim_anchor(c.id)}"><code class="claim-id">{html.escape(c.id)}</code></a> '
-        f"({html.escape(c.paper_name)}, {html.escape(c.ref)}: {_verdict_badge(c.verdict)})"
+        f"({html.escape(c.paper_name)}, {html.escape(c.ref)}: {verdict_label_html(c)})"
     )
 
 
@@ -197,12 +275,23 @@ def _outcome(part: Mapping, control: bool = False) -> str:
     return word if part.get("decisive", True) else f"{word} (within its noise: not decisive)"
 
 
+def _part_name(c: Claim, key: str, name: str) -> str:
+    """A part's name in the evidence table: "statement as printed" only for a statement the paper prints; else
+    "statement, as the abstract states it", "statement (our reconstruction)", "the book's question"."""
+    if c.source == "paper" or key not in ("printed", "proof_step"):
+        return name
+    if c.source == "question":
+        return "the book's question" if key == "printed" else "step of the book's argument"
+    part = "statement" if key == "printed" else "proof step"
+    return f"{part} ({c.whose})" if c.source == "reconstruction" else f"{part}, {c.whose}"
+
+
 def evidence_table_html(c: Claim) -> str:
     """What was checked for a claim, as a small table: one row per part of its evidence (the statement as printed,
     the corrected statement, the proof step, its repair) and its control, each with its outcome and what was
     computed, the parts of a combined check on lines of their own."""
     rows = [
-        (name, _outcome(c.evidence[key]), str(c.evidence[key].get("summary", "")))
+        (_part_name(c, key, name), _outcome(c.evidence[key]), str(c.evidence[key].get("summary", "")))
         for key, name in _PARTS
         if isinstance(c.evidence.get(key), Mapping)
     ]
@@ -219,7 +308,7 @@ def evidence_table_html(c: Claim) -> str:
 def _claim_details(c: Claim, links: ClaimLinks | None = None, by_id: Mapping[str, Claim] | None = None) -> str:
     """What a reader opens to audit a claim: where the statement comes from, what was computed, the control, the
     results its printed proof uses and, across seeds, each build's verdict."""
-    rows = [("Source", text_html(c.source_text + (f": {c.source_detail}" if c.source_detail else "")))]
+    rows = [("Checked against", source_html(c))]
     if c.corrected_statement:
         rows.append(("What holds instead", text_html(c.corrected_statement)))
     if c.proof_step:
@@ -263,7 +352,7 @@ def _claim_row(c: Claim, link: bool, extra: ClaimLinks | None, by_id: Mapping[st
         mark = f' <a class="claim-ledger-link" href="ledger.html#{anchor}" title="this claim in the ledger">ledger</a>'
         attrs = ""
     return (
-        f"<tr{attrs}><td>{_verdict_badge(c.verdict)}</td>"
+        f"<tr{attrs}><td>{verdict_label_html(c)}</td>"
         f'<td><code class="claim-id">{ident}</code>{mark}<br>{text_html(c.statement)}'
         f"{_recheck_html(c, extra)}{_claim_details(c, extra, by_id)}</td>"
         f"<td>{html.escape(c.paper_name)}, {html.escape(c.ref)}</td></tr>"
@@ -282,7 +371,7 @@ def _filters_html(claims: Sequence[Claim]) -> tuple[str, str, str]:
     facets = (
         ("paper", "paper", {c.paper: c.paper_name for c in claims}),
         ("verdict", "verdict", {v: v for v in VERDICTS if any(c.verdict == v for c in claims)}),
-        ("source", "source", {c.source: c.source for c in claims}),
+        ("source", "checked against", {c.source: _SOURCE_NAMES.get(c.source, c.source) for c in claims}),
     )
     inputs, groups, rules = [], [], []
     for facet, title, values in facets:
@@ -305,6 +394,15 @@ def _filters_html(claims: Sequence[Claim]) -> tuple[str, str, str]:
     filters = f'<div class="claims-filter" role="group" aria-label="Show only the claims of">{"".join(groups)}</div>'
     return "".join(inputs), filters, "<style>" + "\n".join(rules) + "</style>"
 
+
+#: The source filter's buttons.
+_SOURCE_NAMES = {
+    "paper": "the printed paper",
+    "abstract": "an abstract",
+    "review": "a review",
+    "reconstruction": "our reconstruction",
+    "question": "the book's question",
+}
 
 _CHOSEN = "background:var(--pst-color-primary,#0a7d91);color:var(--pst-color-background,#fff);border-color:transparent"
 
@@ -329,6 +427,8 @@ def claims_table_html(claims: Sequence[Claim], link: bool = True, links: Mapping
     id links to the claim's row in the ledger (``ledger.html#claim-...``). ``links`` adds, per claim id, its
     evidence function's source, its re-check command and its seeds (:class:`ClaimLinks`)."""
     by_id = {c.id: c for c in claims}
+    if link:
+        claims = [c for c in claims if not c.is_finding]  # the book's own questions: findings_html
     head = "<thead><tr><th>verdict</th><th>claim</th><th>printed in</th></tr></thead>"
     colgroup = '<colgroup><col class="col-verdict"><col class="col-claim"><col class="col-where"></colgroup>'
     if not link:
@@ -376,19 +476,32 @@ def erratum_sentence(c: Claim) -> str:
     found = c.evidence.get("printed" if c.verdict == "corrected" else "proof_step", {})
     counterexample = _clause(str(found.get("summary", "")) if isinstance(found, Mapping) else "")
     shown = f' <span class="claims-counterexample">({text_html(counterexample)})</span>' if counterexample else ""
+    if c.is_finding:
+        return ""
     if c.verdict == "corrected":
         return (
-            f"{where}: the statement {_quoted(c.statement)}, {html.escape(c.as_stated)}, fails on a counterexample "
-            "the book computed"
+            f"{where}: {_whose_statement(c)} {_quoted(c.statement)} fails on a counterexample the book computed"
             f"{shown}; what holds instead is {_quoted(c.corrected_statement)}."
         )
     if c.verdict == "proof-gap":
+        proof = "the printed proof's step" if c.source == "paper" else f"the step of its proof, {c.whose},"
         return (
-            f"{where}: the statement {_quoted(c.statement)} holds, but the printed proof's step "
+            f"{where}: {'the statement' if c.source == 'paper' else _whose_statement(c)} {_quoted(c.statement)} "
+            f"holds, but {html.escape(proof)} "
             f"{_quoted(c.proof_step)} fails as written{shown}; the book checks the repair {_quoted(c.repair)} "
             "in its place."
         )
     return ""
+
+
+def _whose_statement(c: Claim) -> str:
+    """The subject of an erratum: "the printed statement", "the statement as the abstract states it", "the
+    statement as the PaperWhy review states it (cited)", "the book's reconstruction of the statement"."""
+    if c.source == "paper":
+        return "the printed statement"
+    if c.source == "reconstruction":
+        return "the book's reconstruction of the statement"
+    return f"the statement {html.escape(c.whose)}{review_cite_html(c.source_detail)}"
 
 
 def errata_html(claims: Sequence[Claim], link: bool = True) -> str:
@@ -396,34 +509,86 @@ def errata_html(claims: Sequence[Claim], link: bool = True) -> str:
     the evidence as a small table and the results whose printed proofs rest on the erratum (``rests_on``,
     followed backwards, with their verdicts) are one click away (``<details>``), and the claim's id links to its
     row in the table below and its section."""
-    items = []
+    items, others = [], []
     resting = dependents(claims)
     by_id = {c.id: c for c in claims}
     for c in claims:
-        if c.verdict not in ("corrected", "proof-gap"):
+        if c.verdict not in ("corrected", "proof-gap") or c.is_finding:
             continue
         label = _chapter_link(c, html.escape(c.id)) if link else html.escape(c.id)
         row = f' &middot; <a href="#{claim_anchor(c.id)}">its row below</a>' if link else ""
         rests = len(resting.get(c.id, []))
-        items.append(
+        (items if c.source == "paper" else others).append(
             f'<li><p class="claims-erratum">{erratum_sentence(c)}</p><small>(<code class="claim-id">{label}</code>, '
-            f"{html.escape(c.verdict)}; {rests} result{'s' if rests != 1 else ''} rest on it{row})</small>"
+            f"{verdict_label_html(c)}; {rests} result{'s' if rests != 1 else ''} rest on it{row})</small>"
             f'<details class="claim-details"><summary>the computation, and what rests on it</summary>'
             f"{evidence_table_html(c)}{_resting_html(c, resting.get(c.id, []), by_id)}</details></li>"
         )
-    if not items:
-        return '<p class="claims-errata">No erratum: every checked statement and proof step holds as printed.</p>'
-    return f'<ul class="claims-errata">{"".join(items)}</ul>'
+    out = (
+        f'<ul class="claims-errata">{"".join(items)}</ul>'
+        if items
+        else '<p class="claims-errata">No erratum of a printed paper: every statement and proof step the book '
+        "checks against a paper's printed text holds as printed.</p>"
+    )
+    if others:
+        out += (
+            '<p class="claims-errata-others">Corrections of statements the book read from an abstract, a review or '
+            "its own reconstruction, not from the paper's printed text: they are not errata of the paper, and are "
+            f'counted under their source.</p><ul class="claims-errata claims-errata-others">'
+            f"{''.join(others)}</ul>"
+        )
+    return out
 
 
 def counts_table_html(claims: Sequence[Claim]) -> str:
-    counts = verdict_counts(claims)
-    head = "<tr><th>paper</th>" + "".join(f"<th>{html.escape(v)}</th>" for v in VERDICTS) + "<th>all</th></tr>"
-    rows = []
-    for paper in sorted(counts, key=lambda p: (p == "total", p)):
-        cells = "".join(f"<td>{int(counts[paper][v])}</td>" for v in VERDICTS)
-        rows.append(f"<tr><td>{html.escape(paper)}</td>{cells}<td>{sum(counts[paper].values())}</td></tr>")
-    return f'<table class="claims-counts">{head}{"".join(rows)}</table>'
+    """The verdicts counted per paper and per source (:func:`count_rows`): a paper's row counts only what it
+    prints; its abstract, each review (cited) and the book's reconstructions have rows of their own; the book's
+    own questions are not counted (they are findings, listed in their own part)."""
+    head = (
+        "<tr><th>paper</th><th>checked against</th>"
+        + "".join(f"<th>{html.escape(v)}</th>" for v in VERDICTS)
+        + "<th>all</th></tr>"
+    )
+    rows, total = [], Counter()
+    for paper, source, detail, counts in count_rows(claims):
+        review = review_of(detail) if source == "review" else None
+        against = _SOURCE_NAMES[source] if source != "review" else (review.short if review else f"a review: {detail}")
+        against = html.escape(against) + (review_cite_html(detail) if source == "review" else "")
+        cells = "".join(f"<td>{int(counts[v])}</td>" for v in VERDICTS)
+        rows.append(
+            f'<tr data-paper="{html.escape(paper)}" data-source="{html.escape(source)}">'
+            f"<td>{html.escape(PAPERS.get(paper, (paper,))[0])}</td><td>{against}</td>{cells}"
+            f"<td>{sum(counts.values())}</td></tr>"
+        )
+        total.update(counts)
+    cells = "".join(f"<td>{int(total.get(v, 0))}</td>" for v in VERDICTS)
+    rows.append(f'<tr class="claims-counts-total"><td>total</td><td>every source</td>{cells}'
+                f"<td>{sum(total.values())}</td></tr>")  # fmt: skip
+    findings = sum(c.is_finding for c in claims)
+    note = (
+        f'<p class="claims-counts-findings">Not counted: {findings} finding{"s" if findings != 1 else ""} of the '
+        "book's own questions, which are no verdict on a paper (listed under the book's findings).</p>"
+        if findings
+        else ""
+    )
+    return f'<table class="claims-counts">{head}{"".join(rows)}</table>{note}'
+
+
+def findings_html(claims: Sequence[Claim], links: Mapping[str, ClaimLinks] | None = None) -> str:
+    """The book's own questions (source ``question``): what the book found on a question the paper does not
+    ask, one row each, with its evidence and control one click away. Never a verdict on the paper: they are in
+    no paper's counts or errata and not in the table of the papers' claims."""
+    found = [c for c in claims if c.is_finding]
+    if not found:
+        return (
+            '<p class="claims-findings">No finding of the book\'s own: every claim above tests a statement of a '
+            "paper (as printed, as its abstract or a review states it, or as the book reconstructs it).</p>"
+        )
+    by_id = {c.id: c for c in claims}
+    head = "<thead><tr><th>finding</th><th>the book's question</th><th>on the setting of</th></tr></thead>"
+    colgroup = '<colgroup><col class="col-verdict"><col class="col-claim"><col class="col-where"></colgroup>'
+    rows = "".join(_claim_row(c, True, (links or {}).get(c.id), by_id) for c in found)
+    return f'<table class="claims-ledger claims-findings">{colgroup}{head}<tbody>{rows}</tbody></table>'
 
 
 def skipped_html(skipped: Sequence[dict]) -> str:
@@ -473,13 +638,15 @@ def ledger_section(
     part: str, claims: Sequence[Claim], skipped: Sequence[dict] = (), links: Mapping[str, ClaimLinks] | None = None
 ):
     """One part of the ledger page, under its own heading in the page (so that it is in the page contents):
-    ``"errata"``, ``"counts"``, ``"claims"`` or ``"skipped"``. Refuses claims with a defect (:func:`refuse_defects`)."""
+    ``"errata"``, ``"counts"``, ``"claims"``, ``"findings"`` or ``"skipped"``. Refuses claims with a defect
+    (:func:`refuse_defects`)."""
     from IPython.display import HTML
 
     render = {
         "errata": lambda: errata_html(claims),
         "counts": lambda: counts_table_html(claims),
         "claims": lambda: claims_table_html(claims, link=True, links=links),
+        "findings": lambda: findings_html(claims, links),
         "skipped": lambda: skipped_html(skipped),
     }
     if part not in render:
@@ -509,6 +676,8 @@ def render_ledger(claims: Sequence[Claim], skipped: Sequence[dict] = (), links: 
         + counts_table_html(claims)
         + "<h3>Every claim</h3>"
         + claims_table_html(claims, link=True, links=links)
+        + "<h3>The book's findings</h3>"
+        + findings_html(claims, links)
         + "<h3>Not checked, and why</h3>"
         + skipped_html(skipped)
     )

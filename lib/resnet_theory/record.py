@@ -22,14 +22,87 @@ from dataclasses import MISSING, dataclass, fields
 
 from .verdicts import VERDICTS, verdict_from_evidence
 
-#: Where a claim's statement comes from.
+#: Where a claim's statement comes from (the record's ``source``; ``Source.ledger_key`` of a declaration).
 SOURCES = {
-    "paper": "stated in the paper",
-    "review": "as a review of the paper states it",
+    "paper": "the paper's printed text",
+    "review": "a review of the paper (its statement of the result, not the paper's)",
     "reconstruction": "our reconstruction (the paper's text was not available to us)",
-    "abstract": "as the paper's abstract states it",
-    "question": "the book's own question (not a statement of the paper)",
+    "abstract": "the paper's abstract (the full text was not available to us)",
+    "question": "the book's own question (not a statement of the paper: a finding of the book, never a verdict on it)",
 }
+
+
+@dataclass(frozen=True)
+class Review:
+    """A secondary text a claim's statement rests on: the short name a verdict's label uses ("the PaperWhy
+    review"), the key of its entry in ``references.bib`` and how the ledger cites it ("de Benito Delgado,
+    2017")."""
+
+    short: str
+    bibkey: str
+    cite: str
+
+
+#: Every review a claim may rest on, in one place: the name a declaration gives (``Source.review(name)``, the
+#: record's ``source_detail``) -> its short name and its entry in the References (``references.bib``). A review
+#: source whose name is not here is a defect (:func:`claim_defects`): every review a chapter rests on is cited.
+REVIEWS = {
+    "the PaperWhy review of Hardt & Ma": Review(
+        "the PaperWhy review", "paperwhy2017identity", "de Benito Delgado, 2017, PaperWhy review of Hardt & Ma"
+    ),
+    "the notes on Bartlett's 2017 talk (review 002)": Review(
+        "the review of Bartlett's talk", "debenito2017talk", "de Benito Delgado, 2017, notes on Bartlett's talk"
+    ),
+    "the TU Munich seminar review of Shamir (Güley, 2020)": Review(
+        "the TU Munich seminar review", "guley2020review", "Güley, 2020"
+    ),
+    "the AI-written summary of Hardt & Ma": Review(
+        "the AI-written summary", "aisummary2016identity", "an unattributed AI-written summary of Hardt & Ma"
+    ),
+}
+
+
+def review_of(detail: str | None) -> Review | None:
+    """The review a source detail names (:data:`REVIEWS`), or None."""
+    return REVIEWS.get(detail or "")
+
+
+def cited_reviews(detail: str | None) -> list[tuple[str, Review]]:
+    """Every review of :data:`REVIEWS` whose name ``detail`` contains (an abstract source may say its precise
+    form follows a review), in the order they appear in ``detail``."""
+    text = detail or ""
+    found = [(text.find(name), name, r) for name, r in REVIEWS.items() if name in text]
+    return [(name, r) for _, name, r in sorted(found)]
+
+
+def source_phrase(source: str, detail: str | None = None) -> str:
+    """Against whose statement a verdict was reached, as a verdict's label says it: "as printed", "as the
+    abstract states it", "as the PaperWhy review states it", "our reconstruction", "the book's finding"."""
+    if source == "paper":
+        return "as printed"
+    if source == "abstract":
+        return "as the abstract states it"
+    if source == "review":
+        review = review_of(detail)
+        return f"as {review.short if review else 'a review'} states it"
+    if source == "reconstruction":
+        return "our reconstruction"
+    if source == "question":
+        return "the book's finding"
+    raise ValueError(f"unknown source {source!r}; known: {', '.join(SOURCES)}")
+
+
+def verdict_label(verdict: str, source: str, detail: str | None = None) -> str:
+    """A verdict with what it was checked against, wherever it is shown: "confirmed, as printed", "corrected, as
+    the PaperWhy review states it", "confirmed, as the abstract states it", "confirmed (our reconstruction)";
+    for the book's own question, "the book's finding: refuted" (never a verdict on the paper)."""
+    phrase = source_phrase(source, detail)
+    if source == "question":
+        return f"{phrase}: {verdict}"
+    if source == "reconstruction":
+        return f"{verdict} ({phrase})"
+    return f"{verdict}, {phrase}"
+
 
 #: Papers the book reviews or cites in claims: key -> (display name, bibtex key).
 PAPERS = {
@@ -73,7 +146,8 @@ class Claim:
     evidence: dict
     corrected_statement: str | None = None
     reason: str | None = None
-    #: "paper", "review" or "reconstruction" (see :data:`SOURCES`).
+    #: Whose statement the claim tests: "paper", "abstract", "review", "reconstruction" or "question"
+    #: (see :data:`SOURCES`).
     source: str = "paper"
     #: The negative control: ``{"holds": bool, "summary": str, "input": str}`` (``input``: what the control's
     #: input is and why the claim rules it out); ``None`` only when not checkable here.
@@ -104,25 +178,30 @@ class Claim:
         return SOURCES.get(self.source, self.source)
 
     @property
-    def as_stated(self) -> str:
-        """Whose statement the erratum speaks of: "as printed" only for the printed paper, else "as the review
-        states it", "as the abstract states it", "as our reconstruction states it"."""
-        return {
-            "paper": "as printed",
-            "review": "as the review states it",
-            "abstract": "as the abstract states it",
-            "reconstruction": "as our reconstruction states it",
-        }.get(self.source, "as the book asks it")
+    def label(self) -> str:
+        """The verdict with what it was checked against (:func:`verdict_label`)."""
+        return verdict_label(self.verdict, self.source, self.source_detail)
+
+    @property
+    def is_finding(self) -> bool:
+        """The book's own question: a finding of the book, never a verdict on the paper (nor in its counts)."""
+        return self.source == "question"
+
+    @property
+    def whose(self) -> str:
+        """Whose statement, for a sentence: "as printed", "as the abstract states it", ..."""
+        return source_phrase(self.source, self.source_detail)
 
     @property
     def erratum(self) -> str | None:
         """One sentence for the errata list: what is printed, what fails, what holds (else ``None``)."""
         where = f"{self.paper_name}, {self.ref}"
+        if self.is_finding:
+            return None
         if self.verdict == "corrected":
             printed, corrected = self.evidence.get("printed", {}), self.evidence.get("corrected", {})
             return (
-                f"{where}: {self.as_stated}, \u201c{self.statement}\u201d fails "
-                f"({printed.get('summary', self.check)}); "
+                f"{where}: {self.whose}, \u201c{self.statement}\u201d fails ({printed.get('summary', self.check)}); "
                 f"what holds: \u201c{self.corrected_statement}\u201d ({corrected.get('summary', '')})."
             )
         if self.verdict == "proof-gap":
@@ -133,6 +212,13 @@ class Claim:
                 f"({step.get('summary', '')}); repair: \u201c{self.repair}\u201d ({repair.get('summary', '')})."
             )
         return None
+
+
+def source_line(rec: Claim) -> str:
+    """Whose statement a claim tests, and from which text, with the References entry of each review it names:
+    "a review of the paper (...): the PaperWhy review of Hardt & Ma [references.bib: paperwhy2017identity]"."""
+    cites = "".join(f" [{r.cite}; references.bib: {r.bibkey}]" for _, r in cited_reviews(rec.source_detail))
+    return rec.source_text + (f": {rec.source_detail}" if rec.source_detail else "") + cites
 
 
 def control_holds(claim: Claim) -> bool:
@@ -149,10 +235,16 @@ def claim_defects(claims: Iterable[Claim]) -> list[str]:
     """Claims that cannot be published, one line each: a negative control that holds (the check could not
     have failed); a checked claim without a control or without ``control.input``; a verdict that does not
     follow from its evidence; a ``not-checkable-here`` claim that ran a check, gives a statistical reason or
-    does not name what it needs; and anything that would act on the page it is shown on (:func:`page_defects`)."""
+    does not name what it needs; a review source the References do not cite (:data:`REVIEWS`); and anything
+    that would act on the page it is shown on (:func:`page_defects`)."""
     out = []
     for c in claims:
         out.extend(page_defects(c))
+        if c.source == "review" and review_of(c.source_detail) is None:
+            out.append(
+                f"{c.id}: its statement rests on a review the References do not cite ({c.source_detail!r}); name it "
+                f"in resnet_theory.record.REVIEWS (one of: {'; '.join(REVIEWS)}) with its references.bib entry"
+            )
         if c.verdict == "not-checkable-here" and not c.evidence:
             if not c.needs or not str(c.needs).strip():
                 out.append(f"{c.id}: not checkable here, but it does not say what hardware or data it needs")

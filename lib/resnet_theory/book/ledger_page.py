@@ -1,7 +1,7 @@
 """The book's ledger page (``book/ledger.md``): a build's published claims in book order (chapters in ``_toc.yml``'s
 order, each chapter's claims in the order it checks them; grouped by paper on the page, with filters by paper,
-verdict and source), each with the source of its evidence function, the command that re-checks it alone and, when
-the build ran across seeds, how many seeds agree.
+verdict and source; the book's own questions apart, as its findings), each with the source of its evidence
+function, the command that re-checks it alone and, when the build ran across seeds, how many seeds agree.
 
 - **Source.** A claim's record names its evidence function's file and first line (``source_file``,
   ``source_line``); the page links them into the repository (:meth:`resnet_theory.book.repository.Repository.

@@ -22,6 +22,7 @@ from typing import Any
 
 from ..ledger import Ledger, glue_numbers
 from ..ledger_html import claim_anchor
+from ..record import source_line
 from .context import Context
 from .registry import ClaimSet, chapter_claims
 from .run import ClaimRun, run_claim, verify_command
@@ -30,7 +31,7 @@ from .run import ClaimRun, run_claim, verify_command
 def evidence_html(run: ClaimRun) -> str:
     """The evidence of one claim run as a small HTML table (every field escaped)."""
     rec = run.record
-    rows = [("statement", rec.statement)]
+    rows = [("statement", rec.statement), ("checked against", source_line(rec))]
     for name, part in rec.evidence.items():
         mark = "holds" if part.get("holds") else "fails"
         if not part.get("decisive", True):
@@ -41,7 +42,7 @@ def evidence_html(run: ClaimRun) -> str:
         rows.append((f"control: {mark}", f"{rec.control.get('input', '')} {rec.control.get('summary', '')}"))
     if rec.needs:
         rows.append(("needs", rec.needs))
-    rows.append(("verdict", rec.verdict + (f" ({rec.reason})" if rec.reason else "")))
+    rows.append(("verdict", rec.label + (f" ({rec.reason})" if rec.reason else "")))
     rows.append(("re-check alone", verify_command(rec.id)))
     body = "".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>" for k, v in rows)
     anchor = html.escape(claim_anchor(rec.id))

@@ -26,7 +26,7 @@ from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
 from pathlib import Path
 
-from ..record import claims_document
+from ..record import claims_document, source_line
 from .context import Context
 from .registry import all_claims, chapter_claims
 from .run import run_claim, verify_command
@@ -92,6 +92,10 @@ def _chapter_job(chapter: str, ids: list[str], profile: str, seed: int, knobs: d
                 "statement": rec.statement,
                 "ref": rec.ref,
                 "verdict": rec.verdict,
+                "label": rec.label,
+                "source": rec.source,
+                "source_detail": rec.source_detail,
+                "source_text": source_line(rec),
                 "reason": rec.reason,
                 "checks": {k: {"holds": v["holds"], "summary": v["summary"]} for k, v in rec.evidence.items()},
                 "control": rec.control,
@@ -133,6 +137,7 @@ def _print_result(r: dict, recorded: str | None) -> None:
         return
     print(f"  printed in: {r['ref']}")
     print(f"  statement:  {r['statement']}")
+    print(f"  checked against: {r['source_text']}")
     for name, part in r["checks"].items():
         print(f"  {name}: {'holds' if part['holds'] else 'fails'}: {part['summary']}")
     if r["control"]:
@@ -142,7 +147,7 @@ def _print_result(r: dict, recorded: str | None) -> None:
     if r["needs"]:
         print(f"  needs: {r['needs']}")
     agree = "" if recorded is None else ("  (as recorded)" if recorded == r["verdict"] else f"  (recorded: {recorded})")
-    print(f"  verdict: {r['verdict']}{agree}  [{r['seconds']:.1f} s]")
+    print(f"  verdict: {r['label']}{agree}  [{r['seconds']:.1f} s]")
 
 
 def cmd_list(args) -> int:
