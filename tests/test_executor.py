@@ -1209,10 +1209,11 @@ def test_reading_conventions_render_as_intended(tmp_path):
 
 def test_an_only_run_that_builds_html_renders_the_in_process_pages_too(tmp_path):
     """With HTML, ``--only`` also runs the status page (in-process): the built page reports on this build, not
-    on an earlier one that may have shown the selected chapter as ok."""
+    on an earlier one that may have shown the selected chapter as ok; and the pages without code (the root page
+    here), which the HTML needs and which are only converted."""
     root, _ = _status_page_book(tmp_path)
     toc = toc_files(root)
-    assert select_entries(root, toc, ["book/good"], html=True) == ["book/good", "book/status"]
+    assert select_entries(root, toc, ["book/good"], html=True) == ["book/intro", "book/good", "book/status"]
     assert select_entries(root, toc, ["book/good.md"], html=False) == ["book/good"]
     assert select_entries(root, toc, None, html=True) == toc
     with pytest.raises(BookError, match="not in _toc.yml: book/nope"):

@@ -80,3 +80,26 @@ def test_bad_arguments_are_refused(tmp_path, capsys):
     twice = ledger("linear", {"x": 0.5}).claims * 2
     with pytest.raises(ValueError, match="more than once"):
         compare_claims([twice, twice], ["a", "b"])
+
+
+def test_two_claims_files_are_compared_directly(tmp_path, capsys):
+    """The claims file ``run -o x.ipynb`` writes (``x.claims.json``) is compared as a build folder is."""
+    seed0 = ledger("linear", {"x": 0.5, "y": 0.9}).save(tmp_path / "seed0.claims.json")
+    seed3 = ledger("linear", {"x": 0.5, "y": 1.1}).save(tmp_path / "seed3.claims.json")
+    same = ledger("linear", {"x": 0.4, "y": 0.8}).save(tmp_path / "same.claims.json")
+    assert main([str(seed0), str(seed3)]) == 1
+    assert "VERDICT DIFFERS  y: " + f"{seed0}=confirmed, {seed3}=refuted" in capsys.readouterr().out
+    assert main([str(seed0), str(same)]) == 0
+    assert "same verdicts: 2 confirmed" in capsys.readouterr().out
+    # a claims file against a build folder
+    folder = build(tmp_path, "b", {"linear": {"x": 0.5, "y": 1.1}})
+    assert compare_builds([seed0, folder]).changed == {"y": ["confirmed", "refuted"]}
+    # a file that is not a claims file, or one that is damaged, is refused in one line
+    other = tmp_path / "notes.txt"
+    other.write_text("hello")
+    assert main([str(seed0), str(other)]) == 2
+    assert "is a file but not a claims file" in capsys.readouterr().err
+    broken = tmp_path / "broken.claims.json"
+    broken.write_text("{")
+    assert main([str(seed0), str(broken)]) == 2
+    assert "not a claims file (not JSON" in capsys.readouterr().err

@@ -21,8 +21,10 @@ One concept per module, in the order a run uses them:
 - :mod:`~resnet_theory.book.cpu`: CPU seconds of a chapter's kernel and the processes under it.
 - :mod:`~resnet_theory.book.inprocess`: pages that gather results, executed without a kernel.
 - :mod:`~resnet_theory.book.report`: one result record per page, ``report.json``, the printed summary.
-- :mod:`~resnet_theory.book.build`: the ``execute`` and ``run`` commands.
+- :mod:`~resnet_theory.book.build`: the ``execute`` command.
+- :mod:`~resnet_theory.book.run_command`: the ``run`` command (one chapter; prints the verdicts it recorded).
 - :mod:`~resnet_theory.book.html_build`: the Jupyter Book build of the executed notebooks.
+- :mod:`~resnet_theory.book.partial_build`: links to the pages a partial build leaves out, as plain text.
 - :mod:`~resnet_theory.book.repository`: the repository's address (buttons, launch, the install cell).
 - :mod:`~resnet_theory.book.page_meta`: the Sphinx extension that writes each page's description and og: tags.
 - :mod:`~resnet_theory.book.offline_mathjax`: the Sphinx extension that serves MathJax from the book itself, safely.

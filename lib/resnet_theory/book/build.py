@@ -1,4 +1,4 @@
-"""The executor's two commands: ``execute`` (the book, or the pages named by ``--only``) and ``run`` (one chapter).
+"""The executor's ``execute`` command: the book, or the pages named by ``--only`` (``run``: :mod:`.run_command`).
 
 ``execute`` reads ``_toc.yml``, brings every chapter's executed notebook in ``_build/executed/`` up to date
 (reused from the cache or executed: :func:`reuse_or_execute`), writes ``_build/executed/report.json``, and
@@ -40,9 +40,9 @@ from .files import file_sha
 from .html_build import build_html
 from .imports import ModuleIndex
 from .plan import ChapterPlan, plan_chapters, select_entries
-from .report import ChapterResult, check_report, describe_failure, load_report, now, summary_table, write_report
-from .safety import BuildLock, check_output
-from .toc import BookError, toc_files
+from .report import ChapterResult, check_report, describe_failure, now, summary_table, write_report
+from .safety import BuildLock
+from .toc import toc_files
 
 
 def reuse_or_execute(
@@ -206,9 +206,13 @@ def _execute_plans(
     failures = _render_gathering_pages_again(run, plans, results)
     run.write_report(results, "failed" if failures else "complete")
     code = _build_html(root, build_dir) if html else 0
+    if code:
+        _html_failed(run, plans, results, code)
     print(summary_table(results))
     for r in failures:
         print(f"[book] FAILED: {describe_failure(r)}", file=sys.stderr)
+    if code:
+        print(f"[book] FAILED: the HTML build (exit {code}); the status page says so", file=sys.stderr)
     print(f"[book] report: {run.report.resolve()}")
     return 1 if failures or code else 0
 
@@ -313,6 +317,27 @@ def _render_gathering_pages_again(
     return failures
 
 
+def _html_failed(run: _BookRun, plans: list[ChapterPlan], results: list[ChapterResult], code: int) -> None:
+    """The HTML build failed after the status page was rendered from a run that had not failed (yet): the
+    report says the run failed and why (``attempt["html_exit"]``), the in-process pages are rendered again from
+    it, and the HTML is built again, so that the status page it holds never says ok for a run that failed."""
+    run.attempt["html_exit"] = code
+    run.write_report(results, "failed")
+    for i, plan in enumerate(plans):
+        if plan.in_process and results[i].status == "ok":
+            results[i] = execute_chapter(
+                plan,
+                run.build_dir / "executed" / f"{plan.entry}.ipynb",
+                run.build_dir,
+                run.profile,
+                run.device,
+                reason="rendered again after the HTML build failed",
+            )
+    run.write_report(results, "failed")
+    print("[book] the HTML build failed: the status page is rendered again to say so, and the HTML built again")
+    _build_html(run.root, run.build_dir)
+
+
 def _build_html(root: Path, build_dir: Path) -> int:
     start = time.perf_counter()
     code, index = build_html(root, build_dir)
@@ -343,121 +368,3 @@ def set_aside_removed_claims(build_dir: Path, entries: list[str]) -> list[Path]:
         print(f"[book] {entry} is no longer in _toc.yml: its claims file moved from {path} to {target}", flush=True)
         moved.append(target)
     return moved
-
-
-def _chapter_entry(root: Path, chapter: str) -> tuple[str, list[str]]:
-    """The TOC entry of ``chapter`` (a path relative to the book's root or to the working folder), and the TOC."""
-    path = Path(chapter)
-    if not path.is_absolute() and (root / path).exists():
-        path = root / path  # relative to the book's root first, then to the working folder
-    if path.is_absolute() or path.exists():
-        if not path.resolve().is_relative_to(root):
-            raise BookError(f"{chapter} is not inside the book's root {root}")
-        path = path.resolve().relative_to(root)
-    entry = path.with_suffix("").as_posix()
-    entries = toc_files(root)
-    if entry not in entries:
-        raise BookError(f"{chapter} is not a chapter in {root / '_toc.yml'}")
-    return entry, entries
-
-
-def _check_run_output(root: Path, output: Path | None, default: Path, build_dir: Path) -> None:
-    """``run -o``: a notebook file, somewhere that holds no source and no other chapter's outputs."""
-    if output is None:
-        return
-    if output.exists() and not output.is_file():
-        raise BookError(f"-o {output}: not a file (a folder stands there); give the notebook's path")
-    if output.parent.exists() and not output.parent.is_dir():
-        raise BookError(f"-o {output}: {output.parent} is not a folder")
-    check_output(output, root, "-o", suffix=".ipynb", own=default, build_dirs=(build_dir,))
-
-
-def run_chapter(
-    root: Path, chapter: str, profile: str, overrides: list[tuple[str, str]], output: Path | None, build_dir: Path
-) -> int:
-    """Execute one chapter (always, whatever the cache holds). Into the build folder (no ``-o``), it also
-    records the chapter's cache key and updates the report, so a later ``execute`` can reuse it; the build
-    folder is then locked for the length of the run."""
-    entry, entries = _chapter_entry(root, chapter)
-    (plan,) = plan_chapters(root, [entry], profile, overrides)
-    default = build_dir / "executed" / f"{entry}.ipynb"
-    _check_run_output(root, output, default, build_dir)
-    in_build = output is None or output.resolve() == default.resolve()
-    output = output or default
-    if not in_build:
-        return _run_one(root, plan, output, build_dir, profile, entries, in_build=False)
-    with BuildLock(build_dir):
-        check_report(build_dir / "executed" / "report.json")
-        return _run_one(root, plan, output, build_dir, profile, entries, in_build=True)
-
-
-def _run_one(
-    root: Path, plan: ChapterPlan, output: Path, build_dir: Path, profile: str, entries: list[str], in_build: bool
-) -> int:
-    remove_stale_partials(output)
-    env = environment()
-    device = env["device"]
-    components = cache_components(root, plan.notebook, plan.parameters, device) if in_build and plan.executes else None
-    report = build_dir / "executed" / "report.json"
-    attempt = _attempt("run", [plan], profile, False)
-    if in_build and not plan.in_process:  # the report says the run started: a run killed outright shows
-        write_report(report, [], profile, env, state="running", attempt={**attempt, "finished": []}, order=entries)
-    start = time.perf_counter()
-    try:
-        result = execute_chapter(plan, output, build_dir, profile, device, components, reason="run on request")
-    except KeyboardInterrupt as exc:
-        signal_name = getattr(exc, "signal_name", "SIGINT")
-        if in_build:
-            result = _interrupted_result(
-                plan, output, build_dir, profile, device, signal_name, time.perf_counter() - start
-            )
-            write_report(
-                report,
-                [result],
-                profile,
-                env,
-                state="interrupted",
-                attempt={**attempt, "finished": [plan.entry], "signal": signal_name, "interrupted_chapter": plan.entry},
-                order=entries,
-            )
-        print(
-            f"[book] {plan.source.relative_to(root)}: interrupted ({signal_name}); {output} keeps "
-            f"{previous_outputs(output, None)}",
-            file=sys.stderr,
-        )
-        return 130 if signal_name == "SIGINT" else 143
-    if in_build:
-        _report_run(report, result, plan, profile, env, attempt, entries)
-    print(f"[book] {plan.source.relative_to(root)}: {result.status} in {result.seconds:.1f} s -> {output}")
-    if result.status == "failed":
-        print(f"[book] FAILED: {describe_failure(result)}; {output} keeps {result.outputs}", file=sys.stderr)
-        return 1
-    return 0
-
-
-def _report_run(
-    report: Path, result: ChapterResult, plan: ChapterPlan, profile: str, env: dict, attempt: dict, entries: list[str]
-) -> None:
-    previous = load_report(report.parent.parent) if report.is_file() else None
-    if plan.in_process and result.status == "ok" and previous is not None:
-        # Re-rendering the status page (or the ledger) reports on the last run: its state and attempt (a
-        # failure, an interruption, the pages not reached) stay; only the page's own row is updated.
-        write_report(
-            report,
-            [result],
-            previous.get("profile", profile),
-            previous.get("environment", env),
-            state=previous.get("state", "complete"),
-            attempt=previous.get("attempt"),
-            order=entries,
-        )
-    else:
-        write_report(
-            report,
-            [result],
-            profile,
-            env,
-            state="failed" if result.status == "failed" else "complete",
-            attempt={**attempt, "finished": [plan.entry]},
-            order=entries,
-        )

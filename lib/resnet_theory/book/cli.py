@@ -5,9 +5,9 @@ Usage (from the repository root, inside the project's environment)::
     python -m resnet_theory.book execute [--profile quick|full] [--force] [-p NAME VALUE]... [-p CHAPTER:NAME VALUE]...
     python -m resnet_theory.book run book/CHAPTER.md [--profile quick|full] [-p NAME VALUE]... [-o out.ipynb]
 
-What the commands do: :mod:`resnet_theory.book.build`. A problem found before anything runs
-(:class:`~resnet_theory.book.toc.BookError`) is printed as one ``error:`` line, exit 2; SIGTERM stops a run
-as Ctrl-C does (exit 143 and 130).
+What the commands do: :mod:`resnet_theory.book.build` and :mod:`resnet_theory.book.run_command`. A problem
+found before anything runs (:class:`~resnet_theory.book.toc.BookError`) is printed as one ``error:`` line,
+exit 2; SIGTERM stops a run as Ctrl-C does (exit 143 and 130).
 """
 
 from __future__ import annotations
@@ -16,9 +16,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from .build import execute_book, run_chapter
+from .build import execute_book
 from .execute import BookInterrupted
 from .repository import RepositoryError
+from .run_command import run_chapter
 from .safety import check_output
 from .toc import BookError, find_root
 

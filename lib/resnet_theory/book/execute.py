@@ -333,16 +333,23 @@ def source_code_cell(notebook, source: str) -> int | None:
 
 
 def hide_default_parameters(path: Path, injected: dict, defaults: dict) -> None:
-    """Hide papermill's injected-parameters cell when it only restates the chapter's defaults.
+    """Hide papermill's injected-parameters cell when it only restates the chapter's defaults, or when the page
+    hides its own parameters cell (``remove-cell``: the status and ledger pages, whose tables say what they ran
+    with, receive ``-p seed 3`` as every page that defines ``seed`` does).
 
     A reader of the rendered page then sees the chapter's own parameters cell; a run with other values keeps
     the injected cell visible, so the page shows what it was executed with.
     """
     import nbformat
 
-    if any(defaults.get(k, object()) != v for k, v in injected.items()):
-        return
     nb = nbformat.read(path, as_version=4)
+    own_hidden = any(
+        "parameters" in (tags := c.metadata.get("tags", [])) and "remove-cell" in tags
+        for c in nb.cells
+        if c.cell_type == "code"
+    )
+    if not own_hidden and any(defaults.get(k, object()) != v for k, v in injected.items()):
+        return
     for cell in nb.cells:
         tags = cell.metadata.get("tags", [])
         if "injected-parameters" in tags and "remove-cell" not in tags:

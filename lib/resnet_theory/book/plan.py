@@ -130,9 +130,12 @@ def plan_chapters(root: Path, entries: list[str], profile: str, overrides: list[
 
 
 def select_entries(root: Path, all_entries: list[str], only: list[str] | None, html: bool) -> list[str]:
-    """The TOC entries a run executes: all, or those named by ``--only``. When HTML is built, the in-process
-    pages (the status page, the ledger) are added to an ``--only`` selection: they report on the build, and
-    the HTML would otherwise show what they said of an earlier one (a chapter that has just failed as ok)."""
+    """The TOC entries a run executes: all, or those named by ``--only``. When HTML is built, an ``--only``
+    selection also gets the pages the HTML needs: the in-process pages (the status page, the ledger), which
+    report on the build (the HTML would otherwise show what they said of an earlier one, a chapter that has just
+    failed as ok), and the pages without code (the book's root page, the references), which are only converted,
+    so that a fresh build folder renders the chapter on its own (see :func:`resnet_theory.book.html_build.
+    staged_toc` for the chapters it leaves out)."""
     if not only:
         return list(all_entries)
     wanted = [Path(c).with_suffix("").as_posix() for c in only]
@@ -142,9 +145,9 @@ def select_entries(root: Path, all_entries: list[str], only: list[str] | None, h
     if html:
         import jupytext
 
-        wanted += [
-            e
-            for e in all_entries
-            if e not in wanted and execution_mode(jupytext.read(chapter_source(root, e), fmt="md:myst")) == "in-process"
-        ]
+        for e in all_entries:
+            if e not in wanted:
+                nb = jupytext.read(chapter_source(root, e), fmt="md:myst")
+                if e == all_entries[0] or not has_code(nb) or execution_mode(nb) == "in-process":
+                    wanted.append(e)
     return [e for e in all_entries if e in wanted]

@@ -7,10 +7,10 @@ this build's only if the report's ``attempt["finished"]`` names it), and when th
 wall time of this build's execution (n/a for a reused page or one this build did not run), profile,
 parameters, device, and the failing cell where one failed. Then the Python version, package versions and
 device of the run.
-A run that was interrupted or failed is said so first, with the pages that failed or were not reached and
-the parameters it was attempted with; a page rendered while its run was still going on (the executor renders
-this page during the run, and again at its end when a page failed or pages came after it) says so, with the
-pages that had failed by then and those not yet executed.
+A run that was interrupted or failed is said so first, with the pages that failed or were not reached (or
+that its HTML build failed) and the parameters it was attempted with; a page rendered while its run was still
+going on (the executor renders this page during the run, and again at its end when a page failed or pages came
+after it) says so, with the pages that had failed by then and those not yet executed.
 """
 
 from __future__ import annotations
@@ -154,6 +154,11 @@ def _attempt_note(report: dict, own_page: str = STATUS_PAGE) -> str:
     parts = [f"<strong>The last run {html.escape(what)}.</strong>"]
     if failed:
         parts.append(f"Failed: {_pages(failed, rows, why=True)}.")
+    if attempt.get("html_exit"):
+        parts.append(
+            f"Its HTML build failed (exit {html.escape(str(attempt['html_exit']))}; the command's output names the "
+            f"warnings), so the run failed although the rows below may all say ok: they are how each page executed."
+        )
     not_reached = [c for c in pending if c != attempt.get("interrupted_chapter")]
     if not_reached:
         parts.append(f"Not reached: {_pages(not_reached, rows)}.")

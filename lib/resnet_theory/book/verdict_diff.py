@@ -13,8 +13,13 @@ Usage, after building the book at several seeds (``make verdicts-across-seeds`` 
 
     python -m resnet_theory.book.verdict_diff _build _build/seed-1 _build/seed-2
 
-Each argument is a build directory (its ``executed/`` folder is read), an ``executed/`` folder, or any
-folder holding ``*.claims.json`` files. The exit status is 0 when every build agrees, 1 otherwise.
+Each argument is a build directory (its ``executed/`` folder is read), an ``executed/`` folder, any
+folder holding ``*.claims.json`` files, or one claims file (such as the ``x.claims.json`` that
+``python -m resnet_theory.book run CHAPTER -o x.ipynb`` writes beside its notebook)::
+
+    python -m resnet_theory.book.verdict_diff seed0.claims.json seed3.claims.json
+
+The exit status is 0 when every build agrees, 1 when they differ, 2 when an argument cannot be read.
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..record import Claim, control_holds
-from .claims_files import load_claims
+from .claims_files import CLAIMS_SUFFIX, load_claims, read_claims_file
 
 
 def claims_folder(path: str | Path) -> Path:
@@ -111,21 +116,33 @@ def compare_claims(builds: Sequence[Sequence[Claim]], labels: Sequence[str]) -> 
     return VerdictDiff(list(labels), verdicts, holding)
 
 
+def read_build(path: str | Path) -> list[Claim]:
+    """The claims of one argument: a claims file (``*.claims.json``), read strictly, or a build or claims folder
+    (:func:`claims_folder`)."""
+    path = Path(path)
+    if path.is_file():
+        if not path.name.endswith(CLAIMS_SUFFIX):
+            raise ValueError(f"{str(path)!r} is a file but not a claims file (*{CLAIMS_SUFFIX})")
+        return read_claims_file(path)[0]
+    return load_claims(claims_folder(path))
+
+
 def compare_builds(paths: Sequence[str | Path]) -> VerdictDiff:
-    """Compare the ledgers of the builds (or claims folders) at ``paths``."""
-    folders = [claims_folder(p) for p in paths]
-    return compare_claims([load_claims(f) for f in folders], [str(p) for p in paths])
+    """Compare the ledgers of the builds, claims folders or claims files at ``paths``."""
+    return compare_claims([read_build(p) for p in paths], [str(p) for p in paths])
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m resnet_theory.book.verdict_diff",
-        description="Compare the claims ledgers of several book builds (claim ids and verdicts).",
+        description="Compare the claims ledgers of several book builds or claims files (claim ids and verdicts).",
     )
-    parser.add_argument("builds", nargs="+", help="build folders (their executed/ is read), two or more")
+    parser.add_argument(
+        "builds", nargs="+", help="build folders (their executed/ is read) or claims files (*.claims.json), two or more"
+    )
     args = parser.parse_args(argv)
     if len(args.builds) < 2:
-        parser.error("give at least two build folders to compare")
+        parser.error("give at least two build folders or claims files to compare")
     try:
         diff = compare_builds(args.builds)
     except (FileNotFoundError, ValueError) as err:
