@@ -718,3 +718,20 @@ def test_the_evidence_table_names_the_statement_by_its_source():
     assert parts(a)[0] == "statement, as the abstract states it"
     assert parts(c)[0] == "statement (our reconstruction)"
     assert parts(q)[0] == "the book's question"
+
+
+def test_a_partial_build_leaves_out_what_its_claims_rest_on_elsewhere_but_not_unknown_ids():
+    """``execute --only book/linear``: linear's claims rest on Claims C.1 and C.2 of the expressivity chapter,
+    which this build did not execute; the page leaves those ids out instead of refusing the build. An id no
+    claims module declares is kept, and the page refuses it."""
+    from dataclasses import replace as _replace
+
+    from resnet_theory.book.ledger_page import within_build
+    from resnet_theory.record import rests_on_defects
+
+    base = _mixed_claims()[0]
+    elsewhere = _replace(base, id="hardt-ma/thm-2.1", rests_on=["hardt-ma/claim-c.1", "hardt-ma/claim-2.3"])
+    assert within_build([elsewhere])[0].rests_on is None
+    unknown = _replace(base, id="hardt-ma/thm-2.1", rests_on=["hardt-ma/no-such-claim"])
+    kept = within_build([unknown])
+    assert kept[0].rests_on == ["hardt-ma/no-such-claim"] and rests_on_defects(kept)

@@ -17,7 +17,7 @@ function, the command that re-checks it alone and, when the build ran across see
 from __future__ import annotations
 
 import html
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..ledger_html import ClaimLinks, SeedAgreement, ledger_section
@@ -125,6 +125,20 @@ def seed_agreement(build: Path, claims: list[Claim]) -> tuple[dict[str, SeedAgre
     return out, notes
 
 
+def within_build(claims: list[Claim]) -> list[Claim]:
+    """The claims with ``rests_on`` limited to what this build shows: an id that the library declares but whose
+    chapter this build did not execute (``execute --only``) is left out of the page's "rests on" lists; an id
+    that no claims module declares stays, and the page refuses it."""
+    from ..claims.registry import all_claims
+
+    built = {c.id for c in claims}
+    declared = {d.id for d in all_claims()}
+    return [
+        replace(c, rests_on=[r for r in c.rests_on if r in built or r not in declared] or None) if c.rests_on else c
+        for c in claims
+    ]
+
+
 @dataclass
 class LedgerPage:
     """What the ledger page shows: the published claims and skipped statements, and per claim its links."""
@@ -145,6 +159,7 @@ class LedgerPage:
             return cls([], [])
         root = root if root is not None else book_root()
         claims, skipped = published(executed, verify=True, root=root)
+        claims = within_build(claims)
         if root is not None and (Path(root) / "_toc.yml").is_file():
             entries = toc_files(Path(root))
             claims = book_order(claims, entries)
