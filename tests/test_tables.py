@@ -63,3 +63,22 @@ def test_wide_tables_get_the_class_that_sets_them_in_smaller_type():
     wide = html_table([f"c{i}" for i in range(WIDE_COLUMNS)], [list(range(WIDE_COLUMNS))])
     assert 'class="book-table"' in narrow and "book-table-wide" not in narrow
     assert 'class="book-table book-table-wide"' in wide
+
+
+def test_tex_headers_and_cells_are_marked_for_mathjax():
+    """The built pages ignore raw output unless it sits in an element of class ``mathjax_process``, and MathJax
+    there reads ``\\(...\\)``: a TeX header is wrapped and delimited so, plain text is left as it is."""
+    text = html_table([r"$\|E\Sigma^{1/2}\|_F^2$", "depth"], [[r"$\gamma^2 \sqrt{d}$", 3]])
+    assert r'<th><span class="mathjax_process">\(\|E\Sigma^{1/2}\|_F^2\)</span></th>' in text
+    assert r'<td><span class="mathjax_process">\(\gamma^2 \sqrt{d}\)</span></td>' in text
+    assert "<th>depth</th>" in text and "<td>3</td>" in text
+    assert "$" not in text
+    assert "mathjax_process" in ResultsTable([{"$x^2<1$": 1}])._repr_html_()
+    assert r"\(x^2&lt;\) \(1\)" in ResultsTable([{"$x^2<1$": 1}])._repr_html_()  # escaped, split at the relation
+
+
+def test_unsafe_tex_in_a_header_is_refused():
+    from resnet_theory.ledger_html import UnsafeText
+
+    with pytest.raises(UnsafeText, match="href"):
+        html_table([r"$\href{javascript:alert(1)}{x}$"], [[1]])

@@ -32,23 +32,42 @@ def format_cell(value, digits: int = 4, none_text: str = "n/a") -> str:
 WIDE_COLUMNS = 9
 
 
+def typeset_html(text) -> str:
+    """``text`` escaped for HTML; its ``$...$`` spans become math that MathJax typesets on the built page.
+
+    The book's pages tell MathJax to ignore raw output (MyST marks each page ``mathjax_ignore`` and processes
+    only its own math), so a header like ``$\\|E\\Sigma^{1/2}\\|_F^2$`` would stay ASCII; wrapped in the class
+    MathJax processes (as :func:`resnet_theory.ledger_html.text_html` does for claim statements) it is typeset.
+    """
+    from .ledger_html import text_html
+
+    return text_html(str(text))
+
+
 def html_table(headers, rows, digits: int = 4, none_text: str = "n/a") -> str:
     """An HTML table; every row needs one entry per header. A table of :data:`WIDE_COLUMNS` columns or more is
-    set in smaller type (class ``book-table-wide``)."""
+    set in smaller type (class ``book-table-wide``). Headers and text cells may hold TeX as ``$...$``
+    (:func:`typeset_html`)."""
     headers = list(headers)
     digits = validate.positive_int("digits", digits)
     if not headers:
         raise ValueError("html_table needs at least one column")
     classes = "book-table book-table-wide" if len(headers) >= WIDE_COLUMNS else "book-table"
-    out = [f'<table class="{classes}"><tr>' + "".join(f"<th>{html.escape(str(h))}</th>" for h in headers) + "</tr>"]
+    out = [f'<table class="{classes}"><tr>' + "".join(f"<th>{typeset_html(h)}</th>" for h in headers) + "</tr>"]
     for row in rows:
         row = list(row)
         if len(row) != len(headers):
             raise ValueError(f"a row has {len(row)} entries for {len(headers)} columns")
         out.append(
-            "<tr>" + "".join(f"<td>{html.escape(format_cell(v, digits, none_text))}</td>" for v in row) + "</tr>"
+            "<tr>" + "".join(f"<td>{_cell_html(v, digits, none_text)}</td>" for v in row) + "</tr>"
         )
     return "".join(out) + "</table>"
+
+
+def _cell_html(value, digits: int, none_text: str) -> str:
+    if isinstance(value, str):
+        return typeset_html(value)
+    return html.escape(format_cell(value, digits, none_text))
 
 
 class ResultsTable:
