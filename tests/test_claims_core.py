@@ -329,3 +329,15 @@ def test_a_checked_claim_may_say_what_this_run_lacks():
     assert run_claim(decl, Context.for_table(TABLE, "quick", 0)).verdict == "confirmed"
     with pytest.raises(ValueError, match="needs"):
         NotAvailable(needs="", reason="no GPU in this run at all")
+
+
+def test_a_claims_evidence_table_typesets_its_statement(monkeypatch):
+    """The chapters' pages ignore raw output for MathJax: the statement's ``$...$`` is marked for it."""
+    from resnet_theory.claims import chapter as chapter_mod
+
+    cs, base = claim_set(statement=r"$\|A_i\| \le \gamma / m$ for every layer")
+    cs.checked("hardt-ma/tex", **base, control=CONTROL)(lambda ctx: Evidence(statement=holds(), control=fails()))
+    monkeypatch.setattr(chapter_mod, "chapter_claims", lambda name: cs)
+    page = chapter_mod.Chapter("linear", profile="tiny").check("hardt-ma/tex")._repr_html_()
+    assert r'<td><span class="mathjax_process">\(\|A_i\| \le\) \(\gamma / m\) for every layer</span>' in page
+    assert "$" not in page

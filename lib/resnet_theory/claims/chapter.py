@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..ledger import Ledger, glue_numbers
-from ..ledger_html import claim_anchor
+from ..ledger_html import claim_anchor, text_html
 from ..record import source_line
 from .context import Context
 from .registry import ClaimSet, chapter_claims
@@ -29,7 +29,7 @@ from .run import ClaimRun, run_claim, verify_command
 
 
 def evidence_html(run: ClaimRun) -> str:
-    """The evidence of one claim run as a small HTML table (every field escaped)."""
+    """The evidence of one claim run as a small HTML table (every field escaped, its ``$...$`` typeset)."""
     rec = run.record
     rows = [("statement", rec.statement), ("checked against", source_line(rec))]
     for name, part in rec.evidence.items():
@@ -44,7 +44,7 @@ def evidence_html(run: ClaimRun) -> str:
         rows.append(("needs", rec.needs))
     rows.append(("verdict", rec.label + (f" ({rec.reason})" if rec.reason else "")))
     rows.append(("re-check alone", verify_command(rec.id)))
-    body = "".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>" for k, v in rows)
+    body = "".join(f"<tr><th>{html.escape(k)}</th><td>{text_html(v)}</td></tr>" for k, v in rows)
     anchor = html.escape(claim_anchor(rec.id))
     return (
         f"<table class='claim-evidence' id='evidence-{anchor}'><caption><a href='ledger.html#{anchor}' "
