@@ -125,6 +125,45 @@ def test_theorem_boxes_carry_no_sphinx_number(entry):
     assert not missing, f"{entry}: boxes without :nonumber: (their title gets a Sphinx number):\n" + "\n".join(missing)
 
 
+PRF_TITLE = re.compile(r"^(?:`{3,}|:{3,})\{prf:\w+\}([^\n]*)$", re.M)
+#: Inline math closing a line, and the next line opening with punctuation: the reader sees the mark stranded
+#: at the start of a line (MathJax's output is a box the browser may break after).
+STRANDED = re.compile(r"\$[ \t]*\n[ \t]*[.,;:!?)]")
+
+
+def typographic_faults(text: str) -> list[str]:
+    """Theorem titles with parentheses (the theme wraps the title in parentheses already, so "(our wording)"
+    comes out doubled) and punctuation stranded on the line after inline math, each with its line number."""
+    faults = []
+    for match in PRF_TITLE.finditer(text):
+        if set("()") & set(match.group(1)):
+            line = text[: match.start()].count("\n") + 1
+            faults.append(f"line {line}: parentheses in a theorem title: {match.group(1).strip()}")
+    for match in STRANDED.finditer(text):
+        if text[max(0, match.start() - 1)] == "$":
+            continue  # the closing $$ of display math: the punctuation after it is part of the display
+        line = text[: match.start()].count("\n") + 2
+        stranded = text[match.end() - 1 :].split("\n")[0]
+        faults.append(f"line {line}: punctuation stranded after inline math: {stranded}")
+    return faults
+
+
+def test_typographic_faults_are_found():
+    faults = typographic_faults(
+        "```{prf:theorem} Hardt and Ma, Claim 2.3 (our wording)\n:nonumber:\n```\n"
+        "so the bound is $\\gamma$\n. And then $x$\n, and $y$ \n; fine $z$.\n$$\nA\n$$\n.\n"
+        "```{prf:lemma} Hardt and Ma, Lemma B.1 \u2014 our wording\n```\n"
+    )
+    assert [f.split(":")[0] for f in faults] == ["line 1", "line 5", "line 6", "line 7"]
+    assert "parentheses in a theorem title" in faults[0] and "stranded" in faults[1]
+
+
+@pytest.mark.parametrize("entry", PAGES)
+def test_no_doubled_parentheses_or_stranded_punctuation(entry):
+    faults = typographic_faults((ROOT / f"{entry}.md").read_text())
+    assert not faults, f"{entry}: typographic faults:\n" + "\n".join(faults)
+
+
 @pytest.mark.parametrize("entry", PAGES)
 def test_bookkeeping_cells_are_collapsed(entry):
     visible = [
