@@ -121,9 +121,9 @@ def test_the_declared_corrections_and_proof_steps_come_with_their_checks(runs):
 
 def test_the_midpoint_counterexample_leaves_no_firing_margin(runs):
     rows = runs["hardt-ma/lemma-b.1"].data["hull"]
-    assert [r["rho'"] for r in rows] == [0.05, 0.1, 0.2]
-    assert all(r["firing margin on alpha_1"] <= 1e-9 for r in rows)
-    assert all(r["min ||alpha_i - alpha_j||"] >= r["3 rho'"] for r in rows)
+    assert [r[r"$\rho'$"] for r in rows] == [0.05, 0.1, 0.2]
+    assert all(r[r"firing margin on $\alpha^{(1)}$"] <= 1e-9 for r in rows)
+    assert all(r[r"$\min \|\alpha^{(i)} - \alpha^{(j)}\|$"] >= r[r"$3\rho'$"] for r in rows)
 
 
 def test_the_theorem_data_hold_what_the_chapter_draws(runs):

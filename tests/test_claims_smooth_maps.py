@@ -88,7 +88,7 @@ def test_the_representation_claims_share_one_computation_and_tiny_still_certifie
     assert [r.spacing for r in inv.data["rates"]] == ["uniform"] * len(smooth_maps.CASES)
     assert [r.spacing for r in log.data["rates"]] == ["geometric"] * len(smooth_maps.CASES)
     # at the tiny sizes every covered map still has a finite certificate: the claim is decided, not starved
-    assert all(math.isfinite(row["C (uniform)"]) for row in inv.data["certificates"][: len(smooth_maps.CASES)])
+    assert all(math.isfinite(row["$C$ (uniform)"]) for row in inv.data["certificates"][: len(smooth_maps.CASES)])
     assert inv.verdict == log.verdict == "confirmed"
 
 

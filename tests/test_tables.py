@@ -82,3 +82,13 @@ def test_unsafe_tex_in_a_header_is_refused():
 
     with pytest.raises(UnsafeText, match="href"):
         html_table([r"$\href{javascript:alert(1)}{x}$"], [[1]])
+
+
+def test_results_table_shows_typeset_headers_for_plain_keys():
+    rows = [{"||grad f||^2": 0.5, "steps": 3}]
+    table = ResultsTable(rows, headers={"||grad f||^2": r"$\|\nabla f\|^2$"})
+    page = table._repr_html_()
+    assert r'<th><span class="mathjax_process">\(\|\nabla f\|^2\)</span></th><th>steps</th>' in page
+    assert list(table.column("||grad f||^2")) == [0.5]  # the data keep their key
+    with pytest.raises(TypeError, match="headers must be a dict"):
+        ResultsTable(rows, headers=[("steps", "$s$")])

@@ -58,9 +58,7 @@ def html_table(headers, rows, digits: int = 4, none_text: str = "n/a") -> str:
         row = list(row)
         if len(row) != len(headers):
             raise ValueError(f"a row has {len(row)} entries for {len(headers)} columns")
-        out.append(
-            "<tr>" + "".join(f"<td>{_cell_html(v, digits, none_text)}</td>" for v in row) + "</tr>"
-        )
+        out.append("<tr>" + "".join(f"<td>{_cell_html(v, digits, none_text)}</td>" for v in row) + "</tr>")
     return "".join(out) + "</table>"
 
 
@@ -74,9 +72,11 @@ class ResultsTable:
     """Rows of computed numbers (dicts with the same keys, in the same order) shown as an HTML table.
 
     ``column(name)`` returns one column as a numpy array, so a chapter can compute from what it shows.
+    ``headers`` maps a key to the header shown for it (TeX as ``$...$``, see :func:`html_table`), so that data
+    keep plain keys while the reader sees typeset ones; keys it does not name are shown as they are.
     """
 
-    def __init__(self, rows, digits: int = 4, none_text: str = "n/a"):
+    def __init__(self, rows, digits: int = 4, none_text: str = "n/a", headers=None):
         rows = [validate.instance(f"rows[{i}]", r, dict, what="a dict") for i, r in enumerate(rows)]
         if not rows:
             raise ValueError("ResultsTable needs a non-empty list of dicts, got no rows")
@@ -85,6 +85,9 @@ class ResultsTable:
             raise ValueError("every row of a ResultsTable must have the same keys in the same order")
         self.rows, self.keys = rows, keys
         self.digits, self.none_text = validate.positive_int("digits", digits), none_text
+        self.headers = dict(
+            validate.instance("headers", {} if headers is None else headers, dict, what="a dict of key: header")
+        )
 
     def column(self, name) -> np.ndarray:
         if name not in self.keys:
@@ -92,7 +95,8 @@ class ResultsTable:
         return np.asarray([r[name] for r in self.rows])
 
     def _repr_html_(self) -> str:
-        return html_table(self.keys, ([r[k] for k in self.keys] for r in self.rows), self.digits, self.none_text)
+        shown = [self.headers.get(k, k) for k in self.keys]
+        return html_table(shown, ([r[k] for k in self.keys] for r in self.rows), self.digits, self.none_text)
 
     def __repr__(self) -> str:
         cell = lambda v: format_cell(v, self.digits, self.none_text)  # noqa: E731

@@ -135,14 +135,14 @@ def _midpoint_instances() -> tuple[list[dict], list[float]]:
         margins.append(float(ex.firing_margin(A[0], O)))
         rows.append(
             {
-                "rho'": rho_p,
-                "min ||alpha||^2": float(sq.min()),
-                "max ||alpha||^2": float(sq.max()),
-                "min ||alpha_i - alpha_j||": float(d_alpha),
-                "min ||alpha_i - beta_j||": float(d_beta),
-                "3 rho'": 3 * rho_p,
-                "firing margin on alpha_1": margins[-1],
-                "firing margin on alpha_2": float(ex.firing_margin(A[1], O)),
+                r"$\rho'$": rho_p,
+                r"$\min_i \|\alpha^{(i)}\|^2$": float(sq.min()),
+                r"$\max_i \|\alpha^{(i)}\|^2$": float(sq.max()),
+                r"$\min \|\alpha^{(i)} - \alpha^{(j)}\|$": float(d_alpha),
+                r"$\min \|\alpha^{(i)} - \beta^{(j)}\|$": float(d_beta),
+                r"$3\rho'$": 3 * rho_p,
+                r"firing margin on $\alpha^{(1)}$": margins[-1],
+                r"firing margin on $\alpha^{(2)}$": float(ex.firing_margin(A[1], O)),
             }
         )
     return rows, margins
@@ -483,11 +483,11 @@ def _pair_failure_mc(ctx: Context) -> list[dict]:
             p_hat = float(np.mean((a * h).sum(1) >= 0))
             rows.append(
                 {
-                    "squared distance d": d,
+                    r"squared distance $d$": d,
                     "k": k,
-                    "Monte Carlo P(fail)": p_hat,
+                    r"Monte Carlo $P(\text{fail})$": p_hat,
                     "standard error": math.sqrt(max(p_hat * (1 - p_hat), 1 / samples) / samples),
-                    "bound exp(-k I(d))": math.exp(-k * ex.pair_failure_exponent(d)),
+                    r"bound $e^{-k I(d)}$": math.exp(-k * ex.pair_failure_exponent(d)),
                 }
             )
     return rows
@@ -557,9 +557,9 @@ def _theorem_3_2_repair(ctx, jl, bracket, mc_rows, equi) -> Check:
     mc_test = "Monte Carlo frequency of a failing pair, binomial standard error"
     mc = [
         Check.statistical(
-            r["Monte Carlo P(fail)"],
+            r[r"Monte Carlo $P(\text{fail})$"],
             r["standard error"],
-            r["bound exp(-k I(d))"],
+            r[r"bound $e^{-k I(d)}$"],
             above=False,
             n=ctx.cfg.mc_samples,
             test=mc_test,
@@ -751,14 +751,14 @@ def surrogates(ctx: Context) -> Evidence:
         sur["quarter"].append(_uncorrelated(r, widths["union"], 0.25, draws, g))
         rows.append(
             {
-                "r": r,
-                "k, 4 ln r": widths["ln"],
-                "k, 4 log2 r": widths["log2"],
-                "k_q": widths["union"],
-                "fraction < 1/2 at 4 ln r": sur["ln"][-1],
-                "at 4 log2 r": sur["log2"][-1],
-                "at k_q": sur["union"][-1],
-                "fraction < 1/4 at k_q": sur["quarter"][-1],
+                "$r$": r,
+                r"$k = 4 \ln r$": widths["ln"],
+                r"$k = 4 \log_2 r$": widths["log2"],
+                "$k_q$": widths["union"],
+                r"fraction $< 1/2$ at $4 \ln r$": sur["ln"][-1],
+                r"at $4 \log_2 r$": sur["log2"][-1],
+                r"at $k_q$": sur["union"][-1],
+                r"fraction $< 1/4$ at $k_q$": sur["quarter"][-1],
             }
         )
     Q = ex.surrogate_labels(SURROGATE_CLASSES[-1], widths["ln"], g)

@@ -277,6 +277,51 @@ def _residual_column(bound: str, sign: str) -> str:
     return f"{bound} bound, {sign}: ||P - R||_F / ||R||_F"
 
 
+#: The headers a reader sees for the data's plain keys (``ResultsTable(rows, headers=HEADERS)`` in the chapter).
+HEADERS = {
+    "tr(E Sigma E^T) + d": r"$\operatorname{tr}(E \Sigma E^\top) + d$",
+    "max ||A_i||": r"$\max_i \|A_i\|$",
+    "f(A)": "$f(A)$",
+    "f(A) - ||E Sigma^1/2||_F^2": r"$f(A) - \|E \Sigma^{1/2}\|_F^2$",
+    "same, xi = M x + eta": r"same, $\xi = M x + \eta$",
+    **{
+        _residual_column(bound, sign): rf"{bound} bound, $\det R {sign[3]} 0$: $\|P - R\|_F / \|R\|_F$"
+        for bound in ("camera", "review")
+        for sign in ("det>0", "det<0")
+    },
+    "d": "$d$",
+    "gamma": r"$\gamma$",
+    "alpha": r"$\alpha$",
+    "beta": r"$\beta$",
+    "best max ||A_i||": r"best $\max_i \|A_i\|$",
+    "l >= 3 gamma": r"$\ell \ge 3\gamma$",
+    "q": "$q$",
+    "||B||": r"$\|B\|$",
+    "printed max|sin(theta/q)|": r"printed $\max |\sin(\theta/q)|$",
+    "2 max|sin(theta/2q)|": r"$2 \max |\sin(\theta/2q)|$",
+    "pi/q": r"$\pi/q$",
+    "l": r"$\ell$",
+    "tau": r"$\tau$",
+    "Sigma": r"$\Sigma$",
+    "||grad f||^2": r"$\|\nabla f\|^2$",
+    "bound, s_+": r"bound, $s_+$",
+    "||E||_F^2": r"$\|E\|_F^2$",
+    "f - C": "$f - C$",
+    "other runs: smallest ||grad f||^2 / at start": r"other runs: smallest $\|\nabla f\|^2$ / at start",
+    "L": "$L$",
+    "kappa": r"$\kappa$",
+    "||Phi||_2": r"$\|\Phi\|_2$",
+    "det Phi < 0": r"$\det \Phi < 0$",
+    "det P_t > 0": r"$\det P_t > 0$",
+    "1/2 s_min^2": r"$\tfrac12 s_{\min}^2$",
+    "smallest mu": r"smallest $\mu$",
+    "||K||": r"$\|K\|$",
+    "||Phi - I||_F": r"$\|\Phi - I\|_F$",
+    "min u^T Phi u": r"$\min_{\|u\| = 1} u^\top \Phi u$",
+    "steps to 1e-8 (L = 8)": r"steps to $10^{-8}$ ($L = 8$)",
+}
+
+
 def _search_inside_bound(ctx: Context) -> list[dict]:
     """Projected gradient descent for a product within each bound, for diag(1, 1, 1) and five random R with
     gamma = 0.3, each as it is (det R > 0) and with its first column negated (det R < 0)."""

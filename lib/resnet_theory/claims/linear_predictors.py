@@ -187,12 +187,12 @@ def example_1_saddle(ctx: Context) -> Evidence:
     agrees = [s["point"] == (0, -1 / e) and s["eigenvalues"] == [-e, e] for e, s in zip(eps_list, saddles)]
     rows = [
         {
-            "eps": str(e),
-            "point (w, v)": str(s["point"]),
-            "F there": str(s["value"]),
-            "gradient": str(list(s["gradient"])),
-            "Hessian eigenvalues": str(s["eigenvalues"]),
-            "|v| = 1/eps": str(abs(s["point"][1])),
+            r"$\epsilon$": f"${sp.latex(e)}$",
+            "point $(w, v)$": f"${sp.latex(s['point'])}$",
+            "$F$ there": f"${sp.latex(s['value'])}$",
+            "gradient": f"${sp.latex(list(s['gradient']))}$",
+            "Hessian eigenvalues": f"${sp.latex(s['eigenvalues'])}$",
+            r"$|v| = 1/\epsilon$": f"${sp.latex(abs(s['point'][1]))}$",
         }
         for e, s in zip(eps_list, saddles)
     ]
@@ -309,8 +309,8 @@ def theorem_1(ctx: Context) -> Evidence:
         {
             "instance": r["instance"],
             "loss": r["loss"],
-            "F - inf F_lin": r["value"] - r["inf_linear"],
-            "|grad F|": s["lhs"],
+            r"$F - \inf F_{\mathrm{lin}}$": r["value"] - r["inf_linear"],
+            r"$\|\nabla F\|$": s["lhs"],
             "Theorem 1 right side": s["rhs"],
         }
         for r, s in no_skip
@@ -475,14 +475,14 @@ def corollary_1(ctx: Context) -> Evidence:
         what="the same at the verified minima without the skip",
     )
     columns = ("relative_gradient", "relative_curvature", "escape_drop")
-    names = ("|grad| |z| / F", "lambda_min / |H|", "drop along the ray")
+    names = (r"$\|\nabla F\| \|z\| / F$", r"$\lambda_{\min} / \|\nabla^2 F\|$", "drop along the ray")
     rows = [
         {
             "instance": r["instance"],
             "loss": r["loss"],
             "what was found": r["status"],
             "F": r["value"],
-            "inf F_lin": r["inf_linear"],
+            r"$\inf F_{\mathrm{lin}}$": r["inf_linear"],
             **{name: r[c] for name, c in zip(names, columns)},
         }
         for r in found
@@ -560,8 +560,8 @@ def theorem_3_approximate(ctx: Context) -> Evidence:
         n_ns, ex_ns = _level(sop_no_skip, eps)
         rows.append(
             {
-                "eps": eps,
-                "tolerance / s": eps + eps**0.25,
+                r"$\epsilon$": eps,
+                "tolerance / $s$": eps + eps**0.25,
                 "points (residual)": n_res,
                 "largest excess / s (residual)": max(ex_res, default=math.nan),
                 "points (no skip)": n_ns,
@@ -637,9 +637,9 @@ def _sweep_rows(sweep: dict, kind: str) -> list[dict]:
             found = "; ".join(f"({m['point'][0]:.3f}, {m['point'][1]:.3f}): {m['value']:.4g}" for m in r["spurious"])
             out.append(
                 {
-                    "eps": e,
+                    r"$\epsilon$": e,
                     "setting": r["setting"],
-                    "lambda or radius": r["parameter"],
+                    r"$\lambda$ or radius": r["parameter"],
                     "spurious minima: value": found or "none",
                     "global minimum": r["global_value"],
                     "best linear": r["linear_optimum"],

@@ -128,8 +128,8 @@ def _control_rows(evidence: dict, spacing: str) -> list[dict]:
         e = evidence[label, spacing]
         rows.append(
             {"map": label, "spacing": spacing}
-            | {f"eps({int(m)})": float(v) for m, v in zip(e.ms, e.eps)}
-            | {"growth of m eps(m)": _growth(e), "certified max": float(e.certified.max()),
+            | {rf"$\varepsilon({int(m)})$": float(v) for m, v in zip(e.ms, e.eps)}
+            | {r"growth of $m\,\varepsilon(m)$": _growth(e), "certified max": float(e.certified.max()),
                "constant": float(e.constant), "error": float(e.exact_errors.max())}
         )  # fmt: skip
     return rows
@@ -143,7 +143,7 @@ def _certificate_rows(certificates: dict) -> list[dict]:
             if c
             else [math.inf] * 6
         )
-        names = ["||L||", "Lambda", "S", "cell radius", "C (uniform)", "C' (geometric)"]
+        names = [r"$\|L\|$", r"$\Lambda$", "$S$", "cell radius", "$C$ (uniform)", "$C'$ (geometric)"]
         rows.append({"map": label} | dict(zip(names, map(float, values))) | {"no certificate because": why})
     return rows
 
@@ -227,7 +227,7 @@ def representation_rate_inverse_m(ctx: Context) -> Evidence:
         "smooth_m_max": int(ms[-1]),
         "smooth_exact_err": float(max(e.exact_errors.max() for e in evidence.values())),
         "smooth_cusp_worst": float(max(e.eps.max() for (k, _), e in evidence.items() if k == "cusp")),
-        "smooth_holder_growth": control_rows[0]["growth of m eps(m)"],
+        "smooth_holder_growth": control_rows[0][r"growth of $m\,\varepsilon(m)$"],
     }
     return Evidence(
         statement=_representation_check(evidence, maps, "uniform", "C / m"),
@@ -359,8 +359,9 @@ def functional_gradient_bound(ctx: Context) -> Evidence:
     aligned_sharper = np.concatenate([norms / s for _, _, norms, s, _, _ in aligned])
     aligned_stronger = np.concatenate([norms[:-1] / st[:-1] for _, _, norms, _, _, st in aligned])
     aligned_rows = [
-        {"eps": e, "m": m, "min_i ||D Q|| / sharper": float((norms / s).min()),
-         "max_i ||D Q|| / sharper": float((norms / s).max()), "||D_{h_1} Q|| / printed": float(norms[0] / p)}
+        {r"$\varepsilon$": e, "$m$": m, r"$\min_i \|D_{h_i} Q\|$ / sharper": float((norms / s).min()),
+         r"$\max_i \|D_{h_i} Q\|$ / sharper": float((norms / s).max()),
+         r"$\|D_{h_1} Q\|$ / printed": float(norms[0] / p)}
         for e, m, norms, s, p, _ in aligned
     ]  # fmt: skip
     glue = _inner_layer_glue(instances) | {
@@ -372,7 +373,7 @@ def functional_gradient_bound(ctx: Context) -> Evidence:
         "smooth_aligned_sharper_min": float(aligned_sharper.min()),
         "smooth_aligned_sharper_max": float(aligned_sharper.max()),
         "smooth_aligned_stronger_max": float(aligned_stronger.max()),
-        "smooth_aligned_printed_max": float(max(row["||D_{h_1} Q|| / printed"] for row in aligned_rows)),
+        "smooth_aligned_printed_max": float(max(row[r"$\|D_{h_1} Q\|$ / printed"] for row in aligned_rows)),
     }
     data = {"witnesses": reports, "ratios": instances.ratios, "control_ratios": outside.ratios, "aligned": aligned_rows}
     return Evidence(statement=statement, control=control, data=data, glue=glue)
@@ -442,12 +443,12 @@ def _saddle_rows(saddle: smooth.SigmoidSaddle, sd, scale: float) -> dict:
     shifted = smooth.SigmoidSaddle(x_moved, y_moved, saddle.theta_star, theta0)
     hessian = sd.hessian(theta0)
     return {
-        "gradient norm at theta_0 (SymPy)": np.linalg.norm(sd.gradient(theta0)),
+        r"gradient norm at $\theta_0$ (SymPy)": np.linalg.norm(sd.gradient(theta0)),
         "the same, one input moved by 1e-3": np.linalg.norm(_loss_derivatives(shifted).gradient(theta0)),
         "median gradient norm 0.1 away": scale,
-        "loss at theta_0 (the identity map)": saddle.loss(theta0),
-        "loss at theta* (realisable target)": saddle.loss(saddle.theta_star),
-        "largest |d2L / dV_k dW_k|": np.abs(hessian[[0, 1], [2, 3]]).max(),
+        r"loss at $\theta_0$ (the identity map)": saddle.loss(theta0),
+        r"loss at $\theta^*$ (realisable target)": saddle.loss(saddle.theta_star),
+        r"largest $|\partial^2 L / \partial V_k \partial W_k|$": np.abs(hessian[[0, 1], [2, 3]]).max(),
         "smallest Hessian eigenvalue": np.linalg.eigvalsh(hessian).min(),
     }
 
@@ -461,12 +462,12 @@ def _local_minimum_rows(local: smooth.SigmoidSaddle, sd, scale: float) -> tuple[
         "gradient norm at the local minimum (SymPy)": np.linalg.norm(sd.gradient(theta)),
         "median gradient norm 0.1 away": scale,
         "loss at the local minimum": local.loss(theta),
-        "loss at theta* (realisable target)": local.loss(local.theta_star),
-        "loss at the identity (V = 0)": local.loss(np.concatenate([[0.0, 0.0], theta[2:]])),
-        "certified ||f - Id||_L, local minimum": smooth.sigmoid_deviation_bound(theta),
-        "certified ||f - Id||_L, target": smooth.sigmoid_deviation_bound(local.theta_star),
-        "Hessian in (V/s, W, b): smallest eigenvalue": eigs.min(),
-        "Hessian in (V/s, W, b): largest eigenvalue": eigs.max(),
+        r"loss at $\theta^*$ (realisable target)": local.loss(local.theta_star),
+        "loss at the identity ($V = 0$)": local.loss(np.concatenate([[0.0, 0.0], theta[2:]])),
+        r"certified $\|f - \mathrm{Id}\|_L$, local minimum": smooth.sigmoid_deviation_bound(theta),
+        r"certified $\|f - \mathrm{Id}\|_L$, target": smooth.sigmoid_deviation_bound(local.theta_star),
+        "Hessian in $(V/s, W, b)$: smallest eigenvalue": eigs.min(),
+        "Hessian in $(V/s, W, b)$: largest eigenvalue": eigs.max(),
     }
     return rows, eigs
 
@@ -477,7 +478,7 @@ def _quantity_rows(rows: dict) -> list[dict]:
 
 def _parameter_space_glue(saddle_rows, local_rows, local_eigs, losses, sd_local, theta_lm, hessians, fspace):
     return {
-        "smooth_saddle_grad": float(saddle_rows["gradient norm at theta_0 (SymPy)"]),
+        "smooth_saddle_grad": float(saddle_rows[r"gradient norm at $\theta_0$ (SymPy)"]),
         "smooth_saddle_shifted": float(saddle_rows["the same, one input moved by 1e-3"]),
         "smooth_saddle_gap": losses["saddle"][0] - losses["saddle"][1],
         "smooth_saddle_min_eig": float(saddle_rows["smallest Hessian eigenvalue"]),
@@ -548,7 +549,11 @@ def parameter_space(ctx: Context) -> Evidence:
         saddle_rows, local_rows, local_eigs, losses, sd_local, theta_lm, witnesses["local minimum"][1], fspace
     )
     function_space_rows = [
-        {"point": k, "||D_{h_i} Q||, i = 1..4": ", ".join(f"{v:.3e}" for v in fg.norms), "||h - h*||": fg.distance}
+        {
+            "point": k,
+            r"$\|D_{h_i} Q\|,\ i = 1, \dots, 4$": ", ".join(f"{v:.3e}" for v in fg.norms),
+            r"$\|h - h^*\|$": fg.distance,
+        }
         for k, fg in fspace.items()
     ]
     return Evidence(
