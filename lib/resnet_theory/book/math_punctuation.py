@@ -1,0 +1,53 @@
+"""Sphinx extension: punctuation right after inline math stays on the math's line.
+
+MathJax typesets inline math as a box, and a browser may break the line after a box even before a full stop, so
+"... the bound $\\gamma/m$." can put the "." alone at the start of the next line. On HTML pages each inline math
+node followed directly by punctuation (``.,;:!?)``, with any closing quote or bracket) is wrapped, with that
+punctuation, in a ``<span class="math-nowrap" style="white-space: nowrap">``; the text after it is untouched.
+(The chapter sources keep the punctuation on the math's line too: ``tests/test_reading.py`` checks that.)
+"""
+
+from __future__ import annotations
+
+import re
+
+from docutils import nodes
+from sphinx.transforms.post_transforms import SphinxPostTransform
+
+#: The punctuation that must not start a line after inline math.
+PUNCTUATION = re.compile(r"^[.,;:!?)\]\u2019\u201d]+")
+OPEN = '<span class="math-nowrap" style="white-space: nowrap">'
+
+
+class KeepPunctuationWithMath(SphinxPostTransform):
+    default_priority = 900
+    formats = ("html",)
+
+    def run(self, **kwargs) -> None:
+        for math in list(self.document.findall(nodes.math)):
+            parent = math.parent
+            index = parent.index(math)
+            if index + 1 >= len(parent) or not isinstance(parent[index + 1], nodes.Text):
+                continue
+            text = parent[index + 1].astext()
+            match = PUNCTUATION.match(text)
+            if not match:
+                continue
+            rest = text[match.end() :]
+            parent.remove(parent[index + 1])
+            parent.remove(math)
+            wrapped = [
+                nodes.raw("", OPEN, format="html"),
+                math,
+                nodes.Text(match.group(0)),
+                nodes.raw("", "</span>", format="html"),
+            ]
+            if rest:
+                wrapped.append(nodes.Text(rest))
+            for offset, node in enumerate(wrapped):
+                parent.insert(index + offset, node)
+
+
+def setup(app):
+    app.add_post_transform(KeepPunctuationWithMath)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
