@@ -25,6 +25,34 @@ from .context import Context, Knob, ProfileTable
 from .registry import ClaimSet
 from .spec import Control, Correction, Evidence, ProofStep, Source, StepEvidence
 
+#: The headers a reader sees for the data's plain keys (``ResultsTable(rows, headers=HEADERS)`` in the chapter).
+HEADERS = {
+    "n": "$n$",
+    "k": "$k$",
+    "rho": r"$\rho$",
+    "max |f - one-hot| (module)": r"$\max |f - \text{one-hot}|$ (module)",
+    "paper's k": "paper's $k$",
+    "paper's k, log2": r"paper's $k$, $\log_2$",
+    "k_JL": r"$k_{\mathrm{JL}}$",
+    **{
+        f"{scale}: {what}": f"{shown}: {what}"
+        for scale, shown in (
+            ("1/k scale", "$1/k$ scale"),
+            ("k_JL", r"$k_{\mathrm{JL}}$"),
+            ("printed, log2", r"printed, $\log_2$"),
+            ("1/k scale, log2", r"$1/k$ scale, $\log_2$"),
+        )
+        for what in ("distortion", "kept")
+    },
+    "k_union": r"$k_{\mathrm{union}}$",
+    "k_union rho^2 / ln n": r"$k_{\mathrm{union}} \rho^2 / \ln n$",
+    "fit at paper's k": "fit at paper's $k$",
+    "fit at paper's k, log2": r"fit at paper's $k$, $\log_2$",
+    "fit at k_union": r"fit at $k_{\mathrm{union}}$",
+    "fit at k_union / 4": r"fit at $k_{\mathrm{union}} / 4$",
+    "inputs fail at k_union": r"inputs fail at $k_{\mathrm{union}}$",
+}
+
 PROFILE = ProfileTable(
     sizes=Knob(
         [300, 1000, 3000, 10000, 20000],
