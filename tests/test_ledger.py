@@ -736,3 +736,15 @@ def test_a_recorded_control_that_does_not_decide_is_not_published():
     # and a verdict other than undecided does not follow from an unusable control
     unusable = dataclasses.replace(claim, control={**claim.control, "usable": False})
     assert any("does not follow from its evidence" in d for d in claim_defects([unusable]))
+
+
+def test_a_printed_figure_is_compared_at_its_printed_precision():
+    # 13.59 million carries four significant digits: 13,546,816 is 13.55M there, 0.32% off, and fails
+    off = Check.at_printed_precision(13_546_816, 13.59e6, digits=4, what="count")
+    assert not off.holds and "differs by -43,184 (-0.32%)" in off.summary
+    assert Check.at_printed_precision(13_589_248, 13.59e6, digits=4, what="count").holds
+    with pytest.raises(ValueError, match="at most 4 significant digits"):
+        Check.at_printed_precision(1, 13.591e6, digits=4, what="count")
+    with pytest.raises(ValueError, match="digits must be a positive int"):
+        Check.at_printed_precision(1, 13.59e6, digits=0, what="count")
+    assert not Check.at_printed_precision(math.nan, 13.59e6, digits=4, what="count").holds
