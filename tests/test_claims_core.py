@@ -326,3 +326,14 @@ def test_a_checked_claim_may_say_what_this_run_lacks():
     assert run_claim(decl, Context.for_table(TABLE, "quick", 0)).verdict == "confirmed"
     with pytest.raises(ValueError, match="needs"):
         NotAvailable(needs="", reason="no GPU in this run at all")
+
+
+def test_verify_says_when_a_claim_has_no_usable_control(capsys):
+    control = {"holds": True, "decisive": False, "usable": False, "input": "an input", "summary": "+0.64 se"}
+    result = {
+        "id": "x/y", "chapter": "c", "seed": 0, "ref": "r", "statement": "s", "checks": {}, "control": control,
+        "needs": None, "verdict": "undecided", "seconds": 0.1,
+    }  # fmt: skip
+    claims_cli._print_result(result, None)
+    out = capsys.readouterr().out
+    assert "control (does not decide: no usable control)" in out and "a defect" not in out
