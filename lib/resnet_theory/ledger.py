@@ -109,32 +109,12 @@ class Ledger:
           repaired step as ``repair`` (it holds) with ``repair_statement``: the verdict is ``proof-gap``.
         """
         checks = {"printed": printed, "corrected": corrected, "proof_step": proof_step, "repair": repair}
-        controls = [control] if isinstance(control, (Check, NoUsableControl)) else list(control or [])
-        if (
-            not all(c is None or isinstance(c, Check) for c in checks.values())
-            or not controls
-            or not all(isinstance(c, (Check, NoUsableControl)) for c in controls)
-        ):
+        if not all(c is None or isinstance(c, Check) for c in checks.values()) or not isinstance(printed, Check):
             raise TypeError(
-                "printed, control (and corrected, proof_step, repair when given) must be Check "
-                "objects built from computed numbers; every checkable claim needs a control"
+                "printed (and corrected, proof_step, repair when given) must be Check objects built from computed "
+                "numbers"
             )
-        if not isinstance(printed, Check):
-            raise TypeError("printed must be a Check built from computed numbers")
-        if not isinstance(control_input, str) or len(control_input.split()) < 4:
-            raise ValueError(
-                f"claim {id!r}: control_input must say, in a sentence, what the control's input is "
-                "and why the claim rules it out"
-            )
-        for c in controls:
-            why = None if isinstance(c, NoUsableControl) else control_without_power(c)
-            if why is not None:
-                raise ValueError(
-                    f"claim {id!r}: a negative control must decide against the claim, and this one cannot: {why} "
-                    "(pass NoUsableControl(check) to record that the claim has none: its verdict is then undecided)"
-                )
-        unusable = [c for c in controls if isinstance(c, NoUsableControl)]
-        tried = [c.tried if isinstance(c, NoUsableControl) else c for c in controls]
+        tried, unusable = _controls(id, control, control_input)
         if corrected is not None and not corrected_statement:
             raise ValueError("a corrected check needs the corrected statement")
         if (proof_step is None) != (repair is None) or (
@@ -163,12 +143,9 @@ class Ledger:
             "summary": " | ".join(c.summary for c in tried),
             "input": control_input,
         }
-        if unusable:
-            reason = "; ".join(c.reason for c in unusable)
-        elif verdict == "undecided":
-            reason = undecided_reason(printed, corrected, proof_step)
-        else:
-            reason = None
+        reason = "; ".join(c.reason for c in unusable) or (
+            undecided_reason(printed, corrected, proof_step) if verdict == "undecided" else None
+        )
         return self._add(
             Claim(
                 id,
@@ -297,6 +274,31 @@ class Ledger:
                 "claims that cannot be published (fix the check or its control):\n  " + "\n  ".join(defects)
             )
         return HTML(self.table_html())
+
+
+def _controls(claim_id: str, control, control_input) -> tuple[list[Check], list[NoUsableControl]]:
+    """The controls' checks and the declared :class:`NoUsableControl`; a control that is not a Check, is missing,
+    has no input sentence or cannot decide is refused in one line."""
+    controls = [control] if isinstance(control, (Check, NoUsableControl)) else list(control or [])
+    if not controls or not all(isinstance(c, (Check, NoUsableControl)) for c in controls):
+        raise TypeError(
+            "control must be a Check built from computed numbers (or NoUsableControl); every checkable claim "
+            "needs a control"
+        )
+    if not isinstance(control_input, str) or len(control_input.split()) < 4:
+        raise ValueError(
+            f"claim {claim_id!r}: control_input must say, in a sentence, what the control's input is "
+            "and why the claim rules it out"
+        )
+    for c in controls:
+        why = None if isinstance(c, NoUsableControl) else control_without_power(c)
+        if why is not None:
+            raise ValueError(
+                f"claim {claim_id!r}: a negative control must decide against the claim, and this one cannot: {why} "
+                "(pass NoUsableControl(check) to record that the claim has none: its verdict is then undecided)"
+            )
+    tried = [c.tried if isinstance(c, NoUsableControl) else c for c in controls]
+    return tried, [c for c in controls if isinstance(c, NoUsableControl)]
 
 
 class _Word(str):
