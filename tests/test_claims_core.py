@@ -341,3 +341,15 @@ def test_a_claims_evidence_table_typesets_its_statement(monkeypatch):
     page = chapter_mod.Chapter("linear", profile="tiny").check("hardt-ma/tex")._repr_html_()
     assert r'<td><span class="mathjax_process">\(\|A_i\| \le\) \(\gamma / m\) for every layer</span>' in page
     assert "$" not in page
+
+
+def test_verify_says_when_a_claim_has_no_usable_control(capsys):
+    control = {"holds": True, "decisive": False, "usable": False, "input": "an input", "summary": "+0.64 se"}
+    result = {
+        "id": "x/y", "chapter": "c", "seed": 0, "ref": "r", "statement": "s", "checks": {}, "control": control,
+        "needs": None, "verdict": "undecided", "seconds": 0.1, "source_text": "stated in the paper",
+        "label": "undecided, as printed",
+    }  # fmt: skip
+    claims_cli._print_result(result, None)
+    out = capsys.readouterr().out
+    assert "control (does not decide: no usable control)" in out and "a defect" not in out

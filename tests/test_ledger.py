@@ -1,5 +1,6 @@
 """The claims ledger: verdicts follow from computed checks; JSON round trip; aggregation."""
 
+import dataclasses
 import json
 import math
 
@@ -9,8 +10,8 @@ import pytest
 from resnet_theory.book.claims_files import load_claims
 from resnet_theory.ledger import Ledger, verdict_key
 from resnet_theory.ledger_html import claims_table_html, errata_html, render_ledger, verdict_counts
-from resnet_theory.record import LedgerDefect
-from resnet_theory.verdicts import VERDICTS, Check, derive_verdict
+from resnet_theory.record import LedgerDefect, claim_defects
+from resnet_theory.verdicts import VERDICTS, Check, NoUsableControl, derive_verdict
 
 #: A control input sentence for the tests' claims.
 CI = "an input the claim rules out, for the test"
@@ -213,7 +214,13 @@ def _ledger():
 def test_ledger_records_derived_verdicts():
     ledger = _ledger()
     assert [c.verdict for c in ledger.claims] == ["confirmed", "corrected", "refuted", "not-checkable-here"]
-    assert ledger.claims[0].control == {"holds": False, "summary": ledger.claims[0].control["summary"], "input": CI}
+    assert ledger.claims[0].control == {
+        "holds": False,
+        "decisive": True,
+        "usable": True,
+        "summary": ledger.claims[0].control["summary"],
+        "input": CI,
+    }
     assert ledger.claims[3].control is None
 
 
@@ -702,3 +709,72 @@ def test_the_chapter_summary_counts_the_books_own_questions_apart():
         "4 claims: 1 confirmed, 1 corrected, 1 refuted, 1 not checkable here; "
         "and 1 finding of the book's own question: refuted"
     )
+
+
+# --- issue 31: controls with power ------------------------------------------------------------------------------
+def _claim_with_control(ledger, control, printed=None):
+    return ledger.claim(
+        "a",
+        paper="shamir",
+        ref="r",
+        statement="s",
+        section="x-a",
+        printed=printed or Check.statistical(0.95, 0.01, 0.90, what="acc", test="mean", n=10),
+        control_input=CI,
+        control=control,
+    )
+
+
+def test_a_statistical_control_inside_its_noise_is_refused():
+    # "fails" at -1.54 standard errors: it would fail on any input, so it shows nothing about the check
+    weak = Check.statistical(-0.0154, 0.01, 0.0, what="control: fixed head fits better", test="mean", n=10)
+    assert not weak.holds and not weak.decisive
+    with pytest.raises(ValueError, match=r"must decide against the claim.*-1\.54 standard errors"):
+        _claim_with_control(Ledger("x"), weak)
+    with pytest.raises(ValueError, match="must decide"):  # one weak control among decisive ones is refused too
+        _claim_with_control(Ledger("x"), [NO, weak])
+    # a hand-built check that calls itself decisive at -1.5 standard errors is refused by its margin
+    forged = Check(False, "forged", {"margin_standard_errors": -1.5}, True)
+    with pytest.raises(ValueError, match="within 2 of its threshold"):
+        _claim_with_control(Ledger("x"), forged)
+
+
+def test_a_decisive_statistical_control_is_accepted():
+    strong = Check.statistical(-0.05, 0.01, 0.0, what="control", test="mean", n=10)
+    claim = _claim_with_control(Ledger("x"), strong)
+    assert claim.verdict == "confirmed" and claim.control["decisive"] and claim.control["usable"]
+    assert not Ledger("x").defects()
+
+
+def test_a_claim_without_a_usable_control_is_undecided_with_the_reason():
+    weak = Check.statistical(-0.0154, 0.01, 0.0, what="control", test="mean", n=10)
+    ledger = Ledger("x")
+    claim = _claim_with_control(ledger, NoUsableControl(weak))
+    assert claim.verdict == "undecided" and claim.reason.startswith("no usable negative control")
+    assert "-1.54 standard errors" in claim.reason and claim.control["usable"] is False
+    assert ledger.defects() == []  # recorded as it is: undecided, nothing to hide
+    with pytest.raises(ValueError, match="the control decides"):
+        NoUsableControl(Check.statistical(-0.05, 0.01, 0.0, what="c", test="mean", n=10))
+    assert NoUsableControl.unless_decisive(weak) == NoUsableControl(weak)
+
+
+def test_a_recorded_control_that_does_not_decide_is_not_published():
+    ledger = Ledger("x")
+    claim = _claim_with_control(ledger, Check.statistical(-0.05, 0.01, 0.0, what="c", test="mean", n=10))
+    forged = dataclasses.replace(claim, control={**claim.control, "decisive": False})
+    assert any("does not decide" in d for d in claim_defects([forged]))
+    # and a verdict other than undecided does not follow from an unusable control
+    unusable = dataclasses.replace(claim, control={**claim.control, "usable": False})
+    assert any("does not follow from its evidence" in d for d in claim_defects([unusable]))
+
+
+def test_a_printed_figure_is_compared_at_its_printed_precision():
+    # 13.59 million carries four significant digits: 13,546,816 is 13.55M there, 0.32% off, and fails
+    off = Check.at_printed_precision(13_546_816, 13.59e6, digits=4, what="count")
+    assert not off.holds and "differs by -43,184 (-0.32%)" in off.summary
+    assert Check.at_printed_precision(13_589_248, 13.59e6, digits=4, what="count").holds
+    with pytest.raises(ValueError, match="at most 4 significant digits"):
+        Check.at_printed_precision(1, 13.591e6, digits=4, what="count")
+    with pytest.raises(ValueError, match="digits must be a positive int"):
+        Check.at_printed_precision(1, 13.59e6, digits=0, what="count")
+    assert not Check.at_printed_precision(math.nan, 13.59e6, digits=4, what="count").holds

@@ -20,7 +20,8 @@ Every checkable claim carries a **negative control**: the same check run on an *
 (a depth below the theorem's, ``det R < 0``, a width far below the claim's, a network without shortcuts, ...),
 whose outcome is not known before it runs, and ``control_input`` says what that input is and why the claim
 rules it out. A control is never built from the numbers its check just measured. The control must come out
-``holds = False``; a control that holds means the check could not tell the claim's inputs from others, and
+``holds = False``, decisively (a statistical control within two standard errors of its threshold is refused:
+it would "fail" on any input); a control that holds means the check could not tell the claim's inputs from others, and
 :meth:`Ledger.show` refuses to publish the chapter (:class:`~resnet_theory.record.LedgerDefect`).
 
 Printed statements a chapter discusses but does not check are listed with :meth:`Ledger.skip` (what, where,
@@ -40,7 +41,7 @@ import numpy as np
 
 from .ledger_html import claims_table_html
 from .record import PAPERS, SOURCES, Claim, LedgerDefect, claim_defects, is_statistical
-from .verdicts import VERDICTS, Check, derive_verdict, undecided_reason
+from .verdicts import VERDICTS, Check, NoUsableControl, control_without_power, derive_verdict, undecided_reason
 
 #: The file a chapter's :meth:`Ledger.save` writes its claims to, when the book executor names one.
 CLAIMS_FILE_ENV = "RESNET_THEORY_CLAIMS_FILE"
@@ -79,7 +80,7 @@ class Ledger:
         statement: str,
         section: str,
         printed: Check,
-        control: Check | Sequence[Check],
+        control: Check | NoUsableControl | Sequence[Check | NoUsableControl],
         control_input: str,
         source: str = "paper",
         corrected: Check | None = None,
@@ -95,8 +96,12 @@ class Ledger:
         review gives it, our reconstruction of it, or the book's own question: :data:`resnet_theory.record.
         SOURCES`; the verdict's label says which, :attr:`resnet_theory.record.Claim.label`). ``control`` is
         the negative control: the same check on an input the claim rules out, never built from the numbers
-        ``printed`` measured; it must fail (several controls may be given; each must fail). ``control_input``
-        says in one sentence what that input is and why the claim rules it out.
+        ``printed`` measured; it must fail (several controls may be given; each must fail), and it must decide:
+        a statistical control within two standard errors of its threshold is refused with a ValueError
+        (:func:`~resnet_theory.verdicts.control_without_power`). A claim whose control cannot decide says so
+        with :class:`~resnet_theory.verdicts.NoUsableControl` (the control it tried): it has no usable control
+        and its verdict is ``undecided``, with the reason. ``control_input`` says in one sentence what that
+        input is and why the claim rules it out.
 
         - When ``printed`` fails on a counterexample and a corrected statement holds, pass that
           statement's check as ``corrected`` with its wording as ``corrected_statement``.
@@ -105,23 +110,12 @@ class Ledger:
           repaired step as ``repair`` (it holds) with ``repair_statement``: the verdict is ``proof-gap``.
         """
         checks = {"printed": printed, "corrected": corrected, "proof_step": proof_step, "repair": repair}
-        controls = [control] if isinstance(control, Check) else list(control or [])
-        if (
-            not all(c is None or isinstance(c, Check) for c in checks.values())
-            or not controls
-            or not all(isinstance(c, Check) for c in controls)
-        ):
+        if not all(c is None or isinstance(c, Check) for c in checks.values()) or not isinstance(printed, Check):
             raise TypeError(
-                "printed, control (and corrected, proof_step, repair when given) must be Check "
-                "objects built from computed numbers; every checkable claim needs a control"
+                "printed (and corrected, proof_step, repair when given) must be Check objects built from computed "
+                "numbers"
             )
-        if not isinstance(printed, Check):
-            raise TypeError("printed must be a Check built from computed numbers")
-        if not isinstance(control_input, str) or len(control_input.split()) < 4:
-            raise ValueError(
-                f"claim {id!r}: control_input must say, in a sentence, what the control's input is "
-                "and why the claim rules it out"
-            )
+        tried, unusable = _controls(id, control, control_input)
         if corrected is not None and not corrected_statement:
             raise ValueError("a corrected check needs the corrected statement")
         if (proof_step is None) != (repair is None) or (
@@ -130,7 +124,7 @@ class Ledger:
             raise ValueError(
                 "a proof step needs its repair, and both need their wording (proof_step_statement, repair_statement)"
             )
-        verdict = derive_verdict(printed, corrected, proof_step)
+        verdict = derive_verdict(printed, corrected, proof_step, control_usable=not unusable)
         if verdict == "proof-gap" and not repair.holds:
             raise ValueError(f"claim {id!r}: the repair of the failing proof step does not hold: {repair.summary}")
         summary = "statement: " + printed.summary
@@ -144,11 +138,15 @@ class Ledger:
             if c is not None
         }
         control_record = {
-            "holds": any(c.holds for c in controls),
-            "summary": " | ".join(c.summary for c in controls),
+            "holds": any(c.holds for c in tried),
+            "decisive": all(c.decisive for c in tried),
+            "usable": not unusable,
+            "summary": " | ".join(c.summary for c in tried),
             "input": control_input,
         }
-        reason = undecided_reason(printed, corrected, proof_step) if verdict == "undecided" else None
+        reason = "; ".join(c.reason for c in unusable) or (
+            undecided_reason(printed, corrected, proof_step) if verdict == "undecided" else None
+        )
         return self._add(
             Claim(
                 id,
@@ -287,6 +285,31 @@ class Ledger:
                 "claims that cannot be published (fix the check or its control):\n  " + "\n  ".join(defects)
             )
         return HTML(self.table_html())
+
+
+def _controls(claim_id: str, control, control_input) -> tuple[list[Check], list[NoUsableControl]]:
+    """The controls' checks and the declared :class:`NoUsableControl`; a control that is not a Check, is missing,
+    has no input sentence or cannot decide is refused in one line."""
+    controls = [control] if isinstance(control, (Check, NoUsableControl)) else list(control or [])
+    if not controls or not all(isinstance(c, (Check, NoUsableControl)) for c in controls):
+        raise TypeError(
+            "control must be a Check built from computed numbers (or NoUsableControl); every checkable claim "
+            "needs a control"
+        )
+    if not isinstance(control_input, str) or len(control_input.split()) < 4:
+        raise ValueError(
+            f"claim {claim_id!r}: control_input must say, in a sentence, what the control's input is "
+            "and why the claim rules it out"
+        )
+    for c in controls:
+        why = None if isinstance(c, NoUsableControl) else control_without_power(c)
+        if why is not None:
+            raise ValueError(
+                f"claim {claim_id!r}: a negative control must decide against the claim, and this one cannot: {why} "
+                "(pass NoUsableControl(check) to record that the claim has none: its verdict is then undecided)"
+            )
+    tried = [c.tried if isinstance(c, NoUsableControl) else c for c in controls]
+    return tried, [c for c in controls if isinstance(c, NoUsableControl)]
 
 
 class _Word(str):

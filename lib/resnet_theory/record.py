@@ -149,8 +149,8 @@ class Claim:
     #: Whose statement the claim tests: "paper", "abstract", "review", "reconstruction" or "question"
     #: (see :data:`SOURCES`).
     source: str = "paper"
-    #: The negative control: ``{"holds": bool, "summary": str, "input": str}`` (``input``: what the control's
-    #: input is and why the claim rules it out); ``None`` only when not checkable here.
+    #: The negative control: ``{"holds": bool, "decisive": bool, "summary": str, "input": str}`` (``input``: what
+    #: the control's input is and why the claim rules it out); ``None`` only when not checkable here.
     control: dict | None = None
     #: For a proof gap: the step of the printed proof that fails, and the repair that holds.
     proof_step: str | None = None
@@ -233,10 +233,11 @@ def is_statistical(reason: str | None) -> bool:
 
 def claim_defects(claims: Iterable[Claim]) -> list[str]:
     """Claims that cannot be published, one line each: a negative control that holds (the check could not
-    have failed); a checked claim without a control or without ``control.input``; a verdict that does not
-    follow from its evidence; a ``not-checkable-here`` claim that ran a check, gives a statistical reason or
-    does not name what it needs; a review source the References do not cite (:data:`REVIEWS`); and anything
-    that would act on the page it is shown on (:func:`page_defects`)."""
+    have failed) or, declared usable, does not decide; a checked claim without a control or without
+    ``control.input``; a verdict that does not follow from its evidence (a claim without a usable control is
+    undecided); a ``not-checkable-here`` claim that ran a check, gives a statistical reason or does not name
+    what it needs; a review source the References do not cite (:data:`REVIEWS`); and anything that would act
+    on the page it is shown on (:func:`page_defects`)."""
     out = []
     for c in claims:
         out.extend(page_defects(c))
@@ -255,7 +256,7 @@ def claim_defects(claims: Iterable[Claim]) -> list[str]:
             out.append(f"{c.id}: verdict {c.verdict!r} without evidence")
             continue
         try:
-            implied = verdict_from_evidence(c.evidence)
+            implied = verdict_from_evidence(c.evidence, c.control if isinstance(c.control, dict) else None)
         except ValueError as exc:
             out.append(f"{c.id}: malformed evidence ({exc})")
             continue
@@ -264,8 +265,10 @@ def claim_defects(claims: Iterable[Claim]) -> list[str]:
         if not isinstance(c.control, dict) or not isinstance(c.control.get("holds"), bool):
             out.append(f"{c.id}: a checked claim without a negative control")
             continue
-        if control_holds(c):
+        if control_holds(c) and c.control.get("usable", True) is True:  # an unusable one decides nothing
             out.append(f"{c.id}: the negative control holds ({c.control.get('summary')})")
+        if c.control.get("usable", True) is True and c.control.get("decisive", True) is not True:
+            out.append(f"{c.id}: the negative control does not decide ({c.control.get('summary')})")
         if not isinstance(c.control.get("input"), str) or not c.control["input"].strip():
             out.append(
                 f"{c.id}: the negative control does not say what its input is and why the claim rules "

@@ -11,6 +11,7 @@ follows from them (:func:`derive_verdict`), never typed in:
 - the statement as printed fails and no corrected form holds        -> ``refuted``
 - a statistical check decides nothing (its margin is within its noise) -> ``undecided`` (which part, by how
   many standard errors)
+- the claim has no usable negative control (:class:`NoUsableControl`) -> ``undecided`` (and why)
 - no check: the claim needs hardware or data this build lacks       -> ``not-checkable-here``
 
 ``corrected`` and ``refuted`` need a counterexample to the *statement*: a failing step of a proof whose
@@ -22,6 +23,10 @@ two standard errors from its threshold; a claim whose deciding check is not deci
 ``proof-gap`` likewise needs a proof step that fails decisively, and ``corrected`` a corrected statement that
 holds decisively. :meth:`Check.combine` of several checks is decisively true when every part is decisive,
 and decisively false when some failing part is.
+
+A negative control counts only when it decides (:func:`control_without_power`): a statistical control whose
+margin is within two standard errors of its threshold would "fail" on any input, so it shows nothing about
+the check, and :meth:`resnet_theory.ledger.Ledger.claim` refuses it.
 
 A check never holds on nothing: the constructors refuse empty inputs, complex values (whose imaginary parts a
 comparison would drop) and conditions that are not booleans (``NaN`` is truthy), in one line each.
@@ -83,6 +88,11 @@ def _fmt(x: float) -> str:
     if 1e-3 <= abs(x) < 1e4:
         return f"{x:.4g}"
     return f"{x:.3e}"
+
+
+def _round_sig(x: float, digits: int) -> float:
+    """``x`` rounded to ``digits`` significant digits (half away from zero in the decimal string)."""
+    return float(f"{x:.{digits - 1}e}")
 
 
 @dataclass(frozen=True)
@@ -172,6 +182,30 @@ class Check:
             f"{what}: largest error {_fmt(max_err)} (relative {_fmt(rel)}) over {a.size} entries, "
             f"tolerance atol={atol:g}, rtol={rtol:g}"
         )
+        return Check(ok, summary, nums)
+
+    @staticmethod
+    def at_printed_precision(value, printed, *, digits: int, what: str) -> Check:
+        """``value`` rounded to the ``digits`` significant digits of a printed figure equals ``printed`` (a
+        printed "13.59 million" carries 4): compared at the printed precision, never within a wider
+        tolerance; a mismatch is reported with its size."""
+        if isinstance(digits, bool) or not isinstance(digits, int) or digits < 1:
+            raise ValueError(f"Check.at_printed_precision ({what}): digits must be a positive int, got {digits!r}")
+        v = float(_real_array(value, "at_printed_precision", what))
+        p = float(_real_array(printed, "at_printed_precision", what))
+        if not (math.isfinite(p) and p != 0 and math.isclose(_round_sig(p, digits), p, rel_tol=1e-12)):
+            raise ValueError(
+                f"Check.at_printed_precision ({what}): the printed figure {printed!r} must be finite, nonzero and "
+                f"carry at most {digits} significant digits"
+            )
+        rounded = _round_sig(v, digits) if math.isfinite(v) and v != 0 else v
+        ok = math.isfinite(v) and math.isclose(rounded, p, rel_tol=1e-12)
+        gap = v - p
+        summary = (
+            f"{what}: {v:,.10g} is {rounded:,.10g} at the printed {digits} significant digits, printed {p:,.10g}: "
+            + ("matches" if ok else f"differs by {gap:+,.10g} ({100 * gap / p:+.2f}%)")
+        )
+        nums = {"value": v, "rounded": rounded, "printed": p, "digits": digits, "relative_gap": gap / p}
         return Check(ok, summary, nums)
 
     @staticmethod
@@ -279,14 +313,68 @@ class Check:
         return Check(bool(ok), summary, nums, bool(decisive))
 
 
-def derive_verdict(printed: Check | None, corrected: Check | None = None, proof_step: Check | None = None) -> str:
+@dataclass(frozen=True)
+class NoUsableControl:
+    """A claim's declared statement that it has no usable negative control: the control it ran (``tried``) does
+    not decide (:func:`control_without_power` gives why). A claim without a usable control cannot be
+    confirmed, corrected, refuted or found to have a proof gap: its verdict is ``undecided``, with the reason."""
+
+    tried: Check
+
+    def __post_init__(self):
+        if not isinstance(self.tried, Check):
+            raise TypeError("NoUsableControl needs the Check of the control that was tried")
+        if control_without_power(self.tried) is None:
+            raise ValueError(f"the control decides, so it is usable: {self.tried.summary}")
+
+    @property
+    def reason(self) -> str:
+        return (
+            f"no usable negative control, so the claim cannot be confirmed: the control "
+            f"{control_without_power(self.tried)}"
+        )
+
+    @staticmethod
+    def unless_decisive(control: Check) -> Check | NoUsableControl:
+        """``control`` where it decides, else the statement that the claim has no usable control."""
+        return control if control_without_power(control) is None else NoUsableControl(control)
+
+
+def control_without_power(control: Check) -> str | None:
+    """Why a negative control shows nothing about its check, or None when it can count.
+
+    A control counts only when it decides: a statistical control (one with ``margin_standard_errors``) must
+    sit at least :data:`DECISIVE_STANDARD_ERRORS` standard errors from its threshold, on the side the claim
+    rules out when it fails; any check marked not decisive (a combined check whose failing part is within its
+    noise) is refused too. A control that "fails" inside its noise would fail on any input."""
+    margin = control.numbers.get("margin_standard_errors")
+    if margin is not None and not (abs(float(margin)) >= DECISIVE_STANDARD_ERRORS):
+        return (
+            f"its margin is {float(margin):+.2f} standard errors, within {DECISIVE_STANDARD_ERRORS:g} of its "
+            f"threshold: {control.summary}"
+        )
+    if not control.decisive:
+        return f"it is not decisive: {control.summary}"
+    return None
+
+
+def derive_verdict(
+    printed: Check | None,
+    corrected: Check | None = None,
+    proof_step: Check | None = None,
+    control_usable: bool = True,
+) -> str:
     """The verdict that follows from the computed checks (see the module docstring).
 
     ``printed`` tests the statement as printed; ``corrected`` a corrected statement; ``proof_step`` a
-    step or construction of the printed proof, only meaningful when the statement itself holds.
+    step or construction of the printed proof, only meaningful when the statement itself holds;
+    ``control_usable`` is False for a claim without a usable negative control (:class:`NoUsableControl`),
+    whose verdict is then ``undecided``.
     """
     if printed is None:
         return "not-checkable-here"
+    if not control_usable:
+        return "undecided"
     if not printed.decisive:
         return "undecided"
     if printed.holds:
@@ -311,9 +399,10 @@ def undecided_reason(printed: Check, corrected: Check | None = None, proof_step:
     raise ValueError("undecided_reason: every check is decisive")
 
 
-def verdict_from_evidence(evidence: dict) -> str:
-    """The verdict that a claim's recorded evidence implies (each part's ``holds`` and ``decisive``), as
-    :func:`derive_verdict` gives it: a claims record whose verdict differs was not written by a chapter."""
+def verdict_from_evidence(evidence: dict, control: dict | None = None) -> str:
+    """The verdict that a claim's recorded evidence implies (each part's ``holds`` and ``decisive``, and whether
+    its recorded ``control`` is usable), as :func:`derive_verdict` gives it: a claims record whose verdict
+    differs was not written by a chapter."""
 
     def part(name):
         rec = evidence.get(name)
@@ -327,4 +416,5 @@ def verdict_from_evidence(evidence: dict) -> str:
             raise ValueError(f"evidence part {name!r} has no boolean 'holds'/'decisive'")
         return Check(rec["holds"], str(rec.get("summary", "")), {}, rec.get("decisive", True))
 
-    return derive_verdict(part("printed"), part("corrected"), part("proof_step"))
+    usable = not (isinstance(control, dict) and control.get("usable") is False)
+    return derive_verdict(part("printed"), part("corrected"), part("proof_step"), usable)

@@ -21,7 +21,7 @@ The chapters' claims modules (one per chapter; see ``registry.CHAPTER_MODULES``)
 - :mod:`~resnet_theory.claims.experiments`: Hardt & Ma Section 4, He et al.
 """
 
-from ..verdicts import Check
+from ..verdicts import Check, NoUsableControl
 from .context import Context, Knob, ProfileTable
 from .registry import ClaimSet
 from .spec import Control, Correction, Evidence, NotAvailable, ProofStep, Source, StepEvidence
@@ -34,6 +34,7 @@ __all__ = [
     "Correction",
     "Evidence",
     "Knob",
+    "NoUsableControl",
     "NotAvailable",
     "ProfileTable",
     "ProofStep",

@@ -142,7 +142,11 @@ def _print_result(r: dict, recorded: str | None) -> None:
         print(f"  {name}: {'holds' if part['holds'] else 'fails'}: {part['summary']}")
     if r["control"]:
         c = r["control"]
-        print(f"  control ({'holds: a defect' if c['holds'] else 'fails, as it must'}): {c['input']}")
+        if c.get("usable", True) is False:
+            state = "does not decide: no usable control"
+        else:
+            state = "holds: a defect" if c["holds"] else "fails, as it must"
+        print(f"  control ({state}): {c['input']}")
         print(f"    {c['summary']}")
     if r["needs"]:
         print(f"  needs: {r['needs']}")

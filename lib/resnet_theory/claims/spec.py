@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..ledger import PAPERS, Check
+from ..verdicts import NoUsableControl
 
 if TYPE_CHECKING:  # pragma: no cover
     from .context import Context
@@ -149,7 +150,9 @@ class Evidence:
     numbers its prose quotes (``glue``: plain floats, ints and strings, glued under their names)."""
 
     statement: Check
-    control: Check | tuple[Check, ...]
+    #: The control's check, or :class:`NoUsableControl` (the check tried) where it cannot decide: the claim then
+    #: has no usable control and its verdict is ``undecided``.
+    control: Check | NoUsableControl | tuple[Check | NoUsableControl, ...]
     corrected: Check | None = None
     proof: StepEvidence | None = None
     data: dict = field(default_factory=dict)
@@ -159,8 +162,11 @@ class Evidence:
         controls = self.control if isinstance(self.control, tuple) else (self.control,)
         if not isinstance(self.statement, Check):
             raise TypeError("Evidence.statement must be a Check built from computed numbers")
-        if not controls or not all(isinstance(c, Check) for c in controls):
-            raise TypeError("Evidence.control must be a Check (or a tuple of Checks) run on the control input")
+        if not controls or not all(isinstance(c, (Check, NoUsableControl)) for c in controls):
+            raise TypeError(
+                "Evidence.control must be a Check (or a tuple of Checks) run on the control input, or "
+                "NoUsableControl(check) where it cannot decide"
+            )
         if self.corrected is not None and not isinstance(self.corrected, Check):
             raise TypeError("Evidence.corrected must be a Check or None")
         if self.proof is not None and not isinstance(self.proof, StepEvidence):
@@ -170,7 +176,7 @@ class Evidence:
                 raise TypeError(f"Evidence.glue[{k!r}] must be a plain int, float, bool or str, got {type(v).__name__}")
 
     @property
-    def controls(self) -> tuple[Check, ...]:
+    def controls(self) -> tuple[Check | NoUsableControl, ...]:
         return self.control if isinstance(self.control, tuple) else (self.control,)
 
 
