@@ -169,6 +169,7 @@ sys.meta_path[:] = [OnlyWhatTheGpuMachineHas(finder) for finder in sys.meta_path
 """
 
 
+@pytest.mark.slow
 def test_the_check_needs_only_torch_numpy_scipy_and_tqdm(tmp_path):
     """The steps (their subprocesses too) with every other package made unimportable, as on the GPU machine
     (threadpoolctl, scikit-learn, matplotlib, hypothesis, Jupyter...): a sitecustomize on PYTHONPATH blocks them."""
@@ -210,6 +211,7 @@ def test_synthetic_cifar_is_read_by_the_real_reader_and_learnable(tmp_path):
 COMPILED = {"train compiled", "speed compiled", "speed cuda graphs", "speed max-autotune"}
 
 
+@pytest.mark.slow
 def test_the_cpu_rehearsal_runs_every_step_and_writes_the_json_and_small_logs(tmp_path, capsys):
     """Every step of the check, on the CPU with a small network (compilation left out), through main()."""
     out = tmp_path / "out"
@@ -377,6 +379,7 @@ def test_the_budget_skips_steps_and_no_subprocess_outlives_it(tmp_path):
         gpu_check.check_speed(ctx, "speed compiled")  # the other modes fail (run_checks makes it a FAIL line)
 
 
+@pytest.mark.slow
 def test_the_compiled_step_compiles_once_and_compares_with_the_eager_run(tmp_path):
     # torch.compile on the CPU (inductor, about a minute here): the code path the GPU check takes with --compile;
     # TORCH_LOGS=recompiles in the run's log counts recompilations (the final evaluation used to be one)

@@ -312,6 +312,7 @@ def test_resume_in_process_matches_uninterrupted_run_bitwise(tmp_path):
     assert whole.curve("train", "loss")[1].tolist() == resumed.curve("train", "loss")[1].tolist()
 
 
+@pytest.mark.slow
 def test_sigkill_mid_run_then_resume_gives_bitwise_the_same_weights(tmp_path):
     """Real processes: one runs through; one is killed with SIGKILL after its first checkpoint, then resumed."""
     config = tiny(steps=400, checkpoint_every=20, log_every=20, augment=True)
@@ -410,6 +411,7 @@ def test_nan_loss_is_caught(tmp_path):
 
 
 # --- several processes ------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_two_processes_with_torchrun_match_one_process(tmp_path):
     config = tiny(steps=24, batch_size=32, augment=True, eval_every=12, checkpoint_every=12)
     command = [
@@ -810,6 +812,7 @@ def test_a_float32_run_cannot_be_resumed_in_another_precision(tmp_path):
         train.train(tiny(steps=4, out_dir=str(tmp_path), resume=True, precision="fp16"))
 
 
+@pytest.mark.slow
 def test_one_process_under_torchrun_uses_ddp_and_matches_a_plain_run(tmp_path):
     config = tiny(steps=12, augment=True, eval_every=6, checkpoint_every=6)
     command = [
