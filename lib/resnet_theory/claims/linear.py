@@ -136,7 +136,7 @@ def _non_convexity(rows: list[dict], what: str) -> Check:
     ),
 )
 def section_1_nonconvex(ctx: Context) -> Evidence:
-    """The Hessian (autograd) at W = (0, I, ..., I) and an exact midpoint witness, for l = 2, 3; l = 1 as the control."""
+    """The Hessian (autograd) at W = (0, I, ..., I) and an exact midpoint witness, l = 2, 3; l = 1 the control."""
     rows = ctx.shared("hardt-ma/sec1-nonconvex:witnesses", lambda: _convexity_witnesses(ctx))
     deep = [r for r in rows if r["l"] >= 2]
     shallow = [r for r in rows if r["l"] == 1]
@@ -237,7 +237,12 @@ def claim_2_3(ctx: Context) -> Evidence:
         control=control,
         proof=StepEvidence(step=step, repair=repair),
         data={"rows": rows, "E[x x^T]": sigma_x.tolist()},
-        glue={"c23_trace_sigma": float(np.trace(sigma_x)), "c23_atoms": n_atoms, "c23_spread": float(np.ptp(gap)), "c23_spread_moved": float(np.ptp(gap_moved))},
+        glue={
+            "c23_trace_sigma": float(np.trace(sigma_x)),
+            "c23_atoms": n_atoms,
+            "c23_spread": float(np.ptp(gap)),
+            "c23_spread_moved": float(np.ptp(gap_moved)),
+        },
     )
 
 
@@ -1701,6 +1706,75 @@ CLAIMS.skip(
     ref="Section 2, after eq. (2.1)",
     statement="The model can express any linear transformation $R$.",
     why=r"one layer $A_1 = R - I$ and the others zero; used ($C_{\mathrm{opt}} = d$) but not checked apart",
+)
+
+
+# --- Sections 1, 2 and 5, Appendix A: further printed statements not checked (the coverage walk) ------------
+CLAIMS.skip(
+    paper="hardt-ma",
+    ref="Section 1, paragraph 1 (symmetric initialisation)",
+    statement="With weights initialised symmetrically around 0, a standard layer trained by stochastic gradient"
+    " methods cannot easily converge to the identity (batch normalisation partly addresses this).",
+    why="a qualitative motivation with no quantity; the linear chapter's gradient-descent figure (the "
+    "plain network from a small random start crawls, the residual one from A = 0 converges) "
+    "illustrates it",
+)
+CLAIMS.skip(
+    paper="hardt-ma",
+    ref="Section 1, paragraph 1 (deeper residual networks)",
+    statement="The residual reparameterisation allows much deeper networks, largely avoiding vanishing or "
+    "exploding gradients; residual networks have since led CIFAR-10 and ImageNet.",
+    why="a summary of He et al.'s results, not a claim of this paper; the experiments chapter checks He "
+    "et al.'s degradation result under their name (he-et-al/plain-degradation)",
+)
+CLAIMS.skip(
+    paper="hardt-ma",
+    ref="Section 1.1, paragraph 4 (regularisation may offset depth)",
+    statement="As depth grows, smaller-norm solutions exist, so regularisation may offset the added parameters.",
+    why="a consequence drawn in words ('may offset'), with no quantity; the smaller norms are Theorem 2.1 (thm-2.1)",
+)
+CLAIMS.skip(
+    paper="hardt-ma",
+    ref="Section 1.2, paragraphs 2-3 (related landscape results)",
+    statement="Related results: few bad local minima in experiments (Goodfellow et al., Dauphin et al.), a "
+    "spin-glass analogy (Choromanska et al.), no bad local minima for two layers (Soudry & Carmon) "
+    "and for linear networks (Baldi & Hornik, Kawaguchi).",
+    why="other papers' results, cited; not claims of this paper",
+)
+CLAIMS.skip(
+    paper="hardt-ma",
+    ref="Section 1.2, paragraph 3 (a simpler proof, deeper landscapes)",
+    statement="The proof is notably simpler, and the results indicate that deeper networks may have better landscapes.",
+    why="a judgement of the proof and an interpretation ('may') with no quantity to compare",
+)
+CLAIMS.skip(
+    paper="hardt-ma",
+    ref="Section 2, eq. (2.2) (the maximum likelihood estimator)",
+    statement=r"The loss $f(A, (x, y)) = \|\hat y - y\|^2$, called the maximum likelihood estimator.",
+    why="a definition; 'maximum likelihood' is the usual reading of a squared loss under Gaussian noise, "
+    "nothing to compute",
+)
+CLAIMS.skip(
+    paper="hardt-ma",
+    ref="Section 5, paragraph 1 (a non-linear Theorem 2.2, conjectured)",
+    statement="Conjecture: an analogue of Theorem 2.2 holds for non-linear residual networks with one ReLU per "
+    "residual; 'no fundamental obstacle' is seen.",
+    why="a conjecture stated as open; a search for critical points of small ReLU residual networks near "
+    "the identity could illustrate it, not decide it",
+)
+CLAIMS.skip(
+    paper="hardt-ma",
+    ref="Appendix A.1, paragraph 4 (|e^x - 1| <= 3|x| for |x| <= 1)",
+    statement=r"The inequality $|e^x - 1| \le 3|x|$ for $|x| \le 1$.",
+    why=r"elementary ($\max_{0 < |x| \le 1}|e^x - 1|/|x| = e - 1 < 3$); the bounds it serves are checked "
+    r"by thm-2.1-psd",
+)
+CLAIMS.skip(
+    paper="hardt-ma",
+    ref="Appendix A.1, paragraph 6 (d even; the odd case omitted)",
+    statement="The proof assumes $d$ even; the odd case 'has very similar proof' and is left to the reader.",
+    why="an omitted case, not a statement; thm-2.1 and thm-2.1-proof-rounding run targets of odd "
+    "dimension too ($d$ from 2 to 8)",
 )
 
 
