@@ -261,12 +261,12 @@ def test_list_shows_every_declared_id_and_the_recorded_verdict(tmp_path, capsys)
 
 
 def test_verify_exits_0_as_recorded_1_when_it_differs(tmp_path, capsys):
-    build = _build_with(tmp_path, "confirmed")
+    build = _build_with(tmp_path, "proof-gap")  # Claim 2.3: its printed proof names a matrix as the constant
     assert claims_cli.main(["verify", "hardt-ma/claim-2.3", "--build-dir", str(build)]) == 0
     out = capsys.readouterr().out
     assert "printed in: Claim 2.3" in out and "control (fails, as it must)" in out and "(as recorded)" in out
     # the verdict says what it was checked against (issue 31)
-    assert "verdict: confirmed, as printed  (as recorded)" in out and "checked against: the paper's printed text" in out
+    assert "verdict: proof-gap, as printed  (as recorded)" in out and "checked against: the paper's printed text" in out
     other = tmp_path / "other"
     other.mkdir()
     assert claims_cli.main(["verify", "hardt-ma/claim-2.3", "--build-dir", str(_build_with(other, "refuted"))]) == 1
@@ -278,8 +278,8 @@ def test_verify_json_and_seeds(tmp_path, capsys):
     args = ["verify", "hardt-ma/claim-2.3", "--seeds", "0", "1", "--json", "--build-dir", str(tmp_path)]
     assert claims_cli.main(args) == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["claims"][0]["seeds_agreeing"] == 2 and out["claims"][0]["verdicts"] == ["confirmed"] * 2
-    assert {r["label"] for r in out["runs"]} == {"confirmed, as printed"}
+    assert out["claims"][0]["seeds_agreeing"] == 2 and out["claims"][0]["verdicts"] == ["proof-gap"] * 2
+    assert {r["label"] for r in out["runs"]} == {"proof-gap, as printed"}
 
 
 @pytest.mark.parametrize(

@@ -23,8 +23,11 @@ CHAPTER = ROOT / "book" / "expressivity.md"
 
 #: The verdicts at the tiny profile, seed 0: the same as the book's at the quick profile.
 TINY_VERDICTS = {
+    "hardt-ma/sec3-unit-norm": "corrected",
     "hardt-ma/lemma-b.1": "corrected",
     "hardt-ma/thm-3.2": "proof-gap",
+    "hardt-ma/sec3-parameter-count": "corrected",
+    "hardt-ma/thm-3.2-proof-conditions": "proof-gap",
     "hardt-ma/surrogates": "corrected",
     "hardt-ma/output-block": "corrected",
     "hardt-ma/lemma-b.2": "proof-gap",
@@ -34,6 +37,9 @@ TINY_VERDICTS = {
 
 #: The keys of ``evidence.data`` the chapter reads, per claim.
 DATA_KEYS = {
+    "hardt-ma/sec3-unit-norm": {"plain gap", "lifted gap", "fit error", "control gap"},
+    "hardt-ma/sec3-parameter-count": {"rows"},
+    "hardt-ma/thm-3.2-proof-conditions": {"repair slack"},
     "hardt-ma/lemma-b.1": {"hull"},
     "hardt-ma/thm-3.2": {
         "fits",
@@ -64,6 +70,7 @@ TABLES = {
     "hardt-ma/thm-3.2": ["fits", "projection_step", "pair_failure", "equidistant"],
     "hardt-ma/surrogates": ["rows"],
     "hardt-ma/lemma-b.2": ["draws"],
+    "hardt-ma/sec3-parameter-count": ["rows"],
 }
 
 
@@ -77,11 +84,20 @@ def runs():
     return {decl.id: run_claim(decl, tiny_context()) for decl in CLAIMS}
 
 
-def test_the_registry_finds_this_module_and_its_seven_claims_in_chapter_order():
+def test_the_registry_finds_this_module_and_its_ten_claims_in_chapter_order():
     assert chapter_claims("expressivity") is CLAIMS
     assert list(CLAIMS.claims) == list(TINY_VERDICTS)
+    checked = re.findall(r'chapter\.check\("([^"]+)"\)', CHAPTER.read_text())
+    assert checked == list(CLAIMS.claims), "book/expressivity.md must run every claim once, in the module's order"
     assert [s.ref for s in CLAIMS.skipped] == [
         "Section 3, paragraph after Theorem 3.2 (parameter count)",
+        "Section 1.1, paragraph 5 (parameters of CIFAR-10 networks)",
+        "Section 1.1, paragraph 5 (the simpler residual layer)",
+        "Section 3, paragraph 2 (two batch normalisations removed)",
+        "Section 3, paragraph 5 (images perturbed imperceptibly)",
+        "Section 3, paragraph 8 (n > r^2 in practice)",
+        "Appendix C, proof of Claim C.1",
+        "Appendix C, proof of Claim C.2",
     ]
     assert all(isinstance(d, Checked) and d.source.kind == "printed" for d in CLAIMS)
 
@@ -117,6 +133,24 @@ def test_the_declared_corrections_and_proof_steps_come_with_their_checks(runs):
     assert not lemma.proof.step.holds and lemma.proof.repair.holds
     theorem = runs["hardt-ma/thm-3.2"].evidence
     assert theorem.statement.holds and not theorem.proof.step.holds and theorem.proof.repair.holds
+    for claim_id in ("hardt-ma/sec3-unit-norm", "hardt-ma/sec3-parameter-count"):
+        ev = runs[claim_id].evidence
+        assert not ev.statement.holds and ev.corrected.holds, claim_id
+    steps = runs["hardt-ma/thm-3.2-proof-conditions"].evidence
+    assert steps.statement.holds and not steps.proof.step.holds and steps.proof.repair.holds
+
+
+def test_the_printed_count_misses_exactly_the_biases(runs):
+    """The torch modules' count exceeds the printed dk + 2 l k^2 + kr + r^2 by l k + r, the biases of eq. (3.1)."""
+    for row in runs["hardt-ma/sec3-parameter-count"].data["rows"]:
+        assert row["module, all"] - row["printed"] == row["l"] * row["k"] + PROFILE.resolve("tiny").classes
+        assert row["module, all"] == row["corrected"]
+
+
+def test_plain_normalisation_merges_x_and_2x_and_the_lift_keeps_them_apart(runs):
+    data = runs["hardt-ma/sec3-unit-norm"].data
+    assert data["plain gap"] <= 1e-12 < 1e-3 < data["lifted gap"]
+    assert data["control gap"] == 0.0 and data["fit error"] <= 1e-6
 
 
 def test_the_midpoint_counterexample_leaves_no_firing_margin(runs):

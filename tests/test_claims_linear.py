@@ -20,7 +20,13 @@ CHAPTER = Path(__file__).resolve().parents[1] / "book" / "linear.md"
 
 #: The data keys (and their keys, where the chapter reads inside them) that book/linear.md uses.
 DATA_KEYS = {
-    "hardt-ma/claim-2.3": {"rows": None},
+    "hardt-ma/sec1-nonconvex": {"rows": None},
+    "hardt-ma/claim-2.3": {"rows": None, "E[x x^T]": None},
+    "hardt-ma/sec1-psd-root": {"rows": None},
+    "hardt-ma/thm-2.1-proof-rotation-blocks": {"rows": None},
+    "hardt-ma/thm-2.1-proof-scaling": {"rows": None},
+    "hardt-ma/sec1-no-bad-critical": {"rows": None},
+    "hardt-ma/sec1-plain-zero-critical": {"rows": None},
     "hardt-ma/lemma-2.4": {"reports": ("corrected", "printed", "big", "control")},
     "hardt-ma/thm-2.1": {
         "pairs": ("kind", "depth", "max_norm", "camera", "svd_norm"),
@@ -32,7 +38,7 @@ DATA_KEYS = {
     "hardt-ma/thm-2.1-proof-layer-count": {"count printed": None, "count fixed": None, "slack fixed": None},
     "hardt-ma/thm-2.1-proof-sign": {"rows": None},
     "hardt-ma/eq-2.3": {"witnesses": None, "boundary": ("tau", "ratio", "ratio outside", "trivial")},
-    "hardt-ma/thm-2.2": {"search": None},
+    "hardt-ma/thm-2.2": {"search": None, "per_layer": None},
     "bartlett-helmbold-long/spd": {"runs": None, "random": None, "fits": None, "controls": None},
     "bartlett-helmbold-long/far-from-identity": {"summary": None},
     "bartlett-helmbold-long/negative-eigenvalue": {"rows": None, "rotation": None},
@@ -189,3 +195,38 @@ def test_the_theorem_2_2_repair_holds_for_every_sigma_singular_included(tiny):
     assert np.isclose(linear.gradient_lower_bound_every_sigma(A, R, S, 0.3), linear.gradient_lower_bound(A, R, S, 0.3))
     with pytest.raises(ValueError, match="positive semidefinite"):
         linear.gradient_lower_bound_every_sigma(A, R, -S, 0.3)
+
+
+#: The verdicts of the claims issue 31's coverage walk added (and Claim 2.3's, now with its proof step), at the
+#: tiny profile, seed 0: the same as at the quick profile.
+WALK_VERDICTS = {
+    "hardt-ma/sec1-nonconvex": "confirmed",
+    "hardt-ma/claim-2.3": "proof-gap",
+    "hardt-ma/sec1-psd-root": "corrected",
+    "hardt-ma/thm-2.1-proof-rotation-blocks": "proof-gap",
+    "hardt-ma/thm-2.1-proof-scaling": "proof-gap",
+    "hardt-ma/sec1-no-bad-critical": "corrected",
+    "hardt-ma/sec1-plain-zero-critical": "confirmed",
+}
+
+
+@pytest.mark.parametrize("claim_id", list(WALK_VERDICTS))
+def test_the_walks_claims_give_their_verdicts(tiny, claim_id):
+    rec = run_in(tiny, claim_id).record
+    assert rec.verdict == WALK_VERDICTS[claim_id], rec.reason
+
+
+def test_the_bad_critical_points_are_exactly_critical_and_the_per_layer_step_holds(tiny):
+    rows = run_in(tiny, "hardt-ma/sec1-plain-zero-critical").data["rows"]
+    deep = [r for r in rows if r["l"] >= 2]
+    assert deep and all(r["max |gradient entry|"] == 0.0 and r["excess risk"] > 0 for r in deep)
+    assert all(r["max |gradient entry|"] > 0 for r in rows if r["l"] == 1)
+    per_layer = run_in(tiny, "hardt-ma/thm-2.2").data["per_layer"]
+    assert all(r["||df/dA_i||_F"] >= r["Claim C.2 side"] * (1 - 1e-10) for r in per_layer)
+    assert all(r["Claim C.2 side"] >= r["(1 - tau) side"] * (1 - 1e-10) for r in per_layer)
+
+
+def test_every_svd_of_r_with_positive_determinant_has_a_reflection_twin(tiny):
+    rows = run_in(tiny, "hardt-ma/thm-2.1-proof-rotation-blocks").data["rows"]
+    numpy, negated = ([r["det U"] for r in rows if r["SVD"] == name] for name in ("numpy", "last columns negated"))
+    assert all(np.isclose(a, -b) and abs(abs(a) - 1) < 1e-9 for a, b in zip(numpy, negated))

@@ -778,3 +778,10 @@ def test_a_printed_figure_is_compared_at_its_printed_precision():
     with pytest.raises(ValueError, match="digits must be a positive int"):
         Check.at_printed_precision(1, 13.59e6, digits=0, what="count")
     assert not Check.at_printed_precision(math.nan, 13.59e6, digits=4, what="count").holds
+
+
+def test_text_glues_without_quotes():
+    """``ledger.Text``: the one string type chapters glue words with (issue 31); its repr is the text itself."""
+    from resnet_theory.ledger import Text
+
+    assert repr(Text("above 12")) == "above 12" and Text("a") == "a" and isinstance(Text("a"), str)

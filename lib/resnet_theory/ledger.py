@@ -265,9 +265,9 @@ class Ledger:
         from myst_nb import glue
 
         for c in self.claims:
-            glue(verdict_key(c.id), _Word(c.verdict), display=False)
-            glue(verdict_label_key(c.id), _Word(c.label), display=False)
-        glue("ledger_summary", _Word(self.summary_sentence()), display=False)
+            glue(verdict_key(c.id), Text(c.verdict), display=False)
+            glue(verdict_label_key(c.id), Text(c.label), display=False)
+        glue("ledger_summary", Text(self.summary_sentence()), display=False)
 
     def show(self):
         """Save the claims (when executed by the book executor), glue the verdicts, return the table.
@@ -312,8 +312,9 @@ def _controls(claim_id: str, control, control_input) -> tuple[list[Check], list[
     return tried, [c for c in controls if isinstance(c, NoUsableControl)]
 
 
-class _Word(str):
-    """A string that glue shows without quotes."""
+class Text(str):
+    """A string that ``myst_nb.glue`` shows without quotes (its repr is itself): glue a sentence or a word made
+    in a chapter as ``glue(name, Text(words), display=False)`` and quote it with ``{glue:text}`name```."""
 
     def __repr__(self):
         return str(self)

@@ -5,10 +5,11 @@ text conversion). Each :class:`Row` is one checkable printed statement, displaye
 content, quantitative proof step or number (paraphrased, in TeX), at its printed location, with exactly one of:
 
 - ``claim``: the id of the declared claim that checks it;
-- ``skip``: why it is not checked. ``line`` then says whether a declared skip line covers it: the ``ref`` of that
-  line (``ClaimSet.skip``), :data:`NO_STATEMENT` for a paragraph with nothing to check (a definition, an
-  announcement; listed so that every paragraph of the walk is accounted for), or empty: **new**, a skip line to
-  add;
+- ``line`` alone: the ``ref`` of the skip line (``ClaimSet.skip``) a chapter's claims module declares for it; the
+  reason is read from that declaration (:func:`skip_reasons`), so it lives once, beside the claims;
+- ``skip``: why it is not checked, with ``line`` :data:`NO_STATEMENT` for a paragraph with nothing to check (a
+  definition, an announcement; listed so that every paragraph of the walk is accounted for), or no ``line``:
+  **new**, a skip line to add;
 - ``finding``: **new**, a statement neither checked nor skipped that should become a claim or a proof-step record,
   and what to check.
 
@@ -92,7 +93,8 @@ def order_key(location: str) -> tuple[int, float]:
 
 @dataclass(frozen=True)
 class Row:
-    """One printed statement and what the book does with it: exactly one of ``claim``, ``skip``, ``finding``."""
+    """One printed statement and what the book does with it: exactly one of ``claim``, ``skip``, ``finding``, or a
+    declared skip ``line`` alone (its reason is the declaration's)."""
 
     location: str
     what: str
@@ -109,12 +111,20 @@ class Row:
         if len(self.what.split()) < 3:
             raise ValueError(f"{self.location}: 'what' must paraphrase the statement, got {self.what!r}")
         given = [name for name in ("claim", "skip", "finding") if getattr(self, name).strip()]
+        if self.line and not given:  # under a declared skip line: its reason is the declaration's
+            given = ["line"]
         if len(given) != 1:
             raise ValueError(f"{self.location}: exactly one of claim, skip, finding must be given, got {given}")
         if self.claim and not _CLAIM_ID.match(self.claim):
             raise ValueError(f"{self.location}: claim {self.claim!r} is not a Hardt & Ma claim id")
-        if self.line and not self.skip:
+        if self.line and (self.claim or self.finding):
             raise ValueError(f"{self.location}: 'line' names the skip line of a skipped statement; this row has none")
+        if self.line == NO_STATEMENT and not self.skip:
+            raise ValueError(f"{self.location}: a row with nothing to check must say why in 'skip'")
+        if self.skip and self.line not in ("", NO_STATEMENT):
+            raise ValueError(
+                f"{self.location}: a row under skip line {self.line!r} takes its reason from it; drop 'skip'"
+            )
         for name in ("skip", "finding"):
             text = getattr(self, name)
             if text and len(text.split()) < 4:
@@ -129,32 +139,37 @@ class Row:
         """Neither checked nor under a skip line: a claim to write (``finding``) or a skip line to add."""
         return bool(self.finding) or (bool(self.skip) and not self.line)
 
-    def status(self) -> str:
-        """What the ledger page says the book does with the statement."""
+    def status(self, reasons: dict[str, str] | None = None) -> str:
+        """What the ledger page says the book does with the statement (``reasons``: the declared skip lines'
+        reasons by ref, :func:`skip_reasons` by default)."""
         if self.claim:
             return f"checked by {self.claim}"
         if self.finding:
             return f"not yet checked: {self.finding}"
         if self.line == NO_STATEMENT:
             return f"nothing to check: {self.skip}"
-        suffix = "" if self.line else " (no skip line yet)"
-        return f"not checked{suffix}: {self.skip}"
+        if not self.line:
+            return f"not checked (no skip line yet): {self.skip}"
+        reasons = skip_reasons() if reasons is None else reasons
+        if self.line not in reasons:
+            return f"not checked: under the skip line {self.line!r}, which no claims module declares"
+        return f"not checked: {reasons[self.line]}"
 
 
 def _c(location: str, what: str, claim: str) -> Row:
     return Row(location, what, claim=claim)
 
 
-def _s(location: str, what: str, why: str, line: str = "") -> Row:
-    return Row(location, what, skip=why, line=line)
+def _s(location: str, what: str, why: str) -> Row:
+    return Row(location, what, skip=why)
+
+
+def _l(location: str, what: str, line: str) -> Row:
+    return Row(location, what, line=line)
 
 
 def _n(location: str, what: str, why: str) -> Row:
     return Row(location, what, skip=why, line=NO_STATEMENT)
-
-
-def _f(location: str, what: str, finding: str) -> Row:
-    return Row(location, what, finding=finding)
 
 
 # The skip lines the rows fall under, by their printed ref (ClaimSet.skip / ledger.skip).
@@ -171,12 +186,6 @@ _L421 = "Section 4.2, paragraph 1"
 _L4213 = "Section 4.2, paragraphs 1-3"
 _L423 = "Section 4.2, paragraph 3"
 
-_NO_CRITICAL = (
-    r"should become a claim, corrected: read without the norm condition it fails, since for $\ell \ge 2$ "
-    r"$A_i = -I$ is a critical point with excess risk $\|R\Sigma^{1/2}\|_F^2 > 0$ (thm-2.2's control finds such "
-    r"points at $\tau = 1$, but only as a control); with $|||A||| \le \tau < 1$ it is Theorem 2.2"
-)
-_TABLE2 = "another paper's result, quoted for comparison; checking it needs that paper's network, CIFAR and a GPU"
 _IMAGENET = "needs ImageNet (ILSVRC 2012) and a multi-GPU cluster; this build has neither"
 
 # fmt: off
@@ -185,66 +194,54 @@ _SECTION_1: tuple[Row, ...] = (
        r"A plain convolutional layer with all weights 0 is the zero map; a residual layer $x + h(x)$ with all "
        r"weights 0 is the identity.",
        "definitions of the two parameterisations, true by construction"),
-    _s("Section 1, paragraph 1",
+    _l("Section 1, paragraph 1",
        "With weights initialised symmetrically around 0, a standard layer trained by stochastic gradient methods "
        "cannot easily converge to the identity (batch normalisation partly addresses this).",
-       "a qualitative motivation with no quantity; the linear chapter's gradient-descent figure (the plain "
-       "network from a small random start crawls, the residual one from A = 0 converges) illustrates it"),
-    _s("Section 1, paragraph 1",
+       "Section 1, paragraph 1 (symmetric initialisation)"),
+    _l("Section 1, paragraph 1",
        "The residual reparameterisation allows much deeper networks, largely avoiding vanishing or exploding "
        "gradients; residual networks have since led CIFAR-10 and ImageNet.",
-       "a summary of He et al.'s results, not a claim of this paper; the experiments chapter checks He et al.'s "
-       "degradation result under their name (he-et-al/plain-degradation)"),
+       "Section 1, paragraph 1 (deeper residual networks)"),
     _n("Section 1.1, paragraph 1",
        "The first result shows that identity parameterisations ease optimisation, the second representation.",
        "an overview of Sections 2 and 3, whose statements are the rows below"),
-    _f("Section 1.1, paragraph 2, eq. (1.1)",
+    _c("Section 1.1, paragraph 2, eq. (1.1)",
        r"Although $A_\ell \cdots A_1$ is a linear map, the objective over the factors, and its residual form "
        r"(1.1), is non-convex.",
-       r"should become a claim: a point where the Hessian is indefinite, e.g. $A_i = -I$ ($W = 0$) at "
-       r"$\ell = 2$, where the quadratic part $-2\langle W_2 W_1, R\Sigma\rangle$ takes both signs when "
-       r"$R\Sigma \ne 0$; control: $\ell = 1$, a convex quadratic"),
-    _f("Section 1.1, paragraph 3",
+       "hardt-ma/sec1-nonconvex"),
+    _c("Section 1.1, paragraph 3",
        r"Any symmetric positive semidefinite $O$ is $O_\ell \cdots O_1$ with $O_i = O^{1/\ell}$, very close to "
        r"$I$ for large $\ell$, so $A_i = O_i - I$ has small spectral norm.",
-       r"should become a claim, corrected: a singular $O$ keeps the eigenvalue 0 in $O^{1/\ell}$, so "
-       r"$\|O^{1/\ell} - I\| = 1$ at every $\ell$; for positive definite $O$ it holds (the bound $3\gamma/\ell$ "
-       r"of thm-2.1-psd). Check $\|O^{1/\ell} - I\|$ against $\ell$ for a positive definite and a singular $O$"),
+       "hardt-ma/sec1-psd-root"),
     _c("Section 1.1, paragraph 3, eq. (1.2)",
        r"For every linear $R$ and large enough $\ell$, (1.1) has a global optimum with "
        r"$\max_i \|A_i\| \le O(1/\ell)$, the constant depending on the conditioning of $R$.",
        "hardt-ma/thm-2.1"),
-    _s("Section 1.1, paragraph 4",
+    _l("Section 1.1, paragraph 4",
        "As depth grows, smaller-norm solutions exist, so regularisation may offset the added parameters.",
-       "a consequence drawn in words ('may offset'), with no quantity; the smaller norms are Theorem 2.1 "
-       "(thm-2.1)"),
+       "Section 1.1, paragraph 4 (regularisation may offset depth)"),
     _c("Section 1.1, paragraph 4",
        r"The gradient of (1.1) vanishes only where $f(A) = 0$, provided $\max_i \|A_i\| \le O(1/\ell)$ "
        r"(Theorem 2.2).",
        "hardt-ma/thm-2.2"),
-    _f("Section 1.1, paragraph 4",
+    _c("Section 1.1, paragraph 4",
        "Hence linear residual networks have no critical points other than the global optimum.",
-       _NO_CRITICAL),
-    _f("Section 1.1, paragraph 4",
+       "hardt-ma/sec1-no-bad-critical"),
+    _c("Section 1.1, paragraph 4",
        r"In the standard parameterisation $A_\ell \cdots A_1$, setting every $A_i = 0$ always gives a bad "
        r"critical point.",
-       r"should become a claim: at $A = 0$ the plain gradient vanishes exactly and the excess risk is "
-       r"$\|R\Sigma^{1/2}\|_F^2 > 0$, for $\ell \ge 2$ and $R \ne 0$ ('always' needs both; at $\ell = 1$ the "
-       r"gradient is $-2R\Sigma$, the control); the linear chapter's gradient-descent figure shows the plain run "
-       r"from $W = 0$ never moving, as an illustration only"),
+       "hardt-ma/sec1-plain-zero-critical"),
     _c("Section 1.1, paragraph 5",
        r"A ReLU residual network expresses any function of $n$ samples with sufficiently more than $n$ "
        r"parameters; with $r$ classes the construction needs $O(n \log n + r^2)$ (Theorem 3.2).",
        "hardt-ma/thm-3.2"),
-    _s("Section 1.1, paragraph 5",
+    _l("Section 1.1, paragraph 5",
        r"On CIFAR-10 ($n = 50{,}000$) successful residual networks often have more than $10^6$ parameters.",
-       "a remark about other networks in practice, not a result of the paper; the book's count of the paper's "
-       "own CIFAR network (sec4-architecture, about 13.5 million) is one instance"),
-    _s("Section 1.1, paragraph 5",
+       "Section 1.1, paragraph 5 (parameters of CIFAR-10 networks)"),
+    _l("Section 1.1, paragraph 5",
        r"Each residual layer of the construction is $x + V\,\mathrm{ReLU}(Ux)$, simpler than standard residual "
        r"layers with two ReLUs and two batch normalisations.",
-       r"a description of the block; the construction's blocks also carry the bias $s$ of eq. (3.1), which the "
-       r"expressivity chapter's modules count"),
+       "Section 1.1, paragraph 5 (the simpler residual layer)"),
     _s("Section 1.1, paragraph 6",
        "The Section 4 network: convolutional residual layers with one ReLU each, no batch norm, dropout or max "
        "pooling, a fixed random last layer, near-zero Gaussian initialisation, weight decay only.",
@@ -254,29 +251,28 @@ _SECTION_1: tuple[Row, ...] = (
     _c("Section 1.1, paragraph 6",
        "The network reaches 6.38% top-1 error on CIFAR-10 with standard augmentation.",
        "hardt-ma/sec4-cifar10-error"),
-    _s("Section 1.1, paragraph 6",
+    _l("Section 1.1, paragraph 6",
        "This is competitive with He et al.'s best residual network, 6.43%.",
-       _TABLE2, _LRESNET),
-    _s("Section 1.1, paragraph 6",
+       _LRESNET),
+    _l("Section 1.1, paragraph 6",
        "It improves on the best previous all-convolutional network (Springenberg et al., 7.25%, with dropout and "
        "ZCA preprocessing), on CIFAR-10, CIFAR-100 and ImageNet.",
-       _TABLE2 + "; the paper's own side is sec4-cifar10-error, sec4-cifar100-error and Section 4.2",
        _LALLCNN),
     _n("Section 1.2, paragraph 1",
        "Dense nets concatenate features and can also encode an identity embedding; whether the results apply to "
        "them is left open.",
        "a pointer to related work and an open question"),
-    _s("Section 1.2, paragraphs 2-3",
+    _l("Section 1.2, paragraphs 2-3",
        "Related results: few bad local minima in experiments (Goodfellow et al., Dauphin et al.), a spin-glass "
        "analogy (Choromanska et al.), no bad local minima for two layers (Soudry & Carmon) and for linear "
        "networks (Baldi & Hornik, Kawaguchi).",
-       "other papers' results, cited; not claims of this paper"),
-    _f("Section 1.2, paragraph 3",
+       "Section 1.2, paragraphs 2-3 (related landscape results)"),
+    _c("Section 1.2, paragraph 3",
        "In contrast, deep linear residual networks have no bad critical point, a stronger property.",
-       "the unqualified sentence of Section 1.1 again: " + _NO_CRITICAL),
-    _s("Section 1.2, paragraph 3",
+       "hardt-ma/sec1-no-bad-critical"),
+    _l("Section 1.2, paragraph 3",
        "The proof is notably simpler, and the results indicate that deeper networks may have better landscapes.",
-       "a judgement of the proof and an interpretation ('may') with no quantity to compare"),
+       "Section 1.2, paragraph 3 (a simpler proof, deeper landscapes)"),
 )
 
 _SECTION_2: tuple[Row, ...] = (
@@ -287,13 +283,12 @@ _SECTION_2: tuple[Row, ...] = (
     _n("Section 2, paragraph 2, eq. (2.1)",
        r"The model $h_0 = x$, $h_j = h_{j-1} + A_j h_{j-1}$, $\hat y = h_\ell$.",
        "the definition of the model, used by every claim of Section 2"),
-    _s("Section 2, paragraph 3",
+    _l("Section 2, paragraph 3",
        r"So $\hat y = (I + A_\ell)\cdots(I + A_1)x$, and the model can express any linear map $R$.",
-       r"one layer $A_1 = R - I$, the others zero; used ($C_{\mathrm{opt}} = d$), not checked apart", _L21),
-    _s("Section 2, paragraph 3, eq. (2.2)",
+       _L21),
+    _l("Section 2, paragraph 3, eq. (2.2)",
        r"The loss $f(A, (x, y)) = \|\hat y - y\|^2$, called the maximum likelihood estimator.",
-       "a definition; 'maximum likelihood' is the usual reading of a squared loss under Gaussian noise, nothing "
-       "to compute"),
+       "Section 2, eq. (2.2) (the maximum likelihood estimator)"),
     _n("Section 2, paragraphs 4-5",
        r"The population risk $f(A) = \mathbb E f(A, (x, y))$, $|||A||| = \max_i \|A_i\|$ and "
        r"$\gamma = \max\{|\log\sigma_{\max}(R)|, |\log\sigma_{\min}(R)|\}$.",
@@ -308,10 +303,10 @@ _SECTION_2: tuple[Row, ...] = (
     _c("Section 2, paragraph 6, Theorem 2.1",
        r"Theorem 2.1 as the PaperWhy review states it, constant $(4\pi + 3\gamma)/\ell$ (not the printed one).",
        "hardt-ma/thm-2.1-early"),
-    _s("Section 2, paragraph 7",
+    _l("Section 2, paragraph 7",
        r"$\gamma$ is a constant after rescaling: $\sigma_{\min}(R) = 1/\sqrt\kappa$, $\sigma_{\max}(R) = "
        r"\sqrt\kappa$ give $\gamma = \log\sqrt\kappa$, small for fairly large $\kappa$; constants not optimised.",
-       r"a remark on the definition of $\gamma$; nothing about networks to compute", _LT21),
+       _LT21),
     _c("Section 2, paragraph 8",
        r"On $\mathcal B_\tau = \{A : |||A||| \le \tau\}$, $\tau$ of order $1/\ell$: no bad critical point for any "
        r"$\tau < 1$.",
@@ -319,18 +314,17 @@ _SECTION_2: tuple[Row, ...] = (
     _c("Section 2, paragraph 9, Theorem 2.2",
        r"For any $\tau < 1$, every critical point of $f$ in $\mathcal B_\tau$ is a global minimum.",
        "hardt-ma/thm-2.2"),
-    _f("Section 2, paragraph 10",
+    _c("Section 2, paragraph 10",
        "It suffices for the optimiser to reach a critical point, since all critical points are global minima.",
-       "the unqualified sentence of Section 1.1 again: " + _NO_CRITICAL),
+       "hardt-ma/sec1-no-bad-critical"),
     _c("Section 2, paragraph 11, eq. (2.3)",
        r"On $\mathcal B_\tau$, $\|\nabla f(A)\|_F^2 \ge 4\ell(1-\tau)^{\ell-1}\sigma_{\min}(\Sigma)^2"
        r"(f(A) - C_{\mathrm{opt}})$.",
        "hardt-ma/eq-2.3"),
-    _s("Section 2, paragraph 12",
+    _l("Section 2, paragraph 12",
        r"So gradient descent converges to a global minimum (Karimi et al.) if its iterates stay in "
        r"$\mathcal B_\tau$, which Theorem 2.2 does not guarantee.",
-       r"conditional on the iterates staying in $\mathcal B_\tau$; one run illustrates it and cannot test a "
-       r"statement about every run", _L23),
+       _L23),
     _c("Section 2, paragraph 14, Claim 2.3, eq. (2.4)",
        r"$f(A) = \|((I + A_\ell)\cdots(I + A_1) - R)\Sigma^{1/2}\|_F^2 + C$ with $C$ independent of $A$.",
        "hardt-ma/claim-2.3"),
@@ -338,12 +332,9 @@ _SECTION_2: tuple[Row, ...] = (
        r"The cross term vanishes, $\mathbb E\langle Ex, \xi\rangle = \mathbb E\langle Ex, \mathbb E[\xi|x]\rangle "
        r"= 0$, and $\operatorname{tr}(E\Sigma E^\top) = \|E\Sigma^{1/2}\|_F^2$.",
        "hardt-ma/claim-2.3"),
-    _f("Section 2, paragraph 15, proof of Claim 2.3",
+    _c("Section 2, paragraph 15, proof of Claim 2.3",
        r"The proof names the constant $C = \mathbb E[xx^\top]$.",
-       r"a printed step the book finds wrong and states only inside claim-2.3's statement: "
-       r"$\mathbb E[xx^\top]$ is a matrix, the constant claim-2.3 computes is $\mathbb E\|\xi\|^2 = d$; should "
-       r"become claim-2.3's proof-step record (step $C = \mathbb E[xx^\top]$, repair $C = d$, which its check "
-       r"already compares)"),
+       "hardt-ma/claim-2.3"),
     _c("Section 2, paragraph 17, Lemma 2.4, eq. (2.5)",
        r"$\partial f/\partial A_i = 2(I + A_\ell^\top)\cdots(I + A_{i+1}^\top)E\Sigma(I + A_{i-1}^\top)\cdots"
        r"(I + A_1^\top)$, $E = (I + A_\ell)\cdots(I + A_1) - R$.",
@@ -352,13 +343,11 @@ _SECTION_2: tuple[Row, ...] = (
        r"Sketch: no small $A_j$ cancels $I$, so the gradient (2.5) is a product of non-zero matrices and $E$, and "
        r"vanishes only if $E$ does.",
        "hardt-ma/thm-2.2"),
-    _f("Section 2, paragraph 19, proof of Theorem 2.2",
+    _c("Section 2, paragraph 19, proof of Theorem 2.2",
        r"Per layer, $\|\partial f/\partial A_i\|_F \ge 2\prod_{j \ne i}\sigma_{\min}(I + A_j^\top)\,"
        r"\sigma_{\min}(\Sigma)\|E\|_F \ge 2(1-\tau)^{\ell-1}\sigma_{\min}(\Sigma)\|E\|_F$ (Claim C.2 and "
        r"$\sigma_{\min}(I + A) \ge 1 - \|A\|$).",
-       "the chapter calls this step sound (in either order of the factors) and the corrected eq. (2.3) rests on "
-       "it, but no check computes it: should join thm-2.2's proof evidence (both sides at eq-2.3's boundary "
-       "points, printed and corrected order of factors)"),
+       "hardt-ma/thm-2.2"),
     _c("Section 2, paragraph 19, proof of Theorem 2.2",
        r"Summing, (i) $\|\nabla f\|_F^2 \ge 4\ell(1-\tau)^{\ell-1}\sigma_{\min}(\Sigma)^2\|E\|_F^2$ and (ii) "
        r"$\|E\|_F^2 \ge f(A) - C \ge f(A) - C_{\mathrm{opt}}$, hence (2.3).",
@@ -373,43 +362,37 @@ _SECTION_3: tuple[Row, ...] = (
        r"The block $\mathcal T_{U,V,s}(h) = V\,\mathrm{ReLU}(Uh + s)$, $U, V \in \mathbb R^{k \times k}$, "
        r"$s \in \mathbb R^k$.",
        "a definition (the expressivity chapter builds it as a torch module)"),
-    _s("Section 3, paragraph 2",
+    _l("Section 3, paragraph 2",
        "Compared with He et al.'s full pre-activation block, two batch normalisations and one ReLU are removed.",
-       "a description against another paper's block, true by inspection of (3.1); nothing to compute"),
-    _f("Section 3, paragraph 3",
+       "Section 3, paragraph 2 (two batch normalisations removed)"),
+    _c("Section 3, paragraph 3",
        r"Labels are the $r$ basis vectors $e_j$; without loss of generality $\|x^{(i)}\| = 1$.",
-       r"normalising is not without loss of generality: dividing by the norm merges $x$ and $2x$, which may carry "
-       r"different labels; the expressivity chapter shows it (gap 0 after plain normalisation) and lifts inputs "
-       r"to the sphere of $\mathbb R^{d+1}$, with no verdict. Should become a claim, corrected (general inputs "
-       r"after the lift), the pair $x, 2x$ as counterexample"),
+       "hardt-ma/sec3-unit-norm"),
     _c("Section 3, paragraph 4, Assumption 3.1",
        r"$\|x^{(i)} - x^{(j)}\|^2 \ge \rho$ for all $i < j$, some constant $\rho > 0$.",
        "hardt-ma/thm-3.2"),
-    _s("Section 3, paragraph 5",
+    _l("Section 3, paragraph 5",
        r"Images can always be perturbed imperceptibly so as to satisfy Assumption 3.1 for a small constant $\rho$.",
-       r"a remark on applicability with no quantity ('imperceptibly'); the digits section measures a real data "
-       r"set's $\rho$ (tiny) as an illustration"),
+       "Section 3, paragraph 5 (images perturbed imperceptibly)"),
     _c("Section 3, paragraphs 6-7, Theorem 3.2",
        r"Under Assumption 3.1 a residual network with $O(n\log n + r^2)$ parameters maps every $x^{(i)}$ to "
        r"$y^{(i)}$.",
        "hardt-ma/thm-3.2"),
-    _s("Section 3, paragraph 8",
+    _l("Section 3, paragraph 8",
        r"In practice $n > r^2$, as for ImageNet with $n > 10^6$ and $r = 1000$.",
-       r"arithmetic on printed figures (Section 4.2's 1,281,167 images exceed $1000^2$), a remark about practice"),
+       "Section 3, paragraph 8 (n > r^2 in practice)"),
     _c("Section 3, paragraph 9",
        r"$h_0 = A_0x$, blocks $h_j = h_{j-1} + \mathcal T_{A_j,B_j,b_j}(h_{j-1})$, output "
        r"$\hat y = h_\ell + \mathcal T_{A_{\ell+1},B_{\ell+1},s_{\ell+1}}(h_\ell)$ with weights "
        r"$k \times r$ and $r \times r$ 'so that the dimension is compatible'.",
        "hardt-ma/output-block"),
-    _s("Section 3, paragraph 9",
+    _l("Section 3, paragraph 9",
        r"With $r, d < n$, $k = O(\log n)$ and $\ell = \lceil n/k\rceil$ the network has "
        r"$O(kd + \ell k^2 + rk + r^2) = O(n\log n + r^2)$ parameters.",
-       "an asymptotic count; the chapter shows the modules' weights against n as an illustration", _LCOUNT),
-    _f("Section 3, paragraph 9",
+       _LCOUNT),
+    _c("Section 3, paragraph 9",
        r"Exactly: $dk$ parameters in the first layer, $2k^2$ in each block, $kr + r^2$ in the last.",
-       r"a printed number the chapter computes and finds short, in prose and a skip line only: the biases "
-       r"$s \in \mathbb R^k$ of eq. (3.1) add $k$ per block and $r$ in the output layer. Should become a claim, "
-       r"corrected (the count of the torch modules against the printed formula; the order is unchanged)"),
+       "hardt-ma/sec3-parameter-count"),
     _c("Section 3, paragraph 10",
        r"A random $A_0$ keeps Assumption 3.1 for the $h_0^{(i)}$ with good probability (Johnson-Lindenstrauss), "
        r"'with slightly different scaling and larger constant $\rho$'.",
@@ -464,9 +447,8 @@ _SECTIONS_4_5: tuple[Row, ...] = (
        "Without batch normalisation, with the small initialisation and the fixed head, the network trains "
        "(momentum SGD, learning rate 0.05).",
        "hardt-ma/sec4-identity-trains-without-bn"),
-    _s("Section 4.1, paragraph 3",
+    _l("Section 4.1, paragraph 3",
        "Peak performance at about 50k steps, about 24 hours on one Tesla K40.",
-       "needs the CIFAR-10 archives and a GPU (the full profile draws the test-error curve); the time needs a K40",
        _L413),
     _s("Section 4.1, paragraph 3",
        "The code derives from the TensorFlow ResNet implementation by removing batch normalisation and changing "
@@ -499,11 +481,10 @@ _SECTIONS_4_5: tuple[Row, ...] = (
     _c("Section 4.1, paragraph 4",
        "The network has 13.59 million trainable parameters.",
        "hardt-ma/sec4-architecture"),
-    _s("Section 4.1, paragraph 4",
+    _l("Section 4.1, paragraph 4",
        "Despite its size and 50,000 training images it does not seem to overfit too quickly, while a "
        "batch-normalised model of that size overfitted.",
-       "a qualitative observation about CIFAR-10 whose contrast, a batch-normalised network, the book does not "
-       "build; needs CIFAR and a GPU", _L414),
+       _L414),
     _n("Section 4.1, paragraph 4",
        "Table 2 compares with Springenberg et al., He et al. (2015) and DenseNet, all with standard augmentation.",
        "a description of Table 2, whose entries are the rows below"),
@@ -514,51 +495,50 @@ _SECTIONS_4_5: tuple[Row, ...] = (
        "Ours: 24% top-1 error on CIFAR-100 (the conversion keeps the integer part; the chapter's 24.64 is from "
        "its notes).",
        "hardt-ma/sec4-cifar100-error"),
-    _s("Section 4.1, Table 2",
+    _l("Section 4.1, Table 2",
        "All-CNN (all-convolutional, dropout, extra data processing): 7.25% on CIFAR-10, 32% on CIFAR-100.",
-       _TABLE2, _LALLCNN),
-    _s("Section 4.1, Table 2",
+       _LALLCNN),
+    _l("Section 4.1, Table 2",
        "ResNet (no citation in the row; the text names He et al. (2015), which report no CIFAR-100 result): "
        "6.43% on CIFAR-10, 25% on CIFAR-100.",
-       _TABLE2, _LRESNET),
-    _s("Section 4.1, Table 2",
+       _LRESNET),
+    _l("Section 4.1, Table 2",
        "DenseNet: 3.74% on CIFAR-10, 19% on CIFAR-100, N/A on ImageNet.",
-       _TABLE2, _LDENSE),
+       _LDENSE),
     _s("Section 4.1, Table 2",
        "The ImageNet column (lost in the text conversion except DenseNet's N/A).",
        "not legible in the printed text the book reads; the paper's own ImageNet figure is repeated in Section "
        "4.2, under its skip line"),
-    _s("Section 4.2, paragraph 1",
+    _l("Section 4.2, paragraph 1",
        r"ILSVRC 2012: 1,281,167 images of 1000 classes, resized to $224 \times 224$ with 3 channels.",
-       "a setting, not a result; " + _IMAGENET, _L421),
-    _s("Section 4.2, paragraph 1",
+       _L421),
+    _l("Section 4.2, paragraph 1",
        "An all-convolutional variant of He et al.'s 34-layer network, whose original reached 25.03% error.",
-       _IMAGENET, _L4213),
-    _s("Section 4.2, paragraph 1",
+       _L4213),
+    _l("Section 4.2, paragraph 1",
        "The variant has 35.7M trainable parameters.",
-       "the variant is not described, so there is no architecture to count against the printed figure", _L421),
-    _s("Section 4.2, paragraph 1",
+       _L421),
+    _l("Section 4.2, paragraph 1",
        "Momentum 0.9, learning rate 0.1 decayed by 0.94 every two epochs, 6 asynchronous machines of 8 K40s, "
        "batch 256 (32 per GPU).",
-       "a setting, not a result; " + _IMAGENET, _L421),
-    _s("Section 4.2, paragraph 2",
+       _L421),
+    _l("Section 4.2, paragraph 2",
        "On ImageNet the model did significantly worse than the original and underfitted.",
-       _IMAGENET, _L4213),
+       _L4213),
     _s("Section 4.2, paragraph 2",
        "A larger model would likely perform better.",
        "a conjecture; " + _IMAGENET + " (the skip line of paragraph 3 covers a sibling conjecture, not this one)"),
-    _s("Section 4.2, paragraph 3",
+    _l("Section 4.2, paragraph 3",
        "35.29% top-1 and 14.17% top-5 error on the 50,000 test images after 700,000 steps (about a week), better "
        "than Krizhevsky et al.'s 40.7% and the best all-convolutional network.",
-       _IMAGENET, _L4213),
-    _s("Section 4.2, paragraph 3",
+       _L4213),
+    _l("Section 4.2, paragraph 3",
        "A better learning-rate schedule and hyperparameters could substantially improve the result.",
-       "a conjecture; " + _IMAGENET, _L423),
-    _s("Section 5, paragraph 1",
+       _L423),
+    _l("Section 5, paragraph 1",
        "Conjecture: an analogue of Theorem 2.2 holds for non-linear residual networks with one ReLU per residual; "
        "'no fundamental obstacle' is seen.",
-       "a conjecture stated as open; a search for critical points of small ReLU residual networks near the "
-       "identity could illustrate it, not decide it"),
+       "Section 5, paragraph 1 (a non-linear Theorem 2.2, conjectured)"),
     _s("Section 5, paragraph 1",
        "Much of the progress in image recognition could come from residual convolutions and ReLUs alone.",
        "a belief about future architectures; nothing to compute"),
@@ -582,27 +562,22 @@ _APPENDIX_A: tuple[Row, ...] = (
     _c("Appendix A.1, paragraph 4",
        r"$\ell \ge 3\gamma \ge |\log z_i|$, so $|z_i^{1/\ell} - 1| \le 3|\log z_i|/\ell \le 3\gamma/\ell$.",
        "hardt-ma/thm-2.1-psd"),
-    _s("Appendix A.1, paragraph 4",
+    _l("Appendix A.1, paragraph 4",
        r"The inequality $|e^x - 1| \le 3|x|$ for $|x| \le 1$.",
-       r"elementary ($\max_{0 < |x| \le 1}|e^x - 1|/|x| = e - 1 < 3$); the bounds it serves are checked by "
-       r"thm-2.1-psd"),
+       "Appendix A.1, paragraph 4 (|e^x - 1| <= 3|x| for |x| <= 1)"),
     _c("Appendix A.1, paragraph 5",
        r"Hence $|||A^*||| \le 3\gamma/\ell$ in the positive semidefinite case.",
        "hardt-ma/thm-2.1-psd"),
-    _s("Appendix A.1, paragraph 6",
+    _l("Appendix A.1, paragraph 6",
        r"The proof assumes $d$ even; the odd case 'has very similar proof' and is left to the reader.",
-       r"an omitted case, not a statement; thm-2.1 and thm-2.1-proof-rounding run targets of odd dimension too "
-       r"($d$ from 2 to 8)"),
+       "Appendix A.1, paragraph 6 (d even; the odd case omitted)"),
     _c("Appendix A.1, paragraph 6",
        r"With the SVD $R = UKV^\top$, $U$ is normal, so by Claim C.1 $U = SDS^{-1}$, $D$ block diagonal with "
        r"$2 \times 2$ blocks.",
        "hardt-ma/claim-c.1"),
-    _f("Appendix A.1, paragraph 7",
+    _c("Appendix A.1, paragraph 7",
        r"$U$ is orthogonal, so every block $D_i$ is a rotation $T(\theta_i)$, $\theta_i \in [-\pi, \pi]$.",
-       r"a printed step the book repairs in code without a record: even with $\det R > 0$ an SVD may have "
-       r"$\det U = \det V = -1$ (a sign choice), and then a block is a reflection; `linear._svd_oriented` flips a "
-       r"column of both first. Should become a proof-step record of thm-2.1 (witness: an SVD with "
-       r"$\det U = -1$; repair: orient it)"),
+       "hardt-ma/thm-2.1-proof-rotation-blocks"),
     _c("Appendix A.1, paragraphs 7-9",
        r"$D_i = T(\theta_i/q)^q$, $W = \operatorname{diag}(T(\theta_i/q))$, $U = (SWS^{-1})^q$; with "
        r"$B_j = I - SWS^{-1}$, $U = (I + B_q)\cdots(I + B_1)$.",
@@ -613,14 +588,10 @@ _APPENDIX_A: tuple[Row, ...] = (
     _c("Appendix A.1, paragraph 11",
        r"Likewise $V^\top = (I + B'_q)\cdots(I + B'_1)$ with $\|B'_j\| \le \pi/q$ (printed $\|C_j\|$).",
        "hardt-ma/thm-2.1-proof-rotation-norm"),
-    _f("Appendix A.1, paragraph 12",
+    _c("Appendix A.1, paragraph 12",
        r"$K = (K')^p$, $K' = \operatorname{diag}(k_i^{1/p})$, and for $p \ge \gamma$, "
        r"$\|K' - I\| \le \max_i |e^{\log k_i/p} - 1| \le 3\gamma/p$.",
-       r"no claim computes this step: thm-2.1-psd checks the same bound at depths $\ge 3\gamma$, but the step "
-       r"needs only $p \ge \gamma$ and the proof never shows its $p$ meets it (at $\ell = 3\gamma$ the printed $p$ "
-       r"is below $\gamma$ for every $\gamma < 4\pi/3$, the repaired $p$ for $\gamma < \pi/12$; "
-       r"$|e^x - 1| \le 3|x|$ fails beyond $x \approx 1.9$). Should become a proof-step check: $p \ge \gamma$ and "
-       r"$\|K^{1/p} - I\|$ vs $3\gamma/p$ over the sweep, printed and repaired $p$"),
+       "hardt-ma/thm-2.1-proof-scaling"),
     _c("Appendix A.1, paragraph 13",
        r"$p = \ell\sqrt{3\gamma}/(2(\sqrt\pi + \sqrt{3\gamma}))$, $q = \ell\sqrt\pi/(\sqrt\pi + \sqrt{3\gamma})$ "
        r"(a reading of the converted fractions), with $2q + p = \ell$ (converted as '2q + l = 1').",
@@ -700,16 +671,12 @@ _APPENDICES_B_C: tuple[Row, ...] = (
        r"$\{0, x^{(1)}, \dots, x^{(n)}\}$ within $1 \pm \rho/3$ w.h.p., so "
        r"$1 - \rho/3 \le \|A_0x^{(i)}\| \le 1 + \rho/3$.",
        "hardt-ma/thm-3.2"),
-    _f("Appendix B, paragraph 16, proof of Theorem 3.2",
+    _c("Appendix B, paragraph 16, proof of Theorem 3.2",
        r"$\|A_0x^{(i)} - A_0x^{(j)}\| \ge \rho(1 - \rho/3) \ge 2\rho/3$.",
-       r"the chapter finds it failing, in prose only: it takes the distance to be $\rho$ where Assumption 3.1 "
-       r"bounds its square, and $\rho(1 - \rho/3) \ge 2\rho/3$ needs $\rho \le 1$ (orthonormal inputs have "
-       r"$\rho = 2$). Should become a proof-step record of thm-3.2 with that witness"),
-    _f("Appendix B, paragraph 16, proof of Theorem 3.2",
+       "hardt-ma/thm-3.2-proof-conditions"),
+    _c("Appendix B, paragraph 16, proof of Theorem 3.2",
        r"With $z^{(i)} = A_0x^{(i)}$ and $\rho' = \rho/3$, the $z^{(i)}$ satisfy the conditions of Lemma B.2.",
-       r"the chapter finds it failing, in prose only: norms within $1 \pm \rho'$ allow squared norms up to "
-       r"$1 + 2\rho' + \rho'^2$, outside B.2's window, and distances $\ge 2\rho'$ give squared distances "
-       r"$4\rho'^2 < \rho'$ once $\rho' < 1/4$. Should become a proof-step record of thm-3.2 (exact witnesses)"),
+       "hardt-ma/thm-3.2-proof-conditions"),
     _c("Appendix B, paragraph 16, proof of Theorem 3.2",
        r"Random $q_j$, $v^{(i)}$ as in eq. (3.2), and Lemma B.2 gives blocks with $h_\ell^{(i)} = v^{(i)}$.",
        "hardt-ma/lemma-b.2"),
@@ -728,21 +695,20 @@ _APPENDICES_B_C: tuple[Row, ...] = (
        r"A real normal $U$ is $SDS^\top$ with $S$ orthonormal and $D$ real block diagonal, blocks of size at most "
        r"2, exactly $2 \times 2$ when $d$ is even.",
        "hardt-ma/claim-c.1"),
-    _s("Appendix C, paragraph 3, proof of Claim C.1",
+    _l("Appendix C, paragraph 3, proof of Claim C.1",
        r"$U = V\Lambda V^*$ with conjugate pairs, $U = \sum_i 2\Re(v_i\lambda_iv_i^*) + \sum_i v_i\lambda_iv_i^\top$, "
        r"each $Q_i = \Re(v_i\lambda_iv_i^*)$ real of rank 2, $Q_i = S_iD_iS_i^\top$.",
-       "the proof's construction is not run; claim-c.1 checks the statement by an independent route (the real "
-       "Schur form of random normal matrices), and the steps are standard linear algebra"),
+       "Appendix C, proof of Claim C.1"),
     _n("Appendix C, paragraph 4",
        "Claim C.2 is used in the proof of Theorem 2.2.",
        "a cross-reference (thm-2.2 and eq-2.3 declare that they rest on claim-c.2)"),
     _c("Appendix C, paragraph 5, Claim C.2",
        r"For $A, B \in \mathbb R^{d \times d}$, $\|AB\|_F \ge \sigma_{\min}(A)\|B\|_F$.",
        "hardt-ma/claim-c.2"),
-    _s("Appendix C, paragraph 6, proof of Claim C.2",
+    _l("Appendix C, paragraph 6, proof of Claim C.2",
        r"$B^\top A^\top AB \succeq \sigma_{\min}(A)^2B^\top B$, so $\|AB\|_F^2 = \operatorname{tr}(B^\top A^\top AB) "
        r"\ge \sigma_{\min}(A)^2\|B\|_F^2$.",
-       "elementary steps whose conclusion claim-c.2 checks, with its tight case; nothing further to compute"),
+       "Appendix C, proof of Claim C.2"),
 )
 # fmt: on
 
@@ -760,11 +726,16 @@ def declared_claims() -> set[str]:
     return {decl.id for decl in all_claims() if decl.paper == PAPER}
 
 
-def declared_skip_lines() -> set[str]:
-    """The printed refs of the Hardt & Ma skip lines the chapters' claims modules declare now."""
+def skip_reasons() -> dict[str, str]:
+    """``{ref: why}`` of the Hardt & Ma skip lines the chapters' claims modules declare now."""
     from .registry import CHAPTER_MODULES, chapter_claims
 
-    return {s.ref for chapter in CHAPTER_MODULES for s in chapter_claims(chapter).skipped if s.paper == PAPER}
+    return {s.ref: s.why for chapter in CHAPTER_MODULES for s in chapter_claims(chapter).skipped if s.paper == PAPER}
+
+
+def declared_skip_lines() -> set[str]:
+    """The printed refs of the Hardt & Ma skip lines the chapters' claims modules declare now."""
+    return set(skip_reasons())
 
 
 def unknown_claims(rows: tuple[Row, ...] = ROWS, declared: set[str] | None = None) -> list[str]:
@@ -815,8 +786,10 @@ def counts_by_section(rows: tuple[Row, ...] = ROWS) -> dict[str, dict[str, int]]
 
 def ledger_rows(rows: tuple[Row, ...] = ROWS) -> list[tuple[str, str, str]]:
     """``(printed location, statement, what the book does)`` per row, for the ledger page (:data:`LEDGER_HEADERS`):
-    "checked by ID", "not checked: why", "nothing to check: why" or "not yet checked: what to check"."""
-    return [(r.location, r.what, r.status()) for r in rows]
+    "checked by ID", "not checked: why" (the declared skip line's reason), "nothing to check: why" or "not yet
+    checked: what to check"."""
+    reasons = skip_reasons()
+    return [(r.location, r.what, r.status(reasons)) for r in rows]
 
 
 def _report() -> str:

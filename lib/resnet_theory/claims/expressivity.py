@@ -113,6 +113,71 @@ def _rate_checks(rates, p, draws, label, names) -> Check:
     )
 
 
+# --- Section 3: normalising the inputs --------------------------------------------------------------------------
+def _closest_other_label(X: np.ndarray, y: np.ndarray) -> float:
+    """The smallest distance between two inputs with different labels."""
+    D = np.linalg.norm(X[:, None, :] - X[None, :, :], axis=2)
+    return float(np.min(D[y[:, None] != y[None, :]]))
+
+
+def _normalisation_cases(ctx: Context) -> dict:
+    """Twelve Gaussian inputs in R^4 with three labels, plus 2 x_1 with another label than x_1; the same with an
+    exact copy of x_1 under another label (the control). Plain and lifted normalisation, and the network built
+    on the lifted inputs, checked as a torch module on the raw inputs."""
+    g = ctx.rng("hardt-ma/sec3-unit-norm")
+    X, y = g.standard_normal((12, 4)), g.integers(0, 3, 12)
+    X, y = np.vstack([X, 2 * X[:1]]), np.append(y, (y[0] + 1) % 3)
+    X_copy, y_copy = np.vstack([X, X[:1]]), np.append(y, (y[0] + 2) % 3)
+    plain = X / np.linalg.norm(X, axis=1, keepdims=True)
+    lifted = ex.InputNormaliser.fit(X).transform(X)
+    net = ex.build_interpolating_resnet(X, y, num_classes=3, seed=_seed(ctx, "hardt-ma/sec3-unit-norm:net"))
+    return {
+        "plain gap": _closest_other_label(plain, y),
+        "lifted gap": _closest_other_label(lifted, y),
+        "lifted norms": np.linalg.norm(lifted, axis=1),
+        "fit error": _module_check(net, X, y)[0],
+        "control gap": _closest_other_label(ex.InputNormaliser.fit(X_copy).transform(X_copy), y_copy),
+    }
+
+
+@CLAIMS.checked(
+    "hardt-ma/sec3-unit-norm",
+    paper="hardt-ma",
+    ref="Section 3, paragraph 3",
+    source=Source.printed(),
+    section="expressivity-construction",
+    statement=r"Without loss of generality the inputs are normalised so that $\|x^{(i)}\| = 1$.",
+    correction=Correction(
+        r"Dividing by the norm merges $x$ and $2x$, which may carry different labels; lifting the inputs to the "
+        r"unit sphere of $\mathbb{R}^{d+1}$ (centre, scale, append $\sqrt{1 - \|z\|^2}$) is injective, so any "
+        r"finite labelled sample becomes one with unit norms and the construction fits it."
+    ),
+    control=Control(
+        "An exact copy of x_1 under another label: no function of the input gives it, so the setting rules it "
+        "out, and no normalisation can keep the two apart."
+    ),
+)
+def section_3_unit_norm(ctx: Context) -> Evidence:
+    """Differently labelled inputs after plain normalisation and after the lift; the network on the lift."""
+    c = _normalisation_cases(ctx)
+    gap = "smallest distance between inputs with different labels, after normalising, vs 1e-9"
+    corrected = Check.combine(
+        [
+            Check.at_least(c["lifted gap"], 1e-9, what=f"lifted: {gap}"),
+            Check.close(c["lifted norms"], np.ones(len(c["lifted norms"])), rtol=1e-12, what="lifted: norms"),
+            Check.at_most(c["fit error"], ex.FIT_TOLERANCE, what="network on the lift: max |module - one-hot|"),
+        ],
+        what="the lift",
+    )
+    return Evidence(
+        statement=Check.at_least(c["plain gap"], 1e-9, what=f"x / ||x||: {gap}"),
+        control=Check.at_least(c["control gap"], 1e-9, what=f"control, a copy under another label, lifted: {gap}"),
+        corrected=corrected,
+        data={k: v for k, v in c.items() if k != "lifted norms"},
+        glue={"sec3_plain_gap": float(c["plain gap"]), "sec3_lifted_gap": float(c["lifted gap"])},
+    )
+
+
 # --- Lemma B.1: one block, as printed --------------------------------------------------------------------------
 #: The rho' of the Lemma B.1 instances: all <= 2/9, where the printed hypothesis admits the midpoint.
 LEMMA_RHOS = (0.05, 0.1, 0.2)
@@ -383,11 +448,10 @@ CLAIMS.skip(
     paper="hardt-ma",
     ref="Section 3, paragraph after Theorem 3.2 (parameter count)",
     statement=r"With $k = O(\log n)$, $\ell = \lceil n/k \rceil$ and $r, d < n$ the "
-    r"network has $dk + 2\ell k^2 + (kr + r^2)$ parameters, $O(n \log n + r^2)$.",
-    why="an asymptotic count: the chapter shows the weights of its modules against n "
-    "as an illustration (counting the tensors of a network built to these shapes "
-    "cannot disagree with the formula); the tensors add the biases the formula "
-    "leaves out.",
+    r"network has $O(kd + \ell k^2 + rk + r^2) = O(n \log n + r^2)$ parameters.",
+    why="an asymptotic count, which finitely many n cannot decide: the chapter shows the weights of its "
+    "modules against n as an illustration; the exact printed count is checked by "
+    "hardt-ma/sec3-parameter-count.",
 )
 
 
@@ -726,6 +790,133 @@ def theorem_3_2(ctx: Context) -> Evidence:
         control=control,
         data=data,
         glue=glue,
+    )
+
+
+# --- Section 3: the printed parameter count ---------------------------------------------------------------------
+@CLAIMS.checked(
+    "hardt-ma/sec3-parameter-count",
+    paper="hardt-ma",
+    ref="Section 3, paragraph 9 (after Theorem 3.2): dk, 2k^2 per block, kr + r^2",
+    source=Source.printed(),
+    section="expressivity-fit",
+    statement=r"The first layer has $dk$ parameters, each of the $\ell$ middle blocks $2k^2$ and the final block "
+    r"$kr + r^2$.",
+    correction=Correction(
+        r"With the bias $s \in \mathbb{R}^k$ that eq. (3.1) makes part of every block (and $s \in \mathbb{R}^r$ "
+        r"in the final one): $dk + \ell(2k^2 + k) + kr + r^2 + r$ parameters; the order $O(n \log n + r^2)$ is "
+        r"unchanged."
+    ),
+    control=Control(
+        "Blocks without the bias s (h + V relu(U h)), which eq. (3.1) rules out: their count must miss the "
+        "corrected formula."
+    ),
+    rests_on=("hardt-ma/thm-3.2",),
+)
+def section_3_parameter_count(ctx: Context) -> Evidence:
+    """The parameters of the sphere networks' torch modules, counted from the tensors, against both formulas."""
+    fits = _sphere_fits(ctx)
+    rows = []
+    for n, net in fits["nets"].items():
+        counted = ex.count_module_parameters(net.as_torch_module())
+        k, D, depth, r = net.k, net.normalised_dim, net.depth, net.num_classes
+        rows.append(
+            {
+                "n": n,
+                "k": k,
+                "l": depth,
+                "module, all": counted["weights"] + counted["biases"],
+                "module, weights only": counted["weights"],
+                "printed": D * k + depth * 2 * k * k + k * r + r * r,
+                "corrected": D * k + depth * (2 * k * k + k) + k * r + r * r + r,
+            }
+        )
+    column = {key: np.array([r[key] for r in rows]) for key in rows[0]}
+    return Evidence(
+        statement=Check.close(column["module, all"], column["printed"], rtol=0, what="module parameters vs printed"),
+        control=Check.close(
+            column["module, weights only"], column["corrected"], rtol=0, what="control, no biases: vs corrected"
+        ),
+        corrected=Check.close(column["module, all"], column["corrected"], rtol=0, what="module vs corrected count"),
+        data={"rows": rows},
+        glue={"sec3_count_short": int(rows[-1]["corrected"] - rows[-1]["printed"])},
+    )
+
+
+# --- Theorem 3.2: from the projection to Lemma B.2's conditions -------------------------------------------------
+def _conditions_arithmetic() -> dict:
+    """The printed chain at exact witnesses, and the repair in SymPy: rho' = rho/3, eps = min(rho, 1)/3."""
+    rho = sp.Rational(2)  # orthonormal inputs: squared distances 2, so Assumption 3.1 holds with rho = 2
+    small = sp.Rational(1, 2)
+    r = sp.symbols("rho", positive=True)
+    gaps = {  # the smallest value of (1 - eps) rho - rho/3 on each range of rho
+        "0 < rho <= 1": sp.minimum((1 - r / 3) * r - r / 3, r, sp.Interval.Lopen(0, 1)),
+        "1 < rho <= 4": sp.minimum((1 - sp.Rational(1, 3)) * r - r / 3, r, sp.Interval.Lopen(1, 4)),
+    }
+    return {
+        "rho(1 - rho/3) at rho = 2": rho * (1 - rho / 3),
+        "2 rho / 3 at rho = 2": 2 * rho / 3,
+        "(1 + rho')^2 at rho' = 1/6": (1 + small / 3) ** 2,
+        "1 + rho' at rho' = 1/6": 1 + small / 3,
+        "(2 rho')^2 at rho = 1/2": (2 * small / 3) ** 2,
+        "rho' at rho = 1/2": small / 3,
+        "repair slack": gaps,
+    }
+
+
+@CLAIMS.checked(
+    "hardt-ma/thm-3.2-proof-conditions",
+    paper="hardt-ma",
+    ref="Appendix B, proof of Theorem 3.2: ||A_0 x_i - A_0 x_j|| >= rho(1 - rho/3) >= 2 rho/3, so the z_i "
+    "satisfy Lemma B.2 with rho' = rho/3",
+    source=Source.printed(),
+    section="expressivity-jl-step",
+    statement=r"Theorem 3.2 as the printed proof in Appendix B establishes it, passing from the projected "
+    r"$z_i = A_0 x_i$ to the conditions of Lemma B.2 (sphere sample at the paper's width).",
+    proof_step=ProofStep(
+        step=r"$\|A_0 x_i - A_0 x_j\| \ge \rho(1 - \rho/3) \ge 2\rho/3$, and with $1 - \rho/3 \le \|z_i\| \le 1 + "
+        r"\rho/3$ the $z_i$ satisfy Lemma B.2 ($1 - \rho' \le \|z_i\|^2 \le 1 + \rho'$, $\|z_i - z_j\|^2 \ge "
+        r"\rho'$) with $\rho' = \rho/3$.",
+        repair=r"Keep squared norms and squared distances within $1 \pm \varepsilon$, $\varepsilon = \min(\rho, "
+        r"1)/3$: squared norms lie in $[1 - \rho', 1 + \rho']$ and $\|z_i - z_j\|^2 \ge (1 - \varepsilon)\rho "
+        r"\ge 2\rho/3 \ge \rho'$.",
+    ),
+    control=Control(
+        "The sphere sample with a twin of its first point at squared distance 1e-10 and another label: "
+        "Assumption 3.1 fails at the rho the width was chosen for."
+    ),
+    rests_on=("hardt-ma/lemma-b.2",),
+)
+def theorem_3_2_proof_conditions(ctx: Context) -> Evidence:
+    """The printed chain at exact witnesses (orthonormal inputs, rho = 2; rho = 1/2), its repair in SymPy; the
+    statement and control are Theorem 3.2's sphere fits and twin point."""
+    fits = _sphere_fits(ctx)
+    twin = _twin_control(ctx, fits)
+    a = _conditions_arithmetic()
+    step = Check.combine(
+        [
+            Check.at_least(float(a["rho(1 - rho/3) at rho = 2"]), float(a["2 rho / 3 at rho = 2"]), what="rho = 2"),
+            Check.at_most(
+                float(a["(1 + rho')^2 at rho' = 1/6"]), float(a["1 + rho' at rho' = 1/6"]), what="squared norm"
+            ),
+            Check.at_least(float(a["(2 rho')^2 at rho = 1/2"]), float(a["rho' at rho = 1/2"]), what="distance"),
+        ],
+        what="the printed chain at exact witnesses",
+    )
+    slack = a["repair slack"]
+    repair = Check.all_of(
+        [bool(v.is_nonnegative) for v in slack.values()],
+        what="SymPy: smallest (1 - eps) rho - rho/3 is "
+        + ", ".join(f"{v} for {k}" for k, v in slack.items())
+        + " (squared distances of unit vectors are at most 4)",
+    )
+    errors = [r["max |f - one-hot| (module)"] for r in fits["rows"]]
+    return Evidence(
+        statement=Check.at_most(errors, ex.FIT_TOLERANCE, what="sphere sample at the paper's width: module error"),
+        control=Check.at_most(twin["err"], ex.FIT_TOLERANCE, what="same builder and width, plus a twin point"),
+        proof=StepEvidence(step=step, repair=repair),
+        data={k: str(v) for k, v in a.items()},
+        glue={"thm32_rho2_chain": float(a["rho(1 - rho/3) at rho = 2"])},
     )
 
 
@@ -1078,3 +1269,57 @@ def claim_c_2(ctx: Context) -> Evidence:
         control=Check.at_least(ratio_max, 1.0, rtol=1e-12, what="same with sigma_max(A)"),
         glue={"expr_c2_min": float(min(ratio_min))},
     )
+
+
+# --- Sections 1.1 and 3, Appendix C: printed statements not checked (the coverage walk) ----------------------
+CLAIMS.skip(
+    paper="hardt-ma",
+    ref="Section 1.1, paragraph 5 (parameters of CIFAR-10 networks)",
+    statement="On CIFAR-10 ($n = 50{,}000$) successful residual networks often have more than $10^6$ parameters.",
+    why="a remark about other networks in practice, not a result of the paper; the book's count of the "
+    "paper's own CIFAR network (sec4-architecture, about 13.5 million) is one instance",
+)
+CLAIMS.skip(
+    paper="hardt-ma",
+    ref="Section 1.1, paragraph 5 (the simpler residual layer)",
+    statement=r"Each residual layer of the construction is $x + V\,\mathrm{ReLU}(Ux)$, simpler than standard "
+    r"residual layers with two ReLUs and two batch normalisations.",
+    why="a description of the block; the construction's blocks also carry the bias $s$ of eq. (3.1), "
+    "which the expressivity chapter's modules count",
+)
+CLAIMS.skip(
+    paper="hardt-ma",
+    ref="Section 3, paragraph 2 (two batch normalisations removed)",
+    statement="Compared with He et al.'s full pre-activation block, two batch normalisations and one ReLU are removed.",
+    why="a description against another paper's block, true by inspection of (3.1); nothing to compute",
+)
+CLAIMS.skip(
+    paper="hardt-ma",
+    ref="Section 3, paragraph 5 (images perturbed imperceptibly)",
+    statement=r"Images can always be perturbed imperceptibly so as to satisfy Assumption 3.1 for a small "
+    r"constant $\rho$.",
+    why=r"a remark on applicability with no quantity ('imperceptibly'); the digits section measures a real"
+    r" data set's $\rho$ (tiny) as an illustration",
+)
+CLAIMS.skip(
+    paper="hardt-ma",
+    ref="Section 3, paragraph 8 (n > r^2 in practice)",
+    statement="In practice $n > r^2$, as for ImageNet with $n > 10^6$ and $r = 1000$.",
+    why="arithmetic on printed figures (Section 4.2's 1,281,167 images exceed $1000^2$), a remark about practice",
+)
+CLAIMS.skip(
+    paper="hardt-ma",
+    ref="Appendix C, proof of Claim C.1",
+    statement=r"$U = V\Lambda V^*$ with conjugate pairs, $U = \sum_i 2\Re(v_i\lambda_iv_i^*) + \sum_i "
+    r"v_i\lambda_iv_i^\top$, each $Q_i = \Re(v_i\lambda_iv_i^*)$ real of rank 2, $Q_i = "
+    r"S_iD_iS_i^\top$.",
+    why="the proof's construction is not run; claim-c.1 checks the statement by an independent route (the"
+    " real Schur form of random normal matrices), and the steps are standard linear algebra",
+)
+CLAIMS.skip(
+    paper="hardt-ma",
+    ref="Appendix C, proof of Claim C.2",
+    statement=r"$B^\top A^\top AB \succeq \sigma_{\min}(A)^2B^\top B$, so $\|AB\|_F^2 = \operatorname{tr}(B^\top"
+    r" A^\top AB) \ge \sigma_{\min}(A)^2\|B\|_F^2$.",
+    why="elementary steps whose conclusion claim-c.2 checks, with its tight case; nothing further to compute",
+)

@@ -19,6 +19,7 @@ import math
 
 import numpy as np
 import sympy as sp
+import torch
 
 from .. import checks, linear
 from ..fits import growth_fit
@@ -57,6 +58,96 @@ PROFILE = ProfileTable(
 CLAIMS = ClaimSet("linear", PROFILE)
 
 
+# --- Section 1.1: the factored objective is not convex ----------------------------------------------------------
+#: (d, l) of the convexity witnesses; l = 1 (a convex quadratic) is the control.
+_CONVEXITY_CASES = ((2, 1), (3, 1), (2, 2), (3, 2), (2, 3), (3, 3))
+
+
+def _plain_risk(W: np.ndarray, R: np.ndarray, Sigma: np.ndarray) -> float:
+    """``E ||y - W_l ... W_1 x||^2`` (the standard parameterisation) as the residual risk at ``A = W - I``."""
+    return linear.risk(W - np.eye(R.shape[0]), R, Sigma)
+
+
+def _hessian_eigenvalues(depth: int, R: np.ndarray, Sigma: np.ndarray) -> np.ndarray:
+    """Eigenvalues of the Hessian (torch autograd) of the factored objective at ``W = (0, I, ..., I)``, which is
+    (1.1) at ``A_1 = -I``, ``A_i = 0`` after it (the two objectives differ by the shift ``A = W - I``)."""
+    d = R.shape[0]
+    A = np.zeros((depth, d, d))
+    A[0] = -np.eye(d)
+    point = torch.as_tensor(A.ravel())
+    H = torch.autograd.functional.hessian(linear.torch_risk(depth, d, R, Sigma), point).numpy()
+    return np.linalg.eigvalsh((H + H.T) / 2)
+
+
+def _convexity_witnesses(ctx: Context) -> list[dict]:
+    """Per (d, l): the Hessian's extreme eigenvalues at W = (0, I, ..., I), and the midpoint gap
+    ``f((a + b)/2) - (f(a) + f(b))/2`` for ``a = (R, I, ..., I)``, ``b`` with its first two factors negated (the
+    same product R, so f(a) = f(b) = d, and midpoint product 0); at l = 1, ``a = R``, ``b = -R``."""
+    rng = ctx.rng("hardt-ma/sec1-nonconvex")
+    rows = []
+    for d, depth in _CONVEXITY_CASES:
+        R, L = rng.standard_normal((d, d)), rng.standard_normal((d, d))
+        Sigma = L @ L.T + 0.1 * np.eye(d)
+        eig = _hessian_eigenvalues(depth, R, Sigma)
+        a = np.stack([R] + [np.eye(d)] * (depth - 1))
+        b = -a if depth == 1 else np.concatenate([-a[:2], a[2:]])
+        gap = _plain_risk((a + b) / 2, R, Sigma) - (_plain_risk(a, R, Sigma) + _plain_risk(b, R, Sigma)) / 2
+        rows.append(
+            {
+                "d": d,
+                "l": depth,
+                "smallest Hessian eigenvalue": float(eig.min()),
+                "largest Hessian eigenvalue": float(eig.max()),
+                "midpoint gap": float(gap),
+                "||R Sigma^1/2||_F^2": float(np.trace(R @ Sigma @ R.T)),
+            }
+        )
+    return rows
+
+
+def _non_convexity(rows: list[dict], what: str) -> Check:
+    """A negative Hessian eigenvalue and a midpoint above the chord, each decisively away from rounding."""
+    smallest, largest = _column(rows, "smallest Hessian eigenvalue"), _column(rows, "largest Hessian eigenvalue")
+    return Check.combine(
+        [
+            Check.at_most(smallest, -1e-6 * largest, what=f"{what}: smallest Hessian eigenvalue vs -1e-6 x largest"),
+            Check.at_least(
+                _column(rows, "midpoint gap"),
+                1e-6 * _column(rows, "||R Sigma^1/2||_F^2"),
+                what=f"{what}: f(midpoint) - mean of f at the ends vs 1e-6 ||R Sigma^1/2||_F^2",
+            ),
+        ],
+        what=what,
+    )
+
+
+@CLAIMS.checked(
+    "hardt-ma/sec1-nonconvex",
+    paper="hardt-ma",
+    ref="Section 1.1, paragraph 2 (before eq. 1.1)",
+    source=Source.printed(),
+    section="linear-setting",
+    statement=r"Although $A_\ell \cdots A_1$ is a linear map, the objective $\mathbb{E}\|y - A_\ell \cdots "
+    r"A_1 x\|^2$ over the factors $(A_\ell, \dots, A_1)$ is non-convex (and so is its residual form (1.1), the "
+    r"same function shifted by $I$).",
+    control=Control(
+        "One layer (l = 1): the objective is then a convex quadratic in A_1, which the claim's 'factored "
+        "variables' exclude; its Hessian has no negative eigenvalue and no midpoint lies above the chord."
+    ),
+)
+def section_1_nonconvex(ctx: Context) -> Evidence:
+    """The Hessian (autograd) at W = (0, I, ..., I) and an exact midpoint witness, l = 2, 3; l = 1 the control."""
+    rows = ctx.shared("hardt-ma/sec1-nonconvex:witnesses", lambda: _convexity_witnesses(ctx))
+    deep = [r for r in rows if r["l"] >= 2]
+    shallow = [r for r in rows if r["l"] == 1]
+    return Evidence(
+        statement=_non_convexity(deep, "l >= 2"),
+        control=_non_convexity(shallow, "control, l = 1"),
+        data={"rows": rows},
+        glue={"sec1_nonconvex_min_eig": float(min(r["smallest Hessian eigenvalue"] for r in deep))},
+    )
+
+
 # --- Claim 2.3: the risk is a weighted distance to R ------------------------------------------------------------
 @CLAIMS.checked(
     "hardt-ma/claim-2.3",
@@ -71,6 +162,11 @@ CLAIMS = ClaimSet("linear", PROFILE)
     control=Control(
         "Noise xi = M x + eta that depends on the input (M a fixed 3 x 3 matrix of entries about 0.05): the "
         "setting of Section 2 has xi independent of x, and the claim's proof uses E[xi | x] = 0."
+    ),
+    proof_step=ProofStep(
+        step=r"The constant is $C = \mathbb{E}[x x^\top]$ (the printed proof's parenthesis).",
+        repair=r"$C = \mathbb{E}\|\xi\|^2 = d$: the noise term, a number; $\mathbb{E}[x x^\top] = \Sigma$ is "
+        r"a $d \times d$ matrix and enters through $\operatorname{tr}(E \Sigma E^\top)$.",
     ),
 )
 def claim_2_3(ctx: Context) -> Evidence:
@@ -114,6 +210,19 @@ def claim_2_3(ctx: Context) -> Evidence:
         ],
         what="input-dependent noise",
     )
+    step = Check.combine(
+        [
+            Check.close(
+                np.full(d * d, float(np.mean(gap))),
+                sigma_x.ravel(),
+                rtol=1e-9,
+                what="the constant vs every entry of E[x x^T] (the printed C, a d x d matrix)",
+            ),
+            Check.close(float(np.mean(gap)), float(np.trace(sigma_x)), rtol=1e-9, what="the constant vs tr E[x x^T]"),
+        ],
+        what="C = E[x x^T] as printed",
+    )
+    repair = Check.close(gap, np.full(len(nets), d), rtol=0, atol=tol, what="the constant vs E||xi||^2 = d")
     rows = [
         {
             "max ||A_i||": float(np.max(linear.layer_norms(A))),
@@ -126,8 +235,14 @@ def claim_2_3(ctx: Context) -> Evidence:
     return Evidence(
         statement=statement,
         control=control,
-        data={"rows": rows},
-        glue={"c23_atoms": n_atoms, "c23_spread": float(np.ptp(gap)), "c23_spread_moved": float(np.ptp(gap_moved))},
+        proof=StepEvidence(step=step, repair=repair),
+        data={"rows": rows, "E[x x^T]": sigma_x.tolist()},
+        glue={
+            "c23_trace_sigma": float(np.trace(sigma_x)),
+            "c23_atoms": n_atoms,
+            "c23_spread": float(np.ptp(gap)),
+            "c23_spread_moved": float(np.ptp(gap_moved)),
+        },
     )
 
 
@@ -547,7 +662,99 @@ def theorem_2_1_psd(ctx: Context) -> Evidence:
     )
 
 
-# --- Theorem 2.1: four steps of the printed proof ---------------------------------------------------------------
+# --- Section 1.1: roots of a positive semidefinite matrix -------------------------------------------------------
+def _psd_roots(ctx: Context) -> list[dict]:
+    """``O^(1/l) = Q diag(z^(1/l)) Q^T`` for three positive definite and three singular 3 x 3 O (one eigenvalue
+    exactly 0), at depths 1 to the profile's deepest: the distance to I, the product error and 3 gamma / l."""
+    rng = ctx.rng("hardt-ma/sec1-psd-root")
+    depths = sorted({1, 4, 16, 64, 256, int(ctx.cfg.max_depth)})
+    rows = []
+    for kind in ("positive definite", "singular"):
+        for _ in range(3):
+            Q, z = linear.random_rotation(3, rng), np.exp(rng.uniform(-2.0, 2.0, 3))
+            if kind == "singular":
+                z[0] = 0.0
+            O = Q @ np.diag(z) @ Q.T
+            g = float(np.max(np.abs(np.log(z)))) if kind == "positive definite" else math.inf
+            for depth in depths:
+                root = Q @ np.diag(z ** (1.0 / depth)) @ Q.T
+                product = np.linalg.matrix_power(root, depth)
+                rows.append(
+                    {
+                        "O": kind,
+                        "gamma": g,
+                        "l": depth,
+                        "||O^(1/l) - I||": float(np.linalg.norm(root - np.eye(3), 2)),
+                        "product error": float(np.linalg.norm(product - O) / np.linalg.norm(O)),
+                        "3 gamma / l": 3 * g / depth,
+                    }
+                )
+    return rows
+
+
+@CLAIMS.checked(
+    "hardt-ma/sec1-psd-root",
+    paper="hardt-ma",
+    ref="Section 1.1, paragraph 3",
+    source=Source.printed(),
+    section="linear-thm-2-1",
+    statement=r"Any symmetric positive semidefinite $O$ is $O_\ell \cdots O_1$ with $O_i = O^{1/\ell}$, which is "
+    r"very close to $I$ for large $\ell$, so that $A_i = O_i - I$ has small spectral norm.",
+    correction=Correction(
+        r"For positive definite $O$, $\|O^{1/\ell} - I\| \le 3\gamma/\ell$ once $\ell \ge 3\gamma$ ($\gamma = "
+        r"\max_i |\log z_i|$), so the roots approach $I$; for singular $O$ every root keeps the eigenvalue 0 and "
+        r"$\|O^{1/\ell} - I\| \ge 1$ at every $\ell$ (the product is still $O$)."
+    ),
+    control=Control(
+        "The bound gamma / (2 l), half the first-order size of the deviation, on the positive definite O: "
+        "||O^(1/l) - I|| >= 1 - e^(-gamma/l), which is about gamma / l, so the claim's rate rules it out."
+    ),
+)
+def section_1_psd_root(ctx: Context) -> Evidence:
+    """The distance of O^(1/l) to I against depth, positive definite and singular O."""
+    rows = ctx.shared("hardt-ma/sec1-psd-root:rows", lambda: _psd_roots(ctx))
+    deepest = max(r["l"] for r in rows)
+    pd = [r for r in rows if r["O"] == "positive definite" and r["l"] >= 3 * r["gamma"]]
+    singular = [r for r in rows if r["O"] == "singular"]
+    exact = Check.at_most(_column(rows, "product error"), 1e-9, what="(O^(1/l))^l vs O, relative Frobenius error")
+    statement = Check.combine(
+        [
+            exact,
+            Check.at_most(
+                [r["||O^(1/l) - I||"] for r in rows if r["l"] == deepest],
+                0.5,
+                what=f"||O^(1/l) - I|| at l = {deepest} vs 1/2 (any bound below 1: 'very close to I')",
+            ),
+        ],
+        what="every positive semidefinite O",
+    )
+    corrected = Check.combine(
+        [
+            exact,
+            Check.at_most(
+                _column(pd, "||O^(1/l) - I||"), _column(pd, "3 gamma / l"), what="positive definite, l >= 3 gamma"
+            ),
+            Check.at_least(
+                _column(singular, "||O^(1/l) - I||"), 1.0, rtol=1e-12, what="singular O: ||O^(1/l) - I|| vs 1"
+            ),
+        ],
+        what="positive definite roots approach I, singular ones stay at distance 1 or more",
+    )
+    control = Check.at_most(
+        _column(pd, "||O^(1/l) - I||"),
+        _column(pd, "3 gamma / l") / 6,
+        what="control: positive definite, ||O^(1/l) - I|| vs gamma / (2 l)",
+    )
+    return Evidence(
+        statement=statement,
+        control=control,
+        corrected=corrected,
+        data={"rows": rows},
+        glue={"sec1_psd_deepest": int(deepest)},
+    )
+
+
+# --- Theorem 2.1: steps of the printed proof ---------------------------------------------------------------
 _PROOF_STATEMENT = r"Theorem 2.1 with $\det R > 0$ (our addition), as the printed proof in Appendix A.1 establishes it"
 _PROOF_CONTROL = Control(_Theorem21.BELOW_INPUT)
 
@@ -819,6 +1026,157 @@ def theorem_2_1_proof_rotation_norm(ctx: Context) -> Evidence:
     )
 
 
+def _svd_orientations(ctx: Context) -> list[dict]:
+    """For random R of even dimension with det R > 0: numpy's SVD, the same SVD with the last column of U and
+    of V negated (also an SVD of R), and the SVD oriented so that det U = det V = +1, each with det U, the
+    product error, and (oriented only) the error of q rotation roots of U multiplied back."""
+    rng = ctx.rng("hardt-ma/thm-2.1-proof-rotation-blocks")
+    rows = []
+    for _ in range(8):
+        d, q = int(rng.choice([2, 4, 6])), int(rng.integers(2, 9))
+        R = rng.standard_normal((d, d))
+        if np.linalg.det(R) < 0:
+            R[:, 0] *= -1
+        U, k, Vt = np.linalg.svd(R)
+        flip = np.diag([1.0] * (d - 1) + [-1.0])
+        variants = {"numpy": (U, Vt), "last columns negated": (U @ flip, flip @ Vt)}
+        oriented = variants["numpy"] if np.linalg.det(U) > 0 else variants["last columns negated"]
+        variants["oriented (det U = +1)"] = oriented
+        for name, (Us, Vts) in variants.items():
+            row = {"d": d, "q": q, "SVD": name, "det U": float(np.linalg.det(Us))}
+            row["product error"] = float(np.linalg.norm(Us @ np.diag(k) @ Vts - R) / np.linalg.norm(R))
+            if name.startswith("oriented"):
+                root = linear.rotation_root(Us, q)
+                row["(U^(1/q))^q error"] = float(np.linalg.norm(np.linalg.matrix_power(root, q) - Us) / math.sqrt(d))
+            rows.append(row)
+    return rows
+
+
+@CLAIMS.checked(
+    "hardt-ma/thm-2.1-proof-rotation-blocks",
+    paper="hardt-ma",
+    ref="Appendix A.1, proof of Theorem 2.1: U orthonormal, so every block D_i of U = S D S^(-1) is a rotation",
+    source=Source.printed(),
+    section="linear-thm-2-1-proof",
+    statement=_PROOF_STATEMENT + r", writing the factor $U$ of an SVD $R = U K V^\top$ as $S D S^{-1}$ with "
+    r"rotation blocks $D_i = T(\theta_i)$.",
+    proof_step=ProofStep(
+        step=r"$U$ is orthogonal, so each $2 \times 2$ block $D_i$ of its real Schur form is a rotation "
+        r"$T(\theta_i)$, for the SVD $R = U K V^\top$ the proof takes.",
+        repair=r"Orient the SVD first: with $\det R > 0$, $\det U = \det V$, and negating the last column of both "
+        r"gives $\det U = \det V = +1$; then the blocks pair into rotations and $U$ has rotation roots.",
+    ),
+    control=_PROOF_CONTROL,
+    rests_on=("hardt-ma/claim-c.1",),
+)
+def theorem_2_1_proof_rotation_blocks(ctx: Context) -> Evidence:
+    """det U over the SVDs of random R with det R > 0: a block that is a reflection makes det U = -1."""
+    rows = ctx.shared("hardt-ma/thm-2.1:svd-orientations", lambda: _svd_orientations(ctx))
+    every = [r for r in rows if not r["SVD"].startswith("oriented")]
+    oriented = [r for r in rows if r["SVD"].startswith("oriented")]
+    svds = Check.at_most(_column(rows, "product error"), 1e-12, what="U K V^T vs R, relative: each is an SVD")
+    step = Check.combine(
+        [
+            svds,
+            Check.close(
+                _column(every, "det U"),
+                np.ones(len(every)),
+                rtol=1e-9,
+                what="det U = product of det D_i = +1 (every block a rotation), each SVD of R, det R > 0",
+            ),
+        ],
+        what="every SVD",
+    )
+    repair = Check.combine(
+        [
+            svds,
+            Check.close(_column(oriented, "det U"), np.ones(len(oriented)), rtol=1e-9, what="oriented: det U"),
+            Check.at_most(_column(oriented, "(U^(1/q))^q error"), 1e-9, what="oriented: q rotation roots vs U"),
+        ],
+        what="oriented SVD",
+    )
+    flipped = sum(r["det U"] < 0 for r in rows if r["SVD"] == "numpy")
+    return _proof_evidence(
+        ctx,
+        step=step,
+        repair=repair,
+        data={"rows": rows},
+        glue={"thm21_numpy_reflections": int(flipped), "thm21_orientation_targets": len(oriented)},
+    )
+
+
+#: gamma of the scaling-step sweep (R with singular values e^gamma, 1, e^(-gamma/2)).
+_SCALING_GAMMAS = (0.01, 0.05, 0.1, 0.2, 1 / 3, 0.5, 1.0, 2.0, 4.0, 8.0)
+
+
+def _scaling_rows() -> list[dict]:
+    """At the whole depths l >= max(1, 3 gamma) nearest the theorem's edge: the printed p and the repaired p
+    (the factor 2 moved to q, as in thm-2.1-proof-layer-count), whether p >= gamma, and ||K^(1/p) - I||
+    against 3 gamma / p."""
+    rows = []
+    for g in _SCALING_GAMMAS:
+        a, b, first = math.sqrt(math.pi), math.sqrt(3 * g), max(1, math.ceil(3 * g - 1e-12))
+        k = np.array([math.exp(g), 1.0, math.exp(-g / 2)])
+        for depth in (first, first + 1, 2 * first):
+            for name, p in (("printed", depth * b / (2 * (a + b))), ("repaired", depth * b / (a + b))):
+                rows.append(
+                    {
+                        "gamma": g,
+                        "l": depth,
+                        "p": name,
+                        "p value": p,
+                        "||K^(1/p) - I||": float(np.max(np.abs(k ** (1 / p) - 1))),
+                        "3 gamma / p": 3 * g / p,
+                    }
+                )
+    return rows
+
+
+@CLAIMS.checked(
+    "hardt-ma/thm-2.1-proof-scaling",
+    paper="hardt-ma",
+    ref="Appendix A.1, proof of Theorem 2.1: K = (K')^p, ||K' - Id|| <= 3 gamma / p when p >= gamma",
+    source=Source.printed(),
+    section="linear-thm-2-1-proof",
+    statement=_PROOF_STATEMENT + r", bounding the $p$ scaling layers by $\|K^{1/p} - I\| \le 3\gamma/p$.",
+    proof_step=ProofStep(
+        step=r"The bound $\|K^{1/p} - I\| \le 3\gamma/p$ is derived for $p \ge \gamma$ (so that "
+        r"$|\log k_i/p| \le 1$); the $p$ chosen at the end meets that condition.",
+        repair=r"With the repaired $p = \ell\sqrt{3\gamma}/(\sqrt{\pi} + \sqrt{3\gamma})$ of the layer count, "
+        r"$p \ge \gamma$ at every whole depth $\ell \ge 3\gamma$, and the bound holds.",
+    ),
+    control=_PROOF_CONTROL,
+    rests_on=("hardt-ma/claim-c.1",),
+)
+def theorem_2_1_proof_scaling(ctx: Context) -> Evidence:
+    """The condition p >= gamma and the bound it serves, printed and repaired p, over gamma and depth."""
+    rows = _scaling_rows()
+    printed = [r for r in rows if r["p"] == "printed"]
+    repaired = [r for r in rows if r["p"] == "repaired"]
+    step = Check.at_least(
+        _column(printed, "p value"), _column(printed, "gamma"), what="printed p vs gamma, whole l >= 3 gamma"
+    )
+    repair = Check.combine(
+        [
+            Check.at_least(_column(repaired, "p value"), _column(repaired, "gamma"), what="repaired p vs gamma"),
+            Check.at_most(
+                _column(repaired, "||K^(1/p) - I||"),
+                _column(repaired, "3 gamma / p"),
+                what="repaired p: ||K^(1/p) - I|| vs 3 gamma / p",
+            ),
+        ],
+        what="the repaired p",
+    )
+    below = [r for r in printed if r["p value"] < r["gamma"]]
+    return _proof_evidence(
+        ctx,
+        step=step,
+        repair=repair,
+        data={"rows": rows},
+        glue={"thm21_scaling_below": len(below), "thm21_scaling_cases": len(printed)},
+    )
+
+
 # --- Theorem 2.2 and the gradient lower bound (2.3) -------------------------------------------------------------
 def _exponent_witnesses(ctx: Context) -> list[dict]:
     """A_i = -tau I with Sigma = I (the exponent of (1 - tau)) and A = 0 with Sigma = c I, c > 1 (the square on
@@ -1006,6 +1364,55 @@ def _singular_sigma_points(ctx: Context) -> list[dict]:
     return rows
 
 
+def _per_layer_rows(ctx: Context) -> list[dict]:
+    """The first step of the printed proof of Theorem 2.2, per layer: ``||df/dA_i||_F`` (the gradient in the
+    corrected order, Lemma 2.4), ``2 prod_(j != i) s_min(I + A_j) s_min(Sigma) ||E||_F`` (Claim C.2) and
+    ``2 (1 - tau)^(l-1) s_min(Sigma) ||E||_F``, at random points with every ||A_i|| = tau."""
+    g = ctx.rng("hardt-ma/thm-2.2:per-layer")
+    rows = []
+    for d, depth, tau in ((2, 2, 0.3), (3, 4, 0.5), (3, 6, 0.8), (4, 3, 0.95), (5, 5, 0.2)):
+        L, R = g.standard_normal((d, d)), g.standard_normal((d, d))
+        Sigma = L @ L.T + 0.2 * np.eye(d)
+        A = linear.random_layers_in_ball(depth, d, tau, g, boundary=True)
+        grad = linear.risk_gradient(A, R, Sigma)
+        error = float(np.linalg.norm(linear.compose(A) - R))
+        s_sigma = float(np.linalg.eigvalsh(Sigma).min())
+        s_layers = np.linalg.svd(np.eye(d) + A, compute_uv=False)[:, -1]
+        for i in range(depth):
+            rows.append(
+                {
+                    "d": d,
+                    "l": depth,
+                    "tau": tau,
+                    "i": i + 1,
+                    "||df/dA_i||_F": float(np.linalg.norm(grad[i])),
+                    "Claim C.2 side": float(2 * np.prod(np.delete(s_layers, i)) * s_sigma * error),
+                    "(1 - tau) side": float(2 * (1 - tau) ** (depth - 1) * s_sigma * error),
+                }
+            )
+    return rows
+
+
+def _per_layer_check(rows: list[dict]) -> Check:
+    return Check.combine(
+        [
+            Check.at_least(
+                _column(rows, "||df/dA_i||_F"),
+                _column(rows, "Claim C.2 side"),
+                rtol=1e-10,
+                what="||df/dA_i||_F vs 2 prod_(j != i) s_min(I + A_j) s_min(Sigma) ||E||_F",
+            ),
+            Check.at_least(
+                _column(rows, "Claim C.2 side"),
+                _column(rows, "(1 - tau) side"),
+                rtol=1e-10,
+                what="that vs 2 (1 - tau)^(l-1) s_min(Sigma) ||E||_F",
+            ),
+        ],
+        what="per layer (holds)",
+    )
+
+
 def _critical_searches(ctx: Context):
     """Projected Gauss-Newton on ||grad f||^2 from starts inside the ball (half on its boundary) for each
     (d, l, tau) of the profile; and the control, tau = 1 from A_i = -I and near it."""
@@ -1084,8 +1491,10 @@ def theorem_2_2(ctx: Context) -> Evidence:
     witnesses, _, corrected = _gradient_bound_evidence(ctx)
     w_i = [r for r in witnesses if r["tau"] > 0 and r["l"] >= 2]
     w_ii = [r for r in witnesses if r["Sigma"] != "1 I"]
+    per_layer = ctx.shared("hardt-ma/thm-2.2:per-layer", lambda: _per_layer_rows(ctx))
     step = Check.combine(
         [
+            _per_layer_check(per_layer),
             Check.at_least(
                 _column(w_i, "||grad f||^2"),
                 _column(w_i, "step (i) right side"),
@@ -1127,7 +1536,7 @@ def theorem_2_2(ctx: Context) -> Evidence:
         statement=statement,
         control=control,
         proof=StepEvidence(step=step, repair=repair),
-        data={"search": search, "singular": singular},
+        data={"search": search, "singular": singular, "per_layer": per_layer},
         glue={
             "thm22_starts": int(crit.size),
             "thm22_critical": int(crit.sum()),
@@ -1138,6 +1547,139 @@ def theorem_2_2(ctx: Context) -> Evidence:
             "thm22_singular_old_bound": float(max(r["bound, s_min"] for r in singular)),
             "thm22_singular_critical": int(found[-1].critical.sum()),
         },
+    )
+
+
+# --- Section 1.1: critical points away from the ball, and the standard parameterisation -------------------------
+#: (d, l) of the zero-product points; l = 1 is the control of the standard parameterisation.
+_ZERO_CASES = ((2, 1), (3, 1), (2, 2), (3, 2), (3, 3), (4, 5))
+
+
+def _zero_product_points(ctx: Context) -> list[dict]:
+    """At W = 0 in the standard parameterisation, i.e. A_i = -I in (1.1): the largest entry of the gradient
+    (torch autograd), the excess risk f - C_opt (Claim 2.3, C_opt = d) and its closed form ||R Sigma^1/2||_F^2."""
+    rng = ctx.rng("hardt-ma/sec1-critical-points")
+    rows = []
+    for d, depth in _ZERO_CASES:
+        R, L = rng.standard_normal((d, d)), rng.standard_normal((d, d))
+        Sigma = L @ L.T + 0.1 * np.eye(d)
+        A = np.tile(-np.eye(d), (depth, 1, 1))
+        v = torch.as_tensor(A.ravel()).requires_grad_()
+        (grad,) = torch.autograd.grad(linear.torch_risk(depth, d, R, Sigma)(v), v)
+        rows.append(
+            {
+                "d": d,
+                "l": depth,
+                "max ||A_i||": float(np.max(linear.layer_norms(A))),
+                "max ||W_i|| (standard)": float(np.max(linear.layer_norms(A + np.eye(d)))),
+                "max |gradient entry|": float(grad.abs().max()),
+                "excess risk": linear.risk(A, R, Sigma) - d,
+                "||R Sigma^1/2||_F^2": float(np.trace(R @ Sigma @ R.T)),
+            }
+        )
+    return rows
+
+
+def _zero_is_critical(rows: list[dict], what: str) -> Check:
+    return Check.at_most(_column(rows, "max |gradient entry|"), 0.0, what=f"{what}: largest |gradient entry| at W = 0")
+
+
+def _excess_vanishes(rows: list[dict], what: str) -> Check:
+    return Check.at_most(
+        _column(rows, "excess risk"),
+        1e-10 * _column(rows, "||R Sigma^1/2||_F^2"),
+        what=f"{what}: excess risk at the critical point vs 1e-10 ||R Sigma^1/2||_F^2 (a global minimum)",
+    )
+
+
+@CLAIMS.checked(
+    "hardt-ma/sec1-no-bad-critical",
+    paper="hardt-ma",
+    ref="Section 1.1, paragraph 4 (again Section 1.2, paragraph 3, and Section 2, paragraph 10)",
+    source=Source.printed(),
+    section="linear-gd",
+    statement=r"Linear residual networks have no critical points other than the global optimum (stated without "
+    r"the norm condition $\max_i \|A_i\| \le \tau < 1$ of Theorem 2.2).",
+    correction=Correction(
+        r"Every critical point with $\max_i \|A_i\| \le \tau < 1$ is a global minimum (Theorem 2.2); for "
+        r"$\ell \ge 2$ and $R\Sigma \ne 0$ the points $A_i = -I$, on the sphere $\max_i \|A_i\| = 1$, are "
+        r"critical with excess risk $\|R\Sigma^{1/2}\|_F^2 > 0$."
+    ),
+    control=Control(
+        "The standard parameterisation W_l ... W_1, a rival variant the paper contrasts: its bad critical "
+        "point W = 0 lies inside every ball max ||W_i|| <= tau, so the check that bad critical points sit at "
+        "max norm 1 or more must fail there."
+    ),
+    rests_on=("hardt-ma/thm-2.2", "hardt-ma/eq-2.3"),
+)
+def section_1_no_bad_critical(ctx: Context) -> Evidence:
+    """A_i = -I: critical (autograd) with positive excess; inside the ball, the corrected bound (2.3) leaves no
+    critical point off the minimum."""
+    rows = ctx.shared("hardt-ma/sec1-critical-points", lambda: _zero_product_points(ctx))
+    deep = [r for r in rows if r["l"] >= 2]
+    statement = Check.combine(
+        [_zero_is_critical(deep, "(1.1) at A_i = -I, l >= 2"), _excess_vanishes(deep, "(1.1), l >= 2")],
+        what="every critical point found is a global minimum",
+    )
+    _, _, bound = _gradient_bound_evidence(ctx)
+    corrected = Check.combine(
+        [
+            bound,
+            Check.at_least(
+                _column(deep, "max ||A_i||"), 1.0, rtol=1e-12, what="the critical points A_i = -I: max ||A_i|| vs 1"
+            ),
+        ],
+        what="inside the ball no critical point off the minimum; the bad ones on its edge",
+    )
+    control = Check.at_least(
+        _column(deep, "max ||W_i|| (standard)"),
+        1.0,
+        rtol=1e-12,
+        what="control, standard parameterisation: its bad critical points W = 0, max ||W_i|| vs 1",
+    )
+    return Evidence(
+        statement=statement,
+        control=control,
+        corrected=corrected,
+        data={"rows": rows},
+        glue={"sec1_bad_critical_excess": float(min(r["excess risk"] for r in deep))},
+    )
+
+
+@CLAIMS.checked(
+    "hardt-ma/sec1-plain-zero-critical",
+    paper="hardt-ma",
+    ref="Section 1.1, paragraph 4 (last sentence)",
+    source=Source.printed(),
+    section="linear-gd",
+    statement=r"In the standard parameterisation $A_\ell \cdots A_1$, setting every $A_i = 0$ always gives a "
+    r"bad critical point (for deep networks, $\ell \ge 2$, and $R \ne 0$).",
+    control=Control(
+        "One layer (l = 1): not a deep network, and the objective is a convex quadratic whose gradient at "
+        "A_1 = 0 is -2 R Sigma, not zero."
+    ),
+)
+def section_1_plain_zero_critical(ctx: Context) -> Evidence:
+    """The gradient at W = 0 (exactly zero for l >= 2) and the excess risk there."""
+    rows = ctx.shared("hardt-ma/sec1-critical-points", lambda: _zero_product_points(ctx))
+    deep = [r for r in rows if r["l"] >= 2]
+    statement = Check.combine(
+        [
+            _zero_is_critical(deep, "l >= 2"),
+            Check.close(
+                _column(deep, "excess risk"),
+                _column(deep, "||R Sigma^1/2||_F^2"),
+                rtol=1e-12,
+                what="excess risk at W = 0 vs ||R Sigma^1/2||_F^2 > 0",
+            ),
+        ],
+        what="W = 0 is a bad critical point",
+    )
+    return Evidence(
+        statement=statement,
+        control=_zero_is_critical([r for r in rows if r["l"] == 1], "control, l = 1"),
+        data={"rows": rows},
+        glue={"sec1_plain_zero_cases": len(deep)},
     )
 
 
@@ -1164,6 +1706,75 @@ CLAIMS.skip(
     ref="Section 2, after eq. (2.1)",
     statement="The model can express any linear transformation $R$.",
     why=r"one layer $A_1 = R - I$ and the others zero; used ($C_{\mathrm{opt}} = d$) but not checked apart",
+)
+
+
+# --- Sections 1, 2 and 5, Appendix A: further printed statements not checked (the coverage walk) ------------
+CLAIMS.skip(
+    paper="hardt-ma",
+    ref="Section 1, paragraph 1 (symmetric initialisation)",
+    statement="With weights initialised symmetrically around 0, a standard layer trained by stochastic gradient"
+    " methods cannot easily converge to the identity (batch normalisation partly addresses this).",
+    why="a qualitative motivation with no quantity; the linear chapter's gradient-descent figure (the "
+    "plain network from a small random start crawls, the residual one from A = 0 converges) "
+    "illustrates it",
+)
+CLAIMS.skip(
+    paper="hardt-ma",
+    ref="Section 1, paragraph 1 (deeper residual networks)",
+    statement="The residual reparameterisation allows much deeper networks, largely avoiding vanishing or "
+    "exploding gradients; residual networks have since led CIFAR-10 and ImageNet.",
+    why="a summary of He et al.'s results, not a claim of this paper; the experiments chapter checks He "
+    "et al.'s degradation result under their name (he-et-al/plain-degradation)",
+)
+CLAIMS.skip(
+    paper="hardt-ma",
+    ref="Section 1.1, paragraph 4 (regularisation may offset depth)",
+    statement="As depth grows, smaller-norm solutions exist, so regularisation may offset the added parameters.",
+    why="a consequence drawn in words ('may offset'), with no quantity; the smaller norms are Theorem 2.1 (thm-2.1)",
+)
+CLAIMS.skip(
+    paper="hardt-ma",
+    ref="Section 1.2, paragraphs 2-3 (related landscape results)",
+    statement="Related results: few bad local minima in experiments (Goodfellow et al., Dauphin et al.), a "
+    "spin-glass analogy (Choromanska et al.), no bad local minima for two layers (Soudry & Carmon) "
+    "and for linear networks (Baldi & Hornik, Kawaguchi).",
+    why="other papers' results, cited; not claims of this paper",
+)
+CLAIMS.skip(
+    paper="hardt-ma",
+    ref="Section 1.2, paragraph 3 (a simpler proof, deeper landscapes)",
+    statement="The proof is notably simpler, and the results indicate that deeper networks may have better landscapes.",
+    why="a judgement of the proof and an interpretation ('may') with no quantity to compare",
+)
+CLAIMS.skip(
+    paper="hardt-ma",
+    ref="Section 2, eq. (2.2) (the maximum likelihood estimator)",
+    statement=r"The loss $f(A, (x, y)) = \|\hat y - y\|^2$, called the maximum likelihood estimator.",
+    why="a definition; 'maximum likelihood' is the usual reading of a squared loss under Gaussian noise, "
+    "nothing to compute",
+)
+CLAIMS.skip(
+    paper="hardt-ma",
+    ref="Section 5, paragraph 1 (a non-linear Theorem 2.2, conjectured)",
+    statement="Conjecture: an analogue of Theorem 2.2 holds for non-linear residual networks with one ReLU per "
+    "residual; 'no fundamental obstacle' is seen.",
+    why="a conjecture stated as open; a search for critical points of small ReLU residual networks near "
+    "the identity could illustrate it, not decide it",
+)
+CLAIMS.skip(
+    paper="hardt-ma",
+    ref="Appendix A.1, paragraph 4 (|e^x - 1| <= 3|x| for |x| <= 1)",
+    statement=r"The inequality $|e^x - 1| \le 3|x|$ for $|x| \le 1$.",
+    why=r"elementary ($\max_{0 < |x| \le 1}|e^x - 1|/|x| = e - 1 < 3$); the bounds it serves are checked "
+    r"by thm-2.1-psd",
+)
+CLAIMS.skip(
+    paper="hardt-ma",
+    ref="Appendix A.1, paragraph 6 (d even; the odd case omitted)",
+    statement="The proof assumes $d$ even; the odd case 'has very similar proof' and is left to the reader.",
+    why="an omitted case, not a statement; thm-2.1 and thm-2.1-proof-rounding run targets of odd "
+    "dimension too ($d$ from 2 to 8)",
 )
 
 
