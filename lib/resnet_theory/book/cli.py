@@ -44,6 +44,13 @@ def main(argv: list[str] | None = None) -> int:
             p.add_argument("--no-html", action="store_true", help="execute only; do not build HTML")
             p.add_argument("--only", nargs="+", help="execute only these TOC entries (e.g. book/linear)")
             p.add_argument(
+                "--jobs",
+                type=int,
+                default=None,
+                help="chapters executed at once, each with its own kernel (default: 2 with two cores or more; "
+                "1 executes them one after another)",
+            )
+            p.add_argument(
                 "--force",
                 action="store_true",
                 help="execute every chapter, even those whose cached outputs are up to date",
@@ -78,7 +85,14 @@ def main(argv: list[str] | None = None) -> int:
         overrides = [tuple(p) for p in args.parameter]
         if args.command == "execute":
             return execute_book(
-                root, build_dir, args.profile, overrides, html=not args.no_html, only=args.only, force=args.force
+                root,
+                build_dir,
+                args.profile,
+                overrides,
+                html=not args.no_html,
+                only=args.only,
+                force=args.force,
+                jobs=args.jobs,
             )
         return run_chapter(root, args.chapter, args.profile, overrides, args.output, build_dir)
     except (BookError, RepositoryError) as exc:
