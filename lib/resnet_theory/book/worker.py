@@ -7,8 +7,10 @@ at a time (temporaries beside the output named by this process's id, moved into 
 cache record written), and writes the :class:`~resnet_theory.book.report.ChapterResult` to ``RESULT.json``.
 
 Each worker gets its own environment variables (the chapter's claims file) and its own CPU-time accounting, so
-two chapters never see each other's settings. SIGINT and SIGTERM end it as they end the executor: the chapter's
-temporaries are removed, no result is written, exit 130 or 143. On Linux a worker is also sent SIGTERM when the
+two chapters never see each other's settings. SIGINT and SIGTERM (passed on by the executor) interrupt the
+chapter's kernel as a terminal's Ctrl-C does, so its cell stops and the kernel is shut down in order; the
+chapter's temporaries are removed, no result is written, exit 130 (or 143 when the worker had to stop waiting
+for the kernel after SIGTERM). On Linux a worker is also sent SIGTERM when the
 executor dies (``PR_SET_PDEATHSIG``), so a killed run leaves no chapter executing behind it.
 """
 
@@ -25,9 +27,33 @@ from .execute import BookInterrupted, execute_chapter
 from .files import write_atomic
 from .plan import ChapterPlan
 
+#: Seconds an interrupted kernel has to stop its cell before the worker stops waiting for it.
+KERNEL_GRACE_SECONDS = 10
+
 
 def _raise_on_signal(signum, frame):
     raise BookInterrupted(signal.Signals(signum).name)
+
+
+def _interrupt_kernel(signum, frame):
+    """The first SIGINT or SIGTERM: interrupt the kernel(s) this worker started (SIGINT, as a terminal's Ctrl-C
+    does), so the running cell stops with KeyboardInterrupt and papermill shuts the kernel down in order; the
+    chapter then ends as interrupted. Later signals are ignored; if the kernel has not stopped within
+    :data:`KERNEL_GRACE_SECONDS` (or there is none yet), the worker stops waiting (:class:`BookInterrupted`)."""
+    from .cpu import _proc_stat
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    children = [int(n) for n in os.listdir("/proc") if n.isdigit() and (_proc_stat(int(n)) or (0,))[0] == os.getpid()]
+    if not children:
+        raise BookInterrupted(signal.Signals(signum).name)
+    for pid in children:
+        try:
+            os.kill(pid, signal.SIGINT)
+        except OSError:
+            pass
+    signal.signal(signal.SIGALRM, lambda *_: _raise_on_signal(signum, None))
+    signal.alarm(KERNEL_GRACE_SECONDS)
 
 
 def _die_with_parent() -> None:
@@ -83,8 +109,9 @@ def run_job(spec: dict) -> dict:
 
 
 def main(argv: list[str]) -> int:
-    signal.signal(signal.SIGTERM, _raise_on_signal)
-    signal.signal(signal.SIGINT, _raise_on_signal)
+    handler = _interrupt_kernel if os.path.isdir("/proc") else _raise_on_signal
+    signal.signal(signal.SIGTERM, handler)
+    signal.signal(signal.SIGINT, handler)
     try:
         _die_with_parent()
         if len(argv) != 2:
@@ -95,6 +122,8 @@ def main(argv: list[str]) -> int:
         return 0
     except BookInterrupted as exc:
         return 130 if exc.signal_name == "SIGINT" else 143
+    finally:
+        signal.alarm(0)
 
 
 if __name__ == "__main__":
