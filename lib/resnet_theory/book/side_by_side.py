@@ -81,15 +81,10 @@ def start_order(entries: list[str], expected: dict[str, float | None]) -> list[s
 
 
 def worker_environment(jobs: int) -> dict:
-    """The workers' environment: with several chapters at a time, each kernel's thread pools (OpenMP, MKL) get
-    an equal share of the cores unless the user set their size; a chapter that sets torch's threads itself
-    keeps its setting."""
-    env = dict(os.environ)
-    if jobs > 1:
-        share = str(max(1, (os.cpu_count() or 1) // jobs))
-        for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-            env.setdefault(name, share)
-    return env
+    """The workers' environment: the executor's, unchanged. Thread pools are not resized for running side by side
+    (OMP_NUM_THREADS would change how numpy's BLAS splits its sums, and so the last digits of a chapter's numbers
+    between ``--jobs 1`` and ``--jobs 2``); the chapters set torch's threads themselves."""
+    return dict(os.environ)
 
 
 @dataclass
