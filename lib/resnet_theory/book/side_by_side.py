@@ -106,6 +106,7 @@ class SideBySide:
         self.build_dir, self.jobs, self.report = build_dir, check_jobs(jobs), report
         self.queue: list[_Job] = []
         self.running: list[_Job] = []
+        self.started = 0  # workers started so far: names each one's job and result files
         self.env = worker_environment(jobs)
 
     def __enter__(self):
@@ -133,7 +134,7 @@ class SideBySide:
         order = start_order([j.plan.entry for j in self.queue], {j.plan.entry: j.expected for j in self.queue})
         job = next(j for j in self.queue if j.plan.entry == order[0])
         self.queue.remove(job)
-        index = len(os.listdir(self.folder))
+        index = self.started = self.started + 1
         job.files = (self.folder / f"job-{index}.json", self.folder / f"result-{index}.json")
         job.files[0].write_text(json.dumps(job.spec, default=str))
         cmd = [sys.executable, "-m", "resnet_theory.book.worker", str(job.files[0]), str(job.files[1])]

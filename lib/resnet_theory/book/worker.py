@@ -118,6 +118,7 @@ def main(argv: list[str]) -> int:
             print("usage: python -m resnet_theory.book.worker JOB.json RESULT.json", file=sys.stderr)
             return 2
         spec = json.loads(Path(argv[0]).read_text())
+        Path(argv[0]).unlink()  # read once; a run killed outright leaves no job behind it
         write_atomic(Path(argv[1]), json.dumps(run_job(spec), default=str))
         return 0
     except BookInterrupted as exc:
