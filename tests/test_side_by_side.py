@@ -110,7 +110,7 @@ def test_one_job_runs_them_one_after_another(tmp_path):
     assert "idle never started" in rows["book/busy"]["error"]["evalue"]
 
 
-@pytest.mark.parametrize("jobs", ["0", "-1"])
+@pytest.mark.parametrize("jobs", ["0", "-1", "x", "1.5"])
 def test_a_bad_jobs_count_is_refused_in_one_line(tmp_path, capsys, jobs):
     root = make_book(tmp_path / "src", {"intro": "# Intro\n"})
     assert _execute(root, tmp_path / "build", "--jobs", jobs) == 2

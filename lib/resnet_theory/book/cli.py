@@ -21,6 +21,7 @@ from .execute import BookInterrupted
 from .repository import RepositoryError
 from .run_command import run_chapter
 from .safety import check_output
+from .side_by_side import parse_jobs
 from .toc import BookError, find_root
 
 
@@ -45,7 +46,6 @@ def main(argv: list[str] | None = None) -> int:
             p.add_argument("--only", nargs="+", help="execute only these TOC entries (e.g. book/linear)")
             p.add_argument(
                 "--jobs",
-                type=int,
                 default=None,
                 help="chapters executed at once, each with its own kernel (default: 2 with two cores or more; "
                 "1 executes them one after another)",
@@ -84,6 +84,7 @@ def main(argv: list[str] | None = None) -> int:
             ) from None
         overrides = [tuple(p) for p in args.parameter]
         if args.command == "execute":
+            jobs = None if args.jobs is None else parse_jobs(args.jobs)
             return execute_book(
                 root,
                 build_dir,
@@ -92,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
                 html=not args.no_html,
                 only=args.only,
                 force=args.force,
-                jobs=args.jobs,
+                jobs=jobs,
             )
         return run_chapter(root, args.chapter, args.profile, overrides, args.output, build_dir)
     except (BookError, RepositoryError) as exc:

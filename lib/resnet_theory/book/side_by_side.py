@@ -56,6 +56,14 @@ def check_jobs(jobs: int) -> int:
     return jobs
 
 
+def parse_jobs(text: str) -> int:
+    """``--jobs TEXT`` as a number of chapters at a time; a one-line :class:`BookError` for anything else."""
+    try:
+        return check_jobs(int(str(text).strip()))
+    except ValueError:
+        raise BookError(f"--jobs {text!r}: give a whole number of chapters at a time, 1 or more") from None
+
+
 def expected_cpu_seconds(build_dir: Path, entry: str, report: dict | None) -> float | None:
     """The CPU seconds (else wall seconds) of the chapter's last execution, from its cache record or, without
     one, from the previous report; None when it was never timed."""
