@@ -176,3 +176,53 @@ def test_an_interrupted_side_by_side_run_stops_every_chapter_and_keeps_their_out
         assert rows[f"book/{name}"]["status"] == "interrupted"
         assert (build / "executed" / "book" / f"{name}.ipynb").read_bytes() == before[name]
     assert not list((build / "executed").rglob(".*partial*")), "temporary files left behind"
+
+
+def test_an_executor_killed_outright_leaves_no_worker_running_and_a_run_that_never_finished(tmp_path):
+    """SIGKILL reaches only the executor: its workers are told by the system (Linux) and stop their kernels; the
+    report still says running, with the executor's pid, so the status page says the run never finished."""
+    if not sys.platform.startswith("linux"):
+        pytest.skip("PR_SET_PDEATHSIG is Linux only")
+    folder = tmp_path / "markers"
+    folder.mkdir()
+    root, build = pair_book(tmp_path / "src", folder), tmp_path / "build"
+    waits = ["-p", "busy:other", "never", "-p", "idle:other", "never"]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "resnet_theory.book", "execute", "--no-html", "--jobs", "2", *waits]
+        + ["--root", str(root), "--build-dir", str(build)],
+        cwd=root,
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 60
+    while not ((folder / "busy.started").exists() and (folder / "idle.started").exists()):
+        assert proc.poll() is None and time.monotonic() < deadline, "the chapters never started"
+        time.sleep(0.1)
+    workers = [int(p) for p in os.listdir("/proc") if p.isdigit() and _parent(int(p)) == proc.pid]
+    assert len(workers) == 2, workers
+    proc.kill()
+    proc.wait()
+    deadline = time.monotonic() + 30  # well before the chapters' own minute of waiting would end them
+    while any(_alive(w) for w in workers):
+        assert time.monotonic() < deadline, "a worker outlived its executor"
+        time.sleep(0.2)
+    assert not list((build / "executed").rglob(".*partial*")), "temporary files left behind"
+    report, _ = _rows(build)
+    assert report["state"] == "running" and report["attempt"]["pid"] == proc.pid
+
+
+def _parent(pid: int) -> int | None:
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return int(text[text.rindex(")") + 2 :].split()[1])
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return state[state.rindex(")") + 2] != "Z"
