@@ -45,9 +45,18 @@ def test_both_ways_side_by_side_then_from_the_report(tmp_path, capsys):
 
 
 def test_bad_options_fail_in_one_line(tmp_path):
-    bad = (["--report", str(tmp_path / "none.json")], ["--execute", "book/one"], ["--report", "x", "--jobs", "1"])
+    (tmp_path / "text.json").write_text("not json")
+    (tmp_path / "list.json").write_text('{"chapters": [1]}')
+    bad = (
+        ["--report", str(tmp_path / "none.json")],
+        ["--report", str(tmp_path / "text.json")],
+        ["--report", str(tmp_path / "list.json")],
+        ["--execute", "book/one"],
+        ["--report", "x", "--jobs", "1"],
+    )
     for argv in bad:
         done = subprocess.run(
             [sys.executable, "-m", "resnet_theory.benchmarks.quick_book", *argv], capture_output=True, text=True
         )
         assert done.returncode == 2 and done.stderr.startswith("error:") and len(done.stderr.splitlines()) == 1, argv
+        assert done.stdout == "", argv

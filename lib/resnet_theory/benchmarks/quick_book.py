@@ -43,9 +43,11 @@ def cell_seconds(notebook: Path) -> list[tuple[float, str]]:
 
 def chapter_rows(report_path: Path) -> list[dict]:
     """One row per page of the report that was executed in its run: wall, CPU and cell seconds, slowest cells."""
+    from ..book.report import is_report
+
     report = json.loads(Path(report_path).read_text())
-    if not isinstance(report, dict) or not isinstance(report.get("chapters"), list):
-        raise ValueError(f"{report_path} is not an execution report (no list of chapters)")
+    if not is_report(report):
+        raise ValueError(f"{report_path} is not an execution report")
     rows = []
     for page in report["chapters"]:
         if page.get("run") != "executed":
@@ -141,9 +143,13 @@ def main(argv=None) -> dict:
         parser.error(f"--report {args.report}: no such file")
     if args.execute and args.build_dir is None:
         parser.error("--execute needs --build-dir (two build folders are made under it)")
+    if args.report is not None:
+        try:
+            rows = chapter_rows(args.report)
+        except (ValueError, KeyError, TypeError, OSError) as exc:
+            parser.error(f"--report {args.report}: not an execution report ({type(exc).__name__})")
     print(f"# {platform.processor() or platform.machine()}, {os.cpu_count()} cores, load {os.getloadavg()[0]:.2f}")
     if args.report is not None:
-        rows = chapter_rows(args.report)
         print_rows(rows, args.cells, title=str(args.report))
         return {"rows": rows}
     result = compare(args.execute, args.build_dir, args.jobs, args.rounds, args.root)
