@@ -43,11 +43,10 @@ def cell_seconds(notebook: Path) -> list[tuple[float, str]]:
 
 def chapter_rows(report_path: Path) -> list[dict]:
     """One row per page of the report that was executed in its run: wall, CPU and cell seconds, slowest cells."""
-    from ..book.report import is_report
-
     report = json.loads(Path(report_path).read_text())
-    if not is_report(report):
-        raise ValueError(f"{report_path} is not an execution report")
+    pages = report.get("chapters") if isinstance(report, dict) else None
+    if not (isinstance(pages, list) and all(isinstance(p, dict) and isinstance(p.get("chapter"), str) for p in pages)):
+        raise ValueError(f"{report_path} is not an execution report (a list of chapters, each naming its page)")
     rows = []
     for page in report["chapters"]:
         if page.get("run") != "executed":
