@@ -18,6 +18,8 @@ One concept per module, in the order a run uses them:
 - :mod:`~resnet_theory.book.imports`: the library modules a chapter imports, followed transitively.
 - :mod:`~resnet_theory.book.cache`: a chapter's cache key and execution record; reuse of cached outputs.
 - :mod:`~resnet_theory.book.execute`: one chapter executed with a kernel, outputs moved into place atomically.
+- :mod:`~resnet_theory.book.side_by_side`: chapters executed several at a time (``--jobs``), longest expected first.
+- :mod:`~resnet_theory.book.worker`: one chapter executed in a worker process of its own.
 - :mod:`~resnet_theory.book.cpu`: CPU seconds of a chapter's kernel and the processes under it.
 - :mod:`~resnet_theory.book.inprocess`: pages that gather results, executed without a kernel.
 - :mod:`~resnet_theory.book.report`: one result record per page, ``report.json``, the printed summary.

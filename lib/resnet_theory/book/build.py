@@ -36,12 +36,13 @@ from .cache import (
 )
 from .environment import environment
 from .execute import execute_chapter, previous_outputs, remove_stale_partials
-from .files import file_sha
+from .files import file_sha, read_json_object
 from .html_build import build_html
 from .imports import ModuleIndex
 from .plan import ChapterPlan, plan_chapters, select_entries
 from .report import ChapterResult, check_report, describe_failure, now, summary_table, write_report
 from .safety import BuildLock
+from .side_by_side import SideBySide, check_jobs, default_jobs
 from .toc import toc_files
 
 
@@ -54,8 +55,11 @@ def reuse_or_execute(
     device: str,
     force: bool,
     modules: ModuleIndex,
-) -> ChapterResult:
-    """Reuse the chapter's cached outputs when its key matches (re-rendering changed prose), else execute it."""
+    execute=execute_chapter,
+) -> ChapterResult | None:
+    """Reuse the chapter's cached outputs when its key matches (re-rendering changed prose), else execute it with
+    a kernel by calling ``execute`` (:func:`execute_chapter`, or :meth:`SideBySide.submit`, which queues it and
+    returns None)."""
     if not plan.executes:
         return execute_chapter(plan, output, build_dir, profile, device)
     if plan.in_process:
@@ -69,7 +73,7 @@ def reuse_or_execute(
         )
     components = cache_components(root, plan.notebook, plan.parameters, device, modules)
     if plan.always:
-        return execute_chapter(
+        return execute(
             plan,
             output,
             build_dir,
@@ -112,7 +116,7 @@ def reuse_or_execute(
         reason = what_changed((old or {}).get("components"), components)
         if old is not None and record is None and old.get("key") == key:
             reason = "cached outputs were changed or removed since they were recorded"
-    return execute_chapter(plan, output, build_dir, profile, device, components, reason=reason)
+    return execute(plan, output, build_dir, profile, device, components, reason=reason)
 
 
 def _interrupted_result(
@@ -168,18 +172,27 @@ def execute_book(
     html: bool = True,
     only: list[str] | None = None,
     force: bool = False,
+    jobs: int | None = None,
 ) -> int:
+    jobs = default_jobs() if jobs is None else check_jobs(jobs)
     all_entries = toc_files(root)
     entries = select_entries(root, all_entries, only, html)
     plans = plan_chapters(root, entries, profile, overrides)
     if html:
         repository.from_environment(root)  # a malformed repository address is refused before anything runs
     with BuildLock(build_dir):
-        return _execute_plans(root, build_dir, profile, plans, all_entries, html, force)
+        return _execute_plans(root, build_dir, profile, plans, all_entries, html, force, jobs)
 
 
 def _execute_plans(
-    root: Path, build_dir: Path, profile: str, plans: list[ChapterPlan], all_entries: list[str], html: bool, force: bool
+    root: Path,
+    build_dir: Path,
+    profile: str,
+    plans: list[ChapterPlan],
+    all_entries: list[str],
+    html: bool,
+    force: bool,
+    jobs: int = 1,
 ) -> int:
     """``execute`` once its request is checked and it holds the build folder: the report first says the run
     has started (a run killed outright is then seen as started and never finished), then each page."""
@@ -193,16 +206,21 @@ def _execute_plans(
     run.write_report([], "running")
     modules = ModuleIndex(root)
     results: list[ChapterResult] = []
-    for plan in plans:
-        output = executed / f"{plan.entry}.ipynb"
-        start = time.perf_counter()
-        try:
-            result = reuse_or_execute(root, build_dir, plan, output, profile, run.device, force, modules)
-        except KeyboardInterrupt as exc:
-            return _stop(run, results, plan, output, getattr(exc, "signal_name", "SIGINT"), time.perf_counter() - start)
-        results.append(result)
-        run.write_report(results, "running")
-        _say_done(root, plan, result)
+    if jobs == 1:
+        for plan in plans:
+            output = executed / f"{plan.entry}.ipynb"
+            start = time.perf_counter()
+            try:
+                result = reuse_or_execute(root, build_dir, plan, output, profile, run.device, force, modules)
+            except KeyboardInterrupt as exc:
+                signal_name = getattr(exc, "signal_name", "SIGINT")
+                return _stop(run, results, [(plan, output, time.perf_counter() - start)], signal_name)
+            results.append(result)
+            run.write_report(results, "running")
+            _say_done(root, plan, result)
+    elif (code := _execute_side_by_side(run, plans, results, modules, force, jobs)) is not None:
+        return code
+    results.sort(key=lambda r: [p.entry for p in plans].index(r.chapter))
     failures = _render_gathering_pages_again(run, plans, results)
     run.write_report(results, "failed" if failures else "complete")
     code = _build_html(root, build_dir) if html else 0
@@ -249,19 +267,68 @@ class _BookRun:
         )
 
 
+def _execute_side_by_side(
+    run: _BookRun, plans: list[ChapterPlan], results: list[ChapterResult], modules: ModuleIndex, force: bool, jobs: int
+) -> int | None:
+    """The pages of ``plans`` with up to ``jobs`` chapters executing at once (:mod:`.side_by_side`); the pages
+    executed in this process (in-process, converted) wait for the chapters before them. Fills ``results`` as
+    pages finish; returns the exit code of an interrupted run, else None."""
+    executed = run.build_dir / "executed"
+
+    def done(plan: ChapterPlan, result: ChapterResult) -> None:
+        results.append(result)
+        run.write_report(results, "running")
+        _say_done(run.root, plan, result)
+
+    with SideBySide(run.build_dir, jobs, read_json_object(run.report)) as pool:
+        here = None  # the page this process is executing itself
+        try:
+            for plan in plans:
+                output = executed / f"{plan.entry}.ipynb"
+                if plan.in_process:
+                    pool.drain(done)
+                here = (plan, output, time.perf_counter())
+                args = (run.root, run.build_dir, plan, output, run.profile, run.device, force, modules)
+                result = reuse_or_execute(*args, execute=pool.submit)
+                here = None
+                if result is not None:
+                    done(plan, result)
+            pool.drain(done)
+        except KeyboardInterrupt as exc:
+            signal_name = getattr(exc, "signal_name", "SIGINT")
+            stopped, finished = pool.stop(signal_name)
+            for plan, result in finished:
+                done(plan, result)
+            if here is not None:
+                stopped.append((here[0], here[1], time.perf_counter() - here[2]))
+            return _stop(run, results, stopped, signal_name)
+    return None
+
+
 def _stop(
-    run: _BookRun, results: list[ChapterResult], plan: ChapterPlan, output: Path, signal_name: str, seconds: float
+    run: _BookRun, results: list[ChapterResult], stopped: list[tuple[ChapterPlan, Path, float]], signal_name: str
 ) -> int:
-    """The run was interrupted while executing ``plan``: report it, say so, build no HTML."""
-    result = _interrupted_result(plan, output, run.build_dir, run.profile, run.device, signal_name, seconds)
-    results.append(result)
-    run.write_report(results, "interrupted", signal=signal_name, interrupted_chapter=plan.entry)
-    print(
-        f"[book] interrupted ({signal_name}) while executing {plan.source.relative_to(run.root)}; "
-        f"its page keeps {result.outputs}; no HTML built",
-        file=sys.stderr,
-        flush=True,
+    """The run was interrupted while executing the pages ``stopped`` (plan, output, seconds): report it, say so,
+    build no HTML."""
+    for plan, output, seconds in stopped:
+        result = _interrupted_result(plan, output, run.build_dir, run.profile, run.device, signal_name, seconds)
+        results.append(result)
+        print(
+            f"[book] interrupted ({signal_name}) while executing {plan.source.relative_to(run.root)}; "
+            f"its page keeps {result.outputs}; no HTML built",
+            file=sys.stderr,
+            flush=True,
+        )
+    names = [plan.entry for plan, _, _ in stopped]
+    run.write_report(
+        results,
+        "interrupted",
+        signal=signal_name,
+        interrupted_chapter=names[0] if names else None,
+        interrupted_chapters=names,
     )
+    if not names:
+        print(f"[book] interrupted ({signal_name}) between pages; no HTML built", file=sys.stderr, flush=True)
     print(summary_table(results))
     print(f"[book] report: {run.report.resolve()}")
     return 130 if signal_name == "SIGINT" else 143

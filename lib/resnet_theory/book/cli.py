@@ -21,6 +21,7 @@ from .execute import BookInterrupted
 from .repository import RepositoryError
 from .run_command import run_chapter
 from .safety import check_output
+from .side_by_side import parse_jobs
 from .toc import BookError, find_root
 
 
@@ -43,6 +44,12 @@ def main(argv: list[str] | None = None) -> int:
         else:
             p.add_argument("--no-html", action="store_true", help="execute only; do not build HTML")
             p.add_argument("--only", nargs="+", help="execute only these TOC entries (e.g. book/linear)")
+            p.add_argument(
+                "--jobs",
+                default=None,
+                help="chapters executed at once, each with its own kernel (default: 2 with two cores or more; "
+                "1 executes them one after another)",
+            )
             p.add_argument(
                 "--force",
                 action="store_true",
@@ -77,8 +84,16 @@ def main(argv: list[str] | None = None) -> int:
             ) from None
         overrides = [tuple(p) for p in args.parameter]
         if args.command == "execute":
+            jobs = None if args.jobs is None else parse_jobs(args.jobs)
             return execute_book(
-                root, build_dir, args.profile, overrides, html=not args.no_html, only=args.only, force=args.force
+                root,
+                build_dir,
+                args.profile,
+                overrides,
+                html=not args.no_html,
+                only=args.only,
+                force=args.force,
+                jobs=jobs,
             )
         return run_chapter(root, args.chapter, args.profile, overrides, args.output, build_dir)
     except (BookError, RepositoryError) as exc:

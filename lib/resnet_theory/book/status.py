@@ -146,9 +146,8 @@ def _attempt_note(report: dict, own_page: str = STATUS_PAGE) -> str:
             parts.append("Which pages it had finished is not recorded: a row may be an earlier execution's.")
         return f"<p class='book-run-note'>{' '.join(parts)}</p>"
     if state == "interrupted":
-        what = (
-            f"was interrupted ({attempt.get('signal', 'signal')}) while executing {attempt.get('interrupted_chapter')}"
-        )
+        stopped = attempt.get("interrupted_chapters") or [attempt.get("interrupted_chapter")]
+        what = f"was interrupted ({attempt.get('signal', 'signal')}) while executing {', '.join(map(str, stopped))}"
     else:
         what = "failed"
     parts = [f"<strong>The last run {html.escape(what)}.</strong>"]
@@ -159,7 +158,8 @@ def _attempt_note(report: dict, own_page: str = STATUS_PAGE) -> str:
             f"Its HTML build failed (exit {html.escape(str(attempt['html_exit']))}; the command's output names the "
             f"warnings), so the run failed although the rows below may all say ok: they are how each page executed."
         )
-    not_reached = [c for c in pending if c != attempt.get("interrupted_chapter")]
+    stopped = attempt.get("interrupted_chapters") or [attempt.get("interrupted_chapter")]
+    not_reached = [c for c in pending if c not in stopped]
     if not_reached:
         parts.append(f"Not reached: {_pages(not_reached, rows)}.")
     parts.append(
