@@ -1,7 +1,8 @@
 """A small book as a reader meets it, built once in a temporary folder for the dark-mode and PDF tests: the real
 book's configuration and style sheet (``_config.yml``, ``_static/``, ``references.bib``), a chapter with a chapter
 table, a wide table, a ledger-style table with hand-made claims, an erratum, a claim's evidence table, a theorem
-box, a figure and a code cell whose input is hidden. Never the real book."""
+box, a figure and a code cell whose input is hidden,
+and prose quoting glued numbers. Never the real book."""
 
 from __future__ import annotations
 
@@ -48,6 +49,17 @@ WIDE = textwrap.dedent(f"""\
     ResultsTable([{{f"column number {{i}}": f"a long cell of words number {{i}} in row {{r}}" for i in range(11)}}
                   | {{"last": "{WIDE_MARKER[:4]}" + "{WIDE_MARKER[4:]}"}} for r in range(3)])""")
 
+#: A number the chapter glues and its prose quotes, before and after the cell that computes it, and the kernel's
+#: process id (new at every run): the JupyterLab test (tests/test_jupyter_prose.py) reads them in the rendered prose.
+GLUED = textwrap.dedent("""\
+    import os
+    from myst_nb import glue
+    glue("reader_answer", 0.1234567, display=False)
+    glue("reader_pid", os.getpid(), display=False)
+    print("kernel process", os.getpid())""")
+QUOTED_BEFORE = "Quoted before the cell that computes it: process {glue:text}`reader_pid`.\n"
+QUOTED_AFTER = "The answer is {glue:text}`reader_answer:.3f`, computed by process {glue:text}`reader_pid`.\n"
+
 HIDDEN = f":tags: [hide-input]\n{HIDDEN_MARKER} = 1\nprint('the output of a cell whose input is hidden')"
 
 FIGURE = textwrap.dedent("""\
@@ -83,7 +95,10 @@ def reader_chapter() -> str:
     cells = [
         MYST_HEADER,
         "# Reader\n\nA chapter with every kind of box the book shows.\n",
+        QUOTED_BEFORE,
         "```{code-cell} ipython3\n:tags: [parameters]\nprofile = 'quick'\nseed = 0\n```\n",
+        _cell(GLUED),
+        QUOTED_AFTER,
         _cell(HIDDEN),
         _cell(TABLES),
         THEOREM,
