@@ -41,8 +41,15 @@ PAPERS = {"a4": (8.27, 11.69), "letter": (8.5, 11.0)}
 MARGIN_IN = 0.59
 
 #: Opens the ledger's evidence (and any other ``<details>`` a reader would open to read it), never a hidden cell's
-#: toggle (myst-nb's ``details.hide``): hidden inputs and outputs stay hidden in print, as on the page.
-OPEN_DETAILS = "document.querySelectorAll('details:not(.hide)').forEach(function (d) { d.open = true; }); true"
+#: toggle (myst-nb's ``details.hide``): hidden inputs and outputs stay hidden in print, as on the page. A claim's
+#: evidence in a chapter (``details.claim-details`` outside the ledger's claims and errata) stays closed: the ledger
+#: prints the same evidence of every claim, and the print styles say so beside the closed toggle (opened in every
+#: chapter as well, it doubled the book, to 383 A4 pages).
+LEDGER_EVIDENCE = ".claims-browser, .claims-errata"
+OPEN_DETAILS = (
+    "document.querySelectorAll('details:not(.hide)').forEach(function (d) {"
+    f" if (!d.matches('details.claim-details') || d.closest('{LEDGER_EVIDENCE}')) {{ d.open = true; }} }}); true"
+)
 #: Waits until MathJax has typeset what opening the details showed, and the fonts are loaded.
 SETTLE = (
     "(window.MathJax && MathJax.startup && MathJax.startup.promise ? MathJax.startup.promise : Promise.resolve())"
