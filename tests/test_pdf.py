@@ -79,3 +79,16 @@ def test_hidden_inputs_stay_hidden_and_wide_tables_fit_the_page(reader_html, tmp
         page.extract_text(visitor_text=visit)
         past = [s for s in starts if s[0] > right]
         assert not past, f"page {number + 1}: text past the right margin: {past[:5]}"
+
+
+@pytest.mark.browser
+def test_the_ledger_prints_compactly_with_all_its_evidence(reader_html, tmp_path):
+    """The small book's chapter holds a ledger of 22 claims (tests/reader_book.py), a figure, a wide table and a
+    theorem box: with the print layout (ledger cards in 8.5 pt, the book in 10 pt) its page prints on 9 A4 pages,
+    where the screen's layout printed 12; every claim and its evidence is still printed."""
+    printed, reader = _printed(reader_html, tmp_path, "a4")
+    assert printed[1].pages <= 9, f"the reader's page printed on {printed[1].pages} A4 pages"
+    flat = re.sub(r"\s+", "", "\n".join(page.extract_text() for page in reader.pages))
+    missing = [i for i in range(20) if f"shamir/lemma-{i}" not in flat]
+    assert not missing, f"claims not printed: {missing}"
+    assert flat.count("Controlinput") >= 22, "a claim's evidence was not printed"
