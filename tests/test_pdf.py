@@ -92,3 +92,25 @@ def test_the_ledger_prints_compactly_with_all_its_evidence(reader_html, tmp_path
     missing = [i for i in range(20) if f"shamir/lemma-{i}" not in flat]
     assert not missing, f"claims not printed: {missing}"
     assert flat.count("Controlinput") >= 22, "a claim's evidence was not printed"
+
+
+@pytest.mark.browser
+def test_print_opens_the_ledgers_evidence_not_a_chapters_nor_a_hidden_cell(tmp_path):
+    """OPEN_DETAILS: the ledger's claims and errata open; a chapter's claim evidence (printed in the ledger) and a
+    hidden cell's toggle stay closed; any other ``<details>`` opens."""
+    from resnet_theory.book.devtools import Browser
+    from resnet_theory.book.pdf import OPEN_DETAILS
+
+    page = tmp_path / "page.html"
+    page.write_text(
+        "<div class='claims-browser'><details id='ledger' class='claim-details'><summary>s</summary>x</details></div>"
+        "<ul class='claims-errata'><li><details id='erratum' class='claim-details'><summary>s</summary>x</details>"
+        "</li></ul><details id='chapter' class='claim-details'><summary>s</summary>x</details>"
+        "<details id='hidden' class='hide above-input'><summary>s</summary>x</details>"
+        "<details id='other'><summary>s</summary>x</details>"
+    )
+    with Browser(chromium_or_skip()) as browser:
+        tab = browser.open(page.as_uri(), 800)
+        browser.evaluate(tab, OPEN_DETAILS)
+        opened = browser.evaluate(tab, "Array.from(document.querySelectorAll('details[open]')).map(d => d.id)")
+    assert opened == ["ledger", "erratum", "other"]

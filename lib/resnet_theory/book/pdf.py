@@ -8,7 +8,15 @@ protocol: :class:`resnet_theory.book.devtools.Browser`), MathJax typesets it, th
 ``<details>``, which a PDF reader cannot click open) is opened, and the page is printed with the book's print
 styles (``_static/book.css``: no sidebars, no filters; hidden cell inputs stay hidden, their toggles left out;
 wide tables wrap within the page; a code cell is not split across pages where it fits on one, and an empty
-output box is not printed). The pages are joined in TOC order with one bookmark per page.
+output box is not printed; the type is 10 pt; the ledger is set compactly, 8.5 pt cards with their evidence as
+tight tables). A claim's evidence in a chapter stays closed: the ledger prints it for every claim. The pages are
+joined in TOC order with one bookmark per page.
+
+**Length.** Printed from the quick profile's build of 27 November 2026 (A4): 192 pages, 28 of them the ledger
+(80 before the compact layout; the whole book was 383 with every chapter's evidence opened and 12 pt type). It
+is not under 120 pages because the five reviews themselves, their prose, figures, tables and visible code at
+10 pt, take about 155 pages (linear 48, expressivity 29, smooth maps 27, linear predictors 26, experiments 25);
+shortening them further would mean smaller type than a printed page should have or leaving content out.
 
 **Paper.** A4 (210 x 297 mm) by default; ``--paper letter`` prints on US Letter (8.5 x 11 in), with margins of
 15 mm either way. ``make pdf`` takes ``PAPER=letter``.
