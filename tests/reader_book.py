@@ -33,12 +33,24 @@ CLAIMS = textwrap.dedent("""\
                  corrected_statement=r"With $\\det R > 0$ added, the bound holds.")
     ledger.claim("shamir/thm-1", paper="shamir", ref="Theorem 1", statement="Every local minimum is good enough.",
                  section="reader-claims", printed=ok, control=bad, control_input=ci)
-    for i in range(20):  # a ledger long enough for its printed length to count (tests/test_pdf.py)
+    HTML(errata_html(ledger.claims) + counts_table_html(ledger.claims) + claims_table_html(ledger.claims))""")
+
+#: A ledger of 20 claims, each with its evidence, on a page of its own (book/printed): tests/test_pdf.py counts the
+#: pages it prints on.
+LONG_LEDGER = textwrap.dedent("""\
+    from IPython.display import HTML
+    from resnet_theory.ledger import Ledger
+    from resnet_theory.ledger_html import claims_table_html
+    from resnet_theory.verdicts import Check
+    ledger = Ledger("printed")
+    ok, bad = Check.equal(1, 1, what="holds"), Check.equal(1, 2, what="fails")
+    for i in range(20):
         ledger.claim(f"shamir/lemma-{i}", paper="shamir", ref=f"Lemma {i}, Section 3 (proof: Appendix B)",
                      statement=rf"For every $n \\ge {i}$ the risk of the residual net is at most the linear one's; "
                      "every local minimum is at least as good as the best linear predictor, whatever the data.",
-                     section="reader-claims", printed=ok, control=bad, control_input=ci)
-    HTML(errata_html(ledger.claims) + counts_table_html(ledger.claims) + claims_table_html(ledger.claims))""")
+                     section="printed-claims", printed=ok, control=bad,
+                     control_input="an input the claim rules out, for the test")
+    HTML(claims_table_html(ledger.claims))""")
 
 EVIDENCE = textwrap.dedent("""\
     from IPython.display import HTML
@@ -124,9 +136,14 @@ def build_reader_book(base: Path) -> Path:
     for name in ("_config.yml", "references.bib"):
         shutil.copy(ROOT / name, root / name)
     shutil.copytree(ROOT / "_static", root / "_static")
-    (root / "_toc.yml").write_text("format: jb-book\nroot: book/intro\nchapters:\n  - file: book/reader\n")
+    (root / "_toc.yml").write_text(
+        "format: jb-book\nroot: book/intro\nchapters:\n  - file: book/reader\n  - file: book/printed\n"
+    )
     (root / "book" / "intro.md").write_text("# Intro\n\nA small book for the readers' checks.\n")
     (root / "book" / "reader.md").write_text(reader_chapter())
+    parameters = "```{code-cell} ipython3\n:tags: [parameters]\nprofile = 'quick'\nseed = 0\n```\n"
+    printed = f"{MYST_HEADER}\n# A printed ledger\n\n{parameters}\n(printed-claims)=\n## Claims\n\n{_cell(LONG_LEDGER)}"
+    (root / "book" / "printed.md").write_text(printed)
     build = base / "build"
     code = main(["execute", "--root", str(root), "--build-dir", str(build)])
     if code != 0:
