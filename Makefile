@@ -20,7 +20,7 @@ TORCH_PIN := $(shell grep '^torch==' requirements.lock)
 PINS_HASH := $(shell { cat requirements.lock pyproject.toml; echo "torch build: $(TORCH)"; } | sha256sum | cut -c1-16)
 STAMP   := $(VENV)/.installed-$(PINS_HASH)
 
-.PHONY: install book pdf screenshots test check lint format lock clean verdicts-across-seeds gpu-check kernel
+.PHONY: install jupyter jupyter-install book pdf screenshots test check lint format lock clean verdicts-across-seeds gpu-check kernel
 
 install: $(STAMP)
 
@@ -35,6 +35,17 @@ $(STAMP):
 
 book: install
 	$(PY) -m resnet_theory.book execute --profile $(PROFILE) $(if $(FORCE),--force) $(ARGS)
+
+# The chapters in JupyterLab with the numbers in their prose: JupyterLab and jupyterlab-myst (requirements-jupyter.txt)
+# installed into .venv, every executed chapter written as a reader's notebook (each {glue:text} number as an inline
+# expression with its value; resnet_theory.book.jupyter_prose) into _build/jupyter, and JupyterLab started there.
+jupyter-install: install
+	$(PY) -m pip install --quiet --disable-pip-version-check -c requirements.lock -r requirements-jupyter.txt
+
+jupyter: jupyter-install
+	@test -d _build/executed/book || $(MAKE) book
+	$(PY) -m resnet_theory.book.jupyter_prose _build/executed/book/*.ipynb -o _build/jupyter
+	$(VENV)/bin/jupyter lab _build/jupyter
 
 # Register .venv as a Jupyter kernel, "Python (resnet-theory)", for reading and running chapters in JupyterLab.
 kernel: install

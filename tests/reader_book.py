@@ -1,7 +1,8 @@
 """A small book as a reader meets it, built once in a temporary folder for the dark-mode and PDF tests: the real
 book's configuration and style sheet (``_config.yml``, ``_static/``, ``references.bib``), a chapter with a chapter
 table, a wide table, a ledger-style table with hand-made claims, an erratum, a claim's evidence table, a theorem
-box, a figure and a code cell whose input is hidden. Never the real book."""
+box, a figure and a code cell whose input is hidden,
+and prose quoting glued numbers. Never the real book."""
 
 from __future__ import annotations
 
@@ -34,6 +35,23 @@ CLAIMS = textwrap.dedent("""\
                  section="reader-claims", printed=ok, control=bad, control_input=ci)
     HTML(errata_html(ledger.claims) + counts_table_html(ledger.claims) + claims_table_html(ledger.claims))""")
 
+#: A ledger of 20 claims, each with its evidence, on a page of its own (book/printed): tests/test_pdf.py counts the
+#: pages it prints on.
+LONG_LEDGER = textwrap.dedent("""\
+    from IPython.display import HTML
+    from resnet_theory.ledger import Ledger
+    from resnet_theory.ledger_html import claims_table_html
+    from resnet_theory.verdicts import Check
+    ledger = Ledger("printed")
+    ok, bad = Check.equal(1, 1, what="holds"), Check.equal(1, 2, what="fails")
+    for i in range(20):
+        ledger.claim(f"shamir/lemma-{i}", paper="shamir", ref=f"Lemma {i}, Section 3 (proof: Appendix B)",
+                     statement=rf"For every $n \\ge {i}$ the risk of the residual net is at most the linear one's; "
+                     "every local minimum is at least as good as the best linear predictor, whatever the data.",
+                     section="printed-claims", printed=ok, control=bad,
+                     control_input="an input the claim rules out, for the test")
+    HTML(claims_table_html(ledger.claims))""")
+
 EVIDENCE = textwrap.dedent("""\
     from IPython.display import HTML
     HTML("<table class='claim-evidence'><caption>hardt-ma/thm-2.1</caption>"
@@ -47,6 +65,17 @@ WIDE = textwrap.dedent(f"""\
     from resnet_theory.tables import ResultsTable
     ResultsTable([{{f"column number {{i}}": f"a long cell of words number {{i}} in row {{r}}" for i in range(11)}}
                   | {{"last": "{WIDE_MARKER[:4]}" + "{WIDE_MARKER[4:]}"}} for r in range(3)])""")
+
+#: A number the chapter glues and its prose quotes, before and after the cell that computes it, and the kernel's
+#: process id (new at every run): the JupyterLab test (tests/test_jupyter_prose.py) reads them in the rendered prose.
+GLUED = textwrap.dedent("""\
+    import os
+    from myst_nb import glue
+    glue("reader_answer", 0.1234567, display=False)
+    glue("reader_pid", os.getpid(), display=False)
+    print("kernel process", os.getpid())""")
+QUOTED_BEFORE = "Quoted before the cell that computes it: process {glue:text}`reader_pid`.\n"
+QUOTED_AFTER = "The answer is {glue:text}`reader_answer:.3f`, computed by process {glue:text}`reader_pid`.\n"
 
 HIDDEN = f":tags: [hide-input]\n{HIDDEN_MARKER} = 1\nprint('the output of a cell whose input is hidden')"
 
@@ -83,7 +112,10 @@ def reader_chapter() -> str:
     cells = [
         MYST_HEADER,
         "# Reader\n\nA chapter with every kind of box the book shows.\n",
+        QUOTED_BEFORE,
         "```{code-cell} ipython3\n:tags: [parameters]\nprofile = 'quick'\nseed = 0\n```\n",
+        _cell(GLUED),
+        QUOTED_AFTER,
         _cell(HIDDEN),
         _cell(TABLES),
         THEOREM,
@@ -104,9 +136,14 @@ def build_reader_book(base: Path) -> Path:
     for name in ("_config.yml", "references.bib"):
         shutil.copy(ROOT / name, root / name)
     shutil.copytree(ROOT / "_static", root / "_static")
-    (root / "_toc.yml").write_text("format: jb-book\nroot: book/intro\nchapters:\n  - file: book/reader\n")
+    (root / "_toc.yml").write_text(
+        "format: jb-book\nroot: book/intro\nchapters:\n  - file: book/reader\n  - file: book/printed\n"
+    )
     (root / "book" / "intro.md").write_text("# Intro\n\nA small book for the readers' checks.\n")
     (root / "book" / "reader.md").write_text(reader_chapter())
+    parameters = "```{code-cell} ipython3\n:tags: [parameters]\nprofile = 'quick'\nseed = 0\n```\n"
+    printed = f"{MYST_HEADER}\n# A printed ledger\n\n{parameters}\n(printed-claims)=\n## Claims\n\n{_cell(LONG_LEDGER)}"
+    (root / "book" / "printed.md").write_text(printed)
     build = base / "build"
     code = main(["execute", "--root", str(root), "--build-dir", str(build)])
     if code != 0:

@@ -79,3 +79,41 @@ def test_hidden_inputs_stay_hidden_and_wide_tables_fit_the_page(reader_html, tmp
         page.extract_text(visitor_text=visit)
         past = [s for s in starts if s[0] > right]
         assert not past, f"page {number + 1}: text past the right margin: {past[:5]}"
+
+
+@pytest.mark.browser
+def test_the_ledger_prints_compactly_with_all_its_evidence(reader_html, tmp_path):
+    """A ledger of 20 claims with their evidence (the small book's page book/printed, tests/reader_book.py): with the
+    print layout (cards in 8.5 pt, the evidence as tight tables) it prints on at most 6 A4 pages, where the screen's
+    layout printed 11; every claim and its evidence is still printed, with where it is printed."""
+    from pypdf import PdfReader
+
+    printed = build_pdf(reader_html, ["book/printed"], tmp_path / "ledger.pdf", chromium_or_skip(), paper="a4")
+    assert printed[0].pages <= 6, f"the 20-claim ledger printed on {printed[0].pages} A4 pages"
+    reader = PdfReader(tmp_path / "ledger.pdf")
+    flat = re.sub(r"\s+", "", "\n".join(page.extract_text() for page in reader.pages))
+    missing = [i for i in range(20) if f"shamir/lemma-{i}" not in flat or f"Lemma{i},Section3" not in flat]
+    assert not missing, f"claims not printed whole: {missing}"
+    assert flat.count("Controlinput") == 20 and flat.count("printedin") == 20, "a claim's evidence was not printed"
+
+
+@pytest.mark.browser
+def test_print_opens_the_ledgers_evidence_not_a_chapters_nor_a_hidden_cell(tmp_path):
+    """OPEN_DETAILS: the ledger's claims and errata open; a chapter's claim evidence (printed in the ledger) and a
+    hidden cell's toggle stay closed; any other ``<details>`` opens."""
+    from resnet_theory.book.devtools import Browser
+    from resnet_theory.book.pdf import OPEN_DETAILS
+
+    page = tmp_path / "page.html"
+    page.write_text(
+        "<div class='claims-browser'><details id='ledger' class='claim-details'><summary>s</summary>x</details></div>"
+        "<ul class='claims-errata'><li><details id='erratum' class='claim-details'><summary>s</summary>x</details>"
+        "</li></ul><details id='chapter' class='claim-details'><summary>s</summary>x</details>"
+        "<details id='hidden' class='hide above-input'><summary>s</summary>x</details>"
+        "<details id='other'><summary>s</summary>x</details>"
+    )
+    with Browser(chromium_or_skip()) as browser:
+        tab = browser.open(page.as_uri(), 800)
+        browser.evaluate(tab, OPEN_DETAILS)
+        opened = browser.evaluate(tab, "Array.from(document.querySelectorAll('details[open]')).map(d => d.id)")
+    assert opened == ["ledger", "erratum", "other"]

@@ -382,11 +382,19 @@ def test_binder_installs_the_cpu_torch_the_lock_and_the_package_and_writes_the_n
     torch_pin = next(
         line for line in (ROOT / "requirements.lock").read_text().splitlines() if line.startswith("torch==")
     )
-    assert log.read_text().splitlines() == [
+    *pips, prose = log.read_text().splitlines()
+    assert pips == [
         f"-m pip install --no-cache-dir --index-url https://download.pytorch.org/whl/cpu {torch_pin}+cpu",
         "-m pip install --no-cache-dir -r requirements.lock",
         "-m pip install --no-cache-dir --no-deps --no-build-isolation -e .",
+        "-m pip install --no-cache-dir -c requirements.lock -r requirements-jupyter.txt",
     ]
+    # last, the chapters as reader's notebooks (resnet_theory.book.jupyter_prose), over the jupytext ones
+    command, _, pages = prose.partition(" book/")
+    assert command == "-m resnet_theory.book.jupyter_prose" and pages.endswith(" -o book")
+    assert sorted(("book/" + pages).removesuffix(" -o book").split()) == sorted(
+        f"book/{p.name}" for p in ROOT.glob("book/*.md")
+    )
     for entry in toc_files(ROOT):
         nb = nbformat.read(repo / f"{entry}.ipynb", as_version=4)
         if entry.split("/")[-1] in REVIEWS:

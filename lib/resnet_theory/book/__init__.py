@@ -26,6 +26,7 @@ One concept per module, in the order a run uses them:
 - :mod:`~resnet_theory.book.build`: the ``execute`` command.
 - :mod:`~resnet_theory.book.run_command`: the ``run`` command (one chapter; prints the verdicts it recorded).
 - :mod:`~resnet_theory.book.html_build`: the Jupyter Book build of the executed notebooks.
+- :mod:`~resnet_theory.book.jupyter_prose`: the prose's glued numbers in JupyterLab (jupyterlab-myst expressions).
 - :mod:`~resnet_theory.book.partial_build`: links to the pages a partial build leaves out, as plain text.
 - :mod:`~resnet_theory.book.repository`: the repository's address (buttons, launch, the install cell).
 - :mod:`~resnet_theory.book.page_meta`: the Sphinx extension that writes each page's description and og: tags.

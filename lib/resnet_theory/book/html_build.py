@@ -12,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from . import repository
+from . import jupyter_prose, repository
 from .partial_build import left_out_config
 
 BOOK_FILES = ("_config.yml", "_toc.yml", "references.bib")
@@ -131,4 +131,5 @@ def build_html(root: Path, build_dir: Path) -> tuple[int, Path]:
         shutil.rmtree(target, ignore_errors=True)
         shutil.move(str(scratch / "_build" / "html"), str(target))
         repository.fill_install_cells(target / "_sources", repo)  # the downloads' install cells
+        jupyter_prose.rewrite_folder(target / "_sources")  # the downloads' prose shows its numbers in JupyterLab
     return proc.returncode, target / "index.html"

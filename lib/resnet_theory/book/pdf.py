@@ -8,7 +8,15 @@ protocol: :class:`resnet_theory.book.devtools.Browser`), MathJax typesets it, th
 ``<details>``, which a PDF reader cannot click open) is opened, and the page is printed with the book's print
 styles (``_static/book.css``: no sidebars, no filters; hidden cell inputs stay hidden, their toggles left out;
 wide tables wrap within the page; a code cell is not split across pages where it fits on one, and an empty
-output box is not printed). The pages are joined in TOC order with one bookmark per page.
+output box is not printed; the type is 10 pt; the ledger is set compactly, 8.5 pt cards with their evidence as
+tight tables). A claim's evidence in a chapter stays closed: the ledger prints it for every claim. The pages are
+joined in TOC order with one bookmark per page.
+
+**Length.** Printed from the quick profile's build of 27 November 2026 (A4): 192 pages, 28 of them the ledger
+(80 before the compact layout; the whole book was 383 with every chapter's evidence opened and 12 pt type). It
+is not under 120 pages because the five reviews themselves, their prose, figures, tables and visible code at
+10 pt, take about 155 pages (linear 48, expressivity 29, smooth maps 27, linear predictors 26, experiments 25);
+shortening them further would mean smaller type than a printed page should have or leaving content out.
 
 **Paper.** A4 (210 x 297 mm) by default; ``--paper letter`` prints on US Letter (8.5 x 11 in), with margins of
 15 mm either way. ``make pdf`` takes ``PAPER=letter``.
@@ -41,8 +49,15 @@ PAPERS = {"a4": (8.27, 11.69), "letter": (8.5, 11.0)}
 MARGIN_IN = 0.59
 
 #: Opens the ledger's evidence (and any other ``<details>`` a reader would open to read it), never a hidden cell's
-#: toggle (myst-nb's ``details.hide``): hidden inputs and outputs stay hidden in print, as on the page.
-OPEN_DETAILS = "document.querySelectorAll('details:not(.hide)').forEach(function (d) { d.open = true; }); true"
+#: toggle (myst-nb's ``details.hide``): hidden inputs and outputs stay hidden in print, as on the page. A claim's
+#: evidence in a chapter (``details.claim-details`` outside the ledger's claims and errata) stays closed: the ledger
+#: prints the same evidence of every claim, and the print styles say so beside the closed toggle (opened in every
+#: chapter as well, it doubled the book, to 383 A4 pages).
+LEDGER_EVIDENCE = ".claims-browser, .claims-errata"
+OPEN_DETAILS = (
+    "document.querySelectorAll('details:not(.hide)').forEach(function (d) {"
+    f" if (!d.matches('details.claim-details') || d.closest('{LEDGER_EVIDENCE}')) {{ d.open = true; }} }}); true"
+)
 #: Waits until MathJax has typeset what opening the details showed, and the fonts are loaded.
 SETTLE = (
     "(window.MathJax && MathJax.startup && MathJax.startup.promise ? MathJax.startup.promise : Promise.resolve())"

@@ -1,0 +1,254 @@
+"""The numbers in a chapter's prose where a reader opens or runs it in JupyterLab (issue 33, item 3).
+
+The chapters quote computed numbers with myst-nb's ``{glue:text}`name:fmt``` role, which the book's HTML build
+fills in from the glued outputs; JupyterLab knows no such role and shows it raw. `jupyterlab-myst
+<https://github.com/jupyter-book/jupyterlab-myst>`_, the MyST renderer for JupyterLab, renders the MyST inline
+expression ``{eval}`expr``` instead: when a markdown cell is run it asks the kernel for ``expr`` (the Jupyter
+``user_expressions`` of an execute request) and keeps the result in the cell's ``metadata.user_expressions``, which
+it shows from then on, also in a notebook opened without a kernel.
+
+So a *reader's notebook* (:func:`reader_notebook`) is the chapter with
+
+- each ``{glue:text}`name:fmt``` written as ``{eval}`glued("name:fmt")```;
+- for an executed chapter, each such markdown cell's ``metadata.user_expressions`` filled from the glued outputs,
+  formatted as the book formats them (myst-nb's own ``format_plain_text``): the numbers show as soon as the
+  notebook is opened;
+- one small cell (tagged ``remove-cell``) after the install cell: ``from resnet_theory.book.jupyter_prose import
+  glued``. Importing this module in a kernel records every value the chapter glues (:func:`watch`, a hook on the
+  kernel's display publisher: the chapters' ``glue`` calls are unchanged), and :func:`glued` formats one. A reader
+  who runs the notebook again (Run All) sees the prose's numbers from that run. A sentence that quotes a number
+  computed further down (the Overview quotes the ledger's summary, glued by the last cell) shows an inline error
+  saying so on the first pass: run that cell again (Shift+Enter) once the chapter has run.
+
+The HTML build writes its downloadable notebooks (``_build/html/_sources``) this way, Binder's ``postBuild`` its
+notebooks, and ``make jupyter`` the executed chapters into ``_build/jupyter``. On the command line:
+``python -m resnet_theory.book.jupyter_prose NOTEBOOK_OR_MD... -o FOLDER`` (a MyST ``.md`` is read with jupytext:
+the result has no outputs, its numbers appear when it is run).
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import re
+import sys
+from pathlib import Path
+
+#: The glue role the chapters quote numbers with (a role inside backticks, its content ``name`` or ``name:fmt``).
+GLUE_TEXT_ROLE = re.compile(r"\{glue:text\}`([^`]+)`")
+#: Any other glue role or directive: a reader's notebook cannot show it, so it is refused with its cell.
+OTHER_GLUE = re.compile(r"\{glue(?::(?!text\})[a-z]*)?\}")
+#: The cell the reader's notebook runs before any glue: it records the glued values and defines ``glued``.
+IMPORT_CELL = "from resnet_theory.book.jupyter_prose import glued  # the prose's numbers, for JupyterLab"
+IMPORT_TAGS = ["remove-cell", "jupyter-prose"]
+#: The prefix myst-nb gives the MIME types of a value glued with ``display=False``.
+GLUE_PREFIX = "application/papermill.record/"
+
+_VALUES: dict[str, dict] = {}
+
+
+class GluedError(ValueError):
+    """A chapter a reader's notebook cannot be written for: a glue form it cannot show, or a glued name missing."""
+
+
+# --- in the kernel: record what the chapter glues, format one value for the prose -----------------------------------
+class _Text(str):
+    """Text the kernel reports as it is (no quotes around it), as the book prints a glued value."""
+
+    def __repr__(self) -> str:
+        return str(self)
+
+
+def _record(msg: dict) -> dict:
+    """The display publisher's hook: keep the data of every glued value (``metadata.scrapbook.name``)."""
+    content = msg.get("content") or {}
+    scrapbook = (content.get("metadata") or {}).get("scrapbook")
+    if msg.get("msg_type") == "display_data" and isinstance(scrapbook, dict) and "name" in scrapbook:
+        prefix = scrapbook.get("mime_prefix", "")
+        _VALUES[scrapbook["name"]] = {key[len(prefix) :]: v for key, v in (content.get("data") or {}).items()}
+    return msg
+
+
+def watch() -> bool:
+    """Record every value glued in this kernel from now on; False where there is no Jupyter kernel to watch."""
+    try:
+        from IPython import get_ipython
+    except ImportError:  # pragma: no cover - IPython is a dependency of the book
+        return False
+    publisher = getattr(get_ipython(), "display_pub", None)
+    if publisher is None or not hasattr(publisher, "register_hook"):
+        return False
+    if _record not in getattr(publisher, "_hooks", []):
+        publisher.register_hook(_record)
+    return True
+
+
+def split_spec(spec: str) -> tuple[str, str]:
+    """``"name:.3g"`` -> ``("name", ".3g")``, ``"name"`` -> ``("name", "")``, as myst-nb reads the role."""
+    if not isinstance(spec, str) or not spec.strip():
+        raise GluedError(f"a glue role needs a name, got {spec!r}")
+    if "::" in spec:
+        raise GluedError(f"{spec!r} glues from another notebook, which a reader's notebook cannot show")
+    key, _, fmt = spec.rpartition(":") if ":" in spec else (spec, "", "")
+    return key.strip(), fmt
+
+
+def format_value(data: dict, spec: str) -> str:
+    """The text the book prints for ``{glue:text}`spec``` given the glued value's MIME ``data``."""
+    from myst_nb.core.variables import format_plain_text
+
+    key, fmt = split_spec(spec)
+    if "text/plain" not in data:
+        raise GluedError(f"{key!r} was glued without a text/plain form, which {{glue:text}} needs")
+    try:
+        return format_plain_text(data["text/plain"], fmt)
+    except (ValueError, TypeError) as exc:
+        raise GluedError(f"{key!r} cannot be formatted as {fmt!r}: {exc}") from None
+
+
+def glued(spec: str) -> _Text:
+    """The prose's ``{glue:text}`spec``` in a running kernel: the value the chapter glued last under that name."""
+    key, _ = split_spec(spec)
+    if key not in _VALUES:
+        raise LookupError(f"{key!r} is not computed yet: run the chapter's cells, then this cell again")
+    return _Text(format_value(_VALUES[key], spec))
+
+
+# --- the reader's notebook -------------------------------------------------------------------------------------------
+def expression(spec: str) -> str:
+    """The inline expression a reader's notebook writes for ``{glue:text}`spec```."""
+    split_spec(spec)
+    if '"' in spec or "\\" in spec:
+        raise GluedError(f"a glue name with a quote or a backslash cannot become an expression: {spec!r}")
+    return f'glued("{spec}")'
+
+
+def glued_values(nb) -> dict[str, dict]:
+    """Every value an executed notebook glued: name -> MIME data (myst-nb's prefix removed)."""
+    values: dict[str, dict] = {}
+    for cell in nb.cells:
+        for output in cell.get("outputs", []) if cell.cell_type == "code" else []:
+            scrapbook = output.get("metadata", {}).get("scrapbook")
+            if isinstance(scrapbook, dict) and "name" in scrapbook:
+                prefix = scrapbook.get("mime_prefix", "")
+                values[scrapbook["name"]] = {k[len(prefix) :]: v for k, v in output.get("data", {}).items()}
+    return values
+
+
+def _user_expression(spec: str, data: dict) -> dict:
+    text = format_value(data, spec)
+    return {
+        "expression": expression(spec),
+        "result": {"status": "ok", "data": {"text/plain": text}, "metadata": {}},
+    }
+
+
+def _rewrite_cell(cell, index: int, values: dict[str, dict], executed: bool) -> int:
+    """Write one markdown cell's glue roles as inline expressions (with their results where executed)."""
+    other = OTHER_GLUE.search(cell.source)
+    if other:
+        raise GluedError(f"markdown cell {index}: {other.group(0)} cannot be shown in JupyterLab; use {{glue:text}}")
+    specs = list(dict.fromkeys(GLUE_TEXT_ROLE.findall(cell.source)))
+    if not specs:
+        return 0
+    if executed:
+        missing = [s for s in specs if split_spec(s)[0] not in values]
+        if missing:
+            raise GluedError(f"markdown cell {index} quotes {', '.join(missing)}, which no cell glued")
+        cell.metadata["user_expressions"] = [_user_expression(s, values[split_spec(s)[0]]) for s in specs]
+    cell.source = GLUE_TEXT_ROLE.sub(lambda m: "{eval}`" + expression(m.group(1)) + "`", cell.source)
+    return len(specs)
+
+
+def reader_notebook(nb):
+    """A copy of the chapter ``nb`` (nbformat v4) that JupyterLab with jupyterlab-myst shows with its numbers; the
+    notebook is returned unchanged (a copy) when its prose quotes no glued value."""
+    import nbformat
+
+    nb = copy.deepcopy(nb)
+    values = glued_values(nb)
+    executed = any(c.get("outputs") for c in nb.cells if c.cell_type == "code")
+    quoted = sum(_rewrite_cell(c, i, values, executed) for i, c in enumerate(nb.cells) if c.cell_type == "markdown")
+    already = any(c.cell_type == "code" and c.source == IMPORT_CELL for c in nb.cells)
+    if quoted and not already:
+        from .repository import INSTALL_TAG
+
+        code = [i for i, c in enumerate(nb.cells) if c.cell_type == "code"]
+        install = [i for i in code if INSTALL_TAG in nb.cells[i].metadata.get("tags", [])]
+        at = install[0] + 1 if install else (code[0] if code else len(nb.cells))
+        cell = nbformat.v4.new_code_cell(IMPORT_CELL, metadata={"tags": list(IMPORT_TAGS)})
+        if (nb.nbformat, nb.get("nbformat_minor", 0)) < (4, 5):
+            cell.pop("id", None)  # cell ids came with nbformat 4.5
+        nb.cells.insert(at, cell)
+    return nb
+
+
+def quoted_numbers(nb) -> int:
+    """How many inline expressions of a reader's notebook quote a glued number."""
+    return sum(c.source.count('{eval}`glued("') for c in nb.cells if c.cell_type == "markdown")
+
+
+def read_chapter(path: Path):
+    """A chapter as an nbformat notebook: an ``.ipynb`` as it is, a MyST ``.md`` through jupytext."""
+    import nbformat
+
+    path = Path(path)
+    if path.suffix == ".ipynb":
+        return nbformat.read(path, as_version=4)
+    if path.suffix == ".md":
+        import jupytext
+
+        return jupytext.read(path)
+    raise GluedError(f"{path}: not a notebook (.ipynb) or a MyST chapter (.md)")
+
+
+def write_reader_notebook(source: Path, output: Path) -> int:
+    """Write the reader's notebook of ``source`` to ``output``; returns how many glue roles it rewrote."""
+    import nbformat
+
+    nb = read_chapter(source)
+    reader = reader_notebook(nb)
+    if reader != nb or Path(output) != Path(source):
+        Path(output).parent.mkdir(parents=True, exist_ok=True)
+        nbformat.write(reader, output)
+    return quoted_numbers(reader)
+
+
+def rewrite_folder(folder: Path) -> int:
+    """Rewrite every ``.ipynb`` under ``folder`` in place as a reader's notebook (the HTML's downloads); returns
+    how many notebooks quote glued numbers."""
+    return sum(1 for path in sorted(Path(folder).rglob("*.ipynb")) if write_reader_notebook(path, path))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m resnet_theory.book.jupyter_prose",
+        description="Write chapters as notebooks whose prose shows its numbers in JupyterLab (with jupyterlab-myst).",
+    )
+    parser.add_argument("chapters", nargs="+", type=Path, help="executed notebooks (.ipynb) or MyST chapters (.md)")
+    parser.add_argument("-o", "--output", type=Path, required=True, help="the folder to write NAME.ipynb into")
+    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    for source in args.chapters:
+        if not source.is_file():
+            print(f"error: {source}: no such file", file=sys.stderr)
+            return 2
+        target = args.output / (source.stem + ".ipynb")
+        if target.resolve() == source.resolve():
+            print(f"error: {target} would overwrite its source; choose another -o folder", file=sys.stderr)
+            return 2
+        try:
+            count = write_reader_notebook(source, target)
+        except GluedError as exc:
+            print(f"error: {source}: {exc}", file=sys.stderr)
+            return 1
+        print(f"{target}: {count} numbers in the prose")
+    return 0
+
+
+# Imported in a kernel (the reader's notebook's import cell), start recording what the chapter glues; elsewhere (the
+# HTML build, the tests) there is no kernel and this does nothing.
+watch()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
