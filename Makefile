@@ -39,8 +39,13 @@ book: install
 # The chapters in JupyterLab with the numbers in their prose: JupyterLab and jupyterlab-myst (requirements-jupyter.txt)
 # installed into .venv, every executed chapter written as a reader's notebook (each {glue:text} number as an inline
 # expression with its value; resnet_theory.book.jupyter_prose) into _build/jupyter, and JupyterLab started there.
-jupyter-install: install
+JUPYTER_STAMP := $(VENV)/.jupyter-$(shell cat requirements.lock requirements-jupyter.txt | sha256sum | cut -c1-16)
+jupyter-install: $(JUPYTER_STAMP)
+
+$(JUPYTER_STAMP): $(STAMP)
 	$(PY) -m pip install --quiet --disable-pip-version-check -c requirements.lock -r requirements-jupyter.txt
+	@rm -f $(VENV)/.jupyter-*
+	@touch $@
 
 jupyter: jupyter-install
 	@test -d _build/executed/book || $(MAKE) book
@@ -73,8 +78,8 @@ verdicts-across-seeds: install
 	  $(MAKE) book && exit $$status
 
 # The linter and the formatter's check (configured in pyproject.toml), then every test (CI's command: it executes
-# and builds the book once, as a fixture).
-test: install lint
+# and builds the book once, as a fixture; it installs JupyterLab and jupyterlab-myst for the JupyterLab check).
+test: install jupyter-install lint
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 # The fast tier: the linter and every test that does not execute the book, drive Chromium over it or take over

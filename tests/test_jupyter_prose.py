@@ -169,7 +169,7 @@ def jupyterlab_or_skip() -> None:
     missing = [m for m in ("jupyterlab", "jupyterlab_myst") if importlib.util.find_spec(m) is None]
     if missing:
         if os.environ.get("CI") == "true":
-            pytest.fail(f"{', '.join(missing)} required in CI (.ci/run runs make jupyter-install)")
+            pytest.fail(f"{', '.join(missing)} required in CI (make test installs them: make jupyter-install)")
         pytest.skip(f"{', '.join(missing)} not installed (make jupyter-install); the JupyterLab check did not run")
 
 
