@@ -26,6 +26,7 @@ from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
 from pathlib import Path
 
+from ..outputs import book_roots, check_output
 from ..record import claims_document, source_line
 from .context import Context
 from .registry import all_claims, chapter_claims
@@ -221,9 +222,22 @@ def cmd_verify(args) -> int:
     return status
 
 
-def write_seeds_file(build_dir: Path, profile: str, seeds: list[int], summary: list[dict]) -> Path:
-    """Write :data:`SEEDS_FILE` into ``build_dir`` (atomically: a temporary beside it, then renamed)."""
+def check_record_dir(build_dir: Path) -> Path:
+    """``build_dir`` resolved, if ``--record`` may write :data:`SEEDS_FILE` there; else a one-line ValueError.
+
+    The book tooling's rule (:func:`resnet_theory.outputs.check_output`), against every book at or above the
+    working directory and the folder itself: never a source folder, another build's records, or a build
+    folder inside a source tree other than its ``_build``."""
     build_dir = Path(build_dir)
+    for root in book_roots(Path.cwd(), build_dir) or [Path.cwd()]:
+        check_output(build_dir, root, "--build-dir", folder=True)
+    return build_dir
+
+
+def write_seeds_file(build_dir: Path, profile: str, seeds: list[int], summary: list[dict]) -> Path:
+    """Write :data:`SEEDS_FILE` into ``build_dir`` (atomically: a temporary beside it, then renamed); a folder
+    :func:`check_record_dir` refuses is refused."""
+    build_dir = check_record_dir(build_dir)
     build_dir.mkdir(parents=True, exist_ok=True)
     record = {
         "profile": profile,
@@ -275,6 +289,8 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = parser().parse_args(argv)
+        if args.command == "verify" and args.record:
+            check_record_dir(args.build_dir)  # before anything runs
         if args.command == "verify" and args.jobs < 1:
             raise UsageError(f"--jobs must be >= 1, got {args.jobs}")
         if args.command == "verify" and args.record and not (args.all and args.seeds):

@@ -1,0 +1,89 @@
+"""Where commands may write (issue 32 item 1), the rule shared by the book tooling and the claims command line
+(:mod:`resnet_theory.outputs`): ``claims verify --record`` refuses the folders ``book run -o`` refuses."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from resnet_theory import outputs
+from resnet_theory.book.safety import check_output as book_check_output
+from resnet_theory.book.toc import BookError
+from resnet_theory.claims import cli as claims_cli
+from test_executor import chapter, make_book
+
+from conftest import one_line_error
+
+
+@pytest.fixture
+def fake_book(tmp_path):
+    root = make_book(tmp_path / "src", {"intro": "# Intro\n", "good": chapter("Good", 'profile = "quick"', "1")})
+    for name in ("lib", "tests"):
+        (root / name).mkdir()
+    (root / "_build" / "executed" / "book").mkdir(parents=True)
+    (root / "_build" / "cache").mkdir()
+    return root
+
+
+def _no_runs(monkeypatch):
+    """Claims that run instantly: every run gives nothing, so only the output check is exercised."""
+    monkeypatch.setattr(claims_cli, "_run_all", lambda *a, **k: [])
+
+
+@pytest.mark.parametrize(
+    "build_dir", ["book", "lib", "tests", ".", "book/../book", "_build/executed", "_build/cache/x", "link"]
+)
+def test_claims_verify_record_refuses_source_folders_and_build_records(fake_book, build_dir, monkeypatch, capsys):
+    (fake_book / "link").symlink_to(fake_book / "book")
+    monkeypatch.chdir(fake_book)
+    _no_runs(monkeypatch)
+    before = sorted(p.relative_to(fake_book) for p in fake_book.rglob("*"))
+    err = one_line_error(
+        capsys, claims_cli.main, ["verify", "--all", "--seeds", "0", "--record", "--build-dir", build_dir]
+    )
+    assert "--build-dir" in err and build_dir in err
+    assert sorted(p.relative_to(fake_book) for p in fake_book.rglob("*")) == before
+    assert not list(fake_book.rglob(claims_cli.SEEDS_FILE))
+
+
+def test_claims_verify_record_refuses_a_book_folder_from_outside_the_book(fake_book, tmp_path, monkeypatch, capsys):
+    """The book is found above the folder too, not only above the working directory."""
+    monkeypatch.chdir(tmp_path)
+    _no_runs(monkeypatch)
+    err = one_line_error(
+        capsys, claims_cli.main, ["verify", "--all", "--seeds", "0", "--record", "--build-dir", str(fake_book / "book")]
+    )
+    assert "inside the book's sources" in err
+    assert not (fake_book / "book" / claims_cli.SEEDS_FILE).exists()
+
+
+def test_write_seeds_file_refuses_a_source_folder(fake_book, monkeypatch):
+    monkeypatch.chdir(fake_book)
+    with pytest.raises(ValueError, match="inside the book's sources"):
+        claims_cli.write_seeds_file(fake_book / "book", "quick", [0], [])
+    assert not (fake_book / "book" / claims_cli.SEEDS_FILE).exists()
+
+
+@pytest.mark.parametrize("build_dir", ["_build", "_build/seed-1", "OUTSIDE"])
+def test_claims_verify_record_writes_into_a_build_folder(fake_book, tmp_path, build_dir, monkeypatch):
+    monkeypatch.chdir(fake_book)
+    _no_runs(monkeypatch)
+    target = tmp_path / "elsewhere" if build_dir == "OUTSIDE" else fake_book / build_dir
+    assert claims_cli.main(["verify", "--all", "--seeds", "0", "--record", "--build-dir", str(target), "--json"]) in (
+        0,
+        1,
+    )
+    assert json.loads((target / claims_cli.SEEDS_FILE).read_text())["seeds"] == [0]
+
+
+def test_book_safety_keeps_its_api_and_raises_book_errors(fake_book):
+    """``book.safety.check_output`` is the shared rule, raising the book tooling's one-line BookError."""
+    with pytest.raises(BookError, match="inside the book's sources"):
+        book_check_output(fake_book / "book" / ".." / "book" / "good.md", fake_book, "-o")
+    with pytest.raises(BookError, match="inside the book's sources"):
+        book_check_output(fake_book / "book" / "x.ipynb", fake_book, "-o")
+    with pytest.raises(outputs.OutputRefused, match="executed/"):
+        outputs.check_output(fake_book / "_build" / "executed" / "book" / "other.ipynb", fake_book, "-o")
+    assert outputs.check_output(fake_book / "_build" / "x.ipynb", fake_book, "-o") == (fake_book / "_build" / "x.ipynb")
+    assert outputs.book_roots(fake_book / "book" / "nothing" / "here") == [fake_book]
