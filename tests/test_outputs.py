@@ -87,3 +87,37 @@ def test_book_safety_keeps_its_api_and_raises_book_errors(fake_book):
         outputs.check_output(fake_book / "_build" / "executed" / "book" / "other.ipynb", fake_book, "-o")
     assert outputs.check_output(fake_book / "_build" / "x.ipynb", fake_book, "-o") == (fake_book / "_build" / "x.ipynb")
     assert outputs.book_roots(fake_book / "book" / "nothing" / "here") == [fake_book]
+
+
+@pytest.mark.parametrize("out_dir", ["book/run", "lib", "tests/x", "_build/executed/run", "_build/cache"])
+def test_train_cli_refuses_an_out_dir_among_the_sources(fake_book, out_dir, monkeypatch, capsys):
+    """``python -m resnet_theory.engine.train --out-dir`` wrote checkpoints into book/, lib/ and a build's
+    executed/ folder; it refuses them before anything runs, with one line."""
+    from resnet_theory.engine import train as train_module
+
+    monkeypatch.chdir(fake_book)
+    monkeypatch.setattr(train_module, "train", lambda config: pytest.fail("training ran"))
+    err = one_line_error(capsys, train_module.main, ["--dataset", "digits", "--steps", "1", "--out-dir", out_dir])
+    assert "--out-dir" in err
+    assert not (fake_book / out_dir / "checkpoint.pt").exists()
+
+
+def test_train_cli_accepts_a_run_folder_in_the_tree_or_outside(fake_book, tmp_path, monkeypatch):
+    from resnet_theory.engine import train as train_module
+
+    monkeypatch.chdir(fake_book)
+    seen = []
+    monkeypatch.setattr(train_module, "train", lambda config: seen.append(config.out_dir) or 1 / 0)
+    for out_dir in ("runs/digits", "_build/runs", str(tmp_path / "elsewhere")):
+        with pytest.raises(ZeroDivisionError):
+            train_module.main(["--dataset", "digits", "--steps", "1", "--out-dir", out_dir])
+    assert seen == ["runs/digits", "_build/runs", str(tmp_path / "elsewhere")]
+
+
+def test_gpu_check_refuses_an_out_folder_among_the_sources(fake_book, monkeypatch, capsys):
+    from resnet_theory.engine import gpu_check
+
+    monkeypatch.chdir(fake_book)
+    err = one_line_error(capsys, gpu_check.main, ["book/gpu", "--cpu-rehearsal", "--only", "device"])
+    assert "OUT book/gpu" in err
+    assert not (fake_book / "book" / "gpu").exists()

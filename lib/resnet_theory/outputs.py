@@ -132,3 +132,13 @@ def check_output(
                 f"under it, or one outside the source tree"
             )
     return path
+
+
+def check_command_output(path: Path, option: str, *, folder: bool = False) -> Path:
+    """:func:`check_output` for a command outside the book tooling (``claims verify --record``, the engine's
+    ``train --out-dir``, ``gpu_check OUT``), against every book at or above the working directory and ``path``
+    itself (the working directory as the root when there is none): never a source folder or another build's
+    records; with ``folder`` (a build folder) not a folder of a source tree other than its ``_build``."""
+    for root in book_roots(Path.cwd(), path) or [Path.cwd()]:
+        check_output(path, root, option, folder=folder)
+    return Path(path)

@@ -26,7 +26,7 @@ from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
 from pathlib import Path
 
-from ..outputs import book_roots, check_output
+from ..outputs import check_command_output
 from ..record import claims_document, source_line
 from .context import Context
 from .registry import all_claims, chapter_claims
@@ -228,10 +228,7 @@ def check_record_dir(build_dir: Path) -> Path:
     The book tooling's rule (:func:`resnet_theory.outputs.check_output`), against every book at or above the
     working directory and the folder itself: never a source folder, another build's records, or a build
     folder inside a source tree other than its ``_build``."""
-    build_dir = Path(build_dir)
-    for root in book_roots(Path.cwd(), build_dir) or [Path.cwd()]:
-        check_output(build_dir, root, "--build-dir", folder=True)
-    return build_dir
+    return check_command_output(Path(build_dir), "--build-dir", folder=True)
 
 
 def write_seeds_file(build_dir: Path, profile: str, seeds: list[int], summary: list[dict]) -> Path:

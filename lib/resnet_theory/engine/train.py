@@ -62,6 +62,7 @@ from torch.nn.parallel import DistributedDataParallel
 from tqdm.std import tqdm  # the plain class: tqdm.auto warns, with a path, in a kernel
 
 from .. import validate as _validate
+from ..outputs import OutputRefused, check_command_output
 from . import allconv as _allconv
 from . import data as _data
 from . import devices as _devices
@@ -1455,6 +1456,12 @@ def main(argv: list[str] | None = None) -> int:
         args = _parser().parse_args(argv)
     except SystemExit as exc:  # --help (0) or a bad option (2, one line already printed)
         return int(exc.code or 0)
+    try:  # never into the book's sources or a build's records (resnet_theory.outputs), before anything runs
+        if args.out_dir:
+            check_command_output(Path(args.out_dir), "--out-dir")
+    except OutputRefused as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     config = TrainConfig(**vars(args))
     rank = _distributed()[0]
     try:
