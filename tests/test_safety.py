@@ -211,6 +211,15 @@ def test_the_build_lock_names_its_holder(tmp_path):
         lambda text: "null",
         lambda text: json.dumps({**json.loads(text), "chapters": [1, *json.loads(text)["chapters"]]}),
         lambda text: json.dumps({**json.loads(text), "environment": None}),
+        # valid JSON that made the status page fail with a traceback (issue 32 probe): an error that is text,
+        # an environment without its Python, packages that are not an object
+        lambda text: json.dumps(
+            {**json.loads(text), "chapters": [{**c, "error": "boom"} for c in json.loads(text)["chapters"]]}
+        ),
+        lambda text: json.dumps({**json.loads(text), "environment": {"platform": "x", "device": "y", "packages": {}}}),
+        lambda text: json.dumps(
+            {**json.loads(text), "environment": {**json.loads(text)["environment"], "packages": "x"}}
+        ),
     ],
 )
 def test_a_damaged_report_is_refused_in_one_line_not_trimmed(two_chapters, tmp_path, capsys, damage):
@@ -224,6 +233,8 @@ def test_a_damaged_report_is_refused_in_one_line_not_trimmed(two_chapters, tmp_p
         err = one_line_error(capsys, main, [*argv, "--root", str(root), "--build-dir", str(build)])
         assert f"{report} is not an execution report" in err and "not trimmed" in err, err
         assert report.read_bytes() == damaged
+    with pytest.raises(BookError, match="is not an execution report"):  # the status page's reader
+        load_report(build)
 
 
 def test_a_profile_given_to_one_chapter_is_recorded_as_the_one_that_ran(two_chapters, tmp_path):
