@@ -572,6 +572,11 @@ def test_random_bytes_with_valid_labels_in_an_extracted_cifar_folder_are_refused
 # --- 5. budgets everywhere: the public API walked with huge sizes under a memory cap and a time limit --------
 #: ``(function, call, argument)``: each call must be refused at once, in one line naming the argument. ``B`` and
 #: ``T`` are 10**9 and 10**12; the other names are small valid inputs made by BUDGET_PROBE.
+#: The engine's modules, as the budget probe's calls import them (issue 32 probe: the walk covered only the papers).
+ENSEMBLE = "__import__('resnet_theory.engine.ensemble', fromlist=['x'])"
+DATA = "__import__('resnet_theory.engine.data', fromlist=['x'])"
+ENGINE = "__import__('resnet_theory.engine.train', fromlist=['x'])"
+
 BUDGET_CASES = [
     ("L.best_factorization_in_ball", "L.best_factorization_in_ball(R2, B, 0.5)", "depth"),
     ("L.best_factorization_in_ball", "L.best_factorization_in_ball(R2, 3, 0.5, starts=B)", "starts"),
@@ -603,6 +608,23 @@ BUDGET_CASES = [
     ("L.theorem_2_1_worst_ratio_search", "L.theorem_2_1_worst_ratio_search(dims=(10**6,))", "dims"),
     ("E.build_interpolating_resnet", "E.build_interpolating_resnet(X, y, k=B)", "k"),
     ("E.construct_interpolating_resnet", "E.construct_interpolating_resnet(X, y, k=B)", "k"),
+    ("E.build_interpolating_resnet", "E.build_interpolating_resnet(X, y, k=3, attempts=B)", "attempts"),
+    ("E.construct_interpolating_resnet", "E.construct_interpolating_resnet(X, y, k=3, attempts=B)", "attempts"),
+    ("ensemble.bootstrap_median", f"{ENSEMBLE}.bootstrap_median([1.0, 2.0, 3.0], resamples=T)", "resamples"),
+    (
+        "ensemble.bootstrap_median_difference",
+        f"{ENSEMBLE}.bootstrap_median_difference([1.0, 2.0], [1.0, 3.0], resamples=T)",
+        "resamples",
+    ),
+    ("data.augment_batch", f"{DATA}.augment_batch(torch.zeros(2, 3, 32, 32), g, pad=10**6)", "pad"),
+    ("data.draw_augmentation", f"{DATA}.draw_augmentation(T, g)", "batch_size"),
+    (
+        "data.crop_and_flip",
+        f"{DATA}.crop_and_flip(torch.zeros(1, 1, 2, 2), *[torch.zeros(1, dtype=d) for d in (torch.long,) * 2 "
+        f"+ (torch.bool,)], pad=10**7)",
+        "pad",
+    ),
+    ("ensemble.train_seeds", f"{ENSEMBLE}.train_seeds({ENGINE}.TrainConfig(dataset='digits'), range(T))", "seeds"),
     ("E.equidistant_points", "E.equidistant_points(B, 0.1)", "n"),
     ("E.lemma_b_1_instance", "E.lemma_b_1_instance(10**6, 10**6, 0.5, 0.1, rng)", "k"),
     ("E.random_projection", "E.random_projection(10**6, 10**6, rng)", "k"),
@@ -774,11 +796,14 @@ def test_the_budget_walk_covers_every_public_function_with_a_size():
         "n_starts", "n_seeds", "n_runs", "n_test", "n_fresh", "grid_points", "n_check", "iterations", "r", "D",
         "draws", "k_max", "seeds", "depths", "max_depth", "random_starts", "n_lines", "newton_steps",
         "refine_steps", "n_refine", "certify_points", "ms", "n_atoms", "max_iter", "T", "horizons", "levels",
-        "batch", "n_exact", "max_repeats", "dims",
+        "batch", "n_exact", "max_repeats", "dims", "attempts", "resamples", "pad",
     }  # fmt: skip
     walked = {label for label, _, _ in BUDGET_CASES} | {label for label, _ in BUDGET_FREE}
     missing = []
-    for prefix, module in (("L", linear), ("E", expressivity), ("M", smooth), ("S", shamir)):
+    from resnet_theory.engine import data, ensemble
+
+    modules = (("L", linear), ("E", expressivity), ("M", smooth), ("S", shamir), ("ensemble", ensemble), ("data", data))
+    for prefix, module in modules:
         for name, function in inspect.getmembers(module, inspect.isfunction):
             if name.startswith("_") or function.__module__ != module.__name__:
                 continue
