@@ -527,6 +527,37 @@ def test_the_training_library_warns_of_nothing_in_a_kernel_without_widgets(tmp_p
     assert warned == [], warned  # e.g. tqdm.auto's "IProgress not found", which names site-packages
 
 
+def test_warnings_in_a_chapters_outputs_name_no_machine_path(tmp_path):
+    """Found by the issue 32 probe: a RuntimeWarning from a cell named the kernel's temporary file
+    (/tmp/ipykernel_<pid>/<hash>.py) and one from the library named the builder's lib/ folder, in the executed
+    notebook a reader sees and downloads."""
+    import sysconfig
+
+    import resnet_theory
+    from resnet_theory.book.machine_paths import machine_prefixes, scrub_text
+
+    warn = chapter(
+        "Warn",
+        'profile = "quick"\nseed = 0',
+        "import numpy as np\nnp.log(np.array([0.0]))",
+        "from resnet_theory.verdicts import Check\nCheck.close([float('inf')], [float('inf')], what='x').holds",
+        "import warnings, resnet_theory\nwarnings.warn(f'see {resnet_theory.__file__}')",
+    )
+    root = make_book(tmp_path / "src", {"intro": "# Intro\n", "warn": warn})
+    out = tmp_path / "out" / "warn.ipynb"
+    assert main(["run", str(root / "book" / "warn.md"), "--root", str(root), "-o", str(out)]) == 0
+    text = out.read_text()
+    library = str(Path(resnet_theory.__file__).resolve().parent.parent)
+    assert "RuntimeWarning" in text and "<cell>:2: RuntimeWarning" in text
+    assert "resnet_theory/verdicts.py" in text and "resnet_theory/__init__.py" in text
+    for machine in (str(tmp_path), library, "ipykernel_", sysconfig.get_paths()["purelib"]):
+        assert machine not in text, machine
+    site = sysconfig.get_paths()["purelib"]
+    assert scrub_text(f"{site}/tqdm/auto.py:21: TqdmWarning", machine_prefixes(root)) == (
+        "site-packages/tqdm/auto.py:21: TqdmWarning"
+    )
+
+
 def _extracted_cifar(tmp_path: Path) -> Path:
     from resnet_theory.engine import data
     from test_data import cifar_members, write_tar
