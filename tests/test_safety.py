@@ -461,7 +461,9 @@ def test_a_kill_after_the_final_checkpoint_leaves_no_duplicate_evaluation(finish
     )
 
 
-def test_ctrl_c_during_training_ends_in_one_line(tmp_path):
+@pytest.mark.parametrize("signum, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)], ids=["SIGINT", "SIGTERM"])
+def test_ctrl_c_during_training_ends_in_one_line(tmp_path, signum, code):
+    """SIGTERM (a CI timeout, ``kill``) too: it killed the run without a word (found by the issue 32 probe)."""
     from test_train import cli_args, one_thread_env, tiny
 
     out = tmp_path / "run"
@@ -480,14 +482,15 @@ def test_ctrl_c_during_training_ends_in_one_line(tmp_path):
         while not (out / "checkpoint.prev.pt").exists():
             assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read()
             time.sleep(0.05)
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(signum)
         stdout, stderr = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
-    assert proc.returncode == 130, stderr
+    assert proc.returncode == code, stderr
     assert stderr.count("\n") == 1 and "Traceback" not in stderr, stderr
-    assert stderr.startswith("error: interrupted (SIGINT); the last good checkpoint ") and stderr.endswith(
+    name = signal.Signals(signum).name
+    assert stderr.startswith(f"error: interrupted ({name}); the last good checkpoint ") and stderr.endswith(
         "is kept; continue with --resume\n"
     ), stderr
 
