@@ -121,3 +121,20 @@ def test_gpu_check_refuses_an_out_folder_among_the_sources(fake_book, monkeypatc
     err = one_line_error(capsys, gpu_check.main, ["book/gpu", "--cpu-rehearsal", "--only", "device"])
     assert "OUT book/gpu" in err
     assert not (fake_book / "book" / "gpu").exists()
+
+
+def test_claims_verify_says_which_claims_failed_and_records_no_agreement_for_them(fake_book, monkeypatch, capsys):
+    """Found by the issue 32 probe: a claim whose function failed (a BudgetError from a huge knob) ended with
+    'as recorded', and --record wrote that 1 of 1 seeds agreed on its missing verdict."""
+    monkeypatch.chdir(fake_book)
+    cid = claims_cli.all_claims()[0].id
+    failed = {"id": cid, "chapter": "x", "error": "BudgetError: depth=10 needs about ...", "seed": 0}
+    monkeypatch.setattr(claims_cli, "_run_all", lambda *a, **k: [dict(failed, seed=s) for s in (0, 1)])
+    argv = ["verify", cid, "--seeds", "0", "1", "--build-dir", str(fake_book / "_build")]
+    assert claims_cli.main(argv) == 1
+    out = capsys.readouterr().out
+    assert f"1 failed to run: {cid};" in out.splitlines()[-1]
+    assert "0 of 2 give the same verdict" in out
+    assert claims_cli.main(["verify", "--all", "--seeds", "0", "1", "--record", "--build-dir", "_build"]) == 1
+    recorded = json.loads((fake_book / "_build" / claims_cli.SEEDS_FILE).read_text())["claims"][cid]
+    assert recorded == {"verdicts": [None, None], "seeds_agreeing": 0}

@@ -201,22 +201,25 @@ def cmd_verify(args) -> int:
                 "seeds": seeds,
                 "recorded": rec,
                 "agrees_with_recorded": agree_rec,
-                "seeds_agreeing": counts.most_common(1)[0][1] if verdicts else 0,
+                # a run that failed has no verdict: it agrees with nothing
+                "seeds_agreeing": max((n for v, n in counts.items() if v is not None), default=0),
             }
         )
         if not args.json:
             for r in mine:
                 _print_result(r, rec)
             if len(seeds) > 1:
-                print(f"  seeds {seeds}: {counts.most_common(1)[0][1]} of {len(seeds)} give the same verdict")
+                print(f"  seeds {seeds}: {summary[-1]['seeds_agreeing']} of {len(seeds)} give the same verdict")
     if args.record:
         write_seeds_file(args.build_dir, args.profile, seeds, summary)
     if args.json:
         print(json.dumps({"claims": summary, "runs": results}, indent=1))
     else:
         differ = [s["id"] for s in summary if not s["agrees_with_recorded"]]
+        failed = list(dict.fromkeys(r["id"] for r in results if "error" in r))
         print(
             f"{len(ids)} claims, profile {args.profile}, seeds {seeds}: "
+            + (f"{len(failed)} failed to run: {', '.join(failed)}; " if failed else "")
             + (f"{len(differ)} differ from the recorded verdict: {', '.join(differ)}" if differ else "as recorded")
         )
     return status
