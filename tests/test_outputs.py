@@ -138,3 +138,14 @@ def test_claims_verify_says_which_claims_failed_and_records_no_agreement_for_the
     assert claims_cli.main(["verify", "--all", "--seeds", "0", "1", "--record", "--build-dir", "_build"]) == 1
     recorded = json.loads((fake_book / "_build" / claims_cli.SEEDS_FILE).read_text())["claims"][cid]
     assert recorded == {"verdicts": [None, None], "seeds_agreeing": 0}
+
+
+def test_run_o_names_a_device_as_a_device_not_a_folder(fake_book, capsys):
+    """Found by the issue 32 probe: ``run -o /dev/null`` was refused as 'a folder stands there'."""
+    from resnet_theory.book.cli import main as book_main
+
+    argv = ["run", str(fake_book / "book" / "good.md"), "--root", str(fake_book), "-o", "/dev/null"]
+    err = one_line_error(capsys, book_main, argv)
+    assert "a device or other special file stands there" in err
+    err = one_line_error(capsys, book_main, [*argv[:-1], str(fake_book / "_build")])
+    assert "a folder stands there" in err
