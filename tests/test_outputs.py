@@ -18,7 +18,9 @@ from conftest import one_line_error
 
 @pytest.fixture
 def fake_book(tmp_path):
-    root = make_book(tmp_path / "src", {"intro": "# Intro\n", "good": chapter("Good", 'profile = "quick"\nseed = 0', "1")})
+    root = make_book(
+        tmp_path / "src", {"intro": "# Intro\n", "good": chapter("Good", 'profile = "quick"\nseed = 0', "1")}
+    )
     for name in ("lib", "tests"):
         (root / name).mkdir()
     (root / "_build" / "executed" / "book").mkdir(parents=True)
