@@ -289,3 +289,27 @@ def test_benchmark_runs_and_reports_every_way(capsys):
     assert "seeds/s" in ensemble_bench.format_rows(rows)
     with pytest.raises(SystemExit):
         ensemble_bench.main(["--members", "0"])
+
+
+@pytest.mark.parametrize(
+    "kwargs, words",
+    [
+        ({"resamples": 1}, "resamples"),  # one resample has no spread: a NaN standard error
+        ({"resamples": 0}, "resamples"),
+        ({"resamples": 2.5}, "resamples"),
+        ({"level": 1.5}, "level"),
+        ({"level": 0.0}, "level"),
+        ({"seed": -1}, "seed"),
+    ],
+)
+def test_bootstrap_medians_refuse_bad_settings_in_one_line(kwargs, words):
+    """Found by the issue 32 probe: these gave NaN, a numpy traceback or a MemoryError."""
+    from resnet_theory.engine.ensemble import bootstrap_median, bootstrap_median_difference
+
+    for call in (
+        lambda: bootstrap_median([1.0, 2.0, 3.0], **kwargs),
+        lambda: bootstrap_median_difference([1.0], [2.0], **kwargs),
+    ):
+        with pytest.raises((ValueError, TypeError), match=words) as info:
+            call()
+        assert "\n" not in str(info.value)

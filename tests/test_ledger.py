@@ -657,11 +657,27 @@ def test_statements_typeset_their_math_and_escape_the_rest():
         (lambda: Check.at_most(["1"], 2.0, what="s"), "expected real numbers, got text"),
         (lambda: Check.at_most([{}], 2.0, what="s"), "expected real numbers, got object values"),
         (lambda: Check.at_most([1.0, 2.0, 3.0], [1.0, 2.0], what="s"), "a bound of shape (2,)"),
+        # the issue 32 probe: tolerances that hold on anything, NaN equal to itself, statistics on nothing
+        (lambda: Check.close([1.0], [5.0], rtol=math.inf, what="t"), "rtol must be a finite number >= 0"),
+        (lambda: Check.at_most([9.0], 1.0, atol=math.inf, what="t"), "atol must be a finite number >= 0"),
+        (lambda: Check.at_least([1.0], 2.0, rtol=math.nan, what="t"), "rtol must be a finite number >= 0"),
+        (lambda: Check.close([1.0], [2.0], atol=-1.0, what="t"), "atol must be a finite number >= 0"),
+        (lambda: Check.equal([math.nan], [math.nan], what="q"), "is NaN or complex"),
+        (lambda: Check.equal(1, 1 + 0j, what="q"), "is NaN or complex"),
+        (lambda: Check.equal(np.array([np.nan]).tolist(), [math.nan], what="q"), None),
+        (lambda: Check.statistical(5.0, 1.0, 0.0, what="m", test="t", n=0), "n must be a whole number >= 1"),
+        (lambda: Check.statistical(5.0, 1.0, 0.0, what="m", test="t", n=2.5), "n must be a whole number >= 1"),
+        (lambda: Check.statistical(5 + 0j, 1.0, 0.0, what="m", test="t", n=3), "complex values are not compared"),
+        (lambda: Check.statistical([5.0, -9.0], 1.0, 0.0, what="m", test="t", n=3), "estimate must be one number"),
+        (lambda: Check.at_most([[1.0], [1.0, 2.0]], 3.0, what="r"), "got a ragged nesting"),
     ],
 )
 def test_checks_refuse_what_would_hold_on_nothing(make, words):
     """Each of these held before (an empty close, imaginary parts dropped, ``NaN`` truthy in ``all_of``): now a
     one-line refusal naming the check and its ``what``."""
+    if words is None:  # NaN objects that are not one object: not equal, the check fails without a refusal
+        assert not make().holds
+        return
     with pytest.raises(ValueError) as info:
         make()
     assert words in str(info.value) and "\n" not in str(info.value)
@@ -674,6 +690,10 @@ def test_the_refusals_leave_real_checks_alone():
     assert Check.close(np.array(2.0), 2.0, what="0-d").holds
     assert Check.at_most([1.0 + 0.0], [1.0], what="real").holds and not Check.at_most([math.nan], 1, what="n").holds
     assert Check.equal(0, 0, what="zero").holds and Check.equal("a", "a", what="s").holds
+    assert not Check.equal([math.nan, 1.0], [2.0, 1.0], what="a NaN that makes it fail").holds
+    assert Check.statistical(5.0, 1.0, 0.0, what="m", test="t", n=np.int64(3)).holds
+    assert Check.statistical(5.0, 1.0, 0.0, what="m", test="t", n=3.0).holds
+    assert Check.close([1.0], [1.5], rtol=0.5, atol=0, what="finite tolerances").holds
     import sympy
 
     x = sympy.Symbol("x")

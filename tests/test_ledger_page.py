@@ -333,6 +333,19 @@ def test_the_macros_of_mathjaxs_html_extension_are_all_refused():
     assert text_html(r"$\hat\theta \le \frac{a}{b}$ and $\mathrm{se}$").count(r"\(") == 3
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        r"$\Newextarrow{\xa}{5,5}{0x2192}\xa{x}$",  # extpfeil: defines a macro, like \def
+        r"$\rule{200em}{200em}$",  # a black box of any size over the page, like \style
+    ],
+)
+def test_a_macro_that_defines_or_covers_the_page_is_refused(text):
+    """Found by the issue 32 probe: these passed text_html and went to MathJax."""
+    with pytest.raises(UnsafeText, match="acts on the page"):
+        text_html(text)
+
+
 def test_every_field_of_a_record_is_escaped_on_the_page():
     from bs4 import BeautifulSoup
 

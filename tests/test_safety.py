@@ -211,6 +211,15 @@ def test_the_build_lock_names_its_holder(tmp_path):
         lambda text: "null",
         lambda text: json.dumps({**json.loads(text), "chapters": [1, *json.loads(text)["chapters"]]}),
         lambda text: json.dumps({**json.loads(text), "environment": None}),
+        # valid JSON that made the status page fail with a traceback (issue 32 probe): an error that is text,
+        # an environment without its Python, packages that are not an object
+        lambda text: json.dumps(
+            {**json.loads(text), "chapters": [{**c, "error": "boom"} for c in json.loads(text)["chapters"]]}
+        ),
+        lambda text: json.dumps({**json.loads(text), "environment": {"platform": "x", "device": "y", "packages": {}}}),
+        lambda text: json.dumps(
+            {**json.loads(text), "environment": {**json.loads(text)["environment"], "packages": "x"}}
+        ),
     ],
 )
 def test_a_damaged_report_is_refused_in_one_line_not_trimmed(two_chapters, tmp_path, capsys, damage):
@@ -224,6 +233,8 @@ def test_a_damaged_report_is_refused_in_one_line_not_trimmed(two_chapters, tmp_p
         err = one_line_error(capsys, main, [*argv, "--root", str(root), "--build-dir", str(build)])
         assert f"{report} is not an execution report" in err and "not trimmed" in err, err
         assert report.read_bytes() == damaged
+    with pytest.raises(BookError, match="is not an execution report"):  # the status page's reader
+        load_report(build)
 
 
 def test_a_profile_given_to_one_chapter_is_recorded_as_the_one_that_ran(two_chapters, tmp_path):
@@ -450,7 +461,9 @@ def test_a_kill_after_the_final_checkpoint_leaves_no_duplicate_evaluation(finish
     )
 
 
-def test_ctrl_c_during_training_ends_in_one_line(tmp_path):
+@pytest.mark.parametrize("signum, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)], ids=["SIGINT", "SIGTERM"])
+def test_ctrl_c_during_training_ends_in_one_line(tmp_path, signum, code):
+    """SIGTERM (a CI timeout, ``kill``) too: it killed the run without a word (found by the issue 32 probe)."""
     from test_train import cli_args, one_thread_env, tiny
 
     out = tmp_path / "run"
@@ -469,14 +482,15 @@ def test_ctrl_c_during_training_ends_in_one_line(tmp_path):
         while not (out / "checkpoint.prev.pt").exists():
             assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read()
             time.sleep(0.05)
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(signum)
         stdout, stderr = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
-    assert proc.returncode == 130, stderr
+    assert proc.returncode == code, stderr
     assert stderr.count("\n") == 1 and "Traceback" not in stderr, stderr
-    assert stderr.startswith("error: interrupted (SIGINT); the last good checkpoint ") and stderr.endswith(
+    name = signal.Signals(signum).name
+    assert stderr.startswith(f"error: interrupted ({name}); the last good checkpoint ") and stderr.endswith(
         "is kept; continue with --resume\n"
     ), stderr
 
@@ -514,6 +528,37 @@ def test_the_training_library_warns_of_nothing_in_a_kernel_without_widgets(tmp_p
     assert proc.returncode == 0, proc.stderr
     warned = json.loads(proc.stdout.splitlines()[-1])
     assert warned == [], warned  # e.g. tqdm.auto's "IProgress not found", which names site-packages
+
+
+def test_warnings_in_a_chapters_outputs_name_no_machine_path(tmp_path):
+    """Found by the issue 32 probe: a RuntimeWarning from a cell named the kernel's temporary file
+    (/tmp/ipykernel_<pid>/<hash>.py) and one from the library named the builder's lib/ folder, in the executed
+    notebook a reader sees and downloads."""
+    import sysconfig
+
+    import resnet_theory
+    from resnet_theory.book.machine_paths import machine_prefixes, scrub_text
+
+    warn = chapter(
+        "Warn",
+        'profile = "quick"\nseed = 0',
+        "import numpy as np\nnp.log(np.array([0.0]))",
+        "from resnet_theory.verdicts import Check\nCheck.close([float('inf')], [float('inf')], what='x').holds",
+        "import warnings, resnet_theory\nwarnings.warn(f'see {resnet_theory.__file__}')",
+    )
+    root = make_book(tmp_path / "src", {"intro": "# Intro\n", "warn": warn})
+    out = tmp_path / "out" / "warn.ipynb"
+    assert main(["run", str(root / "book" / "warn.md"), "--root", str(root), "-o", str(out)]) == 0
+    text = out.read_text()
+    library = str(Path(resnet_theory.__file__).resolve().parent.parent)
+    assert "RuntimeWarning" in text and "<cell>:2: RuntimeWarning" in text
+    assert "resnet_theory/verdicts.py" in text and "resnet_theory/__init__.py" in text
+    for machine in (str(tmp_path), library, "ipykernel_", sysconfig.get_paths()["purelib"]):
+        assert machine not in text, machine
+    site = sysconfig.get_paths()["purelib"]
+    assert scrub_text(f"{site}/tqdm/auto.py:21: TqdmWarning", machine_prefixes(root)) == (
+        "site-packages/tqdm/auto.py:21: TqdmWarning"
+    )
 
 
 def _extracted_cifar(tmp_path: Path) -> Path:
@@ -561,6 +606,11 @@ def test_random_bytes_with_valid_labels_in_an_extracted_cifar_folder_are_refused
 # --- 5. budgets everywhere: the public API walked with huge sizes under a memory cap and a time limit --------
 #: ``(function, call, argument)``: each call must be refused at once, in one line naming the argument. ``B`` and
 #: ``T`` are 10**9 and 10**12; the other names are small valid inputs made by BUDGET_PROBE.
+#: The engine's modules, as the budget probe's calls import them (issue 32 probe: the walk covered only the papers).
+ENSEMBLE = "__import__('resnet_theory.engine.ensemble', fromlist=['x'])"
+DATA = "__import__('resnet_theory.engine.data', fromlist=['x'])"
+ENGINE = "__import__('resnet_theory.engine.train', fromlist=['x'])"
+
 BUDGET_CASES = [
     ("L.best_factorization_in_ball", "L.best_factorization_in_ball(R2, B, 0.5)", "depth"),
     ("L.best_factorization_in_ball", "L.best_factorization_in_ball(R2, 3, 0.5, starts=B)", "starts"),
@@ -592,6 +642,23 @@ BUDGET_CASES = [
     ("L.theorem_2_1_worst_ratio_search", "L.theorem_2_1_worst_ratio_search(dims=(10**6,))", "dims"),
     ("E.build_interpolating_resnet", "E.build_interpolating_resnet(X, y, k=B)", "k"),
     ("E.construct_interpolating_resnet", "E.construct_interpolating_resnet(X, y, k=B)", "k"),
+    ("E.build_interpolating_resnet", "E.build_interpolating_resnet(X, y, k=3, attempts=B)", "attempts"),
+    ("E.construct_interpolating_resnet", "E.construct_interpolating_resnet(X, y, k=3, attempts=B)", "attempts"),
+    ("ensemble.bootstrap_median", f"{ENSEMBLE}.bootstrap_median([1.0, 2.0, 3.0], resamples=T)", "resamples"),
+    (
+        "ensemble.bootstrap_median_difference",
+        f"{ENSEMBLE}.bootstrap_median_difference([1.0, 2.0], [1.0, 3.0], resamples=T)",
+        "resamples",
+    ),
+    ("data.augment_batch", f"{DATA}.augment_batch(torch.zeros(2, 3, 32, 32), g, pad=10**6)", "pad"),
+    ("data.draw_augmentation", f"{DATA}.draw_augmentation(T, g)", "batch_size"),
+    (
+        "data.crop_and_flip",
+        f"{DATA}.crop_and_flip(torch.zeros(1, 1, 2, 2), *[torch.zeros(1, dtype=d) for d in (torch.long,) * 2 "
+        f"+ (torch.bool,)], pad=10**7)",
+        "pad",
+    ),
+    ("ensemble.train_seeds", f"{ENSEMBLE}.train_seeds({ENGINE}.TrainConfig(dataset='digits'), range(T))", "seeds"),
     ("E.equidistant_points", "E.equidistant_points(B, 0.1)", "n"),
     ("E.lemma_b_1_instance", "E.lemma_b_1_instance(10**6, 10**6, 0.5, 0.1, rng)", "k"),
     ("E.random_projection", "E.random_projection(10**6, 10**6, rng)", "k"),
@@ -763,11 +830,14 @@ def test_the_budget_walk_covers_every_public_function_with_a_size():
         "n_starts", "n_seeds", "n_runs", "n_test", "n_fresh", "grid_points", "n_check", "iterations", "r", "D",
         "draws", "k_max", "seeds", "depths", "max_depth", "random_starts", "n_lines", "newton_steps",
         "refine_steps", "n_refine", "certify_points", "ms", "n_atoms", "max_iter", "T", "horizons", "levels",
-        "batch", "n_exact", "max_repeats", "dims",
+        "batch", "n_exact", "max_repeats", "dims", "attempts", "resamples", "pad",
     }  # fmt: skip
     walked = {label for label, _, _ in BUDGET_CASES} | {label for label, _ in BUDGET_FREE}
     missing = []
-    for prefix, module in (("L", linear), ("E", expressivity), ("M", smooth), ("S", shamir)):
+    from resnet_theory.engine import data, ensemble
+
+    modules = (("L", linear), ("E", expressivity), ("M", smooth), ("S", shamir), ("ensemble", ensemble), ("data", data))
+    for prefix, module in modules:
         for name, function in inspect.getmembers(module, inspect.isfunction):
             if name.startswith("_") or function.__module__ != module.__name__:
                 continue

@@ -19,6 +19,7 @@ The chapter API (what a chapter imports besides its paper module):
 - :mod:`resnet_theory.plotting`: the book's figure style and the log-log plot with its fitted line.
 - :mod:`resnet_theory.tables`: HTML tables of computed numbers.
 - :mod:`resnet_theory.validate`: argument checks shared by every public function and command.
+- :mod:`resnet_theory.outputs`: where commands may write (never a source or another build's records).
 
 Subpackages (each ``__init__`` is its own map):
 

@@ -890,6 +890,10 @@ def construct_interpolating_resnet(
             f"{paper_parameter_count(k, D, depth, r):,} weights (limit {MAX_PARAMETERS:,})"
         )
     X_all = normaliser.transform(X)
+    # each attempt draws A_0 and the surrogates and builds the network: a Python loop, as budgeted elsewhere
+    validate.check_budget(
+        "attempts", attempts, validate.LOOP_LIMIT, what="work", unit="loop iterations", value=attempts
+    )
     last = None
     for attempt in range(int(attempts)):
         rng = np.random.default_rng([int(seed), attempt])

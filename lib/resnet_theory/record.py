@@ -353,7 +353,7 @@ SKIP_FIELDS = ("paper", "ref", "statement", "why", "chapter")
 UNSAFE_TEX = frozenset(
     "href url style class cssId data unicode require bbox enclose mmlToken texttip mathtip toggle mathtoggle tooltip "
     "def gdef edef xdef let newcommand renewcommand providecommand newenvironment renewenvironment "
-    "DeclareMathOperator htmlClass htmlStyle htmlId htmlData html raw".split()
+    "DeclareMathOperator Newextarrow htmlClass htmlStyle htmlId htmlData html raw rule".split()
 )
 _MACRO = re.compile(r"\\([A-Za-z]+)")
 #: A chapter is a file stem and a section a MyST label: both become parts of a link.

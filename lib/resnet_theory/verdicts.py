@@ -35,6 +35,7 @@ comparison would drop) and conditions that are not booleans (``NaN`` is truthy),
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from statistics import NormalDist
@@ -59,7 +60,10 @@ def _as_float(x: Any) -> float:
 def _real_array(x: Any, name: str, what: str) -> np.ndarray:
     """``x`` as a float array; a complex value (whose imaginary part ``float`` would drop) or a value that is not a
     number is refused in one line, naming the check and its argument."""
-    raw = np.asarray(x)
+    try:
+        raw = np.asarray(x)
+    except ValueError:  # a ragged nesting of lists
+        raise ValueError(f"Check.{name} ({what}): expected an array of real numbers, got a ragged nesting") from None
     if np.iscomplexobj(raw) or (raw.dtype == object and any(isinstance(v, complex) for v in raw.ravel())):
         raise ValueError(f"Check.{name} ({what}): complex values are not compared (compare real parts or moduli)")
     if raw.dtype.kind in "USV" or (raw.dtype == object and any(isinstance(v, (str, bytes)) for v in raw.ravel())):
@@ -68,6 +72,34 @@ def _real_array(x: Any, name: str, what: str) -> np.ndarray:
         return raw.astype(float)
     except (TypeError, ValueError):
         raise ValueError(f"Check.{name} ({what}): expected real numbers, got {raw.dtype} values") from None
+
+
+def _tolerances(name: str, what: str, rtol: Any, atol: Any) -> tuple[float, float]:
+    """``rtol`` and ``atol`` as floats: each a finite real number >= 0. An infinite tolerance would make the check
+    hold on any values, a NaN or negative one fail on all; both are refused in one line."""
+    out = []
+    for label, tol in (("rtol", rtol), ("atol", atol)):
+        try:
+            value = float(_real_array(tol, name, what)) if not isinstance(tol, bool) else math.nan
+        except (TypeError, ValueError):
+            value = math.nan
+        if not (math.isfinite(value) and value >= 0):
+            raise ValueError(f"Check.{name} ({what}): {label} must be a finite number >= 0, got {tol!r}")
+        out.append(value)
+    return out[0], out[1]
+
+
+def _unequalable(x: Any) -> Any:
+    """The first NaN or complex number in ``x`` (a number, or a list, tuple or array of them), else None: NaN
+    is never equal to itself (a list holding one NaN object is equal to itself by identity), and a complex value
+    equal to a real one hides its imaginary part's meaning."""
+    items = np.asarray(x, dtype=object).ravel() if isinstance(x, list | tuple | np.ndarray) else [x]
+    for v in items:
+        if isinstance(v, complex | np.complexfloating) or type(v).__name__ in ("NaN", "ComplexInfinity"):
+            return v
+        if isinstance(v, float | np.floating) and math.isnan(v):
+            return v
+    return None
 
 
 def _empty(x: Any) -> bool:
@@ -113,6 +145,7 @@ class Check:
     def _bound(value, bound, *, what: str, rtol: float, atol: float, upper: bool) -> Check:
         """``value <= bound`` (``upper``) or ``value >= bound`` elementwise, with slack ``rtol |bound| + atol``."""
         name = "at_most" if upper else "at_least"
+        rtol, atol = _tolerances(name, what, rtol, atol)
         v_full = _real_array(value, name, what)
         v = v_full.ravel()
         if v.size == 0:
@@ -161,6 +194,7 @@ class Check:
     @staticmethod
     def close(actual, expected, *, what: str, rtol: float = 1e-7, atol: float = 0.0) -> Check:
         """``|actual - expected| <= atol + rtol |expected|`` elementwise; reports the largest error."""
+        rtol, atol = _tolerances("close", what, rtol, atol)
         a = _real_array(actual, "close", what)
         e = _real_array(expected, "close", what)
         if a.size == 0 or e.size == 0:
@@ -215,6 +249,13 @@ class Check:
         if _empty(actual) or _empty(expected):
             raise ValueError(f"Check.equal ({what}): an empty value holds on nothing; compare what it contains")
         ok = bool(actual == expected)
+        for side in (actual, expected) if ok else ():  # equal only by identity (NaN) or to a complex value
+            bad = _unequalable(side)
+            if bad is not None:
+                raise ValueError(
+                    f"Check.equal ({what}): {bad!r} is NaN or complex, never equal to a value in the sense a claim "
+                    f"means (use Check.close on real numbers, or compare real parts)"
+                )
         summary = f"{what}: {actual!s} {'==' if ok else '!='} {expected!s}"
         return Check(ok, summary, {"actual": str(actual), "expected": str(expected)})
 
@@ -290,7 +331,17 @@ class Check:
         claimed side of the threshold; it is *decisive* only when it is at least ``min_standard_errors``
         standard errors away from the threshold. The margin in standard errors is in the summary.
         """
-        est, se, thr = float(estimate), float(standard_error), float(threshold)
+        scalars = []
+        for label, x in (("estimate", estimate), ("standard_error", standard_error), ("threshold", threshold)):
+            arr = _real_array(x, "statistical", what)
+            if arr.size != 1:
+                raise ValueError(f"Check.statistical ({what}): {label} must be one number, got shape {arr.shape}")
+            scalars.append(float(arr.ravel()[0]))
+        est, se, thr = scalars
+        if isinstance(n, bool) or not isinstance(n, numbers.Real) or not (float(n).is_integer() and n >= 1):
+            raise ValueError(
+                f"Check.statistical ({what}): n must be a whole number >= 1 (the independent instances), got {n!r}"
+            )
         if not (math.isfinite(se) and se >= 0):
             raise ValueError(f"Check.statistical: standard_error must be finite and >= 0, got {standard_error!r}")
         gap = (est - thr) if above else (thr - est)

@@ -15,6 +15,7 @@ One concept per module, in the order a run uses them:
 - :mod:`~resnet_theory.book.environment`: the device and package versions of the run.
 - :mod:`~resnet_theory.book.files`: checksums, atomic writes, JSON objects read defensively.
 - :mod:`~resnet_theory.book.safety`: where commands may write (never over sources), one run per build folder.
+- :mod:`~resnet_theory.book.machine_paths`: executed notebooks name no path of the build machine (warnings, tracebacks).
 - :mod:`~resnet_theory.book.imports`: the library modules a chapter imports, followed transitively.
 - :mod:`~resnet_theory.book.cache`: a chapter's cache key and execution record; reuse of cached outputs.
 - :mod:`~resnet_theory.book.execute`: one chapter executed with a kernel, outputs moved into place atomically.

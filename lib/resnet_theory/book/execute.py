@@ -21,6 +21,7 @@ from .claims_files import BUILD_DIR_ENV, ROOT_ENV
 from .cpu import process_cpu_seconds
 from .files import claims_path, file_sha, write_atomic
 from .inprocess import CellError, run_in_process
+from .machine_paths import scrub_notebook
 from .parameters import defined_parameters
 from .plan import ChapterPlan
 from .report import ChapterResult, now
@@ -240,7 +241,7 @@ def _run_notebook(
                 kernel_manager_class=kernel_manager_class(measured),
             )
         hide_default_parameters(tmp_nb, plan.parameters, defined_parameters(nb))
-        tidy_metadata(tmp_nb, plan.entry, output_name)
+        tidy_metadata(tmp_nb, plan.entry, output_name, plan.source.parents[len(Path(plan.entry).parts) - 1])
         return None
     except failure as exc:
         if exc.ename == "KeyboardInterrupt":  # Ctrl-C reached the kernel before it reached us
@@ -357,15 +358,19 @@ def hide_default_parameters(path: Path, injected: dict, defaults: dict) -> None:
     nbformat.write(nb, path)
 
 
-def tidy_metadata(path: Path, entry: str, output_name: str) -> None:
+def tidy_metadata(path: Path, entry: str, output_name: str, root: Path | None = None) -> None:
     """Keep the build machine out of the executed notebook a reader downloads: papermill records the input it was
     given (here the whole chapter, some 50-70 kB, since it is handed a notebook object) and the absolute output
-    path; they become the chapter's source name and the notebook's own file name."""
+    path; they become the chapter's source name and the notebook's own file name. With ``root`` (the book's),
+    warnings and tracebacks in the outputs name files relative to it (:mod:`.machine_paths`)."""
     import nbformat
 
     nb = nbformat.read(path, as_version=4)
+    scrubbed = scrub_notebook(nb, root) if root is not None else 0
     record = nb.metadata.get("papermill")
     if not isinstance(record, dict):
+        if scrubbed:
+            nbformat.write(nb, path)
         return
     record["input_path"] = f"{entry}.md"
     record["output_path"] = output_name

@@ -85,8 +85,20 @@ def is_report(report) -> bool:
         isinstance(report, dict)
         and isinstance(report.get("chapters"), list)
         and all(isinstance(c, dict) and isinstance(c.get("chapter"), str) for c in report["chapters"])
-        and isinstance(report.get("environment"), dict)
+        and all(isinstance(c.get("error"), dict | None) for c in report["chapters"])
+        and _is_environment(report.get("environment"))
         and isinstance(report.get("attempt", {}), dict)
+    )
+
+
+def _is_environment(env) -> bool:
+    """The environment the status page shows: its Python, platform and device as text, its packages an object
+    of names and versions (an edited report that lacks one is damaged, not a page that fails with a traceback)."""
+    return (
+        isinstance(env, dict)
+        and all(isinstance(env.get(key), str) for key in ("python", "platform", "device"))
+        and isinstance(env.get("packages"), dict)
+        and all(isinstance(k, str) for k in env["packages"])
     )
 
 

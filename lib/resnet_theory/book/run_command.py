@@ -47,7 +47,8 @@ def _check_run_output(root: Path, output: Path | None, default: Path, build_dir:
     if output is None:
         return
     if output.exists() and not output.is_file():
-        raise BookError(f"-o {output}: not a file (a folder stands there); give the notebook's path")
+        what = "a folder" if output.is_dir() else "a device or other special file"
+        raise BookError(f"-o {output}: not a regular file ({what} stands there); give the notebook's path")
     if output.parent.exists() and not output.parent.is_dir():
         raise BookError(f"-o {output}: {output.parent} is not a folder")
     check_output(output, root, "-o", suffix=".ipynb", own=default, build_dirs=(build_dir,))

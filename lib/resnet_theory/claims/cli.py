@@ -26,6 +26,7 @@ from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
 from pathlib import Path
 
+from ..outputs import check_command_output
 from ..record import claims_document, source_line
 from .context import Context
 from .registry import all_claims, chapter_claims
@@ -200,30 +201,43 @@ def cmd_verify(args) -> int:
                 "seeds": seeds,
                 "recorded": rec,
                 "agrees_with_recorded": agree_rec,
-                "seeds_agreeing": counts.most_common(1)[0][1] if verdicts else 0,
+                # a run that failed has no verdict: it agrees with nothing
+                "seeds_agreeing": max((n for v, n in counts.items() if v is not None), default=0),
             }
         )
         if not args.json:
             for r in mine:
                 _print_result(r, rec)
             if len(seeds) > 1:
-                print(f"  seeds {seeds}: {counts.most_common(1)[0][1]} of {len(seeds)} give the same verdict")
+                print(f"  seeds {seeds}: {summary[-1]['seeds_agreeing']} of {len(seeds)} give the same verdict")
     if args.record:
         write_seeds_file(args.build_dir, args.profile, seeds, summary)
     if args.json:
         print(json.dumps({"claims": summary, "runs": results}, indent=1))
     else:
         differ = [s["id"] for s in summary if not s["agrees_with_recorded"]]
+        failed = list(dict.fromkeys(r["id"] for r in results if "error" in r))
         print(
             f"{len(ids)} claims, profile {args.profile}, seeds {seeds}: "
+            + (f"{len(failed)} failed to run: {', '.join(failed)}; " if failed else "")
             + (f"{len(differ)} differ from the recorded verdict: {', '.join(differ)}" if differ else "as recorded")
         )
     return status
 
 
+def check_record_dir(build_dir: Path) -> Path:
+    """``build_dir`` resolved, if ``--record`` may write :data:`SEEDS_FILE` there; else a one-line ValueError.
+
+    The book tooling's rule (:func:`resnet_theory.outputs.check_output`), against every book at or above the
+    working directory and the folder itself: never a source folder, another build's records, or a build
+    folder inside a source tree other than its ``_build``."""
+    return check_command_output(Path(build_dir), "--build-dir", folder=True)
+
+
 def write_seeds_file(build_dir: Path, profile: str, seeds: list[int], summary: list[dict]) -> Path:
-    """Write :data:`SEEDS_FILE` into ``build_dir`` (atomically: a temporary beside it, then renamed)."""
-    build_dir = Path(build_dir)
+    """Write :data:`SEEDS_FILE` into ``build_dir`` (atomically: a temporary beside it, then renamed); a folder
+    :func:`check_record_dir` refuses is refused."""
+    build_dir = check_record_dir(build_dir)
     build_dir.mkdir(parents=True, exist_ok=True)
     record = {
         "profile": profile,
@@ -275,6 +289,8 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = parser().parse_args(argv)
+        if args.command == "verify" and args.record:
+            check_record_dir(args.build_dir)  # before anything runs
         if args.command == "verify" and args.jobs < 1:
             raise UsageError(f"--jobs must be >= 1, got {args.jobs}")
         if args.command == "verify" and args.record and not (args.all and args.seeds):

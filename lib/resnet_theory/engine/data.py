@@ -506,6 +506,7 @@ def draw_augmentation(
     validate.instance("generator", generator, torch.Generator, what=_GENERATOR)
     pad = validate.non_negative_int("pad", pad)
     batch_size = validate.non_negative_int("batch_size", batch_size)
+    validate.check_budget("batch_size", 24.0 * batch_size, validate.memory_limit_bytes(), value=batch_size)
     flip = validate.boolean("flip", flip)
     dev = generator.device
     rows = torch.randint(0, 2 * pad + 1, (batch_size,), generator=generator, device=dev)
@@ -530,6 +531,8 @@ def crop_and_flip(
     dev = x.device
     rows, cols, flips = rows.to(dev), cols.to(dev), flips.to(dev)
     if pad:
+        padded = float(n) * c * (h + 2 * pad) * (w + 2 * pad) * x.element_size()
+        validate.check_budget("pad", padded, validate.memory_limit_bytes(), value=pad)
         x = torch.nn.functional.pad(x, (pad, pad, pad, pad))
     j = torch.arange(w, device=dev)
     col_index = cols[:, None] + torch.where(flips[:, None], w - 1 - j, j)  # (N, W)

@@ -501,6 +501,9 @@ def train_seeds(
     """
     single = isinstance(configs, engine.TrainConfig)
     configs = [configs] if single else list(configs)
+    if hasattr(seeds, "__len__"):  # counted before a range of a billion seeds is turned into a list
+        runs = float(len(seeds)) * len(configs)
+        validate.check_budget("seeds", runs, validate.LOOP_LIMIT, what="work", unit="training runs", value=seeds)
     seeds = [validate.integer(f"seeds[{i}]", s) for i, s in enumerate(seeds)]
     if not seeds or not configs:
         raise ValueError("train_seeds needs at least one configuration and one seed")
@@ -539,6 +542,16 @@ def _values(values, name: str) -> np.ndarray:
     return v
 
 
+def _bootstrap_args(name: str, resamples, seed, level, *sizes: int) -> tuple[int, int, float]:
+    """``resamples`` (at least 2: one resample has no spread), ``seed`` and ``level`` (strictly between 0 and 1)
+    checked, and the resample indices' memory (``resamples`` x each sample's size) within the budget."""
+    resamples = validate.integer("resamples", resamples, minimum=2)
+    seed = validate.non_negative_int("seed", seed)
+    level = validate.probability("level", level, open_low=True, open_high=True)
+    validate.check_budget("resamples", 16.0 * resamples * sum(sizes), validate.memory_limit_bytes(), value=resamples)
+    return resamples, seed, level
+
+
 def bootstrap_median(values, *, resamples: int = 4000, seed: int = 0, level: float = 0.95) -> dict:
     """The median of ``values`` with its bootstrap standard error and percentile confidence interval.
 
@@ -547,6 +560,7 @@ def bootstrap_median(values, *, resamples: int = 4000, seed: int = 0, level: flo
     percentile interval.
     """
     v = _values(values, "bootstrap_median")
+    resamples, seed, level = _bootstrap_args("bootstrap_median", resamples, seed, level, v.size)
     rng = np.random.default_rng(seed)
     medians = np.median(v[rng.integers(0, v.size, (resamples, v.size))], axis=1)
     tail = 100 * (1 - level) / 2
@@ -562,6 +576,7 @@ def bootstrap_median(values, *, resamples: int = 4000, seed: int = 0, level: flo
 def bootstrap_median_difference(a, b, *, resamples: int = 4000, seed: int = 0, level: float = 0.95) -> dict:
     """``median(a) - median(b)`` for two independent samples, with bootstrap standard error and interval."""
     va, vb = _values(a, "bootstrap_median_difference (a)"), _values(b, "bootstrap_median_difference (b)")
+    resamples, seed, level = _bootstrap_args("bootstrap_median_difference", resamples, seed, level, va.size, vb.size)
     rng = np.random.default_rng(seed)
     diffs = np.median(va[rng.integers(0, va.size, (resamples, va.size))], axis=1) - np.median(
         vb[rng.integers(0, vb.size, (resamples, vb.size))], axis=1

@@ -73,6 +73,7 @@ import torch
 from resnet_theory.engine import data as _data
 from resnet_theory.engine import devices
 from resnet_theory.engine.gpu_figures import GOAL_MINUTES, SCHEMA
+from resnet_theory.outputs import check_command_output
 
 #: The steps in the order they run: the quick ones first, then those that compile (minutes each, cold).
 STEP_NAMES = (
@@ -1018,6 +1019,8 @@ def main(argv: list[str] | None = None) -> int:
         return int(exc.code or 0)
     sizes = CPU_SIZES if args.cpu_rehearsal else GPU_SIZES
     try:
+        if args.out_dir:  # never into the book's sources or a build's records (resnet_theory.outputs)
+            check_command_output(Path(args.out_dir), "OUT")
         names = plan(args.only)
         if args.budget is not None:
             if not (math.isfinite(args.budget) and args.budget > 0):

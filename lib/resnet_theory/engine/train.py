@@ -47,6 +47,7 @@ import math
 import os
 import random
 import shutil
+import signal
 import sys
 import time
 from collections.abc import Iterator
@@ -62,6 +63,7 @@ from torch.nn.parallel import DistributedDataParallel
 from tqdm.std import tqdm  # the plain class: tqdm.auto warns, with a path, in a kernel
 
 from .. import validate as _validate
+from ..outputs import OutputRefused, check_command_output
 from . import allconv as _allconv
 from . import data as _data
 from . import devices as _devices
@@ -1450,13 +1452,37 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM (a CI timeout, ``kill``) stops a training run as Ctrl-C does: one line, the checkpoint kept."""
+
+
+def _raise_terminated(signum, frame):
+    raise _Terminated()
+
+
+def _stop_on_sigterm():
+    """Make SIGTERM raise :class:`_Terminated` (main thread only); returns the handler to restore, or None."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.signal(signal.SIGTERM, _raise_terminated)
+
+
 def main(argv: list[str] | None = None) -> int:
     try:
         args = _parser().parse_args(argv)
     except SystemExit as exc:  # --help (0) or a bad option (2, one line already printed)
         return int(exc.code or 0)
+    try:  # never into the book's sources or a build's records (resnet_theory.outputs), before anything runs
+        if args.out_dir:
+            check_command_output(Path(args.out_dir), "--out-dir")
+    except OutputRefused as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     config = TrainConfig(**vars(args))
     rank = _distributed()[0]
+    previous = _stop_on_sigterm()
     try:
         result = train(config)
     except ConfigError as exc:
@@ -1471,12 +1497,16 @@ def main(argv: list[str] | None = None) -> int:
     except _data.DatasetError as exc:  # a damaged dataset file: the data module's message names it
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:  # Ctrl-C: one line, as the book's executor says it, not a traceback from a layer
+    except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM: one line, as the book's executor says it
         kept = _kept_checkpoint(Path(config.out_dir) / CHECKPOINT_NAME) if config.out_dir else "no --out-dir"
         resumable = kept.startswith(("the last", "the previous"))
         way_on = "; continue with --resume" if resumable else ""
-        print(f"error: interrupted (SIGINT); {kept}{way_on}", file=sys.stderr)
-        return 130
+        name = "SIGTERM" if isinstance(exc, _Terminated) else "SIGINT"
+        print(f"error: interrupted ({name}); {kept}{way_on}", file=sys.stderr)
+        return 143 if name == "SIGTERM" else 130
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
     if rank == 0:
         print(
             json.dumps(
