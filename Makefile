@@ -66,11 +66,11 @@ verdicts-across-seeds: install
 test: install lint
 	$(PY) -m pytest $(PYTEST_ARGS)
 
-# The fast tier: the linter and every test that does not execute the book, drive Chromium over it or take over
-# about 10 s (marked slow: training resumes, torchrun, the GPU check's CPU rehearsal), two processes at a time
-# (under 3 minutes on a quiet 2-core machine). make test runs all of them.
+# The fast tier: the linter and every test that does not execute the book or drive Chromium over it, two processes
+# at a time (under 3 minutes on a quiet 2-core machine); the tests that share a module-scoped fixture run in one
+# process (--dist loadgroup, see tests/conftest.py), so that it is computed once. make test runs all of them.
 check: install lint
-	$(PY) -m pytest -m "not book and not browser and not slow" -n 2 -q $(PYTEST_ARGS)
+	$(PY) -m pytest -m "not book and not browser" -n 2 --dist loadgroup -q $(PYTEST_ARGS)
 
 lint: install
 	$(PY) -m ruff check lib tests
