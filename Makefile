@@ -67,10 +67,11 @@ test: install lint
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 # The fast tier: the linter and every test that does not execute the book or drive Chromium over it, two processes
-# at a time (under 3 minutes on a quiet 2-core machine); the tests that share a module-scoped fixture run in one
-# process (--dist loadgroup, see tests/conftest.py), so that it is computed once. make test runs all of them.
+# at a time (under 3 minutes on a quiet 2-core machine), each file's tests in one process (--dist loadfile), so
+# that a module-scoped fixture (every claim run once, the GPU check's rehearsal) is computed once, not once per
+# process. make test runs all of them.
 check: install lint
-	$(PY) -m pytest -m "not book and not browser" -n 2 --dist loadgroup -q $(PYTEST_ARGS)
+	$(PY) -m pytest -m "not book and not browser" -n 2 --dist loadfile -q $(PYTEST_ARGS)
 
 lint: install
 	$(PY) -m ruff check lib tests

@@ -63,18 +63,10 @@ def built_book(tmp_path_factory) -> BuiltBook:
 
 def pytest_collection_modifyitems(config, items):
     """A test that uses the built book is a ``book`` test, whatever its file says: ``make check`` leaves every
-    one of them out (``-m "not book and not browser"``), so the fast tier never executes the book.
-
-    The tests that share a module-scoped fixture of their own file (every claim run once, the GPU check's
-    rehearsal) are one ``xdist_group``: under ``-n 2 --dist loadgroup`` (``make check``) they run in one worker,
-    which computes the fixture once instead of once per worker."""
+    one of them out (``-m "not book and not browser"``), so the fast tier never executes the book."""
     for item in items:
         if "built_book" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.book)
-        info, module = getattr(item, "_fixtureinfo", None), item.nodeid.split("::")[0]
-        defs = [ds[-1] for ds in info.name2fixturedefs.values() if ds] if info is not None else []
-        if any(d.scope == "module" and d.baseid == module for d in defs):
-            item.add_marker(pytest.mark.xdist_group(module))
 
 
 @pytest.fixture
