@@ -82,11 +82,12 @@ verdicts-across-seeds: install
 test: install jupyter-install lint
 	$(PY) -m pytest $(PYTEST_ARGS)
 
-# The fast tier: the linter and every test that does not execute the book, drive Chromium over it or take over
-# about 10 s (marked slow: training resumes, torchrun, the GPU check's CPU rehearsal), two processes at a time
-# (under 3 minutes on a quiet 2-core machine). make test runs all of them.
+# The fast tier: the linter and every test that does not execute the book or drive Chromium over it, two processes
+# at a time (under 3 minutes on a quiet 2-core machine), each file's tests in one process (--dist loadfile), so
+# that a module-scoped fixture (every claim run once, the GPU check's rehearsal) is computed once, not once per
+# process. make test runs all of them.
 check: install lint
-	$(PY) -m pytest -m "not book and not browser and not slow" -n 2 -q $(PYTEST_ARGS)
+	$(PY) -m pytest -m "not book and not browser" -n 2 --dist loadfile -q $(PYTEST_ARGS)
 
 lint: install
 	$(PY) -m ruff check lib tests

@@ -61,13 +61,6 @@ def built_book(tmp_path_factory) -> BuiltBook:
     return BuiltBook(proc.returncode, output, build_dir, seconds)
 
 
-def pytest_configure(config):
-    # registered here, not in pyproject.toml (which is part of the chapters' environment key and the install stamp)
-    config.addinivalue_line(
-        "markers", "slow: over about 10 s on 2 cores; make test runs it, make check (the fast tier) leaves it out"
-    )
-
-
 def pytest_collection_modifyitems(config, items):
     """A test that uses the built book is a ``book`` test, whatever its file says: ``make check`` leaves every
     one of them out (``-m "not book and not browser"``), so the fast tier never executes the book."""

@@ -38,7 +38,6 @@ def test_training_fit_counts_the_errors_of_the_model_on_the_training_set():
     assert fit["train_loss"] == pytest.approx(expected, rel=1e-5)
 
 
-@pytest.mark.slow
 def test_runs_match_ensemble_runs_and_carry_their_training_fit():
     configs = [tiny(), tiny(lr=0.02, init="printed-standard")]
     seeds = [3, 4, 5]

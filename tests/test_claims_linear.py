@@ -91,7 +91,6 @@ def chapter_glue_keys(text: str) -> set[str]:
     return quoted - glued_here
 
 
-@pytest.mark.slow
 def test_every_number_the_prose_quotes_is_glued_by_a_claim_or_a_chapter_cell(tiny):
     needed = chapter_glue_keys(CHAPTER.read_text())
     needed = {k for k in needed if not k.startswith("verdict_") and k != "ledger_summary"}

@@ -169,7 +169,6 @@ def test_tiny_maps_take_the_dense_path_with_the_same_values_and_gradients(size, 
             )
 
 
-@pytest.mark.slow
 def test_workers_do_not_change_the_results():
     seeds = [0, 1, 2]
     one = ensemble.train_seeds(tiny(steps=6, eval_every=0), seeds)
@@ -275,7 +274,6 @@ def test_steps_to_level_reads_the_training_curve():
         ensemble.steps_to_level(result(curve), -1.0)
 
 
-@pytest.mark.slow
 def test_benchmark_runs_and_reports_every_way(capsys):
     rows = ensemble_bench.run(members=2, steps=2, blocks=1)
     assert [r["way"] for r in rows] == [

@@ -292,7 +292,6 @@ def _runs(pages: dict) -> dict[str, str]:
     return {name.split("/")[1]: page["run"] for name, page in pages.items() if page["run"] != "converted"}
 
 
-@pytest.mark.slow
 def test_cache_reruns_exactly_what_changed(cached_book, tmp_path):
     root, _ = cached_book
     build = tmp_path / "build"

@@ -134,15 +134,15 @@ class Sizes:
 GPU_SIZES = Sizes()
 CPU_SIZES = Sizes(
     device="cpu",
-    steps=30,
+    steps=20,  # two logged losses: enough to see the loss fall
     batch_size=32,
     log_every=10,
     train_images=640,
     test_images=200,
     model=(("stem_channels", 4), ("widths", (4, 8)), ("blocks_per_stage", 1)),
     compile=False,
-    resume_steps=200,
-    checkpoint_every=20,
+    resume_steps=60,  # killed after its checkpoint of step 10, with 50 steps (seconds) left to run
+    checkpoint_every=10,
     torchrun_steps=10,
     speed=(
         ("steps", 2),
