@@ -276,6 +276,27 @@ def test_save_checkpoint_is_atomic(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["checkpoint.pt"]  # and no temporary file is left
 
 
+def test_ctrl_c_between_the_renames_of_a_save_waits_for_both(tmp_path, monkeypatch):
+    """A signal that lands after the current checkpoint became the previous one and before the new one took its
+    place left no current checkpoint (a race seen in the Ctrl-C test); it is now delivered after both renames."""
+    path = tmp_path / "checkpoint.pt"
+    train.save_checkpoint(path, {"step": 1})
+    real_replace, renames = os.replace, []
+
+    def replace_then_interrupt(src, dst):
+        real_replace(src, dst)
+        renames.append(Path(dst).name)
+        if len(renames) == 1:
+            os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C right after the first rename
+
+    monkeypatch.setattr(train.os, "replace", replace_then_interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        train.save_checkpoint(path, {"step": 2})
+    assert renames == [train.PREVIOUS_CHECKPOINT_NAME, "checkpoint.pt"]
+    assert load_ckpt(path)["step"] == 2 and load_ckpt(tmp_path / train.PREVIOUS_CHECKPOINT_NAME)["step"] == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["checkpoint.pt", train.PREVIOUS_CHECKPOINT_NAME])
+
+
 @settings(max_examples=25, deadline=None)
 @given(
     n=st.integers(4, 40),

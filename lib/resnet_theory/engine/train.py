@@ -39,6 +39,7 @@ that the generator has arrived at the state it had when the checkpoint was writt
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import hashlib
 import io
@@ -580,6 +581,18 @@ def _kept_checkpoint(path: Path) -> str:
     return "no checkpoint that verifies is kept"
 
 
+@contextlib.contextmanager
+def _signals_deferred():
+    """SIGINT and SIGTERM held back (delivered on leaving) while the block runs: the two renames of a save happen
+    both or neither, so an interrupted run always names its current checkpoint."""
+    held = {signal.SIGINT, signal.SIGTERM}
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
 def save_checkpoint(path: Path, payload: dict) -> None:
     """Write atomically: a killed process leaves either the previous checkpoint or the new one, never half.
 
@@ -594,9 +607,10 @@ def save_checkpoint(path: Path, payload: dict) -> None:
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
     try:
         _write_file(tmp, data)
-        if _checkpoint_intact(path):  # a damaged current checkpoint must not push out a good previous one
-            os.replace(path, path.with_name(PREVIOUS_CHECKPOINT_NAME))
-        os.replace(tmp, path)
+        with _signals_deferred():  # Ctrl-C or SIGTERM between the two renames would leave no current checkpoint
+            if _checkpoint_intact(path):  # a damaged current checkpoint must not push out a good previous one
+                os.replace(path, path.with_name(PREVIOUS_CHECKPOINT_NAME))
+            os.replace(tmp, path)
     except OSError as exc:
         raise OutputError(
             f"cannot write a checkpoint in {path.parent}: {_validate.describe_os_error(exc)}; {_kept_checkpoint(path)}"
