@@ -241,7 +241,6 @@ def _sentence(prose: list[str], start: str) -> str:
 
 
 @pytest.mark.browser
-@pytest.mark.slow
 def test_an_executed_chapter_opened_in_jupyterlab_shows_its_numbers_and_a_rerun_updates_them(reader_html, tmp_path):
     """The notebook the built book offers for download (``_sources``) opened in JupyterLab with jupyterlab-myst: the
     prose shows the glued numbers, never a raw role; Run All shows the new run's numbers after their cell, and

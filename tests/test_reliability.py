@@ -747,7 +747,10 @@ def test_a_root_or_build_folder_that_is_a_file_or_missing_is_refused_in_one_line
         for command in (["execute", "--no-html"], ["run", "book/ledger.md"]):
             err = one_line_error(capsys, executor.main, [*command, *options])
             assert words in err, err
-    for output, words in ((tmp_path, "not a file"), (a_file / "x.ipynb", "is not a folder")):
+    for output, words in (
+        (tmp_path, "not a regular file (a folder stands there)"),
+        (a_file / "x.ipynb", "is not a folder"),
+    ):
         err = one_line_error(capsys, executor.main, ["run", "book/ledger.md", "--root", str(root), "-o", str(output)])
         assert f"-o {output}: " in err and words in err, err
     # a build folder that does not exist yet is created

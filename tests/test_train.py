@@ -290,8 +290,12 @@ def test_ctrl_c_between_the_renames_of_a_save_waits_for_both(tmp_path, monkeypat
             os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C right after the first rename
 
     monkeypatch.setattr(train.os, "replace", replace_then_interrupt)
-    with pytest.raises(KeyboardInterrupt):
-        train.save_checkpoint(path, {"step": 2})
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # a pytest-xdist worker ignores SIGINT
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            train.save_checkpoint(path, {"step": 2})
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert renames == [train.PREVIOUS_CHECKPOINT_NAME, "checkpoint.pt"]
     assert load_ckpt(path)["step"] == 2 and load_ckpt(tmp_path / train.PREVIOUS_CHECKPOINT_NAME)["step"] == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["checkpoint.pt", train.PREVIOUS_CHECKPOINT_NAME])

@@ -50,6 +50,7 @@ import random
 import shutil
 import signal
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -583,14 +584,30 @@ def _kept_checkpoint(path: Path) -> str:
 
 @contextlib.contextmanager
 def _signals_deferred():
-    """SIGINT and SIGTERM held back (delivered on leaving) while the block runs: the two renames of a save happen
-    both or neither, so an interrupted run always names its current checkpoint."""
-    held = {signal.SIGINT, signal.SIGTERM}
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    """SIGINT and SIGTERM held back while the block runs, then handled as they would have been: the two renames of
+    a save happen both or neither, so an interrupted run always names its current checkpoint. (A signal mask would
+    not do: any other thread, torch's among them, may take the signal and trip Python's handler.) Outside the main
+    thread, where handlers cannot be set, the block runs as it is."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held: list[int] = []
+    previous = {signum: signal.signal(signum, lambda got, frame: held.append(got)) for signum in _DEFERRED}
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        if held:
+            handler = previous[held[0]]
+            if callable(handler):
+                handler(held[0], None)
+            elif handler == signal.SIG_DFL:
+                os.kill(os.getpid(), held[0])
+
+
+#: The signals a save's renames hold back.
+_DEFERRED = (signal.SIGINT, signal.SIGTERM)
 
 
 def save_checkpoint(path: Path, payload: dict) -> None:
