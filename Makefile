@@ -62,8 +62,9 @@ pdf: install
 	@test -d _build/html || $(MAKE) book
 	$(PY) -m resnet_theory.book.pdf --paper $(or $(PAPER),a4)
 
-# A screenshot of every page at 1400 and 390 px wide (headless Chromium), each checked as the browser check does
-# (no sideways scrolling, MathJax typeset, images loaded) and not blank: _build/screenshots/book/NAME-WIDTH.png.
+# A screenshot of every page at 1400 and 390 px wide in the light and the dark theme (headless Chromium), each checked
+# as the browser check does (no sideways scrolling, MathJax typeset, images loaded) and not blank:
+# _build/screenshots/book/NAME-WIDTH.png and NAME-WIDTH-dark.png.
 screenshots: book
 	$(PY) -m resnet_theory.book.browser --screenshots _build/screenshots
 

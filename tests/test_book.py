@@ -220,14 +220,16 @@ def test_every_page_has_a_description_and_open_graph_tags_and_no_install_cell(bu
 
 
 def test_a_screenshot_of_every_page_at_1400_and_390_px_is_a_rendered_page(built_book, tmp_path):
-    """``make screenshots``: every page at both widths, each a picture of the window's width that is not blank,
-    of a page that does not scroll sideways, with its math typeset and its images loaded."""
-    from resnet_theory.book.browser import SCREENSHOT_WIDTHS, take_screenshots
+    """``make screenshots``: every page at both widths in both themes, each a picture of the window's width that
+    is not blank, of a page that does not scroll sideways, with its math typeset and its images loaded."""
+    from resnet_theory.book.browser import SCREENSHOT_WIDTHS, THEMES, take_screenshots
 
     chromium = chromium_or_skip()
     entries = toc_files(ROOT)
-    shots = take_screenshots(chromium, built_book.html, entries, tmp_path / "screenshots")
-    assert [(s.page, s.width) for s in shots] == [(e, w) for e in entries for w in SCREENSHOT_WIDTHS]
-    problems = [f"{s.page} at {s.width} px: {s.problems}" for s in shots if not s.ok]
+    shots = take_screenshots(chromium, built_book.html, entries, tmp_path / "screenshots", themes=THEMES)
+    assert [(s.page, s.width, s.theme) for s in shots] == [
+        (e, w, t) for e in entries for w in SCREENSHOT_WIDTHS for t in THEMES
+    ]
+    problems = [f"{s.page} at {s.width} px, {s.theme}: {s.problems}" for s in shots if not s.ok]
     assert not problems, "\n".join(problems)
     assert all(s.png.stat().st_size > 10_000 for s in shots)

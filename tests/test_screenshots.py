@@ -5,6 +5,7 @@ picture and a page without text. The whole book's screenshots are taken in tests
 from __future__ import annotations
 
 import pytest
+from PIL import Image, ImageStat
 
 from resnet_theory.book.browser import PHONE_WIDTH, WINDOW_WIDTH, Browser, image_problems, take_screenshots
 from resnet_theory.book.cli import main as book_main
@@ -56,8 +57,18 @@ def test_screenshots_at_both_widths_are_rendered_pages_and_catch_sideways_scroll
     build = tmp_path / "build"
     assert book_main(["execute", "--root", str(root), "--build-dir", str(build)]) == 0
     entries = toc_files(root)
-    shots = take_screenshots(chromium, build / "html", entries, tmp_path / "shots")
-    assert [(s.page, s.width) for s in shots] == [(e, w) for e in entries for w in (WINDOW_WIDTH, PHONE_WIDTH)]
+    shots = take_screenshots(chromium, build / "html", entries, tmp_path / "shots", themes=("light", "dark"))
+    assert [(s.page, s.width, s.theme) for s in shots] == [
+        (e, w, t) for e in entries for w in (WINDOW_WIDTH, PHONE_WIDTH) for t in ("light", "dark")
+    ]
+    darkness = {}  # the dark theme's pictures are dark: the mean brightness of each, 0 (black) to 255 (white)
+    for shot in shots:
+        with Image.open(shot.png) as image:
+            darkness[shot.page, shot.width, shot.theme] = ImageStat.Stat(image.convert("L")).mean[0]
+    for entry in entries:
+        for width in (WINDOW_WIDTH, PHONE_WIDTH):
+            assert darkness[entry, width, "light"] > 200 > 80 > darkness[entry, width, "dark"], darkness
+    shots = [s for s in shots if s.theme == "light"]
     problems = {(s.page, s.width): s.problems for s in shots}
     for entry in ("book/intro", "book/good"):
         for width in (WINDOW_WIDTH, PHONE_WIDTH):
@@ -67,10 +78,9 @@ def test_screenshots_at_both_widths_are_rendered_pages_and_catch_sideways_scroll
     assert all(
         any(p.startswith("the page shows only") for p in problems["book/empty", w]) for w in (WINDOW_WIDTH, PHONE_WIDTH)
     )
-    from PIL import Image
-
     for shot in shots:
         assert shot.png == tmp_path / "shots" / f"{shot.page}-{shot.width}.png"
+        assert shot.png.with_name(f"{shot.png.stem}-dark.png").is_file()
         with Image.open(shot.png) as image:
             assert image.size == (shot.width, shot.height)
         assert shot.height == shot.page_height  # short pages: nothing cut

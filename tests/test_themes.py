@@ -9,6 +9,7 @@ import json
 
 import pytest
 
+from resnet_theory.book.browser import set_theme
 from resnet_theory.book.devtools import Browser
 from test_book import chromium_or_skip
 
@@ -67,19 +68,10 @@ CONTRAST = """
 """
 
 
-def _set_theme(browser: Browser, tab: str, theme: str) -> None:
-    """The pydata theme's mode as its switch sets it: ``data-mode`` and ``data-theme`` on <html>, and remembered."""
-    browser.evaluate(
-        tab,
-        f"localStorage.setItem('mode', '{theme}'); document.documentElement.dataset.mode = '{theme}';"
-        f" document.documentElement.dataset.theme = '{theme}'; true",
-    )
-
-
 def measure(browser: Browser, page, width: int, theme: str) -> list[dict]:
     tab = browser.open(page.as_uri(), width)
     try:
-        _set_theme(browser, tab, theme)
+        set_theme(browser, tab, theme)
         assert browser.evaluate(tab, "document.documentElement.dataset.theme") == theme
         return browser.evaluate(tab, CONTRAST.replace("SELECTOR", json.dumps(MEASURED)))
     finally:

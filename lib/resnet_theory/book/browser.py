@@ -85,6 +85,8 @@ WINDOW_WIDTH = 1400
 #: A phone's window width: the page must not scroll sideways (code and wide tables may, in their own box).
 PHONE_WIDTH = 390
 SCREENSHOT_WIDTHS = (WINDOW_WIDTH, PHONE_WIDTH)
+#: The pydata theme's two modes, as its switch sets them.
+THEMES = ("light", "dark")
 #: Taller pages are cut there (the tallest page, linear at 390 px, is about 56,000 px).
 MAX_SCREENSHOT_HEIGHT = 100_000
 #: A page's article shorter than this many characters of text did not render (or is empty).
@@ -285,6 +287,7 @@ class Screenshot:
     height: int
     page_height: int
     problems: list = field(default_factory=list)
+    theme: str = "light"
 
     @property
     def ok(self) -> bool:
@@ -312,16 +315,36 @@ def image_problems(png: Path, width: int) -> list[str]:
     return problems
 
 
-def screenshot_name(entry: str, width: int) -> str:
-    """``book/linear`` at 390 px -> ``book/linear-390.png``."""
-    return f"{entry}-{width}.png"
+def screenshot_name(entry: str, width: int, theme: str = "light") -> str:
+    """``book/linear`` at 390 px -> ``book/linear-390.png``; in the dark theme ``book/linear-390-dark.png``."""
+    return f"{entry}-{width}.png" if theme == "light" else f"{entry}-{width}-{theme}.png"
+
+
+def set_theme(browser: Browser, tab: str, theme: str) -> None:
+    """The pydata theme's mode as its switch sets it: ``data-mode`` and ``data-theme`` on <html>, remembered."""
+    if theme not in THEMES:
+        raise ValueError(f"theme {theme!r}: one of {', '.join(THEMES)}")
+    browser.evaluate(
+        tab,
+        f"localStorage.setItem('mode', '{theme}'); document.documentElement.dataset.mode = '{theme}';"
+        f" document.documentElement.dataset.theme = '{theme}'; true",
+    )
 
 
 def take_screenshots(
-    chromium: str, html_dir: Path, entries: list[str], out_dir: Path, widths: tuple[int, ...] = SCREENSHOT_WIDTHS
+    chromium: str,
+    html_dir: Path,
+    entries: list[str],
+    out_dir: Path,
+    widths: tuple[int, ...] = SCREENSHOT_WIDTHS,
+    themes: tuple[str, ...] = ("light",),
 ) -> list[Screenshot]:
     """Load every page at every width in one Chromium, check it there (:data:`PROBE`, as :func:`check_page`
-    does, with this width), and screenshot it as tall as it is (up to :data:`MAX_SCREENSHOT_HEIGHT`)."""
+    does, with this width), and screenshot it as tall as it is (up to :data:`MAX_SCREENSHOT_HEIGHT`), once in
+    each of ``themes``."""
+    for theme in themes:
+        if theme not in THEMES:
+            raise ValueError(f"theme {theme!r}: one of {', '.join(THEMES)}")
     wait = (
         "new Promise(function (done) { (function poll() {"
         " if (document.getElementById('browser-check-result')) { done(true); }"
@@ -333,20 +356,28 @@ def take_screenshots(
             probe_page = _probe_copy(page)
             try:
                 for width in widths:
-                    tab = browser.open(probe_page.resolve().as_uri(), width)
-                    browser.evaluate(tab, wait)
-                    report = read_probe(page, browser.evaluate(tab, "document.documentElement.outerHTML"), width)
-                    png = out_dir / screenshot_name(entry, width)
-                    height, page_height = browser.screenshot(tab, png, width, MAX_SCREENSHOT_HEIGHT)
-                    browser.close(tab)
-                    shot = Screenshot(entry, width, png, height, page_height, list(report.problems))
-                    if report.text_length < MIN_TEXT:
-                        shot.problems.append(f"the page shows only {report.text_length} characters of text")
-                    shot.problems += image_problems(png, width)
-                    shots.append(shot)
+                    for theme in themes:
+                        shots.append(_one_screenshot(browser, page, probe_page, entry, width, theme, out_dir, wait))
             finally:
                 probe_page.unlink(missing_ok=True)
     return shots
+
+
+def _one_screenshot(
+    browser: Browser, page: Path, probe_page: Path, entry: str, width: int, theme: str, out_dir: Path, wait: str
+) -> Screenshot:
+    tab = browser.open(probe_page.resolve().as_uri(), width)
+    browser.evaluate(tab, wait)
+    set_theme(browser, tab, theme)
+    report = read_probe(page, browser.evaluate(tab, "document.documentElement.outerHTML"), width)
+    png = out_dir / screenshot_name(entry, width, theme)
+    height, page_height = browser.screenshot(tab, png, width, MAX_SCREENSHOT_HEIGHT)
+    browser.close(tab)
+    shot = Screenshot(entry, width, png, height, page_height, list(report.problems), theme)
+    if report.text_length < MIN_TEXT:
+        shot.problems.append(f"the page shows only {report.text_length} characters of text")
+    shot.problems += image_problems(png, width)
+    return shot
 
 
 def book_pages(html_dir: Path, entries: list[str]) -> list[Path]:
@@ -373,6 +404,13 @@ def main(argv: list[str] | None = None) -> int:
         metavar="DIR",
         help=f"screenshot every page at {' and '.join(map(str, SCREENSHOT_WIDTHS))} px into DIR",
     )
+    parser.add_argument(
+        "--themes",
+        nargs="+",
+        choices=THEMES,
+        default=list(THEMES),
+        help="with --screenshots: the theme modes to take each page in (default: both; dark ones end in -dark.png)",
+    )
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     root = find_root()
     html_dir = args.html_dir or root / "_build" / "html"
@@ -388,7 +426,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     failed = 0
     if args.screenshots:
-        for shot in take_screenshots(chromium, html_dir, toc_files(root), args.screenshots):
+        for shot in take_screenshots(
+            chromium, html_dir, toc_files(root), args.screenshots, themes=tuple(dict.fromkeys(args.themes))
+        ):
             cut = f" (cut from {shot.page_height} px)" if shot.page_height > shot.height else ""
             print(
                 f"{'ok' if shot.ok else 'PROBLEM':8s} {os.path.relpath(shot.png)}: {shot.width} x {shot.height} px"
