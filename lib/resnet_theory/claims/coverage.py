@@ -242,12 +242,10 @@ _SECTION_1: tuple[Row, ...] = (
        r"Each residual layer of the construction is $x + V\,\mathrm{ReLU}(Ux)$, simpler than standard residual "
        r"layers with two ReLUs and two batch normalisations.",
        "Section 1.1, paragraph 5 (the simpler residual layer)"),
-    _s("Section 1.1, paragraph 6",
+    _l("Section 1.1, paragraph 6",
        "The Section 4 network: convolutional residual layers with one ReLU each, no batch norm, dropout or max "
        "pooling, a fixed random last layer, near-zero Gaussian initialisation, weight decay only.",
-       "a description of the network Section 4 specifies (sec4-architecture counts it, "
-       "sec4-identity-trains-without-bn trains it on the digits); 'no need for dropout' rests on the CIFAR "
-       "results, which need CIFAR and a GPU"),
+       "Section 1.1, paragraph 6 (the Section 4 network)"),
     _c("Section 1.1, paragraph 6",
        "The network reaches 6.38% top-1 error on CIFAR-10 with standard augmentation.",
        "hardt-ma/sec4-cifar10-error"),
@@ -438,11 +436,10 @@ _SECTIONS_4_5: tuple[Row, ...] = (
        r"Each block is $x + C_2(\mathrm{ReLU}(C_1x))$; the second convolution has stride 1, the first may have "
        r"stride 2; where the shape changes the shortcut uses average pooling and padding.",
        "hardt-ma/sec4-architecture"),
-    _s("Section 4.1, paragraphs 2-3",
+    _l("Section 4.1, paragraphs 2-3",
        "Recipe: TensorFlow, momentum 0.9, batch 128, weight decay 0.0001 on all convolutions, learning rate 0.05 "
        "divided by 10 at steps 30,000 and 50,000.",
-       "settings, not results: the engine holds them as its defaults and the chapter shows them in a table, but "
-       "no skip line records them (the ImageNet recipe has one)"),
+       "Section 4.1, paragraphs 2-3 (the training recipe)"),
     _c("Section 4.1, paragraphs 2-3",
        "Without batch normalisation, with the small initialisation and the fixed head, the network trains "
        "(momentum SGD, learning rate 0.05).",
@@ -450,10 +447,10 @@ _SECTIONS_4_5: tuple[Row, ...] = (
     _l("Section 4.1, paragraph 3",
        "Peak performance at about 50k steps, about 24 hours on one Tesla K40.",
        _L413),
-    _s("Section 4.1, paragraph 3",
+    _l("Section 4.1, paragraph 3",
        "The code derives from the TensorFlow ResNet implementation by removing batch normalisation and changing "
        "the blocks and the architecture.",
-       "a remark about the authors' code; the book's engine follows that code where the paper is silent"),
+       "Section 4.1, paragraph 3 (the code's origin)"),
     _c("Section 4.1, paragraph 3",
        r"A residual $k \times k$ convolution with $c$ output channels is initialised with standard deviation "
        r"$1/(k^2c)$ instead of $1/(k\sqrt c)$, which helped training.",
@@ -462,10 +459,9 @@ _SECTIONS_4_5: tuple[Row, ...] = (
        "The same sentence with each initialisation at its own best learning rate (the book's question, not "
        "printed).",
        "hardt-ma/sec4-small-init-best-rate"),
-    _s("Section 4.1, paragraph 3",
+    _l("Section 4.1, paragraph 3",
        "The smaller initialisation does not affect representation.",
-       "true by definition: an initialisation does not change the set of weights, hence what the network can "
-       "represent"),
+       "Section 4.1, paragraph 3 (initialisation and representation)"),
     _c("Section 4.1, paragraph 3",
        "A fixed random projection as the last layer slightly improved the test error (perhaps by regularising); "
        "checked at the paper's rate and with each head at its own best rate (one claim, both readings).",
@@ -505,10 +501,9 @@ _SECTIONS_4_5: tuple[Row, ...] = (
     _l("Section 4.1, Table 2",
        "DenseNet: 3.74% on CIFAR-10, 19% on CIFAR-100, N/A on ImageNet.",
        _LDENSE),
-    _s("Section 4.1, Table 2",
+    _l("Section 4.1, Table 2",
        "The ImageNet column (lost in the text conversion except DenseNet's N/A).",
-       "not legible in the printed text the book reads; the paper's own ImageNet figure is repeated in Section "
-       "4.2, under its skip line"),
+       "Section 4.1, Table 2 (the ImageNet column)"),
     _l("Section 4.2, paragraph 1",
        r"ILSVRC 2012: 1,281,167 images of 1000 classes, resized to $224 \times 224$ with 3 channels.",
        _L421),
@@ -525,9 +520,9 @@ _SECTIONS_4_5: tuple[Row, ...] = (
     _l("Section 4.2, paragraph 2",
        "On ImageNet the model did significantly worse than the original and underfitted.",
        _L4213),
-    _s("Section 4.2, paragraph 2",
+    _l("Section 4.2, paragraph 2",
        "A larger model would likely perform better.",
-       "a conjecture; " + _IMAGENET + " (the skip line of paragraph 3 covers a sibling conjecture, not this one)"),
+       "Section 4.2, paragraph 2 (a larger model)"),
     _l("Section 4.2, paragraph 3",
        "35.29% top-1 and 14.17% top-5 error on the 50,000 test images after 700,000 steps (about a week), better "
        "than Krizhevsky et al.'s 40.7% and the best all-convolutional network.",
@@ -539,9 +534,9 @@ _SECTIONS_4_5: tuple[Row, ...] = (
        "Conjecture: an analogue of Theorem 2.2 holds for non-linear residual networks with one ReLU per residual; "
        "'no fundamental obstacle' is seen.",
        "Section 5, paragraph 1 (a non-linear Theorem 2.2, conjectured)"),
-    _s("Section 5, paragraph 1",
+    _l("Section 5, paragraph 1",
        "Much of the progress in image recognition could come from residual convolutions and ReLUs alone.",
-       "a belief about future architectures; nothing to compute"),
+       "Section 5, paragraph 1 (residual convolutions alone)"),
 )
 
 _APPENDIX_A: tuple[Row, ...] = (

@@ -249,6 +249,60 @@ CLAIMS.skip(
     statement="The model reaches its peak performance at around 50k steps, about 24 hours on one NVIDIA Tesla K40 GPU.",
     why=_CIFAR_WHY + " (its test-error curve is drawn there); the K40 time needs that GPU",
 )
+CLAIMS.skip(
+    paper="hardt-ma",
+    ref="Section 4.1, paragraphs 2-3 (the training recipe)",
+    statement="Training: TensorFlow, momentum 0.9, batch 128, weight decay 0.0001 on all convolutions, learning rate "
+    "0.05 divided by 10 at steps 30,000 and 50,000.",
+    why="settings, not results: the engine holds them as its defaults (the chapter shows them in a table) and "
+    "the CIFAR claims train with them; " + _CIFAR_WHY,
+)
+CLAIMS.skip(
+    paper="hardt-ma",
+    ref="Section 4.1, paragraph 3 (the code's origin)",
+    statement="The code derives from the TensorFlow ResNet implementation, without batch normalisation and with "
+    "other blocks and architecture.",
+    why="a remark about the authors' code; the book's engine follows that code where the paper is silent",
+)
+CLAIMS.skip(
+    paper="hardt-ma",
+    ref="Section 4.1, paragraph 3 (initialisation and representation)",
+    statement="The smaller initialisation does not affect representation.",
+    why="true by definition: an initialisation does not change the set of weights, hence not what the network "
+    "can represent; nothing to compute",
+)
+CLAIMS.skip(
+    paper="hardt-ma",
+    ref="Section 4.1, Table 2 (the ImageNet column)",
+    statement="Table 2's ImageNet column.",
+    why="lost in the text conversion the book reads (only DenseNet's N/A survives); the paper's own ImageNet "
+    "figure is repeated in Section 4.2, under its skip line",
+)
+CLAIMS.skip(
+    paper="hardt-ma",
+    ref="Section 1.1, paragraph 6 (the Section 4 network)",
+    statement="The Section 4 network: convolutional residual layers with one ReLU each, no batch normalisation, "
+    "dropout or max pooling, a fixed random last layer, near-zero Gaussian initialisation, weight decay only; "
+    "no need for dropout.",
+    why="a summary of Section 4: sec4-architecture counts the network and sec4-identity-trains-without-bn trains "
+    "it on the digits; 'no need for dropout' rests on the CIFAR results, which "
+    + _CIFAR_WHY[0].lower()
+    + _CIFAR_WHY[1:],
+)
+CLAIMS.skip(
+    paper="hardt-ma",
+    ref="Section 4.2, paragraph 2 (a larger model)",
+    statement="A larger model would likely perform better on ImageNet.",
+    why="a conjecture; " + _IMAGENET_WHY,
+)
+CLAIMS.skip(
+    paper="hardt-ma",
+    ref="Section 5, paragraph 1 (residual convolutions alone)",
+    statement="Much of the progress in image recognition could be achieved with residual convolutional layers "
+    "and ReLU activations alone, in simple deep architectures matching the state of the art.",
+    why="a belief about a research programme, not a statement a computation here can decide; the digits "
+    "analogue shows the plain residual recipe training, not matching the state of the art",
+)
 
 
 # --- the run settings and the plan of the digits runs ---------------------------------------------------------
