@@ -42,7 +42,8 @@ print(me, 'done with seed', seed)
 
 def pair_book(root: Path, folder: Path) -> Path:
     def page(me: str, other: str, burn: float, fails: str) -> str:
-        params = f'profile = "quick"\nseed = 0\nfolder = {str(folder)!r}\nme = {me!r}\nother = {other!r}\nburn = {burn}\npatience = 60'
+        params = f'profile = "quick"\nseed = 0\nfolder = {str(folder)!r}\nme = {me!r}\nother = {other!r}\nburn = {burn}'
+        params += "\npatience = 60"
         return chapter(me, params, WAIT_FOR_OTHER, BURN, fails)
 
     return make_book(
