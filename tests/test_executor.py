@@ -278,11 +278,17 @@ def cached_book(tmp_path, monkeypatch):
     return root, log
 
 
-def _execute(root: Path, build: Path, *extra: str) -> tuple[list[str], dict]:
-    """Run ``execute`` and return (chapters executed according to the log, the report's pages by name)."""
+def _execute(root: Path, build: Path, *extra: str, jobs: str = "1") -> tuple[list[str], dict]:
+    """Run ``execute`` and return (chapters executed according to the log, the report's pages by name).
+
+    One job unless told otherwise: the chapters execute one after another in this process's kernels, without a
+    worker process each (half the CPU seconds of a chapter this small); what is reused or executed, and why, is
+    decided before either way (``reuse_or_execute``). test_cache_reruns_exactly_what_changed runs side by side
+    too, and test_side_by_side covers the workers."""
     log = root.parent / "executions.log"
     before = log.read_text().splitlines() if log.exists() else []
-    assert main(["execute", "--root", str(root), "--build-dir", str(build), "--no-html", *extra]) == 0
+    argv = ["execute", "--root", str(root), "--build-dir", str(build), "--no-html", "--jobs", jobs, *extra]
+    assert main(argv) == 0
     after = log.read_text().splitlines()
     report = json.loads((build / "executed" / "report.json").read_text())
     return sorted(after[len(before) :]), {c["chapter"]: c for c in report["chapters"]}
@@ -295,7 +301,8 @@ def _runs(pages: dict) -> dict[str, str]:
 def test_cache_reruns_exactly_what_changed(cached_book, tmp_path):
     root, _ = cached_book
     build = tmp_path / "build"
-    ran, pages = _execute(root, build)
+    # side by side (two workers) first, then one job: the records either way are the same cache
+    ran, pages = _execute(root, build, jobs="2")
     assert ran == ["plain", "uses_alpha", "uses_beta"]
     assert _runs(pages) == {"uses_alpha": "executed", "uses_beta": "executed", "plain": "executed"}
     assert pages["book/plain"]["reason"] == "no cached outputs" and pages["book/plain"]["executed_at"]
