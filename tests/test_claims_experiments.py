@@ -72,7 +72,7 @@ def test_the_chapter_finds_its_data_and_glue(chapter_run):
     assert {(r["variant"], r["convolutions"]) for r in sweep.rows()} == {
         (n, plan.convolutions(d)) for n in (E.IDENT, E.PLAIN) for d in plan.depths
     }
-    assert [r["runs"] for r in E.performance_rows(ctx)] == ["grid", "extra seeds", "depth"]
+    assert [r["runs"] for r in E.performance_rows(ctx)] == ["grid", "depth"]
     assert len(E.overfitting_rows(ctx)) == 4
     assert E.table_2_rows(runs["hardt-ma/sec4-cifar10-error"])[-1]["CIFAR-10 error %"] is None
 
@@ -81,10 +81,10 @@ def test_a_claim_alone_trains_only_what_it_needs_and_gets_the_same_numbers(chapt
     _, runs = chapter_run
     ctx = tiny_context()
     run_claim(E.CLAIMS.claims["hardt-ma/sec4-architecture"], ctx)
-    assert not any(k in ctx._shared for k in ("experiments/grid", "experiments/extra-seeds"))
+    assert "experiments/grid" not in ctx._shared
     alone = run_claim(E.CLAIMS.claims["hardt-ma/sec4-fixed-head"], ctx)
     assert "experiments/grid" in ctx._shared
-    assert "experiments/extra-seeds" not in ctx._shared and "experiments/depth-sweep" not in ctx._shared
+    assert "experiments/depth-sweep" not in ctx._shared
     assert alone.record.evidence == runs["hardt-ma/sec4-fixed-head"].record.evidence
 
 

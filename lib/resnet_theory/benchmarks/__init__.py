@@ -7,4 +7,5 @@ and the tests only check that they run. The training-throughput benchmark is
 - :mod:`resnet_theory.benchmarks.linear`: the Theorem 2.1 factorisation at scale (d = 256, depth 1000).
 - :mod:`resnet_theory.benchmarks.expressivity`: building and verifying the Theorem 3.2 network against n.
 - :mod:`resnet_theory.benchmarks.ensemble`: many seeds of the digits network, one at a time against batched.
+- :mod:`resnet_theory.benchmarks.experiments`: the experiments chapter's workload, today's against the baseline's.
 """

@@ -33,12 +33,19 @@ from ..engine import train as engine
 from ..ledger import Check
 from ..verdicts import NoUsableControl
 from .context import Context, Knob, ProfileTable
+from .experiments_sizing import sized_knobs
 from .registry import ClaimSet
 from .spec import Control, Correction, Evidence, Source
 
+#: The quick profile's seeds per kind of configuration, sized by what each claim must decide.
+SIZED = sized_knobs()
 PROFILE = ProfileTable(
-    n_seeds=Knob(10, 20, "seeds per configuration", tiny=2),
-    init_seeds=Knob(30, 40, "seeds of both initialisations at the paper's rate", tiny=3),
+    n_seeds=Knob(SIZED["n_seeds"], 20, "seeds of the grid's other configurations", tiny=2),
+    init_seeds=Knob(SIZED["init_seeds"], 40, "seeds of both initialisations at the paper's rate", tiny=3),
+    head_seeds=Knob(SIZED["head_seeds"], 20, "seeds of the trained head at the paper's rate", tiny=2),
+    control_seeds=Knob(SIZED["control_seeds"], 20, "seeds of the controls without shortcuts", tiny=2),
+    depth_seeds=Knob(SIZED["depth_seeds"], 20, "seeds of the sweep's other depths", tiny=2),
+    deep_seeds=Knob(SIZED["deep_seeds"], 40, "seeds of the residual network at the deepest", tiny=2),
     steps=Knob(250, 250, "training steps of every digits run", tiny=6),
     lr_grid=Knob((0.01, 0.05), (0.005, 0.01, 0.02, 0.05, 0.1), "learning rates fixed in advance"),
     widths=Knob((8, 16, 32), (8, 16, 32), "stage widths of the scaled-down network", tiny=(2, 2, 2)),
@@ -287,10 +294,15 @@ def _settings(ctx: Context) -> RunSettings:
     return ctx.shared(_SETTINGS, RunSettings)
 
 
+#: The knobs that say how many seeds a kind of configuration trains (see :meth:`Plan.count`).
+SEED_KNOBS = ("n_seeds", "init_seeds", "head_seeds", "control_seeds", "depth_seeds", "deep_seeds")
+
+
 @dataclass(frozen=True)
 class Plan:
     """The digits runs: the rates, sizes, seeds and the recipe every run shares (batch 128, the paper's two
-    rate drops at the same fractions of the run, weight decay on convolution weights)."""
+    rate drops at the same fractions of the run, weight decay on convolution weights). ``sizes`` holds the
+    seed knobs; a configuration with ``k`` seeds trains :meth:`seeds` ``(k)``."""
 
     lr: float
     lr_grid: tuple[float, ...]
@@ -300,6 +312,7 @@ class Plan:
     steps: int
     run_seeds: tuple[int, ...]
     extra_seeds: tuple[int, ...]
+    sizes: dict
     workers: int
     base: engine.TrainConfig
 
@@ -318,6 +331,21 @@ class Plan:
         depth = self.blocks if depth is None else depth
         return replace(self.base, lr=rate, blocks_per_stage=depth, **VARIANTS[name])
 
+    def count(self, name: str, rate: float, depth: int | None = None) -> int:
+        """How many seeds the configuration trains: each kind as many as the claims that use it need."""
+        depth = self.blocks if depth is None else depth
+        if name in CONTROL_VARIANTS:
+            return self.sizes["control_seeds"]
+        if depth == self.blocks:
+            if rate == self.lr and name in (IDENT, PSTD, HEAD):
+                return self.sizes["head_seeds" if name == HEAD else "init_seeds"]
+            return self.sizes["n_seeds"]  # the network without shortcuts at its best rate: topped up in the sweep
+        return self.sizes["deep_seeds" if (name, depth) == (IDENT, self.deep) else "depth_seeds"]
+
+    def seeds(self, count: int) -> tuple[int, ...]:
+        """The first ``count`` seeds: the run seeds, then the extra seeds."""
+        return (self.run_seeds + self.extra_seeds)[:count]
+
 
 def plan(ctx: Context) -> Plan:
     """The plan of the digits runs for ``ctx``'s knobs, seed and run settings."""
@@ -329,8 +357,10 @@ def _make_plan(ctx: Context) -> Plan:
     lr_grid = tuple(sorted(float(r) for r in cfg.lr_grid))
     if float(settings.lr) not in lr_grid:
         raise ValueError(f"the paper's rate lr={settings.lr} must be one of lr_grid={lr_grid}")
-    n = validate.integer("n_seeds", cfg.n_seeds, minimum=2)  # a standard error needs two runs
-    more = max(validate.integer("init_seeds", cfg.init_seeds, minimum=2) - n, 0)
+    # a standard error needs two runs
+    sizes = {k: validate.integer(k, getattr(cfg, k), minimum=2) for k in SEED_KNOBS}
+    n = sizes["n_seeds"]
+    more = max(max(sizes.values()) - n, 0)
     widths, blocks, steps = tuple(cfg.widths), int(cfg.blocks), int(cfg.steps)
     base = engine.TrainConfig(
         dataset="digits",
@@ -355,9 +385,22 @@ def _make_plan(ctx: Context) -> Plan:
         steps=steps,
         run_seeds=tuple(ctx.seed * n + i for i in range(n)),  # seeds share no run
         extra_seeds=tuple(10**6 + ctx.seed * more + i for i in range(more)),
+        sizes=sizes,
         workers=settings.workers,
         base=base,
     )
+
+
+def train_plan(p: Plan, keys: list[tuple], more: dict | None = None) -> dict:
+    """Train every ``(variant, rate, depth)`` of ``keys`` at its own number of seeds, and ``more`` (``{key:
+    seeds}``, extra seeds of a key), in one call (one pool of worker processes); ``{key: runs}``."""
+    wanted = [(key, s) for key in keys for s in p.seeds(p.count(*key))]
+    wanted += [(key, s) for key, seeds in (more or {}).items() for s in seeds]
+    results = ablation.train_runs([replace(p.config(*key), seed=s) for key, s in wanted], workers=p.workers)
+    out: dict = {key: [] for key, _ in wanted}
+    for (key, _), r in zip(wanted, results):
+        out[key].append(r)
+    return out
 
 
 def _scores(runs, metric: str) -> np.ndarray:
@@ -454,52 +497,20 @@ def training_grid(ctx: Context) -> TrainingGrid:
 
 def _train_grid(ctx: Context) -> TrainingGrid:
     p = plan(ctx)
-    grid_keys = [(name, rate) for name in GRID_VARIANTS for rate in p.lr_grid]
-    control_keys = [(name, rate) for name in CONTROL_VARIANTS for rate in p.lr_grid]
-    configs = [p.config(*k) for k in grid_keys] + [p.config(*k, depth=p.shallowest) for k in control_keys]
-    depth = (len(grid_keys) * p.blocks + len(control_keys) * p.shallowest) / len(configs)
-    runs, timing = _timed(
-        "grid",
-        lambda: ablation.train_seeds(configs, p.run_seeds, workers=p.workers),
-        len(configs) * len(p.run_seeds),
-        depth,
-        p.steps,
-    )
-    return TrainingGrid(p, dict(zip(grid_keys + control_keys, runs)), timing, _bootstrap_seed(ctx, "experiments/grid"))
-
-
-@dataclass
-class ExtraRuns:
-    """The two initialisations at the paper's rate and the ablation's depth, at the extra seeds."""
-
-    runs: dict
-    timing: dict | None
-
-
-def extra_runs(ctx: Context) -> ExtraRuns:
-    """The extra seeds of the initialisation comparison, trained once per context."""
-    return ctx.shared("experiments/extra-seeds", lambda: _train_extra(ctx))
-
-
-def _train_extra(ctx: Context) -> ExtraRuns:
-    p = plan(ctx)
-    if not p.extra_seeds:
-        return ExtraRuns({IDENT: [], PSTD: []}, None)
-    configs = [p.config(name, p.lr) for name in (IDENT, PSTD)]
-    runs, timing = _timed(
-        "extra seeds",
-        lambda: ablation.train_seeds(configs, p.extra_seeds, workers=p.workers),
-        len(configs) * len(p.extra_seeds),
-        p.blocks,
-        p.steps,
-    )
-    return ExtraRuns(dict(zip((IDENT, PSTD), runs)), timing)
+    grid_keys = [(name, rate, p.blocks) for name in GRID_VARIANTS for rate in p.lr_grid]
+    control_keys = [(name, rate, p.shallowest) for name in CONTROL_VARIANTS for rate in p.lr_grid]
+    keys = grid_keys + control_keys
+    count = sum(p.count(*k) for k in keys)
+    depth = sum(p.count(*k) * k[2] for k in keys) / count
+    runs, timing = _timed("grid", lambda: train_plan(p, keys), count, depth, p.steps)
+    runs = {(name, rate): r for (name, rate, _), r in runs.items()}
+    return TrainingGrid(p, runs, timing, _bootstrap_seed(ctx, "experiments/grid"))
 
 
 def _many(ctx: Context) -> dict:
-    """The two initialisations at the paper's rate: the grid's run seeds and the extra seeds."""
-    grid, extra, lr = training_grid(ctx), extra_runs(ctx), plan(ctx).lr
-    return {name: grid.runs[(name, lr)] + extra.runs[name] for name in (IDENT, PSTD)}
+    """The two initialisations at the paper's rate (``init_seeds`` each, trained with the grid)."""
+    grid, lr = training_grid(ctx), plan(ctx).lr
+    return {name: grid.runs[(name, lr)] for name in (IDENT, PSTD)}
 
 
 def overfitting_rows(ctx: Context) -> list[dict]:
@@ -731,23 +742,18 @@ def depth_sweep(ctx: Context) -> DepthSweep:
 def _train_sweep(ctx: Context) -> DepthSweep:
     p, grid = plan(ctx), training_grid(ctx)
     rates = {IDENT: p.lr, PLAIN: grid.best_rate["loss"][PLAIN]}
-    todo = [(name, rate, d) for name, rate in rates.items() for d in p.depths if d != p.blocks]
-    deep_extra = p.extra_seeds[: len(p.run_seeds)] if p.deep != p.blocks else ()
-
-    def train():
-        trained = ablation.train_seeds([p.config(*k) for k in todo], p.run_seeds, workers=p.workers) if todo else []
-        more = (
-            ablation.train_seeds([p.config(IDENT, p.lr, p.deep)], deep_extra, workers=p.workers) if deep_extra else [[]]
-        )
-        return trained, more[0]
-
-    count = len(todo) * len(p.run_seeds) + len(deep_extra)
-    depth = (sum(d for *_, d in todo) * len(p.run_seeds) + p.deep * len(deep_extra)) / max(count, 1)
-    (trained, more_deep), timing = _timed("depth", train, count, depth, p.steps)
-    new = {(name, d): runs for (name, _, d), runs in zip(todo, trained)}
-    new[(IDENT, p.blocks)] = _many(ctx)[IDENT]  # the residual network's extra seeds, at both ends
-    new[(PLAIN, p.blocks)] = grid.runs[(PLAIN, rates[PLAIN])]
-    new[(IDENT, p.deep)] = new[(IDENT, p.deep)] + more_deep
+    keys = [(name, rate, d) for name, rate in rates.items() for d in p.depths if d != p.blocks]
+    # the network without shortcuts at its best rate, at the ablation's depth: topped up to depth_seeds
+    have = grid.runs[(PLAIN, rates[PLAIN])]
+    top_up = p.seeds(p.sizes["depth_seeds"])[len(have) :]
+    more = {(PLAIN, rates[PLAIN], p.blocks): top_up} if top_up else {}
+    count = sum(p.count(*k) for k in keys) + len(top_up)
+    depth = (sum(p.count(*k) * k[2] for k in keys) + p.blocks * len(top_up)) / max(count, 1)
+    trained, timing = _timed("depth", lambda: train_plan(p, keys, more) if count else {}, count, depth, p.steps)
+    added = trained.pop((PLAIN, rates[PLAIN], p.blocks), [])
+    new = {(name, d): runs for (name, _, d), runs in trained.items()}
+    new[(IDENT, p.blocks)] = grid.runs[(IDENT, p.lr)]
+    new[(PLAIN, p.blocks)] = have + added
     runs = {(name, d): new[(name, d)] for name in rates for d in p.depths}
     return DepthSweep(p, rates, runs, timing, _bootstrap_seed(ctx, "experiments/depth-sweep"))
 
@@ -767,8 +773,7 @@ def _degradation(sweep: DepthSweep, name: str, label: str) -> Check:
 
 def performance_rows(ctx: Context) -> list[dict]:
     """What training the digits runs took in this context (the parts that were trained)."""
-    parts = [training_grid(ctx).timing, extra_runs(ctx).timing, depth_sweep(ctx).timing]
-    return [row for row in parts if row is not None]
+    return [training_grid(ctx).timing, depth_sweep(ctx).timing]
 
 
 # --- He et al.'s degradation, and training without batch norm (the depth sweep) ------------------------------

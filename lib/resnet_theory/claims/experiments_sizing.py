@@ -1,0 +1,116 @@
+"""The experiments chapter's quick workload, sized by what each claim must decide (issue 35).
+
+Every statistical check of the chapter (:mod:`resnet_theory.claims.experiments`) compares means (or a median
+with a threshold) over seeds. A pilot, the chapter at its former sizes (:data:`PILOT_SIZES`, quick profile,
+seed 0), measured each comparison's effect and the per-run noise of both sides (:data:`PILOT`). For each,
+:func:`resnet_theory.power.seeds_for` gives the fewest seeds with which a repeat decides (margin beyond two
+standard errors, in the pilot's direction) with probability :data:`PROBABILITY`, planned with a pessimistic
+effect: the pilot's less one of its own standard errors. A configuration trains as many seeds as the most
+demanding comparison that uses it needs, never more than the pilot had (a comparison the pilot decided by a
+few standard errors keeps the pilot's size) and never fewer than :data:`MINIMUM`: a run that diverges now and
+then makes a two-mode sample, which a handful of seeds may not show.
+
+The quick values of the seed knobs are :func:`sized_knobs`, computed at import from these numbers.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from .. import power
+
+#: The seed knobs of the quick profile before sizing (the pilot's); a seed knob's full value stays as it was.
+PILOT_SIZES = {
+    "n_seeds": 10,
+    "init_seeds": 30,
+    "head_seeds": 10,
+    "control_seeds": 10,
+    "depth_seeds": 10,
+    "deep_seeds": 20,
+}
+#: The probability with which each sized comparison decides under the pilot's (pessimistic) effect and noise.
+PROBABILITY = 0.999
+#: The fewest seeds a configuration trains.
+MINIMUM = 4
+
+
+@dataclass(frozen=True)
+class PilotComparison:
+    """One statistical comparison as the pilot measured it: ``effect`` (difference of means, or distance of a
+    median from its threshold, signed as the check reads it), the per-run standard deviations ``sd_a`` and
+    ``sd_b`` (``None`` for a check against a threshold) and the seeds ``n`` per side; ``knob`` is the seed knob
+    of the configuration it sizes."""
+
+    claim: str
+    role: str
+    what: str
+    knob: str
+    effect: float
+    sd_a: float
+    sd_b: float | None
+    n: int
+
+    @property
+    def standard_error(self) -> float:
+        return math.sqrt((self.sd_a**2 + (self.sd_b or 0.0) ** 2) / self.n)
+
+    @property
+    def margin(self) -> float:
+        """The pilot's margin in standard errors."""
+        se = self.standard_error
+        return math.copysign(math.inf, self.effect) if se == 0 else self.effect / se
+
+    @property
+    def planning_effect(self) -> float:
+        """The pilot's effect less one of its standard errors (at least zero): a pessimistic effect."""
+        return max(abs(self.effect) - self.standard_error, 0.0)
+
+    def needed(self) -> int:
+        """The seeds per side with which a repeat decides with :data:`PROBABILITY` (capped at 1000)."""
+        if self.planning_effect == 0:
+            return 1000
+        return power.seeds_for(self.planning_effect, self.sd_a, self.sd_b, probability=PROBABILITY, minimum=MINIMUM)
+
+    def chosen(self) -> int:
+        """What this comparison asks of its knob: what it needs, but no more than the pilot had."""
+        return max(MINIMUM, min(self.needed(), PILOT_SIZES[self.knob]))
+
+
+# Measured by the pilot (quick, seed 0, the sizes of PILOT_SIZES): per-seed scores of every configuration.
+PILOT = ()
+
+
+def sized_knobs(pilot=PILOT) -> dict[str, int]:
+    """The seed knobs of the quick profile: per knob, the most that a comparison sized by it asks."""
+    out = {}
+    for knob in PILOT_SIZES:
+        asks = [c.chosen() for c in pilot if c.knob == knob]
+        out[knob] = max(asks) if asks else PILOT_SIZES[knob]
+    return out
+
+
+def sizing_rows(pilot=PILOT) -> list[dict]:
+    """One row per sized comparison: the pilot's effect, noise and margin, the seeds it needs and gets, and
+    the probability of deciding with the knob's chosen size (under the pessimistic effect)."""
+    knobs = sized_knobs(pilot)
+    rows = []
+    for c in pilot:
+        n = knobs[c.knob]
+        rows.append(
+            {
+                "claim": c.claim,
+                "check": f"{c.role}: {c.what}",
+                "pilot effect": c.effect,
+                "pilot noise (SD a, b)": f"{c.sd_a:.3g}" + ("" if c.sd_b is None else f", {c.sd_b:.3g}"),
+                "pilot seeds": c.n,
+                "pilot margin (SE)": c.margin,
+                "seeds needed": c.needed(),
+                "knob": c.knob,
+                "seeds now": n,
+                "P(decides)": power.margin_power(c.planning_effect, c.sd_a, c.sd_b, n=n)
+                if c.planning_effect > 0
+                else 0.0,
+            }
+        )
+    return rows
