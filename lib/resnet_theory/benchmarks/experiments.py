@@ -102,15 +102,20 @@ def run(profile: str = "quick", seed: int = 0, workers: int = 2, baseline: dict 
                 "cell": cell,
                 "baseline CPU s": b["cpu_seconds"],
                 "sized CPU s": a["cpu_seconds"],
-                "ratio": a["cpu_seconds"] / max(b["cpu_seconds"], 1e-9),
+                "ratio": _ratio(a["cpu_seconds"], b["cpu_seconds"]),
                 "baseline wall s": b["seconds"],
                 "sized wall s": a["seconds"],
                 **{f"{k} ({w})": r.get(k) for w, r in (("baseline", b), ("sized", a)) for k in _CLAIM_KEYS},
             }
         )
     total_b, total_a = (sum(r[f"{w} CPU s"] for r in rows) for w in ("baseline", "sized"))
-    rows.append({"cell": "total", "baseline CPU s": total_b, "sized CPU s": total_a, "ratio": total_a / total_b})
+    rows.append({"cell": "total", "baseline CPU s": total_b, "sized CPU s": total_a, "ratio": _ratio(total_a, total_b)})
     return rows
+
+
+def _ratio(sized: float, baseline: float) -> float | None:
+    """sized / baseline, or None where the baseline took no measurable CPU time (the clock ticks at 10 ms)."""
+    return sized / baseline if baseline > 0 else None
 
 
 _CLAIM_KEYS = ("verdict", "statement margin", "control margin")
@@ -127,7 +132,8 @@ def _fmt(value) -> str:
 def format_rows(rows: list[dict]) -> str:
     lines = [f"{'cell':42s} {'base CPU s':>10s} {'sized CPU s':>11s} {'ratio':>6s}  verdict and margins (SE)"]
     for r in rows:
-        line = f"{r['cell']:42s} {r['baseline CPU s']:10.1f} {r['sized CPU s']:11.1f} {r['ratio']:6.2f}"
+        ratio = "-" if r["ratio"] is None else f"{r['ratio']:.2f}"
+        line = f"{r['cell']:42s} {r['baseline CPU s']:10.1f} {r['sized CPU s']:11.1f} {ratio:>6s}"
         if r.get("verdict (sized)") is not None:
             line += "  " + "; ".join(
                 f"{w}: {r[f'verdict ({w})']}, {_fmt(r[f'statement margin ({w})'])}, "

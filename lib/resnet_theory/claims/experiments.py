@@ -4,16 +4,18 @@ al. (2016)'s degradation, each declared once beside the function that computes i
 The chapter's sizes are the knobs of :data:`PROFILE`; its run settings that are not sizes (the paper's rate, the
 worker processes, where the CIFAR runs keep their files, the augmentation) are a :class:`RunSettings` that the
 chapter fixes with :func:`use_settings` (``verify`` uses the defaults). The digits runs that several claims use
-are trained once per context through ``ctx.shared``: the training grid (:func:`training_grid`), the extra seeds
-of the two initialisations at the paper's rate (:func:`extra_runs`) and the depth sweep (:func:`depth_sweep`),
-each only when a claim that needs it runs. Training seeds follow the chapter's scheme (seed ``s`` trains run
-seeds ``s*n .. s*n+n-1``, the extra seeds a range of their own from ``10**6``), so the runs do not depend on
+are trained once per context through ``ctx.shared``: the training grid (:func:`training_grid`, with the two
+initialisations' seeds at the paper's rate) and the depth sweep (:func:`depth_sweep`), each only when a claim that
+needs it runs, each in one call of worker processes. Each kind of configuration trains as many seeds as the checks
+that use it need (:meth:`Plan.count`; the quick values sized from a pilot by :mod:`.experiments_sizing`). Training
+seeds follow the chapter's scheme (seed ``s`` trains run seeds ``s*n .. s*n+n-1``, then extra seeds of a range of
+their own from ``10**6``; a configuration with ``k`` seeds trains the first ``k``), so the runs do not depend on
 which claims ran before; the bootstrap intervals take their seeds from ``ctx.rng``.
 
-The CIFAR claims need the two binary archives and a device: the claims core declares a claim checked or not
-checkable once, so which of the two they are is decided when this module is imported, from the environment
-(:data:`CIFAR_DATA_ENV` names the folder with the archives, :data:`CIFAR_ON_CPU_ENV` allows a CPU); the chapter
-sets both from its ``data_dir`` and ``cifar_on_cpu`` parameters before it loads its claims.
+The CIFAR claims need the two binary archives and a device. They are always declared checked; where the run
+lacks either, their functions return :class:`~resnet_theory.claims.spec.NotAvailable` with what they need. The
+chapter passes its ``data_dir`` and ``cifar_on_cpu`` parameters as the context's settings; without them
+(``verify``) the environment may name them (:data:`CIFAR_DATA_ENV`, :data:`CIFAR_ON_CPU_ENV`).
 """
 
 from __future__ import annotations
@@ -32,10 +34,11 @@ from ..engine import ablation, allconv, ensemble
 from ..engine import train as engine
 from ..ledger import Check
 from ..verdicts import NoUsableControl
+from . import experiments_sizing as sizing
 from .context import Context, Knob, ProfileTable
-from .experiments_sizing import sized_knobs
+from .experiments_sizing import PILOT_CPU_SECONDS, sized_knobs, sizing_glue, sizing_rows  # noqa: F401 (chapter)
 from .registry import ClaimSet
-from .spec import Control, Correction, Evidence, Source
+from .spec import Control, Correction, Evidence, NotAvailable, Source
 
 #: The quick profile's seeds per kind of configuration, sized by what each claim must decide.
 SIZED = sized_knobs()
@@ -586,8 +589,8 @@ _INIT_CLAIM = dict(
     "initialisation.",
 )
 def sec4_small_init(ctx: Context) -> Evidence:
-    """Mean final training loss, small against printed standard initialisation at the paper's rate, over the
-    run seeds and the extra seeds; the control is the same comparison without shortcuts."""
+    """Mean final training loss, small against printed standard initialisation at the paper's rate, over
+    ``init_seeds`` seeds each; the control is the same comparison without shortcuts."""
     grid, many, lr = training_grid(ctx), _many(ctx), plan(ctx).lr
     at_paper = _better("training loss", (IDENT, lr), (PSTD, lr), "small init trains better", many[IDENT], many[PSTD])
     plain = _better(
@@ -684,7 +687,7 @@ def sec4_fixed_head(ctx: Context) -> Evidence:
         **_comparison_glue("head_paper", parts[0]),
         **_comparison_glue("head_best", parts[-1]),
         **_comparison_glue("head_control", control),
-        "abl_seeds": len(p.run_seeds),
+        "abl_seeds": len(grid.runs[(HEAD, p.lr)]),
         "abl_head_best": best[HEAD],
         "abl_ident_acc_best": best[IDENT],
         "abl_head_readings": len(parts),
@@ -697,8 +700,8 @@ def sec4_fixed_head(ctx: Context) -> Evidence:
 class DepthSweep:
     """The residual network at the paper's rate and the network without shortcuts at its best rate of the
     grid, at every depth of the sweep; ``runs[(variant, depth)]``. At the ablation's depth the runs are the
-    grid's (the residual network with the extra seeds too), and the deepest residual network gets as many extra
-    seeds again."""
+    grid's (the residual network with the initialisation comparison's seeds, the network without shortcuts
+    topped up to ``depth_seeds``); the deepest residual network trains ``deep_seeds``."""
 
     plan: Plan
     rates: dict
@@ -735,7 +738,7 @@ class DepthSweep:
 
 
 def depth_sweep(ctx: Context) -> DepthSweep:
-    """The depth sweep, trained once per context (it uses the grid and the extra seeds)."""
+    """The depth sweep, trained once per context (it uses the grid)."""
     return ctx.shared("experiments/depth-sweep", lambda: _train_sweep(ctx))
 
 
@@ -769,6 +772,11 @@ def _degradation(sweep: DepthSweep, name: str, label: str) -> Check:
         f"{p.convolutions(p.blocks)} convolutions), Welch standard error"
     )
     return Check.statistical(d["difference"], d["se"], 0.0, what=label, test=test, n=d["n"])
+
+
+def margin_rows(runs) -> list[dict]:
+    """The sized checks' margins before (the pilot) and in ``runs`` (the ablation's and the sweep's claim runs)."""
+    return sizing.margin_rows({r.decl.id: (r.evidence.statement, r.evidence.controls[0]) for r in runs})
 
 
 def performance_rows(ctx: Context) -> list[dict]:
@@ -860,6 +868,7 @@ def sec4_identity_trains_without_bn(ctx: Context) -> Evidence:
     control = _trains(grid.runs[(PLAIN_SMALL, p.lr)], PLAIN_SMALL, p.lr, "control: trains", seed)
     glue = {
         "abl_ident_at_paper": grid.stats((IDENT, p.lr), "accuracy")["median"],
+        "abl_ident_seeds": len(grid.runs[(IDENT, p.lr)]),
         "abl_pstd_at_paper": grid.stats((PSTD, p.lr), "accuracy")["median"],
         "abl_pstd_diverged": sum(r.diverged for r in grid.runs[(PSTD, p.lr)]),
         "abl_plain_small_acc": grid.stats((PLAIN_SMALL, p.lr), "accuracy")["median"],
@@ -882,17 +891,24 @@ REPRODUCED_RTOL = 0.04
 CIFAR_SETS = {"cifar10": (0, "CIFAR-10"), "cifar100": (1, "CIFAR-100")}
 
 
-def cifar_unavailable() -> str | None:
-    """Why this machine cannot train on CIFAR (no archives named, no GPU), or None when it can."""
-    if not os.environ.get(CIFAR_DATA_ENV, "").strip():
+def cifar_settings(ctx: Context) -> tuple[str, bool]:
+    """``(data_dir, cifar_on_cpu)`` from the chapter's settings (``Context.settings``), or else from the
+    environment (:data:`CIFAR_DATA_ENV`, :data:`CIFAR_ON_CPU_ENV`), which is how ``verify`` is told."""
+    data_dir = ctx.settings.get("data_dir") or os.environ.get(CIFAR_DATA_ENV, "")
+    on_cpu = ctx.settings.get("cifar_on_cpu")
+    if on_cpu is None:
+        on_cpu = os.environ.get(CIFAR_ON_CPU_ENV, "") == "1"
+    return str(data_dir or "").strip(), bool(on_cpu)
+
+
+def cifar_unavailable(ctx: Context) -> str | None:
+    """Why this run cannot train on CIFAR (no archives named, no GPU), or None when it can."""
+    data_dir, on_cpu = cifar_settings(ctx)
+    if not data_dir:
         return "no data_dir was given"
-    if not torch.cuda.is_available() and os.environ.get(CIFAR_ON_CPU_ENV, "") != "1":
+    if not torch.cuda.is_available() and not on_cpu:
         return "no CUDA GPU is available"
     return None
-
-
-#: Decided at import: the CIFAR claims are checked where the archives and a device are present.
-CIFAR_WHY_NOT = cifar_unavailable()
 
 
 def cifar_run(ctx: Context, name: str) -> engine.TrainResult:
@@ -904,7 +920,7 @@ def cifar_run(ctx: Context, name: str) -> engine.TrainResult:
     recipe = engine.TENSORFLOW_RECIPE if settings.augmentation == "tensorflow" else {}
     config = engine.TrainConfig(
         dataset=name,
-        data_dir=os.environ[CIFAR_DATA_ENV],
+        data_dir=cifar_settings(ctx)[0],
         steps=ctx.cfg.cifar_steps,
         out_dir=out,
         resume=resume,
@@ -915,8 +931,13 @@ def cifar_run(ctx: Context, name: str) -> engine.TrainResult:
     return engine.train(config)
 
 
-def _cifar_evidence(ctx: Context, name: str) -> Evidence:
+def _cifar_evidence(ctx: Context, name: str) -> Evidence | NotAvailable:
     index, label = CIFAR_SETS[name]
+    why_not = cifar_unavailable(ctx)
+    if why_not is not None:
+        return NotAvailable(
+            needs=f"the {label} binary archives and a GPU", reason=f"{why_not}; run the full profile with the archives"
+        )
     paper_error = PAPER_ERRORS["Hardt & Ma"][index]
     result = cifar_run(ctx, name)
     ours = 100 * (1 - result.final_test_accuracy)
@@ -934,12 +955,12 @@ def _cifar_evidence(ctx: Context, name: str) -> Evidence:
     return Evidence(statement=statement, control=control, data=data)
 
 
-def sec4_cifar10_error(ctx: Context) -> Evidence:
+def sec4_cifar10_error(ctx: Context) -> Evidence | NotAvailable:
     """The paper's network trained on CIFAR-10 with the paper's schedule: its test error against Table 2."""
     return _cifar_evidence(ctx, "cifar10")
 
 
-def sec4_cifar100_error(ctx: Context) -> Evidence:
+def sec4_cifar100_error(ctx: Context) -> Evidence | NotAvailable:
     """The paper's network trained on CIFAR-100 with the paper's schedule: its test error against Table 2."""
     return _cifar_evidence(ctx, "cifar100")
 
@@ -957,16 +978,8 @@ def _declare_cifar(name: str, evidence: Callable[[Context], Evidence]) -> None:
         f"here if our error is at most {1 + REPRODUCED_RTOL:g} "
         f"times the paper's).",
     )
-    if CIFAR_WHY_NOT is not None:
-        CLAIMS.not_checkable(
-            f"hardt-ma/sec4-{name}-error",
-            **common,
-            reason=f"{CIFAR_WHY_NOT}; run the full profile with the archives",
-            needs=f"the {label} binary archives and a GPU",
-        )
-    else:
-        control = Control("The same network at step 0, before the training that the claim's error is the result of.")
-        CLAIMS.checked(f"hardt-ma/sec4-{name}-error", **common, control=control)(evidence)
+    control = Control("The same network at step 0, before the training that the claim's error is the result of.")
+    CLAIMS.checked(f"hardt-ma/sec4-{name}-error", **common, control=control)(evidence)
 
 
 _declare_cifar("cifar10", sec4_cifar10_error)

@@ -143,3 +143,69 @@ def sizing_rows(pilot=PILOT) -> list[dict]:
             }
         )
     return rows
+
+
+#: What training the pilot's digits runs took, in CPU seconds (its chapter's performance table, one execution on
+#: the 2-core build machine): the grid, the extra seeds of the two initialisations, the depth sweep.
+PILOT_CPU_SECONDS = {"grid": 282.0, "extra seeds": 124.0, "depth": 262.0}
+
+
+def run_margins(claim: str, statement, control) -> list[tuple[str, float | None]]:
+    """``(role, margin in standard errors)`` of a claim's checks as run, in :data:`PILOT`'s order: the
+    statement's parts, then the control (the check it tried, where it had no power)."""
+
+    def margins(check) -> list:
+        check = getattr(check, "tried", check)
+        parts = check.numbers.get("parts")
+        found = [p.get("margin_standard_errors") for p in (parts or [check.numbers])]
+        return [None if m is None else float(m) for m in found]
+
+    return [("statement", m) for m in margins(statement)] + [("control", m) for m in margins(control)]
+
+
+def margin_rows(runs: dict, pilot=PILOT) -> list[dict]:
+    """Every sized comparison's margin in the pilot and in ``runs`` (claim id -> (statement, control) checks),
+    with the seeds of each."""
+    now = {cid: run_margins(cid, *checks) for cid, checks in runs.items()}
+    seen: dict = {}
+    knobs = sized_knobs(pilot)
+    rows = []
+    for c in pilot:
+        i = seen.get((c.claim, c.role), 0)
+        seen[(c.claim, c.role)] = i + 1
+        found = [m for role, m in now.get(c.claim, []) if role == c.role]
+        rows.append(
+            {
+                "claim": c.claim,
+                "check": f"{c.role}: {c.what}",
+                "seeds before": c.n,
+                "margin before (SE)": c.margin,
+                "seeds now": knobs[c.knob],
+                "margin now (SE)": found[i] if i < len(found) else None,
+            }
+        )
+    return rows
+
+
+def sizing_glue(pilot=PILOT) -> dict:
+    """The numbers the chapter's prose quotes about the sizing."""
+    knobs = sized_knobs(pilot)
+
+    def first(claim, role):
+        return next(c for c in pilot if c.claim == claim and c.role == role)
+
+    controls = [abs(c.margin) for c in pilot if c.role == "control" and c.knob == "control_seeds"]
+    return {
+        "size_probability": PROBABILITY,
+        "size_minimum": MINIMUM,
+        "size_control_margin_min": min(controls),
+        "size_init_margin": first(_INIT, "statement").margin,
+        "size_init_pilot": first(_INIT, "statement").n,
+        "size_init_seeds": knobs["init_seeds"],
+        "size_deg_margin": first(_DEG, "statement").margin,
+        "size_deg_control_margin": first(_DEG, "control").margin,
+        "size_deg_seeds": knobs["depth_seeds"],
+        "size_deep_seeds": knobs["deep_seeds"],
+        "size_head_margin": first(_HEAD, "statement").margin,
+        "size_head_seeds": knobs["head_seeds"],
+    }
