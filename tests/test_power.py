@@ -103,5 +103,20 @@ def test_a_comparison_within_its_noise_keeps_the_pilots_size_and_a_huge_one_the_
     assert near.chosen() == S.PILOT_SIZES["n_seeds"] and far.chosen() == S.MINIMUM
     assert far.margin < -1000 and near.planning_effect == pytest.approx(0.3 - near.standard_error)
     rows = S.sizing_rows((near, far))
-    assert [r["seeds now"] for r in rows] == [S.PILOT_SIZES["n_seeds"], S.MINIMUM]
+    assert [r["quick seeds"] for r in rows] == [S.PILOT_SIZES["n_seeds"], S.MINIMUM]
     assert rows[1]["P(decides)"] > 0.999
+
+
+def test_margin_rows_put_each_checks_margin_beside_the_pilots():
+    from resnet_theory.verdicts import Check, NoUsableControl
+
+    def stat(estimate, n):
+        return Check.statistical(estimate, 0.1, 0.0, what="x", test="x", n=n)
+
+    statement = Check.combine([stat(1.0, 21), stat(2.0, 20)], what="both depths")
+    control = NoUsableControl.unless_decisive(stat(0.1, 4))  # a control without power keeps the check it tried
+    rows = S.margin_rows({S._TRAINS: (statement, control)})
+    mine = [r for r in rows if r["claim"] == S._TRAINS]
+    assert [(r["margin now (SE)"], r["seeds now"]) for r in mine] == [(10.0, 21), (20.0, 20), (1.0, 4)]
+    assert [r["margin before (SE)"] for r in mine] == [c.margin for c in S.PILOT if c.claim == S._TRAINS]
+    assert all(r["margin now (SE)"] is None for r in rows if r["claim"] != S._TRAINS)

@@ -136,7 +136,7 @@ def sizing_rows(pilot=PILOT) -> list[dict]:
                 "pilot margin (SE)": c.margin,
                 "seeds needed": c.needed(),
                 "knob": c.knob,
-                "seeds now": n,
+                "quick seeds": n,
                 "P(decides)": power.margin_power(c.planning_effect, c.sd_a, c.sd_b, n=n)
                 if c.planning_effect > 0
                 else 0.0,
@@ -150,38 +150,37 @@ def sizing_rows(pilot=PILOT) -> list[dict]:
 PILOT_CPU_SECONDS = {"grid": 282.0, "extra seeds": 124.0, "depth": 262.0}
 
 
-def run_margins(claim: str, statement, control) -> list[tuple[str, float | None]]:
-    """``(role, margin in standard errors)`` of a claim's checks as run, in :data:`PILOT`'s order: the
+def run_margins(claim: str, statement, control) -> list[tuple[str, float | None, int | None]]:
+    """``(role, margin in standard errors, n)`` of a claim's checks as run, in :data:`PILOT`'s order: the
     statement's parts, then the control (the check it tried, where it had no power)."""
 
     def margins(check) -> list:
         check = getattr(check, "tried", check)
-        parts = check.numbers.get("parts")
-        found = [p.get("margin_standard_errors") for p in (parts or [check.numbers])]
-        return [None if m is None else float(m) for m in found]
+        parts = check.numbers.get("parts") or [check.numbers]
+        return [(p.get("margin_standard_errors"), p.get("n")) for p in parts]
 
-    return [("statement", m) for m in margins(statement)] + [("control", m) for m in margins(control)]
+    return [("statement", *m) for m in margins(statement)] + [("control", *m) for m in margins(control)]
 
 
 def margin_rows(runs: dict, pilot=PILOT) -> list[dict]:
     """Every sized comparison's margin in the pilot and in ``runs`` (claim id -> (statement, control) checks),
-    with the seeds of each."""
+    with the seeds of each (``n`` as the check counts it: the smaller side)."""
     now = {cid: run_margins(cid, *checks) for cid, checks in runs.items()}
     seen: dict = {}
-    knobs = sized_knobs(pilot)
     rows = []
     for c in pilot:
         i = seen.get((c.claim, c.role), 0)
         seen[(c.claim, c.role)] = i + 1
-        found = [m for role, m in now.get(c.claim, []) if role == c.role]
+        found = [(m, n) for role, m, n in now.get(c.claim, []) if role == c.role]
+        margin, n = found[i] if i < len(found) else (None, None)
         rows.append(
             {
                 "claim": c.claim,
                 "check": f"{c.role}: {c.what}",
                 "seeds before": c.n,
                 "margin before (SE)": c.margin,
-                "seeds now": knobs[c.knob],
-                "margin now (SE)": found[i] if i < len(found) else None,
+                "seeds now": n,
+                "margin now (SE)": None if margin is None else float(margin),
             }
         )
     return rows

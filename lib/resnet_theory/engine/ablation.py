@@ -11,6 +11,8 @@ augmentation, the training standardisation):
 - :func:`train_seeds` is :func:`resnet_theory.engine.ensemble.train_seeds` (all seeds of a configuration trained as
   one batched model) with the seeds split between ``workers`` processes, each of which measures its models
   on the training set before they are dropped; the result gets a ``{"kind": "train_eval", ...}`` record;
+- :func:`train_runs` does the same for a flat list of configurations, each with its own seed, so that each
+  configuration may train its own number of seeds, all in one pool of worker processes;
 - :func:`final_training_error` and :func:`final_training_loss` read that record, scoring a run stopped by the
   divergence guard at chance: it fits nothing.
 """
