@@ -295,3 +295,12 @@ def test_the_benchmark_runs_both_workloads_cell_by_cell_at_tiny_sizes(capsys):
     with pytest.raises(SystemExit):
         bench.main(["--workers", "0"])
     assert "argument --workers" in capsys.readouterr().err
+
+
+def test_the_fixed_head_comparison_uses_the_same_seeds_for_both_heads(chapter_run):
+    # the paper-rate runs of the fixed head are the initialisation comparison's (init_seeds, 3 at tiny), more
+    # than the trained head's (head_seeds, 2): the comparison takes the seeds both have
+    ctx, runs = chapter_run
+    grid, lr = E.training_grid(ctx), E.plan(ctx).lr
+    assert len(grid.runs[(E.IDENT, lr)]) > len(grid.runs[(E.HEAD, lr)])
+    assert "n=2" in runs["hardt-ma/sec4-fixed-head"].record.evidence["printed"]["summary"]
