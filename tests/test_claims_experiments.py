@@ -304,3 +304,25 @@ def test_the_fixed_head_comparison_uses_the_same_seeds_for_both_heads(chapter_ru
     grid, lr = E.training_grid(ctx), E.plan(ctx).lr
     assert len(grid.runs[(E.IDENT, lr)]) > len(grid.runs[(E.HEAD, lr)])
     assert "n=2" in runs["hardt-ma/sec4-fixed-head"].record.evidence["printed"]["summary"]
+
+
+def test_one_diverged_run_cannot_swamp_the_depth_comparison():
+    """The degradation's statistic (claim and control): one deep run scored at chance, among twenty, leaves the
+    difference of medians decisive where it leaves the difference of means within its noise."""
+    rng = np.random.default_rng(3)
+    shallow, deeper = rng.normal(0.05, 0.01, 21), rng.normal(0.02, 0.01, 20)
+    deeper[7] = 0.9  # a diverged run, scored at chance
+    args = dict(seed=0, what="deeper trains worse", test="deep minus shallow")
+    check = E.depth_difference(deeper, shallow, **args)
+    assert not check.holds and check.numbers["margin_standard_errors"] < -2 and check.decisive
+    assert check.numbers["estimate"] == pytest.approx(np.median(deeper) - np.median(shallow))
+    assert "difference of medians" in check.summary
+    from resnet_theory.engine import ablation
+
+    means = ablation.mean_difference(deeper, shallow)  # what the mean made of the same runs
+    assert abs(means["difference"] / means["se"]) < 2
+    # the statistic still sees a real degradation: most deep runs near chance
+    worse = E.depth_difference(np.r_[rng.normal(0.85, 0.02, 8), 0.3, 0.4], shallow, **args)
+    assert worse.holds and worse.decisive
+    with pytest.raises(ValueError, match="finite"):
+        E.depth_difference([0.1, float("nan")], shallow, **args)
