@@ -1,8 +1,10 @@
 """The experiments chapter's quick workload, sized by what each claim must decide (issue 35).
 
-Every statistical check of the chapter (:mod:`resnet_theory.claims.experiments`) compares means (or a median
-with a threshold) over seeds. A pilot, the chapter at its former sizes (:data:`PILOT_SIZES`, quick profile,
-seed 0), measured each comparison's effect and the per-run noise of both sides (:data:`PILOT`). For each,
+Every statistical check of the chapter (:mod:`resnet_theory.claims.experiments`) compares means, medians, or a
+median with a threshold, over seeds (the pilot read the degradation and its control as means; they now compare
+medians, at the pilot's sizes, so that one diverged run cannot swamp them). A pilot, the chapter at its former
+sizes (:data:`PILOT_SIZES`, quick profile, seed 0), measured each comparison's effect and the per-run noise
+of both sides (:data:`PILOT`). For each,
 :func:`resnet_theory.power.seeds_for` gives the fewest seeds with which a repeat decides (margin beyond two
 standard errors, in the pilot's direction) with probability :data:`PROBABILITY`, planned with a pessimistic
 effect: the pilot's less one of its own standard errors. A configuration trains as many seeds as the most
