@@ -769,9 +769,10 @@ def depth_difference(deeper, shallower, *, seed: int, what: str, test: str) -> C
     """``deeper trains worse``: the median final training error of the ``deeper`` runs minus that of the
     ``shallower`` runs above zero, with the bootstrap standard error of the difference of medians.
 
-    The median, not the mean: a diverged run is scored at chance, and one such run among twenty moves a mean by
-    a twentieth of the whole range and widens its standard error past deciding anything, whereas it moves a
-    median by one rank. Claim and control take this same statistic on their own runs."""
+    The median, not the mean: a diverged run is scored at chance, and each such run among twenty moves a mean by
+    a twentieth of the whole range and widens its standard error past deciding anything (two of twenty did, at
+    quick seeds 0 and 1), whereas it moves a median by one rank. Claim and control take this same statistic on
+    their own runs."""
     d = ensemble.bootstrap_median_difference(deeper, shallower, seed=seed)
     test = f"difference of medians of final training error ({test}), bootstrap standard error"
     return Check.statistical(d["median"], d["se"], 0.0, what=what, test=test, n=d["n"])
