@@ -101,3 +101,18 @@ def test_mean_difference_is_welch():
         ablation.mean_difference([1.0], [1.0, 2.0])
     with pytest.raises(ValueError, match="finite"):
         ablation.mean_difference([1.0, float("nan")], [1.0, 2.0])
+
+
+def test_train_runs_gives_each_configuration_its_own_seeds_as_train_seeds_would():
+    a, b = tiny(), tiny(lr=0.02, init="printed-standard")
+    flat = [dataclasses.replace(a, seed=s) for s in (3, 4, 5)] + [dataclasses.replace(b, seed=3)]
+    ours = ablation.train_runs(flat, workers=1)
+    (ref_a, ref_b) = ablation.train_seeds([a, b], [3, 4, 5], workers=1)
+    assert [r.config.seed for r in ours] == [3, 4, 5, 3] and [r.config.lr for r in ours] == [0.05] * 3 + [0.02]
+    for r, ref in zip(ours, [*ref_a, ref_b[0]]):
+        assert r.final_train_loss == pytest.approx(ref.final_train_loss, rel=1e-4)
+        assert ablation.final_training_loss(r) == pytest.approx(ablation.final_training_loss(ref), rel=1e-3)
+    with pytest.raises(TypeError, match="train_runs needs a non-empty list of TrainConfig"):
+        ablation.train_runs([])
+    with pytest.raises(ValueError, match="workers"):
+        ablation.train_runs(flat, workers=0)

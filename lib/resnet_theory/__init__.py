@@ -18,6 +18,7 @@ The chapter API (what a chapter imports besides its paper module):
 - :mod:`resnet_theory.fits`: rate fits (power law on log-log axes, power law against exponential).
 - :mod:`resnet_theory.plotting`: the book's figure style and the log-log plot with its fitted line.
 - :mod:`resnet_theory.tables`: HTML tables of computed numbers.
+- :mod:`resnet_theory.power`: how many seeds a statistical check needs to decide (a power calculation).
 - :mod:`resnet_theory.validate`: argument checks shared by every public function and command.
 - :mod:`resnet_theory.outputs`: where commands may write (never a source or another build's records).
 

@@ -11,6 +11,8 @@ augmentation, the training standardisation):
 - :func:`train_seeds` is :func:`resnet_theory.engine.ensemble.train_seeds` (all seeds of a configuration trained as
   one batched model) with the seeds split between ``workers`` processes, each of which measures its models
   on the training set before they are dropped; the result gets a ``{"kind": "train_eval", ...}`` record;
+- :func:`train_runs` does the same for a flat list of configurations, each with its own seed, so that each
+  configuration may train its own number of seeds, all in one pool of worker processes;
 - :func:`final_training_error` and :func:`final_training_loss` read that record, scoring a run stopped by the
   divergence guard at chance: it fits nothing.
 """
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import replace
 
 import torch
 import torch.nn.functional as F
@@ -66,6 +69,43 @@ def _measured(results: list[engine.TrainResult]) -> list[engine.TrainResult]:
 def _worker(configs, seeds):
     torch.set_num_threads(1)
     return [_measured(runs) for runs in ensemble.train_seeds(configs, seeds, workers=1)]
+
+
+def _runs_worker(configs):
+    torch.set_num_threads(1)
+    return _measured(ensemble.train_groups(configs))
+
+
+def train_runs(configs: Sequence[engine.TrainConfig], *, workers: int = 2) -> list[engine.TrainResult]:
+    """One run per configuration, each with its own ``seed`` (so configurations may have different numbers of
+    seeds), measured on the training set at its end like :func:`train_seeds`; results in order. Configurations
+    that may share a batched model are trained together, and every such group is split evenly between the
+    ``workers`` processes (one pool for all of them), so one call trains a whole plan of runs."""
+    configs = list(configs)
+    if not configs or not all(isinstance(c, engine.TrainConfig) for c in configs):
+        raise TypeError("train_runs needs a non-empty list of TrainConfig objects")
+    workers = min(validate.positive_int("workers", workers), len(configs))
+    configs = [replace(c, on_divergence="stop") for c in configs]
+    shares: list[list[int]] = [[] for _ in range(workers)]
+    for indices in ensemble._groups(configs):
+        for w in range(workers):
+            shares[w].extend(indices[w::workers])
+    shares = [share for share in shares if share]
+    if len(shares) == 1:
+        parts = [_runs_worker([configs[i] for i in shares[0]])]
+    else:
+        import concurrent.futures
+        import multiprocessing
+
+        context = multiprocessing.get_context("spawn")
+        with concurrent.futures.ProcessPoolExecutor(len(shares), mp_context=context) as pool:
+            futures = [pool.submit(_runs_worker, [configs[i] for i in share]) for share in shares]
+            parts = [f.result() for f in futures]
+    out: list = [None] * len(configs)
+    for share, part in zip(shares, parts):
+        for i, r in zip(share, part):
+            out[i] = r
+    return out
 
 
 def train_seeds(
