@@ -326,3 +326,14 @@ def test_one_diverged_run_cannot_swamp_the_depth_comparison():
     assert worse.holds and worse.decisive
     with pytest.raises(ValueError, match="finite"):
         E.depth_difference([0.1, float("nan")], shallow, **args)
+
+
+def test_settings_and_sizes_are_shown_as_a_reader_writes_them():
+    """No Python repr in the recipe table or the architecture table (issue 33, item 5)."""
+    assert E.shown_setting((30000, 50000)) == "30,000 and 50,000"
+    assert E.shown_setting((1, 2, 3)) == "1, 2 and 3"
+    assert E.shown_setting(True) == "yes" and E.shown_setting(False) == "no"
+    assert E.shown_setting(64000) == "64,000" and E.shown_setting(0.0001) == "0.0001"
+    assert E.shown_setting("small") == "small"
+    assert E._shown_size("32x32") == "32 × 32" and E._shown_size("10") == "10"
+    assert set(E.HEADERS) <= set(E.ARCHITECTURE_COLUMNS)

@@ -21,6 +21,7 @@ chapter passes its ``data_dir`` and ``cifar_on_cpu`` parameters as the context's
 from __future__ import annotations
 
 import os
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -108,6 +109,35 @@ ARCHITECTURE_COLUMNS = (
 )
 
 
+#: The headers a reader sees for the architecture table's plain keys (``ResultsTable(rows, headers=HEADERS)``).
+HEADERS = {
+    "in_channels": "in channels",
+    "out_channels": "out channels",
+    "output_size": "output size",
+    "fixed": "fixed (not trained)",
+}
+
+
+def _shown_size(size: str) -> str:
+    """``"32x32"`` as a reader writes it, ``"32 × 32"``; a count of outputs as it is."""
+    return re.sub(r"^(\d+)x(\d+)$", r"\1 × \2", size)
+
+
+def shown_setting(value) -> str:
+    """A training setting as a reader writes it: ``(30000, 50000)`` as "30,000 and 50,000", ``True`` as "yes",
+    64000 as "64,000", 0.0001 as "0.0001" (never a Python repr)."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, (tuple, list)):
+        shown = [shown_setting(v) for v in value]
+        return " and ".join(shown) if len(shown) <= 2 else ", ".join(shown[:-1]) + " and " + shown[-1]
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
 def trainable_count(model: torch.nn.Module) -> int:
     """Trainable parameters summed over the module's tensors, not from a formula."""
     return sum(p.numel() for p in model.parameters() if p.requires_grad)
@@ -118,7 +148,7 @@ def conv_count(model: torch.nn.Module) -> int:
 
 
 def table_1_formula(blocks=(9, 9, 9), widths=(64, 128, 256), stem=16, k=3, colours=3) -> int:
-    """Table 1's trainable parameters by hand: each k x k convolution's weights and biases, stem and blocks."""
+    """Table 1's trainable parameters by hand: each k-by-k convolution's weights and biases, stem and blocks."""
     total, channels = colours * stem * k * k + stem, stem
     for width, count in zip(widths, blocks):
         for _ in range(count):
@@ -210,7 +240,7 @@ def sec4_architecture(ctx: Context) -> Evidence:
         "small_params": f"{trainable_count(small):,}",
         "small_convs": conv_count(small),
     }
-    rows = [{k: row[k] for k in ARCHITECTURE_COLUMNS} for row in table]
+    rows = [{k: _shown_size(row[k]) if k == "output_size" else row[k] for k in ARCHITECTURE_COLUMNS} for row in table]
     data = {"architecture": rows, "explanation": explanation, "projection": projection}
     return Evidence(statement=statement, control=tuple(controls), corrected=corrected, data=data, glue=glue)
 
@@ -229,8 +259,8 @@ CLAIMS.skip(
 CLAIMS.skip(
     paper="hardt-ma",
     ref="Section 4.2, paragraph 1",
-    statement="Data and training: ILSVRC 2012, 1,281,167 images of 1000 classes resized to 224 "
-    "x 224; momentum 0.9, learning rate 0.1 decayed by 0.94 every two epochs, 6 "
+    statement="Data and training: ILSVRC 2012, 1,281,167 images of 1000 classes resized to "
+    r"$224 \times 224$; momentum 0.9, learning rate 0.1 decayed by 0.94 every two epochs, 6 "
     "machines updating asynchronously, each with 8 K40 GPUs, batch 256 (32 per GPU).",
     why="a setting, not a result; " + _IMAGENET_WHY,
 )
@@ -636,8 +666,8 @@ _INIT_CLAIM = dict(
 @CLAIMS.checked(
     "hardt-ma/sec4-small-init",
     **_INIT_CLAIM,
-    statement="Initialising each residual k x k convolution with c output channels at "
-    "standard deviation 1/(k^2 c), rather than the standard 1/(k sqrt c), "
+    statement=r"Initialising each residual $k \times k$ convolution with $c$ output channels at "
+    r"standard deviation $1/(k^2 c)$, rather than the standard $1/(k\sqrt{c})$, "
     "helped training. Digits analogue (the book's): at the paper's rate "
     f"{PAPER_LR}, lower mean final training loss than the printed standard "
     "initialisation.",
