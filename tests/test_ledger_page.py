@@ -338,6 +338,10 @@ def test_the_macros_of_mathjaxs_html_extension_are_all_refused():
     [
         r"$\Newextarrow{\xa}{5,5}{0x2192}\xa{x}$",  # extpfeil: defines a macro, like \def
         r"$\rule{200em}{200em}$",  # a black box of any size over the page, like \style
+        r"$\kern-200em x$",  # math moved over the page's other text (left open by the issue 32 probe)
+        r"$\mkern-900mu x$",
+        r"$\hspace{-50em} x$",
+        r"$\llap{fake text} x$",
     ],
 )
 def test_a_macro_that_defines_or_covers_the_page_is_refused(text):

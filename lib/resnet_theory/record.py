@@ -353,7 +353,9 @@ SKIP_FIELDS = ("paper", "ref", "statement", "why", "chapter")
 UNSAFE_TEX = frozenset(
     "href url style class cssId data unicode require bbox enclose mmlToken texttip mathtip toggle mathtoggle tooltip "
     "def gdef edef xdef let newcommand renewcommand providecommand newenvironment renewenvironment "
-    "DeclareMathOperator Newextarrow htmlClass htmlStyle htmlId htmlData html raw rule".split()
+    "DeclareMathOperator Newextarrow htmlClass htmlStyle htmlId htmlData html raw rule "
+    # spacing and boxes that move math over the page's other text (a negative kern of any size)
+    "kern mkern hskip mskip hspace moveleft moveright raise lower llap rlap mathllap mathrlap".split()
 )
 _MACRO = re.compile(r"\\([A-Za-z]+)")
 #: A chapter is a file stem and a section a MyST label: both become parts of a link.
