@@ -23,26 +23,11 @@ def find_root(start: Path | None = None) -> Path:
 
 
 def toc_files(root: Path) -> list[str]:
-    """Every file named in ``_toc.yml`` (root first), as paths relative to ``root`` without suffix."""
-    import yaml
+    """Every file named in ``_toc.yml`` (root first), as paths relative to ``root`` without suffix (the walk is
+    :func:`resnet_theory.outputs.toc_entries`, which the output rule below the book tooling uses too)."""
+    from ..outputs import toc_entries
 
-    toc = yaml.safe_load((root / "_toc.yml").read_text())
-    files: list[str] = []
-
-    def walk(node):
-        if isinstance(node, dict):
-            for key in ("root", "file"):
-                if key in node:
-                    files.append(str(node[key]))
-            for key in ("parts", "chapters", "sections"):
-                for child in node.get(key, []) or []:
-                    walk(child)
-        elif isinstance(node, list):
-            for child in node:
-                walk(child)
-
-    walk(toc)
-    return [f[:-3] if f.endswith(".md") else f for f in files]
+    return toc_entries(root)
 
 
 def chapter_source(root: Path, entry: str) -> Path:
