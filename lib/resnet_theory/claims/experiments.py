@@ -37,7 +37,13 @@ from ..ledger import Check
 from ..verdicts import NoUsableControl
 from . import experiments_sizing as sizing
 from .context import Context, Knob, ProfileTable
-from .experiments_sizing import PILOT_CPU_SECONDS, sized_knobs, sizing_glue, sizing_rows  # noqa: F401 (chapter)
+from .experiments_sizing import (  # noqa: F401 (chapter)
+    PILOT_CPU_SECONDS,
+    SIZING_HEADERS,
+    sized_knobs,
+    sizing_glue,
+    sizing_rows,
+)
 from .registry import ClaimSet
 from .spec import Control, Correction, Evidence, NotAvailable, Source
 

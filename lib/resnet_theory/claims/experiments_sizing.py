@@ -121,6 +121,18 @@ def sized_knobs(pilot=PILOT) -> dict[str, int]:
     return out
 
 
+#: Short headers for :func:`sizing_rows` (its keys say "pilot" in full; ten columns need words that fit).
+SIZING_HEADERS = {
+    "pilot effect": "effect",
+    "pilot noise (SD a, b)": "SD (a, b)",
+    "pilot seeds": "seeds",
+    "pilot margin (SE)": "margin (SE)",
+    "seeds needed": "needed",
+    "quick seeds": "quick",
+    "P(decides)": r"$P(\text{margin} \geq 2\,\mathrm{SE})$",
+}
+
+
 def sizing_rows(pilot=PILOT) -> list[dict]:
     """One row per sized comparison: the pilot's effect, noise and margin, the seeds it needs and gets, and
     the probability of deciding with the knob's chosen size (under the pessimistic effect)."""
