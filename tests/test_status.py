@@ -1,7 +1,8 @@
 """The status page's table (``resnet_theory.book.status``): a column whose value is the same in every row (the
-device, the profile, no parameters, no notes) is said once above the table, not repeated in every row (issue 33:
-the device wrapped into four lines per row and pushed the notes column out of the 1400 px column); a column that
-differs between rows stays; the table scrolls inside its own box on a phone, with no word broken mid-word."""
+device, the profile, no parameters, no notes) is said once, in the table's caption above its rows, not repeated in
+every row (issue 33: the device wrapped into four lines per row and pushed the notes column out of the 1400 px
+column); a column that differs between rows stays; the table scrolls inside its own box on a phone, with no word
+broken mid-word."""
 
 from __future__ import annotations
 
@@ -37,13 +38,12 @@ def _header(page: str) -> list[str]:
 def test_columns_equal_in_every_row_are_said_once_above_the_table():
     page = status_html(_report())
     assert _header(page) == ["page", "status", "this build", "outputs computed", "seconds", "CPU seconds"]
-    before, table = page.split('<table class="book-status">', 1)
-    table = table.split("</table>", 1)[0]
-    assert DEVICE not in table and "<td>quick</td>" not in table
-    said = before.rsplit("<p class='book-status-shared'>", 1)[1].split("</p>", 1)[0]
-    assert said == (f"Every page below: profile quick; no parameters besides the profile; device {DEVICE}.")
+    table = page.split('<table class="book-status">', 1)[1].split("</table>", 1)[0]
+    said, rows = table.removeprefix("<caption>").split("</caption>", 1)
+    assert DEVICE not in rows and "<td>quick</td>" not in rows
+    assert said == f"Every page below: profile quick; no parameters besides the profile; device {DEVICE}."
     # every row still has a cell per column
-    rows = [r for r in table.split("<tr>")[1:] if r.startswith("<td>")]
+    rows = [r for r in rows.split("<tr>")[1:] if r.startswith("<td>")]
     assert len(rows) == 3 and all(r.count("<td>") == 6 for r in rows)
 
 
@@ -63,14 +63,15 @@ def test_a_column_that_differs_between_rows_stays_in_the_table():
         "notes",
     ]
     assert "<td>CUDA: H100</td>" in page and f"<td>{DEVICE}</td>" in page and "<td>seed=3</td>" in page
-    assert "Every page below: profile quick." in page
+    assert "<caption>Every page below: profile quick.</caption>" in page
+    assert page.split("<table", 1)[0] == ""  # nothing before the table: the run note is empty for a run that held
 
 
 def test_the_table_scrolls_in_its_own_box_and_never_breaks_a_word():
     page = status_html(_report())
-    assert '<div class="book-status-scroll"><table class="book-status">' in page
+    assert '<table class="book-status"><caption>' in page
     css = CSS.read_text()
-    scroll = re.search(r"div\.book-status-scroll \{([^}]*)\}", css)
+    scroll = re.search(r"table\.book-status \{ display: block;([^}]*)\}", css)
     assert scroll and "overflow-x: auto" in scroll.group(1)
     cells = re.search(r"table\.book-status td, table\.book-status th \{([^}]*)\}", css)
     assert cells and "overflow-wrap: normal" in cells.group(1) and "word-break: normal" in cells.group(1)

@@ -6,9 +6,9 @@ cache) or did not run it at all (a row kept from an earlier build, e.g. after ``
 this build's only if the report's ``attempt["finished"]`` names it), and when those outputs were computed, the
 wall time of this build's execution (n/a for a reused page or one this build did not run), profile,
 parameters, device, and the failing cell where one failed; a column whose value is the same in every row (the
-device, the profile, no parameters, no notes) is said once above the table instead (:func:`_table`), so that the
-table fits the page's column at 1400 px, and on a phone it scrolls inside its own box. Then the Python version,
-package versions and device of the run.
+device, the profile, no parameters, no notes) is said once, in the table's caption (:func:`_table`), so that the
+table fits the page's column at 1400 px; on a phone it scrolls inside its own box (``book.css``). Then the Python
+version, package versions and device of the run.
 A run that was interrupted or failed is said so first, with the pages that failed or were not reached (or
 that its HTML build failed) and the parameters it was attempted with; a page rendered while its run was still
 going on (the executor renders this page during the run, and again at its end when a page failed or pages came
@@ -38,8 +38,9 @@ def _this_build(report: dict) -> set[str] | None:
 
 
 def _row(ch: dict, this_build: set[str] | None = None, pending: set[str] = frozenset()) -> list[str]:
-    """One page's row: its cells (HTML, escaped), in the order of :data:`COLUMNS`. A page not in ``this_build`` keeps a row from an earlier build: it is said to be not
-    run in this build (not yet, when ``pending``), with when it was last executed, and no time of this build."""
+    """One page's row: its cells (HTML, escaped), in the order of :data:`COLUMNS`. A page not in ``this_build``
+    keeps a row from an earlier build: it is said to be not run in this build (not yet, when ``pending``), with when
+    it was last executed, and no time of this build."""
     status = str(ch.get("status"))
     colour = {"ok": "#1b7f3b", "failed": "#b00020", "interrupted": "#b00020"}.get(status, "#555")
     notes = []
@@ -95,10 +96,10 @@ COLUMNS = (
 SHARED = ("profile", "parameters", "device", "notes")
 
 
-def _table(rows: list[list[str]]) -> tuple[str, str]:
-    """The status table (HTML) with the columns of :data:`SHARED` whose value is the same in every row left out, and
-    a sentence (HTML, '' for none) saying those values once: a device repeated in every row wrapped into four lines
-    per row and widened the table past the page's column."""
+def _table(rows: list[list[str]]) -> str:
+    """The status table (HTML) with the columns of :data:`SHARED` whose value is the same in every row left out and
+    said once, in its caption above the rows: a device repeated in every row wrapped into four lines per row and
+    widened the table past the page's column."""
     shared = {
         COLUMNS.index(name)
         for name in SHARED
@@ -111,11 +112,11 @@ def _table(rows: list[list[str]]) -> tuple[str, str]:
             said.append(f"parameters {value}" if value else "no parameters besides the profile")
         elif COLUMNS[i] != "notes" and value:
             said.append(f"{COLUMNS[i]} {value}")
-    note = f"<p class='book-status-shared'>Every page below: {'; '.join(said)}.</p>" if said else ""
+    caption = f"<caption>Every page below: {'; '.join(said)}.</caption>" if said else ""
     keep = [i for i in range(len(COLUMNS)) if i not in shared]
     head = "<tr>" + "".join(f"<th>{html.escape(COLUMNS[i])}</th>" for i in keep) + "</tr>"
     body = "".join("<tr>" + "".join(f"<td>{row[i]}</td>" for i in keep) + "</tr>" for row in rows)
-    return note, f'<div class="book-status-scroll"><table class="book-status">{head}{body}</table></div>'
+    return f'<table class="book-status">{caption}{head}{body}</table>'
 
 
 def _seconds(value) -> str:
@@ -244,16 +245,14 @@ def status_html(report: dict, own_page: str = STATUS_PAGE) -> str:
     this_build = _this_build(report)
     attempt = report.get("attempt") or {}
     pending = set(attempt.get("chapters") or []) - (this_build or set()) if report.get("state") == "running" else set()
-    shared, table = _table(
-        [_row(ch, this_build, pending) for ch in report["chapters"] if ch.get("chapter") != own_page]
-    )
+    table = _table([_row(ch, this_build, pending) for ch in report["chapters"] if ch.get("chapter") != own_page])
     env = report["environment"]
     packages = "".join(
         f"<tr><td>{html.escape(k)}</td><td>{html.escape(str(v))}</td></tr>" for k, v in env["packages"].items()
     )
     return (
         f"{_attempt_note(report, own_page)}"
-        f"{shared}{table}"
+        f"{table}"
         f"<p>This build ran with the <strong>{html.escape(str(report.get('profile')))}</strong> profile"
         f"{_profiles_note(report)}. "
         f"A page marked "
