@@ -81,3 +81,15 @@ def test_the_shared_values_are_escaped():
     evil = "<script>x</script>"
     page = status_html(_report(**{n: {"device": evil} for n in ("book/intro", "book/a", "book/b")}))
     assert "<script>" not in page and "device &lt;script&gt;x&lt;/script&gt;" in page
+
+
+def test_the_status_colours_read_in_both_themes():
+    """A page's status is coloured by a class the stylesheet gives a colour in each theme (a fixed grey inline style
+    left "static" dark grey on the dark theme)."""
+    page = status_html(_report(**{"book/b": {"status": "failed", "error": {"code_cell": 2, "evalue": "x"}}}))
+    assert "style=" not in page.split("<table", 1)[1]
+    classes = re.findall(r"<strong class='(book-status-\w+)'>(\w+)</strong>", page)
+    assert classes == [("book-status-other", "static"), ("book-status-ok", "ok"), ("book-status-failed", "failed")]
+    css = CSS.read_text()
+    for name, _ in classes:
+        assert f".{name} {{ color:" in css and f'html[data-theme="dark"] .{name} {{ color:' in css

@@ -42,7 +42,7 @@ def _row(ch: dict, this_build: set[str] | None = None, pending: set[str] = froze
     keeps a row from an earlier build: it is said to be not run in this build (not yet, when ``pending``), with when
     it was last executed, and no time of this build."""
     status = str(ch.get("status"))
-    colour = {"ok": "#1b7f3b", "failed": "#b00020", "interrupted": "#b00020"}.get(status, "#555")
+    colour = {"ok": "ok", "failed": "failed", "interrupted": "failed"}.get(status, "other")  # book.css, both themes
     notes = []
     if ch.get("error"):
         err = ch["error"]
@@ -74,7 +74,7 @@ def _row(ch: dict, this_build: set[str] | None = None, pending: set[str] = froze
         cpu = _seconds(ch.get("cpu_seconds")) if timed else "n/a"
     cells = [ch["chapter"], status, None, executed_at, seconds, cpu, ch.get("profile"), params, ch.get("device")]
     cells = ["" if c is None else html.escape(str(c)) for c in cells]
-    cells[1] = f"<strong style='color:{colour}'>{cells[1]}</strong>"
+    cells[1] = f"<strong class='book-status-{colour}'>{cells[1]}</strong>"
     cells[2] = word  # built above from escaped parts
     return [*cells, html.escape("; ".join(notes))]
 
