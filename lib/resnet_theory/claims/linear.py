@@ -526,8 +526,10 @@ class _Theorem21:
 
     def statement_det_positive(self) -> Check:
         """The statement with det R > 0 added, camera-ready constant: what the proof claims rest on."""
-        pos = self.search("camera", "det>0", "det R > 0: search within the printed bound, relative residual")
-        return Check.combine([self.exact, self.camera, self.adversarial, pos], what="det R > 0, camera-ready constant")
+        pos = self.search("camera", "det>0", r"$\det R > 0$: search within the printed bound, relative residual")
+        return Check.combine(
+            [self.exact, self.camera, self.adversarial, pos], what=r"$\det R > 0$, camera-ready constant"
+        )
 
     def below_3_gamma(self, bound: str) -> Check:
         """The control: the same bound at depths below 3 gamma."""
@@ -573,7 +575,8 @@ def theorem_2_1(ctx: Context) -> Evidence:
     negative = t.search(
         "camera",
         "det<0",
-        "det R < 0, Sigma = I (an optimum is an exact product): search within the printed bound, relative residual",
+        r"$\det R < 0$, $\Sigma = I$ (an optimum is an exact product): search within the printed bound, "
+        "relative residual",
     )
     worst = t.worst
     return Evidence(
@@ -625,11 +628,11 @@ def theorem_2_1(ctx: Context) -> Evidence:
 def theorem_2_1_early(ctx: Context) -> Evidence:
     """The same evidence as Theorem 2.1, against the review's constant (4 pi + 3 gamma)/l."""
     t = _Theorem21(ctx)
-    negative = t.search("review", "det<0", "det R < 0: search within (4 pi + 3 gamma)/l, relative residual")
-    positive = t.search("review", "det>0", "det R > 0: search within (4 pi + 3 gamma)/l, relative residual")
+    negative = t.search("review", "det<0", r"$\det R < 0$: search within $(4\pi + 3\gamma)/\ell$, relative residual")
+    positive = t.search("review", "det>0", r"$\det R > 0$: search within $(4\pi + 3\gamma)/\ell$, relative residual")
     return Evidence(
         statement=Check.combine([t.exact, t.early, t.adversarial, negative], what="every invertible R"),
-        corrected=Check.combine([t.exact, t.early, t.adversarial, positive], what="det R > 0"),
+        corrected=Check.combine([t.exact, t.early, t.adversarial, positive], what=r"$\det R > 0$"),
         control=t.below_3_gamma("review"),
         glue={"thm21_early_worst": float(t.early.numbers["max_ratio"])},
     )
@@ -804,8 +807,8 @@ def _layer_counts() -> dict:
 @CLAIMS.checked(
     "hardt-ma/thm-2.1-proof-layer-count",
     paper="hardt-ma",
-    ref="Appendix A.1, proof of Theorem 2.1: the choice of p and q (our reading of the converted fractions) and "
-    "the count 2q + p = l",
+    ref="Appendix A.1, proof of Theorem 2.1: the choice of $p$ and $q$ (our reading of the converted fractions) and "
+    r"the count $2q + p = \ell$",
     source=Source.printed(),
     section="linear-thm-2-1-proof",
     statement=_PROOF_STATEMENT + r", choosing $p = \ell\sqrt{3\gamma} / (2(\sqrt{\pi} + "
@@ -826,7 +829,7 @@ def theorem_2_1_proof_layer_count(ctx: Context) -> Evidence:
     c = _layer_counts()
     repair = Check.combine(
         [
-            Check.equal(c["count fixed"], 0, what="2q + p - l with the factor 2 moved to q (SymPy)"),
+            Check.equal(c["count fixed"], 0, what=r"$2q + p - \ell$ with the factor 2 moved to $q$ (SymPy)"),
             Check.all_of(
                 [bool(c["slack fixed"].is_nonnegative)],
                 what=f"bound $- (\\pi/q + 3\\gamma/p) = {sp.latex(c['slack fixed'])} \\ge 0$ (SymPy)",
@@ -837,7 +840,7 @@ def theorem_2_1_proof_layer_count(ctx: Context) -> Evidence:
     )
     return _proof_evidence(
         ctx,
-        step=Check.equal(c["count printed"], 0, what="2q + p - l with the printed p, q (SymPy)"),
+        step=Check.equal(c["count printed"], 0, what=r"$2q + p - \ell$ with the printed $p, q$ (SymPy)"),
         repair=repair,
         data={k: str(v) for k, v in c.items()},
         glue={"thm21_count_example": c["count at l=10, gamma=0.5"]},
@@ -897,7 +900,8 @@ def _rounding_witness() -> tuple[list[dict], Check]:
             Check.at_most(
                 [r["best max ||A_i||"] for r in usable],
                 [r["printed bound"] for r in usable],
-                what=f"R = T({w['angle']}) diag({w['stretch']}, 1), l = {w['depths']}: SVD scheme with the best "
+                what=f"$R = T({w['angle']}) \\operatorname{{diag}}({w['stretch']}, 1)$, $\\ell = {w['depths']}$"
+                ": SVD scheme with the best "
                 r"whole-number split, for every SVD whose $U, V$ are rotations, "
                 r"vs $2(\sqrt{\pi}+\sqrt{3\gamma})^2/\ell$",
             ),
@@ -1105,7 +1109,7 @@ def theorem_2_1_proof_rotation_blocks(ctx: Context) -> Evidence:
                 _column(every, "det U"),
                 np.ones(len(every)),
                 rtol=1e-9,
-                what="det U = product of det D_i = +1 (every block a rotation), each SVD of R, det R > 0",
+                what=r"$\det U = \prod_i \det D_i = +1$ (every block a rotation), each SVD of $R$, $\det R > 0$",
             ),
         ],
         what="every SVD",
@@ -1333,7 +1337,7 @@ def eq_2_3(ctx: Context) -> Evidence:
             g2,
             _column(witnesses, "printed bound"),
             rtol=1e-10,
-            what="A_i = -tau I, Sigma = I; and A = 0, Sigma = c I, c > 1",
+            what=r"$A_i = -\tau I$, $\Sigma = I$; and $A = 0$, $\Sigma = c I$, $c > 1$",
         ),
         corrected=corrected,
         control=control,
@@ -1525,7 +1529,7 @@ def theorem_2_2(ctx: Context) -> Evidence:
                 _column(w_i, "||grad f||^2"),
                 _column(w_i, "step (i) right side"),
                 rtol=1e-10,
-                what="step (i) at A_i = -tau I, Sigma = I",
+                what=r"step (i) at $A_i = -\tau I$, $\Sigma = I$",
             ),
             Check.at_least(
                 _column(w_ii, "||E||_F^2"),
