@@ -290,8 +290,8 @@ def _squared_reading_errors(count, g) -> tuple[list[float], list[float]]:
     ),
     control=Control(
         "Random instances whose outside points sit at squared distance "
-        "between rho'/8 and rho'/2 from a point of S, which the corrected "
-        "hypothesis (squared distance at least 3 rho') rules out."
+        "between $\\rho'/8$ and $\\rho'/2$ from a point of $S$, which the corrected "
+        "hypothesis (squared distance at least $3\\rho'$) rules out."
     ),
 )
 def lemma_b_1(ctx: Context) -> Evidence:
@@ -338,14 +338,16 @@ def lemma_b_1(ctx: Context) -> Evidence:
             step=Check.at_most(
                 printed_t_err,
                 TOL_LEMMA,
-                what="shared threshold 1 - 2 rho' on squared norms 1 + rho' at squared distance 3 rho', largest error",
+                what="shared threshold $1 - 2\\rho'$ on squared norms $1 + \\rho'$ at squared distance $3\\rho'$, "
+                "largest error",
             ),
             repair=Check.at_most(unit_err, TOL_LEMMA, what="per-unit thresholds, same instances"),
         ),
         control=Check.at_most(
             close_err,
             TOL_LEMMA,
-            what="per-unit block by torch on instances with outside points at squared distance rho'/8 to rho'/2 from S",
+            what="per-unit block by torch on instances with outside points at squared distance "
+            "$\\rho'/8$ to $\\rho'/2$ from $S$",
         ),
         data={"hull": hull_rows},
         glue={

@@ -160,8 +160,9 @@ def section_1_nonconvex(ctx: Context) -> Evidence:
     r"(Our addition: $C = d$ for $N(0, I_d)$ noise; the printed proof writes $C = "
     r"\mathbb{E}[x x^\top]$.)",
     control=Control(
-        "Noise xi = M x + eta that depends on the input (M a fixed 3 x 3 matrix of entries about 0.05): the "
-        "setting of Section 2 has xi independent of x, and the claim's proof uses E[xi | x] = 0."
+        r"Noise $\xi = M x + \eta$ that depends on the input ($M$ a fixed $3 \times 3$ matrix of entries about "
+        r"0.05): the setting of Section 2 has $\xi$ independent of $x$, and the claim's proof uses "
+        r"$\mathbb{E}[\xi \mid x] = 0$."
     ),
     proof_step=ProofStep(
         step=r"The constant is $C = \mathbb{E}[x x^\top]$ (the printed proof's parenthesis).",
@@ -313,8 +314,8 @@ def _gradient_witnesses(ctx: Context) -> dict:
         r"reverse of the printed order."
     ),
     control=Control(
-        "Noise xi = M x + eta with a fixed 2 x 2 M, which the setting of Section 2 rules out (xi independent of "
-        "x): the witnesses differentiate that risk, the formula keeps E = P - R."
+        r"Noise $\xi = M x + \eta$ with a fixed $2 \times 2$ $M$, which the setting of Section 2 rules out ($\xi$ "
+        r"independent of $x$): the witnesses differentiate that risk, the formula keeps $E = P - R$."
     ),
     rests_on=("hardt-ma/claim-2.3",),
 )
