@@ -1,6 +1,7 @@
 """The claims ledger: verdicts follow from computed checks; JSON round trip; aggregation."""
 
 import dataclasses
+import html
 import json
 import math
 
@@ -497,7 +498,7 @@ def test_a_combined_check_of_many_parts_is_summarised_by_its_tightest_part():
     assert not bad.holds and bad.summary.startswith("many: 2 of 5 parts fail; worst: set -4: t")
     assert len(bad.numbers["parts"]) == 5  # every part's numbers are kept
     det = Check.combine([Check.equal(1, 1, what=f"e{i}") for i in range(5)] + [Check.equal(1, 2, what="x")], what="d")
-    assert det.summary.startswith("d: 1 of 6 parts fail; worst: x: 1 != 2")
+    assert det.summary.startswith("d: 1 of 6 parts fail; worst: x: 1 $\\ne$ 2")
 
 
 def test_a_checkable_claim_without_a_control_input_is_refused_and_not_published(tmp_path):
@@ -630,8 +631,10 @@ def test_statements_typeset_their_math_and_escape_the_rest():
     out = text_html(r"a bound $\|A_i\| \le 2/\ell$ for <every> i")
     assert out == (r'<span class="mathjax_process">a bound \(\|A_i\| \le\) \(2/\ell\) for &lt;every&gt; i</span>')
     assert text_html("no math < here, $5 only") == "no math &lt; here, $5 only"
-    row = claims_table_html(_ledger().claims[:1], link=True)
-    assert "mathjax_process" not in row  # plain statements stay plain
+    claim = _ledger().claims[0]
+    row = claims_table_html([claim], link=True)
+    # a plain statement stays plain (its evidence's summaries typeset their relations, $\le$)
+    assert "$" not in claim.statement and f"<br>{html.escape(claim.statement)}<" in row
 
 
 # --- checks that would hold on nothing (issue 32) -----------------------------------------------------------------

@@ -65,9 +65,12 @@ def test_hidden_inputs_stay_hidden_and_wide_tables_fit_the_page(reader_html, tmp
     flat = re.sub(r"\s+", "", text)
     assert HIDDEN_MARKER not in flat and "Showcodecellsource" not in flat
     assert "the output of a cell whose input is hidden" in " ".join(text.split())
-    assert "whatwascomputed" in flat and "Controlinput" in flat  # the ledger's <details>, opened
+    # the ledger's <details>, opened (the erratum's evidence is its claim's, printed once, in the claim's card)
+    assert "Whatwaschecked" in flat and "Controlinput" in flat
     assert flat.count(WIDE_MARKER) == 3, "a row of the wide table lost its last column"
     assert "printedin" in flat
+    # a claim's evidence is printed once, in its card: not again under its erratum (the part "corrected statement")
+    assert flat.count("correctedstatement") == 1
     right = float(reader.pages[0].mediabox.width) - MARGIN_IN * 72 + 2
     for number, page in enumerate(reader.pages):
         starts = []

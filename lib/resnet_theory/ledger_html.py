@@ -172,6 +172,20 @@ def text_html(text: str | None) -> str:
     return '<span class="mathjax_process">' + _INLINE_MATH.sub(_typeset, escaped) + "</span>"
 
 
+#: ASCII spellings of mathematics a reader should see typeset (issue 33): a power of a parenthesis ``^(``, a power
+#: ``x^2`` or ``Sigma^1/2``, a square root written as a call, Python's ``**``, a product written with ``*`` between
+#: names or numbers, and the relations ``!=``, ``<=``, ``>=``.
+ASCII_MATH = re.compile(r"\^\(|\w\^[\w{]|\bsqrt\(|\*\*|[\w)\]] ?\* ?[\w(]|!=|<=|>=")
+_TYPESET = re.compile(r"\\\(.*?\\\)", re.S)
+
+
+def ascii_math(rendered: str) -> list[str]:
+    """The ASCII spellings of mathematics (:data:`ASCII_MATH`) in rendered HTML outside its typeset math (the
+    ``\\(...\\)`` pieces :func:`text_html` writes), with the text around each: what a reader would see untypeset."""
+    text = html.unescape(re.sub(r"<[^>]+>", " ", _TYPESET.sub(" ", rendered)))
+    return [text[max(0, m.start() - 30) : m.end() + 30] for m in ASCII_MATH.finditer(text)]
+
+
 def claim_anchor(claim_id: str) -> str:
     """The HTML id of a claim's row on the ledger page: ``hardt-ma/thm-2.1`` -> ``claim-hardt-ma-thm-2-1``."""
     return "claim-" + "".join(ch if ch.isalnum() else "-" for ch in claim_id.lower())
@@ -215,7 +229,7 @@ def _claim_ref(c: Claim) -> str:
     """A link to a claim's row (its id), its printed location and its verdict."""
     return (
         f'<a href="#{claim_anchor(c.id)}"><code class="claim-id">{html.escape(c.id)}</code></a> '
-        f"({html.escape(c.paper_name)}, {html.escape(c.ref)}: {verdict_label_html(c)})"
+        f"({html.escape(c.paper_name)}, {text_html(c.ref)}: {verdict_label_html(c)})"
     )
 
 
@@ -355,7 +369,7 @@ def _claim_row(c: Claim, link: bool, extra: ClaimLinks | None, by_id: Mapping[st
         f"<tr{attrs}><td>{verdict_label_html(c)}</td>"
         f'<td><code class="claim-id">{ident}</code>{mark}<br>{text_html(c.statement)}'
         f"{_recheck_html(c, extra)}{_claim_details(c, extra, by_id)}</td>"
-        f"<td>{html.escape(c.paper_name)}, {html.escape(c.ref)}</td></tr>"
+        f"<td>{html.escape(c.paper_name)}, {text_html(c.ref)}</td></tr>"
     )
 
 
@@ -472,7 +486,7 @@ def erratum_sentence(c: Claim) -> str:
     book computed (what the failing check found), and what holds instead (or the failing proof step and its
     repair); every quoted text has its math typeset and its own closing punctuation dropped, so that the
     sentence's punctuation is never doubled. Empty for a claim that is no erratum."""
-    where = f"<strong>{html.escape(c.paper_name)}, {html.escape(_clause(c.ref))}</strong>"
+    where = f"<strong>{html.escape(c.paper_name)}, {text_html(_clause(c.ref))}</strong>"
     found = c.evidence.get("printed" if c.verdict == "corrected" else "proof_step", {})
     counterexample = _clause(str(found.get("summary", "")) if isinstance(found, Mapping) else "")
     shown = f' <span class="claims-counterexample">({text_html(counterexample)})</span>' if counterexample else ""

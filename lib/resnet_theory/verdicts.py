@@ -122,6 +122,16 @@ def _fmt(x: float) -> str:
     return f"{x:.3e}"
 
 
+def _shown(x: Any) -> str:
+    """A value as a summary quotes it: a SymPy expression (or a list or tuple holding one) typeset (``$...$``, its
+    LaTeX), anything else as text."""
+    if hasattr(x, "free_symbols") or (isinstance(x, list | tuple) and any(hasattr(v, "free_symbols") for v in x)):
+        import sympy
+
+        return f"${sympy.latex(x)}$"
+    return str(x)
+
+
 def _round_sig(x: float, digits: int) -> float:
     """``x`` rounded to ``digits`` significant digits (half away from zero in the decimal string)."""
     return float(f"{x:.{digits - 1}e}")
@@ -166,7 +176,7 @@ class Check:
             "worst_bound": _as_float(b[worst]),
         }
         relation, key, extreme, label = (
-            ("<=", "max_ratio", np.max, "largest") if upper else (">=", "min_ratio", np.min, "smallest")
+            (r"$\le$", "max_ratio", np.max, "largest") if upper else (r"$\ge$", "min_ratio", np.min, "smallest")
         )
         if np.all(b > 0):
             with np.errstate(divide="ignore", invalid="ignore"):
@@ -178,7 +188,7 @@ class Check:
         if key in nums:
             summary += f" ({label} value/bound {_fmt(nums[key])})"
         if rtol or atol:
-            summary += f"; slack rtol={rtol:g} x |bound| + atol={atol:g}"
+            summary += f"; slack rtol={rtol:g} \u00d7 |bound| + atol={atol:g}"
         return Check(bool(ok.all()), summary, nums)
 
     @staticmethod
@@ -256,7 +266,8 @@ class Check:
                     f"Check.equal ({what}): {bad!r} is NaN or complex, never equal to a value in the sense a claim "
                     f"means (use Check.close on real numbers, or compare real parts)"
                 )
-        summary = f"{what}: {actual!s} {'==' if ok else '!='} {expected!s}"
+        relation = "$=$" if ok else r"$\ne$"
+        summary = f"{what}: {_shown(actual)} {relation} {_shown(expected)}"
         return Check(ok, summary, {"actual": str(actual), "expected": str(expected)})
 
     @staticmethod
@@ -348,7 +359,7 @@ class Check:
         margin = gap / se if se > 0 else (math.inf if gap > 0 else -math.inf if gap < 0 else 0.0)
         ok = math.isfinite(est) and gap > 0
         decisive = math.isfinite(est) and abs(margin) >= min_standard_errors
-        side = ">" if above else "<"
+        side = "$>$" if above else "$<$"
         summary = (
             f"{what}: {test}, n={int(n)}: {_fmt(est)} (standard error {_fmt(se)}) {side} {_fmt(thr)}? "
             f"margin {margin:+.2f} standard errors"

@@ -12,11 +12,14 @@ output box is not printed; the type is 10 pt; the ledger is set compactly, 8.5 p
 tight tables). A claim's evidence in a chapter stays closed: the ledger prints it for every claim. The pages are
 joined in TOC order with one bookmark per page.
 
-**Length.** Printed from the quick profile's build of 27 November 2026 (A4): 192 pages, 28 of them the ledger
-(80 before the compact layout; the whole book was 383 with every chapter's evidence opened and 12 pt type). It
-is not under 120 pages because the five reviews themselves, their prose, figures, tables and visible code at
-10 pt, take about 155 pages (linear 48, expressivity 29, smooth maps 27, linear predictors 26, experiments 25);
-shortening them further would mean smaller type than a printed page should have or leaving content out.
+**Length.** Printed from the quick profile's build of 27 November 2026 (A4), the same HTML with the print styles
+before and after issue 33's last pass: 234 pages before, 193 after (ledger 54 to 43, linear 57 to 42, expressivity
+33 to 28, smooth maps 27 to 23, linear predictors 26 to 23, experiments 28 to 25). That pass printed each claim's
+evidence once, in the ledger (a chapter prints its evidence table's statement, verdict and re-check command; an
+erratum no longer repeats its claim's evidence), let the ledger's table flow on from its heading's page and scaled
+a figure taller than a page to fit one (each had cost a blank page). It is not under 120 pages because the five
+reviews themselves, their prose, figures, tables and visible code at 10 pt, take about 140 pages; shortening them
+further would mean smaller type than a printed page should have or leaving content out.
 
 **Paper.** A4 (210 x 297 mm) by default; ``--paper letter`` prints on US Letter (8.5 x 11 in), with margins of
 15 mm either way. ``make pdf`` takes ``PAPER=letter``.

@@ -5,8 +5,10 @@ its status, whether this build executed it, reused the outputs of an earlier exe
 cache) or did not run it at all (a row kept from an earlier build, e.g. after ``execute --only``: a page is
 this build's only if the report's ``attempt["finished"]`` names it), and when those outputs were computed, the
 wall time of this build's execution (n/a for a reused page or one this build did not run), profile,
-parameters, device, and the failing cell where one failed. Then the Python version, package versions and
-device of the run.
+parameters, device, and the failing cell where one failed; a column whose value is the same in every row (the
+device, the profile, no parameters, no notes) is said once, in the table's caption (:func:`_table`), so that the
+table fits the page's column at 1400 px; on a phone it scrolls inside its own box (``book.css``). Then the Python
+version, package versions and device of the run.
 A run that was interrupted or failed is said so first, with the pages that failed or were not reached (or
 that its HTML build failed) and the parameters it was attempted with; a page rendered while its run was still
 going on (the executor renders this page during the run, and again at its end when a page failed or pages came
@@ -35,11 +37,12 @@ def _this_build(report: dict) -> set[str] | None:
     return None if pages is None else set(pages)
 
 
-def _row(ch: dict, this_build: set[str] | None = None, pending: set[str] = frozenset()) -> str:
-    """One page's row. A page not in ``this_build`` keeps a row from an earlier build: it is said to be not
-    run in this build (not yet, when ``pending``), with when it was last executed, and no time of this build."""
+def _row(ch: dict, this_build: set[str] | None = None, pending: set[str] = frozenset()) -> list[str]:
+    """One page's row: its cells (HTML, escaped), in the order of :data:`COLUMNS`. A page not in ``this_build``
+    keeps a row from an earlier build: it is said to be not run in this build (not yet, when ``pending``), with when
+    it was last executed, and no time of this build."""
     status = str(ch.get("status"))
-    colour = {"ok": "#1b7f3b", "failed": "#b00020", "interrupted": "#b00020"}.get(status, "#555")
+    colour = {"ok": "ok", "failed": "failed", "interrupted": "failed"}.get(status, "other")  # book.css, both themes
     notes = []
     if ch.get("error"):
         err = ch["error"]
@@ -71,9 +74,49 @@ def _row(ch: dict, this_build: set[str] | None = None, pending: set[str] = froze
         cpu = _seconds(ch.get("cpu_seconds")) if timed else "n/a"
     cells = [ch["chapter"], status, None, executed_at, seconds, cpu, ch.get("profile"), params, ch.get("device")]
     cells = ["" if c is None else html.escape(str(c)) for c in cells]
-    cells[1] = f"<strong style='color:{colour}'>{cells[1]}</strong>"
+    cells[1] = f"<strong class='book-status-{colour}'>{cells[1]}</strong>"
     cells[2] = word  # built above from escaped parts
-    return "<tr>" + "".join(f"<td>{c}</td>" for c in [*cells, html.escape("; ".join(notes))]) + "</tr>"
+    return [*cells, html.escape("; ".join(notes))]
+
+
+#: The status table's columns; those of :data:`SHARED` are shown once above the table when every row has the same
+#: value (a build's device, its profile, its parameters), and left out when every row's is empty (no notes).
+COLUMNS = (
+    "page",
+    "status",
+    "this build",
+    "outputs computed",
+    "seconds",
+    "CPU seconds",
+    "profile",
+    "parameters",
+    "device",
+    "notes",
+)
+SHARED = ("profile", "parameters", "device", "notes")
+
+
+def _table(rows: list[list[str]]) -> str:
+    """The status table (HTML) with the columns of :data:`SHARED` whose value is the same in every row left out and
+    said once, in its caption above the rows: a device repeated in every row wrapped into four lines per row and
+    widened the table past the page's column."""
+    shared = {
+        COLUMNS.index(name)
+        for name in SHARED
+        if rows and all(row[COLUMNS.index(name)] == rows[0][COLUMNS.index(name)] for row in rows)
+    }
+    said = []
+    for i in sorted(shared):
+        value = rows[0][i]
+        if COLUMNS[i] == "parameters":
+            said.append(f"parameters {value}" if value else "no parameters besides the profile")
+        elif COLUMNS[i] != "notes" and value:
+            said.append(f"{COLUMNS[i]} {value}")
+    caption = f"<caption>Every page below: {'; '.join(said)}.</caption>" if said else ""
+    keep = [i for i in range(len(COLUMNS)) if i not in shared]
+    head = "<tr>" + "".join(f"<th>{html.escape(COLUMNS[i])}</th>" for i in keep) + "</tr>"
+    body = "".join("<tr>" + "".join(f"<td>{row[i]}</td>" for i in keep) + "</tr>" for row in rows)
+    return f'<table class="book-status">{caption}{head}{body}</table>'
 
 
 def _seconds(value) -> str:
@@ -202,18 +245,14 @@ def status_html(report: dict, own_page: str = STATUS_PAGE) -> str:
     this_build = _this_build(report)
     attempt = report.get("attempt") or {}
     pending = set(attempt.get("chapters") or []) - (this_build or set()) if report.get("state") == "running" else set()
-    rows = "".join(_row(ch, this_build, pending) for ch in report["chapters"] if ch.get("chapter") != own_page)
-    head = (
-        "<tr><th>page</th><th>status</th><th>this build</th><th>outputs computed</th><th>seconds</th>"
-        "<th>CPU seconds</th><th>profile</th><th>parameters</th><th>device</th><th>notes</th></tr>"
-    )
+    table = _table([_row(ch, this_build, pending) for ch in report["chapters"] if ch.get("chapter") != own_page])
     env = report["environment"]
     packages = "".join(
         f"<tr><td>{html.escape(k)}</td><td>{html.escape(str(v))}</td></tr>" for k, v in env["packages"].items()
     )
     return (
         f"{_attempt_note(report, own_page)}"
-        f'<table class="book-status">{head}{rows}</table>'
+        f"{table}"
         f"<p>This build ran with the <strong>{html.escape(str(report.get('profile')))}</strong> profile"
         f"{_profiles_note(report)}. "
         f"A page marked "

@@ -290,8 +290,8 @@ def _squared_reading_errors(count, g) -> tuple[list[float], list[float]]:
     ),
     control=Control(
         "Random instances whose outside points sit at squared distance "
-        "between rho'/8 and rho'/2 from a point of S, which the corrected "
-        "hypothesis (squared distance at least 3 rho') rules out."
+        "between $\\rho'/8$ and $\\rho'/2$ from a point of $S$, which the corrected "
+        "hypothesis (squared distance at least $3\\rho'$) rules out."
     ),
 )
 def lemma_b_1(ctx: Context) -> Evidence:
@@ -320,7 +320,7 @@ def lemma_b_1(ctx: Context) -> Evidence:
                 hull_margin,
                 1e-9,
                 what="midpoint instances of (a), (b) with independent displacements: a unit can fire on "
-                "alpha^(1) and stay silent outside S (linear program), as every block needs",
+                r"$\alpha^{(1)}$ and stay silent outside $S$ (linear program), as every block needs",
             ),
         ],
         what="the printed lemma on instances of its hypotheses",
@@ -328,7 +328,7 @@ def lemma_b_1(ctx: Context) -> Evidence:
     corrected = Check.at_most(
         unit_err,
         TOL_LEMMA,
-        what="(b) read as squared distances >= 3 rho': per-unit block by torch on random, ring and "
+        what="(b) read as squared distances $\\ge 3\\rho'$: per-unit block by torch on random, ring and "
         "equal-norm instances, largest error",
     )
     return Evidence(
@@ -338,14 +338,16 @@ def lemma_b_1(ctx: Context) -> Evidence:
             step=Check.at_most(
                 printed_t_err,
                 TOL_LEMMA,
-                what="shared threshold 1 - 2 rho' on squared norms 1 + rho' at squared distance 3 rho', largest error",
+                what="shared threshold $1 - 2\\rho'$ on squared norms $1 + \\rho'$ at squared distance $3\\rho'$, "
+                "largest error",
             ),
             repair=Check.at_most(unit_err, TOL_LEMMA, what="per-unit thresholds, same instances"),
         ),
         control=Check.at_most(
             close_err,
             TOL_LEMMA,
-            what="per-unit block by torch on instances with outside points at squared distance rho'/8 to rho'/2 from S",
+            what="per-unit block by torch on instances with outside points at squared distance "
+            "$\\rho'/8$ to $\\rho'/2$ from $S$",
         ),
         data={"hull": hull_rows},
         glue={
@@ -719,8 +721,8 @@ def theorem_3_2(ctx: Context) -> Evidence:
     statement = Check.at_most(
         fit_errors,
         ex.FIT_TOLERANCE,
-        what=f"max |torch module output - one-hot|: sphere n = {cfg.sizes} at k = 10 ln n / rho^2, "
-        "digits at k = D, orthonormal inputs at k_union",
+        what=f"max |torch module output - one-hot|: sphere $n = {cfg.sizes}$ at $k = 10 \\ln n / \\rho^2$, "
+        r"digits at $k = D$, orthonormal inputs at $k_{\mathrm{union}}$",
     )
     step = Check.combine(
         [
@@ -728,25 +730,25 @@ def theorem_3_2(ctx: Context) -> Evidence:
                 jl["kept"]["printed"],
                 0.5,
                 cfg.jl_draws,
-                "A_0 with standard normal entries (printed) at k = 10 ln n / rho^2",
+                r"$A_0$ with standard normal entries (printed) at $k = 10 \ln n / \rho^2$",
                 jl["names"],
             ),
             _rate_checks(
                 jl["kept"]["printed log2"],
                 0.5,
                 cfg.jl_draws,
-                "A_0 with standard normal entries (printed) at k = 10 log2 n / rho^2 (log read as log2)",
+                r"$A_0$ with standard normal entries (printed) at $k = 10 \log_2 n / \rho^2$ (log read as log2)",
                 jl["names"],
             ),
             _rate_checks(
                 jl["kept"]["scaled"],
                 0.5,
                 cfg.jl_draws,
-                "entries N(0, 1/k) (our reading, an addition) at k = 10 ln n / rho^2",
+                r"entries $N(0, 1/k)$ (our reading, an addition) at $k = 10 \ln n / \rho^2$",
                 jl["names"],
             ),
         ],
-        what="every norm and distance of {0, x_1..x_n} kept within 1 +- rho/3",
+        what=r"every norm and distance of $\{0, x_1, \dots, x_n\}$ kept within $1 \pm \rho/3$",
     )
     control = Check.at_most(
         twin["err"],
@@ -797,7 +799,7 @@ def theorem_3_2(ctx: Context) -> Evidence:
 @CLAIMS.checked(
     "hardt-ma/sec3-parameter-count",
     paper="hardt-ma",
-    ref="Section 3, paragraph 9 (after Theorem 3.2): dk, 2k^2 per block, kr + r^2",
+    ref="Section 3, paragraph 9 (after Theorem 3.2): $dk$, $2k^2$ per block, $kr + r^2$",
     source=Source.printed(),
     section="expressivity-fit",
     statement=r"The first layer has $dk$ parameters, each of the $\ell$ middle blocks $2k^2$ and the final block "
@@ -867,8 +869,8 @@ def _conditions_arithmetic() -> dict:
 @CLAIMS.checked(
     "hardt-ma/thm-3.2-proof-conditions",
     paper="hardt-ma",
-    ref="Appendix B, proof of Theorem 3.2: ||A_0 x_i - A_0 x_j|| >= rho(1 - rho/3) >= 2 rho/3, so the z_i "
-    "satisfy Lemma B.2 with rho' = rho/3",
+    ref=r"Appendix B, proof of Theorem 3.2: $\|A_0 x_i - A_0 x_j\| \ge \rho(1 - \rho/3) \ge 2\rho/3$, so the $z_i$ "
+    r"satisfy Lemma B.2 with $\rho' = \rho/3$",
     source=Source.printed(),
     section="expressivity-jl-step",
     statement=r"Theorem 3.2 as the printed proof in Appendix B establishes it, passing from the projected "
@@ -904,10 +906,11 @@ def theorem_3_2_proof_conditions(ctx: Context) -> Evidence:
         what="the printed chain at exact witnesses",
     )
     slack = a["repair slack"]
+    ranges = {k: k.replace("rho", r"\rho").replace("<=", r"\le") for k in slack}  # typeset: "0 < rho <= 1"
     repair = Check.all_of(
         [bool(v.is_nonnegative) for v in slack.values()],
-        what="SymPy: smallest (1 - eps) rho - rho/3 is "
-        + ", ".join(f"{v} for {k}" for k, v in slack.items())
+        what=r"SymPy: smallest $(1 - \varepsilon) \rho - \rho/3$ is "
+        + ", ".join(f"${sp.latex(v)}$ for ${ranges[k]}$" for k, v in slack.items())
         + " (squared distances of unit vectors are at most 4)",
     )
     errors = [r["max |f - one-hot| (module)"] for r in fits["rows"]]
@@ -1057,12 +1060,15 @@ def output_block(ctx: Context) -> Evidence:
     shapes = ", ".join(f"k = {m.k}, r = {m.num_classes}" for m in nets)
     return Evidence(
         statement=Check.all_of(
-            defined, what=f"y = h + T(h), h in R^k, T(h) in R^r, is defined (NumPy), networks with {shapes}"
+            defined,
+            what=r"$y = h + T(h)$, $h \in \mathbb{R}^k$, $T(h) \in \mathbb{R}^r$, "
+            f"is defined (NumPy), networks with {shapes}",
         ),
         corrected=Check.at_most(
             q_err,
             ex.FIT_TOLERANCE,
-            what="y = V relu(U h + s), no skip, kr + r^2 weights, torch, on the surrogates of the digits and "
+            what=r"$y = V \operatorname{relu}(U h + s)$, no skip, $kr + r^2$ weights, torch, "
+            "on the surrogates of the digits and "
             "sphere networks: max |output - e_j|",
         ),
         control=Check.at_most(
@@ -1170,7 +1176,7 @@ def lemma_b_2(ctx: Context) -> Evidence:
     rate = lambda values, bound: float(np.mean(np.array(values) <= bound))  # noqa: E731
     test = f"fraction of {draws} draws of instance, labels and surrogates, one-sided test against 0.5"
     se = math.sqrt(0.25 / draws)
-    where = f"n = {w['n']}, k = {w['k']}, rho' = {w['rho_p']}, r = {w['r']}"
+    where = f"$n = {w['n']}$, $k = {w['k']}$, $\\rho' = {w['rho_p']}$, $r = {w['r']}$"
 
     def frac(values, bound, what):
         return Check.statistical(rate(values, bound), se, 0.5, test=test, n=draws, what=f"{what}, {where}")
@@ -1178,8 +1184,8 @@ def lemma_b_2(ctx: Context) -> Evidence:
     return Evidence(
         statement=frac(d["err"], ex.FIT_TOLERANCE, "the induction, per-unit thresholds, maps every z to v (torch)"),
         proof=StepEvidence(
-            step=frac(d["qz"], 1 - w["rho_p"], "every <q_s, z_i> <= 1 - rho'"),
-            repair=frac(d["per_unit"], -1e-12, "every <q_s, z_j> < ||z_j||^2"),
+            step=frac(d["qz"], 1 - w["rho_p"], r"every $\langle q_s, z_i\rangle \le 1 - \rho'$"),
+            repair=frac(d["per_unit"], -1e-12, r"every $\langle q_s, z_j\rangle < \|z_j\|^2$"),
         ),
         control=frac(
             d["twin"], ex.FIT_TOLERANCE, "the induction with a duplicated point of another label (b fails) maps z to v"

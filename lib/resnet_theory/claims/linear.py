@@ -110,11 +110,11 @@ def _non_convexity(rows: list[dict], what: str) -> Check:
     smallest, largest = _column(rows, "smallest Hessian eigenvalue"), _column(rows, "largest Hessian eigenvalue")
     return Check.combine(
         [
-            Check.at_most(smallest, -1e-6 * largest, what=f"{what}: smallest Hessian eigenvalue vs -1e-6 x largest"),
+            Check.at_most(smallest, -1e-6 * largest, what="smallest Hessian eigenvalue vs $-10^{-6}$ × largest"),
             Check.at_least(
                 _column(rows, "midpoint gap"),
                 1e-6 * _column(rows, "||R Sigma^1/2||_F^2"),
-                what=f"{what}: f(midpoint) - mean of f at the ends vs 1e-6 ||R Sigma^1/2||_F^2",
+                what=r"$f(\text{midpoint})$ minus the mean of $f$ at the ends vs $10^{-6} \|R \Sigma^{1/2}\|_F^2$",
             ),
         ],
         what=what,
@@ -141,8 +141,8 @@ def section_1_nonconvex(ctx: Context) -> Evidence:
     deep = [r for r in rows if r["l"] >= 2]
     shallow = [r for r in rows if r["l"] == 1]
     return Evidence(
-        statement=_non_convexity(deep, "l >= 2"),
-        control=_non_convexity(shallow, "control, l = 1"),
+        statement=_non_convexity(deep, r"$\ell \ge 2$"),
+        control=_non_convexity(shallow, r"control, $\ell = 1$"),
         data={"rows": rows},
         glue={"sec1_nonconvex_min_eig": float(min(r["smallest Hessian eigenvalue"] for r in deep))},
     )
@@ -160,8 +160,9 @@ def section_1_nonconvex(ctx: Context) -> Evidence:
     r"(Our addition: $C = d$ for $N(0, I_d)$ noise; the printed proof writes $C = "
     r"\mathbb{E}[x x^\top]$.)",
     control=Control(
-        "Noise xi = M x + eta that depends on the input (M a fixed 3 x 3 matrix of entries about 0.05): the "
-        "setting of Section 2 has xi independent of x, and the claim's proof uses E[xi | x] = 0."
+        r"Noise $\xi = M x + \eta$ that depends on the input ($M$ a fixed $3 \times 3$ matrix of entries about "
+        r"0.05): the setting of Section 2 has $\xi$ independent of $x$, and the claim's proof uses "
+        r"$\mathbb{E}[\xi \mid x] = 0$."
     ),
     proof_step=ProofStep(
         step=r"The constant is $C = \mathbb{E}[x x^\top]$ (the printed proof's parenthesis).",
@@ -196,7 +197,7 @@ def claim_2_3(ctx: Context) -> Evidence:
             Check.at_most(
                 np.ptp(gap),
                 tol,
-                what="spread over 5 networks of f(A) - ||E Sigma^1/2||_F^2 (exact expectation), "
+                what=r"spread over 5 networks of $f(A) - \|E \Sigma^{1/2}\|_F^2$ (exact expectation), "
                 "tolerance 1e-12 x max f",
             ),
             Check.close(gap, np.full(len(nets), d), rtol=0, atol=tol, what="that constant vs d (our addition)"),
@@ -216,13 +217,18 @@ def claim_2_3(ctx: Context) -> Evidence:
                 np.full(d * d, float(np.mean(gap))),
                 sigma_x.ravel(),
                 rtol=1e-9,
-                what="the constant vs every entry of E[x x^T] (the printed C, a d x d matrix)",
+                what=r"the constant vs every entry of $E[x x^T]$ (the printed $C$, a $d \times d$ matrix)",
             ),
-            Check.close(float(np.mean(gap)), float(np.trace(sigma_x)), rtol=1e-9, what="the constant vs tr E[x x^T]"),
+            Check.close(
+                float(np.mean(gap)),
+                float(np.trace(sigma_x)),
+                rtol=1e-9,
+                what=r"the constant vs $\operatorname{tr} E[x x^T]$",
+            ),
         ],
-        what="C = E[x x^T] as printed",
+        what="$C = E[x x^T]$ as printed",
     )
-    repair = Check.close(gap, np.full(len(nets), d), rtol=0, atol=tol, what="the constant vs E||xi||^2 = d")
+    repair = Check.close(gap, np.full(len(nets), d), rtol=0, atol=tol, what=r"the constant vs $E\|\xi\|^2 = d$")
     rows = [
         {
             "max ||A_i||": float(np.max(linear.layer_norms(A))),
@@ -308,8 +314,8 @@ def _gradient_witnesses(ctx: Context) -> dict:
         r"reverse of the printed order."
     ),
     control=Control(
-        "Noise xi = M x + eta with a fixed 2 x 2 M, which the setting of Section 2 rules out (xi independent of "
-        "x): the witnesses differentiate that risk, the formula keeps E = P - R."
+        r"Noise $\xi = M x + \eta$ with a fixed $2 \times 2$ $M$, which the setting of Section 2 rules out ($\xi$ "
+        r"independent of $x$): the witnesses differentiate that risk, the formula keeps $E = P - R$."
     ),
     rests_on=("hardt-ma/claim-2.3",),
 )
@@ -488,9 +494,9 @@ class _Theorem21:
     """The Theorem 2.1 evidence several claims share (computed once per context), and its checks."""
 
     BELOW_INPUT = (
-        "Depths 1 <= l < 3 gamma for R = diag(e^gamma, 1, e^(-gamma/2)), gamma = 2, 4, 8: the theorem assumes "
-        "l >= 3 gamma, and there every factorisation has max ||A_i|| >= e^(gamma/l) - 1, which the "
-        "construction attains."
+        r"Depths $1 \le \ell < 3\gamma$ for $R = \operatorname{diag}(e^\gamma, 1, e^{-\gamma/2})$, $\gamma = 2, 4, 8$: "
+        r"the theorem assumes $\ell \ge 3\gamma$, and there every factorisation has "
+        r"$\max \|A_i\| \ge e^{\gamma/\ell} - 1$, which the construction attains."
     )
 
     def __init__(self, ctx: Context):
@@ -505,9 +511,13 @@ class _Theorem21:
             what="relative Frobenius error of the product of the layers",
         )
         self.camera = Check.at_most(
-            p["max_norm"], p["camera"], what="measured max ||A_i|| vs 2(sqrt(pi)+sqrt(3 gamma))^2/l, l >= 3 gamma"
+            p["max_norm"],
+            p["camera"],
+            what=r"measured $\max \|A_i\|$ vs $2(\sqrt{\pi}+\sqrt{3\gamma})^2/\ell$, $\ell \ge 3\gamma$",
         )
-        self.early = Check.at_most(p["max_norm"], p["early"], what="measured max ||A_i|| vs (4 pi + 3 gamma)/l")
+        self.early = Check.at_most(
+            p["max_norm"], p["early"], what=r"measured $\max \|A_i\|$ vs $(4\pi + 3\gamma)/\ell$"
+        )
         self.adversarial = Check.at_most(
             self.worst["rebuilt"], 1.0, what="adversarial worst case, rebuilt, / smaller of the two bounds"
         )
@@ -517,8 +527,10 @@ class _Theorem21:
 
     def statement_det_positive(self) -> Check:
         """The statement with det R > 0 added, camera-ready constant: what the proof claims rest on."""
-        pos = self.search("camera", "det>0", "det R > 0: search within the printed bound, relative residual")
-        return Check.combine([self.exact, self.camera, self.adversarial, pos], what="det R > 0, camera-ready constant")
+        pos = self.search("camera", "det>0", r"$\det R > 0$: search within the printed bound, relative residual")
+        return Check.combine(
+            [self.exact, self.camera, self.adversarial, pos], what=r"$\det R > 0$, camera-ready constant"
+        )
 
     def below_3_gamma(self, bound: str) -> Check:
         """The control: the same bound at depths below 3 gamma."""
@@ -526,9 +538,9 @@ class _Theorem21:
         bounded = Check.at_most(
             _column(self.below, "max ||A_i||"),
             _column(self.below, bound),
-            what=f"control, l < 3 gamma: max ||A_i|| vs {bound}",
+            what=f"control, $\\ell < 3\\gamma$: $\\max \\|A_i\\|$ vs {bound}",
         )
-        return Check.combine([exact, bounded], what="depth below 3 gamma")
+        return Check.combine([exact, bounded], what=r"depth below $3\gamma$")
 
     def misses(self, bound: str) -> int:
         """How many (gamma, l) pairs below 3 gamma miss ``bound``."""
@@ -564,7 +576,8 @@ def theorem_2_1(ctx: Context) -> Evidence:
     negative = t.search(
         "camera",
         "det<0",
-        "det R < 0, Sigma = I (an optimum is an exact product): search within the printed bound, relative residual",
+        r"$\det R < 0$, $\Sigma = I$ (an optimum is an exact product): search within the printed bound, "
+        "relative residual",
     )
     worst = t.worst
     return Evidence(
@@ -601,7 +614,7 @@ def theorem_2_1(ctx: Context) -> Evidence:
     "hardt-ma/thm-2.1-early",
     paper="hardt-ma",
     ref="Theorem 2.1 as the PaperWhy review states it (footnote 4 of the review); the "
-    "printed ICLR constant is 2 (sqrt(pi) + sqrt(3 gamma))^2 / l",
+    r"printed ICLR constant is $2 (\sqrt{\pi} + \sqrt{3\gamma})^2 / \ell$",
     source=Source.review("the PaperWhy review of Hardt & Ma"),
     section="linear-thm-2-1",
     statement=r"For $\ell \ge 3\gamma$ there is a global minimum $A^*$ with $\max_i "
@@ -616,11 +629,11 @@ def theorem_2_1(ctx: Context) -> Evidence:
 def theorem_2_1_early(ctx: Context) -> Evidence:
     """The same evidence as Theorem 2.1, against the review's constant (4 pi + 3 gamma)/l."""
     t = _Theorem21(ctx)
-    negative = t.search("review", "det<0", "det R < 0: search within (4 pi + 3 gamma)/l, relative residual")
-    positive = t.search("review", "det>0", "det R > 0: search within (4 pi + 3 gamma)/l, relative residual")
+    negative = t.search("review", "det<0", r"$\det R < 0$: search within $(4\pi + 3\gamma)/\ell$, relative residual")
+    positive = t.search("review", "det>0", r"$\det R > 0$: search within $(4\pi + 3\gamma)/\ell$, relative residual")
     return Evidence(
         statement=Check.combine([t.exact, t.early, t.adversarial, negative], what="every invertible R"),
-        corrected=Check.combine([t.exact, t.early, t.adversarial, positive], what="det R > 0"),
+        corrected=Check.combine([t.exact, t.early, t.adversarial, positive], what=r"$\det R > 0$"),
         control=t.below_3_gamma("review"),
         glue={"thm21_early_worst": float(t.early.numbers["max_ratio"])},
     )
@@ -650,7 +663,7 @@ def theorem_2_1_psd(ctx: Context) -> Evidence:
             Check.at_most(
                 p["max_norm"][spd],
                 3 * p["gamma"][spd] / p["depth"][spd],
-                what="positive definite targets: max ||A_j|| vs 3 gamma / l",
+                what=r"positive definite targets: $\max \|A_j\|$ vs $3\gamma / \ell$",
             ),
         ],
         what="equal roots",
@@ -706,8 +719,9 @@ def _psd_roots(ctx: Context) -> list[dict]:
         r"$\|O^{1/\ell} - I\| \ge 1$ at every $\ell$ (the product is still $O$)."
     ),
     control=Control(
-        "The bound gamma / (2 l), half the first-order size of the deviation, on the positive definite O: "
-        "||O^(1/l) - I|| >= 1 - e^(-gamma/l), which is about gamma / l, so the claim's rate rules it out."
+        r"The bound $\gamma / (2 \ell)$, half the first-order size of the deviation, on the positive definite $O$: "
+        r"$\|O^{1/\ell} - I\| \ge 1 - e^{-\gamma/\ell}$, which is about $\gamma / \ell$, so the claim's rate rules "
+        "it out."
     ),
 )
 def section_1_psd_root(ctx: Context) -> Evidence:
@@ -716,14 +730,17 @@ def section_1_psd_root(ctx: Context) -> Evidence:
     deepest = max(r["l"] for r in rows)
     pd = [r for r in rows if r["O"] == "positive definite" and r["l"] >= 3 * r["gamma"]]
     singular = [r for r in rows if r["O"] == "singular"]
-    exact = Check.at_most(_column(rows, "product error"), 1e-9, what="(O^(1/l))^l vs O, relative Frobenius error")
+    exact = Check.at_most(
+        _column(rows, "product error"), 1e-9, what=r"$(O^{1/\ell})^\ell$ vs $O$, relative Frobenius error"
+    )
     statement = Check.combine(
         [
             exact,
             Check.at_most(
                 [r["||O^(1/l) - I||"] for r in rows if r["l"] == deepest],
                 0.5,
-                what=f"||O^(1/l) - I|| at l = {deepest} vs 1/2 (any bound below 1: 'very close to I')",
+                what=f"$\\|O^{{1/\\ell}} - I\\|$ at $\\ell = {deepest}$ vs 1/2 "
+                "(any bound below 1: 'very close to $I$')",
             ),
         ],
         what="every positive semidefinite O",
@@ -732,10 +749,12 @@ def section_1_psd_root(ctx: Context) -> Evidence:
         [
             exact,
             Check.at_most(
-                _column(pd, "||O^(1/l) - I||"), _column(pd, "3 gamma / l"), what="positive definite, l >= 3 gamma"
+                _column(pd, "||O^(1/l) - I||"),
+                _column(pd, "3 gamma / l"),
+                what=r"positive definite, $\ell \ge 3\gamma$",
             ),
             Check.at_least(
-                _column(singular, "||O^(1/l) - I||"), 1.0, rtol=1e-12, what="singular O: ||O^(1/l) - I|| vs 1"
+                _column(singular, "||O^(1/l) - I||"), 1.0, rtol=1e-12, what=r"singular $O$: $\|O^{1/\ell} - I\|$ vs 1"
             ),
         ],
         what="positive definite roots approach I, singular ones stay at distance 1 or more",
@@ -743,7 +762,7 @@ def section_1_psd_root(ctx: Context) -> Evidence:
     control = Check.at_most(
         _column(pd, "||O^(1/l) - I||"),
         _column(pd, "3 gamma / l") / 6,
-        what="control: positive definite, ||O^(1/l) - I|| vs gamma / (2 l)",
+        what=r"control: positive definite, $\|O^{1/\ell} - I\|$ vs $\gamma / (2 \ell)$",
     )
     return Evidence(
         statement=statement,
@@ -789,8 +808,8 @@ def _layer_counts() -> dict:
 @CLAIMS.checked(
     "hardt-ma/thm-2.1-proof-layer-count",
     paper="hardt-ma",
-    ref="Appendix A.1, proof of Theorem 2.1: the choice of p and q (our reading of the converted fractions) and "
-    "the count 2q + p = l",
+    ref="Appendix A.1, proof of Theorem 2.1: the choice of $p$ and $q$ (our reading of the converted fractions) and "
+    r"the count $2q + p = \ell$",
     source=Source.printed(),
     section="linear-thm-2-1-proof",
     statement=_PROOF_STATEMENT + r", choosing $p = \ell\sqrt{3\gamma} / (2(\sqrt{\pi} + "
@@ -811,17 +830,18 @@ def theorem_2_1_proof_layer_count(ctx: Context) -> Evidence:
     c = _layer_counts()
     repair = Check.combine(
         [
-            Check.equal(c["count fixed"], 0, what="2q + p - l with the factor 2 moved to q (SymPy)"),
+            Check.equal(c["count fixed"], 0, what=r"$2q + p - \ell$ with the factor 2 moved to $q$ (SymPy)"),
             Check.all_of(
                 [bool(c["slack fixed"].is_nonnegative)],
-                what=f"bound - (pi/q + 3 gamma/p) = {c['slack fixed']} >= 0 (SymPy)",
+                what=f"bound $- (\\pi/q + 3\\gamma/p) = {sp.latex(c['slack fixed'])} \\ge 0$ (SymPy)",
             ),
         ],
-        what="p = l sqrt(3 gamma)/(sqrt(pi)+sqrt(3 gamma)), q = l sqrt(pi)/(2(...))",
+        what=r"$p = \ell\sqrt{3\gamma}/(\sqrt{\pi}+\sqrt{3\gamma})$, "
+        r"$q = \ell\sqrt{\pi}/(2(\sqrt{\pi}+\sqrt{3\gamma}))$",
     )
     return _proof_evidence(
         ctx,
-        step=Check.equal(c["count printed"], 0, what="2q + p - l with the printed p, q (SymPy)"),
+        step=Check.equal(c["count printed"], 0, what=r"$2q + p - \ell$ with the printed $p, q$ (SymPy)"),
         repair=repair,
         data={k: str(v) for k, v in c.items()},
         glue={"thm21_count_example": c["count at l=10, gamma=0.5"]},
@@ -881,8 +901,10 @@ def _rounding_witness() -> tuple[list[dict], Check]:
             Check.at_most(
                 [r["best max ||A_i||"] for r in usable],
                 [r["printed bound"] for r in usable],
-                what=f"R = T({w['angle']}) diag({w['stretch']}, 1), l = {w['depths']}: SVD scheme with the best "
-                "whole-number split, for every SVD whose U, V are rotations, vs 2(sqrt(pi)+sqrt(3 gamma))^2/l",
+                what=f"$R = T({w['angle']}) \\operatorname{{diag}}({w['stretch']}, 1)$, $\\ell = {w['depths']}$"
+                ": SVD scheme with the best "
+                r"whole-number split, for every SVD whose $U, V$ are rotations, "
+                r"vs $2(\sqrt{\pi}+\sqrt{3\gamma})^2/\ell$",
             ),
         ],
         what="SVD scheme on the witness, every sign choice",
@@ -962,7 +984,8 @@ def _rotation_layers(ctx: Context) -> list[dict]:
 @CLAIMS.checked(
     "hardt-ma/thm-2.1-proof-sign",
     paper="hardt-ma",
-    ref="Appendix A.1, proof of Theorem 2.1: B_1 = ... = B_q = Id - S W S^(-1), U = (Id + B_q)...(Id + B_1)",
+    ref=r"Appendix A.1, proof of Theorem 2.1: $B_1 = \dots = B_q = \mathrm{Id} - S W S^{-1}$, "
+    r"$U = (\mathrm{Id} + B_q) \cdots (\mathrm{Id} + B_1)$",
     source=Source.printed(),
     section="linear-thm-2-1-proof",
     statement=_PROOF_STATEMENT + ", whose rotation layers are $B = I - S W S^{-1}$.",
@@ -979,10 +1002,10 @@ def theorem_2_1_proof_sign(ctx: Context) -> Evidence:
     return _proof_evidence(
         ctx,
         step=Check.at_most(
-            _column(rows, "printed sign: error"), 1e-9, what="(I + B)^q = U with B = I - S W S^T, relative error"
+            _column(rows, "printed sign: error"), 1e-9, what="$(I + B)^q = U$ with $B = I - S W S^T$, relative error"
         ),
         repair=Check.at_most(
-            _column(rows, "repaired: error"), 1e-9, what="(I + B)^q = U with B = S W S^T - I, relative error"
+            _column(rows, "repaired: error"), 1e-9, what="$(I + B)^q = U$ with $B = S W S^T - I$, relative error"
         ),
         data={"rows": rows},
         glue={"thm21_sign_error": float(np.max(_column(rows, "printed sign: error")))},
@@ -992,7 +1015,7 @@ def theorem_2_1_proof_sign(ctx: Context) -> Evidence:
 @CLAIMS.checked(
     "hardt-ma/thm-2.1-proof-rotation-norm",
     paper="hardt-ma",
-    ref="Appendix A.1, proof of Theorem 2.1: ||B_j|| = ||Id - W|| = max|sin(theta_i/q)| <= pi/q",
+    ref=r"Appendix A.1, proof of Theorem 2.1: $\|B_j\| = \|\mathrm{Id} - W\| = \max_i |\sin(\theta_i/q)| \le \pi/q$",
     source=Source.printed(),
     section="linear-thm-2-1-proof",
     statement=_PROOF_STATEMENT + r", bounding each rotation layer by $\|B_j\| = \max_i "
@@ -1012,14 +1035,19 @@ def theorem_2_1_proof_rotation_norm(ctx: Context) -> Evidence:
     printed = _column(rows, "printed max|sin(theta/q)|")
     repair = Check.combine(
         [
-            Check.close(norm, _column(rows, "2 max|sin(theta/2q)|"), rtol=1e-9, what="||B|| vs 2 max|sin(theta_i/2q)|"),
-            Check.at_most(norm, _column(rows, "pi/q"), what="||B|| vs pi/q"),
+            Check.close(
+                norm,
+                _column(rows, "2 max|sin(theta/2q)|"),
+                rtol=1e-9,
+                what=r"$\|B\|$ vs $2 \max_i |\sin(\theta_i/2q)|$",
+            ),
+            Check.at_most(norm, _column(rows, "pi/q"), what=r"$\|B\|$ vs $\pi/q$"),
         ],
         what="the norm of a plane rotation minus I",
     )
     return _proof_evidence(
         ctx,
-        step=Check.close(norm, printed, rtol=1e-9, what="||B|| vs the printed max|sin(theta_i/q)|"),
+        step=Check.close(norm, printed, rtol=1e-9, what=r"$\|B\|$ vs the printed $\max_i |\sin(\theta_i/q)|$"),
         repair=repair,
         data={"rows": rows},
         glue={"thm21_norm_ratio": float(np.max(norm / printed))},
@@ -1055,7 +1083,7 @@ def _svd_orientations(ctx: Context) -> list[dict]:
 @CLAIMS.checked(
     "hardt-ma/thm-2.1-proof-rotation-blocks",
     paper="hardt-ma",
-    ref="Appendix A.1, proof of Theorem 2.1: U orthonormal, so every block D_i of U = S D S^(-1) is a rotation",
+    ref=r"Appendix A.1, proof of Theorem 2.1: $U$ orthonormal, so every block $D_i$ of $U = S D S^{-1}$ is a rotation",
     source=Source.printed(),
     section="linear-thm-2-1-proof",
     statement=_PROOF_STATEMENT + r", writing the factor $U$ of an SVD $R = U K V^\top$ as $S D S^{-1}$ with "
@@ -1074,7 +1102,7 @@ def theorem_2_1_proof_rotation_blocks(ctx: Context) -> Evidence:
     rows = ctx.shared("hardt-ma/thm-2.1:svd-orientations", lambda: _svd_orientations(ctx))
     every = [r for r in rows if not r["SVD"].startswith("oriented")]
     oriented = [r for r in rows if r["SVD"].startswith("oriented")]
-    svds = Check.at_most(_column(rows, "product error"), 1e-12, what="U K V^T vs R, relative: each is an SVD")
+    svds = Check.at_most(_column(rows, "product error"), 1e-12, what="$U K V^T$ vs $R$, relative: each is an SVD")
     step = Check.combine(
         [
             svds,
@@ -1082,7 +1110,7 @@ def theorem_2_1_proof_rotation_blocks(ctx: Context) -> Evidence:
                 _column(every, "det U"),
                 np.ones(len(every)),
                 rtol=1e-9,
-                what="det U = product of det D_i = +1 (every block a rotation), each SVD of R, det R > 0",
+                what=r"$\det U = \prod_i \det D_i = +1$ (every block a rotation), each SVD of $R$, $\det R > 0$",
             ),
         ],
         what="every SVD",
@@ -1135,7 +1163,7 @@ def _scaling_rows() -> list[dict]:
 @CLAIMS.checked(
     "hardt-ma/thm-2.1-proof-scaling",
     paper="hardt-ma",
-    ref="Appendix A.1, proof of Theorem 2.1: K = (K')^p, ||K' - Id|| <= 3 gamma / p when p >= gamma",
+    ref=r"Appendix A.1, proof of Theorem 2.1: $K = (K')^p$, $\|K' - \mathrm{Id}\| \le 3\gamma / p$ when $p \ge \gamma$",
     source=Source.printed(),
     section="linear-thm-2-1-proof",
     statement=_PROOF_STATEMENT + r", bounding the $p$ scaling layers by $\|K^{1/p} - I\| \le 3\gamma/p$.",
@@ -1154,7 +1182,9 @@ def theorem_2_1_proof_scaling(ctx: Context) -> Evidence:
     printed = [r for r in rows if r["p"] == "printed"]
     repaired = [r for r in rows if r["p"] == "repaired"]
     step = Check.at_least(
-        _column(printed, "p value"), _column(printed, "gamma"), what="printed p vs gamma, whole l >= 3 gamma"
+        _column(printed, "p value"),
+        _column(printed, "gamma"),
+        what=r"printed $p$ vs $\gamma$, whole $\ell \ge 3\gamma$",
     )
     repair = Check.combine(
         [
@@ -1162,7 +1192,7 @@ def theorem_2_1_proof_scaling(ctx: Context) -> Evidence:
             Check.at_most(
                 _column(repaired, "||K^(1/p) - I||"),
                 _column(repaired, "3 gamma / p"),
-                what="repaired p: ||K^(1/p) - I|| vs 3 gamma / p",
+                what=r"repaired $p$: $\|K^{1/p} - I\|$ vs $3\gamma / p$",
             ),
         ],
         what="the repaired p",
@@ -1259,7 +1289,7 @@ def _gradient_bound_evidence(ctx: Context) -> tuple[list[dict], dict, Check]:
                 points["ratio"][inside],
                 1.0,
                 rtol=1e-9,
-                what=f"{int(inside.sum())} random points with every ||A_i|| = tau",
+                what=f"{int(inside.sum())} random points with every $\\|A_i\\| = \\tau$",
             ),
         ],
         what="corrected bound",
@@ -1308,7 +1338,7 @@ def eq_2_3(ctx: Context) -> Evidence:
             g2,
             _column(witnesses, "printed bound"),
             rtol=1e-10,
-            what="A_i = -tau I, Sigma = I; and A = 0, Sigma = c I, c > 1",
+            what=r"$A_i = -\tau I$, $\Sigma = I$; and $A = 0$, $\Sigma = c I$, $c > 1$",
         ),
         corrected=corrected,
         control=control,
@@ -1400,13 +1430,14 @@ def _per_layer_check(rows: list[dict]) -> Check:
                 _column(rows, "||df/dA_i||_F"),
                 _column(rows, "Claim C.2 side"),
                 rtol=1e-10,
-                what="||df/dA_i||_F vs 2 prod_(j != i) s_min(I + A_j) s_min(Sigma) ||E||_F",
+                what=r"$\|\partial f/\partial A_i\|_F$ vs "
+                r"$2 \prod_{j \ne i} \sigma_{\min}(I + A_j)\, \sigma_{\min}(\Sigma) \|E\|_F$",
             ),
             Check.at_least(
                 _column(rows, "Claim C.2 side"),
                 _column(rows, "(1 - tau) side"),
                 rtol=1e-10,
-                what="that vs 2 (1 - tau)^(l-1) s_min(Sigma) ||E||_F",
+                what=r"that vs $2 (1 - \tau)^{\ell-1} \sigma_{\min}(\Sigma) \|E\|_F$",
             ),
         ],
         what="per layer (holds)",
@@ -1473,17 +1504,17 @@ def theorem_2_2(ctx: Context) -> Evidence:
     statement = Check.combine(
         [
             Check.at_least(int(crit.sum()), 1, what="critical points found inside the ball"),
-            Check.at_most(exc, 1e-10 * exc0, what="excess risk at each critical point vs 1e-10 x start"),
+            Check.at_most(exc, 1e-10 * exc0, what="excess risk at each critical point vs $10^{-10}$ × start"),
         ],
-        what="projected Gauss-Newton on ||grad f||^2",
+        what=r"projected Gauss-Newton on $\|\nabla f\|^2$",
     )
     control = Check.combine(
         [
-            Check.at_least(int(outside.critical.sum()), 1, what="critical points found, tau = 1"),
+            Check.at_least(int(outside.critical.sum()), 1, what=r"critical points found, $\tau = 1$"),
             Check.at_most(
                 outside.excess[outside.critical],
                 1e-10 * outside.excess_start[outside.critical],
-                what="control, tau = 1 from A = -I: excess at critical points vs 1e-10 x start",
+                what=r"control, $\tau = 1$ from $A = -I$: excess at critical points vs $10^{-10}$ × start",
             ),
         ],
         what="control",
@@ -1499,7 +1530,7 @@ def theorem_2_2(ctx: Context) -> Evidence:
                 _column(w_i, "||grad f||^2"),
                 _column(w_i, "step (i) right side"),
                 rtol=1e-10,
-                what="step (i) at A_i = -tau I, Sigma = I",
+                what=r"step (i) at $A_i = -\tau I$, $\Sigma = I$",
             ),
             Check.at_least(
                 _column(w_ii, "||E||_F^2"),
@@ -1581,14 +1612,17 @@ def _zero_product_points(ctx: Context) -> list[dict]:
 
 
 def _zero_is_critical(rows: list[dict], what: str) -> Check:
-    return Check.at_most(_column(rows, "max |gradient entry|"), 0.0, what=f"{what}: largest |gradient entry| at W = 0")
+    return Check.at_most(
+        _column(rows, "max |gradient entry|"), 0.0, what=f"{what}: largest |gradient entry| at $W = 0$"
+    )
 
 
 def _excess_vanishes(rows: list[dict], what: str) -> Check:
     return Check.at_most(
         _column(rows, "excess risk"),
         1e-10 * _column(rows, "||R Sigma^1/2||_F^2"),
-        what=f"{what}: excess risk at the critical point vs 1e-10 ||R Sigma^1/2||_F^2 (a global minimum)",
+        what=f"{what}: excess risk at the critical point vs $10^{{-10}} \\|R \\Sigma^{{1/2}}\\|_F^2$ "
+        "(a global minimum)",
     )
 
 
@@ -1606,8 +1640,8 @@ def _excess_vanishes(rows: list[dict], what: str) -> Check:
         r"critical with excess risk $\|R\Sigma^{1/2}\|_F^2 > 0$."
     ),
     control=Control(
-        "The standard parameterisation W_l ... W_1, a rival variant the paper contrasts: its bad critical "
-        "point W = 0 lies inside every ball max ||W_i|| <= tau, so the check that bad critical points sit at "
+        r"The standard parameterisation $W_\ell \cdots W_1$, a rival variant the paper contrasts: its bad critical "
+        r"point $W = 0$ lies inside every ball $\max \|W_i\| \le \tau$, so the check that bad critical points sit at "
         "max norm 1 or more must fail there."
     ),
     rests_on=("hardt-ma/thm-2.2", "hardt-ma/eq-2.3"),
@@ -1618,7 +1652,7 @@ def section_1_no_bad_critical(ctx: Context) -> Evidence:
     rows = ctx.shared("hardt-ma/sec1-critical-points", lambda: _zero_product_points(ctx))
     deep = [r for r in rows if r["l"] >= 2]
     statement = Check.combine(
-        [_zero_is_critical(deep, "(1.1) at A_i = -I, l >= 2"), _excess_vanishes(deep, "(1.1), l >= 2")],
+        [_zero_is_critical(deep, r"(1.1) at $A_i = -I$, $\ell \ge 2$"), _excess_vanishes(deep, r"(1.1), $\ell \ge 2$")],
         what="every critical point found is a global minimum",
     )
     _, _, bound = _gradient_bound_evidence(ctx)
@@ -1665,19 +1699,19 @@ def section_1_plain_zero_critical(ctx: Context) -> Evidence:
     deep = [r for r in rows if r["l"] >= 2]
     statement = Check.combine(
         [
-            _zero_is_critical(deep, "l >= 2"),
+            _zero_is_critical(deep, r"$\ell \ge 2$"),
             Check.close(
                 _column(deep, "excess risk"),
                 _column(deep, "||R Sigma^1/2||_F^2"),
                 rtol=1e-12,
-                what="excess risk at W = 0 vs ||R Sigma^1/2||_F^2 > 0",
+                what=r"excess risk at $W = 0$ vs $\|R \Sigma^{1/2}\|_F^2 > 0$",
             ),
         ],
         what="W = 0 is a bad critical point",
     )
     return Evidence(
         statement=statement,
-        control=_zero_is_critical([r for r in rows if r["l"] == 1], "control, l = 1"),
+        control=_zero_is_critical([r for r in rows if r["l"] == 1], r"control, $\ell = 1$"),
         data={"rows": rows},
         glue={"sec1_plain_zero_cases": len(deep)},
     )
@@ -1912,7 +1946,7 @@ def bhl_spd(ctx: Context) -> Evidence:
     )
     statement = Check.combine(
         [
-            Check.all_of(converged, what=f"SPD runs reaching loss <= eps in {cfg.bhl_budget} steps"),
+            Check.all_of(converged, what=f"SPD runs reaching loss $\\le \\varepsilon$ in {cfg.bhl_budget} steps"),
             Check.all_of(
                 [f["fit"] is not None and f["fit"].power_law_fits_better for f in fits],
                 what=f"sweeps in kappa, L, log(d/eps) where a {_GROW} (no fit: fails)",
@@ -1921,7 +1955,10 @@ def bhl_spd(ctx: Context) -> Evidence:
         what="convergence, and polynomial-shaped growth of the step counts",
     )
     control = (
-        Check.all_of([negated_steps is not None], what="control: same budget, eigenvalue -kappa^-1/2 instead of +"),
+        Check.all_of(
+            [negated_steps is not None],
+            what=r"control: same budget, eigenvalue $-\kappa^{-1/2}$ instead of $+\kappa^{-1/2}$",
+        ),
         _power_law_fits(psd_fit, f"control: semidefinite target (infinite kappa): a {_GROW}"),
     )
     L_fit = next(f["fit"] for f in fits if f["variable"] == "L")
@@ -2134,7 +2171,7 @@ def _keeps_floor(rows: list[dict], what: str) -> Check:
         _column(rows, "min loss"),
         _column(rows, "exact floor"),
         rtol=1e-12,
-        what=f"{what}: min loss vs sum of lambda^2/2 over lambda < 0",
+        what=f"{what}: min loss vs $\\sum_{{\\lambda < 0}} \\lambda^2/2$",
     )
 
 

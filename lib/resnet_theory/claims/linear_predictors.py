@@ -271,9 +271,9 @@ def _no_skip_theorem_1(ctx: Context) -> list[tuple[dict, dict]]:
     r"F_{\mathrm{lin}}(w^*)) / \sqrt{2\|w\|^2 + \|w^*\|^2 (2 + \|V\|^2/\|w\|^2)}$ "
     r"(spectral norm of $V$).",
     control=Control(
-        "the same instances and local search for x -> w^T V f_theta(x), the "
+        r"the same instances and local search for $x \mapsto w^T V f_\theta(x)$, the "
         "network without the skip, which Theorem 1 does not cover: its "
-        "minima can have zero gradient and a value above F_lin(w*)"
+        r"minima can have zero gradient and a value above $F_{\mathrm{lin}}(w^*)$"
     ),
 )
 def theorem_1(ctx: Context) -> Evidence:
@@ -362,9 +362,9 @@ def _vv_block_largest(instances: list[dict]) -> float:
     r"V)\| + \|V\| \sqrt{|\lambda|\, \|\partial^2 F/\partial w^2\| + \lambda^2} \ge "
     r"(F(0, V) - F_{\mathrm{lin}}(w^*)) / \|w^*\|$.",
     control=Control(
-        "x -> w^T V f_theta(x) at w = 0 on twenty of the survey's instances: "
-        "without the skip the theorem does not apply, and its gradient in w "
-        "shrinks with V while the right side does not"
+        r"$x \mapsto w^T V f_\theta(x)$ at $w = 0$ on twenty of the survey's instances: "
+        "without the skip the theorem does not apply, and its gradient in $w$ "
+        "shrinks with $V$ while the right side does not"
     ),
 )
 def theorem_2(ctx: Context) -> Evidence:
@@ -439,9 +439,9 @@ CLAIMS.skip(
     r"in the prediction) has $F \le \inf_w F_{\mathrm{lin}}(w)$. The abstract states "
     r"it in words; the precise form and the numbering follow review 003.",
     control=Control(
-        "the same instances, search and verification for x -> w^T V "
-        "f_theta(x), the network without the skip, whose minima the "
-        "corollary does not bound (they fit only the features f_theta(x))"
+        r"the same instances, search and verification for $x \mapsto w^T V "
+        r"f_\theta(x)$, the network without the skip, whose minima the "
+        r"corollary does not bound (they fit only the features $f_\theta(x)$)"
     ),
     rests_on=("shamir/thm-3",),
 )
@@ -544,7 +544,7 @@ _THM3_LEVELS = ", ".join(f"{e:g}" for e in THM3_EPS)
     r"gain of the best linear predictor over predicting 0 (our choice), at "
     rf"$\epsilon$ = {_THM3_LEVELS}, $b = r = {THM3_BOUND:g}$.",
     control=Control(
-        "the eps-SOPSPs of x -> w^T V f_theta(x), the network without the "
+        r"the $\epsilon$-SOPSPs of $x \mapsto w^T V f_\theta(x)$, the network without the "
         "skip, on the same instances and paths: Theorem 3 does not cover it"
     ),
     rests_on=("shamir/thm-1", "shamir/thm-2"),
@@ -775,7 +775,7 @@ def _bound(run: dict, horizons) -> np.ndarray:
     r"G \sqrt{2 \log(2/\delta) / T}$, $\delta = 0.05$, every run and every $T$.",
     control=Control(
         f"projected SGD on a ball of radius {T4_CONTROL_RADIUS:g}, which "
-        "excludes u* (norm 1.5), with the gap measured against F_lin(u*): "
+        r"excludes $u^*$ (norm 1.5), with the gap measured against $F_{\mathrm{lin}}(u^*)$: "
         "the theorem compares only with linear predictors inside the ball"
     ),
 )

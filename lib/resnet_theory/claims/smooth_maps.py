@@ -70,9 +70,9 @@ def ruled_out_maps() -> dict[str, tuple]:
 
 # --- the representation result: certificates and rates, uniform and geometric scales ---------------------------
 _NOT_COVERED = (
-    "the Holder map x (1 + 0.6 |x|^(1/2)) (bi-Lipschitz, but h' is not "
-    "Lipschitz: not smooth) and the cusp map (g(x_1), x_2) with "
-    "g' = (1 - x_1/0.6)^2 (smooth, but h^-1 is not Lipschitz: not "
+    r"the Hölder map $x (1 + 0.6 |x|^{1/2})$ (bi-Lipschitz, but $h'$ is not "
+    r"Lipschitz: not smooth) and the cusp map $(g(x_1), x_2)$ with "
+    r"$g' = (1 - x_1/0.6)^2$ (smooth, but $h^{-1}$ is not Lipschitz: not "
     "bi-Lipschitz, so no near-identity composition equals it); the same "
     "construction, certificates and estimates"
 )

@@ -1,0 +1,81 @@
+"""Math in the check summaries a page shows is typeset (issue 33): every claim of every chapter, run at the tiny
+profile, rendered as its chapter shows it (the evidence table), as the ledger shows it (the evidence parts and the
+erratum sentence), has no ASCII spelling of mathematics outside its ``$...$`` math: no ``^(``, ``x^2``, ``sqrt(``,
+``**``, ``*`` between names, ``!=``, ``<=`` or ``>=`` (the ledger once quoted ``(O^(1/l))^l vs O`` and SymPy's
+``ell*(-sqrt(3)*sqrt(gamma) + 2*sqrt(pi))/... != 0``)."""
+
+from __future__ import annotations
+
+import pytest
+import sympy as sp
+
+from resnet_theory.claims import Context
+from resnet_theory.claims.chapter import evidence_html
+from resnet_theory.claims.registry import CHAPTER_MODULES, chapter_claims
+from resnet_theory.claims.run import run_claim
+from resnet_theory.ledger_html import ascii_math, erratum_sentence, evidence_table_html, text_html
+from resnet_theory.verdicts import Check
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "(O^(1/l))^l vs O",
+        "ell*(-sqrt(3)*sqrt(gamma) + 2*sqrt(pi)) != 0",
+        "x ** 2",
+        "loss <= eps",
+        "p >= 3 gamma",
+        "E[x x^T]",
+        "||E Sigma^1/2||_F^2",
+    ],
+)
+def test_ascii_math_is_found_outside_math(text):
+    assert ascii_math(text_html(text)), text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        r"$(O^{1/\ell})^\ell$ vs $O$",
+        r"measured $\max \|A_i\|$ vs $2(\sqrt{\pi}+\sqrt{3\gamma})^2/\ell$, $\ell \ge 3\gamma$",
+        "every case holds: 3 of 3, tolerance atol=0, rtol=1e-09 (a - b)",
+        r"$E[x x^T]$ as printed",
+    ],
+)
+def test_typeset_math_and_plain_words_pass(text):
+    assert not ascii_math(text_html(text)), text
+
+
+def test_the_checks_write_their_relations_and_sympy_values_typeset():
+    gamma, ell = sp.symbols("gamma ell", positive=True)
+    printed = ell * (2 * sp.sqrt(sp.pi) - sp.sqrt(3) * sp.sqrt(gamma)) / (sp.sqrt(sp.pi) + sp.sqrt(3 * gamma))
+    checks = [
+        Check.equal(printed, 0, what="2q + p - l"),
+        Check.equal([0, -2 * gamma], [0, 0], what="entries"),
+        Check.at_most([1.0, 2.0], 1.5, what="values", rtol=1e-9),
+        Check.at_least([1.0, 2.0], 1.5, what="values"),
+        Check.statistical(0.3, 0.1, 0.5, what="rate", test="fraction", n=4, above=False),
+    ]
+    for check in checks:
+        assert not ascii_math(text_html(check.summary)), check.summary
+    assert r"\sqrt{\pi}" in checks[0].summary and r"$\ne$" in checks[0].summary
+
+
+@pytest.fixture(scope="module", params=list(CHAPTER_MODULES))
+def tiny_runs(request):
+    """Every claim of one chapter run at the tiny profile, in one context (shared results computed once)."""
+    import torch
+
+    torch.set_num_threads(1)
+    claims = chapter_claims(request.param)
+    ctx = Context.for_table(claims.profile, "tiny", 0)
+    return [run_claim(decl, ctx) for decl in claims]
+
+
+def test_no_summary_a_page_shows_has_ascii_math(tiny_runs):
+    found = {}
+    for run in tiny_runs:
+        shown = evidence_html(run) + evidence_table_html(run.record) + erratum_sentence(run.record)
+        if ascii_math(shown):
+            found[run.record.id] = ascii_math(shown)
+    assert not found, found
