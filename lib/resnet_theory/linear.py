@@ -36,6 +36,7 @@ from . import checks, validate
 
 __all__ = [
     "best_factorization_in_ball",
+    "best_factorizations_in_ball",
     "bhl_step_size",
     "compose",
     "critical_point_search",
@@ -827,9 +828,12 @@ def theorem_2_1_worst_ratio_search(
     return {"ratio": best[0], "R": best[1], "depth": best[2], "history": np.asarray(history)}
 
 
-def _project_to_ball(A: np.ndarray, tau: float) -> np.ndarray:
-    """Nearest point (Frobenius) with every ``||A_i|| <= tau``: clip each layer's singular values at tau."""
+def _project_to_ball(A: np.ndarray, tau) -> np.ndarray:
+    """Nearest point (Frobenius) with every ``||A_i|| <= tau``: clip each layer's singular values at tau.
+    ``A`` is ``(depth, d, d)``, or ``(batch, depth, d, d)`` with one ``tau`` per member of the batch."""
     U, s, Vt = np.linalg.svd(A)
+    if A.ndim == 4:
+        return (U * np.minimum(s, np.asarray(tau)[:, None, None])[..., None, :]) @ Vt
     return np.einsum("lij,lj,ljk->lik", U, np.minimum(s, tau), Vt)
 
 
@@ -839,45 +843,115 @@ def best_factorization_in_ball(R, depth, radius, starts=4, steps=400, seed=None)
     excess risk at ``Sigma = I``) with a backtracking step, from ``A = 0`` and ``starts - 1`` random points
     of the ball. Returns the smallest residual ``||P - R||_F`` found, the largest layer norm there and the
     determinant of that product. For ``det R < 0`` and ``radius < 1`` no such product exists (every
-    ``I + A_i`` has positive determinant) and the residual cannot fall below ``s_min(R)``."""
+    ``I + A_i`` has positive determinant) and the residual cannot fall below ``s_min(R)``.
+
+    One target of :func:`best_factorizations_in_ball` (the same descent, all starts at once)."""
     R = validate.square_matrix("R", R)
-    d = R.shape[0]
+    return best_factorizations_in_ball([R], depth, [radius], starts, steps, seed)[0]
+
+
+def best_factorizations_in_ball(targets, depth, radii, starts=4, steps=400, seed=None) -> list[dict]:
+    """:func:`best_factorization_in_ball` for several targets ``R`` of one size, each in its own ball
+    (``radii``), every start of every target descended together as one batch: the same descents (each with
+    its own backtracking step, stopping when its step falls below 1e-12) and the same random starts (drawn
+    target by target, start by start), at a fraction of the cost of one loop per start."""
+    Rs = [validate.square_matrix("R", R) for R in targets]
+    if not Rs or len({R.shape for R in Rs}) != 1:
+        raise ValueError(f"targets must be one or more square matrices of one size, got {len(Rs)}")
+    radii = [validate.positive_float("radius", r) for r in radii]
+    if len(radii) != len(Rs):
+        raise ValueError(f"radii must give one radius per target: {len(Rs)} targets, {len(radii)} radii")
+    d = Rs[0].shape[0]
     depth = validate.positive_int("depth", depth)
-    radius = validate.positive_float("radius", radius)
     starts = validate.positive_int("starts", starts)
     steps = validate.positive_int("steps", steps)
     _check_depth_budget(depth, d, layers=True)
     validate.check_budget(
         "(starts, steps)",
-        float(starts) * steps,
+        float(starts) * steps * len(Rs),
         validate.LOOP_LIMIT,
         what="work",
         unit="loop iterations",
         value=(starts, steps),
     )
+    validate.check_budget(
+        "(targets, starts)", 32.0 * len(Rs) * starts * depth * d * d, validate.memory_limit_bytes(), value=len(Rs)
+    )
     rng = _rng(seed)
-    I = np.eye(d)
-    best = {"residual": math.inf}
-    for m in range(starts):
-        A = np.zeros((depth, d, d)) if m == 0 else random_layers_in_ball(depth, d, radius, rng)
-        res = float(np.linalg.norm(compose(A) - R))
-        lr = 0.5 / depth
-        for _ in range(steps):
-            g = risk_gradient(A, R, I)
-            while lr > 1e-12:
-                trial = _project_to_ball(A - lr * g, radius)
-                res_trial = float(np.linalg.norm(compose(trial) - R))
-                if res_trial < res:
-                    A, res, lr = trial, res_trial, lr * 1.5
-                    break
-                lr /= 2
-            else:
-                break
-        if res < best["residual"]:
-            P = compose(A)
-            best = {"residual": res, "max_norm": float(np.max(layer_norms(A))), "det": float(np.linalg.det(P))}
-    best["s_min"] = float(np.linalg.svd(R, compute_uv=False)[-1])
-    return best
+    A0 = np.stack(
+        [
+            np.zeros((depth, d, d)) if m == 0 else random_layers_in_ball(depth, d, radius, rng)
+            for radius in radii
+            for m in range(starts)
+        ]
+    )
+    R_b = np.repeat(np.stack(Rs), starts, axis=0)
+    tau = np.repeat(np.asarray(radii, dtype=float), starts)
+    A, res = _descend_in_balls(A0, R_b, tau, steps)
+    out = []
+    for k, R in enumerate(Rs):
+        m = k * starts + int(np.argmin(res[k * starts : (k + 1) * starts]))
+        out.append(
+            {
+                "residual": float(res[m]),
+                "max_norm": float(np.max(layer_norms(A[m]))),
+                "det": float(np.linalg.det(compose(A[m]))),
+                "s_min": float(np.linalg.svd(R, compute_uv=False)[-1]),
+            }
+        )
+    return out
+
+
+def _compose_batch(A: np.ndarray) -> np.ndarray:
+    """``compose`` of a batch of layer stacks ``(batch, depth, d, d)``."""
+    P = np.broadcast_to(np.eye(A.shape[-1]), (A.shape[0], A.shape[-1], A.shape[-1])).copy()
+    for i in range(A.shape[1]):
+        P = P + A[:, i] @ P
+    return P
+
+
+def _excess_gradient_batch(A: np.ndarray, R: np.ndarray) -> np.ndarray:
+    """:func:`risk_gradient` at ``Sigma = I`` for a batch ``(batch, depth, d, d)`` of layer stacks."""
+    batch, depth, d, _ = A.shape
+    right, left = np.empty_like(A), np.empty_like(A)
+    P = np.broadcast_to(np.eye(d), (batch, d, d)).copy()
+    for i in range(depth):
+        right[:, i] = P
+        P = P + A[:, i] @ P
+    Q = np.broadcast_to(np.eye(d), (batch, d, d)).copy()
+    for i in range(depth - 1, -1, -1):
+        left[:, i] = Q
+        Q = Q + Q @ A[:, i]
+    G = (P - R)[:, None]
+    return 2.0 * left.transpose(0, 1, 3, 2) @ G @ right.transpose(0, 1, 3, 2)
+
+
+def _descend_in_balls(A: np.ndarray, R: np.ndarray, tau: np.ndarray, steps: int) -> tuple[np.ndarray, np.ndarray]:
+    """Projected gradient descent with backtracking for each member of the batch, as one loop over steps:
+    a member accepts its first trial step that lowers its residual (then its step grows by 1.5), halves its
+    step otherwise, and stops for good once the step falls below 1e-12. Returns the layers and residuals."""
+    res = np.linalg.norm(_compose_batch(A) - R, axis=(1, 2))
+    lr = np.full(len(A), 0.5 / A.shape[1])
+    active = np.ones(len(A), dtype=bool)
+    for _ in range(steps):
+        if not active.any():
+            break
+        g = np.zeros_like(A)
+        g[active] = _excess_gradient_batch(A[active], R[active])
+        pending = active.copy()
+        while pending.any():
+            k = np.flatnonzero(pending)  # the members still looking for a step that lowers their residual
+            trial = _project_to_ball(A[k] - lr[k, None, None, None] * g[k], tau[k])
+            res_trial = np.linalg.norm(_compose_batch(trial) - R[k], axis=(1, 2))
+            better = res_trial < res[k]
+            A[k[better]], res[k[better]] = trial[better], res_trial[better]
+            lr[k[better]] *= 1.5
+            pending[k[better]] = False
+            lr[pending] /= 2
+            stuck = pending & ~(lr > 1e-12)
+            active &= ~stuck
+            pending &= ~stuck
+    return A, res
 
 
 def theorem_2_1_sweep(R, depths, method: str = "polar") -> dict:

@@ -34,6 +34,7 @@ near the identity, generic data) are our own instances of the abstract's negativ
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -268,9 +269,19 @@ def _fallback_factorize(R: np.ndarray, depth: int) -> np.ndarray:
 LINEAR_METHODS = ("hardt-ma", "polar", "logarithm")
 
 
+@functools.lru_cache(maxsize=64)
+def _matrix_logarithm(shape: tuple[int, int], entries: bytes) -> np.ndarray:
+    """``scipy.linalg.logm`` of the float64 matrix with these bytes, read-only. The representation sweeps
+    factorise one linear part ``h'(0)`` at every depth of every spacing: its logarithm is computed once."""
+    L = scipy.linalg.logm(np.frombuffer(entries, dtype=np.float64).reshape(shape))
+    L.setflags(write=False)
+    return L
+
+
 def _logarithm_factorize(R: np.ndarray, depth: int) -> tuple[np.ndarray, str]:
     """Equal layers ``expm(log(R)/depth) - I`` with the principal real logarithm, when R has one."""
-    L = scipy.linalg.logm(R)
+    R = np.ascontiguousarray(R, dtype=np.float64)
+    L = _matrix_logarithm(R.shape, R.tobytes())
     scale = max(1.0, float(np.max(np.abs(L))))
     if np.iscomplexobj(L):
         if np.max(np.abs(L.imag)) > 1e-10 * scale:  # an eigenvalue on the negative real axis

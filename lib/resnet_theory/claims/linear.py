@@ -448,11 +448,17 @@ def _search_inside_bound(ctx: Context) -> list[dict]:
     for R_pos in signed:
         R_neg = R_pos * np.r_[-1.0, np.ones(len(R_pos) - 1)][None, :]
         row = {"d": len(R_pos), "gamma": linear.gamma(R_pos)}
-        for name, bound in [("camera", linear.theorem_2_1_bound), ("review", linear.theorem_2_1_bound_early)]:
-            radius = bound(R_pos, THM21_SEARCH_DEPTH)
-            for sign, R_s in [("det>0", R_pos), ("det<0", R_neg)]:
-                found = linear.best_factorization_in_ball(R_s, THM21_SEARCH_DEPTH, radius, 3, 300, rng)
-                row[_residual_column(name, sign)] = found["residual"] / np.linalg.norm(R_s)
+        # the four searches of this R (two bounds, two signs), every start of each, descended as one batch
+        cases = [
+            (_residual_column(name, sign), R_s, bound(R_pos, THM21_SEARCH_DEPTH))
+            for name, bound in [("camera", linear.theorem_2_1_bound), ("review", linear.theorem_2_1_bound_early)]
+            for sign, R_s in [("det>0", R_pos), ("det<0", R_neg)]
+        ]
+        found = linear.best_factorizations_in_ball(
+            [R_s for _, R_s, _ in cases], THM21_SEARCH_DEPTH, [radius for *_, radius in cases], 3, 300, rng
+        )
+        for (column, R_s, _), best in zip(cases, found):
+            row[column] = best["residual"] / np.linalg.norm(R_s)
         rows.append(row)
     return rows
 
