@@ -66,6 +66,7 @@ __all__ = [
     "risk_gradient_printed_order",
     "rotation_root",
     "symmetric_identity_gd",
+    "symmetric_identity_gd_many",
     "SymmetricGDRun",
     "sympy_risk",
     "sympy_risk_gradient",
@@ -711,8 +712,8 @@ def theorem_2_1_ratio(R, depths, method: str = "polar") -> np.ndarray:
         value=None,
     )
     depths = [validate.positive_int("depth", depth) for depth in depths]
-    for depth in depths:
-        _check_depth_budget(depth, R.shape[0], layers=True)
+    if depths:  # the budget grows with the depth: the deepest one decides
+        _check_depth_budget(max(depths), R.shape[0], layers=True)
     out = min(theorem_2_1_bound(R, 1), theorem_2_1_bound_early(R, 1)) / np.asarray(depths, dtype=float)
     method = _as_method(method)
     _check_invertible_oriented(R)
@@ -1343,6 +1344,34 @@ def symmetric_identity_gd(eigenvalues, depth, lr, steps, reg=0.0) -> SymmetricGD
             if t < steps:
                 mu = mu - lr * (mu ** (depth - 1) * (power - lam) + 2.0 * reg * (mu - 1.0))
     return SymmetricGDRun(losses, mu, min_mu)
+
+
+def symmetric_identity_gd_many(spectra, depth, lrs, steps, regs) -> list[SymmetricGDRun]:
+    """:func:`symmetric_identity_gd` for several targets of one dimension at once, each with its own step
+    and regulariser (``spectra`` is ``(runs, d)``): the same updates, elementwise, for every run in one loop
+    over the steps, so each run's losses are those :func:`symmetric_identity_gd` gives it."""
+    lam = validate.finite_array("spectra", spectra, ndim=2)
+    depth = validate.positive_int("depth", depth)
+    lr = np.array([validate.positive_float("lr", x) for x in lrs], dtype=float)
+    reg = np.array([validate.non_negative_float("reg", x) for x in regs], dtype=float)
+    steps = validate.positive_int("steps", steps)
+    if not len(lam) == len(lr) == len(reg):
+        raise ValueError(f"one step and one regulariser per target: {len(lam)} targets, {len(lr)} and {len(reg)}")
+    validate.check_budget("steps", steps, validate.LOOP_LIMIT, what="work", unit="loop iterations", value=steps)
+    validate.check_budget("steps", 16.0 * (steps + 1) * (1 + lam.size), validate.memory_limit_bytes(), value=steps)
+    mu = np.ones_like(lam)
+    losses = np.empty((len(lam), steps + 1))
+    min_mu = np.ones(len(lam))
+    with np.errstate(over="ignore", invalid="ignore"):
+        for t in range(steps + 1):
+            power = mu**depth
+            losses[:, t] = 0.5 * np.sum((power - lam) ** 2, axis=1)
+            if not np.all(np.isfinite(losses[:, t])):
+                raise validate.DivergenceError(f"symmetric_identity_gd_many diverged at step {t}; lower lr")
+            min_mu = np.minimum(min_mu, mu.min(axis=1))
+            if t < steps:
+                mu = mu - lr[:, None] * (mu ** (depth - 1) * (power - lam) + 2.0 * reg[:, None] * (mu - 1.0))
+    return [SymmetricGDRun(losses[k], mu[k], float(min_mu[k])) for k in range(len(lam))]
 
 
 # --- Bartlett, Helmbold & Long: the same descent with a regulariser, numpy or torch, CPU or GPU ---------
