@@ -292,3 +292,23 @@ def test_the_batched_search_in_the_ball_is_one_descent_per_start():
         linear.best_factorizations_in_ball([R, R_neg], 6, [0.2], 3, 10)
     with pytest.raises(ValueError, match="one size"):
         linear.best_factorizations_in_ball([R, np.eye(2)], 6, radii, 3, 10)
+
+
+def test_the_batched_traces_are_the_single_traces_each_stopping_at_its_own_step():
+    rng = np.random.default_rng(7)
+    Phis = [np.eye(3) + r * rng.standard_normal((3, 3)) / 3 for r in (0.3, 0.6, 2.0)]
+    lrs, regs = [linear.bhl_step_size(Phi, 4) for Phi in Phis], [0.0, 0.01, 0.1]
+    many = linear.identity_gd_trace_many(Phis, 4, lrs, 500, regs, tol=1e-6)
+    lengths = set()
+    for Phi, lr, reg, run in zip(Phis, lrs, regs, many):
+        one = linear.identity_gd_trace(Phi, 4, lr, 500, reg=reg, tol=1e-6)
+        assert np.array_equal(run.losses, one.losses) and np.array_equal(run.product_dets, one.product_dets)
+        assert np.array_equal(run.layers, one.layers)
+        lengths.add(run.losses.size)
+    assert len(lengths) > 1, "the runs should stop at different steps"
+    with pytest.raises(ValueError, match="one step and one regulariser per target"):
+        linear.identity_gd_trace_many(Phis, 4, lrs[:1], 10)
+    with pytest.raises(ValueError, match="square matrices"):
+        linear.identity_gd_trace_many(np.ones((2, 3, 2)), 4, lrs[:2], 10)
+    with pytest.raises(linear.validate.DivergenceError, match="diverged"):
+        linear.identity_gd_trace_many(Phis, 4, [50.0, *lrs[1:]], 200)

@@ -52,6 +52,7 @@ __all__ = [
     "gradient_lower_bound_printed",
     "identity_gd_steps_to",
     "identity_gd_trace",
+    "identity_gd_trace_many",
     "identity_init_gd",
     "IdentityGDTrace",
     "layer_norms",
@@ -1286,6 +1287,58 @@ def identity_gd_trace(Phi, depth, lr, steps, reg=0.0, tol=None) -> IdentityGDTra
                 grads = grads + 2.0 * reg * (T - I)
             T = T - lr * grads
     return IdentityGDTrace(losses, dets, T)
+
+
+def identity_gd_trace_many(Phis, depth, lrs, steps, regs=None, tol=None) -> list[IdentityGDTrace]:
+    """:func:`identity_gd_trace` for several targets of one size (``Phis``: ``(runs, d, d)``), each with its own
+    step and regulariser, as one batch: every run follows its own updates and stops at its own first step with
+    loss at most ``tol`` (its arrays end there, as :func:`identity_gd_trace`'s do); the batch ends when the last
+    run does. Raises ``DivergenceError`` when a running run's loss stops being finite."""
+    Phi = validate.finite_array("Phis", Phis, ndim=3)
+    if Phi.shape[0] < 1 or Phi.shape[1] != Phi.shape[2]:
+        raise ValueError(f"Phis must be one or more square matrices, shape (runs, d, d), got shape {Phi.shape}")
+    runs, d = Phi.shape[0], Phi.shape[1]
+    depth = validate.positive_int("depth", depth)
+    lr = np.array([validate.positive_float("lr", x) for x in lrs], dtype=float)
+    reg = np.array([validate.non_negative_float("reg", x) for x in (regs if regs is not None else [0.0] * runs)])
+    if not runs == len(lr) == len(reg):
+        raise ValueError(f"one step and one regulariser per target: {runs} targets, {len(lr)} and {len(reg)}")
+    steps = validate.positive_int("steps", steps)
+    tol = -math.inf if tol is None else validate.positive_float("tol", tol)
+    _check_depth_budget(depth, d, layers=True)
+    validate.check_budget("steps", steps, validate.LOOP_LIMIT, what="work", unit="loop iterations", value=steps)
+    validate.check_budget("steps", 16.0 * (steps + 1) * runs, validate.memory_limit_bytes(), value=steps)
+    validate.check_budget(
+        "steps", 4.0 * steps * runs * depth * d**3, validate.OPS_LIMIT, what="work", unit="operations", value=steps
+    )
+    I = np.eye(d)
+    T = np.broadcast_to(I, (runs, depth, d, d)).copy()
+    right, left = np.empty_like(T), np.empty_like(T)
+    right[:, 0], left[:, -1] = I, I
+    losses, dets = np.empty((runs, steps + 1)), np.empty((runs, steps + 1))
+    ends = np.full(runs, steps)
+    active = np.ones(runs, dtype=bool)
+    with np.errstate(over="ignore", invalid="ignore"):
+        for t in range(steps + 1):
+            for i in range(1, depth):
+                right[:, i] = T[:, i - 1] @ right[:, i - 1]
+            P = T[:, -1] @ right[:, -1]
+            G = P - Phi
+            losses[:, t] = 0.5 * np.sum(G**2, axis=(1, 2))
+            finite = np.all(np.isfinite(P), axis=(1, 2))
+            dets[:, t] = np.where(finite, np.linalg.det(np.where(finite[:, None, None], P, 0.0)), math.nan)
+            if not np.all(np.isfinite(losses[active, t])):
+                raise validate.DivergenceError(f"identity_gd_trace_many diverged at step {t}; lower the learning rate")
+            stop = active & (losses[:, t] <= tol) if t < steps else active
+            ends[stop], active = t, active & ~stop
+            if not active.any():
+                break
+            for i in range(depth - 2, -1, -1):
+                left[:, i] = left[:, i + 1] @ T[:, i + 1]
+            grads = left.transpose(0, 1, 3, 2) @ G[:, None] @ right.transpose(0, 1, 3, 2)
+            grads = grads + (2.0 * reg)[:, None, None, None] * (T - I)
+            T = np.where(active[:, None, None, None], T - lr[:, None, None, None] * grads, T)
+    return [IdentityGDTrace(losses[k, : ends[k] + 1], dets[k, : ends[k] + 1], T[k]) for k in range(runs)]
 
 
 def det_loss_floor(Phi) -> float:

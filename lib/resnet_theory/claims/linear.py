@@ -1962,10 +1962,12 @@ def bhl_spd(ctx: Context) -> Evidence:
 
 
 # --- Bartlett, Helmbold and Long: near the identity, and far from it --------------------------------------------
-def _distance_run(Phi, depth: int, budget: int) -> dict:
+def _distance_run(Phi, depth: int, budget: int, trace=None) -> dict:
     """Gradient descent from the identity with the suited step: whether it reaches the tolerance, its smallest
-    loss, the determinant floor (1/2 s_min(Phi)^2) and the signs of det Phi and det of the product."""
-    trace = linear.identity_gd_trace(Phi, depth, linear.bhl_step_size(Phi, depth), budget, tol=TOL)
+    loss, the determinant floor (1/2 s_min(Phi)^2) and the signs of det Phi and det of the product (``trace``:
+    the run, when it was computed with others as one batch)."""
+    if trace is None:
+        trace = linear.identity_gd_trace(Phi, depth, linear.bhl_step_size(Phi, depth), budget, tol=TOL)
     return {
         "converged": bool(trace.losses[-1] <= TOL),
         "steps": trace.losses.size - 1,
@@ -1985,12 +1987,17 @@ def _distance_runs(ctx: Context) -> dict:
         for dim in [4, 16]:
             Delta = rng.standard_normal((dim, dim))
             near.append(_distance_run(np.eye(dim) + 0.2 * Delta / np.linalg.norm(Delta), depth, cfg.bhl_far_budget))
-    far = {
-        r: [
-            _distance_run(np.eye(4) + r * G / np.linalg.norm(G, 2), cfg.bhl_depth, cfg.bhl_far_budget)
-            for G in rng.standard_normal((cfg.bhl_far, 4, 4))
-        ]
+    targets = {
+        r: [np.eye(4) + r * G / np.linalg.norm(G, 2) for G in rng.standard_normal((cfg.bhl_far, 4, 4))]
         for r in (0.5, 2.0, 3.0)
+    }
+    # every far run (one size, one depth) as one batch: each with its own step, stopping at its own tolerance
+    Phis = [Phi for group in targets.values() for Phi in group]
+    steps = [linear.bhl_step_size(Phi, cfg.bhl_depth) for Phi in Phis]
+    traces = iter(linear.identity_gd_trace_many(Phis, cfg.bhl_depth, steps, cfg.bhl_far_budget, tol=TOL))
+    far = {
+        r: [_distance_run(Phi, cfg.bhl_depth, cfg.bhl_far_budget, next(traces)) for Phi in group]
+        for r, group in targets.items()
     }
     return {"near": near, "far": far}
 
@@ -2123,9 +2130,12 @@ def _exact_runs(ctx: Context, rotation: np.ndarray) -> list[dict]:
     exact_runs = linear.symmetric_identity_gd_many(
         [c[3] for c in cases], cfg.bhl_depth, [c[5] for c in cases], 3 * cfg.bhl_far_budget, [c[1] for c in cases]
     )
+    early_runs = linear.identity_gd_trace_many(
+        [c[4] for c in cases], cfg.bhl_depth, [c[5] for c in cases], 300, [c[1] for c in cases]
+    )
     rows = []
-    for (spectrum, reg, target, _lam, Phi, eta), exact in zip(cases, exact_runs):
-        early = linear.identity_gd_trace(Phi, cfg.bhl_depth, eta, 300, reg=reg).losses
+    for (spectrum, reg, target, _lam, _Phi, _eta), exact, early_run in zip(cases, exact_runs, early_runs):
+        early = early_run.losses
         rows.append(
             {
                 "spectrum": str(list(spectrum)),
