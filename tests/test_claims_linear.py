@@ -9,7 +9,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
+from threadpoolctl import threadpool_limits
 
+from resnet_theory import linear
 from resnet_theory.claims import Context
 from resnet_theory.claims.linear import CLAIMS, PROFILE
 from resnet_theory.claims.run import run_claim
@@ -43,6 +46,17 @@ DATA_KEYS = {
     "bartlett-helmbold-long/far-from-identity": {"summary": None},
     "bartlett-helmbold-long/negative-eigenvalue": {"rows": None, "rotation": None},
 }
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread_for_the_module():
+    """One torch and one BLAS thread while this module's claims run, as in their chapter: on a busy 2-core
+    machine a second thread spins, and the tiny claims took about 2.5 times the CPU seconds (measured)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    with threadpool_limits(limits=1):
+        yield
+    torch.set_num_threads(before)
 
 
 @pytest.fixture(scope="module")
@@ -229,3 +243,72 @@ def test_every_svd_of_r_with_positive_determinant_has_a_reflection_twin(tiny):
     rows = run_in(tiny, "hardt-ma/thm-2.1-proof-rotation-blocks").data["rows"]
     numpy, negated = ([r["det U"] for r in rows if r["SVD"] == name] for name in ("numpy", "last columns negated"))
     assert all(np.isclose(a, -b) and abs(abs(a) - 1) < 1e-9 for a, b in zip(numpy, negated))
+
+
+# --- the batched computations the chapter's claims use: the same numbers as one run at a time -------------------
+def test_the_batched_exact_runs_are_the_single_runs():
+    spectra = np.array([[-1.0, 0.5, 1.0, 2.0], [1.0, 0.5, 1.0, 2.0], [-3.0, 0.5, 1.0, 2.0]])
+    lrs, regs = [0.05, 0.02, 0.01], [0.0, 0.1, 1e-3]
+    many = linear.symmetric_identity_gd_many(spectra, 4, lrs, 400, regs)
+    for lam, lr, reg, run in zip(spectra, lrs, regs, many):
+        one = linear.symmetric_identity_gd(lam, 4, lr, 400, reg=reg)
+        assert np.array_equal(run.losses, one.losses) and np.array_equal(run.mu, one.mu)
+        assert run.min_mu == one.min_mu
+    with pytest.raises(ValueError, match="one step and one regulariser per target"):
+        linear.symmetric_identity_gd_many(spectra, 4, lrs[:2], 10, regs)
+    with pytest.raises(linear.validate.DivergenceError, match="diverged"):
+        linear.symmetric_identity_gd_many(spectra, 4, [50.0, 0.02, 0.01], 200, regs)
+
+
+def _one_descent(R, depth, radius, A):
+    """The projected descent of ``best_factorization_in_ball`` for one start, written as a plain loop."""
+    res, lr = float(np.linalg.norm(linear.compose(A) - R)), 0.5 / depth
+    for _ in range(60):
+        g = linear.risk_gradient(A, R, np.eye(len(R)))
+        while lr > 1e-12:
+            trial = linear._project_to_ball(A - lr * g, radius)
+            res_trial = float(np.linalg.norm(linear.compose(trial) - R))
+            if res_trial < res:
+                A, res, lr = trial, res_trial, lr * 1.5
+                break
+            lr /= 2
+        else:
+            break
+    return res
+
+
+def test_the_batched_search_in_the_ball_is_one_descent_per_start():
+    rng = np.random.default_rng(3)
+    R = np.eye(3) + 0.1 * rng.standard_normal((3, 3))  # near I: reachable with every ||A_i|| <= 0.2 at depth 6
+    R_neg = R * np.r_[-1.0, 1.0, 1.0][None, :]
+    radii = [0.2, 0.2]
+    found = linear.best_factorizations_in_ball([R, R_neg], 6, radii, 3, 60, seed=5)
+    draws = np.random.default_rng(5)
+    for R_s, radius, best in zip([R, R_neg], radii, found):
+        starts = [np.zeros((6, 3, 3))] + [linear.random_layers_in_ball(6, 3, radius, draws) for _ in range(2)]
+        assert best["residual"] == pytest.approx(min(_one_descent(R_s, 6, radius, A) for A in starts), rel=1e-9)
+    assert found[0]["residual"] < 1e-9 * np.linalg.norm(R) and found[1]["residual"] >= found[1]["s_min"] * 0.999
+    with pytest.raises(ValueError, match="one radius per target"):
+        linear.best_factorizations_in_ball([R, R_neg], 6, [0.2], 3, 10)
+    with pytest.raises(ValueError, match="one size"):
+        linear.best_factorizations_in_ball([R, np.eye(2)], 6, radii, 3, 10)
+
+
+def test_the_batched_traces_are_the_single_traces_each_stopping_at_its_own_step():
+    rng = np.random.default_rng(7)
+    Phis = [np.eye(3) + r * rng.standard_normal((3, 3)) / 3 for r in (0.3, 0.6, 2.0)]
+    lrs, regs = [linear.bhl_step_size(Phi, 4) for Phi in Phis], [0.0, 0.01, 0.1]
+    many = linear.identity_gd_trace_many(Phis, 4, lrs, 500, regs, tol=1e-6)
+    lengths = set()
+    for Phi, lr, reg, run in zip(Phis, lrs, regs, many):
+        one = linear.identity_gd_trace(Phi, 4, lr, 500, reg=reg, tol=1e-6)
+        assert np.array_equal(run.losses, one.losses) and np.array_equal(run.product_dets, one.product_dets)
+        assert np.array_equal(run.layers, one.layers)
+        lengths.add(run.losses.size)
+    assert len(lengths) > 1, "the runs should stop at different steps"
+    with pytest.raises(ValueError, match="one step and one regulariser per target"):
+        linear.identity_gd_trace_many(Phis, 4, lrs[:1], 10)
+    with pytest.raises(ValueError, match="square matrices"):
+        linear.identity_gd_trace_many(np.ones((2, 3, 2)), 4, lrs[:2], 10)
+    with pytest.raises(linear.validate.DivergenceError, match="diverged"):
+        linear.identity_gd_trace_many(Phis, 4, [50.0, *lrs[1:]], 200)

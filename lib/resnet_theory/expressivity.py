@@ -80,11 +80,22 @@ from torch import nn
 from . import validate
 
 try:  # optional: limits BLAS to BLAS_THREADS threads (speed only); a bare torch+numpy+scipy machine lacks it
-    from threadpoolctl import threadpool_limits
+    from threadpoolctl import ThreadpoolController
 except ImportError:  # pragma: no cover - exercised where threadpoolctl is not installed
+    ThreadpoolController = None
 
-    def threadpool_limits(limits=None, user_api=None):
+_THREADPOOLS: list = []
+
+
+def threadpool_limits(limits=None, user_api=None):
+    """``threadpoolctl.threadpool_limits``, from one controller made on first use: making one scans the loaded
+    libraries (reads ``/proc/self/maps``, about 2 ms), once per network when each build made its own, and the
+    Theorem 3.2 claim builds about a thousand networks (1.5 of its 19 CPU s, measured)."""
+    if ThreadpoolController is None:  # pragma: no cover
         return contextlib.nullcontext()
+    if not _THREADPOOLS:
+        _THREADPOOLS.append(ThreadpoolController())
+    return _THREADPOOLS[0].limit(limits=limits, user_api=user_api)
 
 
 #: BLAS threads for the block loops. The products are small (n x k times k x k, once per block); on the
@@ -846,27 +857,27 @@ def _forward_backend(net, Xn, ops) -> np.ndarray:
     return np.concatenate(out) if out else np.zeros((0, net.num_classes))
 
 
-def construct_interpolating_resnet(
-    X,
-    y,
-    *,
-    k: int,
-    num_classes=None,
-    seed: int = 0,
-    projection: str = "auto",
-    thresholds: str = "per-unit",
-    attempts: int = DEFAULT_ATTEMPTS,
-    backend: str = "numpy",
-    device=None,
-) -> InterpolatingResNet:
-    """Build and verify the network with an explicit ``k``, projection kind (see :func:`random_projection`)
-    and threshold kind (``"per-unit"``: ``s`` in ``R^k``, the default; ``"shared"``: the printed proof's
-    ``s = -t 1``). ``backend="torch"`` (with ``device``, e.g. ``"cuda"``) runs the loops in torch.
+@dataclass
+class _Prepared:
+    """What every draw of :func:`construct_interpolating_resnet` for one data set shares: the checked inputs
+    and labels, the distinct points, the fitted normaliser and the normalised inputs."""
 
-    Tries up to ``attempts`` draws of ``A_0`` and the surrogates; if all fail, raises a
-    :class:`ConstructionError` with the last failure's condition and indices. The returned network has
-    been checked to fit every row of ``X``.
-    """
+    X: np.ndarray
+    labels: np.ndarray
+    r: int
+    k: int
+    projection: str
+    thresholds: str
+    ops: object
+    first: np.ndarray
+    normaliser: object
+    Xn: np.ndarray
+    X_all: np.ndarray
+
+
+def _prepare_construction(X, y, k, num_classes, seed, projection, thresholds, attempts, backend, device):
+    """Check the arguments of :func:`construct_interpolating_resnet` (in its order) and do the work that does
+    not depend on the draw; returns the :class:`_Prepared` data set, the seed and the number of attempts."""
     X = _as_inputs(X)
     labels, r = _as_labels(y, X.shape[0], num_classes)
     k = validate.positive_int("k", k)
@@ -890,6 +901,15 @@ def construct_interpolating_resnet(
             f"{paper_parameter_count(k, D, depth, r):,} weights (limit {MAX_PARAMETERS:,})"
         )
     X_all = normaliser.transform(X)
+    prepared = _Prepared(X, labels, r, k, projection, thresholds, ops, first, normaliser, Xn, X_all)
+    return prepared, seed, attempts
+
+
+def _draw_network(p: _Prepared, seed: int, attempts: int) -> InterpolatingResNet:
+    """The draws of :func:`construct_interpolating_resnet` for a prepared data set: the first network that
+    builds and fits, or :class:`ConstructionError` with the last failure."""
+    X, labels, r, k, first = p.X, p.labels, p.r, p.k, p.first
+    Xn, X_all, normaliser, ops, projection, thresholds = p.Xn, p.X_all, p.normaliser, p.ops, p.projection, p.thresholds
     # each attempt draws A_0 and the surrogates and builds the network: a Python loop, as budgeted elsewhere
     validate.check_budget(
         "attempts", attempts, validate.LOOP_LIMIT, what="work", unit="loop iterations", value=attempts
@@ -940,6 +960,33 @@ def construct_interpolating_resnet(
     raise ConstructionError(
         f"no network after {attempts} draws of A_0 and the surrogate labels; last: {last}", last.condition, last.indices
     ) from last
+
+
+def construct_interpolating_resnet(
+    X,
+    y,
+    *,
+    k: int,
+    num_classes=None,
+    seed: int = 0,
+    projection: str = "auto",
+    thresholds: str = "per-unit",
+    attempts: int = DEFAULT_ATTEMPTS,
+    backend: str = "numpy",
+    device=None,
+) -> InterpolatingResNet:
+    """Build and verify the network with an explicit ``k``, projection kind (see :func:`random_projection`)
+    and threshold kind (``"per-unit"``: ``s`` in ``R^k``, the default; ``"shared"``: the printed proof's
+    ``s = -t 1``). ``backend="torch"`` (with ``device``, e.g. ``"cuda"``) runs the loops in torch.
+
+    Tries up to ``attempts`` draws of ``A_0`` and the surrogates; if all fail, raises a
+    :class:`ConstructionError` with the last failure's condition and indices. The returned network has
+    been checked to fit every row of ``X``.
+    """
+    prepared, seed, attempts = _prepare_construction(
+        X, y, k, num_classes, seed, projection, thresholds, attempts, backend, device
+    )
+    return _draw_network(prepared, seed, attempts)
 
 
 def build_interpolating_resnet(
@@ -1438,12 +1485,13 @@ def success_rate(
     seeds = list(seeds)
     if not seeds:
         raise ValueError("success_rate needs at least one seed")
+    # the data set is checked, deduplicated and normalised once; each seed is one draw on it (as
+    # construct_interpolating_resnet(..., seed=seed, attempts=1) would make it)
+    prepared, _, _ = _prepare_construction(X, y, k, num_classes, seeds[0], projection, thresholds, 1, "numpy", None)
     ok = 0
     for seed in seeds:
         try:
-            construct_interpolating_resnet(
-                X, y, k=k, num_classes=num_classes, seed=seed, projection=projection, thresholds=thresholds, attempts=1
-            )
+            _draw_network(prepared, validate.non_negative_int("seed", seed), 1)
             ok += 1
         except ConstructionError:
             pass

@@ -36,6 +36,7 @@ from . import checks, validate
 
 __all__ = [
     "best_factorization_in_ball",
+    "best_factorizations_in_ball",
     "bhl_step_size",
     "compose",
     "critical_point_search",
@@ -51,6 +52,7 @@ __all__ = [
     "gradient_lower_bound_printed",
     "identity_gd_steps_to",
     "identity_gd_trace",
+    "identity_gd_trace_many",
     "identity_init_gd",
     "IdentityGDTrace",
     "layer_norms",
@@ -65,6 +67,7 @@ __all__ = [
     "risk_gradient_printed_order",
     "rotation_root",
     "symmetric_identity_gd",
+    "symmetric_identity_gd_many",
     "SymmetricGDRun",
     "sympy_risk",
     "sympy_risk_gradient",
@@ -710,8 +713,8 @@ def theorem_2_1_ratio(R, depths, method: str = "polar") -> np.ndarray:
         value=None,
     )
     depths = [validate.positive_int("depth", depth) for depth in depths]
-    for depth in depths:
-        _check_depth_budget(depth, R.shape[0], layers=True)
+    if depths:  # the budget grows with the depth: the deepest one decides
+        _check_depth_budget(max(depths), R.shape[0], layers=True)
     out = min(theorem_2_1_bound(R, 1), theorem_2_1_bound_early(R, 1)) / np.asarray(depths, dtype=float)
     method = _as_method(method)
     _check_invertible_oriented(R)
@@ -827,9 +830,12 @@ def theorem_2_1_worst_ratio_search(
     return {"ratio": best[0], "R": best[1], "depth": best[2], "history": np.asarray(history)}
 
 
-def _project_to_ball(A: np.ndarray, tau: float) -> np.ndarray:
-    """Nearest point (Frobenius) with every ``||A_i|| <= tau``: clip each layer's singular values at tau."""
+def _project_to_ball(A: np.ndarray, tau) -> np.ndarray:
+    """Nearest point (Frobenius) with every ``||A_i|| <= tau``: clip each layer's singular values at tau.
+    ``A`` is ``(depth, d, d)``, or ``(batch, depth, d, d)`` with one ``tau`` per member of the batch."""
     U, s, Vt = np.linalg.svd(A)
+    if A.ndim == 4:
+        return (U * np.minimum(s, np.asarray(tau)[:, None, None])[..., None, :]) @ Vt
     return np.einsum("lij,lj,ljk->lik", U, np.minimum(s, tau), Vt)
 
 
@@ -839,45 +845,115 @@ def best_factorization_in_ball(R, depth, radius, starts=4, steps=400, seed=None)
     excess risk at ``Sigma = I``) with a backtracking step, from ``A = 0`` and ``starts - 1`` random points
     of the ball. Returns the smallest residual ``||P - R||_F`` found, the largest layer norm there and the
     determinant of that product. For ``det R < 0`` and ``radius < 1`` no such product exists (every
-    ``I + A_i`` has positive determinant) and the residual cannot fall below ``s_min(R)``."""
+    ``I + A_i`` has positive determinant) and the residual cannot fall below ``s_min(R)``.
+
+    One target of :func:`best_factorizations_in_ball` (the same descent, all starts at once)."""
     R = validate.square_matrix("R", R)
-    d = R.shape[0]
+    return best_factorizations_in_ball([R], depth, [radius], starts, steps, seed)[0]
+
+
+def best_factorizations_in_ball(targets, depth, radii, starts=4, steps=400, seed=None) -> list[dict]:
+    """:func:`best_factorization_in_ball` for several targets ``R`` of one size, each in its own ball
+    (``radii``), every start of every target descended together as one batch: the same descents (each with
+    its own backtracking step, stopping when its step falls below 1e-12) and the same random starts (drawn
+    target by target, start by start), at a fraction of the cost of one loop per start."""
+    Rs = [validate.square_matrix("R", R) for R in targets]
+    if not Rs or len({R.shape for R in Rs}) != 1:
+        raise ValueError(f"targets must be one or more square matrices of one size, got {len(Rs)}")
+    radii = [validate.positive_float("radius", r) for r in radii]
+    if len(radii) != len(Rs):
+        raise ValueError(f"radii must give one radius per target: {len(Rs)} targets, {len(radii)} radii")
+    d = Rs[0].shape[0]
     depth = validate.positive_int("depth", depth)
-    radius = validate.positive_float("radius", radius)
     starts = validate.positive_int("starts", starts)
     steps = validate.positive_int("steps", steps)
     _check_depth_budget(depth, d, layers=True)
     validate.check_budget(
         "(starts, steps)",
-        float(starts) * steps,
+        float(starts) * steps * len(Rs),
         validate.LOOP_LIMIT,
         what="work",
         unit="loop iterations",
         value=(starts, steps),
     )
+    validate.check_budget(
+        "(targets, starts)", 32.0 * len(Rs) * starts * depth * d * d, validate.memory_limit_bytes(), value=len(Rs)
+    )
     rng = _rng(seed)
-    I = np.eye(d)
-    best = {"residual": math.inf}
-    for m in range(starts):
-        A = np.zeros((depth, d, d)) if m == 0 else random_layers_in_ball(depth, d, radius, rng)
-        res = float(np.linalg.norm(compose(A) - R))
-        lr = 0.5 / depth
-        for _ in range(steps):
-            g = risk_gradient(A, R, I)
-            while lr > 1e-12:
-                trial = _project_to_ball(A - lr * g, radius)
-                res_trial = float(np.linalg.norm(compose(trial) - R))
-                if res_trial < res:
-                    A, res, lr = trial, res_trial, lr * 1.5
-                    break
-                lr /= 2
-            else:
-                break
-        if res < best["residual"]:
-            P = compose(A)
-            best = {"residual": res, "max_norm": float(np.max(layer_norms(A))), "det": float(np.linalg.det(P))}
-    best["s_min"] = float(np.linalg.svd(R, compute_uv=False)[-1])
-    return best
+    A0 = np.stack(
+        [
+            np.zeros((depth, d, d)) if m == 0 else random_layers_in_ball(depth, d, radius, rng)
+            for radius in radii
+            for m in range(starts)
+        ]
+    )
+    R_b = np.repeat(np.stack(Rs), starts, axis=0)
+    tau = np.repeat(np.asarray(radii, dtype=float), starts)
+    A, res = _descend_in_balls(A0, R_b, tau, steps)
+    out = []
+    for k, R in enumerate(Rs):
+        m = k * starts + int(np.argmin(res[k * starts : (k + 1) * starts]))
+        out.append(
+            {
+                "residual": float(res[m]),
+                "max_norm": float(np.max(layer_norms(A[m]))),
+                "det": float(np.linalg.det(compose(A[m]))),
+                "s_min": float(np.linalg.svd(R, compute_uv=False)[-1]),
+            }
+        )
+    return out
+
+
+def _compose_batch(A: np.ndarray) -> np.ndarray:
+    """``compose`` of a batch of layer stacks ``(batch, depth, d, d)``."""
+    P = np.broadcast_to(np.eye(A.shape[-1]), (A.shape[0], A.shape[-1], A.shape[-1])).copy()
+    for i in range(A.shape[1]):
+        P = P + A[:, i] @ P
+    return P
+
+
+def _excess_gradient_batch(A: np.ndarray, R: np.ndarray) -> np.ndarray:
+    """:func:`risk_gradient` at ``Sigma = I`` for a batch ``(batch, depth, d, d)`` of layer stacks."""
+    batch, depth, d, _ = A.shape
+    right, left = np.empty_like(A), np.empty_like(A)
+    P = np.broadcast_to(np.eye(d), (batch, d, d)).copy()
+    for i in range(depth):
+        right[:, i] = P
+        P = P + A[:, i] @ P
+    Q = np.broadcast_to(np.eye(d), (batch, d, d)).copy()
+    for i in range(depth - 1, -1, -1):
+        left[:, i] = Q
+        Q = Q + Q @ A[:, i]
+    G = (P - R)[:, None]
+    return 2.0 * left.transpose(0, 1, 3, 2) @ G @ right.transpose(0, 1, 3, 2)
+
+
+def _descend_in_balls(A: np.ndarray, R: np.ndarray, tau: np.ndarray, steps: int) -> tuple[np.ndarray, np.ndarray]:
+    """Projected gradient descent with backtracking for each member of the batch, as one loop over steps:
+    a member accepts its first trial step that lowers its residual (then its step grows by 1.5), halves its
+    step otherwise, and stops for good once the step falls below 1e-12. Returns the layers and residuals."""
+    res = np.linalg.norm(_compose_batch(A) - R, axis=(1, 2))
+    lr = np.full(len(A), 0.5 / A.shape[1])
+    active = np.ones(len(A), dtype=bool)
+    for _ in range(steps):
+        if not active.any():
+            break
+        g = np.zeros_like(A)
+        g[active] = _excess_gradient_batch(A[active], R[active])
+        pending = active.copy()
+        while pending.any():
+            k = np.flatnonzero(pending)  # the members still looking for a step that lowers their residual
+            trial = _project_to_ball(A[k] - lr[k, None, None, None] * g[k], tau[k])
+            res_trial = np.linalg.norm(_compose_batch(trial) - R[k], axis=(1, 2))
+            better = res_trial < res[k]
+            A[k[better]], res[k[better]] = trial[better], res_trial[better]
+            lr[k[better]] *= 1.5
+            pending[k[better]] = False
+            lr[pending] /= 2
+            stuck = pending & ~(lr > 1e-12)
+            active &= ~stuck
+            pending &= ~stuck
+    return A, res
 
 
 def theorem_2_1_sweep(R, depths, method: str = "polar") -> dict:
@@ -1213,6 +1289,58 @@ def identity_gd_trace(Phi, depth, lr, steps, reg=0.0, tol=None) -> IdentityGDTra
     return IdentityGDTrace(losses, dets, T)
 
 
+def identity_gd_trace_many(Phis, depth, lrs, steps, regs=None, tol=None) -> list[IdentityGDTrace]:
+    """:func:`identity_gd_trace` for several targets of one size (``Phis``: ``(runs, d, d)``), each with its own
+    step and regulariser, as one batch: every run follows its own updates and stops at its own first step with
+    loss at most ``tol`` (its arrays end there, as :func:`identity_gd_trace`'s do); the batch ends when the last
+    run does. Raises ``DivergenceError`` when a running run's loss stops being finite."""
+    Phi = validate.finite_array("Phis", Phis, ndim=3)
+    if Phi.shape[0] < 1 or Phi.shape[1] != Phi.shape[2]:
+        raise ValueError(f"Phis must be one or more square matrices, shape (runs, d, d), got shape {Phi.shape}")
+    runs, d = Phi.shape[0], Phi.shape[1]
+    depth = validate.positive_int("depth", depth)
+    lr = np.array([validate.positive_float("lr", x) for x in lrs], dtype=float)
+    reg = np.array([validate.non_negative_float("reg", x) for x in (regs if regs is not None else [0.0] * runs)])
+    if not runs == len(lr) == len(reg):
+        raise ValueError(f"one step and one regulariser per target: {runs} targets, {len(lr)} and {len(reg)}")
+    steps = validate.positive_int("steps", steps)
+    tol = -math.inf if tol is None else validate.positive_float("tol", tol)
+    _check_depth_budget(depth, d, layers=True)
+    validate.check_budget("steps", steps, validate.LOOP_LIMIT, what="work", unit="loop iterations", value=steps)
+    validate.check_budget("steps", 16.0 * (steps + 1) * runs, validate.memory_limit_bytes(), value=steps)
+    validate.check_budget(
+        "steps", 4.0 * steps * runs * depth * d**3, validate.OPS_LIMIT, what="work", unit="operations", value=steps
+    )
+    I = np.eye(d)
+    T = np.broadcast_to(I, (runs, depth, d, d)).copy()
+    right, left = np.empty_like(T), np.empty_like(T)
+    right[:, 0], left[:, -1] = I, I
+    losses, dets = np.empty((runs, steps + 1)), np.empty((runs, steps + 1))
+    ends = np.full(runs, steps)
+    active = np.ones(runs, dtype=bool)
+    with np.errstate(over="ignore", invalid="ignore"):
+        for t in range(steps + 1):
+            for i in range(1, depth):
+                right[:, i] = T[:, i - 1] @ right[:, i - 1]
+            P = T[:, -1] @ right[:, -1]
+            G = P - Phi
+            losses[:, t] = 0.5 * np.sum(G**2, axis=(1, 2))
+            finite = np.all(np.isfinite(P), axis=(1, 2))
+            dets[:, t] = np.where(finite, np.linalg.det(np.where(finite[:, None, None], P, 0.0)), math.nan)
+            if not np.all(np.isfinite(losses[active, t])):
+                raise validate.DivergenceError(f"identity_gd_trace_many diverged at step {t}; lower the learning rate")
+            stop = active & (losses[:, t] <= tol) if t < steps else active
+            ends[stop], active = t, active & ~stop
+            if not active.any():
+                break
+            for i in range(depth - 2, -1, -1):
+                left[:, i] = left[:, i + 1] @ T[:, i + 1]
+            grads = left.transpose(0, 1, 3, 2) @ G[:, None] @ right.transpose(0, 1, 3, 2)
+            grads = grads + (2.0 * reg)[:, None, None, None] * (T - I)
+            T = np.where(active[:, None, None, None], T - lr[:, None, None, None] * grads, T)
+    return [IdentityGDTrace(losses[k, : ends[k] + 1], dets[k, : ends[k] + 1], T[k]) for k in range(runs)]
+
+
 def det_loss_floor(Phi) -> float:
     """The smallest of ``1/2 ||P - Phi||_F^2`` over all ``P`` with ``det P >= 0``: ``1/2 s_min(Phi)^2`` when
     ``det Phi < 0``, else 0.
@@ -1269,6 +1397,34 @@ def symmetric_identity_gd(eigenvalues, depth, lr, steps, reg=0.0) -> SymmetricGD
             if t < steps:
                 mu = mu - lr * (mu ** (depth - 1) * (power - lam) + 2.0 * reg * (mu - 1.0))
     return SymmetricGDRun(losses, mu, min_mu)
+
+
+def symmetric_identity_gd_many(spectra, depth, lrs, steps, regs) -> list[SymmetricGDRun]:
+    """:func:`symmetric_identity_gd` for several targets of one dimension at once, each with its own step
+    and regulariser (``spectra`` is ``(runs, d)``): the same updates, elementwise, for every run in one loop
+    over the steps, so each run's losses are those :func:`symmetric_identity_gd` gives it."""
+    lam = validate.finite_array("spectra", spectra, ndim=2)
+    depth = validate.positive_int("depth", depth)
+    lr = np.array([validate.positive_float("lr", x) for x in lrs], dtype=float)
+    reg = np.array([validate.non_negative_float("reg", x) for x in regs], dtype=float)
+    steps = validate.positive_int("steps", steps)
+    if not len(lam) == len(lr) == len(reg):
+        raise ValueError(f"one step and one regulariser per target: {len(lam)} targets, {len(lr)} and {len(reg)}")
+    validate.check_budget("steps", steps, validate.LOOP_LIMIT, what="work", unit="loop iterations", value=steps)
+    validate.check_budget("steps", 16.0 * (steps + 1) * (1 + lam.size), validate.memory_limit_bytes(), value=steps)
+    mu = np.ones_like(lam)
+    losses = np.empty((len(lam), steps + 1))
+    min_mu = np.ones(len(lam))
+    with np.errstate(over="ignore", invalid="ignore"):
+        for t in range(steps + 1):
+            power = mu**depth
+            losses[:, t] = 0.5 * np.sum((power - lam) ** 2, axis=1)
+            if not np.all(np.isfinite(losses[:, t])):
+                raise validate.DivergenceError(f"symmetric_identity_gd_many diverged at step {t}; lower lr")
+            min_mu = np.minimum(min_mu, mu.min(axis=1))
+            if t < steps:
+                mu = mu - lr[:, None] * (mu ** (depth - 1) * (power - lam) + 2.0 * reg[:, None] * (mu - 1.0))
+    return [SymmetricGDRun(losses[k], mu[k], float(min_mu[k])) for k in range(len(lam))]
 
 
 # --- Bartlett, Helmbold & Long: the same descent with a regulariser, numpy or torch, CPU or GPU ---------

@@ -34,6 +34,7 @@ near the identity, generic data) are our own instances of the abstract's negativ
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -268,9 +269,19 @@ def _fallback_factorize(R: np.ndarray, depth: int) -> np.ndarray:
 LINEAR_METHODS = ("hardt-ma", "polar", "logarithm")
 
 
+@functools.lru_cache(maxsize=64)
+def _matrix_logarithm(shape: tuple[int, int], entries: bytes) -> np.ndarray:
+    """``scipy.linalg.logm`` of the float64 matrix with these bytes, read-only. The representation sweeps
+    factorise one linear part ``h'(0)`` at every depth of every spacing: its logarithm is computed once."""
+    L = scipy.linalg.logm(np.frombuffer(entries, dtype=np.float64).reshape(shape))
+    L.setflags(write=False)
+    return L
+
+
 def _logarithm_factorize(R: np.ndarray, depth: int) -> tuple[np.ndarray, str]:
     """Equal layers ``expm(log(R)/depth) - I`` with the principal real logarithm, when R has one."""
-    L = scipy.linalg.logm(R)
+    R = np.ascontiguousarray(R, dtype=np.float64)
+    L = _matrix_logarithm(R.shape, R.tobytes())
     scale = max(1.0, float(np.max(np.abs(L))))
     if np.iscomplexobj(L):
         if np.max(np.abs(L.imag)) > 1e-10 * scale:  # an eigenvalue on the negative real axis
@@ -639,16 +650,31 @@ def singular_values(M: torch.Tensor) -> torch.Tensor:
     return torch.linalg.svdvals(M)
 
 
+def _adam_step(x, grad, exp_avg, exp_avg_sq, step: int, lr: float, betas=(0.9, 0.999), eps=1e-8) -> None:
+    """One step of ``torch.optim.Adam`` (its single-tensor update, no weight decay), in place on ``x`` and the
+    moment estimates; ``step`` counts from 1."""
+    beta1, beta2 = betas
+    exp_avg.lerp_(grad, 1 - beta1)
+    exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+    bias_correction1 = 1 - beta1 ** float(step)
+    bias_correction2 = 1 - beta2 ** float(step)
+    denom = (exp_avg_sq.sqrt() / bias_correction2**0.5).add_(eps)
+    x.addcdiv_(exp_avg, denom, value=-(lr / bias_correction1))
+
+
 def _ascend(
     objective: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor, radius: float, steps: int, lr: float
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Projected Adam ascent of a per-point objective on the ball; returns the best values and points seen."""
+    """Projected Adam ascent of a per-point objective on the ball; returns the best values and points seen.
+
+    The update is ``torch.optim.Adam``'s (default betas and eps, :func:`_adam_step`), written out: making a
+    ``torch.optim`` optimiser imports ``torch._dynamo`` on first use, about a CPU second for a few Adam steps."""
     x = x.detach().clone().requires_grad_(True)
-    opt = torch.optim.Adam([x], lr=lr)
+    moments = (torch.zeros_like(x), torch.zeros_like(x))
     best = torch.full((x.shape[0],), -np.inf, dtype=DTYPE)
     best_x = x.detach().clone()
-    for _ in range(steps + 1):
-        opt.zero_grad()
+    for step in range(1, steps + 2):
+        x.grad = None
         values = objective(x)
         better = values.detach() > best
         best = torch.where(better, values.detach(), best)
@@ -656,8 +682,8 @@ def _ascend(
         if not values.requires_grad:  # the objective does not depend on x (e.g. a linear map)
             break
         (-values.sum()).backward()
-        opt.step()
         with torch.no_grad():
+            _adam_step(x, x.grad, *moments, step, lr)
             norms = x.norm(dim=1, keepdim=True)
             x.mul_(torch.clamp(radius / norms.clamp_min(1e-300), max=1.0))
     return best, best_x

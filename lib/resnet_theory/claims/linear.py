@@ -454,11 +454,17 @@ def _search_inside_bound(ctx: Context) -> list[dict]:
     for R_pos in signed:
         R_neg = R_pos * np.r_[-1.0, np.ones(len(R_pos) - 1)][None, :]
         row = {"d": len(R_pos), "gamma": linear.gamma(R_pos)}
-        for name, bound in [("camera", linear.theorem_2_1_bound), ("review", linear.theorem_2_1_bound_early)]:
-            radius = bound(R_pos, THM21_SEARCH_DEPTH)
-            for sign, R_s in [("det>0", R_pos), ("det<0", R_neg)]:
-                found = linear.best_factorization_in_ball(R_s, THM21_SEARCH_DEPTH, radius, 3, 300, rng)
-                row[_residual_column(name, sign)] = found["residual"] / np.linalg.norm(R_s)
+        # the four searches of this R (two bounds, two signs), every start of each, descended as one batch
+        cases = [
+            (_residual_column(name, sign), R_s, bound(R_pos, THM21_SEARCH_DEPTH))
+            for name, bound in [("camera", linear.theorem_2_1_bound), ("review", linear.theorem_2_1_bound_early)]
+            for sign, R_s in [("det>0", R_pos), ("det<0", R_neg)]
+        ]
+        found = linear.best_factorizations_in_ball(
+            [R_s for _, R_s, _ in cases], THM21_SEARCH_DEPTH, [radius for *_, radius in cases], 3, 300, rng
+        )
+        for (column, R_s, _), best in zip(cases, found):
+            row[column] = best["residual"] / np.linalg.norm(R_s)
         rows.append(row)
     return rows
 
@@ -1993,10 +1999,12 @@ def bhl_spd(ctx: Context) -> Evidence:
 
 
 # --- Bartlett, Helmbold and Long: near the identity, and far from it --------------------------------------------
-def _distance_run(Phi, depth: int, budget: int) -> dict:
+def _distance_run(Phi, depth: int, budget: int, trace=None) -> dict:
     """Gradient descent from the identity with the suited step: whether it reaches the tolerance, its smallest
-    loss, the determinant floor (1/2 s_min(Phi)^2) and the signs of det Phi and det of the product."""
-    trace = linear.identity_gd_trace(Phi, depth, linear.bhl_step_size(Phi, depth), budget, tol=TOL)
+    loss, the determinant floor (1/2 s_min(Phi)^2) and the signs of det Phi and det of the product (``trace``:
+    the run, when it was computed with others as one batch)."""
+    if trace is None:
+        trace = linear.identity_gd_trace(Phi, depth, linear.bhl_step_size(Phi, depth), budget, tol=TOL)
     return {
         "converged": bool(trace.losses[-1] <= TOL),
         "steps": trace.losses.size - 1,
@@ -2016,12 +2024,17 @@ def _distance_runs(ctx: Context) -> dict:
         for dim in [4, 16]:
             Delta = rng.standard_normal((dim, dim))
             near.append(_distance_run(np.eye(dim) + 0.2 * Delta / np.linalg.norm(Delta), depth, cfg.bhl_far_budget))
-    far = {
-        r: [
-            _distance_run(np.eye(4) + r * G / np.linalg.norm(G, 2), cfg.bhl_depth, cfg.bhl_far_budget)
-            for G in rng.standard_normal((cfg.bhl_far, 4, 4))
-        ]
+    targets = {
+        r: [np.eye(4) + r * G / np.linalg.norm(G, 2) for G in rng.standard_normal((cfg.bhl_far, 4, 4))]
         for r in (0.5, 2.0, 3.0)
+    }
+    # every far run (one size, one depth) as one batch: each with its own step, stopping at its own tolerance
+    Phis = [Phi for group in targets.values() for Phi in group]
+    steps = [linear.bhl_step_size(Phi, cfg.bhl_depth) for Phi in Phis]
+    traces = iter(linear.identity_gd_trace_many(Phis, cfg.bhl_depth, steps, cfg.bhl_far_budget, tol=TOL))
+    far = {
+        r: [_distance_run(Phi, cfg.bhl_depth, cfg.bhl_far_budget, next(traces)) for Phi in group]
+        for r, group in targets.items()
     }
     return {"near": near, "far": far}
 
@@ -2145,13 +2158,21 @@ def _exact_runs(ctx: Context, rotation: np.ndarray) -> list[dict]:
     """The exact-arithmetic reduction for each spectrum, strength and sign (as given, and with every negative
     eigenvalue flipped), beside the floating-point matrix run over its first 300 steps."""
     cfg = ctx.cfg
-    rows = []
+    cases = []
     for spectrum, reg, target in itertools.product(NEGATIVE_SPECTRA, REGULARISERS, ("negative", "flip")):
         lam = np.array(spectrum) if target == "negative" else np.abs(spectrum)
         Phi = rotation @ np.diag(lam) @ rotation.T
-        eta = linear.bhl_step_size(Phi, cfg.bhl_depth)
-        exact = linear.symmetric_identity_gd(lam, cfg.bhl_depth, eta, 3 * cfg.bhl_far_budget, reg=reg)
-        early = linear.identity_gd_trace(Phi, cfg.bhl_depth, eta, 300, reg=reg).losses
+        cases.append((spectrum, reg, target, lam, Phi, linear.bhl_step_size(Phi, cfg.bhl_depth)))
+    # the exact-arithmetic runs of every case in one loop over the steps (elementwise: the same numbers)
+    exact_runs = linear.symmetric_identity_gd_many(
+        [c[3] for c in cases], cfg.bhl_depth, [c[5] for c in cases], 3 * cfg.bhl_far_budget, [c[1] for c in cases]
+    )
+    early_runs = linear.identity_gd_trace_many(
+        [c[4] for c in cases], cfg.bhl_depth, [c[5] for c in cases], 300, [c[1] for c in cases]
+    )
+    rows = []
+    for (spectrum, reg, target, _lam, _Phi, _eta), exact, early_run in zip(cases, exact_runs, early_runs):
+        early = early_run.losses
         rows.append(
             {
                 "spectrum": str(list(spectrum)),
