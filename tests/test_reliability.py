@@ -543,7 +543,7 @@ def ledger_book(tmp_path_factory) -> tuple[Path, Path]:
         {"intro": "# Intro\n", "alpha": chapter("Alpha", 'profile = "quick"\nseed = 0', ALPHA), "ledger": gather},
     )
     build = base / "build"
-    assert executor.main(["execute", "--root", str(root), "--build-dir", str(build), "--no-html"]) == 0
+    assert executor.main(["execute", "--jobs", "1", "--root", str(root), "--build-dir", str(build), "--no-html"]) == 0
     return root, build
 
 
