@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -72,6 +71,8 @@ def pytest_collection_modifyitems(config, items):
 @pytest.fixture
 def one_thread():
     """One torch thread for the test (small training runs on a busy 2-core machine), restored afterwards."""
+    import torch  # here, not at the top: pytest's main process (xdist's controller) loads this file, runs no test
+
     before = torch.get_num_threads()
     torch.set_num_threads(1)
     yield

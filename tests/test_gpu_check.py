@@ -388,12 +388,22 @@ def test_the_budget_skips_steps_and_no_subprocess_outlives_it(tmp_path):
         gpu_check.check_speed(ctx, "speed compiled")  # the other modes fail (run_checks makes it a FAIL line)
 
 
-def test_the_compiled_step_compiles_once_and_compares_with_the_eager_run(tmp_path):
+def test_the_compiled_step_compiles_once_and_compares_with_the_eager_run(tmp_path, rehearsal, monkeypatch):
     # torch.compile on the CPU (inductor, about a minute here): the code path the GPU check takes with --compile;
     # TORCH_LOGS=recompiles in the run's log counts recompilations (the final evaluation used to be one)
     sizes = replace(gpu_check.CPU_SIZES, compile=True, steps=20, timeout=900.0)  # a loaded 2-core CPU compiles slowly
-    ctx = context(tmp_path, sizes)
-    ctx.done["train eager"] = eager = gpu_check.check_train_eager(ctx)
+    # the eager run to compare with is the rehearsal's (same sizes, on the same synthetic data it wrote), not a
+    # second one; inductor compiles in the training process (no pool of compile workers, each importing torch)
+    rehearsed, _, _ = rehearsal
+    saved = json.loads((rehearsed / "out" / gpu_check.RESULT_NAME).read_text())
+    step = next(s for s in saved["steps"] if s["name"] == "train eager")
+    eager = gpu_check.Step(step["name"], step["status"], step["text"], step["figures"])
+    assert (eager.figures["steps"], eager.figures["batch_size"]) == (sizes.steps, sizes.batch_size)
+    monkeypatch.setenv("TORCHINDUCTOR_COMPILE_THREADS", "1")
+    ctx = gpu_check.Context(sizes, tmp_path, time.monotonic() + sizes.budget)
+    (tmp_path / "logs").mkdir()
+    ctx.data_dir = rehearsed / "work" / "data"
+    ctx.done["train eager"] = eager
     compiled = gpu_check.check_train_compiled(ctx)
     assert eager.status == compiled.status == "PASS", (eager.text, compiled.text)
     assert compiled.figures["recompilations"] == 0 and "; 0 recompilations (TORCH_LOGS=recompiles)" in compiled.text

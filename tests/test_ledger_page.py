@@ -53,7 +53,7 @@ GATHER = "from resnet_theory.book.ledger_page import LedgerPage\nLedgerPage.from
 
 
 def _execute(root: Path, build: Path, *extra: str) -> None:
-    argv = ["execute", "--root", str(root), "--build-dir", str(build), "--no-html", *extra]
+    argv = ["execute", "--jobs", "1", "--root", str(root), "--build-dir", str(build), "--no-html", *extra]
     assert executor.main(argv) == 0
 
 

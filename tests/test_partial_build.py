@@ -93,7 +93,20 @@ def test_one_chapter_at_a_new_seed_renders_on_its_own_in_a_fresh_build_folder(li
     no injected parameters block (its own parameters cell is hidden)."""
     build = tmp_path / "NEW"
     code = main(
-        ["execute", "--root", str(linked_book), "--only", "book/good", "-p", "seed", "3", "--build-dir", str(build)]
+        [
+            "execute",
+            "--jobs",
+            "1",
+            "--root",
+            str(linked_book),
+            "--only",
+            "book/good",
+            "-p",
+            "seed",
+            "3",
+            "--build-dir",
+            str(build),
+        ]
     )
     out = capfd.readouterr()
     assert code == 0, out.err[-3000:]
@@ -125,7 +138,7 @@ def test_the_status_page_says_the_run_failed_when_its_html_build_failed(tmp_path
         {"intro": intro("broken"), "broken": broken, "later": MYST_HEADER + "# Later\n\nNo code.\n", "status": STATUS},
     )
     build = tmp_path / "NEW"
-    code = main(["execute", "--root", str(root), "--only", "book/broken", "--build-dir", str(build)])
+    code = main(["execute", "--jobs", "1", "--root", str(root), "--only", "book/broken", "--build-dir", str(build)])
     out = capfd.readouterr()
     assert code == 1
     assert "unknown document: 'nowhere'" in out.out + out.err

@@ -543,7 +543,7 @@ def ledger_book(tmp_path_factory) -> tuple[Path, Path]:
         {"intro": "# Intro\n", "alpha": chapter("Alpha", 'profile = "quick"\nseed = 0', ALPHA), "ledger": gather},
     )
     build = base / "build"
-    assert executor.main(["execute", "--root", str(root), "--build-dir", str(build), "--no-html"]) == 0
+    assert executor.main(["execute", "--jobs", "1", "--root", str(root), "--build-dir", str(build), "--no-html"]) == 0
     return root, build
 
 
@@ -845,30 +845,65 @@ def test_huge_sizes_fail_fast_with_the_budget_error_naming_the_argument(call, na
     assert time.perf_counter() - start < 2.0
 
 
-@pytest.mark.parametrize(
-    "module, argv, words",
-    [
-        ("linear", ["--d", "1000000"], "d=1000000 needs about"),
-        ("linear", ["--depth", "1000000000"], "depth=1000000000 needs about"),
-        ("linear", ["--d", "-3"], "argument --d: must be an integer >= 1"),
-        ("expressivity", ["--sizes", "100", "100000000"], "--sizes=100000000 needs about"),
-        ("expressivity", ["--dim", "ten"], "argument --dim: expected an integer"),
-        ("ensemble", ["--members", "100000000"], "--members=100000000 needs about"),
-        ("ensemble", ["--blocks", "100000000"], "this model needs about"),
-    ],
-)
-def test_the_benchmarks_size_options_fail_fast_in_one_line(module, argv, words):
+BENCHMARK_CASES = [
+    ("linear", ["--d", "1000000"], "d=1000000 needs about"),
+    ("linear", ["--depth", "1000000000"], "depth=1000000000 needs about"),
+    ("linear", ["--d", "-3"], "argument --d: must be an integer >= 1"),
+    ("expressivity", ["--sizes", "100", "100000000"], "--sizes=100000000 needs about"),
+    ("expressivity", ["--dim", "ten"], "argument --dim: expected an integer"),
+    ("ensemble", ["--members", "100000000"], "--members=100000000 needs about"),
+    ("ensemble", ["--blocks", "100000000"], "this model needs about"),
+]
+
+# Each case as ``python -m resnet_theory.benchmarks.MODULE ARGV`` runs it (runpy, run_name "__main__", sys.argv
+# set), one after another in one process, so torch and the libraries are imported once, not once per case: the
+# exit status, everything written to file descriptors 1 and 2 (Python's streams and anything below them) and the
+# seconds each case took, as JSON on the process's own standard output.
+RUN_BENCHMARK_CLIS = """import json, os, runpy, sys, tempfile, time
+cases, results = json.loads(sys.argv[1]), []
+saved = os.dup(1), os.dup(2)
+for module, argv in cases:
+    files = [tempfile.TemporaryFile(mode="w+b") for _ in range(2)]
+    sys.stdout.flush(), sys.stderr.flush()
+    os.dup2(files[0].fileno(), 1), os.dup2(files[1].fileno(), 2)
+    sys.argv = [module] + argv
     start = time.perf_counter()
+    try:
+        runpy.run_module("resnet_theory.benchmarks." + module, run_name="__main__", alter_sys=True)
+        code = 0
+    except SystemExit as stop:
+        code = stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 1)
+    seconds = time.perf_counter() - start
+    sys.stdout.flush(), sys.stderr.flush()
+    os.dup2(saved[0], 1), os.dup2(saved[1], 2)
+    out, err = [(f.seek(0), f.read().decode())[1] for f in files]
+    results.append({"code": code, "stdout": out, "stderr": err, "seconds": seconds})
+print(json.dumps(results))
+"""
+
+
+@pytest.fixture(scope="module")
+def benchmark_cli_runs() -> list[dict]:
+    """Every case of :data:`BENCHMARK_CASES`, run once by :data:`RUN_BENCHMARK_CLIS` in one subprocess."""
+    cases = json.dumps([[module, argv] for module, argv, _ in BENCHMARK_CASES])
     proc = subprocess.run(
-        [sys.executable, "-m", f"resnet_theory.benchmarks.{module}", *argv],
+        [sys.executable, "-c", RUN_BENCHMARK_CLIS, cases],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=300,
         env={**os.environ, "PYTHONPATH": LIB},
     )
-    assert proc.returncode == 2 and proc.stdout == "", (proc.stdout, proc.stderr)
-    assert proc.stderr.startswith("error: ") and proc.stderr.count("\n") == 1 and words in proc.stderr, proc.stderr
-    assert time.perf_counter() - start < 60
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+    return json.loads(proc.stdout)
+
+
+@pytest.mark.parametrize("case", range(len(BENCHMARK_CASES)), ids=[f"{m}-{' '.join(a)}" for m, a, _ in BENCHMARK_CASES])
+def test_the_benchmarks_size_options_fail_fast_in_one_line(benchmark_cli_runs, case):
+    module, argv, words = BENCHMARK_CASES[case]
+    run = benchmark_cli_runs[case]
+    assert run["code"] == 2 and run["stdout"] == "", (module, argv, run)
+    assert run["stderr"].startswith("error: ") and run["stderr"].count("\n") == 1 and words in run["stderr"], run
+    assert run["seconds"] < 60
 
 
 @pytest.mark.parametrize(

@@ -287,7 +287,7 @@ def test_a_build_with_the_address_has_the_buttons_the_filled_install_cell_and_op
     clean_env.setenv("BOOK_REPOSITORY_COMMIT", SHA)
     clean_env.setenv("BOOK_SITE_URL", "https://example-org.github.io/resnet-book/")
     root, build = _small_book(tmp_path), tmp_path / "build"
-    assert cli.main(["execute", "--root", str(root), "--build-dir", str(build)]) == 0
+    assert cli.main(["execute", "--jobs", "1", "--root", str(root), "--build-dir", str(build)]) == 0
     lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("[book] repository ")]
     assert lines == [
         "[book] repository https://github.com/example-org/resnet-book, branch main (from "
@@ -326,7 +326,7 @@ def test_a_build_with_the_address_has_the_buttons_the_filled_install_cell_and_op
 
 def test_a_build_without_an_address_has_no_buttons_and_says_so_in_one_line(tmp_path, clean_env, capsys):
     root, build = _small_book(tmp_path), tmp_path / "build"
-    assert cli.main(["execute", "--root", str(root), "--build-dir", str(build)]) == 0
+    assert cli.main(["execute", "--jobs", "1", "--root", str(root), "--build-dir", str(build)]) == 0
     out = capsys.readouterr().out
     assert [line for line in out.splitlines() if "repository" in line and line.startswith("[book]")] == [
         "[book] no repository address (BOOK_REPOSITORY_URL unset, not on GitHub Actions, no GitHub remote "
@@ -352,7 +352,7 @@ def test_a_malformed_address_is_refused_before_anything_runs(tmp_path, clean_env
     clean_env.setenv("BOOK_REPOSITORY_URL", "https://github.com/o/r")
     clean_env.setenv(name, value)
     root, build = _small_book(tmp_path), tmp_path / "build"
-    assert cli.main(["execute", "--root", str(root), "--build-dir", str(build)]) == 2
+    assert cli.main(["execute", "--jobs", "1", "--root", str(root), "--build-dir", str(build)]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"error: {name}=") and err.count("\n") == 1, err
     assert not (build / "executed").exists()

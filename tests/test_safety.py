@@ -158,7 +158,7 @@ def _slow_book(tmp_path: Path) -> tuple[Path, Path]:
 def test_a_killed_run_is_seen_and_a_second_run_on_its_build_is_refused(tmp_path, capsys):
     root, marker = _slow_book(tmp_path)
     build = tmp_path / "build"
-    assert main(["execute", "--root", str(root), "--build-dir", str(build), "--no-html"]) == 0
+    assert main(["execute", "--jobs", "1", "--root", str(root), "--build-dir", str(build), "--no-html"]) == 0
     proc = subprocess.Popen(
         [sys.executable, "-m", "resnet_theory.book", "execute", "--no-html", "-p", "slow:seed", "5"]
         + ["--root", str(root), "--build-dir", str(build)],
@@ -192,7 +192,23 @@ def test_a_killed_run_is_seen_and_a_second_run_on_its_build_is_refused(tmp_path,
     assert "never finished" in note and "started " + report["attempt"]["started"] in note
     assert "Not finished: book/slow" in note
     # the lock went with the process: the next run goes ahead
-    assert main(["execute", "--root", str(root), "--build-dir", str(build), "--no-html", "--only", "book/fast"]) == 0
+    assert (
+        main(
+            [
+                "execute",
+                "--jobs",
+                "1",
+                "--root",
+                str(root),
+                "--build-dir",
+                str(build),
+                "--no-html",
+                "--only",
+                "book/fast",
+            ]
+        )
+        == 0
+    )
 
 
 def test_the_build_lock_names_its_holder(tmp_path):
@@ -224,7 +240,23 @@ def test_the_build_lock_names_its_holder(tmp_path):
 )
 def test_a_damaged_report_is_refused_in_one_line_not_trimmed(two_chapters, tmp_path, capsys, damage):
     root, build = two_chapters, tmp_path / "build"
-    assert main(["execute", "--root", str(root), "--build-dir", str(build), "--no-html", "--only", "book/good"]) == 0
+    assert (
+        main(
+            [
+                "execute",
+                "--jobs",
+                "1",
+                "--root",
+                str(root),
+                "--build-dir",
+                str(build),
+                "--no-html",
+                "--only",
+                "book/good",
+            ]
+        )
+        == 0
+    )
     capsys.readouterr()
     report = build / "executed" / "report.json"
     report.write_text(damage(report.read_text()))
@@ -239,7 +271,7 @@ def test_a_damaged_report_is_refused_in_one_line_not_trimmed(two_chapters, tmp_p
 
 def test_a_profile_given_to_one_chapter_is_recorded_as_the_one_that_ran(two_chapters, tmp_path):
     root, build = two_chapters, tmp_path / "build"
-    argv = ["execute", "--root", str(root), "--build-dir", str(build), "--no-html", "--profile", "full"]
+    argv = ["execute", "--jobs", "1", "--root", str(root), "--build-dir", str(build), "--no-html", "--profile", "full"]
     assert main([*argv, "-p", "good:profile", "quick"]) == 0
     report = load_report(build)
     rows = {c["chapter"]: c for c in report["chapters"]}
