@@ -79,6 +79,21 @@ def one_thread():
     torch.set_num_threads(before)
 
 
+@pytest.fixture(scope="module")
+def one_thread_for_the_module():
+    """One torch and one BLAS thread while a module's claims run, as in their chapter (the claims test files use
+    it for every test): on a busy 2-core machine a second thread spins, and the tiny claims took about 2.5 times
+    the CPU seconds (measured)."""
+    import torch  # here, not at the top (see one_thread)
+    from threadpoolctl import threadpool_limits
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    with threadpool_limits(limits=1):
+        yield
+    torch.set_num_threads(before)
+
+
 # --- command lines: every bad value ends in one line "error: ..." and a status ---------------------------------
 def bad_int_options(minimums: dict[str, int]) -> list[tuple[list[str], str]]:
     """``(argv, words)`` cases for integer options (``{"--steps": 1, ...}``, each with its smallest value): one

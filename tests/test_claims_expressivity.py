@@ -8,8 +8,6 @@ import re
 
 import numpy as np
 import pytest
-import torch
-from threadpoolctl import threadpool_limits
 
 from resnet_theory.claims.context import Context
 from resnet_theory.claims.expressivity import CLAIMS, PROFILE, sphere_points
@@ -76,15 +74,7 @@ TABLES = {
 }
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread_for_the_module():
-    """One torch and one BLAS thread while this module's claims run, as in their chapter: on a busy 2-core
-    machine a second thread spins, and the tiny claims took about 2.5 times the CPU seconds (measured)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    with threadpool_limits(limits=1):
-        yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread_for_the_module")
 
 
 def tiny_context() -> Context:

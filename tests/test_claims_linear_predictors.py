@@ -10,8 +10,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
-from threadpoolctl import threadpool_limits
 
 from resnet_theory import shamir as S
 from resnet_theory.claims.context import Context
@@ -48,15 +46,7 @@ DATA_KEYS = {
 }
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread_for_the_module():
-    """One torch and one BLAS thread while this module's claims run, as in their chapter: on a busy 2-core
-    machine a second thread spins, and the tiny claims took about 2.5 times the CPU seconds (measured)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    with threadpool_limits(limits=1):
-        yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread_for_the_module")
 
 
 @pytest.fixture(scope="module")
