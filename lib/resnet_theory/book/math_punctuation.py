@@ -34,8 +34,6 @@ class KeepPunctuationWithMath(SphinxPostTransform):
             if not match:
                 continue
             rest = text[match.end() :]
-            parent.remove(parent[index + 1])
-            parent.remove(math)
             wrapped = [
                 nodes.raw("", OPEN, format="html"),
                 math,
@@ -44,8 +42,9 @@ class KeepPunctuationWithMath(SphinxPostTransform):
             ]
             if rest:
                 wrapped.append(nodes.Text(rest))
-            for offset, node in enumerate(wrapped):
-                parent.insert(index + offset, node)
+            # Replace by position: Text nodes are strings, so ``parent.remove(text)`` would take the first
+            # *equal* node, which may be another math's "." earlier in the paragraph.
+            parent[index : index + 2] = wrapped
 
 
 def setup(app):
