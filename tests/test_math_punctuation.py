@@ -57,3 +57,26 @@ def test_a_later_math_takes_its_own_punctuation_not_an_equal_earlier_one(tmp_pat
     paragraph = re.search(r"<p>The same number.*?</p>", page, re.S).group(0)
     text = re.sub(r"<[^>]+>", "", paragraph)
     assert text == "The same number, \\(d\\). The control with \\(M\\): rules, and moves with \\(A\\)."
+
+
+def test_long_inline_math_is_marked_and_every_display_scrolls_in_its_own_box(tmp_path):
+    """MathJax 3 does not break lines: a wide display or long inline formula must scroll, never be cut."""
+    long_tex = r"\langle a, h\rangle = \tfrac12(\|a\|^2 + \|h\|^2 - \|a - h\|^2) \le \tfrac12(\|a\|^2 + 1)"
+    (tmp_path / "conf.py").write_text('extensions = ["resnet_theory.book.math_punctuation"]\n')
+    (tmp_path / "index.rst").write_text(f"Test\n====\n\nShort :math:`x` and long :math:`{long_tex}`, end.\n")
+    run = subprocess.run(
+        [sys.executable, "-m", "sphinx", "-q", "-b", "html", str(tmp_path), str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+    )
+    assert run.returncode == 0, run.stderr
+    page = (tmp_path / "out" / "index.html").read_text()
+    assert 'Short <span class="math notranslate nohighlight">\\(x\\)</span>' in page
+    assert f'{NOWRAP}<span class="math-long math notranslate nohighlight">\\({long_tex}\\)</span>,</span>' in page
+    css = (ROOT / "_static" / "book.css").read_text()
+    # the display rule stands on its own (not only inside theorem boxes or a media query)
+    display = re.search(r'^mjx-container\[jax="CHTML"\]\[display="true"\] \{([^}]*)\}', css, re.M)
+    assert display and "overflow-x: auto" in display.group(1) and "max-width: 100%" in display.group(1)
+    phone = css[css.index("@media (max-width: 600px) {\n  span.math.math-long") :]
+    rule = phone[: phone.index("}")]
+    assert "display: inline-block" in rule and "overflow-x: auto" in rule and "max-width: 100%" in rule
