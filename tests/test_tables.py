@@ -71,7 +71,7 @@ def test_tex_headers_and_cells_are_marked_for_mathjax():
     text = html_table([r"$\|E\Sigma^{1/2}\|_F^2$", "depth"], [[r"$\gamma^2 \sqrt{d}$", 3]])
     assert r'<th><span class="mathjax_process">\(\|E\Sigma^{1/2}\|_F^2\)</span></th>' in text
     assert r'<td><span class="mathjax_process">\(\gamma^2 \sqrt{d}\)</span></td>' in text
-    assert "<th>depth</th>" in text and "<td class=\"num\">3</td>" in text
+    assert "<th>depth</th>" in text and '<td class="num">3</td>' in text
     assert "$" not in text
     assert "mathjax_process" in ResultsTable([{"$x^2<1$": 1}])._repr_html_()
     assert r"\(x^2&lt;\) \(1\)" in ResultsTable([{"$x^2<1$": 1}])._repr_html_()  # escaped, split at the relation

@@ -74,9 +74,9 @@ PROFILE = ProfileTable(
     equi_sizes=Knob([100, 400], [100, 400, 1600], "n of the equidistant sets", tiny=[40]),
     equi_draws=Knob(30, 40, "draws per equidistant set and width", tiny=4),
     digits_train=Knob(1200, 1200, "digits used for fitting; the remaining ones are held out"),
-    jl_draws=Knob(24, 60, "draws of A_0 per data set, projection step", tiny=8),
+    jl_draws=Knob(24, 60, "draws of $A_0$ per data set, projection step", tiny=8),
     mc_samples=Knob(200_000, 200_000, "Monte Carlo samples per pair, Chernoff bound", tiny=5_000),
-    lemma_instances=Knob(12, 40, "Lemma B.1 instances per rho'", tiny=2),
+    lemma_instances=Knob(12, 40, "Lemma B.1 instances per $\\rho'$", tiny=2),
     surrogate_draws=Knob(24, 60, "draws of the r surrogate labels", tiny=10),
 )
 
