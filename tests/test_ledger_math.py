@@ -38,6 +38,7 @@ from resnet_theory.verdicts import Check
         "(d, l, tau) of the critical-point search",
         "points of the tau-ball",
         "swirl, d=2",
+        "sigma_max(A) in place of sigma_min(A)",
     ],
 )
 def test_ascii_math_is_found_outside_math(text):

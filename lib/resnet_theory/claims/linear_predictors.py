@@ -575,7 +575,7 @@ def theorem_3_approximate(ctx: Context) -> Evidence:
     counts = [sum(q["count"][e] for q in sop) for e in THM3_EPS]
     statement = Check.combine(
         [
-            Check.at_least(counts, 1, what="eps-SOPSPs found at each level"),
+            Check.at_least(counts, 1, what=r"$\epsilon$-SOPSPs found at each level"),
             _thm3_check(sop, "largest excess per instance and level vs the tolerance"),
         ],
         what="Theorem 3 with a stated tolerance",

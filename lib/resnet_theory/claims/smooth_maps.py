@@ -338,8 +338,8 @@ def _inner_layer_glue(instances) -> dict:
     r"$\|D_{h_i} Q(h)\| \ge (1-\varepsilon)^{m-1} (Q(h) - Q(h^*)) / \|h - h^*\|$ for "
     r"every $i$ (norms: $L^2$ of the sample, our reading).",
     control=Control(
-        "Random compositions drawn as for the check but with 1 < eps < 2 "
-        "(outside the theorem's eps < 1; odd depths so the printed factor "
+        r"Random compositions drawn as for the check but with $1 < \epsilon < 2$ "
+        r"(outside the theorem's $\epsilon < 1$; odd depths so the printed factor "
         "stays positive), whose layers may have singular Jacobians."
     ),
 )
@@ -356,16 +356,18 @@ def functional_gradient_bound(ctx: Context) -> Evidence:
     statement = Check.combine(
         [
             Check.at_least(
-                instances.ratios, 1.0, rtol=1e-12, what="min_i ||D_{h_i} Q|| / printed bound, random eps < 1"
+                instances.ratios, 1.0, rtol=1e-12, what=r"$\min_i \|D_{h_i} Q\|$ / printed bound, random $\epsilon < 1$"
             ),
             Check.at_least(
-                aligned_printed, 1.0, rtol=1e-12, what="min_i ||D_{h_i} Q|| / printed bound, aligned (tight)"
+                aligned_printed, 1.0, rtol=1e-12, what=r"$\min_i \|D_{h_i} Q\|$ / printed bound, aligned (tight)"
             ),
         ]
         + [r.check(f"dQ/d delta_{i + 1}, four witnesses") for i, r in enumerate(reports)],
         what="bound and its derivative",
     )
-    control = Check.at_least(outside.ratios, 1.0, rtol=1e-12, what="min_i ||D_{h_i} Q|| / printed, random 1 < eps < 2")
+    control = Check.at_least(
+        outside.ratios, 1.0, rtol=1e-12, what=r"$\min_i \|D_{h_i} Q\|$ / printed, random $1 < \epsilon < 2$"
+    )
     aligned_sharper = np.concatenate([norms / s for _, _, norms, s, _, _ in aligned])
     aligned_stronger = np.concatenate([norms[:-1] / st[:-1] for _, _, norms, _, _, st in aligned])
     aligned_rows = [
