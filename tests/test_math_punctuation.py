@@ -80,3 +80,6 @@ def test_long_inline_math_is_marked_and_every_display_scrolls_in_its_own_box(tmp
     phone = css[css.index("@media (max-width: 600px) {\n  span.math.math-long") :]
     rule = phone[: phone.index("}")]
     assert "display: inline-block" in rule and "overflow-x: auto" in rule and "max-width: 100%" in rule
+    # MathJax's clipped screen-reader copy must not widen the scroll box (a scrollbar on a formula that fits)
+    hidden = re.search(r"mjx-assistive-mml \{([^}]*)\}", css)
+    assert hidden and "width: 1px !important" in hidden.group(1)
