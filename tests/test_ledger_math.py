@@ -6,6 +6,9 @@ erratum sentence), has no ASCII spelling of mathematics outside its ``$...$`` ma
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 import sympy as sp
 
@@ -14,6 +17,7 @@ from resnet_theory.claims.chapter import evidence_html
 from resnet_theory.claims.registry import CHAPTER_MODULES, chapter_claims
 from resnet_theory.claims.run import run_claim
 from resnet_theory.ledger_html import ascii_math, erratum_sentence, evidence_table_html, text_html
+from resnet_theory.tables import ResultsTable
 from resnet_theory.verdicts import Check
 
 
@@ -27,6 +31,14 @@ from resnet_theory.verdicts import Check
         "p >= 3 gamma",
         "E[x x^T]",
         "||E Sigma^1/2||_F^2",
+        "sup ||h''|| on the ball",
+        "exact values at (0, -1/eps)",
+        "F = 1/2",
+        "the constant (4 pi + 3 gamma)/l",
+        "(d, l, tau) of the critical-point search",
+        "points of the tau-ball",
+        "swirl, d=2",
+        "sigma_max(A) in place of sigma_min(A)",
     ],
 )
 def test_ascii_math_is_found_outside_math(text):
@@ -40,6 +52,7 @@ def test_ascii_math_is_found_outside_math(text):
         r"measured $\max \|A_i\|$ vs $2(\sqrt{\pi}+\sqrt{3\gamma})^2/\ell$, $\ell \ge 3\gamma$",
         "every case holds: 3 of 3, tolerance atol=0, rtol=1e-09 (a - b)",
         r"$E[x x^T]$ as printed",
+        r"swirl, $d = 2$: exact values at $(0, -1/\epsilon)$, $F = 1/2$, 3 of 4 cases, book/linear",
     ],
 )
 def test_typeset_math_and_plain_words_pass(text):
@@ -79,3 +92,19 @@ def test_no_summary_a_page_shows_has_ascii_math(tiny_runs):
         if ascii_math(shown):
             found[run.record.id] = ascii_math(shown)
     assert not found, found
+
+
+@pytest.mark.parametrize("chapter", list(CHAPTER_MODULES))
+def test_the_profile_tables_knobs_are_typeset(chapter):
+    """What a knob sizes is shown typeset in the chapter's profile table ("(d, l, tau)" was ASCII)."""
+    rows = chapter_claims(chapter).profile.rows("quick")
+    shown = ResultsTable(rows)._repr_html_()
+    assert not ascii_math(shown), ascii_math(shown)
+
+
+def test_the_bibliography_has_no_raw_latex_accents_or_ascii_math():
+    """sphinxcontrib-bibtex showed ``G{\\"u}ley`` as ``G\\"uley``: names are UTF-8; notes write formulas in Unicode."""
+    bib = (Path(__file__).resolve().parents[1] / "references.bib").read_text(encoding="utf-8")
+    assert not re.findall(r"\\[\"'`^~=.uvHcdbkr]\{?[A-Za-z]", bib), re.findall(r".{20}\\[\"'`^~].{10}", bib)
+    notes = " ".join(re.findall(r"note\s*=\s*\{(.*)\}", bib))
+    assert not ascii_math(text_html(notes)), ascii_math(text_html(notes))

@@ -71,7 +71,7 @@ def test_tex_headers_and_cells_are_marked_for_mathjax():
     text = html_table([r"$\|E\Sigma^{1/2}\|_F^2$", "depth"], [[r"$\gamma^2 \sqrt{d}$", 3]])
     assert r'<th><span class="mathjax_process">\(\|E\Sigma^{1/2}\|_F^2\)</span></th>' in text
     assert r'<td><span class="mathjax_process">\(\gamma^2 \sqrt{d}\)</span></td>' in text
-    assert "<th>depth</th>" in text and "<td>3</td>" in text
+    assert "<th>depth</th>" in text and '<td class="num">3</td>' in text
     assert "$" not in text
     assert "mathjax_process" in ResultsTable([{"$x^2<1$": 1}])._repr_html_()
     assert r"\(x^2&lt;\) \(1\)" in ResultsTable([{"$x^2<1$": 1}])._repr_html_()  # escaped, split at the relation
@@ -92,3 +92,18 @@ def test_results_table_shows_typeset_headers_for_plain_keys():
     assert list(table.column("||grad f||^2")) == [0.5]  # the data keep their key
     with pytest.raises(TypeError, match="headers must be a dict"):
         ResultsTable(rows, headers=[("steps", "$s$")])
+
+
+def test_number_cells_are_marked_so_they_never_break_at_a_hyphen():
+    """'2.20e-16' must not split as '2.20e-' / '16' on a phone: number cells (and numbers given as text) get
+    the class ``num``, which book.css sets nowrap; words and TeX stay breakable."""
+    import re
+    from pathlib import Path
+
+    text = html_table(["a", "b", "c", "d", "e"], [[2.2e-16, "3.41e-16", "swirl", True, "$x - 1$"]])
+    cells = re.findall(r"<td([^>]*)>", text)
+    assert cells == [' class="num"', ' class="num"', "", "", ""]
+    assert '<td class="num">2.2e-16</td>' in text
+    css = (Path(__file__).resolve().parents[1] / "_static" / "book.css").read_text()
+    rule = re.search(r"table\.book-table td\.num \{([^}]*)\}", css)
+    assert rule and "white-space: nowrap" in rule.group(1)

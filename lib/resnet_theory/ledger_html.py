@@ -175,7 +175,17 @@ def text_html(text: str | None) -> str:
 #: ASCII spellings of mathematics a reader should see typeset (issue 33): a power of a parenthesis ``^(``, a power
 #: ``x^2`` or ``Sigma^1/2``, a square root written as a call, Python's ``**``, a product written with ``*`` between
 #: names or numbers, and the relations ``!=``, ``<=``, ``>=``.
-ASCII_MATH = re.compile(r"\^\(|\w\^[\w{]|\bsqrt\(|\*\*|[\w)\]] ?\* ?[\w(]|!=|<=|>=")
+#: Also ``||`` for a norm, a Greek letter's name next to an operator or a number ("4 pi", "gamma)/l", "tau-ball"),
+#: fractions written with a slash ("1/eps", "F = 1/2") and "d=2" in a label (issue 33).
+_GREEK = (
+    r"(?:alpha|beta|gamma|delta|eps|epsilon|zeta|eta|theta|kappa|lambda|mu|nu|xi|rho|sigma|Sigma|tau|phi|Phi|psi|omega)"
+)
+ASCII_MATH = re.compile(
+    r"\^\(|\w\^[\w{]|\bsqrt\(|\*\*|[\w)\]] ?\* ?[\w(]|!=|<=|>=|\|\|"  # powers, products, relations, norms
+    rf"|\b{_GREEK}\b ?[-+/=<>)^]|\b{_GREEK}_\w|[-+/=(] ?\b{_GREEK}\b|\d \b(?:pi|{_GREEK})\b"  # Greek names by operators
+    r"|\b\d+/[a-z]+\b|= ?\d+/\d+\b"  # fractions 1/eps, 3/l; F = 1/2
+    r"|\b[a-zA-Z]=\d"  # "d=2" in a title or label
+)
 _TYPESET = re.compile(r"\\\(.*?\\\)", re.S)
 
 

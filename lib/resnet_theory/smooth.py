@@ -1323,12 +1323,12 @@ def try_rate_certificate(
     if curvature is None or not callable(curvature):
         raise ValueError("try_rate_certificate needs h.second_derivative_bound (a certified bound on ||h''||)")
     if not np.isfinite(curvature(np.asarray(float(domain_radius)))):
-        return None, "sup ||h''|| on the ball is infinite (h' is not Lipschitz)"
+        return None, r"$\sup \|h''\|$ on the ball is infinite ($h'$ is not Lipschitz)"
     try:
         return rate_certificate(h, dim, domain_radius, grid_points=grid_points), ""
     except ArithmeticError:
         return None, (
-            "g' could not be shown invertible on every cell of the grid (it is singular somewhere "
+            "$g'$ could not be shown invertible on every cell of the grid (it is singular somewhere "
             "on the ball, or the grid is too coarse)"
         )
 

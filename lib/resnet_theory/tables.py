@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import html
 import numbers
+import re
 
 import numpy as np
 
@@ -58,8 +59,22 @@ def html_table(headers, rows, digits: int = 4, none_text: str = "n/a") -> str:
         row = list(row)
         if len(row) != len(headers):
             raise ValueError(f"a row has {len(row)} entries for {len(headers)} columns")
-        out.append("<tr>" + "".join(f"<td>{_cell_html(v, digits, none_text)}</td>" for v in row) + "</tr>")
+        out.append("<tr>" + "".join(_cell_td(v, digits, none_text) for v in row) + "</tr>")
     return "".join(out) + "</table>"
+
+
+#: A number written out as text ("2.20e-16", "-3", "1,000", "inf"): shown whole like a number cell.
+NUMBER_TEXT = re.compile(r"^[-+\u2212]?(\d[\d,]*(\.\d*)?|\.\d+)([eE][-+\u2212]?\d+)?$|^[-+\u2212]?(inf|nan)$")
+
+
+def _cell_td(value, digits: int, none_text: str) -> str:
+    """A ``<td>``; a number's cell has the class ``num`` (``book.css``: never broken across lines, so that
+    "2.20e-16" cannot split at its hyphen on a phone; a wide table scrolls in its own box instead)."""
+    number = isinstance(value, numbers.Number) and not isinstance(value, (bool, np.bool_))
+    if isinstance(value, str):
+        number = bool(NUMBER_TEXT.match(value.strip()))
+    cls = ' class="num"' if number else ""
+    return f"<td{cls}>{_cell_html(value, digits, none_text)}</td>"
 
 
 def _cell_html(value, digits: int, none_text: str) -> str:

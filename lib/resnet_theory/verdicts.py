@@ -361,7 +361,7 @@ class Check:
         decisive = math.isfinite(est) and abs(margin) >= min_standard_errors
         side = "$>$" if above else "$<$"
         summary = (
-            f"{what}: {test}, n={int(n)}: {_fmt(est)} (standard error {_fmt(se)}) {side} {_fmt(thr)}? "
+            f"{what}: {test}, $n = {int(n)}$: {_fmt(est)} (standard error {_fmt(se)}) {side} {_fmt(thr)}? "
             f"margin {margin:+.2f} standard errors"
             + ("" if decisive else f" (not decisive: under {min_standard_errors:g})")
         )

@@ -74,9 +74,9 @@ PROFILE = ProfileTable(
     equi_sizes=Knob([100, 400], [100, 400, 1600], "n of the equidistant sets", tiny=[40]),
     equi_draws=Knob(30, 40, "draws per equidistant set and width", tiny=4),
     digits_train=Knob(1200, 1200, "digits used for fitting; the remaining ones are held out"),
-    jl_draws=Knob(24, 60, "draws of A_0 per data set, projection step", tiny=8),
+    jl_draws=Knob(24, 60, "draws of $A_0$ per data set, projection step", tiny=8),
     mc_samples=Knob(200_000, 200_000, "Monte Carlo samples per pair, Chernoff bound", tiny=5_000),
-    lemma_instances=Knob(12, 40, "Lemma B.1 instances per rho'", tiny=2),
+    lemma_instances=Knob(12, 40, "Lemma B.1 instances per $\\rho'$", tiny=2),
     surrogate_draws=Knob(24, 60, "draws of the r surrogate labels", tiny=10),
 )
 
@@ -170,7 +170,7 @@ def section_3_unit_norm(ctx: Context) -> Evidence:
         what="the lift",
     )
     return Evidence(
-        statement=Check.at_least(c["plain gap"], 1e-9, what=f"x / ||x||: {gap}"),
+        statement=Check.at_least(c["plain gap"], 1e-9, what=rf"$x / \|x\|$: {gap}"),
         control=Check.at_least(c["control gap"], 1e-9, what=f"control, a copy under another label, lifted: {gap}"),
         corrected=corrected,
         data={k: v for k, v in c.items() if k != "lifted norms"},
@@ -514,7 +514,7 @@ def _projection_step(ctx: Context) -> dict:
     the same width, and that scale at ``k_JL``; on 300 sphere points and 100 equidistant ones at rho 1/2, 2."""
     cfg, g = ctx.cfg, ctx.rng("projection-step")
     sets = [("sphere", sphere_points(JL_SPHERE_POINTS, cfg.sphere_dim, 1, ctx.rng("sphere-sample"))[0])]
-    sets += [(f"equidistant, rho = {r}", ex.equidistant_points(JL_EQUI_POINTS, r)) for r in (0.5, 2.0)]
+    sets += [(rf"equidistant, $\rho = {r}$", ex.equidistant_points(JL_EQUI_POINTS, r)) for r in (0.5, 2.0)]
     g2 = ctx.rng("projection-step:log2")  # "log" read as log2: draws of their own, the ln ones keep theirs
     rows, kept = [], {"printed": [], "scaled": [], "repaired": [], "printed log2": [], "scaled log2": []}
     for name, X in sets:
@@ -663,7 +663,9 @@ def _theorem_3_2_repair(ctx, jl, bracket, mc_rows, equi) -> Check:
     ]
     return Check.combine(
         [
-            _rate_checks(jl["kept"]["repaired"], 0.5, ctx.cfg.jl_draws, "entries N(0, 1/k) at k_JL", jl["names"]),
+            _rate_checks(
+                jl["kept"]["repaired"], 0.5, ctx.cfg.jl_draws, r"entries $N(0, 1/k)$ at $k_{\mathrm{JL}}$", jl["names"]
+            ),
             Check.equal(bracket["gap"], 0, what="SymPy: the Chernoff bracket's largest value is 4/(4 - d)"),
             Check.combine(mc, what="one pair's failure probability below exp(-k I(d))"),
             _rate_checks(
@@ -671,7 +673,7 @@ def _theorem_3_2_repair(ctx, jl, bracket, mc_rows, equi) -> Check:
                 0.5,
                 ctx.cfg.equi_draws,
                 "the construction (per-unit thresholds) at k_union fits",
-                [f"rho = {e['rho']}, n = {e['n']}" for e in equi["equi"]],
+                [rf"$\rho = {e['rho']}$, $n = {e['n']}$" for e in equi["equi"]],
             ),
         ],
         what="the wider projection",
@@ -897,7 +899,7 @@ def theorem_3_2_proof_conditions(ctx: Context) -> Evidence:
     a = _conditions_arithmetic()
     step = Check.combine(
         [
-            Check.at_least(float(a["rho(1 - rho/3) at rho = 2"]), float(a["2 rho / 3 at rho = 2"]), what="rho = 2"),
+            Check.at_least(float(a["rho(1 - rho/3) at rho = 2"]), float(a["2 rho / 3 at rho = 2"]), what=r"$\rho = 2$"),
             Check.at_most(
                 float(a["(1 + rho')^2 at rho' = 1/6"]), float(a["1 + rho' at rho' = 1/6"]), what="squared norm"
             ),
@@ -953,8 +955,8 @@ def _uncorrelated(r, k, t, draws, g) -> float:
         r"probability at least $1/2$; $4 \log r$ does not, for $r = 1000$ in either base."
     ),
     control=Control(
-        "Inner products below 1/4 asked of the width k_q, which the union "
-        "bound sizes for 1/2 only (1/4 would need four times k_q)."
+        "Inner products below $1/4$ asked of the width $k_q$, which the union "
+        "bound sizes for $1/2$ only ($1/4$ would need four times $k_q$)."
     ),
 )
 def surrogates(ctx: Context) -> Evidence:
@@ -985,17 +987,17 @@ def surrogates(ctx: Context) -> Evidence:
         )
     Q = ex.surrogate_labels(SURROGATE_CLASSES[-1], widths["ln"], g)
     pair_rate = float(np.mean((Q @ Q.T)[np.triu_indices(len(Q), 1)] >= 0.5))
-    names = [f"r = {r}" for r in SURROGATE_CLASSES]
+    names = [f"$r = {r}$" for r in SURROGATE_CLASSES]
     return Evidence(
         statement=_rate_checks(
             sur["ln"] + sur["log2"],
             0.5,
             draws,
-            "every pair below 1/2 at k = floor(4 log r) + 1",
+            r"every pair below $1/2$ at $k = \lfloor 4 \log r \rfloor + 1$",
             [f"{n}, {base}" for base in ("ln", "log2") for n in names],
         ),
-        corrected=_rate_checks(sur["union"], 0.5, draws, "every pair below 1/2 at k_q", names),
-        control=_rate_checks(sur["quarter"], 0.5, draws, "every pair below 1/4 at k_q", names),
+        corrected=_rate_checks(sur["union"], 0.5, draws, r"every pair below $1/2$ at $k_q$", names),
+        control=_rate_checks(sur["quarter"], 0.5, draws, r"every pair below $1/4$ at $k_q$", names),
         data={"rows": rows},
         glue={
             "expr_sur_printed": max(sur["ln"] + sur["log2"]),
@@ -1238,7 +1240,8 @@ def claim_c_1(ctx: Context) -> Evidence:
         statement=Check.at_most(
             normal,
             1e-12,
-            what="real Schur form of orthogonal, symmetric, skew matrices, d = 2..9: largest off-block entry / ||U||",
+            what=r"real Schur form of orthogonal, symmetric, skew matrices, $d = 2, \dots, 9$: "
+            r"largest off-block entry / $\|U\|$",
         ),
         control=Check.at_most(general, 1e-12, what="same, Gaussian (non-normal) matrices, d = 3..9"),
         glue={"expr_c1_normal": float(max(normal)), "expr_c1_general": float(min(general))},
@@ -1253,8 +1256,8 @@ def claim_c_1(ctx: Context) -> Evidence:
     section="expressivity-appendix-c",
     statement=r"For $A, B \in \mathbb{R}^{d \times d}$, $\|AB\|_F \ge \sigma_{\min}(A)\, \|B\|_F$.",
     control=Control(
-        "sigma_max(A) in place of sigma_min(A): the constant of the "
-        "orthogonal case, where the two agree, applied to general A."
+        r"$\sigma_{\max}(A)$ in place of $\sigma_{\min}(A)$: the constant of the "
+        "orthogonal case, where the two agree, applied to general $A$."
     ),
 )
 def claim_c_2(ctx: Context) -> Evidence:
@@ -1270,9 +1273,12 @@ def claim_c_2(ctx: Context) -> Evidence:
             ratio_max.append(float(np.linalg.norm(A @ Bc) / (sv[0] * np.linalg.norm(Bc))))
     return Evidence(
         statement=Check.at_least(
-            ratio_min, 1.0, rtol=1e-12, what="||AB||_F / (sigma_min(A) ||B||_F), random and tight pairs, d = 2..9"
+            ratio_min,
+            1.0,
+            rtol=1e-12,
+            what=r"$\|AB\|_F / (\sigma_{\min}(A) \|B\|_F)$, random and tight pairs, $d = 2, \dots, 9$",
         ),
-        control=Check.at_least(ratio_max, 1.0, rtol=1e-12, what="same with sigma_max(A)"),
+        control=Check.at_least(ratio_max, 1.0, rtol=1e-12, what=r"same with $\sigma_{\max}(A)$"),
         glue={"expr_c2_min": float(min(ratio_min))},
     )
 

@@ -36,19 +36,19 @@ PROFILE = ProfileTable(
     search_dims=Knob([2, 3, 4], [2, 3, 4, 5, 6], "dimensions of the worst-case search", tiny=[2]),
     search_refine=Knob(2, 4, "Nelder-Mead refinements per dimension, worst-case search", tiny=1),
     depth_points=Knob(10, 14, "depths in the rate-in-depth figure, Theorem 2.1", tiny=4),
-    ball_points=Knob(300, 3000, "points of the tau-ball, eq. (2.3)", tiny=20),
+    ball_points=Knob(300, 3000, r"points of the $\tau$-ball, eq. (2.3)", tiny=20),
     critical_starts=Knob(6, 16, "starts of the critical-point search, Theorem 2.2", tiny=2),
     critical_configs=Knob(
         [[2, 3, 0.5], [2, 4, 0.9], [3, 3, 0.7]],
         [[2, 3, 0.5], [2, 4, 0.9], [3, 3, 0.7], [3, 5, 0.8], [4, 3, 0.6]],
-        "(d, l, tau) of the critical-point search, Theorem 2.2",
+        r"$(d, \ell, \tau)$ of the critical-point search, Theorem 2.2",
         tiny=[[2, 3, 0.5]],
     ),
-    gd_steps=Knob(600, 3000, "gradient-descent steps from A = 0, Theorem 2.2 illustration", tiny=50),
+    gd_steps=Knob(600, 3000, "gradient-descent steps from $A = 0$, Theorem 2.2 illustration", tiny=50),
     mc_samples=Knob(200_000, 2_000_000, "Monte Carlo samples, Claim 2.3 illustration", tiny=2_000),
     kappas=Knob([2, 4, 8, 16, 32], [2, 4, 8, 16, 32, 64, 128], "condition numbers", tiny=[2, 4, 8]),
-    bhl_depth=Knob(8, 8, "number of layers L in the Bartlett-Helmbold-Long sweeps"),
-    bhl_dim=Knob(6, 32, "d of Phi in the kappa sweep", tiny=2),
+    bhl_depth=Knob(8, 8, "number of layers $L$ in the Bartlett-Helmbold-Long sweeps"),
+    bhl_dim=Knob(6, 32, r"$d$ of $\Phi$ in the $\kappa$ sweep", tiny=2),
     bhl_random=Knob(12, 60, "random SPD targets of any norm", tiny=2),
     bhl_far=Knob(16, 48, "targets per distance from I", tiny=2),
     bhl_far_budget=Knob(4000, 40000, "steps per failure run", tiny=200),
@@ -206,7 +206,7 @@ def claim_2_3(ctx: Context) -> Evidence:
     )
     control = Check.combine(
         [
-            Check.at_most(np.ptp(gap_moved), tol, what="control, xi = M x + eta: spread of the gap"),
+            Check.at_most(np.ptp(gap_moved), tol, what=r"control, $\xi = M x + \eta$: spread of the gap"),
             Check.close(gap_moved, np.full(len(nets), d), rtol=0, atol=tol, what="control: the gap equals d"),
         ],
         what="input-dependent noise",
@@ -326,12 +326,12 @@ def lemma_2_4(ctx: Context) -> Evidence:
     big_corrected = Check.at_most(
         [rel["corrected order vs autograd"], rel["corrected order vs finite differences"]],
         [1e-10, 1e-6],
-        what="d=4, l=5: corrected order vs autograd (tol 1e-10) and finite differences (tol 1e-6)",
+        what=r"$d = 4$, $\ell = 5$: corrected order vs autograd (tol 1e-10) and finite differences (tol 1e-6)",
     )
     return Evidence(
         statement=w["printed"].check("printed order against SymPy, autograd, finite differences"),
         corrected=Check.combine([w["corrected"].check(), big_corrected], what="corrected order"),
-        control=w["control"].check("control: corrected order vs the risk with xi = M x + eta"),
+        control=w["control"].check(r"control: corrected order vs the risk with $\xi = M x + \eta$"),
         data={"reports": w},
         glue={
             "printed_order_error": float(w["printed"].max_rel_error["printed order vs autograd"]),
@@ -405,6 +405,7 @@ HEADERS = {
     "f(A)": "$f(A)$",
     "f(A) - ||E Sigma^1/2||_F^2": r"$f(A) - \|E \Sigma^{1/2}\|_F^2$",
     "same, xi = M x + eta": r"same, $\xi = M x + \eta$",
+    "3 gamma / l": r"$3\gamma / \ell$",
     **{
         _residual_column(bound, sign): rf"{bound} bound, $\det R {sign[3]} 0$: $\|P - R\|_F / \|R\|_F$"
         for bound in ("camera", "review")
@@ -544,7 +545,7 @@ class _Theorem21:
         bounded = Check.at_most(
             _column(self.below, "max ||A_i||"),
             _column(self.below, bound),
-            what=f"control, $\\ell < 3\\gamma$: $\\max \\|A_i\\|$ vs {bound}",
+            what=f"control, $\\ell < 3\\gamma$: $\\max \\|A_i\\|$ vs {HEADERS.get(bound, bound)}",
         )
         return Check.combine([exact, bounded], what=r"depth below $3\gamma$")
 
@@ -1322,8 +1323,8 @@ _EQ_2_3_CORRECTED = (
     r"$\ell - 1$ as printed).",
     correction=Correction(_EQ_2_3_CORRECTED),
     control=Control(
-        "Layers just outside B_tau (norm tau' = tau + (1 - tau)/4: the random boundary points scaled up, and "
-        "A_i = -tau' I), compared with the bound at tau, which eq. (2.3) states only inside B_tau."
+        r"Layers just outside $B_\tau$ (norm $\tau' = \tau + (1 - \tau)/4$: the random boundary points scaled up, and "
+        r"$A_i = -\tau' I$), compared with the bound at $\tau$, which eq. (2.3) states only inside $B_\tau$."
     ),
     rests_on=("hardt-ma/lemma-2.4", "hardt-ma/claim-c.2", "hardt-ma/claim-2.3"),
 )
@@ -1337,7 +1338,7 @@ def eq_2_3(ctx: Context) -> Evidence:
         np.append(points["ratio outside"][inside], points["outside witnesses"]),
         1.0,
         rtol=1e-9,
-        what="control: layers of norm tau + (1 - tau)/4, bound at tau",
+        what=r"control: layers of norm $\tau + (1 - \tau)/4$, bound at $\tau$",
     )
     return Evidence(
         statement=Check.at_least(
@@ -1495,8 +1496,8 @@ def _critical_searches(ctx: Context):
         r"gradient forces $f(A) = C_{\mathrm{opt}}$.",
     ),
     control=Control(
-        "tau = 1 with starts at A_i = -I and near it: the theorem needs tau < 1, and where some I + A_i = 0 the "
-        "gradient vanishes away from the minimum."
+        r"$\tau = 1$ with starts at $A_i = -I$ and near it: the theorem needs $\tau < 1$, and where some "
+        r"$I + A_i = 0$ the gradient vanishes away from the minimum."
     ),
     rests_on=("hardt-ma/lemma-2.4", "hardt-ma/claim-c.2", "hardt-ma/claim-2.3", "hardt-ma/eq-2.3"),
 )
@@ -1542,7 +1543,7 @@ def theorem_2_2(ctx: Context) -> Evidence:
                 _column(w_ii, "||E||_F^2"),
                 _column(w_ii, "f - C"),
                 rtol=1e-10,
-                what="step (ii) at A = 0, Sigma = c I, c > 1",
+                what=r"step (ii) at $A = 0$, $\Sigma = c I$, $c > 1$",
             ),
         ],
         what="the printed chain",
@@ -1666,7 +1667,10 @@ def section_1_no_bad_critical(ctx: Context) -> Evidence:
         [
             bound,
             Check.at_least(
-                _column(deep, "max ||A_i||"), 1.0, rtol=1e-12, what="the critical points A_i = -I: max ||A_i|| vs 1"
+                _column(deep, "max ||A_i||"),
+                1.0,
+                rtol=1e-12,
+                what=r"the critical points $A_i = -I$: $\max_i \|A_i\|$ vs 1",
             ),
         ],
         what="inside the ball no critical point off the minimum; the bad ones on its edge",
@@ -1675,7 +1679,7 @@ def section_1_no_bad_critical(ctx: Context) -> Evidence:
         _column(deep, "max ||W_i|| (standard)"),
         1.0,
         rtol=1e-12,
-        what="control, standard parameterisation: its bad critical points W = 0, max ||W_i|| vs 1",
+        what=r"control, standard parameterisation: its bad critical points $W = 0$, $\max_i \|W_i\|$ vs 1",
     )
     return Evidence(
         statement=statement,
@@ -1955,7 +1959,7 @@ def bhl_spd(ctx: Context) -> Evidence:
             Check.all_of(converged, what=f"SPD runs reaching loss $\\le \\varepsilon$ in {cfg.bhl_budget} steps"),
             Check.all_of(
                 [f["fit"] is not None and f["fit"].power_law_fits_better for f in fits],
-                what=f"sweeps in kappa, L, log(d/eps) where a {_GROW} (no fit: fails)",
+                what=rf"sweeps in $\kappa$, $L$, $\log(d/\epsilon)$ where a {_GROW} (no fit: fails)",
             ),
         ],
         what="convergence, and polynomial-shaped growth of the step counts",
@@ -1965,7 +1969,7 @@ def bhl_spd(ctx: Context) -> Evidence:
             [negated_steps is not None],
             what=r"control: same budget, eigenvalue $-\kappa^{-1/2}$ instead of $+\kappa^{-1/2}$",
         ),
-        _power_law_fits(psd_fit, f"control: semidefinite target (infinite kappa): a {_GROW}"),
+        _power_law_fits(psd_fit, rf"control: semidefinite target (infinite $\kappa$): a {_GROW}"),
     )
     L_fit = next(f["fit"] for f in fits if f["variable"] == "L")
     return Evidence(

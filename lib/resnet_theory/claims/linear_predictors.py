@@ -31,9 +31,9 @@ PROFILE = ProfileTable(
     n_instances=Knob(150, 2000, "instances per loss, Theorems 1 and 2", tiny=3),
     n_adversarial=Knob(4, 40, "instances where Adam hunts a Theorem 1 violation", tiny=1),
     n_corollary=Knob(8, 40, "instances searched for minima (Corollary 1, Theorem 3)", tiny=4),
-    sgd_steps=Knob(4096, 32768, "the longest horizon T of projected SGD (Theorem 4)", tiny=512),
+    sgd_steps=Knob(4096, 32768, "the longest horizon $T$ of projected SGD (Theorem 4)", tiny=512),
     sgd_runs=Knob(16, 32, "independent SGD runs behind the rate of Theorem 4", tiny=4),
-    sweep_eps=Knob((1.0,), (0.5, 1.0, 2.0), "eps of the landscape sweep"),
+    sweep_eps=Knob((1.0,), (0.5, 1.0, 2.0), r"$\epsilon$ of the landscape sweep"),
     sweep_penalties=Knob(
         (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0),
         (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0),
@@ -46,7 +46,7 @@ PROFILE = ProfileTable(
         "radii of the landscape sweep, fixed in advance",
         tiny=(2.0, 5.0),
     ),
-    figure_eps=Knob(1.0, 1.0, "eps of the drawn landscapes and of their control (the review does not give it)"),
+    figure_eps=Knob(1.0, 1.0, r"$\epsilon$ of the drawn landscapes and of their control (the review does not give it)"),
     figure_penalty=Knob(0.25, 0.25, "penalty of panel (b), tuned by us to resemble the review"),
     figure_radius=Knob(2.0, 2.0, "radius of panel (c), tuned by us to resemble the review"),
     plateau_after=Knob(16, 16, "Theorem 4 illustration: the step stops shrinking after this"),
@@ -171,8 +171,8 @@ def _saddle_conditions(e, point, sym) -> bool:
     r"$\begin{pmatrix} 0 & -\epsilon \\ -\epsilon & 0 \end{pmatrix}$ (eigenvalues "
     r"$\pm\epsilon$) and $F = 1/2$, above $F_{\mathrm{lin}}(1) = 0$.",
     control=Control(
-        "the point (0, -2/eps), which the example does not name: the same "
-        "exact conditions (zero gradient, that Hessian, F = 1/2) evaluated "
+        r"the point $(0, -2/\epsilon)$, which the example does not name: the same "
+        r"exact conditions (zero gradient, that Hessian, $F = 1/2$) evaluated "
         "there"
     ),
 )
@@ -197,8 +197,10 @@ def example_1_saddle(ctx: Context) -> Evidence:
         for e, s in zip(eps_list, saddles)
     ]
     return Evidence(
-        statement=Check.all_of(at_saddle + agrees, what="exact values at (0, -1/eps), one case per eps, twice"),
-        control=Check.all_of(elsewhere, what="the same exact conditions at (0, -2/eps)"),
+        statement=Check.all_of(
+            at_saddle + agrees, what=r"exact values at $(0, -1/\epsilon)$, one case per $\epsilon$, twice"
+        ),
+        control=Check.all_of(elsewhere, what=r"the same exact conditions at $(0, -2/\epsilon)$"),
         data={"rows": rows},
     )
 
@@ -296,7 +298,9 @@ def theorem_1(ctx: Context) -> Evidence:
                 [a["rhs"] for a in adversarial],
                 what="points found by minimising the ratio",
             ),
-            Check.at_least([p["lhs"] for p in ex1], [p["rhs"] for p in ex1], what="Example 1 at (delta, -1/eps)"),
+            Check.at_least(
+                [p["lhs"] for p in ex1], [p["rhs"] for p in ex1], what=r"Example 1 at $(\delta, -1/\epsilon)$"
+            ),
         ],
         what="Theorem 1",
     )
@@ -571,7 +575,7 @@ def theorem_3_approximate(ctx: Context) -> Evidence:
     counts = [sum(q["count"][e] for q in sop) for e in THM3_EPS]
     statement = Check.combine(
         [
-            Check.at_least(counts, 1, what="eps-SOPSPs found at each level"),
+            Check.at_least(counts, 1, what=r"$\epsilon$-SOPSPs found at each level"),
             _thm3_check(sop, "largest excess per instance and level vs the tolerance"),
         ],
         what="Theorem 3 with a stated tolerance",

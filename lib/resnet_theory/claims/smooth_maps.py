@@ -10,6 +10,7 @@ printed results its proof rests on (``rests_on`` stays empty).
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import sympy
@@ -24,11 +25,11 @@ from .registry import ClaimSet
 from .spec import Control, Evidence, Source
 
 PROFILE = ProfileTable(
-    rate_depths=Knob([4, 8, 16, 32], [4, 8, 16, 32, 64, 128, 256], "depths m of the rate fits", tiny=[2, 4]),
+    rate_depths=Knob([4, 8, 16, 32], [4, 8, 16, 32, 64, 128, 256], "depths $m$ of the rate fits", tiny=[2, 4]),
     rate_points=Knob(256, 2048, "points per Lipschitz estimate", tiny=32),
     certify_points=Knob(20000, 40000, "grid points per certified bound", tiny=5000),
     n_instances=Knob(300, 5000, "gradient-bound instances (the control draws twice as many)", tiny=150),
-    picture_layers=Knob(5, 5, "layers in the grid pictures (odd: h, h^-1, ..., h ends on h)"),
+    picture_layers=Knob(5, 5, r"layers in the grid pictures (odd: $h, h^{-1}, \dots, h$ ends on $h$)"),
     linear_method=Knob("logarithm", "logarithm", "linear split in the nonlinear construction"),
 )
 
@@ -98,21 +99,29 @@ def _representation(ctx: Context) -> tuple[dict, dict]:
     return ctx.shared("representation", compute)
 
 
+def _typeset_label(label: str) -> str:
+    """A map's label as a reader sees it: ``"swirl, d=2"`` -> ``"swirl, $d = 2$"``."""
+    return re.sub(r", d=(\d+)$", r", $d = \1$", label)
+
+
 def _representation_check(evidence: dict, labels, spacing: str, rate: str) -> Check:
     """Per map: a finite certificate exists, the composition reproduces h, the cell-wise certified bound lies
     below the certificate's rate, the attained lower estimates below the cell-wise bound."""
     parts = []
     for label in labels:
         e = evidence[label, spacing]
-        exists = f"{label}: a finite certificate {rate} exists"
+        shown = _typeset_label(label)
+        exists = f"{shown}: a finite certificate {rate} exists"
         parts += [
             Check.all_of([math.isfinite(e.constant)], what=exists + (f" (no: {e.reason})" * bool(e.reason))),
-            Check.at_most(e.exact_errors, 1e-9, what=f"{label}: |h_m o..o h_1 - h| / |h|, m = 1,3,12"),
+            Check.at_most(
+                e.exact_errors, 1e-9, what=rf"{shown}: $|h_m \circ \dots \circ h_1 - h| / |h|$, $m = 1, 3, 12$"
+            ),
         ]
         with np.errstate(invalid="ignore"):  # inf vs inf without a certificate: fails
             parts += [
-                Check.at_most(e.certified, e.rate_bound(), what=f"{label}: cell-wise certified vs {rate}"),
-                Check.at_most(e.eps, e.certified, what=f"{label}: attained vs cell-wise certified"),
+                Check.at_most(e.certified, e.rate_bound(), what=f"{shown}: cell-wise certified vs {rate}"),
+                Check.at_most(e.eps, e.certified, what=f"{shown}: attained vs cell-wise certified"),
             ]
     return Check.combine(parts, what=f"{spacing} scales")
 
@@ -138,13 +147,14 @@ def _control_rows(evidence: dict, spacing: str) -> list[dict]:
 def _certificate_rows(certificates: dict) -> list[dict]:
     rows = []
     for label, (c, why) in certificates.items():
+        # no certificate: an em dash in every number's place (no finite constant exists), the last column says why
         values = (
-            [c.log_norm, c.curvature, c.inverse_bound, c.cell_radius, c.constant, c.log_constant]
+            [float(v) for v in (c.log_norm, c.curvature, c.inverse_bound, c.cell_radius, c.constant, c.log_constant)]
             if c
-            else [math.inf] * 6
+            else ["\u2014"] * 6
         )
         names = [r"$\|L\|$", r"$\Lambda$", "$S$", "cell radius", "$C$ (uniform)", "$C'$ (geometric)"]
-        rows.append({"map": label} | dict(zip(names, map(float, values))) | {"no certificate because": why})
+        rows.append({"map": _typeset_label(label)} | dict(zip(names, values)) | {"no certificate because": why})
     return rows
 
 
@@ -328,8 +338,8 @@ def _inner_layer_glue(instances) -> dict:
     r"$\|D_{h_i} Q(h)\| \ge (1-\varepsilon)^{m-1} (Q(h) - Q(h^*)) / \|h - h^*\|$ for "
     r"every $i$ (norms: $L^2$ of the sample, our reading).",
     control=Control(
-        "Random compositions drawn as for the check but with 1 < eps < 2 "
-        "(outside the theorem's eps < 1; odd depths so the printed factor "
+        r"Random compositions drawn as for the check but with $1 < \epsilon < 2$ "
+        r"(outside the theorem's $\epsilon < 1$; odd depths so the printed factor "
         "stays positive), whose layers may have singular Jacobians."
     ),
 )
@@ -346,16 +356,18 @@ def functional_gradient_bound(ctx: Context) -> Evidence:
     statement = Check.combine(
         [
             Check.at_least(
-                instances.ratios, 1.0, rtol=1e-12, what="min_i ||D_{h_i} Q|| / printed bound, random eps < 1"
+                instances.ratios, 1.0, rtol=1e-12, what=r"$\min_i \|D_{h_i} Q\|$ / printed bound, random $\epsilon < 1$"
             ),
             Check.at_least(
-                aligned_printed, 1.0, rtol=1e-12, what="min_i ||D_{h_i} Q|| / printed bound, aligned (tight)"
+                aligned_printed, 1.0, rtol=1e-12, what=r"$\min_i \|D_{h_i} Q\|$ / printed bound, aligned (tight)"
             ),
         ]
         + [r.check(f"dQ/d delta_{i + 1}, four witnesses") for i, r in enumerate(reports)],
         what="bound and its derivative",
     )
-    control = Check.at_least(outside.ratios, 1.0, rtol=1e-12, what="min_i ||D_{h_i} Q|| / printed, random 1 < eps < 2")
+    control = Check.at_least(
+        outside.ratios, 1.0, rtol=1e-12, what=r"$\min_i \|D_{h_i} Q\|$ / printed, random $1 < \epsilon < 2$"
+    )
     aligned_sharper = np.concatenate([norms / s for _, _, norms, s, _, _ in aligned])
     aligned_stronger = np.concatenate([norms[:-1] / st[:-1] for _, _, norms, _, _, st in aligned])
     aligned_rows = [
@@ -430,7 +442,7 @@ def _critical_not_minimal(label, derivative_norm, scale, loss, loss_star, loss_i
             Check.at_least(
                 loss - loss_star, 1e-6 * loss_identity, what=f"{label}: loss gap vs 1e-6 x the identity's loss"
             ),
-            Check.at_most(deviation, 0.1 * (1 + 1e-9), what=f"{label}: certified ||f - Id||_L vs 0.1"),
+            Check.at_most(deviation, 0.1 * (1 + 1e-9), what=rf"{label}: certified $\|f - \mathrm{{Id}}\|_L$ vs 0.1"),
         ],
         what=f"critical, not minimal, near the identity: {label}",
     )
