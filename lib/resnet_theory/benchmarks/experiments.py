@@ -219,27 +219,27 @@ def run_pilot(path, profile: str = "quick", seed: int = 100, workers: int = 2, k
     if not isinstance(knobs, (dict, type(None))):
         raise TypeError(f"knobs must be a dict of knob overrides, got {type(knobs).__name__}")
     torch.set_num_threads(1)
-    sizes = {**(dict(sizing.PILOT_SIZES) if profile == "quick" else {}), **(knobs or {})}
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
-    cells = run_workload(profile, seed, sizes, workers)
-    cfg = E.PROFILE.resolve(profile, sizes)
-    knobs = {k: getattr(cfg, k) for k in (*E.SEED_KNOBS, *sizing.WORKLOAD_KNOBS)}
-    provenance = {
+    overrides = dict(knobs or {})
+    sizes = {**(dict(sizing.PILOT_SIZES) if profile == "quick" else {}), **overrides}
+    provenance = {  # the code and the time the run starts with
         "commit": _commit(),
         "seed": seed,
         "profile": profile,
         "workers": workers,
         "machine": _machine(),
-        "load_average_at_start": load,
+        "load_average_at_start": os.getloadavg()[0] if hasattr(os, "getloadavg") else None,
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "command": f"python -m resnet_theory.benchmarks.experiments --pilot PATH --profile {profile} --seed {seed}"
-        + "".join(f" --knob {k}={json.dumps(v)}" for k, v in (knobs or {}).items()),
+        + "".join(f" --knob {k}={json.dumps(v)}" for k, v in overrides.items()),
     }
+    cells = run_workload(profile, seed, sizes, workers)
+    cfg = E.PROFILE.resolve(profile, sizes)
+    ran_at = {k: getattr(cfg, k) for k in (*E.SEED_KNOBS, *sizing.WORKLOAD_KNOBS)}
     checks = {cell: row["checks"] for cell, row in cells.items() if row.get("checks") is not None}
     record = sizing.pilot_record(
         checks,
-        sizes={k: knobs[k] for k in sizing.PILOT_SIZES},
-        knobs=knobs,
+        sizes={k: ran_at[k] for k in sizing.PILOT_SIZES},
+        knobs=ran_at,
         cpu_seconds={cell: row["cpu_seconds"] for cell, row in cells.items()},
         provenance=provenance,
     )
