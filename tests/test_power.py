@@ -3,6 +3,9 @@ experiments chapter's sizing built on it (resnet_theory.claims.experiments_sizin
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -85,16 +88,129 @@ def test_bad_input_is_refused_in_one_line(call, words):
 
 # --- the experiments chapter's sizing ----------------------------------------------------------------------------
 def test_the_quick_seed_knobs_are_the_power_calculation_on_the_pilot():
-    assert S.PILOT, "the pilot's comparisons are recorded"
+    assert S.PILOT is not None and len(S.PILOT.comparisons) == len(S.COMPARISONS), "the shipped pilot is read"
     sized = S.sized_knobs()
     assert {k: E.PROFILE.knobs[k].value("quick") for k in E.SEED_KNOBS} == sized
-    for c in S.PILOT:
-        n = sized[c.knob]
-        assert S.MINIMUM <= n <= S.PILOT_SIZES[c.knob]
-        if c.needed() <= S.PILOT_SIZES[c.knob]:  # sized: decides with the stated probability
+    for c in S.PILOT.comparisons:
+        n, cap = sized[c.knob], S.PILOT.sizes[c.knob]
+        assert c.cap == cap and S.MINIMUM <= n <= cap
+        if c.needed() <= cap:  # sized: decides with the stated probability
             assert power.margin_power(c.planning_effect, c.sd_a, c.sd_b, n=n) >= S.PROBABILITY
         else:  # decided by a few standard errors: keeps the pilot's size
-            assert n == S.PILOT_SIZES[c.knob]
+            assert n == cap
+
+
+def test_the_shipped_pilot_ran_at_the_quick_workload_and_says_where_it_comes_from():
+    prov = S.PILOT.provenance
+    assert prov["profile"] == "quick" and prov["commit"] and prov["command"] and isinstance(prov["seed"], int)
+    assert {k: S.PILOT.knobs[k] for k in S.WORKLOAD_KNOBS} == {k: E.PROFILE.knobs[k].value("quick") for k in
+                                                               S.WORKLOAD_KNOBS}  # fmt: skip
+    assert S.PILOT.sizes == S.PILOT_SIZES and sum(S.PILOT.cpu_seconds.values()) > 0
+    assert "data/*.json" in (ROOT / "pyproject.toml").read_text(), "the pilot is shipped as package data"
+
+
+def test_the_commands_pilot_at_seed_100_reads_at_the_quick_workload():
+    """The pilot the command wrote at seed 100 (kept beside the shipped one, not yet read by the chapter): it is
+    valid for the quick workload and was written by the command, not typed."""
+    pilot = S.read_pilot(S.PILOT_PATH.with_name("experiments_pilot_seed100.json"),
+                         workload={k: E.PROFILE.knobs[k].value("quick") for k in S.WORKLOAD_KNOBS})  # fmt: skip
+    assert pilot.provenance["seed"] == 100 and "--pilot" in pilot.provenance["command"]
+    assert pilot.sizes == S.PILOT_SIZES and pilot.cpu_seconds["training grid"] > 0
+
+
+def bench_cells():
+    from resnet_theory.benchmarks import experiments as bench
+
+    return bench.CELLS
+
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def tiny_pilot(tmp_path_factory):
+    """The pilot command at the tiny profile (seed 100, no worker processes), and the path it wrote."""
+    import torch
+
+    from resnet_theory.benchmarks import experiments as bench
+
+    torch.set_num_threads(1)
+    path = tmp_path_factory.mktemp("pilot") / "data" / "pilot.json"
+    assert bench.main(["--pilot", str(path), "--profile", "tiny", "--seed", "100", "--workers", "1"]) == 0
+    return path
+
+
+def tiny_workload():
+    return {k: E.PROFILE.knobs[k].value("tiny") for k in S.WORKLOAD_KNOBS}
+
+
+def test_the_pilot_command_writes_a_file_the_module_reads_back_into_the_same_sizing(tiny_pilot):
+    from resnet_theory.claims.context import Context
+    from resnet_theory.claims.run import run_claim
+
+    pilot = S.read_pilot(tiny_pilot, workload=tiny_workload())
+    assert pilot.provenance["seed"] == 100 and pilot.provenance["commit"] and pilot.provenance["date"]
+    assert pilot.provenance["command"].endswith("--profile tiny --seed 100")  # no overrides were given
+    assert pilot.sizes == {k: E.PROFILE.knobs[k].value("tiny") for k in S.PILOT_SIZES}
+    assert set(pilot.cpu_seconds) == set(bench_cells()) and pilot.cpu_seconds["training grid"] > 0
+    # the same claims run here at the same seed give the same comparisons, hence the same sizing
+    ctx = Context.for_table(E.PROFILE, "tiny", 100)
+    E.use_settings(ctx, workers=1)
+    checks = {}
+    for claim in dict.fromkeys(c[0] for c in S.COMPARISONS):
+        run = run_claim(E.CLAIMS.claims[claim], ctx)
+        checks[claim] = (run.evidence.statement, run.evidence.controls[0])
+    again = S.pilot_from_record(
+        S.pilot_record(checks, sizes=pilot.sizes, knobs=pilot.knobs, cpu_seconds={}, provenance=pilot.provenance)
+    )
+    assert [(c.effect, c.sd_a, c.n, c.cap) for c in again.comparisons] == [
+        (c.effect, c.sd_a, c.n, c.cap) for c in pilot.comparisons
+    ]
+    assert S.sized_knobs(pilot) == S.sized_knobs(again)
+    sized = S.sized_knobs(pilot)
+    assert [r["quick seeds"] for r in S.sizing_rows(pilot)] == [sized[knob] for *_, knob in S.COMPARISONS]
+
+
+def _damaged(path, tmp_path, change):
+    record = json.loads(path.read_text())
+    change(record)
+    out = tmp_path / "damaged.json"
+    out.write_text(json.dumps(record))
+    return out
+
+
+@pytest.mark.parametrize(
+    "change, words",
+    [
+        (lambda r: r.update(format="something else"), "format"),
+        (lambda r: r["comparisons"].pop(), "comparisons, expected"),
+        (lambda r: r["comparisons"][0].update(claim="hardt-ma/other"), "comparison 0 is"),
+        (lambda r: r["comparisons"][3].update(standard_error=-1.0), "standard_error must be"),
+        (lambda r: r["comparisons"][2].update(effect="0.5"), "effect must be"),
+        (lambda r: r["comparisons"][1].update(n=1), "n must be"),
+        (lambda r: r["sizes"].pop("deep_seeds"), "sizes.deep_seeds"),
+        (lambda r: r["provenance"].pop("commit"), "provenance has no 'commit'"),
+        (lambda r: r.pop("cpu_seconds"), "'cpu_seconds' is missing"),
+    ],
+)
+def test_a_damaged_pilot_is_refused_in_one_line(tiny_pilot, tmp_path, change, words):
+    with pytest.raises(S.PilotError, match=words) as err:
+        S.read_pilot(_damaged(tiny_pilot, tmp_path, change))
+    assert "\n" not in str(err.value) and "--pilot" in str(err.value)
+
+
+def test_an_unreadable_or_mismatched_pilot_is_refused_in_one_line(tiny_pilot, tmp_path):
+    cut = tmp_path / "cut.json"
+    cut.write_text(tiny_pilot.read_text()[:200])
+    for path, words in [(cut, "not readable JSON"), (tmp_path / "missing.json", "no such file")]:
+        with pytest.raises(S.PilotError, match=words) as err:
+            S.read_pilot(path)
+        assert "\n" not in str(err.value)
+    with pytest.raises(S.PilotError, match="it ran at steps=6, the quick profile has steps=150"):
+        S.read_pilot(tiny_pilot, workload={**tiny_workload(), "steps": 150})
+    (tmp_path / "list.json").write_text("[1, 2]")
+    with pytest.raises(S.PilotError, match="holds a list"):
+        S.read_pilot(tmp_path / "list.json")
 
 
 def test_a_comparison_within_its_noise_keeps_the_pilots_size_and_a_huge_one_the_minimum():
@@ -105,6 +221,8 @@ def test_a_comparison_within_its_noise_keeps_the_pilots_size_and_a_huge_one_the_
     rows = S.sizing_rows((near, far))
     assert [r["quick seeds"] for r in rows] == [S.PILOT_SIZES["n_seeds"], S.MINIMUM]
     assert rows[1]["P(decides)"] > 0.999
+    capped = S.PilotComparison("x", "statement", "x", "n_seeds", effect=0.3, sd_a=0.3, sd_b=0.3, n=10, cap=7)
+    assert capped.chosen() == 7
 
 
 def test_margin_rows_put_each_checks_margin_beside_the_pilots():
@@ -118,5 +236,22 @@ def test_margin_rows_put_each_checks_margin_beside_the_pilots():
     rows = S.margin_rows({S._TRAINS: (statement, control)})
     mine = [r for r in rows if r["claim"] == S._TRAINS]
     assert [(r["margin now (SE)"], r["seeds now"]) for r in mine] == [(10.0, 21), (20.0, 20), (1.0, 4)]
-    assert [r["margin before (SE)"] for r in mine] == [c.margin for c in S.PILOT if c.claim == S._TRAINS]
+    assert [r["pilot margin (SE)"] for r in mine] == [c.margin for c in S.PILOT.comparisons if c.claim == S._TRAINS]
     assert all(r["margin now (SE)"] is None for r in rows if r["claim"] != S._TRAINS)
+
+
+def test_the_pilot_commands_bad_options_are_refused_in_one_line(capsys, tmp_path):
+    from resnet_theory.benchmarks import experiments as bench
+
+    for argv, words in [
+        (["--pilot", str(tmp_path / "p.json"), "--knob", "nope=1"], "NAME one of"),
+        (["--pilot", str(tmp_path / "p.json"), "--knob", "steps=[1,"], "not a JSON value"),
+        (["--knob", "steps=100"], "--knob goes with --pilot"),
+    ]:
+        with pytest.raises(SystemExit):
+            bench.main(argv)
+        err = capsys.readouterr().err
+        assert words in err and err.count("\n") == 1, err
+    with pytest.raises(TypeError, match="knobs must be a dict"):
+        bench.run_pilot(tmp_path / "p.json", "tiny", knobs=[("steps", 1)])
+    assert not (tmp_path / "p.json").exists()

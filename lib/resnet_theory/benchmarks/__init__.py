@@ -8,5 +8,6 @@ and the tests only check that they run. The training-throughput benchmark is
 - :mod:`resnet_theory.benchmarks.expressivity`: building and verifying the Theorem 3.2 network against n.
 - :mod:`resnet_theory.benchmarks.quick_book`: each chapter's CPU and wall seconds; side by side against one at a time.
 - :mod:`resnet_theory.benchmarks.ensemble`: many seeds of the digits network, one at a time against batched.
-- :mod:`resnet_theory.benchmarks.experiments`: the experiments chapter's workload, today's against the baseline's.
+- :mod:`resnet_theory.benchmarks.experiments`: the experiments chapter's workload, today's against the baseline's;
+  ``--pilot PATH`` writes the pilot its seeds are sized from.
 """

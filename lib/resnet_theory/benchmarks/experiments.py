@@ -1,34 +1,78 @@
-"""Benchmark: the experiments chapter's workload, the sized one against the baseline's, cell by cell.
+"""Benchmark: the experiments chapter's workload, the sized one against the baseline's, cell by cell; and the
+command that writes the pilot the quick profile's seeds are sized from.
 
-Run with ``python -m resnet_theory.benchmarks.experiments [--profile quick] [--seed 0] [--workers 2]``.
-It runs the chapter's digits claims (:mod:`resnet_theory.claims.experiments`) twice in one process, once with
-the knobs of :data:`BASELINE` (the sizes before issue 35: every configuration ten seeds, thirty for the two
-initialisations at the paper's rate, twenty for the deepest residual network) and once with the profile's
-own (sized by :mod:`resnet_theory.claims.experiments_sizing`), in the chapter's order: the architecture
+Run with ``python -m resnet_theory.benchmarks.experiments [--profile quick] [--seed 0] [--workers 2]
+[--baseline pre-issue|previous]``. It runs the chapter's digits claims (:mod:`resnet_theory.claims.experiments`)
+twice in one process, once with the knobs of a baseline (:data:`BASELINE`, the workload before issue 35: every
+configuration ten seeds, thirty for the two initialisations at the paper's rate, twenty for the deepest residual
+network, 250 steps of a network of widths 8, 16, 32 and a sweep to 55 convolutions; or, with ``--baseline
+previous``, :data:`PREVIOUS`, the quick profile before its workload was made smaller) and once with the
+profile's own (sized by :mod:`resnet_theory.claims.experiments_sizing`), in the chapter's order: the architecture
 claim, the training grid, the three ablation claims, the depth sweep, the two depth claims. For each it prints
 the CPU seconds (this process and its finished worker processes, which a loaded machine barely changes, unlike
 the wall clock), the ratio sized / baseline, and for a claim its verdict and its statement's and control's
 margins in standard errors under both workloads; then the totals. ``--json PATH`` writes the same rows.
 Not a timed test: it measures and prints.
+
+``--pilot PATH [--seed 100]`` runs the same cells once, at the profile's workload with the seeds of
+:data:`~resnet_theory.claims.experiments_sizing.PILOT_SIZES` (the tiny profile: its own), and writes the pilot
+file (:func:`~resnet_theory.claims.experiments_sizing.pilot_record`: every comparison's estimate, standard error
+and seeds, the CPU seconds per cell, and its provenance: commit, knobs, seed, machine, date). The shipped pilot
+is ``lib/resnet_theory/data/experiments_pilot.json``; its seed lies outside the seeds the book is checked at
+(0, 1, 2), so that those test the sizing rather than repeat the pilot.
 """
 
 from __future__ import annotations
 
+import argparse
+import datetime
 import json
 import os
 import platform
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import torch
 
 from resnet_theory import validate
-from resnet_theory.claims import experiments as E
-from resnet_theory.claims.context import Context
-from resnet_theory.claims.experiments_sizing import PILOT_SIZES
-from resnet_theory.claims.run import run_claim
 
-#: Today's workload before sizing, the baseline every ratio divides by: knob overrides per profile.
-BASELINE = {"quick": dict(PILOT_SIZES), "full": {}, "tiny": {}}
+if "--pilot" in sys.argv[1:] and __name__ == "__main__":  # may rewrite a pilot the chapter cannot read
+    os.environ["RESNET_THEORY_REWRITING_PILOT"] = "1"  # experiments_sizing.REWRITE_ENV, read at its import
+
+from resnet_theory.claims import experiments as E  # noqa: E402
+from resnet_theory.claims import experiments_sizing as sizing  # noqa: E402
+from resnet_theory.claims.context import Context  # noqa: E402
+from resnet_theory.claims.run import run_claim  # noqa: E402
+
+#: The quick workload before issue 35 (the knobs that are not seeds).
+PRE_ISSUE_WORKLOAD = {"steps": 250, "widths": (8, 16, 32), "blocks": 3, "depths": (1, 3, 9), "lr_grid": (0.01, 0.05)}
+#: The workload before issue 35, the baseline every ratio divides by: knob overrides per profile.
+BASELINE = {
+    "quick": {
+        "n_seeds": 10,
+        "init_seeds": 30,
+        "head_seeds": 10,
+        "control_seeds": 10,
+        "depth_seeds": 10,
+        "deep_seeds": 20,
+        **PRE_ISSUE_WORKLOAD,
+    },
+    "full": {},
+    "tiny": {},
+}
+#: The quick profile before its workload was made smaller (its seeds sized from the first, typed, pilot).
+PREVIOUS = {
+    "n_seeds": 4,
+    "init_seeds": 21,
+    "head_seeds": 10,
+    "control_seeds": 4,
+    "depth_seeds": 10,
+    "deep_seeds": 20,
+    **PRE_ISSUE_WORKLOAD,
+}
+BASELINES = {"pre-issue": None, "previous": PREVIOUS}
 
 #: The chapter's cells that cost something, in its order: a claim id, or a shared run.
 CELLS = (
@@ -79,6 +123,7 @@ def run_workload(profile: str, seed: int, knobs: dict, workers: int) -> dict:
                 "verdict": run.verdict,
                 "statement margin": _margin(run.evidence.statement) if run.evidence else None,
                 "control margin": _margin(controls[0]) if controls else None,
+                "checks": (run.evidence.statement, controls[0]) if controls else None,
             }
         out[cell] = {"cpu_seconds": _cpu_seconds() - cpu, "seconds": time.perf_counter() - start, **row}
     return out
@@ -144,22 +189,107 @@ def format_rows(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+# --- the pilot ---------------------------------------------------------------------------------------------------
+def _commit() -> str:
+    """The repository's commit (with "+changes" where the working tree differs from it), or "unknown"."""
+    root = Path(__file__).resolve().parents[3]
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True)
+        dirty = subprocess.run(["git", "status", "--porcelain", "lib"], cwd=root, capture_output=True, text=True)
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return head.stdout.strip() + ("+changes" if dirty.stdout.strip() else "")
+
+
+def _machine() -> str:
+    return (
+        f"{platform.node()}: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
+        f"Python {platform.python_version()}, torch {torch.__version__}"
+    )
+
+
+def run_pilot(path, profile: str = "quick", seed: int = 100, workers: int = 2, knobs: dict | None = None) -> dict:
+    """Run the chapter's cells once at the pilot's sizes (the quick profile: :data:`sizing.PILOT_SIZES`; another
+    profile: its own seeds), with ``knobs`` overriding any knob (to measure what a smaller workload would
+    decide), and write the pilot to ``path``; returns what it wrote."""
+    profile = validate.choice("profile", profile, tuple(BASELINE))
+    seed = validate.integer("seed", seed, minimum=0)
+    workers = validate.positive_int("workers", workers)
+    path = validate.path("path", path)
+    if not isinstance(knobs, (dict, type(None))):
+        raise TypeError(f"knobs must be a dict of knob overrides, got {type(knobs).__name__}")
+    torch.set_num_threads(1)
+    overrides = dict(knobs or {})
+    sizes = {**(dict(sizing.PILOT_SIZES) if profile == "quick" else {}), **overrides}
+    provenance = {  # the code and the time the run starts with
+        "commit": _commit(),
+        "seed": seed,
+        "profile": profile,
+        "workers": workers,
+        "machine": _machine(),
+        "load_average_at_start": os.getloadavg()[0] if hasattr(os, "getloadavg") else None,
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "command": f"python -m resnet_theory.benchmarks.experiments --pilot PATH --profile {profile} --seed {seed}"
+        + "".join(f" --knob {k}={json.dumps(v)}" for k, v in overrides.items()),
+    }
+    cells = run_workload(profile, seed, sizes, workers)
+    cfg = E.PROFILE.resolve(profile, sizes)
+    ran_at = {k: getattr(cfg, k) for k in (*E.SEED_KNOBS, *sizing.WORKLOAD_KNOBS)}
+    checks = {cell: row["checks"] for cell, row in cells.items() if row.get("checks") is not None}
+    record = sizing.pilot_record(
+        checks,
+        sizes={k: ran_at[k] for k in sizing.PILOT_SIZES},
+        knobs=ran_at,
+        cpu_seconds={cell: row["cpu_seconds"] for cell, row in cells.items()},
+        provenance=provenance,
+    )
+    sizing.write_pilot(record, path)
+    return record
+
+
+def _knob(text: str) -> tuple[str, object]:
+    """``NAME=JSON`` as ``(name, value)``, lists as tuples (as the profile table has them)."""
+    name, sep, value = text.partition("=")
+    if not sep or name not in E.PROFILE.knobs:
+        raise argparse.ArgumentTypeError(f"expected NAME=VALUE with NAME one of {', '.join(E.PROFILE.knobs)}")
+    try:
+        parsed = json.loads(value)
+    except json.JSONDecodeError:
+        raise argparse.ArgumentTypeError(f"{name}: {value!r} is not a JSON value (e.g. 100 or [4,8,16])") from None
+    return name, tuple(parsed) if isinstance(parsed, list) else parsed
+
+
 def main(argv=None) -> int:
     parser = validate.OneLineParser(prog="python -m resnet_theory.benchmarks.experiments", description=__doc__)
     parser.add_argument("--profile", choices=tuple(BASELINE), default="quick", help="the chapter's profile")
-    parser.add_argument("--seed", type=validate.int_option(0), default=0, help="the chapter's seed (default 0)")
+    parser.add_argument("--seed", type=validate.int_option(0), default=None, help="seed (default 0; pilot 100)")
     parser.add_argument("--workers", type=validate.int_option(1), default=2, help="worker processes (default 2)")
+    parser.add_argument("--baseline", choices=tuple(BASELINES), default="pre-issue", help="the workload to divide by")
     parser.add_argument("--json", default=None, help="also write the rows to this file")
+    parser.add_argument("--pilot", default=None, metavar="PATH", help="write the pilot to PATH instead")
+    parser.add_argument("--knob", action="append", default=[], type=_knob, metavar="NAME=JSON",
+                        help="with --pilot: override a knob, e.g. steps=100 or widths=[4,8,16]")  # fmt: skip
     args = parser.parse_args(argv)
-    rows = run(args.profile, args.seed, args.workers)
+    if args.knob and args.pilot is None:
+        parser.error("--knob goes with --pilot")
+    if args.pilot is not None:
+        seed = 100 if args.seed is None else args.seed
+        record = run_pilot(args.pilot, args.profile, seed, args.workers, dict(args.knob))
+        print(f"pilot written to {args.pilot} (seed {seed}, {sum(record['cpu_seconds'].values()):.0f} CPU s)")
+        print(f"quick seed knobs sized from it: {sizing.sized_knobs(sizing.pilot_from_record(record))}")
+        return 0
+    seed = 0 if args.seed is None else args.seed
+    baseline = BASELINES[args.baseline] if args.profile == "quick" else None
+    rows = run(args.profile, seed, args.workers, baseline)
     print(
         f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, torch {torch.__version__}; "
-        f"profile {args.profile}, seed {args.seed}, {args.workers} workers; load average {os.getloadavg()[0]:.2f}"
+        f"profile {args.profile}, seed {seed}, {args.workers} workers, baseline {args.baseline}; "
+        f"load average {os.getloadavg()[0]:.2f}"
     )
     print(format_rows(rows))
     if args.json:
         with open(args.json, "w") as f:
-            json.dump(rows, f, indent=1)
+            json.dump([{k: v for k, v in r.items()} for r in rows], f, indent=1)
     return 0
 
 

@@ -19,7 +19,8 @@ The chapters' claims modules (one per chapter; see ``registry.CHAPTER_MODULES``)
 - :mod:`~resnet_theory.claims.smooth_maps`: Bartlett, Evans & Long.
 - :mod:`~resnet_theory.claims.linear_predictors`: Shamir.
 - :mod:`~resnet_theory.claims.experiments`: Hardt & Ma Section 4, He et al.
-- :mod:`~resnet_theory.claims.experiments_sizing`: the experiments chapter's seeds, sized from a pilot by power.
+- :mod:`~resnet_theory.claims.experiments_sizing`: the experiments chapter's seeds, sized by power from the pilot
+  file ``resnet_theory/data/experiments_pilot.json``.
 """
 
 from ..verdicts import Check, NoUsableControl

@@ -38,7 +38,6 @@ from ..verdicts import NoUsableControl
 from . import experiments_sizing as sizing
 from .context import Context, Knob, ProfileTable
 from .experiments_sizing import (  # noqa: F401 (chapter)
-    PILOT_CPU_SECONDS,
     SIZING_HEADERS,
     sized_knobs,
     sizing_glue,
@@ -47,6 +46,17 @@ from .experiments_sizing import (  # noqa: F401 (chapter)
 from .registry import ClaimSet
 from .spec import Control, Correction, Evidence, NotAvailable, Source
 
+#: The knobs of the workload that are not seeds: the pilot (:mod:`.experiments_sizing`) must have run at their
+#: quick values. The chapter's section on sizing says why each quick value suffices.
+WORKLOAD = dict(
+    steps=Knob(250, 250, "training steps of every digits run", tiny=6),
+    lr_grid=Knob((0.01, 0.05), (0.005, 0.01, 0.02, 0.05, 0.1), "learning rates fixed in advance"),
+    widths=Knob((8, 16, 32), (8, 16, 32), "stage widths of the scaled-down network", tiny=(2, 2, 2)),
+    blocks=Knob(3, 3, "blocks per stage in the ablation", tiny=1),
+    depths=Knob((1, 3, 9), (1, 3, 9, 16), "blocks per stage, depth sweep", tiny=(1, 2)),
+)
+if sizing.PILOT is not None and not sizing.rewriting():
+    sizing.check_workload(sizing.PILOT, {k: WORKLOAD[k].value("quick") for k in sizing.WORKLOAD_KNOBS})
 #: The quick profile's seeds per kind of configuration, sized by what each claim must decide.
 SIZED = sized_knobs()
 PROFILE = ProfileTable(
@@ -56,11 +66,7 @@ PROFILE = ProfileTable(
     control_seeds=Knob(SIZED["control_seeds"], 20, "seeds of the controls without shortcuts", tiny=2),
     depth_seeds=Knob(SIZED["depth_seeds"], 20, "seeds of the sweep's other depths", tiny=2),
     deep_seeds=Knob(SIZED["deep_seeds"], 40, "seeds of the residual network at the deepest", tiny=2),
-    steps=Knob(250, 250, "training steps of every digits run", tiny=6),
-    lr_grid=Knob((0.01, 0.05), (0.005, 0.01, 0.02, 0.05, 0.1), "learning rates fixed in advance"),
-    widths=Knob((8, 16, 32), (8, 16, 32), "stage widths of the scaled-down network", tiny=(2, 2, 2)),
-    blocks=Knob(3, 3, "blocks per stage in the ablation", tiny=1),
-    depths=Knob((1, 3, 9), (1, 3, 9, 16), "blocks per stage, depth sweep", tiny=(1, 2)),
+    **WORKLOAD,
     cifar_steps=Knob(64_000, 64_000, "steps of each CIFAR run (the paper's schedule)"),
 )
 

@@ -1,10 +1,12 @@
 """The experiments chapter's quick workload, sized by what each claim must decide (issue 35).
 
 Every statistical check of the chapter (:mod:`resnet_theory.claims.experiments`) compares means, medians, or a
-median with a threshold, over seeds (the pilot read the degradation and its control as means; they now compare
-medians, at the pilot's sizes, so that one diverged run cannot swamp them). A pilot, the chapter at its former
-sizes (:data:`PILOT_SIZES`, quick profile, seed 0), measured each comparison's effect and the per-run noise
-of both sides (:data:`PILOT`). For each,
+median with a threshold, over seeds. A pilot, the chapter's statistical checks run at the quick profile's
+workload (its steps, widths and depths) with the seeds of :data:`PILOT_SIZES`, at a seed the chapter does not
+use, recorded each comparison's estimate, standard error and seeds. The pilot is a data file written by a
+command, ``python -m resnet_theory.benchmarks.experiments --pilot PATH [--seed 100]``, shipped in the package
+(:data:`PILOT_PATH`) and read and validated here (:func:`read_pilot`: a damaged file, or one run at another
+workload than the quick profile's, is refused with a one-line :class:`PilotError`). For each comparison,
 :func:`resnet_theory.power.seeds_for` gives the fewest seeds with which a repeat decides (margin beyond two
 standard errors, in the pilot's direction) with probability :data:`PROBABILITY`, planned with a pessimistic
 effect: the pilot's less one of its own standard errors. A configuration trains as many seeds as the most
@@ -12,17 +14,20 @@ demanding comparison that uses it needs, never more than the pilot had (a compar
 few standard errors keeps the pilot's size) and never fewer than :data:`MINIMUM`: a run that diverges now and
 then makes a two-mode sample, which a handful of seeds may not show.
 
-The quick values of the seed knobs are :func:`sized_knobs`, computed at import from these numbers.
+The quick values of the seed knobs are :func:`sized_knobs`, computed at import from the pilot.
 """
 
 from __future__ import annotations
 
+import json
 import math
-from dataclasses import dataclass
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
 
 from .. import power
 
-#: The seed knobs of the quick profile before sizing (the pilot's); a seed knob's full value stays as it was.
+#: The seed knobs at which the pilot trains the quick workload; a seed knob's full value stays as it was.
 PILOT_SIZES = {
     "n_seeds": 10,
     "init_seeds": 30,
@@ -35,6 +40,18 @@ PILOT_SIZES = {
 PROBABILITY = 0.999
 #: The fewest seeds a configuration trains.
 MINIMUM = 4
+#: The pilot shipped with the package, and the format it is written in.
+PILOT_PATH = Path(__file__).resolve().parents[1] / "data" / "experiments_pilot.json"
+PILOT_FORMAT = "resnet-theory/experiments-pilot/1"
+#: The knobs that are not seeds: the pilot must have run at the quick profile's values of these.
+WORKLOAD_KNOBS = ("steps", "lr_grid", "widths", "blocks", "depths")
+#: Set (to "1") by the pilot command, which must import the chapter to rewrite a pilot it cannot read.
+REWRITE_ENV = "RESNET_THEORY_REWRITING_PILOT"
+PILOT_COMMAND = "python -m resnet_theory.benchmarks.experiments --pilot PATH --seed 100"
+
+
+class PilotError(ValueError):
+    """A pilot file that cannot be used: missing, damaged, or run at another workload."""
 
 
 @dataclass(frozen=True)
@@ -42,7 +59,8 @@ class PilotComparison:
     """One statistical comparison as the pilot measured it: ``effect`` (difference of means, or distance of a
     median from its threshold, signed as the check reads it), the per-run standard deviations ``sd_a`` and
     ``sd_b`` (``None`` for a check against a threshold) and the seeds ``n`` per side; ``knob`` is the seed knob
-    of the configuration it sizes."""
+    of the configuration it sizes, ``cap`` the seeds the pilot trained with that knob (default
+    :data:`PILOT_SIZES`)."""
 
     claim: str
     role: str
@@ -52,6 +70,7 @@ class PilotComparison:
     sd_a: float
     sd_b: float | None
     n: int
+    cap: int | None = None
 
     @property
     def standard_error(self) -> float:
@@ -76,47 +95,176 @@ class PilotComparison:
 
     def chosen(self) -> int:
         """What this comparison asks of its knob: what it needs, but no more than the pilot had."""
-        return max(MINIMUM, min(self.needed(), PILOT_SIZES[self.knob]))
+        cap = PILOT_SIZES[self.knob] if self.cap is None else self.cap
+        return max(MINIMUM, min(self.needed(), cap))
 
 
-def from_summary(claim: str, role: str, what: str, knob: str, estimate: float, standard_error: float, n: int):
+def from_summary(
+    claim: str, role: str, what: str, knob: str, estimate: float, standard_error: float, n: int, cap=None
+) -> PilotComparison:
     """A comparison from the numbers a check records (its estimate, standard error and ``n``): the standard
     error is read as one sample's noise, ``sd = SE sqrt(n)`` with ``n - 1`` degrees of freedom, which is never
     more optimistic than Welch's split of it between two samples."""
-    return PilotComparison(claim, role, what, knob, estimate, standard_error * math.sqrt(n), None, n)
+    return PilotComparison(claim, role, what, knob, estimate, standard_error * math.sqrt(n), None, n, cap)
 
 
 _INIT, _BEST, _HEAD = "hardt-ma/sec4-small-init", "hardt-ma/sec4-small-init-best-rate", "hardt-ma/sec4-fixed-head"
 _DEG, _TRAINS = "he-et-al/plain-degradation", "hardt-ma/sec4-identity-trains-without-bn"
-#: The pilot: each statistical check of the chapter as the quick profile recorded it at seed 0 with the sizes of
-#: :data:`PILOT_SIZES` (the chapter's claims record at commit 16fe833), as (estimate, standard error, n). The
-#: best rates it chose (0.05 for the residual network with either head, 0.01 for the printed standard
-#: initialisation and the network without shortcuts) are far apart in its grid table: at the other rate the
-#: first two stay near chance (median test accuracy 0.18) and the last two diverge in 3 and 2 of 10 runs.
-PILOT = (
-    from_summary(_INIT, "statement", "training loss, standard minus small init, paper's rate", "init_seeds",
-                 1.424, 0.1945, 30),
-    from_summary(_INIT, "control", "the same without shortcuts", "control_seeds", -2.298, 7.815e-4, 10),
-    from_summary(_BEST, "statement", "the same, each at its best rate", "n_seeds", -0.1619, 0.01437, 10),
-    from_summary(_BEST, "control", "the same without shortcuts", "control_seeds", -2.298, 7.815e-4, 10),
-    from_summary(_HEAD, "statement", "test accuracy, fixed minus trained head", "head_seeds", -0.0125, 0.008432, 10),
-    from_summary(_HEAD, "control", "fixed head on untrained layers", "control_seeds", -0.8275, 0.00595, 10),
-    from_summary(_DEG, "statement", "training error, 55 minus 19 convolutions, no shortcuts", "depth_seeds",
-                 0.5109, 0.09322, 10),
-    from_summary(_DEG, "control", "the same with shortcuts", "deep_seeds", -0.02846, 0.00466, 20),
-    from_summary(_TRAINS, "statement", "median test accuracy - 0.8, 19 convolutions", "init_seeds",
-                 0.9167 - 0.8, 0.006954, 10),
-    from_summary(_TRAINS, "statement", "median test accuracy - 0.8, 55 convolutions", "deep_seeds",
-                 0.9361 - 0.8, 0.003837, 20),
-    from_summary(_TRAINS, "control", "the same without shortcuts", "control_seeds", 0.1014 - 0.8, 0.001206, 10),
-)  # fmt: skip
+#: The comparisons the pilot records, in order: (claim, role, which part of that role's checks, what it
+#: compares, the seed knob of the configuration it sizes). A part is one statistical check of a claim's
+#: statement or control, in the order :func:`run_margins` lists them.
+COMPARISONS = (
+    (_INIT, "statement", 0, "training loss, standard minus small init, paper's rate", "init_seeds"),
+    (_INIT, "control", 0, "the same without shortcuts", "control_seeds"),
+    (_BEST, "statement", 0, "the same, each at its best rate", "n_seeds"),
+    (_BEST, "control", 0, "the same without shortcuts", "control_seeds"),
+    (_HEAD, "statement", 0, "test accuracy, fixed minus trained head", "head_seeds"),
+    (_HEAD, "control", 0, "fixed head on untrained layers", "control_seeds"),
+    (_DEG, "statement", 0, "training error, deepest minus ablation depth, no shortcuts", "depth_seeds"),
+    (_DEG, "control", 0, "the same with shortcuts", "deep_seeds"),
+    (_TRAINS, "statement", 0, "median test accuracy - 0.8, ablation depth", "init_seeds"),
+    (_TRAINS, "statement", 1, "median test accuracy - 0.8, deepest", "deep_seeds"),
+    (_TRAINS, "control", 0, "the same without shortcuts", "control_seeds"),
+)
 
 
-def sized_knobs(pilot=PILOT) -> dict[str, int]:
+# --- the pilot file -----------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Pilot:
+    """A pilot as its file holds it: the :data:`COMPARISONS` measured (``comparisons``), the seed knobs it
+    trained (``sizes``), every knob it ran at (``knobs``), the CPU seconds of each of the chapter's cells
+    (``cpu_seconds``) and where it comes from (``provenance``: commit, seed, machine, date, command)."""
+
+    comparisons: tuple[PilotComparison, ...]
+    sizes: dict
+    knobs: dict
+    cpu_seconds: dict
+    provenance: dict = field(default_factory=dict)
+    source: str = "(in memory)"
+
+
+def pilot_record(checks: dict, *, sizes: dict, knobs: dict, cpu_seconds: dict, provenance: dict) -> dict:
+    """The pilot file's contents from the checks of a run at the pilot's sizes: ``checks`` maps a claim id to its
+    (statement, control) checks; each of :data:`COMPARISONS` is looked up there by role and part and recorded
+    as its ``effect`` (the estimate's signed distance from the check's threshold, margin times standard error),
+    ``standard_error`` and ``n``."""
+    rows = []
+    for claim, role, part, what, knob in COMPARISONS:
+        if claim not in checks:
+            raise PilotError(f"the pilot needs the checks of {claim}, which did not run")
+        found = [(m, n, se) for r, m, n, _, se in _run_parts(*checks[claim]) if r == role]
+        if part >= len(found) or found[part][2] is None:
+            raise PilotError(f"{claim} has no statistical {role} check number {part} for the pilot")
+        margin, n, se = found[part]
+        effect = margin * se if se > 0 else math.copysign(0.0, margin)  # the signed distance from the threshold
+        rows.append(dict(claim=claim, role=role, part=part, what=what, knob=knob, effect=effect,
+                         standard_error=se, n=n))  # fmt: skip
+    return {
+        "format": PILOT_FORMAT,
+        "provenance": dict(provenance),
+        "knobs": {k: list(v) if isinstance(v, tuple) else v for k, v in knobs.items()},
+        "sizes": {k: int(sizes[k]) for k in PILOT_SIZES},
+        "cpu_seconds": {k: float(v) for k, v in cpu_seconds.items()},
+        "comparisons": rows,
+    }
+
+
+def write_pilot(record: dict, path) -> Path:
+    """Write a pilot (:func:`pilot_record`) to ``path``, after checking that it reads back."""
+    path = Path(path)
+    pilot_from_record(record, source=str(path))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(record, indent=1) + "\n")
+    return path
+
+
+def _need(cond: bool, source: str, message: str) -> None:
+    if not cond:
+        raise PilotError(f"experiments pilot {source}: {message}; write it again with {PILOT_COMMAND}")
+
+
+def _number(value, source: str, what: str, *, minimum: float | None = None) -> float:
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    _need(ok and (minimum is None or value >= minimum), source, f"{what} must be a finite number"
+          + ("" if minimum is None else f" >= {minimum:g}") + f", got {value!r}")  # fmt: skip
+    return float(value)
+
+
+def _count(value, source: str, what: str) -> int:
+    ok = isinstance(value, int) and not isinstance(value, bool) and value >= 2
+    _need(ok, source, f"{what} must be a whole number >= 2, got {value!r}")
+    return int(value)
+
+
+def pilot_from_record(record, source: str = "(in memory)") -> Pilot:
+    """Validate a pilot's contents (as :func:`pilot_record` makes them) and read them into a :class:`Pilot`."""
+    _need(isinstance(record, dict), source, f"the file holds a {type(record).__name__}, not an object")
+    _need(record.get("format") == PILOT_FORMAT, source, f"format {record.get('format')!r}, expected {PILOT_FORMAT!r}")
+    for key, kind in (("provenance", dict), ("knobs", dict), ("sizes", dict), ("cpu_seconds", dict),
+                      ("comparisons", list)):  # fmt: skip
+        _need(isinstance(record.get(key), kind), source, f"'{key}' is missing or not a {kind.__name__}")
+    for key in ("commit", "seed", "machine", "date"):
+        _need(key in record["provenance"], source, f"the provenance has no '{key}'")
+    sizes = {k: _count(record["sizes"].get(k), source, f"sizes.{k}") for k in PILOT_SIZES}
+    cpu = {str(k): _number(v, source, f"cpu_seconds.{k}", minimum=0) for k, v in record["cpu_seconds"].items()}
+    rows = record["comparisons"]
+    _need(len(rows) == len(COMPARISONS), source, f"{len(rows)} comparisons, expected {len(COMPARISONS)}")
+    out = []
+    for i, (row, (claim, role, part, what, knob)) in enumerate(zip(rows, COMPARISONS)):
+        _need(isinstance(row, dict), source, f"comparison {i} is not an object")
+        got = tuple(row.get(k) for k in ("claim", "role", "part", "knob"))
+        want = (claim, role, part, knob)
+        _need(got == want, source, f"comparison {i} is {got}, expected {want}")
+        est = _number(row.get("effect"), source, f"comparison {i} effect")
+        se = _number(row.get("standard_error"), source, f"comparison {i} standard_error", minimum=0)
+        n = _count(row.get("n"), source, f"comparison {i} n")
+        out.append(from_summary(claim, role, what, knob, est, se, n, cap=sizes[knob]))
+    knobs = {k: tuple(v) if isinstance(v, list) else v for k, v in record["knobs"].items()}
+    return Pilot(tuple(out), sizes, knobs, cpu, dict(record["provenance"]), source)
+
+
+def read_pilot(path=PILOT_PATH, *, workload: dict | None = None) -> Pilot:
+    """The pilot in ``path``, validated; with ``workload`` (knob -> value), also that it ran at those values."""
+    path = Path(path)
+    try:
+        record = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise PilotError(f"experiments pilot {path}: no such file; write it with {PILOT_COMMAND}") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        why = f"not readable JSON ({e})"
+        raise PilotError(f"experiments pilot {path}: {why}; write it again with {PILOT_COMMAND}") from None
+    pilot = pilot_from_record(record, source=str(path))
+    check_workload(pilot, workload or {})
+    return pilot
+
+
+def check_workload(pilot: Pilot, workload: dict) -> None:
+    """Refuse a pilot that ran at other values of the ``workload`` knobs (knob -> value) than these."""
+    for knob, value in workload.items():
+        got = pilot.knobs.get(knob)
+        want = tuple(value) if isinstance(value, list) else value
+        _need(got == want, pilot.source, f"it ran at {knob}={got!r}, the quick profile has {knob}={want!r}")
+
+
+def rewriting() -> bool:
+    """Whether the pilot command is running (it may import the chapter while the shipped pilot is unusable)."""
+    return os.environ.get(REWRITE_ENV) == "1"
+
+
+def _comparisons(pilot) -> tuple:
+    if pilot is None:
+        pilot = PILOT
+    if pilot is None:  # the pilot command, rewriting an unusable pilot: nothing sized
+        return ()
+    return tuple(pilot.comparisons if isinstance(pilot, Pilot) else pilot)
+
+
+def sized_knobs(pilot=None) -> dict[str, int]:
     """The seed knobs of the quick profile: per knob, the most that a comparison sized by it asks."""
+    comparisons = _comparisons(pilot)
     out = {}
     for knob in PILOT_SIZES:
-        asks = [c.chosen() for c in pilot if c.knob == knob]
+        asks = [c.chosen() for c in comparisons if c.knob == knob]
         out[knob] = max(asks) if asks else PILOT_SIZES[knob]
     return out
 
@@ -133,12 +281,12 @@ SIZING_HEADERS = {
 }
 
 
-def sizing_rows(pilot=PILOT) -> list[dict]:
+def sizing_rows(pilot=None) -> list[dict]:
     """One row per sized comparison: the pilot's effect, noise and margin, the seeds it needs and gets, and
     the probability of deciding with the knob's chosen size (under the pessimistic effect)."""
     knobs = sized_knobs(pilot)
     rows = []
-    for c in pilot:
+    for c in _comparisons(pilot):
         n = knobs[c.knob]
         rows.append(
             {
@@ -159,30 +307,32 @@ def sizing_rows(pilot=PILOT) -> list[dict]:
     return rows
 
 
-#: What training the pilot's digits runs took, in CPU seconds (its chapter's performance table, one execution on
-#: the 2-core build machine): the grid, the extra seeds of the two initialisations, the depth sweep.
-PILOT_CPU_SECONDS = {"grid": 282.0, "extra seeds": 124.0, "depth": 262.0}
+def _run_parts(statement, control) -> list[tuple]:
+    """``(role, margin in standard errors, n, estimate, standard error)`` of a claim's checks as run, in
+    :data:`COMPARISONS`' order: the statement's parts, then the control (the check it tried, where it had no
+    power)."""
+
+    def parts(check) -> list:
+        check = getattr(check, "tried", check)
+        found = check.numbers.get("parts") or [check.numbers]
+        keys = ("margin_standard_errors", "n", "estimate", "standard_error")
+        return [tuple(p.get(k) for k in keys) for p in found]
+
+    return [("statement", *m) for m in parts(statement)] + [("control", *m) for m in parts(control)]
 
 
 def run_margins(claim: str, statement, control) -> list[tuple[str, float | None, int | None]]:
-    """``(role, margin in standard errors, n)`` of a claim's checks as run, in :data:`PILOT`'s order: the
-    statement's parts, then the control (the check it tried, where it had no power)."""
-
-    def margins(check) -> list:
-        check = getattr(check, "tried", check)
-        parts = check.numbers.get("parts") or [check.numbers]
-        return [(p.get("margin_standard_errors"), p.get("n")) for p in parts]
-
-    return [("statement", *m) for m in margins(statement)] + [("control", *m) for m in margins(control)]
+    """``(role, margin in standard errors, n)`` of a claim's checks as run, in :data:`COMPARISONS`' order."""
+    return [part[:3] for part in _run_parts(statement, control)]
 
 
-def margin_rows(runs: dict, pilot=PILOT) -> list[dict]:
+def margin_rows(runs: dict, pilot=None) -> list[dict]:
     """Every sized comparison's margin in the pilot and in ``runs`` (claim id -> (statement, control) checks),
     with the seeds of each (``n`` as the check counts it: the smaller side)."""
     now = {cid: run_margins(cid, *checks) for cid, checks in runs.items()}
     seen: dict = {}
     rows = []
-    for c in pilot:
+    for c in _comparisons(pilot):
         i = seen.get((c.claim, c.role), 0)
         seen[(c.claim, c.role)] = i + 1
         found = [(m, n) for role, m, n in now.get(c.claim, []) if role == c.role]
@@ -191,8 +341,8 @@ def margin_rows(runs: dict, pilot=PILOT) -> list[dict]:
             {
                 "claim": c.claim,
                 "check": f"{c.role}: {c.what}",
-                "seeds before": c.n,
-                "margin before (SE)": c.margin,
+                "pilot seeds": c.n,
+                "pilot margin (SE)": c.margin,
                 "seeds now": n,
                 "margin now (SE)": None if margin is None else float(margin),
             }
@@ -200,14 +350,17 @@ def margin_rows(runs: dict, pilot=PILOT) -> list[dict]:
     return rows
 
 
-def sizing_glue(pilot=PILOT) -> dict:
-    """The numbers the chapter's prose quotes about the sizing."""
+def sizing_glue(pilot=None) -> dict:
+    """The numbers the chapter's prose quotes about the sizing, and the pilot's provenance."""
+    pilot = PILOT if pilot is None else pilot
+    comparisons = _comparisons(pilot)
     knobs = sized_knobs(pilot)
 
     def first(claim, role):
-        return next(c for c in pilot if c.claim == claim and c.role == role)
+        return next(c for c in comparisons if c.claim == claim and c.role == role)
 
-    controls = [abs(c.margin) for c in pilot if c.role == "control" and c.knob == "control_seeds"]
+    controls = [abs(c.margin) for c in comparisons if c.role == "control" and c.knob == "control_seeds"]
+    prov = pilot.provenance if isinstance(pilot, Pilot) else {}
     return {
         "size_probability": PROBABILITY,
         "size_minimum": MINIMUM,
@@ -217,8 +370,27 @@ def sizing_glue(pilot=PILOT) -> dict:
         "size_init_seeds": knobs["init_seeds"],
         "size_deg_margin": first(_DEG, "statement").margin,
         "size_deg_control_margin": first(_DEG, "control").margin,
+        "size_deg_control_needed": first(_DEG, "control").needed(),
         "size_deg_seeds": knobs["depth_seeds"],
         "size_deep_seeds": knobs["deep_seeds"],
         "size_head_margin": first(_HEAD, "statement").margin,
         "size_head_seeds": knobs["head_seeds"],
+        "size_pilot_seed": prov.get("seed", "?"),
+        "size_pilot_commit": str(prov.get("commit", "?"))[:10],
+        "size_pilot_date": str(prov.get("date", "?"))[:10],
+        "size_pilot_cpu_seconds": sum(pilot.cpu_seconds.values()) if isinstance(pilot, Pilot) else float("nan"),
     }
+
+
+def _load_shipped() -> Pilot | None:
+    """The shipped pilot; ``None`` only while the pilot command rewrites it (:func:`rewriting`)."""
+    try:
+        return read_pilot(PILOT_PATH)
+    except PilotError:
+        if rewriting():
+            return None
+        raise
+
+
+#: The pilot shipped with the package (read and validated at import).
+PILOT: Pilot | None = _load_shipped()
