@@ -303,7 +303,7 @@ def test_the_fixed_head_comparison_uses_the_same_seeds_for_both_heads(chapter_ru
     ctx, runs = chapter_run
     grid, lr = E.training_grid(ctx), E.plan(ctx).lr
     assert len(grid.runs[(E.IDENT, lr)]) > len(grid.runs[(E.HEAD, lr)])
-    assert "n=2" in runs["hardt-ma/sec4-fixed-head"].record.evidence["printed"]["summary"]
+    assert "$n = 2$" in runs["hardt-ma/sec4-fixed-head"].record.evidence["printed"]["summary"]
 
 
 def test_one_diverged_run_cannot_swamp_the_depth_comparison():
