@@ -39,6 +39,8 @@ from resnet_theory.verdicts import Check
         "points of the tau-ball",
         "swirl, d=2",
         "sigma_max(A) in place of sigma_min(A)",
+        "P(fail) < exp(-k I(d)), case 0",
+        "the bracket's largest value is 4/(4 - d)",
     ],
 )
 def test_ascii_math_is_found_outside_math(text):

@@ -185,6 +185,7 @@ ASCII_MATH = re.compile(
     rf"|\b{_GREEK}\b ?[-+/=<>)^]|\b{_GREEK}_\w|[-+/=(] ?\b{_GREEK}\b|\d \b(?:pi|{_GREEK})\b"  # Greek names by operators
     r"|\b\d+/[a-z]+\b|= ?\d+/\d+\b"  # fractions 1/eps, 3/l; F = 1/2
     r"|\b[a-zA-Z]=\d"  # "d=2" in a title or label
+    r"|\b(?:exp|log|ln)\(|\b\d+/\("  # exp(-k I(d)), 4/(4 - d)
 )
 _TYPESET = re.compile(r"\\\(.*?\\\)", re.S)
 

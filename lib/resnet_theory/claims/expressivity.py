@@ -657,7 +657,7 @@ def _theorem_3_2_repair(ctx, jl, bracket, mc_rows, equi) -> Check:
             above=False,
             n=ctx.cfg.mc_samples,
             test=mc_test,
-            what=f"P(fail) < exp(-k I(d)), case {i}",
+            what=rf"$P(\text{{fail}}) < e^{{-k I(d)}}$, case {i}",
         )
         for i, r in enumerate(mc_rows)
     ]
@@ -666,13 +666,13 @@ def _theorem_3_2_repair(ctx, jl, bracket, mc_rows, equi) -> Check:
             _rate_checks(
                 jl["kept"]["repaired"], 0.5, ctx.cfg.jl_draws, r"entries $N(0, 1/k)$ at $k_{\mathrm{JL}}$", jl["names"]
             ),
-            Check.equal(bracket["gap"], 0, what="SymPy: the Chernoff bracket's largest value is 4/(4 - d)"),
-            Check.combine(mc, what="one pair's failure probability below exp(-k I(d))"),
+            Check.equal(bracket["gap"], 0, what=r"SymPy: the Chernoff bracket's largest value is $4/(4 - d)$"),
+            Check.combine(mc, what=r"one pair's failure probability below $e^{-k I(d)}$"),
             _rate_checks(
                 [e["union"] for e in equi["equi"]],
                 0.5,
                 ctx.cfg.equi_draws,
-                "the construction (per-unit thresholds) at k_union fits",
+                r"the construction (per-unit thresholds) at $k_{\mathrm{union}}$ fits",
                 [rf"$\rho = {e['rho']}$, $n = {e['n']}$" for e in equi["equi"]],
             ),
         ],
