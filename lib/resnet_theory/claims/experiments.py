@@ -39,6 +39,7 @@ from . import experiments_sizing as sizing
 from .context import Context, Knob, ProfileTable
 from .experiments_sizing import (  # noqa: F401 (chapter)
     SIZING_HEADERS,
+    short_rows,
     sized_knobs,
     sizing_glue,
     sizing_rows,

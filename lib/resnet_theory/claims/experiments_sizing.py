@@ -307,6 +307,16 @@ def sizing_rows(pilot=None) -> list[dict]:
     return rows
 
 
+def short_rows(pilot=None) -> list[dict]:
+    """The comparisons that ask for more seeds than the pilot had (:func:`sizing_rows` where "seeds needed" is
+    more than "quick seeds"): they keep the pilot's seeds and decide a repeat only with the probability given."""
+    return [
+        {k: r[k] for k in ("claim", "check", "pilot margin (SE)", "seeds needed", "quick seeds", "P(decides)")}
+        for r in sizing_rows(pilot)
+        if r["seeds needed"] > r["quick seeds"]
+    ]
+
+
 def _run_parts(statement, control) -> list[tuple]:
     """``(role, margin in standard errors, n, estimate, standard error)`` of a claim's checks as run, in
     :data:`COMPARISONS`' order: the statement's parts, then the control (the check it tried, where it had no
@@ -368,6 +378,12 @@ def sizing_glue(pilot=None) -> dict:
         "size_init_margin": first(_INIT, "statement").margin,
         "size_init_pilot": first(_INIT, "statement").n,
         "size_init_seeds": knobs["init_seeds"],
+        "size_init_needed": first(_INIT, "statement").needed(),
+        "size_best_margin": first(_BEST, "statement").margin,
+        "size_best_needed": first(_BEST, "statement").needed(),
+        "size_best_seeds": knobs["n_seeds"],
+        "size_control_seeds": knobs["control_seeds"],
+        "size_short": sum(c.needed() > knobs[c.knob] for c in comparisons),
         "size_deg_margin": first(_DEG, "statement").margin,
         "size_deg_control_margin": first(_DEG, "control").margin,
         "size_deg_control_needed": first(_DEG, "control").needed(),
