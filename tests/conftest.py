@@ -94,6 +94,25 @@ def one_thread_for_the_module():
     torch.set_num_threads(before)
 
 
+# --- math in what a page shows (issue 33): one scan, run by each claims test file on the runs it already has ----
+def assert_no_ascii_math_shown(chapter: str, runs) -> None:
+    """Every claim of ``chapter`` (``runs``: one run of each, in declaration order, at the tiny profile), rendered
+    as its chapter shows it (the evidence table) and as the ledger does (the evidence parts and the erratum
+    sentence), has no ASCII spelling of mathematics outside its ``$...$`` math (``tests/test_ledger_math.py``)."""
+    from resnet_theory.claims.chapter import evidence_html
+    from resnet_theory.claims.registry import chapter_claims
+    from resnet_theory.ledger_html import ascii_math, erratum_sentence, evidence_table_html
+
+    runs = list(runs)
+    assert [run.record.id for run in runs] == list(chapter_claims(chapter).claims), "not every claim was scanned"
+    found = {}
+    for run in runs:
+        shown = evidence_html(run) + evidence_table_html(run.record) + erratum_sentence(run.record)
+        if ascii_math(shown):
+            found[run.record.id] = ascii_math(shown)
+    assert not found, found
+
+
 # --- command lines: every bad value ends in one line "error: ..." and a status ---------------------------------
 def bad_int_options(minimums: dict[str, int]) -> list[tuple[list[str], str]]:
     """``(argv, words)`` cases for integer options (``{"--steps": 1, ...}``, each with its smallest value): one

@@ -20,6 +20,8 @@ from resnet_theory.engine import train as engine
 from resnet_theory.ledger import VERDICTS
 from resnet_theory.verdicts import Check, NoUsableControl
 
+from conftest import assert_no_ascii_math_shown
+
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTER = (ROOT / "book" / "experiments.md").read_text()
 #: Glue keys the chapter's prose quotes that its own cells glue (illustrations, timings, verdicts).
@@ -54,6 +56,11 @@ def test_every_claim_gives_a_well_formed_record(chapter_run):
                 assert rec.verdict == "undecided" and rec.reason.startswith("no usable negative control"), cid
         else:  # the CIFAR claims, without the archives
             assert rec.verdict == "not-checkable-here" and rec.needs, cid
+
+
+def test_no_summary_a_page_shows_has_ascii_math(chapter_run):
+    """The issue-33 scan (``tests/test_ledger_math.py``) on this file's tiny runs: not a second run of the claims."""
+    assert_no_ascii_math_shown("experiments", chapter_run[1].values())
 
 
 def test_the_chapter_finds_its_data_and_glue(chapter_run):

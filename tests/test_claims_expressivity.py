@@ -17,7 +17,7 @@ from resnet_theory.claims.spec import Checked
 from resnet_theory.ledger import VERDICTS
 from resnet_theory.tables import ResultsTable
 
-from conftest import ROOT
+from conftest import ROOT, assert_no_ascii_math_shown
 
 CHAPTER = ROOT / "book" / "expressivity.md"
 
@@ -194,6 +194,11 @@ def test_every_number_the_prose_quotes_is_glued_by_a_claim_or_by_the_chapter(run
     ]
     assert not missing, f"quoted in book/expressivity.md but glued nowhere: {missing}"
     assert not (from_claims & glued), "a number glued twice, by a claim and by the chapter"
+
+
+def test_no_summary_a_page_shows_has_ascii_math(runs):
+    """The issue-33 scan (``tests/test_ledger_math.py``) on this file's tiny runs: not a second run of the claims."""
+    assert_no_ascii_math_shown("expressivity", runs.values())
 
 
 def test_glue_values_are_plain_numbers_and_strings(runs):

@@ -17,6 +17,8 @@ from resnet_theory.claims.run import run_claim
 from resnet_theory.claims.spec import Checked
 from resnet_theory.ledger import VERDICTS
 
+from conftest import assert_no_ascii_math_shown
+
 CHAPTER = Path(__file__).resolve().parents[1] / "book" / "linear.md"
 
 #: The data keys (and their keys, where the chapter reads inside them) that book/linear.md uses.
@@ -76,6 +78,11 @@ def test_every_claim_runs_at_the_tiny_profile_and_gives_a_well_formed_record(tin
         assert key in run.data, f"{claim_id}: data lacks {key!r}"
         for k in inner or ():
             assert k in run.data[key], f"{claim_id}: data[{key!r}] lacks {k!r}"
+
+
+def test_no_summary_a_page_shows_has_ascii_math(tiny):
+    """The issue-33 scan (``tests/test_ledger_math.py``) on this file's tiny runs: not a second run of the claims."""
+    assert_no_ascii_math_shown("linear", (run_in(tiny, claim_id) for claim_id in CLAIMS.claims))
 
 
 def test_the_claims_and_their_order_are_the_chapters():

@@ -18,6 +18,8 @@ from resnet_theory.claims.run import run_claim
 from resnet_theory.claims.spec import Checked, NotCheckable
 from resnet_theory.ledger import VERDICTS
 
+from conftest import assert_no_ascii_math_shown
+
 CHAPTER = (Path(__file__).resolve().parents[1] / "book" / "linear_predictors.md").read_text()
 
 #: What the chapter reads from each claim's ``data``.
@@ -86,6 +88,11 @@ def test_the_data_keys_listed_here_are_the_ones_the_chapter_reads():
     assert len(used) >= 15, used
     for var, key in used:
         assert key in DATA_KEYS[names[var]], f"the chapter reads {var}.data[{key!r}] of {names[var]}"
+
+
+def test_no_summary_a_page_shows_has_ascii_math(tiny_runs):
+    """The issue-33 scan (``tests/test_ledger_math.py``) on this file's tiny runs: not a second run of the claims."""
+    assert_no_ascii_math_shown("linear_predictors", tiny_runs.values())
 
 
 def test_every_number_the_prose_quotes_is_glued_by_a_claim(tiny_runs):

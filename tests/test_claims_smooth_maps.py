@@ -17,6 +17,8 @@ from resnet_theory.claims.run import run_claim
 from resnet_theory.claims.spec import Checked, NotCheckable
 from resnet_theory.ledger import VERDICTS
 
+from conftest import assert_no_ascii_math_shown
+
 CHAPTER = Path(__file__).resolve().parents[1] / "book" / "smooth_maps.md"
 CLAIMS = smooth_maps.CLAIMS
 
@@ -69,6 +71,11 @@ def test_each_checked_claim_gives_a_verdict_a_failing_control_and_its_data(runs,
     assert DATA_KEYS[claim_id] <= set(run.data)
     for key, value in run.evidence.glue.items():
         assert key.startswith("smooth_") and (isinstance(value, str) or math.isfinite(value)), key
+
+
+def test_no_summary_a_page_shows_has_ascii_math(runs):
+    """The issue-33 scan (``tests/test_ledger_math.py``) on this file's tiny runs: not a second run of the claims."""
+    assert_no_ascii_math_shown("smooth_maps", runs.values())
 
 
 def test_not_checkable_says_what_it_needs(runs):

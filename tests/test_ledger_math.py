@@ -2,7 +2,8 @@
 profile, rendered as its chapter shows it (the evidence table), as the ledger shows it (the evidence parts and the
 erratum sentence), has no ASCII spelling of mathematics outside its ``$...$`` math: no ``^(``, ``x^2``, ``sqrt(``,
 ``**``, ``*`` between names, ``!=``, ``<=`` or ``>=`` (the ledger once quoted ``(O^(1/l))^l vs O`` and SymPy's
-``ell*(-sqrt(3)*sqrt(gamma) + 2*sqrt(pi))/... != 0``)."""
+``ell*(-sqrt(3)*sqrt(gamma) + 2*sqrt(pi))/... != 0``). That scan runs in each ``tests/test_claims_<chapter>.py``, on
+the tiny runs the file already makes (``conftest.assert_no_ascii_math_shown``); this file checks that each does."""
 
 from __future__ import annotations
 
@@ -12,11 +13,8 @@ from pathlib import Path
 import pytest
 import sympy as sp
 
-from resnet_theory.claims import Context
-from resnet_theory.claims.chapter import evidence_html
 from resnet_theory.claims.registry import CHAPTER_MODULES, chapter_claims
-from resnet_theory.claims.run import run_claim
-from resnet_theory.ledger_html import ascii_math, erratum_sentence, evidence_table_html, text_html
+from resnet_theory.ledger_html import ascii_math, text_html
 from resnet_theory.tables import ResultsTable
 from resnet_theory.verdicts import Check
 
@@ -76,24 +74,17 @@ def test_the_checks_write_their_relations_and_sympy_values_typeset():
     assert r"\sqrt{\pi}" in checks[0].summary and r"$\ne$" in checks[0].summary
 
 
-@pytest.fixture(scope="module", params=list(CHAPTER_MODULES))
-def tiny_runs(request):
-    """Every claim of one chapter run at the tiny profile, in one context (shared results computed once)."""
-    import torch
-
-    torch.set_num_threads(1)
-    claims = chapter_claims(request.param)
-    ctx = Context.for_table(claims.profile, "tiny", 0)
-    return [run_claim(decl, ctx) for decl in claims]
-
-
-def test_no_summary_a_page_shows_has_ascii_math(tiny_runs):
-    found = {}
-    for run in tiny_runs:
-        shown = evidence_html(run) + evidence_table_html(run.record) + erratum_sentence(run.record)
-        if ascii_math(shown):
-            found[run.record.id] = ascii_math(shown)
-    assert not found, found
+@pytest.mark.parametrize("chapter", list(CHAPTER_MODULES))
+def test_every_chapters_claims_file_scans_what_its_claims_show(chapter):
+    """The scan of every claim's summaries runs in ``tests/test_claims_<chapter>.py``, on the tiny runs that file
+    already makes (``conftest.assert_no_ascii_math_shown``, which checks that every claim of the chapter is
+    there): running every claim again here cost about 30 CPU seconds of ``make check``."""
+    path = Path(__file__).with_name(f"test_claims_{chapter}.py")
+    assert path.exists(), f"{path.name} is missing: every chapter's claims run at the tiny profile there"
+    source = path.read_text(encoding="utf-8")
+    test = re.search(r"\ndef test_no_summary_a_page_shows_has_ascii_math\(.*?(?=\n\n\n|\Z)", source, re.S)
+    assert test, f"{path.name} has no test_no_summary_a_page_shows_has_ascii_math"
+    assert f'assert_no_ascii_math_shown("{chapter}", ' in test.group(0), test.group(0)
 
 
 @pytest.mark.parametrize("chapter", list(CHAPTER_MODULES))

@@ -53,18 +53,70 @@ def load_digits_images() -> dict[str, tuple[np.ndarray, np.ndarray]]:
 
     Images are uint8 ``(N, 1, 8, 8)``: the original gray levels 0..16 rescaled to 0..255 (``round(v * 255 /
     16)``); labels are int64 ``(N,)`` in 0..9. The split is stratified by class, fixed
-    (:data:`DIGITS_TEST_FRACTION`, :data:`DIGITS_SPLIT_SEED`): 1,437 training and 360 test images.
+    (:data:`DIGITS_TEST_FRACTION`, :data:`DIGITS_SPLIT_SEED`): 1,437 training and 360 test images, bitwise
+    scikit-learn's ``train_test_split(..., stratify=labels, random_state=0)`` (tests/test_data.py compares them)
+    without importing scikit-learn, which cost every training process about a second of CPU time.
     """
-    from sklearn.datasets import load_digits
-    from sklearn.model_selection import train_test_split
+    data = _digits_csv()
+    images = np.rint(data[:, :-1].reshape(-1, 8, 8) * (255.0 / 16.0)).astype(np.uint8)[:, None, :, :]
+    labels = data[:, -1].astype(np.int64)
+    train, test = _stratified_split(labels, DIGITS_TEST_FRACTION, DIGITS_SPLIT_SEED)
+    return {
+        "train": (np.ascontiguousarray(images[train]), labels[train]),
+        "test": (np.ascontiguousarray(images[test]), labels[test]),
+    }
 
-    digits = load_digits()
-    images = np.rint(digits.images * (255.0 / 16.0)).astype(np.uint8)[:, None, :, :]
-    labels = digits.target.astype(np.int64)
-    x_train, x_test, y_train, y_test = train_test_split(
-        images, labels, test_size=DIGITS_TEST_FRACTION, stratify=labels, random_state=DIGITS_SPLIT_SEED
-    )
-    return {"train": (np.ascontiguousarray(x_train), y_train), "test": (np.ascontiguousarray(x_test), y_test)}
+
+def _digits_csv() -> np.ndarray:
+    """scikit-learn's bundled ``digits.csv.gz`` (64 gray levels and the label per row), read as its ``load_digits``
+    reads it, found without importing the package."""
+    import gzip
+    import importlib.util
+
+    spec = importlib.util.find_spec("sklearn")
+    if spec is None or not spec.submodule_search_locations:
+        raise ModuleNotFoundError("the digits need scikit-learn's bundled data: pip install scikit-learn")
+    path = Path(next(iter(spec.submodule_search_locations))) / "datasets" / "data" / "digits.csv.gz"
+    with gzip.open(path, mode="rt", encoding="utf-8") as f:
+        return np.loadtxt(f, delimiter=",")
+
+
+def _stratified_split(labels: np.ndarray, test_fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Train and test indices as scikit-learn's ``StratifiedShuffleSplit`` draws its first split (the same draws
+    from ``RandomState(seed)`` in the same order: the per-class counts, ties broken at random, each class's
+    permutation, then the two permutations)."""
+    n = len(labels)
+    n_test = int(np.ceil(test_fraction * n))
+    n_train = int(np.floor((1.0 - test_fraction) * n))
+    _, y_indices, class_counts = np.unique(labels, return_inverse=True, return_counts=True)
+    class_indices = np.split(np.argsort(y_indices, kind="stable"), np.cumsum(class_counts)[:-1])
+    rng = np.random.RandomState(seed)
+    n_i = _approximate_mode(class_counts, n_train, rng)
+    t_i = _approximate_mode(class_counts - n_i, n_test, rng)
+    train, test = [], []
+    for i, count in enumerate(class_counts):
+        drawn = class_indices[i].take(rng.permutation(count), mode="clip")
+        train.extend(drawn[: n_i[i]])
+        test.extend(drawn[n_i[i] : n_i[i] + t_i[i]])
+    return rng.permutation(train), rng.permutation(test)
+
+
+def _approximate_mode(class_counts: np.ndarray, n_draws: int, rng: np.random.RandomState) -> np.ndarray:
+    """How many of ``n_draws`` come from each class (scikit-learn's ``utils.extmath._approximate_mode``): the
+    floored proportional shares, the rest added by largest remainder, ties drawn at random."""
+    continuous = class_counts / class_counts.sum() * n_draws
+    floored = np.floor(continuous)
+    need_to_add = int(n_draws - floored.sum())
+    if need_to_add > 0:
+        remainder = continuous - floored
+        for value in np.sort(np.unique(remainder))[::-1]:
+            (inds,) = np.where(remainder == value)
+            add_now = min(len(inds), need_to_add)
+            floored[rng.choice(inds, size=add_now, replace=False)] += 1
+            need_to_add -= add_now
+            if need_to_add == 0:
+                break
+    return floored.astype(int)
 
 
 # --- CIFAR-10 / CIFAR-100 from the binary archives ------------------------------------------------------
