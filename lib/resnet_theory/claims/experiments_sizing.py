@@ -269,10 +269,9 @@ def sized_knobs(pilot=None) -> dict[str, int]:
     return out
 
 
-#: Short headers for :func:`sizing_rows` (its keys say "pilot" in full; ten columns need words that fit).
+#: Short headers for :func:`sizing_rows` (its keys say "pilot" in full; nine columns need words that fit).
 SIZING_HEADERS = {
     "pilot effect": "effect",
-    "pilot noise (SD a, b)": "SD (a, b)",
     "pilot seeds": "seeds",
     "pilot margin (SE)": "margin (SE)",
     "seeds needed": "needed",
@@ -282,8 +281,10 @@ SIZING_HEADERS = {
 
 
 def sizing_rows(pilot=None) -> list[dict]:
-    """One row per sized comparison: the pilot's effect, noise and margin, the seeds it needs and gets, and
-    the probability of deciding with the knob's chosen size (under the pessimistic effect)."""
+    """One row per sized comparison: the pilot's effect, seeds and margin (its noise is the effect over the
+    margin), the seeds it needs, the seed knob that sizes it (in words: ``init seeds`` for ``init_seeds``, so
+    that a narrow column breaks it between words) and what that knob gets, and the probability of deciding
+    with the knob's chosen size (under the pessimistic effect)."""
     knobs = sized_knobs(pilot)
     rows = []
     for c in _comparisons(pilot):
@@ -293,11 +294,10 @@ def sizing_rows(pilot=None) -> list[dict]:
                 "claim": c.claim,
                 "check": f"{c.role}: {c.what}",
                 "pilot effect": c.effect,
-                "pilot noise (SD a, b)": f"{c.sd_a:.3g}" + ("" if c.sd_b is None else f", {c.sd_b:.3g}"),
                 "pilot seeds": c.n,
                 "pilot margin (SE)": c.margin,
                 "seeds needed": c.needed(),
-                "knob": c.knob,
+                "knob": c.knob.replace("_", " "),
                 "quick seeds": n,
                 "P(decides)": power.margin_power(c.planning_effect, c.sd_a, c.sd_b, n=n)
                 if c.planning_effect > 0
