@@ -38,6 +38,7 @@ def test_close_reports_largest_error_and_shape_mismatch():
     assert c.holds and c.numbers["max_abs_error"] == pytest.approx(1e-3)
     assert not Check.close([1.0, 2.1], [1.0, 2.0], what="v", atol=1e-2, rtol=0).holds
     assert not Check.close(np.zeros(2), np.zeros(3), what="shape").holds
+    assert "over 2 entries," in c.summary and "over 1 entry," in Check.close([1.0], [1.0], what="one").summary
 
 
 def test_all_of_equal_combine():

@@ -223,7 +223,8 @@ class Check:
         rel = max_err / denom if denom > 0 else max_err
         nums = {"cases": int(a.size), "max_abs_error": max_err, "max_rel_error": _as_float(rel)}
         summary = (
-            f"{what}: largest error {_fmt(max_err)} (relative {_fmt(rel)}) over {a.size} entries, "
+            f"{what}: largest error {_fmt(max_err)} (relative {_fmt(rel)}) over {a.size} "
+            f"{'entry' if a.size == 1 else 'entries'}, "
             f"tolerance atol={atol:g}, rtol={rtol:g}"
         )
         return Check(ok, summary, nums)
