@@ -18,18 +18,23 @@ def test_the_book_loads_the_extension():
     assert "resnet_theory.book.math_punctuation" in sphinx["extra_extensions"]
 
 
-def test_math_and_the_punctuation_after_it_are_kept_together(tmp_path):
+def built_page(tmp_path, body: str) -> str:
+    """``body`` (reStructuredText) built by Sphinx with the extension alone; the page's HTML."""
     (tmp_path / "conf.py").write_text('extensions = ["resnet_theory.book.math_punctuation"]\n')
-    (tmp_path / "index.rst").write_text(
-        "Test\n====\n\nThe bound is :math:`\\gamma/m`. Then :math:`x`, and :math:`y` alone and :math:`z`), end.\n"
-    )
+    (tmp_path / "index.rst").write_text(f"Test\n====\n\n{body}\n")
     run = subprocess.run(
         [sys.executable, "-m", "sphinx", "-q", "-b", "html", str(tmp_path), str(tmp_path / "out")],
         capture_output=True,
         text=True,
     )
     assert run.returncode == 0, run.stderr
-    page = (tmp_path / "out" / "index.html").read_text()
+    return (tmp_path / "out" / "index.html").read_text()
+
+
+def test_math_and_the_punctuation_after_it_are_kept_together(tmp_path):
+    page = built_page(
+        tmp_path, "The bound is :math:`\\gamma/m`. Then :math:`x`, and :math:`y` alone and :math:`z`), end."
+    )
     math = '<span class="math notranslate nohighlight">'
     assert (
         f"The bound is {NOWRAP}{math}\\(\\gamma/m\\)</span>.</span> Then {NOWRAP}{math}\\(x\\)</span>,</span> and"
@@ -40,17 +45,9 @@ def test_math_and_the_punctuation_after_it_are_kept_together(tmp_path):
 
 def test_a_later_math_takes_its_own_punctuation_not_an_equal_earlier_one(tmp_path):
     """Text nodes compare as strings: a "." after one math must not be taken from another math's wrapper."""
-    (tmp_path / "conf.py").write_text('extensions = ["resnet_theory.book.math_punctuation"]\n')
-    (tmp_path / "index.rst").write_text(
-        "Test\n====\n\nThe same number, :math:`d`. The control with :math:`M`: rules, and moves with :math:`A`.\n"
+    page = built_page(
+        tmp_path, "The same number, :math:`d`. The control with :math:`M`: rules, and moves with :math:`A`."
     )
-    run = subprocess.run(
-        [sys.executable, "-m", "sphinx", "-q", "-b", "html", str(tmp_path), str(tmp_path / "out")],
-        capture_output=True,
-        text=True,
-    )
-    assert run.returncode == 0, run.stderr
-    page = (tmp_path / "out" / "index.html").read_text()
     math = '<span class="math notranslate nohighlight">'
     assert f"number, {NOWRAP}{math}\\(d\\)</span>.</span> The control" in page
     assert f"moves with {NOWRAP}{math}\\(A\\)</span>.</span></p>" in page
@@ -62,15 +59,7 @@ def test_a_later_math_takes_its_own_punctuation_not_an_equal_earlier_one(tmp_pat
 def test_long_inline_math_is_marked_and_every_display_scrolls_in_its_own_box(tmp_path):
     """MathJax 3 does not break lines: a wide display or long inline formula must scroll, never be cut."""
     long_tex = r"\langle a, h\rangle = \tfrac12(\|a\|^2 + \|h\|^2 - \|a - h\|^2) \le \tfrac12(\|a\|^2 + 1)"
-    (tmp_path / "conf.py").write_text('extensions = ["resnet_theory.book.math_punctuation"]\n')
-    (tmp_path / "index.rst").write_text(f"Test\n====\n\nShort :math:`x` and long :math:`{long_tex}`, end.\n")
-    run = subprocess.run(
-        [sys.executable, "-m", "sphinx", "-q", "-b", "html", str(tmp_path), str(tmp_path / "out")],
-        capture_output=True,
-        text=True,
-    )
-    assert run.returncode == 0, run.stderr
-    page = (tmp_path / "out" / "index.html").read_text()
+    page = built_page(tmp_path, f"Short :math:`x` and long :math:`{long_tex}`, end.")
     assert 'Short <span class="math notranslate nohighlight">\\(x\\)</span>' in page
     assert f'{NOWRAP}<span class="math-long math notranslate nohighlight">\\({long_tex}\\)</span>,</span>' in page
     css = (ROOT / "_static" / "book.css").read_text()
