@@ -25,7 +25,9 @@ from conftest import assert_no_ascii_math_shown
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTER = (ROOT / "book" / "experiments.md").read_text()
 #: Glue keys the chapter's prose quotes that its own cells glue (illustrations, timings, verdicts).
-CHAPTER_GLUE = re.compile(r"^(digits_train_size|plain_.*|imagenet_.*|perf_.*|size_.*|ledger_summary|verdict_.*)$")
+CHAPTER_GLUE = re.compile(
+    r"^(digits_train_size|plain_.*|imagenet_.*|perf_.*|size_.*|seq_.*|ledger_summary|verdict_.*)$"
+)
 
 
 def tiny_context(seed: int = 0) -> Context:
@@ -344,3 +346,46 @@ def test_settings_and_sizes_are_shown_as_a_reader_writes_them():
     assert E.shown_setting("small") == "small"
     assert E._shown_size("32x32") == "32 × 32" and E._shown_size("10") == "10"
     assert set(E.HEADERS) <= set(E.ARCHITECTURE_COLUMNS)
+
+
+#: Seed knobs at which the tiny workload's looks are more than one (ladders 4, 6 and 4, 8).
+SEQUENTIAL_KNOBS = {"n_seeds": 6, "init_seeds": 8, "head_seeds": 4, "control_seeds": 6, "depth_seeds": 4,
+                    "deep_seeds": 6}  # fmt: skip
+
+
+def test_the_sequential_design_trains_the_fixed_designs_first_seeds_and_stops_where_its_checks_decide():
+    """Every configuration's runs are the first seeds of the runs the fixed design trains (the same runs: final
+    losses equal to float rounding, as batched models of different sizes give); each look's knobs grow exactly
+    as :func:`experiments_sizing.next_look` says on the margins the claims give at that look; the last look
+    grows nothing."""
+    from resnet_theory import power
+    from resnet_theory.claims import experiments_sizing as S
+
+    torch.set_num_threads(1)
+    seq, fixed = (Context.for_table(E.PROFILE, "tiny", 0, {**SEQUENTIAL_KNOBS, "sequential": s}) for s in (True, False))
+    for ctx in (seq, fixed):
+        E.use_settings(ctx, workers=1)
+    loss = E.METRICS["training loss"]
+    for get in (E.training_grid, E.depth_sweep):
+        a, b = get(seq), get(fixed)
+        assert b.looks == () and a.looks and a.looks[-1].grows == ()
+        for key, runs in a.runs.items():
+            assert 2 <= len(runs) <= len(b.runs[key])
+            # the same runs: equal up to the float rounding of a batched model of another group size
+            assert [loss(r) for r in runs] == pytest.approx([loss(r) for r in b.runs[key][: len(runs)]], rel=1e-5), key
+        for look, after in zip(a.looks, a.looks[1:]):
+            assert look.grows and after.sizes == S.grown(look, SEQUENTIAL_KNOBS)
+            assert S.next_look(look.sizes, SEQUENTIAL_KNOBS, look.margins) == look
+        last = a.looks[-1]
+        for claim, role, part, _, knob in S.COMPARISONS:  # a knob below its cap stopped: its checks decided
+            m = last.margins.get((claim, role, part), 0.0)
+            if knob in last.sizes and last.sizes[knob] < SEQUENTIAL_KNOBS[knob] and (claim, role, part) in last.margins:
+                assert m is not None and abs(m) >= power.EARLY_STOP, (claim, role, part, m)
+    grid = E.training_grid(seq)
+    sizes = grid.looks[-1].sizes
+    p = E.plan(seq)
+    assert len(grid.runs[(E.PSTD, p.lr)]) == sizes["init_seeds"]
+    assert len(grid.runs[(E.IDENT, p.lr)]) == max(sizes["init_seeds"], sizes["head_seeds"])
+    assert [r["look"] for r in E.look_rows(seq)] == [*range(1, len(grid.looks) + 1),
+                                                    *range(1, len(E.depth_sweep(seq).looks) + 1)]  # fmt: skip
+    assert E.look_rows(fixed) == []

@@ -267,3 +267,105 @@ def test_the_pilot_commands_bad_options_are_refused_in_one_line(capsys, tmp_path
     with pytest.raises(TypeError, match="knobs must be a dict"):
         bench.run_pilot(tmp_path / "p.json", "tiny", knobs=[("steps", 1)])
     assert not (tmp_path / "p.json").exists()
+
+
+# --- the sequential design ----------------------------------------------------------------------------------------
+def test_the_ladder_doubles_from_the_start_to_the_cap():
+    assert power.ladder(30) == (4, 8, 16, 30) and power.ladder(8) == (4, 8) and power.ladder(4) == (4,)
+    assert power.ladder(2) == (2,) and power.ladder(20, 6) == (6, 12, 20)
+    assert S.ladder(10) == (S.MINIMUM, 2 * S.MINIMUM, 10)
+
+
+@pytest.mark.parametrize("effect, sd_a, sd_b, n", [(1.0, 1.0, 1.0, 8), (0.05, 0.04, None, 4)])
+def test_one_look_is_the_fixed_design(effect, sd_a, sd_b, n):
+    sim = power.sequential_rates(effect, sd_a, sd_b, looks=(n,))
+    assert sim["right"] == pytest.approx(power.margin_power(effect, sd_a, sd_b, n=n), abs=0.02)
+    assert sim["seeds"] == n
+
+
+def test_peeking_at_two_standard_errors_inflates_the_error_and_the_early_stop_keeps_it_under_its_bound():
+    looks = power.ladder(30)
+    fixed = power.sequential_rates(0.0, 1.0, 1.0, looks=looks[-1:])
+    naive = power.sequential_rates(0.0, 1.0, 1.0, looks=looks, early=power.DECISIVE)
+    ours = power.sequential_rates(0.0, 1.0, 1.0, looks=looks)
+    decided = {k: r["right"] + r["wrong"] for k, r in (("fixed", fixed), ("naive", naive), ("ours", ours))}
+    # the fixed design decides about 5% of null comparisons (two tails of t beyond 2); stopping at the first
+    # look beyond 2 standard errors more than triples that: the check this design guards against can fail
+    assert decided["fixed"] == pytest.approx(2 * stats_t_sf(2.0, 58), abs=0.006)
+    assert decided["naive"] > 3 * decided["fixed"]
+    # the design's stricter interim margin: under its union bound, and not half again the fixed design's rate
+    assert decided["ours"] <= power.sequential_null_bound(looks) and decided["ours"] < 1.5 * decided["fixed"]
+    assert power.sequential_null_bound(looks[-1:]) == pytest.approx(2 * stats_t_sf(2.0, 58))
+
+
+def stats_t_sf(x, df):
+    from scipy import stats
+
+    return float(stats.t.sf(x, df))
+
+
+def test_the_sequential_design_keeps_the_power_and_stops_early_when_the_effect_is_large():
+    looks = power.ladder(30)
+    for d in (0.8, 1.6):  # the pilot's small-initialisation effect in its own noise, and twice it
+        fixed = power.sequential_rates(d, 1.0, 1.0, looks=looks[-1:])
+        seq = power.sequential_rates(d, 1.0, 1.0, looks=looks)
+        assert seq["right"] >= fixed["right"] - 0.01 and seq["wrong"] <= fixed["wrong"] + 0.001
+    assert seq["seeds"] < 0.6 * looks[-1]  # a large effect stops at an early look
+
+
+@pytest.mark.parametrize(
+    "call, words",
+    [
+        (lambda: power.sequential_rates(1, 1, 1, looks=()), "looks must be increasing"),
+        (lambda: power.sequential_rates(1, 1, 1, looks=(8, 4)), "looks must be increasing"),
+        (lambda: power.sequential_rates(1, 1, 1, looks=(1, 4)), "looks must be at least 2"),
+        (lambda: power.sequential_rates(1, 0, 1, looks=(4,)), "sd_a must be > 0"),
+        (lambda: power.sequential_rates(1, 1, 1, looks=(4,), repeats=0), r"repeats must be a positive integer"),
+        (lambda: power.sequential_rates(1, 1, 1, looks=(4,), early=0), "early must be > 0"),
+        (lambda: power.ladder(1), "cap must be at least 2"),
+        (lambda: power.sequential_null_bound(()), "looks must name at least one"),
+    ],
+)
+def test_bad_sequential_input_is_refused_in_one_line(call, words):
+    with pytest.raises((ValueError, TypeError), match=words):
+        call()
+
+
+def test_a_knob_grows_while_one_of_its_comparisons_is_under_the_early_margin_and_below_its_cap():
+    init = S.COMPARISONS[0][0]
+    caps = {"init_seeds": 30, "control_seeds": 6, "n_seeds": 10}
+    sizes = S.first_sizes(caps, ("init_seeds", "control_seeds", "n_seeds"))
+    assert sizes == {"init_seeds": 4, "control_seeds": 4, "n_seeds": 4}
+    best = S._BEST
+    margins = {
+        (init, "statement", 0): 3.4,  # under 3.5: grows init_seeds
+        (init, "control", 0): -9.0,
+        (best, "statement", 0): -3.5,  # decided at the early margin: n_seeds stops
+        (best, "control", 0): None,  # no margin (the check did not run): control_seeds grows
+        (S._TRAINS, "statement", 0): 25.0,
+    }
+    look = S.next_look(sizes, caps, margins)
+    assert set(look.grows) == {"init_seeds", "control_seeds"}
+    assert S.grown(look, caps) == {"init_seeds": 8, "control_seeds": 6, "n_seeds": 4}
+    at_caps = S.next_look({"init_seeds": 30, "control_seeds": 6, "n_seeds": 4}, caps, margins)
+    assert at_caps.grows == ()  # at its cap a knob stops, decided or not
+    rows = S.look_rows([("training grid", [look, at_caps])])
+    assert rows[0]["grows"] == "init seeds, control seeds" and rows[1]["grows"] == "nothing: stop"
+    assert f"{init} (statement)" in rows[0]["under 3.5 SE"] and "best-rate (statement)" not in rows[0]["under 3.5 SE"]
+
+
+def test_the_sequential_rows_put_the_fixed_designs_power_beside_the_sequential_ones():
+    rows = S.sequential_rows()
+    fixed_power = {(r["claim"], r["check"]): r["P(decides)"] for r in S.sizing_rows()}
+    for r in rows:
+        cap = int(r["looks"].split(", ")[-1])
+        assert 2 <= r["mean seeds"] <= cap
+        assert r["decides, fixed"] == pytest.approx(fixed_power[(r["claim"], r["check"])], abs=0.03)
+        # the pilot's noise is read as one sample's (the sizing's reading, never more optimistic): at no effect
+        # the fixed design decides as often as two tails of t with n - 1 degrees of freedom beyond 2, and the
+        # sequential one stays under its union bound
+        looks = tuple(int(n) for n in r["looks"].split(", "))
+        at_cap = 2 * stats_t_sf(2.0, cap - 1)
+        assert r["decides at no effect, fixed"] == pytest.approx(at_cap, abs=0.01)
+        bound = power.sequential_null_bound(looks, two_sample=False)
+        assert r["decides at no effect, fixed"] <= r["decides at no effect, sequential"] <= bound

@@ -646,6 +646,8 @@ DATA = "__import__('resnet_theory.engine.data', fromlist=['x'])"
 ENGINE = "__import__('resnet_theory.engine.train', fromlist=['x'])"
 
 BUDGET_CASES = [
+    ("P.sequential_rates", "P.sequential_rates(0.5, 1.0, looks=(4, T))", "looks"),
+    ("P.sequential_rates", "P.sequential_rates(0.5, 1.0, looks=(4,), repeats=T)", "repeats"),
     ("L.best_factorization_in_ball", "L.best_factorization_in_ball(R2, B, 0.5)", "depth"),
     ("L.best_factorization_in_ball", "L.best_factorization_in_ball(R2, 3, 0.5, starts=B)", "starts"),
     ("L.best_factorization_in_ball", "L.best_factorization_in_ball(R2, 3, 0.5, steps=T)", "steps"),
@@ -775,6 +777,9 @@ BUDGET_CASES = [
 #: Public functions with a size-like argument that neither allocate nor loop in it (closed forms, counts), or
 #: whose sizes are arrays the caller has already allocated: each must return at once on a huge size.
 BUDGET_FREE = [
+    ("P.ladder", "P.ladder(T)"),
+    ("P.margin_power", "P.margin_power(0.5, 1.0, n=B)"),
+    ("P.sequential_null_bound", "P.sequential_null_bound((4, B))"),
     ("L.bhl_step_size", "L.bhl_step_size(R2, B)"),
     ("L.theorem_2_1_bound", "L.theorem_2_1_bound(R2, B)"),
     ("L.theorem_2_1_bound_early", "L.theorem_2_1_bound_early(R2, B)"),
@@ -796,7 +801,7 @@ BUDGET_FREE = [
 BUDGET_PROBE = r"""
 import json, resource, signal, sys
 import numpy as np, torch
-from resnet_theory import expressivity as E, linear as L, shamir as S, smooth as M, validate
+from resnet_theory import expressivity as E, linear as L, power as P, shamir as S, smooth as M, validate
 
 class Timeout(BaseException):
     pass
@@ -867,20 +872,23 @@ def test_every_public_function_refuses_huge_sizes_at_once_in_one_line():
 def test_the_budget_walk_covers_every_public_function_with_a_size():
     import inspect
 
-    from resnet_theory import expressivity, linear, shamir, smooth
+    from resnet_theory import expressivity, linear, power, shamir, smooth
 
     sizes = {
         "depth", "d", "n", "k", "m", "dim", "steps", "max_steps", "starts", "width", "n_points", "n_instances",
         "n_starts", "n_seeds", "n_runs", "n_test", "n_fresh", "grid_points", "n_check", "iterations", "r", "D",
         "draws", "k_max", "seeds", "depths", "max_depth", "random_starts", "n_lines", "newton_steps",
         "refine_steps", "n_refine", "certify_points", "ms", "n_atoms", "max_iter", "T", "horizons", "levels",
-        "batch", "n_exact", "max_repeats", "dims", "attempts", "resamples", "pad",
+        "batch", "n_exact", "max_repeats", "dims", "attempts", "resamples", "pad", "looks", "repeats", "cap",
     }  # fmt: skip
     walked = {label for label, _, _ in BUDGET_CASES} | {label for label, _ in BUDGET_FREE}
     missing = []
     from resnet_theory.engine import data, ensemble
 
-    modules = (("L", linear), ("E", expressivity), ("M", smooth), ("S", shamir), ("ensemble", ensemble), ("data", data))
+    modules = (
+        ("L", linear), ("E", expressivity), ("M", smooth), ("S", shamir), ("P", power), ("ensemble", ensemble),
+        ("data", data),
+    )  # fmt: skip
     for prefix, module in modules:
         for name, function in inspect.getmembers(module, inspect.isfunction):
             if name.startswith("_") or function.__module__ != module.__name__:

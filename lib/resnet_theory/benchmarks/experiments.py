@@ -46,8 +46,15 @@ from resnet_theory.claims import experiments_sizing as sizing  # noqa: E402
 from resnet_theory.claims.context import Context  # noqa: E402
 from resnet_theory.claims.run import run_claim  # noqa: E402
 
-#: The quick workload before issue 35 (the knobs that are not seeds).
-PRE_ISSUE_WORKLOAD = {"steps": 250, "widths": (8, 16, 32), "blocks": 3, "depths": (1, 3, 9), "lr_grid": (0.01, 0.05)}
+#: The quick workload before issue 35 (the knobs that are not seeds; every seed trained at once, no looks).
+PRE_ISSUE_WORKLOAD = {
+    "steps": 250,
+    "widths": (8, 16, 32),
+    "blocks": 3,
+    "depths": (1, 3, 9),
+    "lr_grid": (0.01, 0.05),
+    "sequential": False,
+}
 #: The workload before issue 35, the baseline every ratio divides by: knob overrides per profile.
 BASELINE = {
     "quick": {
@@ -59,8 +66,8 @@ BASELINE = {
         "deep_seeds": 20,
         **PRE_ISSUE_WORKLOAD,
     },
-    "full": {},
-    "tiny": {},
+    "full": {"sequential": False},
+    "tiny": {"sequential": False},
 }
 #: The quick profile before its workload was made smaller (its seeds sized from the first, typed, pilot).
 PREVIOUS = {
@@ -220,7 +227,8 @@ def run_pilot(path, profile: str = "quick", seed: int = 100, workers: int = 2, k
         raise TypeError(f"knobs must be a dict of knob overrides, got {type(knobs).__name__}")
     torch.set_num_threads(1)
     overrides = dict(knobs or {})
-    sizes = {**(dict(sizing.PILOT_SIZES) if profile == "quick" else {}), **overrides}
+    # the pilot trains every seed at once: a sequential design would stop where the pilot must measure
+    sizes = {**(dict(sizing.PILOT_SIZES) if profile == "quick" else {}), "sequential": False, **overrides}
     provenance = {  # the code and the time the run starts with
         "commit": _commit(),
         "seed": seed,

@@ -6,8 +6,10 @@ worker processes, where the CIFAR runs keep their files, the augmentation) are a
 chapter fixes with :func:`use_settings` (``verify`` uses the defaults). The digits runs that several claims use
 are trained once per context through ``ctx.shared``: the training grid (:func:`training_grid`, with the two
 initialisations' seeds at the paper's rate) and the depth sweep (:func:`depth_sweep`), each only when a claim that
-needs it runs, each in one call of worker processes. Each kind of configuration trains as many seeds as the checks
-that use it need (:meth:`Plan.count`; the quick values sized from a pilot by :mod:`.experiments_sizing`). Training
+needs it runs, each in looks (one call of worker processes per look). Each kind of configuration trains at most
+as many seeds as the checks that use it need (:meth:`Plan.count`; the quick values sized from a pilot by
+:mod:`.experiments_sizing`), and stops at an earlier look where those checks decide by
+:data:`~resnet_theory.power.EARLY_STOP` standard errors (the sequential design, the knob ``sequential``). Training
 seeds follow the chapter's scheme (seed ``s`` trains run seeds ``s*n .. s*n+n-1``, then extra seeds of a range of
 their own from ``10**6``; a configuration with ``k`` seeds trains the first ``k``), so the runs do not depend on
 which claims ran before; the bootstrap intervals take their seeds from ``ctx.rng``.
@@ -34,11 +36,14 @@ from .. import validate
 from ..engine import ablation, allconv, ensemble
 from ..engine import train as engine
 from ..ledger import Check
+from ..power import EARLY_STOP  # noqa: F401 (chapter)
 from ..verdicts import NoUsableControl
 from . import experiments_sizing as sizing
 from .context import Context, Knob, ProfileTable
 from .experiments_sizing import (  # noqa: F401 (chapter)
+    SIMULATED_REPEATS,
     SIZING_HEADERS,
+    sequential_rows,
     short_rows,
     sized_knobs,
     sizing_glue,
@@ -61,13 +66,14 @@ if sizing.PILOT is not None and not sizing.rewriting():
 #: The quick profile's seeds per kind of configuration, sized by what each claim must decide.
 SIZED = sized_knobs()
 PROFILE = ProfileTable(
-    n_seeds=Knob(SIZED["n_seeds"], 20, "seeds of the grid's other configurations", tiny=2),
-    init_seeds=Knob(SIZED["init_seeds"], 40, "seeds of both initialisations at the paper's rate", tiny=3),
-    head_seeds=Knob(SIZED["head_seeds"], 20, "seeds of the trained head at the paper's rate", tiny=2),
-    control_seeds=Knob(SIZED["control_seeds"], 20, "seeds of the controls without shortcuts", tiny=2),
-    depth_seeds=Knob(SIZED["depth_seeds"], 20, "seeds of the sweep's other depths", tiny=2),
-    deep_seeds=Knob(SIZED["deep_seeds"], 40, "seeds of the residual network at the deepest", tiny=2),
+    n_seeds=Knob(SIZED["n_seeds"], 20, "most seeds of the grid's other configurations", tiny=2),
+    init_seeds=Knob(SIZED["init_seeds"], 40, "most seeds of both initialisations at the paper's rate", tiny=3),
+    head_seeds=Knob(SIZED["head_seeds"], 20, "most seeds of the trained head at the paper's rate", tiny=2),
+    control_seeds=Knob(SIZED["control_seeds"], 20, "most seeds of the controls without shortcuts", tiny=2),
+    depth_seeds=Knob(SIZED["depth_seeds"], 20, "most seeds of the sweep's other depths", tiny=2),
+    deep_seeds=Knob(SIZED["deep_seeds"], 40, "most seeds of the residual network at the deepest", tiny=2),
     **WORKLOAD,
+    sequential=Knob(True, True, "train seeds in looks, stopping a kind of configuration once its checks decide"),
     cifar_steps=Knob(64_000, 64_000, "steps of each CIFAR run (the paper's schedule)"),
 )
 
@@ -415,6 +421,8 @@ class Plan:
     sizes: dict
     workers: int
     base: engine.TrainConfig
+    #: Train in looks (:mod:`.experiments_sizing`: the sequential design) or every knob's seeds at once.
+    sequential: bool = False
 
     @property
     def shallowest(self) -> int:
@@ -431,16 +439,21 @@ class Plan:
         depth = self.blocks if depth is None else depth
         return replace(self.base, lr=rate, blocks_per_stage=depth, **VARIANTS[name])
 
-    def count(self, name: str, rate: float, depth: int | None = None) -> int:
-        """How many seeds the configuration trains: each kind as many as the claims that use it need."""
+    def count(self, name: str, rate: float, depth: int | None = None, sizes: dict | None = None) -> int:
+        """How many seeds the configuration trains: each kind as many as the claims that use it need (with
+        ``sizes``, the seed knobs of a look, else the plan's). The residual network at the paper's rate serves
+        both the initialisation comparison and the fixed head's: it trains what the larger asks."""
         depth = self.blocks if depth is None else depth
+        sizes = self.sizes if sizes is None else {**self.sizes, **sizes}
         if name in CONTROL_VARIANTS:
-            return self.sizes["control_seeds"]
+            return sizes["control_seeds"]
         if depth == self.blocks:
-            if rate == self.lr and name in (IDENT, PSTD, HEAD):
-                return self.sizes["head_seeds" if name == HEAD else "init_seeds"]
-            return self.sizes["n_seeds"]  # the network without shortcuts at its best rate: topped up in the sweep
-        return self.sizes["deep_seeds" if (name, depth) == (IDENT, self.deep) else "depth_seeds"]
+            if rate == self.lr and name == IDENT:
+                return max(sizes["init_seeds"], sizes["head_seeds"])
+            if rate == self.lr and name in (PSTD, HEAD):
+                return sizes["head_seeds" if name == HEAD else "init_seeds"]
+            return sizes["n_seeds"]  # the network without shortcuts at its best rate: topped up in the sweep
+        return sizes["deep_seeds" if (name, depth) == (IDENT, self.deep) else "depth_seeds"]
 
     def seeds(self, count: int) -> tuple[int, ...]:
         """The first ``count`` seeds: the run seeds, then the extra seeds."""
@@ -488,19 +501,20 @@ def _make_plan(ctx: Context) -> Plan:
         sizes=sizes,
         workers=settings.workers,
         base=base,
+        sequential=bool(cfg.sequential),
     )
 
 
-def train_plan(p: Plan, keys: list[tuple], more: dict | None = None) -> dict:
-    """Train every ``(variant, rate, depth)`` of ``keys`` at its own number of seeds, and ``more`` (``{key:
-    seeds}``, extra seeds of a key), in one call (one pool of worker processes); ``{key: runs}``."""
-    wanted = [(key, s) for key in keys for s in p.seeds(p.count(*key))]
-    wanted += [(key, s) for key, seeds in (more or {}).items() for s in seeds]
-    results = ablation.train_runs([replace(p.config(*key), seed=s) for key, s in wanted], workers=p.workers)
-    out: dict = {key: [] for key, _ in wanted}
-    for (key, _), r in zip(wanted, results):
-        out[key].append(r)
-    return out
+def train_missing(p: Plan, have: dict, want: dict) -> int:
+    """Train, in one call (one pool of worker processes), the seeds that each ``(variant, rate, depth)`` of
+    ``want`` (key -> seeds) lacks in ``have`` (key -> runs, extended in place): a configuration's first ``k``
+    seeds are the same runs whichever looks trained them. Returns how many runs it trained."""
+    wanted = [(key, s) for key, count in want.items() for s in p.seeds(count)[len(have.setdefault(key, [])) :]]
+    if wanted:
+        results = ablation.train_runs([replace(p.config(*key), seed=s) for key, s in wanted], workers=p.workers)
+        for (key, _), r in zip(wanted, results):
+            have[key].append(r)
+    return len(wanted)
 
 
 def _scores(runs, metric: str) -> np.ndarray:
@@ -516,19 +530,55 @@ def _cpu_seconds() -> float:  # this process and its finished worker processes
     return t.user + t.system + t.children_user + t.children_system
 
 
-def _timed(part: str, train: Callable, runs: int, depth: float, steps: int):
-    start, cpu = time.perf_counter(), _cpu_seconds()
-    out = train()
-    seconds = time.perf_counter() - start
-    row = {
-        "runs": part,
-        "seeds x configurations": runs,
-        "blocks per stage (mean)": f"{depth:g}",
-        "seconds": seconds,
-        "CPU seconds": _cpu_seconds() - cpu,
-        "member-steps per second": runs * steps / max(seconds, 1e-9),
-    }
-    return out, row
+@dataclass
+class _Timer:
+    """What training one part of the runs took, over all its looks."""
+
+    part: str
+    steps: int
+    runs: int = 0
+    blocks: int = 0
+    seconds: float = 0.0
+    cpu: float = 0.0
+
+    def train(self, p: Plan, have: dict, want: dict) -> None:
+        before = {key: len(have.get(key, [])) for key in want}
+        start, cpu = time.perf_counter(), _cpu_seconds()
+        self.runs += train_missing(p, have, want)
+        self.blocks += sum((len(have[key]) - before[key]) * key[2] for key in want)
+        self.seconds += time.perf_counter() - start
+        self.cpu += _cpu_seconds() - cpu
+
+    def row(self) -> dict:
+        return {
+            "runs": self.part,
+            "seeds x configurations": self.runs,
+            "blocks per stage (mean)": f"{self.blocks / max(self.runs, 1):.3g}",
+            "seconds": self.seconds,
+            "CPU seconds": self.cpu,
+            "member-steps per second": self.runs * self.steps / max(self.seconds, 1e-9),
+        }
+
+
+def _sequential(ctx: Context, knobs: tuple, train: Callable[[dict], object], margins: Callable) -> tuple:
+    """The sequential design (:mod:`.experiments_sizing`) over ``knobs``: ``train(sizes)`` trains what a
+    look's seed knobs ask and returns the look's result, ``margins(result)`` its comparisons' margins; looks
+    go on while a knob grows. Without the plan's ``sequential``, one look at every knob's full size."""
+    p = plan(ctx)
+    if not p.sequential:
+        return train({k: p.sizes[k] for k in knobs}), ()
+    sizes, looks = sizing.first_sizes(p.sizes, knobs), []
+    while True:
+        result = train(sizes)
+        looks.append(sizing.next_look(sizes, p.sizes, margins(result)))
+        if not looks[-1].grows:
+            return result, tuple(looks)
+        sizes = sizing.grown(looks[-1], p.sizes)
+
+
+def _at_look(ctx: Context, **shared) -> Context:
+    """``ctx`` with a look's training grid or depth sweep in place of the finished one (its own shared dict)."""
+    return replace(ctx, _shared={**ctx._shared, **{f"experiments/{k.replace('_', '-')}": v for k, v in shared.items()}})
 
 
 # --- the training grid: every variant at every rate of the grid ----------------------------------------------
@@ -541,6 +591,8 @@ class TrainingGrid:
     runs: dict
     timing: dict
     bootstrap_seed: int
+    #: The looks of the sequential design that trained it (none without it).
+    looks: tuple = ()
     _stats: dict = field(default_factory=dict, repr=False)
 
     def mean(self, key, metric: str) -> float:
@@ -599,18 +651,40 @@ def _train_grid(ctx: Context) -> TrainingGrid:
     p = plan(ctx)
     grid_keys = [(name, rate, p.blocks) for name in GRID_VARIANTS for rate in p.lr_grid]
     control_keys = [(name, rate, p.shallowest) for name in CONTROL_VARIANTS for rate in p.lr_grid]
-    keys = grid_keys + control_keys
-    count = sum(p.count(*k) for k in keys)
-    depth = sum(p.count(*k) * k[2] for k in keys) / count
-    runs, timing = _timed("grid", lambda: train_plan(p, keys), count, depth, p.steps)
-    runs = {(name, rate): r for (name, rate, _), r in runs.items()}
-    return TrainingGrid(p, runs, timing, _bootstrap_seed(ctx, "experiments/grid"))
+    have: dict = {}
+    timer, seed = _Timer("grid", p.steps), _bootstrap_seed(ctx, "experiments/grid")
+
+    def train(sizes: dict) -> TrainingGrid:
+        timer.train(p, have, {k: p.count(*k, sizes=sizes) for k in grid_keys + control_keys})
+        runs = {(name, rate): list(have[(name, rate, d)]) for name, rate, d in grid_keys + control_keys}
+        return TrainingGrid(p, runs, timer.row(), seed)
+
+    grid, looks = _sequential(ctx, sizing.GRID_KNOBS, train, lambda g: _grid_margins(ctx, g))
+    grid.timing, grid.looks = timer.row(), looks
+    return grid
+
+
+def _grid_margins(ctx: Context, grid: TrainingGrid) -> dict:
+    """The margins of the comparisons a look at the training grid decides: the three ablation claims', and the
+    grid's part of the claim that the residual network trains (its other part needs the sweep)."""
+    at = _at_look(ctx, grid=grid)
+    checks = {d.id: _statement_and_control(d.evidence(at)) for d in (sec4_small_init, sec4_small_init_best_rate,
+                                                                      sec4_fixed_head)}  # fmt: skip
+    ablation_depth, control = _trains_on_grid(at)
+    checks[sec4_identity_trains_without_bn.id] = (ablation_depth, control)
+    return sizing.look_margins(checks)
+
+
+def _statement_and_control(evidence: Evidence) -> tuple:
+    return evidence.statement, evidence.controls[0]
 
 
 def _many(ctx: Context) -> dict:
-    """The two initialisations at the paper's rate (``init_seeds`` each, trained with the grid)."""
+    """The two initialisations at the paper's rate (``init_seeds`` each, trained with the grid: the residual
+    network may have more, for the fixed head's comparison)."""
     grid, lr = training_grid(ctx), plan(ctx).lr
-    return {name: grid.runs[(name, lr)] for name in (IDENT, PSTD)}
+    n = len(grid.runs[(PSTD, lr)])
+    return {name: grid.runs[(name, lr)][:n] for name in (IDENT, PSTD)}
 
 
 def overfitting_rows(ctx: Context) -> list[dict]:
@@ -809,6 +883,8 @@ class DepthSweep:
     runs: dict
     timing: dict
     bootstrap_seed: int
+    #: The looks of the sequential design that trained it (none without it).
+    looks: tuple = ()
     _stats: dict = field(default_factory=dict, repr=False)
 
     def stats(self, name: str, depth: int, metric: str) -> dict:
@@ -847,19 +923,32 @@ def _train_sweep(ctx: Context) -> DepthSweep:
     p, grid = plan(ctx), training_grid(ctx)
     rates = {IDENT: p.lr, PLAIN: grid.best_rate["loss"][PLAIN]}
     keys = [(name, rate, d) for name, rate in rates.items() for d in p.depths if d != p.blocks]
-    # the network without shortcuts at its best rate, at the ablation's depth: topped up to depth_seeds
-    have = grid.runs[(PLAIN, rates[PLAIN])]
-    top_up = p.seeds(p.sizes["depth_seeds"])[len(have) :]
-    more = {(PLAIN, rates[PLAIN], p.blocks): top_up} if top_up else {}
-    count = sum(p.count(*k) for k in keys) + len(top_up)
-    depth = (sum(p.count(*k) * k[2] for k in keys) + p.blocks * len(top_up)) / max(count, 1)
-    trained, timing = _timed("depth", lambda: train_plan(p, keys, more) if count else {}, count, depth, p.steps)
-    added = trained.pop((PLAIN, rates[PLAIN], p.blocks), [])
-    new = {(name, d): runs for (name, _, d), runs in trained.items()}
-    new[(IDENT, p.blocks)] = grid.runs[(IDENT, p.lr)]
-    new[(PLAIN, p.blocks)] = have + added
-    runs = {(name, d): new[(name, d)] for name in rates for d in p.depths}
-    return DepthSweep(p, rates, runs, timing, _bootstrap_seed(ctx, "experiments/depth-sweep"))
+    # the network without shortcuts at its best rate, at the ablation's depth: the grid's runs, topped up to
+    # depth_seeds (the top-up counts as the sweep's)
+    top_up = (PLAIN, rates[PLAIN], p.blocks)
+    have: dict = {top_up: list(grid.runs[(PLAIN, rates[PLAIN])])}
+    timer, seed = _Timer("depth", p.steps), _bootstrap_seed(ctx, "experiments/depth-sweep")
+
+    def train(sizes: dict) -> DepthSweep:
+        want = {k: p.count(*k, sizes=sizes) for k in keys}
+        want[top_up] = max(len(grid.runs[(PLAIN, rates[PLAIN])]), sizes["depth_seeds"])
+        timer.train(p, have, want)
+        new = {(name, d): list(runs) for (name, _, d), runs in have.items()}
+        new[(IDENT, p.blocks)] = grid.runs[(IDENT, p.lr)]
+        runs = {(name, d): new[(name, d)] for name in rates for d in p.depths}
+        return DepthSweep(p, rates, runs, timer.row(), seed)
+
+    sweep, looks = _sequential(ctx, sizing.SWEEP_KNOBS, train, lambda s: _sweep_margins(ctx, s))
+    sweep.timing, sweep.looks = timer.row(), looks
+    return sweep
+
+
+def _sweep_margins(ctx: Context, sweep: DepthSweep) -> dict:
+    """The margins of the comparisons a look at the depth sweep decides (the degradation and its control, and
+    the deepest part of the claim that the residual network trains), with the finished grid."""
+    at = _at_look(ctx, depth_sweep=sweep)
+    claims = (plain_degradation, sec4_identity_trains_without_bn)
+    return sizing.look_margins({d.id: _statement_and_control(d.evidence(at)) for d in claims})
 
 
 def depth_difference(deeper, shallower, *, seed: int, what: str, test: str) -> Check:
@@ -901,6 +990,11 @@ def _mean_margin(sweep: DepthSweep, name: str) -> float:
 def margin_rows(runs) -> list[dict]:
     """The sized checks' margins before (the pilot) and in ``runs`` (the ablation's and the sweep's claim runs)."""
     return sizing.margin_rows({r.decl.id: (r.evidence.statement, r.evidence.controls[0]) for r in runs})
+
+
+def look_rows(ctx: Context) -> list[dict]:
+    """The looks of the sequential design in this context: the grid's, then the sweep's (none without it)."""
+    return sizing.look_rows([("training grid", training_grid(ctx).looks), ("depth sweep", depth_sweep(ctx).looks)])
 
 
 def performance_rows(ctx: Context) -> list[dict]:
@@ -987,11 +1081,11 @@ def sec4_identity_trains_without_bn(ctx: Context) -> Evidence:
     ablation's depth and at the deepest of the sweep; the control is the same check without shortcuts."""
     grid, sweep, p = training_grid(ctx), depth_sweep(ctx), plan(ctx)
     seed = _bootstrap_seed(ctx, "hardt-ma/sec4-identity-trains-without-bn")
+    ablation_depth, control = _trains_on_grid(ctx)
     checks = [
-        _trains(grid.runs[(IDENT, p.lr)], IDENT, p.lr, f"trains, {p.convolutions(p.blocks)} convolutions", seed),
+        ablation_depth,
         _trains(sweep.runs[(IDENT, p.deep)], IDENT, p.lr, f"trains, {p.convolutions(p.deep)} convolutions", seed),
     ]
-    control = _trains(grid.runs[(PLAIN_SMALL, p.lr)], PLAIN_SMALL, p.lr, "control: trains", seed)
     glue = {
         "abl_ident_at_paper": grid.stats((IDENT, p.lr), "accuracy")["median"],
         "abl_ident_seeds": len(grid.runs[(IDENT, p.lr)]),
@@ -1001,6 +1095,18 @@ def sec4_identity_trains_without_bn(ctx: Context) -> Evidence:
     }
     statement = Check.combine(checks, what=f"digits, {p.steps} steps")
     return Evidence(statement=statement, control=NoUsableControl.unless_decisive(control), glue=glue)
+
+
+def _trains_on_grid(ctx: Context) -> tuple[Check, Check]:
+    """The parts of :func:`sec4_identity_trains_without_bn` that the training grid decides: the residual
+    network at the ablation's depth, and the control (the same layers without shortcuts)."""
+    grid, p = training_grid(ctx), plan(ctx)
+    seed = _bootstrap_seed(ctx, "hardt-ma/sec4-identity-trains-without-bn")
+    label = f"trains, {p.convolutions(p.blocks)} convolutions"
+    return (
+        _trains(grid.runs[(IDENT, p.lr)], IDENT, p.lr, label, seed),
+        _trains(grid.runs[(PLAIN_SMALL, p.lr)], PLAIN_SMALL, p.lr, "control: trains", seed),
+    )
 
 
 # --- Section 4.1, Table 2: CIFAR-10 and CIFAR-100 --------------------------------------------------------------

@@ -14,7 +14,13 @@ demanding comparison that uses it needs, never more than the pilot had (a compar
 few standard errors keeps the pilot's size) and never fewer than :data:`MINIMUM`: a run that diverges now and
 then makes a two-mode sample, which a handful of seeds may not show.
 
-The quick values of the seed knobs are :func:`sized_knobs`, computed at import from the pilot.
+The quick values of the seed knobs are :func:`sized_knobs`, computed at import from the pilot. They are the most a
+kind of configuration trains: the chapter trains in looks (the sequential design). Each seed knob looks at the
+counts of its :func:`ladder` (:data:`MINIMUM`, doubling, its size); after a look, a knob grows to its next count
+while one of the comparisons it sizes is under :data:`~resnet_theory.power.EARLY_STOP` standard errors from its
+threshold (:func:`next_look`), and stops otherwise or at its size, where its checks decide at two standard errors
+as with every seed at once. :func:`sequential_rows` simulates how often each design decides, with an effect and
+with none.
 """
 
 from __future__ import annotations
@@ -396,6 +402,129 @@ def sizing_glue(pilot=None) -> dict:
         "size_pilot_date": str(prov.get("date", "?"))[:10],
         "size_pilot_cpu_seconds": sum(pilot.cpu_seconds.values()) if isinstance(pilot, Pilot) else float("nan"),
     }
+
+
+# --- the sequential design: looks at growing seed counts ------------------------------------------------------
+#: The knobs a look may grow, in the order the chapter trains them: the training grid's, then the depth sweep's.
+GRID_KNOBS = ("n_seeds", "init_seeds", "head_seeds", "control_seeds")
+SWEEP_KNOBS = ("depth_seeds", "deep_seeds")
+#: Repeats of each simulated sequential comparison (:func:`resnet_theory.power.sequential_rates`).
+SIMULATED_REPEATS = 20_000
+
+
+def ladder(cap: int) -> tuple[int, ...]:
+    """The seed counts a knob whose fixed-design size is ``cap`` looks at: :data:`MINIMUM`, doubling, ``cap``."""
+    return power.ladder(cap, MINIMUM)
+
+
+def _key(claim: str, role: str, part: int) -> tuple[str, str, int]:
+    return claim, role, part
+
+
+def look_margins(checks: dict) -> dict:
+    """``{(claim, role, part): margin or None}`` of the :data:`COMPARISONS` found in ``checks`` (claim id ->
+    (statement, control) checks, as they ran at a look); a comparison whose claim did not run is left out."""
+    out = {}
+    for claim, role, part, _, _ in COMPARISONS:
+        if claim in checks:
+            found = [m for r, m, *_ in _run_parts(*checks[claim]) if r == role]
+            out[_key(claim, role, part)] = found[part] if part < len(found) else None
+    return out
+
+
+@dataclass(frozen=True)
+class Look:
+    """One look of the sequential design: the seeds of each knob of the phase (``sizes``), the margin of each
+    comparison that uses one of them (``margins``), and the knobs that grow for the next look (``grows``)."""
+
+    sizes: dict
+    margins: dict
+    grows: tuple
+
+
+def next_look(sizes: dict, caps: dict, margins: dict, early: float = power.EARLY_STOP) -> Look:
+    """The look at ``sizes`` (knob -> seeds now) with ``margins`` (:func:`look_margins`): a knob grows to the
+    next count of its :func:`ladder` (``caps``: knob -> fixed-design size) while one of its comparisons is under
+    ``early`` standard errors (or has no margin) and it is below its cap; the rest stop."""
+    grows = []
+    for knob in sizes:
+        undecided = [
+            m
+            for (claim, role, part, _, k) in COMPARISONS
+            if k == knob and _key(claim, role, part) in margins
+            for m in [margins[_key(claim, role, part)]]
+            if m is None or not abs(m) >= early
+        ]
+        if undecided and sizes[knob] < caps[knob]:
+            grows.append(knob)
+    return Look(dict(sizes), dict(margins), tuple(grows))
+
+
+def grown(look: Look, caps: dict) -> dict:
+    """The sizes of the look after ``look``: each growing knob at the next count of its ladder."""
+    out = dict(look.sizes)
+    for knob in look.grows:
+        out[knob] = next(n for n in ladder(caps[knob]) if n > look.sizes[knob])
+    return out
+
+
+def first_sizes(caps: dict, knobs) -> dict:
+    """The first look's seeds of each of ``knobs``: the first count of its ladder."""
+    return {k: ladder(caps[k])[0] for k in knobs}
+
+
+def look_rows(looks) -> list[dict]:
+    """One row per look (training grid, then depth sweep): the seeds of each knob and the comparisons under
+    :data:`~resnet_theory.power.EARLY_STOP` standard errors there."""
+    rows = []
+    for phase, phase_looks in looks:
+        for i, look in enumerate(phase_looks):
+            short = [
+                f"{claim} ({role}{'' if part == 0 else f', part {part + 1}'})"
+                for claim, role, part, _, k in COMPARISONS
+                if k in look.sizes
+                for m in [look.margins.get(_key(claim, role, part), 0.0)]
+                if (claim, role, part) in look.margins and (m is None or not abs(m) >= power.EARLY_STOP)
+            ]
+            rows.append(
+                {
+                    "runs": phase,
+                    "look": i + 1,
+                    "seeds": ", ".join(f"{k.replace('_', ' ')} {n}" for k, n in look.sizes.items()),
+                    f"under {power.EARLY_STOP:g} SE": "; ".join(short) or "none",
+                    "grows": ", ".join(k.replace("_", " ") for k in look.grows) or "nothing: stop",
+                }
+            )
+    return rows
+
+
+def sequential_rows(pilot=None) -> list[dict]:
+    """Per sized comparison, by simulation (:func:`resnet_theory.power.sequential_rates`, normal scores with the
+    pilot's noise and its pessimistic effect): the looks of its knob, how often a repeat decides in the pilot's
+    direction with the fixed design (all seeds at once) and with the sequential one, the mean seeds the
+    sequential one trains, and how often each decides (either way, so wrongly) when there is no effect at all."""
+    knobs = sized_knobs(pilot)
+    rows = []
+    for i, c in enumerate(_comparisons(pilot)):
+        looks = ladder(knobs[c.knob])
+        sim = dict(sd_a=c.sd_a, sd_b=c.sd_b, repeats=SIMULATED_REPEATS, seed=i)
+        seq = power.sequential_rates(c.planning_effect, looks=looks, **sim)
+        fixed = power.sequential_rates(c.planning_effect, looks=looks[-1:], **sim)
+        null_seq = power.sequential_rates(0.0, looks=looks, **sim)
+        null_fixed = power.sequential_rates(0.0, looks=looks[-1:], **sim)
+        rows.append(
+            {
+                "claim": c.claim,
+                "check": f"{c.role}: {c.what}",
+                "looks": ", ".join(str(n) for n in looks),
+                "decides, fixed": fixed["right"],
+                "decides, sequential": seq["right"],
+                "mean seeds": seq["seeds"],
+                "decides at no effect, fixed": null_fixed["right"] + null_fixed["wrong"],
+                "decides at no effect, sequential": null_seq["right"] + null_seq["wrong"],
+            }
+        )
+    return rows
 
 
 def _load_shipped() -> Pilot | None:
