@@ -116,3 +116,24 @@ def test_train_runs_gives_each_configuration_its_own_seeds_as_train_seeds_would(
         ablation.train_runs([])
     with pytest.raises(ValueError, match="workers"):
         ablation.train_runs(flat, workers=0)
+
+
+def test_a_shared_worker_pool_trains_each_call_as_its_own_pool_would_and_keeps_its_processes():
+    a, b = tiny(), tiny(lr=0.02, init="printed-standard")
+    first = [dataclasses.replace(a, seed=s) for s in (3, 4)]
+    second = [dataclasses.replace(b, seed=s) for s in (3, 4)]
+    alone = ablation.train_runs(first + second, workers=1)
+    with ablation.worker_pool(2) as pool:
+        ours = ablation.train_runs(first, workers=2, pool=pool)
+        started = set(pool._processes)
+        ours += ablation.train_runs(second, workers=2, pool=pool)
+        assert set(pool._processes) == started and len(started) == 2  # the same two processes, not new ones
+    assert pool._shutdown_thread  # left: shut down, its processes joined
+    for r, ref in zip(ours, alone):
+        assert (r.config.seed, r.config.lr) == (ref.config.seed, ref.config.lr)
+        assert ablation.final_training_loss(r) == pytest.approx(ablation.final_training_loss(ref), rel=1e-3)
+    with ablation.worker_pool(1) as none:
+        assert none is None  # one worker: the runs train in this process
+    with pytest.raises(ValueError, match="workers"):
+        with ablation.worker_pool(0):
+            pass

@@ -505,13 +505,15 @@ def _make_plan(ctx: Context) -> Plan:
     )
 
 
-def train_missing(p: Plan, have: dict, want: dict) -> int:
-    """Train, in one call (one pool of worker processes), the seeds that each ``(variant, rate, depth)`` of
-    ``want`` (key -> seeds) lacks in ``have`` (key -> runs, extended in place): a configuration's first ``k``
-    seeds are the same runs whichever looks trained them. Returns how many runs it trained."""
+def train_missing(p: Plan, have: dict, want: dict, pool=None) -> int:
+    """Train, in one call (in ``pool``, an :func:`~resnet_theory.engine.ablation.worker_pool`, or one of its
+    own), the seeds that each ``(variant, rate, depth)`` of ``want`` (key -> seeds) lacks in ``have`` (key ->
+    runs, extended in place): a configuration's first ``k`` seeds are the same runs whichever looks trained
+    them. Returns how many runs it trained."""
     wanted = [(key, s) for key, count in want.items() for s in p.seeds(count)[len(have.setdefault(key, [])) :]]
     if wanted:
-        results = ablation.train_runs([replace(p.config(*key), seed=s) for key, s in wanted], workers=p.workers)
+        configs = [replace(p.config(*key), seed=s) for key, s in wanted]
+        results = ablation.train_runs(configs, workers=p.workers, pool=pool)
         for (key, _), r in zip(wanted, results):
             have[key].append(r)
     return len(wanted)
@@ -532,7 +534,9 @@ def _cpu_seconds() -> float:  # this process and its finished worker processes
 
 @dataclass
 class _Timer:
-    """What training one part of the runs took, over all its looks."""
+    """What training one part of the runs took, over all its looks: the runs it trained, and the time and CPU
+    time from its start (:meth:`begin`) to its end (:meth:`end`, after its pool's processes were joined, so
+    that their CPU time counts), the looks' checks included."""
 
     part: str
     steps: int
@@ -540,14 +544,19 @@ class _Timer:
     blocks: int = 0
     seconds: float = 0.0
     cpu: float = 0.0
+    pool: object = None
+
+    def begin(self) -> None:
+        self.seconds, self.cpu = -time.perf_counter(), -_cpu_seconds()
+
+    def end(self) -> None:
+        self.seconds += time.perf_counter()
+        self.cpu += _cpu_seconds()
 
     def train(self, p: Plan, have: dict, want: dict) -> None:
         before = {key: len(have.get(key, [])) for key in want}
-        start, cpu = time.perf_counter(), _cpu_seconds()
-        self.runs += train_missing(p, have, want)
+        self.runs += train_missing(p, have, want, self.pool)
         self.blocks += sum((len(have[key]) - before[key]) * key[2] for key in want)
-        self.seconds += time.perf_counter() - start
-        self.cpu += _cpu_seconds() - cpu
 
     def row(self) -> dict:
         return {
@@ -659,7 +668,10 @@ def _train_grid(ctx: Context) -> TrainingGrid:
         runs = {(name, rate): list(have[(name, rate, d)]) for name, rate, d in grid_keys + control_keys}
         return TrainingGrid(p, runs, timer.row(), seed)
 
-    grid, looks = _sequential(ctx, sizing.GRID_KNOBS, train, lambda g: _grid_margins(ctx, g))
+    timer.begin()
+    with ablation.worker_pool(p.workers) as timer.pool:  # one pool for every look
+        grid, looks = _sequential(ctx, sizing.GRID_KNOBS, train, lambda g: _grid_margins(ctx, g))
+    timer.end()
     grid.timing, grid.looks = timer.row(), looks
     return grid
 
@@ -938,7 +950,10 @@ def _train_sweep(ctx: Context) -> DepthSweep:
         runs = {(name, d): new[(name, d)] for name in rates for d in p.depths}
         return DepthSweep(p, rates, runs, timer.row(), seed)
 
-    sweep, looks = _sequential(ctx, sizing.SWEEP_KNOBS, train, lambda s: _sweep_margins(ctx, s))
+    timer.begin()
+    with ablation.worker_pool(p.workers) as timer.pool:  # one pool for every look
+        sweep, looks = _sequential(ctx, sizing.SWEEP_KNOBS, train, lambda s: _sweep_margins(ctx, s))
+    timer.end()
     sweep.timing, sweep.looks = timer.row(), looks
     return sweep
 

@@ -19,8 +19,9 @@ augmentation, the training standardisation):
 
 from __future__ import annotations
 
+import contextlib
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 
 import torch
@@ -76,11 +77,31 @@ def _runs_worker(configs):
     return _measured(ensemble.train_groups(configs))
 
 
-def train_runs(configs: Sequence[engine.TrainConfig], *, workers: int = 2) -> list[engine.TrainResult]:
+@contextlib.contextmanager
+def worker_pool(workers: int) -> Iterator:
+    """A pool of ``workers`` spawned processes that several :func:`train_runs` calls share, so that each process
+    imports torch once (``None`` for one worker: the runs train in this process). On leaving, the pool is shut
+    down and its processes joined, so their CPU time counts among this process's children from then on."""
+    workers = validate.positive_int("workers", workers)
+    if workers == 1:
+        yield None
+        return
+    import concurrent.futures
+    import multiprocessing
+
+    pool = concurrent.futures.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+    try:
+        yield pool
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def train_runs(configs: Sequence[engine.TrainConfig], *, workers: int = 2, pool=None) -> list[engine.TrainResult]:
     """One run per configuration, each with its own ``seed`` (so configurations may have different numbers of
     seeds), measured on the training set at its end like :func:`train_seeds`; results in order. Configurations
     that may share a batched model are trained together, and every such group is split evenly between the
-    ``workers`` processes (one pool for all of them), so one call trains a whole plan of runs."""
+    ``workers`` processes (one pool for all of them: ``pool``, a :func:`worker_pool` of at least ``workers``
+    processes, or a pool of this call's own), so one call trains a whole plan of runs."""
     configs = list(configs)
     if not configs or not all(isinstance(c, engine.TrainConfig) for c in configs):
         raise TypeError("train_runs needs a non-empty list of TrainConfig objects")
@@ -94,12 +115,8 @@ def train_runs(configs: Sequence[engine.TrainConfig], *, workers: int = 2) -> li
     if len(shares) == 1:
         parts = [_runs_worker([configs[i] for i in shares[0]])]
     else:
-        import concurrent.futures
-        import multiprocessing
-
-        context = multiprocessing.get_context("spawn")
-        with concurrent.futures.ProcessPoolExecutor(len(shares), mp_context=context) as pool:
-            futures = [pool.submit(_runs_worker, [configs[i] for i in share]) for share in shares]
+        with contextlib.nullcontext(pool) if pool is not None else worker_pool(len(shares)) as used:
+            futures = [used.submit(_runs_worker, [configs[i] for i in share]) for share in shares]
             parts = [f.result() for f in futures]
     out: list = [None] * len(configs)
     for share, part in zip(shares, parts):
