@@ -134,6 +134,20 @@ def one_line_error(capsys, main, argv, code: int = 2) -> str:
     return err
 
 
+# --- the executor on a small book, in this process --------------------------------------------------------------
+def run_execute(root: Path, build: Path, *extra: str, jobs: int | str | None = 1, html: bool = False) -> int:
+    """``execute`` (``resnet_theory.book.cli.main``, in this process) over the book at ``root`` into ``build``, then
+    ``extra`` (``--only``, ``-p``, ``--force``...): one job (the chapters in this process's kernels, no worker
+    process each) unless ``jobs`` says otherwise (None: the executor's own default), no HTML unless ``html``. Its
+    exit status."""
+    from resnet_theory.book.cli import main  # here, not at the top (see one_thread)
+
+    argv = ["execute", "--root", str(root), "--build-dir", str(build)]
+    argv += [] if jobs is None else ["--jobs", str(jobs)]
+    argv += [] if html else ["--no-html"]
+    return main([*argv, *extra])
+
+
 @pytest.fixture(scope="session")
 def reader_html(tmp_path_factory) -> Path:
     """The small book of ``tests/reader_book.py`` (tables, a ledger, a theorem box, a hidden input), built once for

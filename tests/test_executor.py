@@ -21,16 +21,15 @@ from resnet_theory.book.report import ChapterResult, write_report
 from resnet_theory.book.status import status_html
 from resnet_theory.book.toc import BookError, toc_files
 
-from conftest import MYST_HEADER, ROOT
+from conftest import MYST_HEADER, ROOT, run_execute
 
 HEADER = MYST_HEADER
 
-#: The chapters of this file's books execute one at a time, in this process's kernels: what is tested here is
-#: what one chapter's execution does (its failures, parameters, cache, records, pages), not chapters running side
-#: by side in worker processes (``--jobs 2``, the default on two cores), which tests/test_side_by_side.py covers
-#: and test_cache_reruns_exactly_what_changed and the interrupted-run tests here still take. A worker process per
-#: chapter would cost a Python start and the executor's imports each time.
-ONE_JOB = ("--jobs", "1")
+# The chapters of this file's books execute one at a time, in this process's kernels (run_execute's default, one
+# job): what is tested here is what one chapter's execution does (its failures, parameters, cache, records, pages),
+# not chapters running side by side in worker processes (``--jobs 2``, the default on two cores), which
+# tests/test_side_by_side.py covers and test_cache_reruns_exactly_what_changed and the interrupted-run tests here
+# still take. A worker process per chapter would cost a Python start and the executor's imports each time.
 
 
 def chapter(title: str, params: str, *cells: str) -> str:
@@ -83,7 +82,7 @@ def outputs(nb_path: Path) -> str:
 
 def test_failing_chapter_is_named_with_its_cell_and_others_still_run(small_book, tmp_path, capsys):
     build = tmp_path / "build"
-    code = main(["execute", *ONE_JOB, "--root", str(small_book), "--build-dir", str(build), "--no-html"])
+    code = run_execute(small_book, build)
     assert code == 1
     captured = capsys.readouterr()
     err = captured.err
@@ -186,7 +185,7 @@ def test_bad_requests_fail_before_anything_runs(small_book, tmp_path, capsys, mo
 
 def test_chapter_without_required_parameters_is_rejected(tmp_path, capsys):
     root = make_book(tmp_path / "src", {"intro": "# Intro\n", "noseed": chapter("No seed", 'profile = "quick"', "1")})
-    code = main(["execute", *ONE_JOB, "--root", str(root), "--build-dir", str(tmp_path / "b"), "--no-html"])
+    code = run_execute(root, tmp_path / "b")
     assert code == 2
     assert "missing seed" in capsys.readouterr().err
 
@@ -228,12 +227,12 @@ def test_html_is_built_from_executed_notebooks_with_warnings_as_errors(small_boo
     (small_book / "book" / "bad.md").unlink()
     (small_book / "_toc.yml").write_text("format: jb-book\nroot: book/intro\nchapters:\n  - file: book/good\n")
     build = tmp_path / "build"
-    assert main(["execute", *ONE_JOB, "--root", str(small_book), "--build-dir", str(build)]) == 0
+    assert run_execute(small_book, build, html=True) == 0
     page = (build / "html" / "book" / "good.html").read_text()
     assert "n times two = 2" in page
     # A reference to a missing target is a warning; -W turns it into a failed build.
     (small_book / "book" / "intro.md").write_text("# Intro\n\nSee {ref}`no-such-label`.\n")
-    assert main(["execute", *ONE_JOB, "--root", str(small_book), "--build-dir", str(build)]) == 1
+    assert run_execute(small_book, build, html=True) == 1
 
 
 # --- the execution cache ------------------------------------------------------------------------------
@@ -285,7 +284,7 @@ def cached_book(tmp_path, monkeypatch):
     return root, log
 
 
-def _execute(root: Path, build: Path, *extra: str, jobs: str = "1") -> tuple[list[str], dict]:
+def _execute(root: Path, build: Path, *extra: str, jobs: int = 1) -> tuple[list[str], dict]:
     """Run ``execute`` and return (chapters executed according to the log, the report's pages by name).
 
     One job unless told otherwise: the chapters execute one after another in this process's kernels, without a
@@ -294,8 +293,7 @@ def _execute(root: Path, build: Path, *extra: str, jobs: str = "1") -> tuple[lis
     too, and test_side_by_side covers the workers."""
     log = root.parent / "executions.log"
     before = log.read_text().splitlines() if log.exists() else []
-    argv = ["execute", "--root", str(root), "--build-dir", str(build), "--no-html", "--jobs", jobs, *extra]
-    assert main(argv) == 0
+    assert run_execute(root, build, *extra, jobs=jobs) == 0
     after = log.read_text().splitlines()
     report = json.loads((build / "executed" / "report.json").read_text())
     return sorted(after[len(before) :]), {c["chapter"]: c for c in report["chapters"]}
@@ -309,7 +307,7 @@ def test_cache_reruns_exactly_what_changed(cached_book, tmp_path):
     root, _ = cached_book
     build = tmp_path / "build"
     # side by side (two workers) first, then one job: the records either way are the same cache
-    ran, pages = _execute(root, build, jobs="2")
+    ran, pages = _execute(root, build, jobs=2)
     assert ran == ["plain", "uses_alpha", "uses_beta"]
     assert _runs(pages) == {"uses_alpha": "executed", "uses_beta": "executed", "plain": "executed"}
     assert pages["book/plain"]["reason"] == "no cached outputs" and pages["book/plain"]["executed_at"]
@@ -634,23 +632,7 @@ def test_the_ledger_and_status_pages_render_without_a_kernel(tmp_path, monkeypat
         raise AssertionError("a kernel was started for a page that only gathers results")
 
     monkeypatch.setattr(papermill, "execute_notebook", no_kernel)
-    assert (
-        main(
-            [
-                "execute",
-                *ONE_JOB,
-                "--root",
-                str(ROOT),
-                "--build-dir",
-                str(build),
-                "--no-html",
-                "--only",
-                "book/ledger",
-                "book/status",
-            ]
-        )
-        == 0
-    )
+    assert run_execute(ROOT, build, "--only", "book/ledger", "book/status") == 0
     report = json.loads((build / "executed" / "report.json").read_text())
     pages = {c["chapter"]: c for c in report["chapters"]}
     for name in ("book/ledger", "book/status"):
@@ -709,23 +691,7 @@ def test_the_ledger_and_status_pages_render_without_a_kernel(tmp_path, monkeypat
 def test_a_claim_whose_control_holds_fails_the_ledger_page_and_the_build(tmp_path, capsys):
     build = tmp_path / "build"
     _record_claims(build, control_holds=True)
-    assert (
-        main(
-            [
-                "execute",
-                *ONE_JOB,
-                "--root",
-                str(ROOT),
-                "--build-dir",
-                str(build),
-                "--no-html",
-                "--only",
-                "book/ledger",
-                "book/status",
-            ]
-        )
-        == 1
-    )
+    assert run_execute(ROOT, build, "--only", "book/ledger", "book/status") == 1
     err = capsys.readouterr().err
     assert "FAILED" in err and "LedgerDefect" in err and "hardt-ma/thm-2.1: the negative control holds" in err
     pages = {c["chapter"]: c for c in json.loads((build / "executed" / "report.json").read_text())["chapters"]}
@@ -766,7 +732,7 @@ def test_a_chapter_whose_control_holds_fails_and_the_ledger_page_runs_in_the_exe
     gather = gather.replace("kernelspec:", "resnet_theory:\n  execution: in-process\nkernelspec:", 1)
     root = make_book(tmp_path / "src", {"intro": "# Intro\n", "defect": defect, "ledger": gather})
     build = tmp_path / "build"
-    assert main(["execute", *ONE_JOB, "--root", str(root), "--build-dir", str(build), "--no-html"]) == 1
+    assert run_execute(root, build) == 1
     assert "LedgerDefect" in capsys.readouterr().err
     pages = {c["chapter"]: c for c in json.loads((build / "executed" / "report.json").read_text())["chapters"]}
     assert pages["book/defect"]["status"] == "failed" and pages["book/defect"]["error"]["ename"] == "LedgerDefect"
@@ -782,7 +748,7 @@ def test_an_unknown_execution_mode_is_refused_before_anything_runs(tmp_path, cap
     page = chapter("Odd", 'profile = "quick"\nseed = 0', "1")
     page = page.replace("kernelspec:", "resnet_theory:\n  execution: sometimes\nkernelspec:", 1)
     root = make_book(tmp_path / "src", {"intro": "# Intro\n", "odd": page})
-    assert main(["execute", *ONE_JOB, "--root", str(root), "--build-dir", str(tmp_path / "b"), "--no-html"]) == 2
+    assert run_execute(root, tmp_path / "b") == 2
     assert "unknown execution mode 'sometimes'" in capsys.readouterr().err
 
 
@@ -820,7 +786,7 @@ def test_an_interrupted_run_keeps_the_previous_outputs_and_says_so(
 
     root, marker = slow_book
     build = tmp_path / "build"
-    assert main(["execute", *ONE_JOB, "--root", str(root), "--build-dir", str(build), "--no-html"]) == 0
+    assert run_execute(root, build) == 0
     good = _good_outputs(build)
     assert b'"seed": 0' in good[1]
     argv = (
@@ -866,7 +832,7 @@ def test_an_interrupted_run_keeps_the_previous_outputs_and_says_so(
     assert page["outputs"].startswith("previous outputs kept (executed ")
     assert "was interrupted" in status_html(report) and "seed=5" in status_html(report)
     # The cache still knows the kept outputs: the next plain run reuses them.
-    assert main(["execute", *ONE_JOB, "--root", str(root), "--build-dir", str(build), "--no-html"]) == 0
+    assert run_execute(root, build) == 0
     report = json.loads((build / "executed" / "report.json").read_text())
     assert {c["chapter"]: c for c in report["chapters"]}["book/slow"]["run"] == "reused"
     assert report["state"] == "complete"
@@ -875,11 +841,9 @@ def test_an_interrupted_run_keeps_the_previous_outputs_and_says_so(
 def test_a_failed_run_keeps_the_previous_outputs_and_says_so(slow_book, tmp_path, capsys):
     root, _ = slow_book
     build = tmp_path / "build"
-    assert main(["execute", *ONE_JOB, "--root", str(root), "--build-dir", str(build), "--no-html"]) == 0
+    assert run_execute(root, build) == 0
     good = _good_outputs(build)
-    assert (
-        main(["execute", *ONE_JOB, "--root", str(root), "--build-dir", str(build), "--no-html", "-p", "seed", "7"]) == 1
-    )
+    assert run_execute(root, build, "-p", "seed", "7") == 1
     assert _good_outputs(build) == good
     assert "the page shows previous outputs kept" in capsys.readouterr().err
     report = json.loads((build / "executed" / "report.json").read_text())
@@ -927,7 +891,7 @@ def test_the_status_page_of_a_failed_run_says_the_run_failed(tmp_path, capsys):
     failed and which were not yet executed, and is rendered again once the run has failed."""
     root, snapshot = _status_page_book(tmp_path)
     build = tmp_path / "build"
-    assert main(["execute", *ONE_JOB, "--root", str(root), "--build-dir", str(build), "--no-html"]) == 1
+    assert run_execute(root, build) == 1
     assert "book/status.md: ok, rendered again at the end of the run" in capsys.readouterr().out
 
     # As rendered during the run: in progress, book/bad already failed, book/after not yet finished.
@@ -961,23 +925,7 @@ def test_the_status_page_of_a_failed_run_says_the_run_failed(tmp_path, capsys):
     assert "<strong>The last run failed.</strong>" in page.split("<table", 1)[0]
 
     # The same book once the chapter is fixed: the run completes, and the page says nothing about failure.
-    assert (
-        main(
-            [
-                "execute",
-                *ONE_JOB,
-                "--root",
-                str(root),
-                "--build-dir",
-                str(build),
-                "--no-html",
-                "-p",
-                "bad:fail",
-                "False",
-            ]
-        )
-        == 0
-    )
+    assert run_execute(root, build, "-p", "bad:fail", "False") == 0
     page = _html_output(build / "executed" / "book" / "status.ipynb")
     assert "book-run-note" not in page and "failed" not in page and "<td>book/after</td>" in page
 
@@ -1006,7 +954,7 @@ def test_an_in_process_page_that_fails_when_rendered_again_makes_the_status_page
         },
     )
     build = tmp_path / "build"
-    assert main(["execute", *ONE_JOB, "--root", str(root), "--build-dir", str(build), "--no-html"]) == 1
+    assert run_execute(root, build) == 1
     report = json.loads((build / "executed" / "report.json").read_text())
     assert report["state"] == "failed"
     assert {c["chapter"]: c["status"] for c in report["chapters"]} == {
@@ -1038,45 +986,12 @@ def test_the_status_page_of_an_only_run_does_not_claim_the_pages_it_left_out(tmp
     were executed, and with which parameters), never that this build executed them."""
     root, _ = _status_page_book(tmp_path)
     build = tmp_path / "build"
-    assert (
-        main(
-            [
-                "execute",
-                *ONE_JOB,
-                "--root",
-                str(root),
-                "--build-dir",
-                str(build),
-                "--no-html",
-                "-p",
-                "bad:fail",
-                "False",
-            ]
-        )
-        == 0
-    )
+    assert run_execute(root, build, "-p", "bad:fail", "False") == 0
     first = {c["chapter"]: c for c in json.loads((build / "executed" / "report.json").read_text())["chapters"]}
     rows = _status_rows(_html_output(build / "executed" / "book" / "status.ipynb"))
     assert [rows[p].split("</td>")[1] for p in ("book/good", "book/bad", "book/after")] == ["<td>executed"] * 3
 
-    assert (
-        main(
-            [
-                "execute",
-                *ONE_JOB,
-                "--root",
-                str(root),
-                "--build-dir",
-                str(build),
-                "--no-html",
-                "--force",
-                "--only",
-                "book/good",
-                "book/status",
-            ]
-        )
-        == 0
-    )
+    assert run_execute(root, build, "--force", "--only", "book/good", "book/status") == 0
     report = json.loads((build / "executed" / "report.json").read_text())
     assert report["attempt"]["finished"] == ["book/good", "book/status"]
     rows = _status_rows(_html_output(build / "executed" / "book" / "status.ipynb"))
@@ -1105,23 +1020,7 @@ def test_the_status_page_of_an_only_run_does_not_claim_the_pages_it_left_out(tmp
     assert rows["book/after"].split("</td>")[1].startswith("<td>not run in this build (last executed")
 
     # Without --force the chapter is reused: said as such, and the left-out pages still not claimed.
-    assert (
-        main(
-            [
-                "execute",
-                *ONE_JOB,
-                "--root",
-                str(root),
-                "--build-dir",
-                str(build),
-                "--no-html",
-                "--only",
-                "book/good",
-                "book/status",
-            ]
-        )
-        == 0
-    )
+    assert run_execute(root, build, "--only", "book/good", "book/status") == 0
     rows = _status_rows(_html_output(build / "executed" / "book" / "status.ipynb"))
     assert rows["book/good"].split("</td>")[1] == "<td>reused"
     assert all(
@@ -1234,7 +1133,7 @@ def test_reading_conventions_render_as_intended(tmp_path):
         (root / "_config.yml").read_text().replace("sphinx:\n", "sphinx:\n  extra_extensions: [sphinx_proof]\n")
     )
     build = tmp_path / "build"
-    assert main(["execute", *ONE_JOB, "--root", str(root), "--build-dir", str(build)]) == 0
+    assert run_execute(root, build, html=True) == 0
     html = build / "html"
     good_page, bad_page = html / "book" / "good.html", html / "book" / "bad.html"
     assert 'alt="A line falling from 1 to 0."' in good_page.read_text()
@@ -1279,7 +1178,7 @@ def test_chapters_run_in_a_kernel_reached_over_unix_sockets_not_tcp(tmp_path, ca
         },
     )
     build = tmp_path / "build"
-    assert main(["execute", *ONE_JOB, "--root", str(root), "--build-dir", str(build), "--no-html"]) == 0
+    assert run_execute(root, build) == 0
     err = capfd.readouterr().err
     assert "without encryption" not in err
     assert "pid" in outputs(build / "executed" / "book" / "sock.ipynb")
@@ -1289,9 +1188,7 @@ def test_chapters_run_in_a_kernel_reached_over_unix_sockets_not_tcp(tmp_path, ca
 
 def test_the_executed_notebook_carries_no_copy_of_its_source_and_no_machine_path(small_book, tmp_path):
     build = tmp_path / "build"
-    main(
-        ["execute", *ONE_JOB, "--root", str(small_book), "--build-dir", str(build), "--no-html", "--only", "book/good"]
-    )
+    run_execute(small_book, build, "--only", "book/good")
     path = build / "executed" / "book" / "good.ipynb"
     record = nbformat.read(path, as_version=4).metadata["papermill"]
     assert record["input_path"] == "book/good.md" and record["output_path"] == "good.ipynb"

@@ -391,7 +391,7 @@ def test_the_budget_skips_steps_and_no_subprocess_outlives_it(tmp_path):
 def test_the_compiled_step_compiles_once_and_compares_with_the_eager_run(tmp_path, rehearsal, monkeypatch):
     # torch.compile on the CPU (inductor, about a minute here): the code path the GPU check takes with --compile;
     # TORCH_LOGS=recompiles in the run's log counts recompilations (the final evaluation used to be one)
-    sizes = replace(gpu_check.CPU_SIZES, compile=True, steps=20, timeout=900.0)  # a loaded 2-core CPU compiles slowly
+    sizes = replace(gpu_check.CPU_SIZES, compile=True, timeout=900.0)  # a loaded 2-core CPU compiles slowly
     # the eager run to compare with is the rehearsal's (same sizes, on the same synthetic data it wrote), not a
     # second one; inductor compiles in the training process (no pool of compile workers, each importing torch)
     rehearsed, _, _ = rehearsal

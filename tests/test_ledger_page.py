@@ -34,6 +34,8 @@ from resnet_theory.record import UNSAFE_TEX, LedgerDefect, claim_defects, depend
 from resnet_theory.verdicts import Check
 from test_executor import chapter, make_book
 
+from conftest import run_execute
+
 CI = "an input the claim rules out, for the test"
 
 #: A chapter whose first claim holds at seeds 0 and 1 and fails at seed 2 (its verdict hinges on the seed).
@@ -53,8 +55,7 @@ GATHER = "from resnet_theory.book.ledger_page import LedgerPage\nLedgerPage.from
 
 
 def _execute(root: Path, build: Path, *extra: str) -> None:
-    argv = ["execute", "--jobs", "1", "--root", str(root), "--build-dir", str(build), "--no-html", *extra]
-    assert executor.main(argv) == 0
+    assert run_execute(root, build, *extra) == 0
 
 
 @pytest.fixture(scope="module")

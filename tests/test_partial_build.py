@@ -12,7 +12,7 @@ import yaml
 
 from resnet_theory.book.cli import main
 
-from conftest import MYST_HEADER
+from conftest import MYST_HEADER, run_execute
 
 IN_PROCESS = MYST_HEADER.replace("kernelspec:", "resnet_theory:\n  execution: in-process\nkernelspec:", 1)
 
@@ -92,22 +92,7 @@ def test_one_chapter_at_a_new_seed_renders_on_its_own_in_a_fresh_build_folder(li
     with it, the TOC lists what exists, links to the chapter left out are plain text, and the status page shows
     no injected parameters block (its own parameters cell is hidden)."""
     build = tmp_path / "NEW"
-    code = main(
-        [
-            "execute",
-            "--jobs",
-            "1",
-            "--root",
-            str(linked_book),
-            "--only",
-            "book/good",
-            "-p",
-            "seed",
-            "3",
-            "--build-dir",
-            str(build),
-        ]
-    )
+    code = run_execute(linked_book, build, "--only", "book/good", "-p", "seed", "3", html=True)
     out = capfd.readouterr()
     assert code == 0, out.err[-3000:]
     assert "WARNING" not in out.out + out.err
@@ -138,7 +123,7 @@ def test_the_status_page_says_the_run_failed_when_its_html_build_failed(tmp_path
         {"intro": intro("broken"), "broken": broken, "later": MYST_HEADER + "# Later\n\nNo code.\n", "status": STATUS},
     )
     build = tmp_path / "NEW"
-    code = main(["execute", "--jobs", "1", "--root", str(root), "--only", "book/broken", "--build-dir", str(build)])
+    code = run_execute(root, build, "--only", "book/broken", html=True)
     out = capfd.readouterr()
     assert code == 1
     assert "unknown document: 'nowhere'" in out.out + out.err

@@ -34,7 +34,7 @@ from resnet_theory.book.report import load_report
 from resnet_theory.book.toc import BookError
 from resnet_theory.engine import data, train
 
-from conftest import one_line_error
+from conftest import one_line_error, run_execute
 
 
 def _rotation(theta: float) -> np.ndarray:
@@ -543,7 +543,7 @@ def ledger_book(tmp_path_factory) -> tuple[Path, Path]:
         {"intro": "# Intro\n", "alpha": chapter("Alpha", 'profile = "quick"\nseed = 0', ALPHA), "ledger": gather},
     )
     build = base / "build"
-    assert executor.main(["execute", "--jobs", "1", "--root", str(root), "--build-dir", str(build), "--no-html"]) == 0
+    assert run_execute(root, build) == 0
     return root, build
 
 
@@ -712,22 +712,7 @@ def test_a_report_or_cache_record_that_is_not_an_object_is_refused_not_a_traceba
 def test_a_cache_record_holding_a_list_makes_the_chapter_execute_again(ledger_copy, capsys):
     root, build, claims = ledger_copy
     cache_record_path(build, "book/alpha").write_text("[1, 2]")
-    assert (
-        executor.main(
-            [
-                "execute",
-                "--root",
-                str(root),
-                "--build-dir",
-                str(build),
-                "--no-html",
-                "--only",
-                "book/alpha",
-                "book/ledger",
-            ]
-        )
-        == 0
-    )
+    assert run_execute(root, build, "--only", "book/alpha", "book/ledger", jobs=None) == 0
     assert "book/alpha.md: executed" in capsys.readouterr().out
     assert read_cache_record(build, "book/alpha")["claims_sha"] == file_sha(claims)
 

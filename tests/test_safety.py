@@ -26,7 +26,7 @@ from resnet_theory.book.status import status_html
 from resnet_theory.book.toc import BookError
 from test_executor import chapter, make_book
 
-from conftest import ROOT, one_line_error
+from conftest import ROOT, one_line_error, run_execute
 
 DEAD_PID = 2**22 + 4321  # above Linux's largest pid: no process has it
 
@@ -192,23 +192,7 @@ def test_a_killed_run_is_seen_and_a_second_run_on_its_build_is_refused(tmp_path,
     assert "never finished" in note and "started " + report["attempt"]["started"] in note
     assert "Not finished: book/slow" in note
     # the lock went with the process: the next run goes ahead
-    assert (
-        main(
-            [
-                "execute",
-                "--jobs",
-                "1",
-                "--root",
-                str(root),
-                "--build-dir",
-                str(build),
-                "--no-html",
-                "--only",
-                "book/fast",
-            ]
-        )
-        == 0
-    )
+    assert run_execute(root, build, "--only", "book/fast") == 0
 
 
 def test_the_build_lock_names_its_holder(tmp_path):
@@ -240,23 +224,7 @@ def test_the_build_lock_names_its_holder(tmp_path):
 )
 def test_a_damaged_report_is_refused_in_one_line_not_trimmed(two_chapters, tmp_path, capsys, damage):
     root, build = two_chapters, tmp_path / "build"
-    assert (
-        main(
-            [
-                "execute",
-                "--jobs",
-                "1",
-                "--root",
-                str(root),
-                "--build-dir",
-                str(build),
-                "--no-html",
-                "--only",
-                "book/good",
-            ]
-        )
-        == 0
-    )
+    assert run_execute(root, build, "--only", "book/good") == 0
     capsys.readouterr()
     report = build / "executed" / "report.json"
     report.write_text(damage(report.read_text()))

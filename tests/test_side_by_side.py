@@ -14,11 +14,12 @@ from pathlib import Path
 import pytest
 
 from resnet_theory.book.cache import cache_record_path
-from resnet_theory.book.cli import main
 from resnet_theory.book.files import write_atomic
 from resnet_theory.book.side_by_side import LONGEST_FIRST, check_jobs, expected_cpu_seconds, start_order
 from resnet_theory.book.toc import BookError
 from test_executor import chapter, make_book, outputs
+
+from conftest import run_execute
 
 # Each chapter says it has started, then waits (at most ``patience`` seconds, a minute unless a test passes less)
 # until the other one has started too: only chapters that really run at the same time get past that cell.
@@ -54,10 +55,6 @@ def pair_book(root: Path, folder: Path) -> Path:
             "idle": page("idle", "busy", 0.0, "time.sleep(1)\nif seed == 7:\n    raise ValueError('seed 7 fails')"),
         },
     )
-
-
-def _execute(root: Path, build: Path, *args: str) -> int:
-    return main(["execute", "--root", str(root), "--build-dir", str(build), "--no-html", *args])
 
 
 def _rows(build: Path) -> tuple[dict, dict]:
@@ -96,12 +93,12 @@ def test_two_chapters_overlap_and_one_failing_leaves_the_other_and_the_report_ri
     folder.mkdir()
     root, build = pair_book(tmp_path / "src", folder), tmp_path / "build"
     # the outputs to keep: busy burns no CPU for them (it burns its 3 s in the run whose CPU seconds are checked)
-    assert _execute(root, build, "--jobs", "2", "-p", "busy:burn", "0") == 0
+    assert run_execute(root, build, "-p", "busy:burn", "0", jobs=2) == 0
     idle_before = (build / "executed" / "book" / "idle.ipynb").read_bytes()
     for marker in folder.iterdir():
         marker.unlink()
     # seed 7: both execute again (their parameters changed), side by side; idle fails after busy started
-    assert _execute(root, build, "--jobs", "2", "-p", "seed", "7") == 1
+    assert run_execute(root, build, "-p", "seed", "7", jobs=2) == 1
     report, rows = _rows(build)
     assert report["state"] == "failed" and [c["chapter"] for c in report["chapters"]] == [
         "book/intro",
@@ -134,7 +131,7 @@ def test_one_job_runs_them_one_after_another(tmp_path):
     # with one job the chapter that starts first waits for a second that never starts while it runs: it fails
     # after its patience (3 s here, not the minute side-by-side runs get); the second then starts after it,
     # finds the first one's marker and passes
-    assert _execute(root, build, "--jobs", "1", "-p", "patience", "3", "-p", "burn", "0") == 1
+    assert run_execute(root, build, "-p", "patience", "3", "-p", "burn", "0", jobs=1) == 1
     _, rows = _rows(build)
     failed = [name for name in ("busy", "idle") if rows[f"book/{name}"]["status"] == "failed"]
     assert len(failed) == 1, rows
@@ -148,7 +145,7 @@ def test_one_job_runs_them_one_after_another(tmp_path):
 @pytest.mark.parametrize("jobs", ["0", "-1", "x", "1.5"])
 def test_a_bad_jobs_count_is_refused_in_one_line(tmp_path, capsys, jobs):
     root = make_book(tmp_path / "src", {"intro": "# Intro\n"})
-    assert _execute(root, tmp_path / "build", "--jobs", jobs) == 2
+    assert run_execute(root, tmp_path / "build", jobs=jobs) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: --jobs") and len(err.splitlines()) == 1
     with pytest.raises(BookError):
@@ -175,7 +172,7 @@ def test_an_interrupted_side_by_side_run_stops_every_chapter_and_keeps_their_out
     folder.mkdir()
     root, build = pair_book(tmp_path / "src", folder), tmp_path / "build"
     # the outputs to keep (busy burns no CPU for them: what is kept matters here, not what it cost)
-    assert _execute(root, build, "--jobs", "2", "-p", "busy:burn", "0") == 0
+    assert run_execute(root, build, "-p", "busy:burn", "0", jobs=2) == 0
     before = {n: (build / "executed" / "book" / f"{n}.ipynb").read_bytes() for n in ("busy", "idle")}
     for marker in folder.iterdir():
         marker.unlink()
