@@ -279,10 +279,13 @@ def test_the_shared_runs_have_the_sizes_of_the_plan(chapter_run):
     for (name, rate), runs in grid.runs.items():
         depth = p.shallowest if name in E.CONTROL_VARIANTS else p.blocks
         assert [r.config.seed for r in runs] == list(p.seeds(p.count(name, rate, depth))), (name, rate)
-    # the ablation's depth is the grid's runs, the plain network's topped up to depth_seeds
-    assert sweep.runs[(E.IDENT, p.blocks)] is grid.runs[(E.IDENT, p.lr)]
-    plain = sweep.runs[(E.PLAIN, p.blocks)]
-    assert [r.config.seed for r in plain] == list(p.seeds(max(p.sizes["depth_seeds"], p.sizes["n_seeds"])))
+    # the ablation's depth is the grid's runs (the same objects), topped up to what the fixed design trains:
+    # the residual network to deep_seeds, the plain network to depth_seeds, where the grid has fewer
+    for name, knob in ((E.IDENT, "deep_seeds"), (E.PLAIN, "depth_seeds")):
+        had, runs = grid.runs[(name, sweep.rates[name])], sweep.runs[(name, p.blocks)]
+        assert all(a is b for a, b in zip(runs, had)) and len(runs) >= len(had)
+        want = max(p.count(name, sweep.rates[name]), p.sizes[knob])
+        assert [r.config.seed for r in runs] == list(p.seeds(want)), name
 
 
 def test_the_benchmark_runs_both_workloads_cell_by_cell_at_tiny_sizes(capsys):

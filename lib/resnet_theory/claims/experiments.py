@@ -887,8 +887,8 @@ def sec4_fixed_head(ctx: Context) -> Evidence:
 class DepthSweep:
     """The residual network at the paper's rate and the network without shortcuts at its best rate of the
     grid, at every depth of the sweep; ``runs[(variant, depth)]``. At the ablation's depth the runs are the
-    grid's (the residual network with the initialisation comparison's seeds, the network without shortcuts
-    topped up to ``depth_seeds``); the deepest residual network trains ``deep_seeds``."""
+    grid's, topped up in proportion to the deepest network's seeds (at its last look, to what the fixed design
+    trains); the deepest residual network trains ``deep_seeds``, the other depths ``depth_seeds``."""
 
     plan: Plan
     rates: dict
@@ -935,18 +935,22 @@ def _train_sweep(ctx: Context) -> DepthSweep:
     p, grid = plan(ctx), training_grid(ctx)
     rates = {IDENT: p.lr, PLAIN: grid.best_rate["loss"][PLAIN]}
     keys = [(name, rate, d) for name, rate in rates.items() for d in p.depths if d != p.blocks]
-    # the network without shortcuts at its best rate, at the ablation's depth: the grid's runs, topped up to
-    # depth_seeds (the top-up counts as the sweep's)
-    top_up = (PLAIN, rates[PLAIN], p.blocks)
-    have: dict = {top_up: list(grid.runs[(PLAIN, rates[PLAIN])])}
+    # both networks at the ablation's depth: the grid's runs, topped up (as the sweep's runs) so that at each
+    # look they keep the proportion to the deepest that the fixed design gives them; at the deepest's last look
+    # a comparison of depths sees every seed the fixed design would (the grid may have stopped them sooner)
+    shallow = {
+        (name, rate, p.blocks): ("deep_seeds" if name == IDENT else "depth_seeds") for name, rate in rates.items()
+    }
+    have: dict = {key: list(grid.runs[key[:2]]) for key in shallow}
     timer, seed = _Timer("depth", p.steps), _bootstrap_seed(ctx, "experiments/depth-sweep")
 
     def train(sizes: dict) -> DepthSweep:
         want = {k: p.count(*k, sizes=sizes) for k in keys}
-        want[top_up] = max(len(grid.runs[(PLAIN, rates[PLAIN])]), sizes["depth_seeds"])
+        for key, knob in shallow.items():
+            fixed = max(p.count(*key), p.sizes[knob])  # what the fixed design trains of it
+            want[key] = max(len(grid.runs[key[:2]]), -(-fixed * sizes[knob] // p.sizes[knob]))
         timer.train(p, have, want)
         new = {(name, d): list(runs) for (name, _, d), runs in have.items()}
-        new[(IDENT, p.blocks)] = grid.runs[(IDENT, p.lr)]
         runs = {(name, d): new[(name, d)] for name in rates for d in p.depths}
         return DepthSweep(p, rates, runs, timer.row(), seed)
 
