@@ -27,6 +27,7 @@ from .record import (
     source_phrase,
     unsafe_macros,
 )
+from .tables import number_html
 from .verdicts import VERDICTS
 
 
@@ -161,15 +162,22 @@ def text_html(text: str | None) -> str:
     :func:`math_pieces`, so that a long formula breaks across lines instead of widening its table.
 
     A text that uses a macro acting on the page (``\\href``, ``\\style``, ``\\class``, ``\\cssId``, ``\\data``,
-    ``\\unicode``, ``\\require``, ...: :data:`resnet_theory.record.UNSAFE_TEX`) raises :class:`UnsafeText`."""
+    ``\\unicode``, ``\\require``, ...: :data:`resnet_theory.record.UNSAFE_TEX`) raises :class:`UnsafeText`.
+    Outside the math, Python's number forms (``1e-06``, ``inf``) are written as a reader writes them
+    (:func:`resnet_theory.tables.number_html`)."""
     bad = unsafe_macros(text)
     if bad:
         shown = text if len(text) <= 60 else text[:57] + "..."
         raise UnsafeText(f"{', '.join(sorted(set(bad)))} in {shown!r}: a macro that acts on the page, not math")
     escaped = html.escape(text or "")
     if not _INLINE_MATH.search(escaped):
-        return escaped
-    return '<span class="mathjax_process">' + _INLINE_MATH.sub(_typeset, escaped) + "</span>"
+        return number_html(escaped)
+    pieces, start = [], 0
+    for match in _INLINE_MATH.finditer(escaped):  # numbers written as a reader writes them outside the math
+        pieces += [number_html(escaped[start : match.start()]), _typeset(match)]
+        start = match.end()
+    pieces.append(number_html(escaped[start:]))
+    return '<span class="mathjax_process">' + "".join(pieces) + "</span>"
 
 
 #: ASCII spellings of mathematics a reader should see typeset (issue 33): a power of a parenthesis ``^(``, a power
