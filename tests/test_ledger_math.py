@@ -14,7 +14,7 @@ import pytest
 import sympy as sp
 
 from resnet_theory.claims.registry import CHAPTER_MODULES, chapter_claims
-from resnet_theory.ledger_html import ascii_math, text_html
+from resnet_theory.ledger_html import ASCII_MATH, ascii_math, text_html
 from resnet_theory.tables import ResultsTable
 from resnet_theory.verdicts import Check
 
@@ -39,6 +39,9 @@ from resnet_theory.verdicts import Check
         "sigma_max(A) in place of sigma_min(A)",
         "P(fail) < exp(-k I(d)), case 0",
         "the bracket's largest value is 4/(4 - d)",
+        "growth of m eps(m)",
+        "In the table, eps(4) is the largest deviation",
+        "the rate sigma(A) of the map",
     ],
 )
 def test_ascii_math_is_found_outside_math(text):
@@ -53,6 +56,7 @@ def test_ascii_math_is_found_outside_math(text):
         "every case holds: 3 of 3, tolerance atol=0, rtol=1e-09 (a - b)",
         r"$E[x x^T]$ as printed",
         r"swirl, $d = 2$: exact values at $(0, -1/\epsilon)$, $F = 1/2$, 3 of 4 cases, book/linear",
+        r"growth of $m\,\varepsilon(m)$, the beta (test) version",
     ],
 )
 def test_typeset_math_and_plain_words_pass(text):
@@ -101,3 +105,30 @@ def test_the_bibliography_has_no_raw_latex_accents_or_ascii_math():
     assert not re.findall(r"\\[\"'`^~=.uvHcdbkr]\{?[A-Za-z]", bib), re.findall(r".{20}\\[\"'`^~].{10}", bib)
     notes = " ".join(re.findall(r"note\s*=\s*\{(.*)\}", bib))
     assert not ascii_math(text_html(notes)), ascii_math(text_html(notes))
+
+
+def _prose(markdown: str) -> str:
+    """What a reader sees of a chapter's source as untypeset text: no code cells, fences, math, inline code, roles,
+    directive options, link targets, emphasis markers, or quotations of what a program prints ("1/k2c")."""
+    text = re.sub(r"^---\n.*?\n---\n", "", markdown, count=1, flags=re.S)
+    text = re.sub(r"^(`{3,}).*?^\1\s*$", "", text, flags=re.S | re.M)
+    for pattern in (r"\$\$.*?\$\$", r"(?<![\\$])\$[^$]+?\$", r"\{[\w:-]+\}`[^`]*`", r"`[^`]*`", r'"[^"\n]*"'):
+        text = re.sub(pattern, " ", text, flags=re.S)
+    text = re.sub(r"^:[\w-]+:.*$", "", text, flags=re.M)
+    return re.sub(r"\*+", "", re.sub(r"\]\([^)]*\)", "]", text))
+
+
+@pytest.mark.parametrize("chapter", sorted(p.stem for p in (Path(__file__).resolve().parents[1] / "book").glob("*.md")))
+def test_no_chapter_prose_spells_math_in_ascii(chapter):
+    """The smooth-maps chapter's prose said "eps(m)" and "growth of m eps(m)" where its tables typeset
+    $\\varepsilon(m)$ (issue 33): the prose of every page passes the same scan as the ledger's summaries."""
+    source = (Path(__file__).resolve().parents[1] / "book" / f"{chapter}.md").read_text(encoding="utf-8")
+    text = _prose(source)
+    found = [text[max(0, m.start() - 30) : m.end() + 30] for m in ASCII_MATH.finditer(text)]
+    assert not found, found
+
+
+def test_the_prose_scan_sees_what_it_must():
+    assert _prose("In the table, eps($m$) is\n*growth of m eps(m)* is") == "In the table, eps( ) is\ngrowth of m eps(m) is"
+    assert ASCII_MATH.search(_prose("*growth of m eps(m)* is")) and ASCII_MATH.search(_prose("eps($m$) is"))
+    assert not ASCII_MATH.search(_prose('prints "1/k2c" and `x**2` and $a^2$ and\n```{code-cell}\nx = a*b\n```\n'))

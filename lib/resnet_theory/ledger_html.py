@@ -184,7 +184,8 @@ def text_html(text: str | None) -> str:
 #: ``x^2`` or ``Sigma^1/2``, a square root written as a call, Python's ``**``, a product written with ``*`` between
 #: names or numbers, and the relations ``!=``, ``<=``, ``>=``.
 #: Also ``||`` for a norm, a Greek letter's name next to an operator or a number ("4 pi", "gamma)/l", "tau-ball"),
-#: fractions written with a slash ("1/eps", "F = 1/2") and "d=2" in a label (issue 33).
+#: fractions written with a slash ("1/eps", "F = 1/2"), "d=2" in a label and a Greek name applied as a function
+#: ("m eps(m)" in the smooth-maps chapter) (issue 33).
 _GREEK = (
     r"(?:alpha|beta|gamma|delta|eps|epsilon|zeta|eta|theta|kappa|lambda|mu|nu|xi|rho|sigma|Sigma|tau|phi|Phi|psi|omega)"
 )
@@ -194,6 +195,7 @@ ASCII_MATH = re.compile(
     r"|\b\d+/[a-z]+\b|= ?\d+/\d+\b"  # fractions 1/eps, 3/l; F = 1/2
     r"|\b[a-zA-Z]=\d"  # "d=2" in a title or label
     r"|\b(?:exp|log|ln)\(|\b\d+/\("  # exp(-k I(d)), 4/(4 - d)
+    rf"|\b{_GREEK}\("  # a Greek letter's name as a function: "eps(m)", "m eps(m)", "sigma(A)"
 )
 _TYPESET = re.compile(r"\\\(.*?\\\)", re.S)
 
