@@ -40,6 +40,7 @@ from resnet_theory.verdicts import Check
         "P(fail) < exp(-k I(d)), case 0",
         "the bracket's largest value is 4/(4 - d)",
         "growth of m eps(m)",
+        "module count == Table 1's layers counted by hand",
         "In the table, eps(4) is the largest deviation",
         "the rate sigma(A) of the map",
     ],
@@ -129,6 +130,24 @@ def test_no_chapter_prose_spells_math_in_ascii(chapter):
 
 
 def test_the_prose_scan_sees_what_it_must():
-    assert _prose("In the table, eps($m$) is\n*growth of m eps(m)* is") == "In the table, eps( ) is\ngrowth of m eps(m) is"
+    assert (
+        _prose("In the table, eps($m$) is\n*growth of m eps(m)* is") == "In the table, eps( ) is\ngrowth of m eps(m) is"
+    )
     assert ASCII_MATH.search(_prose("*growth of m eps(m)* is")) and ASCII_MATH.search(_prose("eps($m$) is"))
     assert not ASCII_MATH.search(_prose('prints "1/k2c" and `x**2` and $a^2$ and\n```{code-cell}\nx = a*b\n```\n'))
+
+
+def test_the_architecture_claim_reads_as_prose():
+    """Its corrected check printed "module count == Table 1's layers", and its four controls' summaries were glued
+    into one sentence of the chapter as a paragraph-long run of numbers (issue 33): the control's numbers now read
+    as one clause, and nothing the claim shows spells math in ASCII."""
+    from resnet_theory.claims.chapter import Chapter
+
+    run = Chapter("experiments", profile="tiny", seed=0).check("hardt-ma/sec4-architecture")
+    clause = run.evidence.glue["arch_control_summary"]
+    assert len(clause) < 120 and ";" not in clause and "control:" not in clause, clause
+    assert re.fullmatch(
+        r"8 blocks in the first stage give [\d,]+ \(\d+\.\d\d million\) and 10 blocks [\d,]+ \(\d+\.\d\d million\)",
+        clause,
+    )
+    assert not ascii_math(run._repr_html_()), ascii_math(run._repr_html_())

@@ -182,7 +182,7 @@ def text_html(text: str | None) -> str:
 
 #: ASCII spellings of mathematics a reader should see typeset (issue 33): a power of a parenthesis ``^(``, a power
 #: ``x^2`` or ``Sigma^1/2``, a square root written as a call, Python's ``**``, a product written with ``*`` between
-#: names or numbers, and the relations ``!=``, ``<=``, ``>=``.
+#: names or numbers, and the relations ``!=``, ``<=``, ``>=``, ``==``.
 #: Also ``||`` for a norm, a Greek letter's name next to an operator or a number ("4 pi", "gamma)/l", "tau-ball"),
 #: fractions written with a slash ("1/eps", "F = 1/2"), "d=2" in a label and a Greek name applied as a function
 #: ("m eps(m)" in the smooth-maps chapter) (issue 33).
@@ -190,7 +190,7 @@ _GREEK = (
     r"(?:alpha|beta|gamma|delta|eps|epsilon|zeta|eta|theta|kappa|lambda|mu|nu|xi|rho|sigma|Sigma|tau|phi|Phi|psi|omega)"
 )
 ASCII_MATH = re.compile(
-    r"\^\(|\w\^[\w{]|\bsqrt\(|\*\*|[\w)\]] ?\* ?[\w(]|!=|<=|>=|\|\|"  # powers, products, relations, norms
+    r"\^\(|\w\^[\w{]|\bsqrt\(|\*\*|[\w)\]] ?\* ?[\w(]|!=|<=|>=|==|\|\|"  # powers, products, relations, norms
     rf"|\b{_GREEK}\b ?[-+/=<>)^]|\b{_GREEK}_\w|[-+/=(] ?\b{_GREEK}\b|\d \b(?:pi|{_GREEK})\b"  # Greek names by operators
     r"|\b\d+/[a-z]+\b|= ?\d+/\d+\b"  # fractions 1/eps, 3/l; F = 1/2
     r"|\b[a-zA-Z]=\d"  # "d=2" in a title or label
