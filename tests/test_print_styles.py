@@ -30,7 +30,8 @@ def _claims():
     ledger.claim(
         "hardt-ma/x", paper="hardt-ma", ref="Theorem 2.1", statement="a bound holds", section="alpha-x",
         printed=Check.at_most([1.0], 1.5, what="the value against the bound"),
-        control=Check.at_most([3.0], 1.5, what="a value the claim rules out"), control_input="a value twice the bound, which the claim rules out",
+        control=Check.at_most([3.0], 1.5, what="a value the claim rules out"),
+        control_input="a value twice the bound, which the claim rules out",
     )  # fmt: skip
     return ledger.claims
 
