@@ -151,3 +151,13 @@ def test_the_architecture_claim_reads_as_prose():
         clause,
     )
     assert not ascii_math(run._repr_html_()), ascii_math(run._repr_html_())
+
+
+def test_the_smooth_maps_tables_typeset_their_map_labels():
+    """The rate and Jacobian tables showed "swirl, d=2" where the certificate table typeset $d = 2$."""
+    from resnet_theory.claims.smooth_maps import typeset_label
+    from resnet_theory.tables import html_table
+
+    assert ascii_math(html_table(["map"], [["swirl, d=2"]]))
+    assert typeset_label("swirl, d=2") == "swirl, $d = 2$" and typeset_label("holder") == "holder"
+    assert not ascii_math(html_table(["map"], [[typeset_label("sine-shear, d=3")]]))

@@ -163,3 +163,18 @@ def test_book_table_headers_break_only_between_words():
     for selectors, body in re.findall(r"([^{}]+)\{([^{}]*)\}", later):
         if re.search(r"table\.book-table(-wide)? th\b", selectors):
             assert not re.search(r"overflow-wrap: (anywhere|break-word)|word-break: break-all", body), selectors
+
+
+def test_wide_table_cells_break_inside_a_word_only_where_it_alone_overflows():
+    """Wide tables were laid out in fixed columns whose cells broke anywhere: the smooth-maps control table read
+    "holde/r", "geometri/c" at 1400 px. On screen they are laid out from their content, each column at least as
+    wide as its longest word (``break-word`` does not shrink a column below that; ``anywhere`` does)."""
+    import re
+    from pathlib import Path
+
+    css = (Path(__file__).resolve().parents[1] / "_static" / "book.css").read_text()
+    css = re.sub(r"/\*.*?\*/", "", css, flags=re.S)
+    screen = re.sub(r"@media print \{(?:[^{}]*\{[^{}]*\})*\s*\}", "", css)
+    for selectors, body in re.findall(r"([^{}]+)\{([^{}]*)\}", screen):
+        if "table.book-table-wide" in selectors:
+            assert "table-layout: fixed" not in body and "overflow-wrap: anywhere" not in body, selectors
