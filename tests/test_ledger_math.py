@@ -161,3 +161,15 @@ def test_the_smooth_maps_tables_typeset_their_map_labels():
     assert ascii_math(html_table(["map"], [["swirl, d=2"]]))
     assert typeset_label("swirl, d=2") == "swirl, $d = 2$" and typeset_label("holder") == "holder"
     assert not ascii_math(html_table(["map"], [[typeset_label("sine-shear, d=3")]]))
+
+
+def test_the_layer_count_shows_sympys_results_typeset():
+    """The linear chapter displayed ``ell*(-sqrt(3)*sqrt(gamma) + 2*sqrt(pi))/...`` in typewriter type inside its
+    math: the claim kept SymPy's results as ``str`` and the chapter's ``sp.latex`` of a string quotes it. The claim
+    now keeps their TeX, which the chapter shows as it is."""
+    from resnet_theory.claims.chapter import Chapter
+
+    data = Chapter("linear", profile="tiny", seed=0).check("hardt-ma/thm-2.1-proof-layer-count").data
+    for key in ("count printed", "count fixed", "slack fixed"):
+        assert not ASCII_MATH.search(data[key]) and "sqrt(" not in data[key], data[key]
+    assert r"\sqrt{\gamma}" in data["count printed"] and data["count fixed"] == "0"

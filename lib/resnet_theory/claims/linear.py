@@ -850,7 +850,7 @@ def theorem_2_1_proof_layer_count(ctx: Context) -> Evidence:
         ctx,
         step=Check.equal(c["count printed"], 0, what=r"$2q + p - \ell$ with the printed $p, q$ (SymPy)"),
         repair=repair,
-        data={k: str(v) for k, v in c.items()},
+        data={k: sp.latex(v) if isinstance(v, sp.Basic) else str(v) for k, v in c.items()},  # TeX, for the page
         glue={"thm21_count_example": c["count at l=10, gamma=0.5"]},
     )
 
