@@ -173,3 +173,15 @@ def test_the_layer_count_shows_sympys_results_typeset():
     for key in ("count printed", "count fixed", "slack fixed"):
         assert not ASCII_MATH.search(data[key]) and "sqrt(" not in data[key], data[key]
     assert r"\sqrt{\gamma}" in data["count printed"] and data["count fixed"] == "0"
+
+
+def test_punctuation_after_typeset_math_stays_on_its_line():
+    """A claim's statement ended "... \\le \\pi/q" with its full stop alone on the next line (the linear chapter's
+    rotation-norm evidence at 1400 px): the last piece of the math and the punctuation after it are kept together,
+    as the page's own math is (resnet_theory.book.math_punctuation); the other pieces may still break."""
+    nowrap = '<span class="math-nowrap" style="white-space: nowrap">'
+    out = text_html(r"bounded by $\|B\| = \max_i |s_i| \le \pi/q$. Then $x$, and $y$ alone")
+    assert (
+        rf"\(\|B\| =\) \(\max_i |s_i| \le\) {nowrap}\(\pi/q\).</span> Then {nowrap}\(x\),</span> and \(y\) alone" in out
+    )
+    assert not ascii_math(out)

@@ -152,6 +152,11 @@ def math_pieces(tex: str) -> list[str]:
     return [piece for piece in pieces if piece]
 
 
+#: Punctuation that must not start a line after inline math (as :mod:`resnet_theory.book.math_punctuation` keeps
+#: it with the page's own math).
+_PUNCTUATION = re.compile(r"[.,;:!?)\]\u2019\u201d]+")
+
+
 def _typeset(match: re.Match) -> str:
     return " ".join(f"\\({piece}\\)" for piece in math_pieces(match.group(1)))
 
@@ -174,8 +179,18 @@ def text_html(text: str | None) -> str:
         return number_html(escaped)
     pieces, start = [], 0
     for match in _INLINE_MATH.finditer(escaped):  # numbers written as a reader writes them outside the math
-        pieces += [number_html(escaped[start : match.start()]), _typeset(match)]
+        pieces.append(number_html(escaped[start : match.start()]))
         start = match.end()
+        tail = _PUNCTUATION.match(escaped, start)
+        if not tail:
+            pieces.append(_typeset(match))
+            continue
+        # the punctuation after the math stays on its last piece's line (it wrapped alone: "... \le \pi/q" / ".")
+        *first, last = [f"\\({piece}\\)" for piece in math_pieces(match.group(1))]
+        pieces.append(
+            " ".join([*first, f'<span class="math-nowrap" style="white-space: nowrap">{last}{tail.group(0)}</span>'])
+        )
+        start = tail.end()
     pieces.append(number_html(escaped[start:]))
     return '<span class="mathjax_process">' + "".join(pieces) + "</span>"
 
