@@ -183,3 +183,14 @@ def test_a_wide_tables_row_labels_keep_their_words_whole():
     assert "overflow-wrap: break-word" in rules["table.book-table-wide td:first-child"]
     later = screen[screen.index("table.book-table-wide td:first-child") :]
     assert not re.search(r"table\.book-table(-wide)? td(?::first-child)? \{[^}]*overflow-wrap: anywhere", later[40:])
+
+
+def test_sequences_are_written_as_lists_not_python_reprs():
+    """The profile tables showed knob values as Python prints them: "[2, 4, 8, 16, 32]", "(1.0,)",
+    "[[2, 3, 0.5], [2, 4, 0.9]]" (issue 33 review): a list reads as its items, an inner one in parentheses."""
+    row = [[2, 4, 8], (1.0,), [[2, 3, 0.5], [2, 4, 0.9]], (1e-6, "x<y"), []]
+    text = html_table(list("abcde"), [row])
+    cells = ["2, 4, 8", "1", "(2, 3, 0.5), (2, 4, 0.9)", "10<sup>\u22126</sup>, x&lt;y", "n/a"]
+    assert "".join(f"<td>{c}</td>" for c in cells) in text
+    assert format_cell([0.5, 1.0, 2.5e-9]) == "0.5, 1, 2.5\u00d710\u207b\u2079"
+    assert "[" not in text and "(1.0,)" not in text

@@ -27,7 +27,17 @@ def format_cell(value, digits: int = 4, none_text: str = "n/a") -> str:
         return f"{int(value):,}"
     if isinstance(value, numbers.Real):
         return number_text(real_text(value, digits), none_text)
+    if isinstance(value, (list, tuple)):
+        return _items(value, lambda v: format_cell(v, digits, none_text), none_text)
     return str(value)
+
+
+def _items(values, cell, none_text: str) -> str:
+    """A list or tuple as a reader writes one: its items comma-separated, an inner sequence in parentheses
+    (``[2, 4, 8]`` is "2, 4, 8", ``(1.0,)`` is "1", ``[[2, 3], [2, 4]]`` is "(2, 3), (2, 4)"), never Python's repr."""
+    if not values:
+        return none_text
+    return ", ".join(f"({_items(v, cell, none_text)})" if isinstance(v, (list, tuple)) else cell(v) for v in values)
 
 
 def real_text(value, digits: int = 4) -> str:
@@ -143,6 +153,8 @@ def _cell_html(value, digits: int, none_text: str) -> str:
         return typeset_html(value)
     if isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_, numbers.Integral)):
         return number_html(html.escape(real_text(value, digits)), none_text)
+    if isinstance(value, (list, tuple)):
+        return _items(value, lambda v: _cell_html(v, digits, none_text), html.escape(none_text))
     return html.escape(format_cell(value, digits, none_text))
 
 
