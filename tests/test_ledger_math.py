@@ -185,3 +185,14 @@ def test_punctuation_after_typeset_math_stays_on_its_line():
         rf"\(\|B\| =\) \(\max_i |s_i| \le\) {nowrap}\(\pi/q\).</span> Then {nowrap}\(x\),</span> and \(y\) alone" in out
     )
     assert not ascii_math(out)
+
+
+def test_the_positive_definite_sweep_names_its_series_typeset():
+    """The series of the Bartlett-Helmbold-Long sweep were "[1/kappa, 1]", "[kappa^-1/2, kappa^1/2]", "kappa 8,
+    around one" in the fits table (issue 33 review): they are TeX now, and the table shows no ASCII math."""
+    from resnet_theory.claims.chapter import Chapter
+
+    fits = Chapter("linear", profile="tiny", seed=0).check("bartlett-helmbold-long/spd").data["fits"]
+    shown = ResultsTable(fits)._repr_html_()
+    assert not ascii_math(shown), ascii_math(shown)
+    assert r"\kappa^{-1/2}" in shown and "kappa^" not in shown.replace(r"\kappa^", "")

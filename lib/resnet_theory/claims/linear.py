@@ -1842,9 +1842,9 @@ def steps_to(Phi, depth: int, budget: int, eps: float = TOL) -> int | None:
 
 # --- Bartlett, Helmbold and Long: symmetric positive definite targets converge ----------------------------------
 _PLACEMENTS = {
-    "[1/kappa, 1]": lambda k: (1 / k, 1.0),
-    "[kappa^-1/2, kappa^1/2]": lambda k: (k**-0.5, k**0.5),
-    "[1, kappa]": lambda k: (1.0, float(k)),
+    r"$[1/\kappa, 1]$": lambda k: (1 / k, 1.0),
+    r"$[\kappa^{-1/2}, \kappa^{1/2}]$": lambda k: (k**-0.5, k**0.5),
+    r"$[1, \kappa]$": lambda k: (1.0, float(k)),
 }
 #: The tolerances of the log(d/eps) sweep and of the semidefinite control.
 EPS_GRID = 10.0 ** -np.arange(2, 9)
@@ -1856,7 +1856,7 @@ def _spd_sweeps(cfg, rng) -> list[dict]:
     """Step counts over the condition number (three placements of the spectrum), the depth, and together the
     dimension and the tolerance; one row per run."""
     rows = []
-    middle = _PLACEMENTS["[kappa^-1/2, kappa^1/2]"]
+    middle = _PLACEMENTS[r"$[\kappa^{-1/2}, \kappa^{1/2}]$"]
 
     def run(sweep, series, x, depth, dim, spectrum, eps=TOL):
         steps = steps_to(spd_target(spectrum, rng), depth, cfg.bhl_budget, eps)
@@ -1866,7 +1866,7 @@ def _spd_sweeps(cfg, rng) -> list[dict]:
         for kappa in cfg.kappas:
             run("kappa", name, kappa, cfg.bhl_depth, cfg.bhl_dim, np.geomspace(*ends(kappa), cfg.bhl_dim))
     for depth in [2, 4, 8, 16, 32]:
-        run("L", "kappa 8, around one", depth, depth, cfg.bhl_dim, np.geomspace(*middle(8), cfg.bhl_dim))
+        run("L", r"$\kappa = 8$, around one", depth, depth, cfg.bhl_dim, np.geomspace(*middle(8), cfg.bhl_dim))
     for depth in [2, cfg.bhl_depth]:
         for dim in [2, 6, 32]:
             for eps in EPS_GRID:
@@ -1948,7 +1948,7 @@ def bhl_spd(ctx: Context) -> Evidence:
     runs, random_runs = _spd_sweeps(cfg, rng), _spd_random(cfg, rng)
     fits = _fits(runs)
     converged = np.array([r["steps"] is not None for r in runs + random_runs])
-    lam = np.geomspace(*_PLACEMENTS["[kappa^-1/2, kappa^1/2]"](8), cfg.bhl_dim)
+    lam = np.geomspace(*_PLACEMENTS[r"$[\kappa^{-1/2}, \kappa^{1/2}]$"](8), cfg.bhl_dim)
     negated_steps = steps_to(spd_target(np.r_[-lam[0], lam[1:]], rng), cfg.bhl_depth, cfg.bhl_budget)
     semidefinite = spd_target(np.r_[0.0, lam[1:]], rng)
     psd_fit = _fit(
@@ -2179,7 +2179,7 @@ def _exact_runs(ctx: Context, rotation: np.ndarray) -> list[dict]:
         early = early_run.losses
         rows.append(
             {
-                "spectrum": str(list(spectrum)),
+                "spectrum": ", ".join(f"{x:g}" for x in spectrum),  # the eigenvalues, not a repr
                 "reg": reg,
                 "target": target,
                 "min loss": float(exact.losses.min()),
