@@ -1849,6 +1849,8 @@ _PLACEMENTS = {
 #: The tolerances of the log(d/eps) sweep and of the semidefinite control.
 EPS_GRID = 10.0 ** -np.arange(2, 9)
 _SWEEPS = ("kappa", "L", "log(d/eps)")
+#: Each sweep's variable as the fits table shows it.
+_SWEEP_SHOWN = {"kappa": r"$\kappa$", "L": "$L$", "log(d/eps)": r"$\log(d/\epsilon)$"}
 _GROW = "power law in x fits the step counts at least as well as an exponential"
 
 
@@ -1871,7 +1873,7 @@ def _spd_sweeps(cfg, rng) -> list[dict]:
         for dim in [2, 6, 32]:
             for eps in EPS_GRID:
                 spectrum = np.geomspace(*middle(8), dim)
-                run("log(d/eps)", f"L {depth}, d {dim}", math.log(dim / eps), depth, dim, spectrum, eps)
+                run("log(d/eps)", f"$L = {depth}$, $d = {dim}$", math.log(dim / eps), depth, dim, spectrum, eps)
     return rows
 
 
@@ -1907,7 +1909,7 @@ def _fits(rows: list[dict]) -> list[dict]:
 def _fit_row(variable, series, fit) -> dict:
     missing = fit is None
     return {
-        "variable": variable,
+        "variable": _SWEEP_SHOWN.get(variable, variable),
         "series": series,
         "exponent": None if missing else fit.exponent,
         "standard error": None if missing else fit.exponent_se,
