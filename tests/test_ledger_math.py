@@ -40,6 +40,8 @@ from resnet_theory.verdicts import Check
         "P(fail) < exp(-k I(d)), case 0",
         "the bracket's largest value is 4/(4 - d)",
         "growth of m eps(m)",
+        "a finite certificate C / m exists",
+        "a finite certificate C' log m / m exists",
         "module count == Table 1's layers counted by hand",
         "In the table, eps(4) is the largest deviation",
         "the rate sigma(A) of the map",

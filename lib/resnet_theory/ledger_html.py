@@ -207,7 +207,7 @@ _GREEK = (
 ASCII_MATH = re.compile(
     r"\^\(|\w\^[\w{]|\bsqrt\(|\*\*|[\w)\]] ?\* ?[\w(]|!=|<=|>=|==|\|\|"  # powers, products, relations, norms
     rf"|\b{_GREEK}\b ?[-+/=<>)^]|\b{_GREEK}_\w|[-+/=(] ?\b{_GREEK}\b|\d \b(?:pi|{_GREEK})\b"  # Greek names by operators
-    r"|\b\d+/[a-z]+\b|= ?\d+/\d+\b"  # fractions 1/eps, 3/l; F = 1/2
+    r"|\b\d+/[a-z]+\b|= ?\d+/\d+\b|\b[A-Z]'? / [a-z]\b|\blog [a-z] / [a-z]\b"  # 1/eps, 3/l; F = 1/2; C / m; log m / m
     r"|\b[a-zA-Z]=\d"  # "d=2" in a title or label
     r"|\b(?:exp|log|ln)\(|\b\d+/\("  # exp(-k I(d)), 4/(4 - d)
     rf"|\b{_GREEK}\("  # a Greek letter's name as a function: "eps(m)", "m eps(m)", "sigma(A)"

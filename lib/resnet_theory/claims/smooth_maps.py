@@ -242,8 +242,8 @@ def representation_rate_inverse_m(ctx: Context) -> Evidence:
         "smooth_holder_growth": control_rows[0][r"growth of $m\,\varepsilon(m)$"],
     }
     return Evidence(
-        statement=_representation_check(evidence, maps, "uniform", "C / m"),
-        control=_representation_check(evidence, smooth.RULED_OUT_MAPS, "uniform", "C / m"),
+        statement=_representation_check(evidence, maps, "uniform", "$C/m$"),
+        control=_representation_check(evidence, smooth.RULED_OUT_MAPS, "uniform", "$C/m$"),
         data={
             "certificates": _certificate_rows(certificates),
             "rates": rates,
@@ -271,8 +271,8 @@ def representation_rate(ctx: Context) -> Evidence:
     rates = [evidence[label, "geometric"] for label in maps]
     glue = _slope_glue(rates, "geo") | {"smooth_geo_growing": int(sum(_growth(r) > 1.5 for r in rates))}
     return Evidence(
-        statement=_representation_check(evidence, maps, "geometric", "C' log m / m"),
-        control=_representation_check(evidence, smooth.RULED_OUT_MAPS, "geometric", "C' log m / m"),
+        statement=_representation_check(evidence, maps, "geometric", r"$C' \log m/m$"),
+        control=_representation_check(evidence, smooth.RULED_OUT_MAPS, "geometric", r"$C' \log m/m$"),
         data={"rates": rates, "control_rows": _control_rows(evidence, "geometric")},
         glue=glue,
     )
