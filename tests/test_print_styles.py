@@ -57,3 +57,13 @@ def test_a_chapters_claims_table_is_replaced_by_a_pointer_in_print_and_the_ledge
     )
     assert chapter.select(hide[0]) and chapter.select(note[0][0].removesuffix("::before"))
     assert not ledger.select(hide[0]) and not ledger.select(note[0][0].removesuffix("::before"))
+
+
+def test_the_ledgers_counts_table_is_set_small_on_screen_and_left_to_the_print_styles_in_print():
+    """Its ninth column ("all") was cut at the column's edge at 1400 px: on screen it takes the wide tables' type and
+    padding; in print the ledger's compact 8.5 pt (set in an ``@media print`` block) still applies."""
+    css = re.sub(r"/\*.*?\*/", "", CSS, flags=re.S)
+    screen = re.search(r"@media screen \{((?:[^{}]*\{[^{}]*\})*)\s*\}", css)
+    assert screen and re.search(r"table\.claims-counts \{[^}]*font-size: 0\.8em", screen.group(1))
+    assert not re.search(r"(?m)^table\.claims-counts \{[^}]*font-size", css), "a rule outside the screen block"
+    assert any("table.claims-counts" in s and "font-size: 8.5pt" in d for s, d in _print_rules())
