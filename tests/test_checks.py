@@ -1,5 +1,7 @@
 """The three derivative witnesses: they agree on correct derivatives and expose a wrong closed form."""
 
+import re
+
 import numpy as np
 import pytest
 import sympy as sp
@@ -38,7 +40,10 @@ def test_sympy_autograd_and_finite_differences_agree_on_gradient_and_hessian():
         "sympy vs finite differences",
         "autograd vs finite differences",
     }
-    assert "book-table" in grad._repr_html_()
+    shown = grad._repr_html_()
+    assert "book-table" in shown and '<td class="num">' in shown  # the book's one table helper
+    assert not re.search(r"\de[-+]\d", shown), shown  # 1.2×10<sup>−9</sup>, never Python's 1.2e-09 (issue 33)
+    assert "10<sup>\u2212" in shown
     # exact values against a hand derivation at one point
     px, py = POINTS[0]
     expected = [np.cos(px) * py**2 + py * np.exp(px * py) / 3, 2 * np.sin(px) * py + px * np.exp(px * py) / 3]

@@ -14,7 +14,7 @@ import pytest
 import sympy as sp
 
 from resnet_theory.claims.registry import CHAPTER_MODULES, chapter_claims
-from resnet_theory.ledger_html import ascii_math, text_html
+from resnet_theory.ledger_html import ASCII_MATH, ascii_math, text_html
 from resnet_theory.tables import ResultsTable
 from resnet_theory.verdicts import Check
 
@@ -39,6 +39,12 @@ from resnet_theory.verdicts import Check
         "sigma_max(A) in place of sigma_min(A)",
         "P(fail) < exp(-k I(d)), case 0",
         "the bracket's largest value is 4/(4 - d)",
+        "growth of m eps(m)",
+        "a finite certificate C / m exists",
+        "a finite certificate C' log m / m exists",
+        "module count == Table 1's layers counted by hand",
+        "In the table, eps(4) is the largest deviation",
+        "the rate sigma(A) of the map",
     ],
 )
 def test_ascii_math_is_found_outside_math(text):
@@ -53,6 +59,7 @@ def test_ascii_math_is_found_outside_math(text):
         "every case holds: 3 of 3, tolerance atol=0, rtol=1e-09 (a - b)",
         r"$E[x x^T]$ as printed",
         r"swirl, $d = 2$: exact values at $(0, -1/\epsilon)$, $F = 1/2$, 3 of 4 cases, book/linear",
+        r"growth of $m\,\varepsilon(m)$, the beta (test) version",
     ],
 )
 def test_typeset_math_and_plain_words_pass(text):
@@ -101,3 +108,93 @@ def test_the_bibliography_has_no_raw_latex_accents_or_ascii_math():
     assert not re.findall(r"\\[\"'`^~=.uvHcdbkr]\{?[A-Za-z]", bib), re.findall(r".{20}\\[\"'`^~].{10}", bib)
     notes = " ".join(re.findall(r"note\s*=\s*\{(.*)\}", bib))
     assert not ascii_math(text_html(notes)), ascii_math(text_html(notes))
+
+
+def _prose(markdown: str) -> str:
+    """What a reader sees of a chapter's source as untypeset text: no code cells, fences, math, inline code, roles,
+    directive options, link targets, emphasis markers, or quotations of what a program prints ("1/k2c")."""
+    text = re.sub(r"^---\n.*?\n---\n", "", markdown, count=1, flags=re.S)
+    text = re.sub(r"^(`{3,}).*?^\1\s*$", "", text, flags=re.S | re.M)
+    for pattern in (r"\$\$.*?\$\$", r"(?<![\\$])\$[^$]+?\$", r"\{[\w:-]+\}`[^`]*`", r"`[^`]*`", r'"[^"\n]*"'):
+        text = re.sub(pattern, " ", text, flags=re.S)
+    text = re.sub(r"^:[\w-]+:.*$", "", text, flags=re.M)
+    return re.sub(r"\*+", "", re.sub(r"\]\([^)]*\)", "]", text))
+
+
+@pytest.mark.parametrize("chapter", sorted(p.stem for p in (Path(__file__).resolve().parents[1] / "book").glob("*.md")))
+def test_no_chapter_prose_spells_math_in_ascii(chapter):
+    """The smooth-maps chapter's prose said "eps(m)" and "growth of m eps(m)" where its tables typeset
+    $\\varepsilon(m)$ (issue 33): the prose of every page passes the same scan as the ledger's summaries."""
+    source = (Path(__file__).resolve().parents[1] / "book" / f"{chapter}.md").read_text(encoding="utf-8")
+    text = _prose(source)
+    found = [text[max(0, m.start() - 30) : m.end() + 30] for m in ASCII_MATH.finditer(text)]
+    assert not found, found
+
+
+def test_the_prose_scan_sees_what_it_must():
+    assert (
+        _prose("In the table, eps($m$) is\n*growth of m eps(m)* is") == "In the table, eps( ) is\ngrowth of m eps(m) is"
+    )
+    assert ASCII_MATH.search(_prose("*growth of m eps(m)* is")) and ASCII_MATH.search(_prose("eps($m$) is"))
+    assert not ASCII_MATH.search(_prose('prints "1/k2c" and `x**2` and $a^2$ and\n```{code-cell}\nx = a*b\n```\n'))
+
+
+def test_the_architecture_claim_reads_as_prose():
+    """Its corrected check printed "module count == Table 1's layers", and its four controls' summaries were glued
+    into one sentence of the chapter as a paragraph-long run of numbers (issue 33): the control's numbers now read
+    as one clause, and nothing the claim shows spells math in ASCII."""
+    from resnet_theory.claims.chapter import Chapter
+
+    run = Chapter("experiments", profile="tiny", seed=0).check("hardt-ma/sec4-architecture")
+    clause = run.evidence.glue["arch_control_summary"]
+    assert len(clause) < 120 and ";" not in clause and "control:" not in clause, clause
+    assert re.fullmatch(
+        r"8 blocks in the first stage give [\d,]+ \(\d+\.\d\d million\) and 10 blocks [\d,]+ \(\d+\.\d\d million\)",
+        clause,
+    )
+    assert not ascii_math(run._repr_html_()), ascii_math(run._repr_html_())
+
+
+def test_the_smooth_maps_tables_typeset_their_map_labels():
+    """The rate and Jacobian tables showed "swirl, d=2" where the certificate table typeset $d = 2$."""
+    from resnet_theory.claims.smooth_maps import typeset_label
+    from resnet_theory.tables import html_table
+
+    assert ascii_math(html_table(["map"], [["swirl, d=2"]]))
+    assert typeset_label("swirl, d=2") == "swirl, $d = 2$" and typeset_label("holder") == "holder"
+    assert not ascii_math(html_table(["map"], [[typeset_label("sine-shear, d=3")]]))
+
+
+def test_the_layer_count_shows_sympys_results_typeset():
+    """The linear chapter displayed ``ell*(-sqrt(3)*sqrt(gamma) + 2*sqrt(pi))/...`` in typewriter type inside its
+    math: the claim kept SymPy's results as ``str`` and the chapter's ``sp.latex`` of a string quotes it. The claim
+    now keeps their TeX, which the chapter shows as it is."""
+    from resnet_theory.claims.chapter import Chapter
+
+    data = Chapter("linear", profile="tiny", seed=0).check("hardt-ma/thm-2.1-proof-layer-count").data
+    for key in ("count printed", "count fixed", "slack fixed"):
+        assert not ASCII_MATH.search(data[key]) and "sqrt(" not in data[key], data[key]
+    assert r"\sqrt{\gamma}" in data["count printed"] and data["count fixed"] == "0"
+
+
+def test_punctuation_after_typeset_math_stays_on_its_line():
+    """A claim's statement ended "... \\le \\pi/q" with its full stop alone on the next line (the linear chapter's
+    rotation-norm evidence at 1400 px): the last piece of the math and the punctuation after it are kept together,
+    as the page's own math is (resnet_theory.book.math_punctuation); the other pieces may still break."""
+    nowrap = '<span class="math-nowrap" style="white-space: nowrap">'
+    out = text_html(r"bounded by $\|B\| = \max_i |s_i| \le \pi/q$. Then $x$, and $y$ alone")
+    assert (
+        rf"\(\|B\| =\) \(\max_i |s_i| \le\) {nowrap}\(\pi/q\).</span> Then {nowrap}\(x\),</span> and \(y\) alone" in out
+    )
+    assert not ascii_math(out)
+
+
+def test_the_positive_definite_sweep_names_its_series_typeset():
+    """The series of the Bartlett-Helmbold-Long sweep were "[1/kappa, 1]", "[kappa^-1/2, kappa^1/2]", "kappa 8,
+    around one" in the fits table (issue 33 review): they are TeX now, and the table shows no ASCII math."""
+    from resnet_theory.claims.chapter import Chapter
+
+    fits = Chapter("linear", profile="tiny", seed=0).check("bartlett-helmbold-long/spd").data["fits"]
+    shown = ResultsTable(fits)._repr_html_()
+    assert not ascii_math(shown), ascii_math(shown)
+    assert r"\kappa^{-1/2}" in shown and "kappa^" not in shown.replace(r"\kappa^", "")

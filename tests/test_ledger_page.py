@@ -512,7 +512,8 @@ def test_each_erratum_is_one_sentence_with_the_printed_statement_and_the_counter
         "what holds instead is \u201cWith \\(\\det R &gt; 0\\) added, the bound holds\u201d."
     ) or (corrected.endswith("added, the bound holds\u201d."))
     # the statement, the counterexample and the correction are typeset
-    assert sentences[0].count('class="mathjax_process"') >= 3 and r"\(\det R &lt;\) \(0\)" in sentences[0]
+    typeset = r'\\\(\\det R &lt;\\\) (<span class="math-nowrap"[^>]*>)?\\\(0\\\)'  # punctuation kept with its math
+    assert sentences[0].count('class="mathjax_process"') >= 3 and re.search(typeset, sentences[0])
     assert gap.startswith("Hardt & Ma (2017), Corollary C: the statement \u201cC holds\u201d holds, but the printed")
     assert "\u201cthe printed step\u201d fails as written" in gap and "the repair \u201cthe polar split\u201d" in gap
     for text in (corrected, gap):

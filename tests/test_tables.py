@@ -10,15 +10,15 @@ def test_cells_are_formatted_by_type():
     assert format_cell(1234) == "1,234"
     assert format_cell(np.int64(7)) == "7"
     assert format_cell(0.123456789) == "0.1235"
-    assert format_cell(np.float64(2.5e-9), digits=2) == "2.5e-09"
-    assert format_cell(True) == "True" and format_cell(np.bool_(False)) == "False"
+    assert format_cell(np.float64(2.5e-9), digits=2) == "2.5\u00d710\u207b\u2079"
+    assert format_cell(True) == "yes" and format_cell(np.bool_(False)) == "no"
     assert format_cell(None, none_text="none in the grid") == "none in the grid"
 
 
 def test_html_table_escapes_and_checks_shapes():
     text = html_table(["a", "b"], [[1234, 0.123456789], ["x<y", True]])
     assert 'class="book-table"' in text
-    assert "1,234" in text and "0.1235" in text and "x&lt;y" in text and "True" in text
+    assert "1,234" in text and "0.1235" in text and "x&lt;y" in text and "<td>yes</td>" in text
     with pytest.raises(ValueError, match="2 columns"):
         html_table(["a", "b"], [[1]])
     with pytest.raises(ValueError, match="at least one column"):
@@ -103,7 +103,94 @@ def test_number_cells_are_marked_so_they_never_break_at_a_hyphen():
     text = html_table(["a", "b", "c", "d", "e"], [[2.2e-16, "3.41e-16", "swirl", True, "$x - 1$"]])
     cells = re.findall(r"<td([^>]*)>", text)
     assert cells == [' class="num"', ' class="num"', "", "", ""]
-    assert '<td class="num">2.2e-16</td>' in text
+    assert '<td class="num">2.2\u00d710<sup>\u221216</sup></td>' in text
     css = (Path(__file__).resolve().parents[1] / "_static" / "book.css").read_text()
     rule = re.search(r"table\.book-table td\.num \{([^}]*)\}", css)
     assert rule and "white-space: nowrap" in rule.group(1)
+
+
+@pytest.mark.parametrize(
+    ("value", "digits", "shown"),
+    [
+        (-1000.0, 3, "-1,000"),  # was -1e+03
+        (0.0, 3, "0"),
+        (-0.0, 3, "0"),  # was -0
+        (2.5e-9, 2, "2.5\u00d710<sup>\u22129</sup>"),
+        (1e-6, 3, "10<sup>\u22126</sup>"),
+        (1234567.8, 3, "1.23\u00d710<sup>6</sup>"),
+        (0.0977, 3, "0.0977"),
+        (float("inf"), 3, "\u221e"),
+        (float("-inf"), 3, "-\u221e"),
+        (float("nan"), 3, "n/a"),
+    ],
+)
+def test_real_cells_never_show_a_python_number_form(value, digits, shown):
+    """Issue 33: '-1e+03', '0.0e+00', '-0', 'nan', 'inf' are Python's spellings; a reader sees -1,000, 0, a power
+    of ten, n/a and the infinity sign, in a cell still marked ``num`` (never broken across lines)."""
+    assert html_table(["a"], [[value]], digits=digits) == (
+        f'<table class="book-table"><tr><th>a</th></tr><tr><td class="num">{shown}</td></tr></table>'
+    )
+
+
+def test_numbers_written_as_text_are_rewritten_in_cells_and_prose():
+    """Numbers a claim or chapter formatted itself ('%.1e', '%.3e') read as numbers too, outside the math only."""
+    from resnet_theory.ledger_html import text_html
+    from resnet_theory.tables import number_html, number_text
+
+    row = ["0.0e+00", "-1e+03", "6.32e+00", "9.77e-02", "1.000e-09", "inf"]
+    text = html_table(list("abcdef"), [row])
+    shown = ["0", "-1,000", "6.32", "0.0977", "1.000\u00d710<sup>\u22129</sup>", "\u221e"]
+    assert "".join(f'<td class="num">{v}</td>' for v in shown) in text
+    summary = text_html(r"tightest case inf vs 1.000e-09; $x \le 10^{-6}$ at 2e-05, inference, item1e5")
+    assert "case \u221e vs 1.000\u00d710<sup>\u22129</sup>" in summary and "at 2\u00d710<sup>\u22125</sup>," in summary
+    assert r"\(x \le\) \(10^{-6}\)" in summary and "inference" in summary and "item1e5" in summary
+    assert number_text("2.5e-09 and nan", none_text="none") == "2.5\u00d710\u207b\u2079 and none"
+    assert number_html("no numbers, 1,000 and 0.5") == "no numbers, 1,000 and 0.5"
+
+
+def test_book_table_headers_break_only_between_words():
+    """The sizing table's headers were cut mid-word at 1400 px ('see/ds', 'neede/d'): every generated table's
+    headers, wide ones included and in print, break between words only, as the status table's do."""
+    import re
+    from pathlib import Path
+
+    css = (Path(__file__).resolve().parents[1] / "_static" / "book.css").read_text()
+    css = re.sub(r"/\*.*?\*/", "", css, flags=re.S)
+    rule = re.search(r"table\.book-table th, table\.book-table-wide th \{([^}]*)\}", css)
+    assert rule, "no header rule for table.book-table"
+    assert all(p in rule.group(1) for p in ("overflow-wrap: normal", "word-break: normal", "hyphens: none"))
+    later = css[rule.end() :]
+    breaking = [
+        selectors.strip()
+        for selectors, body in re.findall(r"([^{}]+)\{([^{}]*)\}", later)
+        if re.search(r"table\.book-table\S* th\b", selectors)
+        and re.search(r"overflow-wrap: (anywhere|break-word)|word-break: break-all", body)
+    ]
+    # the one exception: sixteen header words cannot all fit the column whole (the expressivity projection table)
+    assert breaking == ["table.book-table:has(th:nth-child(13)) th"], breaking
+
+
+def test_a_wide_tables_row_labels_keep_their_words_whole():
+    """The smooth-maps control table read "holde/r", "geometri/c" at 1400 px: a wide table's cells may break inside
+    a word (it keeps to the column in a fixed layout), but not its first cell, the row's label."""
+    import re
+    from pathlib import Path
+
+    css = (Path(__file__).resolve().parents[1] / "_static" / "book.css").read_text()
+    css = re.sub(r"/\*.*?\*/", "", css, flags=re.S)
+    screen = re.sub(r"@media[^{]*\{(?:[^{}]*\{[^{}]*\})*\s*\}", "", css)
+    rules = dict((sel.strip(), body) for sel, body in re.findall(r"([^{}]+)\{([^{}]*)\}", screen))
+    assert "overflow-wrap: break-word" in rules["table.book-table-wide td:first-child"]
+    later = screen[screen.index("table.book-table-wide td:first-child") :]
+    assert not re.search(r"table\.book-table(-wide)? td(?::first-child)? \{[^}]*overflow-wrap: anywhere", later[40:])
+
+
+def test_sequences_are_written_as_lists_not_python_reprs():
+    """The profile tables showed knob values as Python prints them: "[2, 4, 8, 16, 32]", "(1.0,)",
+    "[[2, 3, 0.5], [2, 4, 0.9]]" (issue 33 review): a list reads as its items, an inner one in parentheses."""
+    row = [[2, 4, 8], (1.0,), [[2, 3, 0.5], [2, 4, 0.9]], (1e-6, "x<y"), []]
+    text = html_table(list("abcde"), [row])
+    cells = ["2, 4, 8", "1", "(2, 3, 0.5), (2, 4, 0.9)", "10<sup>\u22126</sup>, x&lt;y", "n/a"]
+    assert "".join(f"<td>{c}</td>" for c in cells) in text
+    assert format_cell([0.5, 1.0, 2.5e-9]) == "0.5, 1, 2.5\u00d710\u207b\u2079"
+    assert "[" not in text and "(1.0,)" not in text

@@ -212,17 +212,17 @@ class WitnessReport:
         )
 
     def _repr_html_(self) -> str:
-        rows = "".join(
-            f"<tr><td>{html.escape(p)}</td><td>{self.max_abs_error[p]:.2e}</td><td>{self.max_rel_error[p]:.2e}</td>"
-            f"<td>{self.tolerances[p]:.0e}</td>"
-            f"<td>{'yes' if self.max_rel_error[p] <= self.tolerances[p] else 'NO'}</td></tr>"
+        """The book's table (:func:`resnet_theory.tables.html_table`): errors to 3 significant digits as a reader
+        writes them (6.69×10⁻⁹, not Python's 6.69e-09), one row per pair of witnesses."""
+        from .tables import html_table
+
+        rows = [
+            [p, self.max_abs_error[p], self.max_rel_error[p], self.tolerances[p],
+             "yes" if self.max_rel_error[p] <= self.tolerances[p] else "NO"]
             for p in sorted(self.max_rel_error)
-        )
-        return (
-            f"<p>{html.escape(self.quantity)} at {self.points} points</p>"
-            f'<table class="book-table"><tr><th>witnesses</th>'
-            f"<th>max abs error</th><th>max rel error</th><th>tolerance</th><th>agree</th></tr>{rows}</table>"
-        )
+        ]  # fmt: skip
+        headers = ["witnesses", "max abs error", "max rel error", "tolerance", "agree"]
+        return f"<p>{html.escape(self.quantity)} at {self.points} points</p>" + html_table(headers, rows, digits=3)
 
 
 def _compare(

@@ -27,6 +27,7 @@ from .record import (
     source_phrase,
     unsafe_macros,
 )
+from .tables import number_html
 from .verdicts import VERDICTS
 
 
@@ -151,6 +152,11 @@ def math_pieces(tex: str) -> list[str]:
     return [piece for piece in pieces if piece]
 
 
+#: Punctuation that must not start a line after inline math (as :mod:`resnet_theory.book.math_punctuation` keeps
+#: it with the page's own math).
+_PUNCTUATION = re.compile(r"[.,;:!?)\]\u2019\u201d]+")
+
+
 def _typeset(match: re.Match) -> str:
     return " ".join(f"\\({piece}\\)" for piece in math_pieces(match.group(1)))
 
@@ -161,31 +167,50 @@ def text_html(text: str | None) -> str:
     :func:`math_pieces`, so that a long formula breaks across lines instead of widening its table.
 
     A text that uses a macro acting on the page (``\\href``, ``\\style``, ``\\class``, ``\\cssId``, ``\\data``,
-    ``\\unicode``, ``\\require``, ...: :data:`resnet_theory.record.UNSAFE_TEX`) raises :class:`UnsafeText`."""
+    ``\\unicode``, ``\\require``, ...: :data:`resnet_theory.record.UNSAFE_TEX`) raises :class:`UnsafeText`.
+    Outside the math, Python's number forms (``1e-06``, ``inf``) are written as a reader writes them
+    (:func:`resnet_theory.tables.number_html`)."""
     bad = unsafe_macros(text)
     if bad:
         shown = text if len(text) <= 60 else text[:57] + "..."
         raise UnsafeText(f"{', '.join(sorted(set(bad)))} in {shown!r}: a macro that acts on the page, not math")
     escaped = html.escape(text or "")
     if not _INLINE_MATH.search(escaped):
-        return escaped
-    return '<span class="mathjax_process">' + _INLINE_MATH.sub(_typeset, escaped) + "</span>"
+        return number_html(escaped)
+    pieces, start = [], 0
+    for match in _INLINE_MATH.finditer(escaped):  # numbers written as a reader writes them outside the math
+        pieces.append(number_html(escaped[start : match.start()]))
+        start = match.end()
+        tail = _PUNCTUATION.match(escaped, start)
+        if not tail:
+            pieces.append(_typeset(match))
+            continue
+        # the punctuation after the math stays on its last piece's line (it wrapped alone: "... \le \pi/q" / ".")
+        *first, last = [f"\\({piece}\\)" for piece in math_pieces(match.group(1))]
+        pieces.append(
+            " ".join([*first, f'<span class="math-nowrap" style="white-space: nowrap">{last}{tail.group(0)}</span>'])
+        )
+        start = tail.end()
+    pieces.append(number_html(escaped[start:]))
+    return '<span class="mathjax_process">' + "".join(pieces) + "</span>"
 
 
 #: ASCII spellings of mathematics a reader should see typeset (issue 33): a power of a parenthesis ``^(``, a power
 #: ``x^2`` or ``Sigma^1/2``, a square root written as a call, Python's ``**``, a product written with ``*`` between
-#: names or numbers, and the relations ``!=``, ``<=``, ``>=``.
+#: names or numbers, and the relations ``!=``, ``<=``, ``>=``, ``==``.
 #: Also ``||`` for a norm, a Greek letter's name next to an operator or a number ("4 pi", "gamma)/l", "tau-ball"),
-#: fractions written with a slash ("1/eps", "F = 1/2") and "d=2" in a label (issue 33).
+#: fractions written with a slash ("1/eps", "F = 1/2"), "d=2" in a label and a Greek name applied as a function
+#: ("m eps(m)" in the smooth-maps chapter) (issue 33).
 _GREEK = (
     r"(?:alpha|beta|gamma|delta|eps|epsilon|zeta|eta|theta|kappa|lambda|mu|nu|xi|rho|sigma|Sigma|tau|phi|Phi|psi|omega)"
 )
 ASCII_MATH = re.compile(
-    r"\^\(|\w\^[\w{]|\bsqrt\(|\*\*|[\w)\]] ?\* ?[\w(]|!=|<=|>=|\|\|"  # powers, products, relations, norms
+    r"\^\(|\w\^[\w{]|\bsqrt\(|\*\*|[\w)\]] ?\* ?[\w(]|!=|<=|>=|==|\|\|"  # powers, products, relations, norms
     rf"|\b{_GREEK}\b ?[-+/=<>)^]|\b{_GREEK}_\w|[-+/=(] ?\b{_GREEK}\b|\d \b(?:pi|{_GREEK})\b"  # Greek names by operators
-    r"|\b\d+/[a-z]+\b|= ?\d+/\d+\b"  # fractions 1/eps, 3/l; F = 1/2
+    r"|\b\d+/[a-z]+\b|= ?\d+/\d+\b|\b[A-Z]'? / [a-z]\b|\blog [a-z] / [a-z]\b"  # 1/eps, 3/l; F = 1/2; C / m; log m / m
     r"|\b[a-zA-Z]=\d"  # "d=2" in a title or label
     r"|\b(?:exp|log|ln)\(|\b\d+/\("  # exp(-k I(d)), 4/(4 - d)
+    rf"|\b{_GREEK}\("  # a Greek letter's name as a function: "eps(m)", "m eps(m)", "sigma(A)"
 )
 _TYPESET = re.compile(r"\\\(.*?\\\)", re.S)
 

@@ -16,16 +16,87 @@ from . import validate
 
 
 def format_cell(value, digits: int = 4, none_text: str = "n/a") -> str:
-    """One cell as text: integers with thousands separators, reals to ``digits`` significant digits."""
+    """One cell as text: integers with thousands separators, reals to ``digits`` significant digits as a reader
+    writes them (``-1,000``, ``0``, ``2.5×10⁻⁹``, ``∞``; never Python's ``-1e+03``, ``-0`` or ``nan``), truth values
+    as yes / no."""
     if value is None:
         return none_text
     if isinstance(value, (bool, np.bool_)):
-        return str(bool(value))
+        return "yes" if value else "no"
     if isinstance(value, numbers.Integral):
         return f"{int(value):,}"
     if isinstance(value, numbers.Real):
-        return f"{float(value):.{digits}g}"
+        return number_text(real_text(value, digits), none_text)
+    if isinstance(value, (list, tuple)):
+        return _items(value, lambda v: format_cell(v, digits, none_text), none_text)
     return str(value)
+
+
+def _items(values, cell, none_text: str) -> str:
+    """A list or tuple as a reader writes one: its items comma-separated, an inner sequence in parentheses
+    (``[2, 4, 8]`` is "2, 4, 8", ``(1.0,)`` is "1", ``[[2, 3], [2, 4]]`` is "(2, 3), (2, 4)"), never Python's repr."""
+    if not values:
+        return none_text
+    return ", ".join(f"({_items(v, cell, none_text)})" if isinstance(v, (list, tuple)) else cell(v) for v in values)
+
+
+def real_text(value, digits: int = 4) -> str:
+    """A real to ``digits`` significant digits in Python's ``g`` form, except that a whole number below 10^15 is
+    written out whole (``-1000.0`` is ``-1,000``, not ``-1e+03``) and zero has no sign."""
+    x = float(value)
+    if x == 0:
+        return "0"
+    if np.isfinite(x) and x == round(x) and abs(x) < 1e15:
+        return f"{int(x):,}"
+    return f"{x:.{digits}g}"
+
+
+#: A number as Python writes it in exponent form ("1.5e-06", "-1e+03", "0.0e+00"), or ``inf`` / ``nan`` on their
+#: own: what a reader should see written as a number (:func:`number_html`).
+PYTHON_NUMBER = re.compile(
+    r"(?<![\w.\\])(?P<sign>[-+]?)(?:(?P<mant>\d+(?:\.\d*)?)[eE](?P<exp>[-+]?\d+)|(?P<word>inf|nan)(?![\w(]))(?![\w.])"
+)
+_SUPERSCRIPT = str.maketrans("-0123456789", "\u207b\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079")
+
+
+def _number_parts(match: re.Match, none_text: str) -> tuple[str, str | None]:
+    """A :data:`PYTHON_NUMBER` match as (what stands before the power of ten, the power or None)."""
+    sign = "-" if match.group("sign") == "-" else ""
+    if match.group("word"):
+        return (none_text, None) if match.group("word") == "nan" else (f"{sign}\u221e", None)
+    mantissa, exponent = match.group("mant"), int(match.group("exp"))
+    if float(mantissa) == 0:
+        return "0", None
+    if -3 <= exponent <= 5:  # 9.77e-02 is 0.0977, 6.32e+00 is 6.32, -1e+03 is -1,000: written out
+        decimals = max(0, len(mantissa.partition(".")[2]) - exponent)
+        return f"{sign}{float(mantissa) * 10.0**exponent:,.{decimals}f}", None
+    if mantissa == "1":
+        return sign, str(exponent)  # 1e-06 is 10^-6
+    return f"{sign}{mantissa}\u00d7", str(exponent)
+
+
+def number_html(text: str, none_text: str = "n/a") -> str:
+    """``text`` (HTML) with each Python number form in it (:data:`PYTHON_NUMBER`) written as a reader writes it:
+    ``2.5e-09`` as 2.5×10<sup>−9</sup>, ``-1e+03`` as -1,000, ``0.0e+00`` as 0, ``inf`` as ∞, ``nan`` as
+    ``none_text``."""
+
+    def write(match: re.Match) -> str:
+        before, power = _number_parts(match, none_text)
+        if power is None:
+            return before
+        return f"{before}10<sup>{power.replace('-', chr(0x2212))}</sup>"
+
+    return PYTHON_NUMBER.sub(write, text)
+
+
+def number_text(text: str, none_text: str = "n/a") -> str:
+    """:func:`number_html` for plain text: the power of ten in superscript characters (``2.5×10⁻⁹``)."""
+
+    def write(match: re.Match) -> str:
+        before, power = _number_parts(match, none_text)
+        return before if power is None else f"{before}10{power.translate(_SUPERSCRIPT)}"
+
+    return PYTHON_NUMBER.sub(write, text)
 
 
 #: Tables with this many columns or more get the class ``book-table-wide`` (smaller type in ``book.css``), so
@@ -80,6 +151,10 @@ def _cell_td(value, digits: int, none_text: str) -> str:
 def _cell_html(value, digits: int, none_text: str) -> str:
     if isinstance(value, str):
         return typeset_html(value)
+    if isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_, numbers.Integral)):
+        return number_html(html.escape(real_text(value, digits)), none_text)
+    if isinstance(value, (list, tuple)):
+        return _items(value, lambda v: _cell_html(v, digits, none_text), html.escape(none_text))
     return html.escape(format_cell(value, digits, none_text))
 
 

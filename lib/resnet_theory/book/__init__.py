@@ -34,6 +34,7 @@ One concept per module, in the order a run uses them:
 - :mod:`~resnet_theory.book.offline_mathjax`: the Sphinx extension that serves MathJax from the book itself, safely.
 - :mod:`~resnet_theory.book.citations`: the Sphinx extension that cites two papers of one author-year as 2016a, 2016b.
 - :mod:`~resnet_theory.book.math_punctuation`: the Sphinx extension keeping punctuation on inline math's line.
+- :mod:`~resnet_theory.book.pasted_numbers`: the Sphinx extension writing glued numbers as the tables do (no ``1e-06``).
 - :mod:`~resnet_theory.book.claims_files`: a build's claims files, read strictly, bound to their executed pages.
 - :mod:`~resnet_theory.book.ledger_page`: the ledger page (claims with source links, re-check commands, seeds).
 - :mod:`~resnet_theory.book.status`: the status page, rendered from the report.

@@ -62,6 +62,7 @@ PROBE = """
     var main = document.querySelector('article.bd-article') || document.querySelector('main') || document.body;
     var out = document.createElement('div');
     out.id = 'browser-check-result';
+    out.hidden = true;  // read from the DOM, never shown: it was printed at the foot of every screenshot
     out.textContent = JSON.stringify({
       scroll_width: document.documentElement.scrollWidth, page_height: document.documentElement.scrollHeight,
       text_length: (main.innerText || '').trim().length,

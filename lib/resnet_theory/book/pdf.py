@@ -12,14 +12,19 @@ output box is not printed; the type is 10 pt; the ledger is set compactly, 8.5 p
 tight tables). A claim's evidence in a chapter stays closed: the ledger prints it for every claim. The pages are
 joined in TOC order with one bookmark per page.
 
-**Length.** Printed from the quick profile's build of 27 November 2026 (A4), the same HTML with the print styles
-before and after issue 33's last pass: 234 pages before, 193 after (ledger 54 to 43, linear 57 to 42, expressivity
-33 to 28, smooth maps 27 to 23, linear predictors 26 to 23, experiments 28 to 25). That pass printed each claim's
-evidence once, in the ledger (a chapter prints its evidence table's statement, verdict and re-check command; an
-erratum no longer repeats its claim's evidence), let the ledger's table flow on from its heading's page and scaled
-a figure taller than a page to fit one (each had cost a blank page). It is not under 120 pages because the five
-reviews themselves, their prose, figures, tables and visible code at 10 pt, take about 140 pages; shortening them
-further would mean smaller type than a printed page should have or leaving content out.
+**Length.** Printed from the quick profile's build of 28 November 2026 (A4): 184 pages, the five reviews 132 of them
+(linear 38, expressivity 26, smooth maps 21, linear predictors 21, experiments 26), the ledger 43, the intro,
+references and status page 9. Issue 33's passes cut what a reader would not print: each claim's evidence is printed
+once, in the ledger (a chapter prints its evidence table's statement, verdict and re-check command, and an erratum no
+longer repeats its claim's evidence); a chapter's closing table of its claims, whose rows the ledger prints whole,
+is one sentence pointing there (about nine pages over the five); the ledger's table flows on from its heading's page and
+a figure taller than a page is scaled to fit one (each had cost a blank page). A formula wider than the page (the
+linear chapter's SymPy count, printed as a string) had made Chromium shrink that whole chapter to fit: its 30 pages
+were in smaller type than the rest; at the book's 10 pt it takes 38. It is not under 120 pages because the reviews
+themselves take 132 at 10 pt: of their printed height (print styles, A4 text width, measured in Chromium) prose and
+displayed math are 47%, tables of computed results 17%, visible code 16%, figures 11% and the claims' evidence
+boxes 7%; and the ledger's 43 are three quarters the evidence of every claim, printed nowhere else. Shortening it
+further would mean smaller type than a printed page should have or leaving out the checks the book exists to show.
 
 **Paper.** A4 (210 x 297 mm) by default; ``--paper letter`` prints on US Letter (8.5 x 11 in), with margins of
 15 mm either way. ``make pdf`` takes ``PAPER=letter``.

@@ -222,11 +222,15 @@ def sec4_architecture(ctx: Context) -> Evidence:
     n_trainable, convs = trainable_count(model), conv_count(model)
     projection = projection_shortcut_counts(model)
     del model
-    controls = []
+    controls, control_counts = [], []
     for first in (8, 10):
         n = trainable_count(allconv.AllConvResNet(num_classes=10, blocks_per_stage=(first, 9, 9)))
         for printed, which in ((PAPER_PARAMS, "printed"), (CORRECTED_PARAMS, "corrected")):
             controls.append(_params_check(n, printed, f"control: {first} blocks in stage 1 vs the {which} figure"))
+        shown = f"{n:,} ({controls[-1].numbers['rounded'] / 1e6:.2f} million)"
+        control_counts.append(
+            f"{first} blocks in the first stage give {shown}" if not control_counts else f"{first} blocks {shown}"
+        )
     widths = tuple(ctx.cfg.widths)
     small = allconv.AllConvResNet(
         in_channels=1, stem_channels=widths[0], widths=widths, blocks_per_stage=ctx.cfg.blocks
@@ -234,13 +238,15 @@ def sec4_architecture(ctx: Context) -> Evidence:
     statement = _params_check(n_trainable, PAPER_PARAMS, "trainable parameters counted from the model's tensors")
     corrected = Check.combine(
         [
-            Check.equal(n_trainable, table_1_formula(), what="module count == Table 1's layers counted by hand"),
-            _params_check(n_trainable, CORRECTED_PARAMS, "the count vs the corrected 13.55M"),
+            Check.equal(
+                n_trainable, table_1_formula(), what="the module count against Table 1's layers counted by hand"
+            ),
+            _params_check(n_trainable, CORRECTED_PARAMS, "the count against the corrected 13.55 million"),
         ],
         what="parameter-free shortcuts",
     )
     explanation = _params_check(
-        projection["with_bias"], PAPER_PARAMS, "the book's explanation: 1 x 1 convolution shortcuts with biases"
+        projection["with_bias"], PAPER_PARAMS, r"the book's explanation: $1 \times 1$ convolution shortcuts with biases"
     )
     glue = {
         "arch_trainable": f"{n_trainable:,}",
@@ -255,7 +261,7 @@ def sec4_architecture(ctx: Context) -> Evidence:
         "arch_projection_bias": f"{projection['with_bias']:,}",
         "arch_projection_nobias": f"{projection['without_bias']:,}",
         "arch_projection_rounded": f"{explanation.numbers['rounded'] / 1e6:.2f}",
-        "arch_control_summary": "; ".join(c.summary for c in controls),
+        "arch_control_summary": " and ".join(control_counts),  # one clause: each check's summary is in its evidence
         "small_params": f"{trainable_count(small):,}",
         "small_convs": conv_count(small),
     }

@@ -850,7 +850,7 @@ def theorem_2_1_proof_layer_count(ctx: Context) -> Evidence:
         ctx,
         step=Check.equal(c["count printed"], 0, what=r"$2q + p - \ell$ with the printed $p, q$ (SymPy)"),
         repair=repair,
-        data={k: str(v) for k, v in c.items()},
+        data={k: sp.latex(v) if isinstance(v, sp.Basic) else str(v) for k, v in c.items()},  # TeX, for the page
         glue={"thm21_count_example": c["count at l=10, gamma=0.5"]},
     )
 
@@ -1842,13 +1842,15 @@ def steps_to(Phi, depth: int, budget: int, eps: float = TOL) -> int | None:
 
 # --- Bartlett, Helmbold and Long: symmetric positive definite targets converge ----------------------------------
 _PLACEMENTS = {
-    "[1/kappa, 1]": lambda k: (1 / k, 1.0),
-    "[kappa^-1/2, kappa^1/2]": lambda k: (k**-0.5, k**0.5),
-    "[1, kappa]": lambda k: (1.0, float(k)),
+    r"$[1/\kappa, 1]$": lambda k: (1 / k, 1.0),
+    r"$[\kappa^{-1/2}, \kappa^{1/2}]$": lambda k: (k**-0.5, k**0.5),
+    r"$[1, \kappa]$": lambda k: (1.0, float(k)),
 }
 #: The tolerances of the log(d/eps) sweep and of the semidefinite control.
 EPS_GRID = 10.0 ** -np.arange(2, 9)
 _SWEEPS = ("kappa", "L", "log(d/eps)")
+#: Each sweep's variable as the fits table shows it.
+_SWEEP_SHOWN = {"kappa": r"$\kappa$", "L": "$L$", "log(d/eps)": r"$\log(d/\epsilon)$"}
 _GROW = "power law in x fits the step counts at least as well as an exponential"
 
 
@@ -1856,7 +1858,7 @@ def _spd_sweeps(cfg, rng) -> list[dict]:
     """Step counts over the condition number (three placements of the spectrum), the depth, and together the
     dimension and the tolerance; one row per run."""
     rows = []
-    middle = _PLACEMENTS["[kappa^-1/2, kappa^1/2]"]
+    middle = _PLACEMENTS[r"$[\kappa^{-1/2}, \kappa^{1/2}]$"]
 
     def run(sweep, series, x, depth, dim, spectrum, eps=TOL):
         steps = steps_to(spd_target(spectrum, rng), depth, cfg.bhl_budget, eps)
@@ -1866,12 +1868,12 @@ def _spd_sweeps(cfg, rng) -> list[dict]:
         for kappa in cfg.kappas:
             run("kappa", name, kappa, cfg.bhl_depth, cfg.bhl_dim, np.geomspace(*ends(kappa), cfg.bhl_dim))
     for depth in [2, 4, 8, 16, 32]:
-        run("L", "kappa 8, around one", depth, depth, cfg.bhl_dim, np.geomspace(*middle(8), cfg.bhl_dim))
+        run("L", r"$\kappa = 8$, around one", depth, depth, cfg.bhl_dim, np.geomspace(*middle(8), cfg.bhl_dim))
     for depth in [2, cfg.bhl_depth]:
         for dim in [2, 6, 32]:
             for eps in EPS_GRID:
                 spectrum = np.geomspace(*middle(8), dim)
-                run("log(d/eps)", f"L {depth}, d {dim}", math.log(dim / eps), depth, dim, spectrum, eps)
+                run("log(d/eps)", f"$L = {depth}$, $d = {dim}$", math.log(dim / eps), depth, dim, spectrum, eps)
     return rows
 
 
@@ -1907,7 +1909,7 @@ def _fits(rows: list[dict]) -> list[dict]:
 def _fit_row(variable, series, fit) -> dict:
     missing = fit is None
     return {
-        "variable": variable,
+        "variable": _SWEEP_SHOWN.get(variable, variable),
         "series": series,
         "exponent": None if missing else fit.exponent,
         "standard error": None if missing else fit.exponent_se,
@@ -1948,7 +1950,7 @@ def bhl_spd(ctx: Context) -> Evidence:
     runs, random_runs = _spd_sweeps(cfg, rng), _spd_random(cfg, rng)
     fits = _fits(runs)
     converged = np.array([r["steps"] is not None for r in runs + random_runs])
-    lam = np.geomspace(*_PLACEMENTS["[kappa^-1/2, kappa^1/2]"](8), cfg.bhl_dim)
+    lam = np.geomspace(*_PLACEMENTS[r"$[\kappa^{-1/2}, \kappa^{1/2}]$"](8), cfg.bhl_dim)
     negated_steps = steps_to(spd_target(np.r_[-lam[0], lam[1:]], rng), cfg.bhl_depth, cfg.bhl_budget)
     semidefinite = spd_target(np.r_[0.0, lam[1:]], rng)
     psd_fit = _fit(
@@ -2179,7 +2181,7 @@ def _exact_runs(ctx: Context, rotation: np.ndarray) -> list[dict]:
         early = early_run.losses
         rows.append(
             {
-                "spectrum": str(list(spectrum)),
+                "spectrum": ", ".join(f"{x:g}" for x in spectrum),  # the eigenvalues, not a repr
                 "reg": reg,
                 "target": target,
                 "min loss": float(exact.losses.min()),

@@ -99,7 +99,7 @@ def _representation(ctx: Context) -> tuple[dict, dict]:
     return ctx.shared("representation", compute)
 
 
-def _typeset_label(label: str) -> str:
+def typeset_label(label: str) -> str:
     """A map's label as a reader sees it: ``"swirl, d=2"`` -> ``"swirl, $d = 2$"``."""
     return re.sub(r", d=(\d+)$", r", $d = \1$", label)
 
@@ -110,7 +110,7 @@ def _representation_check(evidence: dict, labels, spacing: str, rate: str) -> Ch
     parts = []
     for label in labels:
         e = evidence[label, spacing]
-        shown = _typeset_label(label)
+        shown = typeset_label(label)
         exists = f"{shown}: a finite certificate {rate} exists"
         parts += [
             Check.all_of([math.isfinite(e.constant)], what=exists + (f" (no: {e.reason})" * bool(e.reason))),
@@ -136,7 +136,7 @@ def _control_rows(evidence: dict, spacing: str) -> list[dict]:
     for label in smooth.RULED_OUT_MAPS:
         e = evidence[label, spacing]
         rows.append(
-            {"map": label, "spacing": spacing}
+            {"map": typeset_label(label), "spacing": spacing}
             | {rf"$\varepsilon({int(m)})$": float(v) for m, v in zip(e.ms, e.eps)}
             | {r"growth of $m\,\varepsilon(m)$": _growth(e), "certified max": float(e.certified.max()),
                "constant": float(e.constant), "error": float(e.exact_errors.max())}
@@ -154,7 +154,7 @@ def _certificate_rows(certificates: dict) -> list[dict]:
             else ["\u2014"] * 6
         )
         names = [r"$\|L\|$", r"$\Lambda$", "$S$", "cell radius", "$C$ (uniform)", "$C'$ (geometric)"]
-        rows.append({"map": _typeset_label(label)} | dict(zip(names, values)) | {"no certificate because": why})
+        rows.append({"map": typeset_label(label)} | dict(zip(names, values)) | {"no certificate because": why})
     return rows
 
 
@@ -181,7 +181,9 @@ def jacobian_witness_rows(maps: dict) -> list[dict]:
             for k in range(len(components))
         ]
         worst = {key: max(r.max_rel_error[key] for r in reports) for key in reports[0].max_rel_error}
-        rows.append({"map": label} | worst | {"agree": "yes" if all(r.check().holds for r in reports) else "NO"})
+        rows.append(
+            {"map": typeset_label(label)} | worst | {"agree": "yes" if all(r.check().holds for r in reports) else "NO"}
+        )
     return rows
 
 
@@ -240,8 +242,8 @@ def representation_rate_inverse_m(ctx: Context) -> Evidence:
         "smooth_holder_growth": control_rows[0][r"growth of $m\,\varepsilon(m)$"],
     }
     return Evidence(
-        statement=_representation_check(evidence, maps, "uniform", "C / m"),
-        control=_representation_check(evidence, smooth.RULED_OUT_MAPS, "uniform", "C / m"),
+        statement=_representation_check(evidence, maps, "uniform", "$C/m$"),
+        control=_representation_check(evidence, smooth.RULED_OUT_MAPS, "uniform", "$C/m$"),
         data={
             "certificates": _certificate_rows(certificates),
             "rates": rates,
@@ -269,8 +271,8 @@ def representation_rate(ctx: Context) -> Evidence:
     rates = [evidence[label, "geometric"] for label in maps]
     glue = _slope_glue(rates, "geo") | {"smooth_geo_growing": int(sum(_growth(r) > 1.5 for r in rates))}
     return Evidence(
-        statement=_representation_check(evidence, maps, "geometric", "C' log m / m"),
-        control=_representation_check(evidence, smooth.RULED_OUT_MAPS, "geometric", "C' log m / m"),
+        statement=_representation_check(evidence, maps, "geometric", r"$C' \log m/m$"),
+        control=_representation_check(evidence, smooth.RULED_OUT_MAPS, "geometric", r"$C' \log m/m$"),
         data={"rates": rates, "control_rows": _control_rows(evidence, "geometric")},
         glue=glue,
     )
