@@ -567,7 +567,7 @@ class _Timer:
     def row(self) -> dict:
         return {
             "runs": self.part,
-            "seeds x configurations": self.runs,
+            "seeds × configurations": self.runs,
             "blocks per stage (mean)": f"{self.blocks / max(self.runs, 1):.3g}",
             "seconds": self.seconds,
             "CPU seconds": self.cpu,

@@ -128,8 +128,8 @@ COMPARISONS = (
     (_HEAD, "control", 0, "fixed head on untrained layers", "control_seeds"),
     (_DEG, "statement", 0, "training error, deepest minus ablation depth, no shortcuts", "depth_seeds"),
     (_DEG, "control", 0, "the same with shortcuts", "deep_seeds"),
-    (_TRAINS, "statement", 0, "median test accuracy - 0.8, ablation depth", "init_seeds"),
-    (_TRAINS, "statement", 1, "median test accuracy - 0.8, deepest", "deep_seeds"),
+    (_TRAINS, "statement", 0, "median test accuracy minus 0.8, ablation depth", "init_seeds"),
+    (_TRAINS, "statement", 1, "median test accuracy minus 0.8, deepest", "deep_seeds"),
     (_TRAINS, "control", 0, "the same without shortcuts", "control_seeds"),
 )
 
