@@ -809,3 +809,11 @@ def test_text_glues_without_quotes():
     from resnet_theory.ledger import Text
 
     assert repr(Text("above 12")) == "above 12" and Text("a") == "a" and isinstance(Text("a"), str)
+
+
+def test_check_equal_writes_large_whole_numbers_with_thousands_separators():
+    assert Check.equal(13_546_816, 13_546_816, what="count").summary == "count: 13,546,816 $=$ 13,546,816"
+    assert Check.equal(np.int64(20_000), 19_999, what="n").summary == r"n: 20,000 $\ne$ 19,999"
+    assert Check.equal(2024 - 24, 2000, what="small").summary == "small: 2000 $=$ 2000"  # four digits stay whole
+    assert Check.equal(True, True, what="flag").summary == "flag: True $=$ True"  # a bool is not a number here
+    assert Check.equal(13_546_816, 13_546_816, what="count").numbers == {"actual": "13546816", "expected": "13546816"}

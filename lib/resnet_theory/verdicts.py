@@ -124,11 +124,13 @@ def _fmt(x: float) -> str:
 
 def _shown(x: Any) -> str:
     """A value as a summary quotes it: a SymPy expression (or a list or tuple holding one) typeset (``$...$``, its
-    LaTeX), anything else as text."""
+    LaTeX), a whole number of five digits or more with thousands separators, anything else as text."""
     if hasattr(x, "free_symbols") or (isinstance(x, list | tuple) and any(hasattr(v, "free_symbols") for v in x)):
         import sympy
 
         return f"${sympy.latex(x)}$"
+    if isinstance(x, int | np.integer) and not isinstance(x, bool | np.bool_) and abs(int(x)) >= 10_000:
+        return f"{int(x):,}"  # 13,546,816 as a reader writes it
     return str(x)
 
 
