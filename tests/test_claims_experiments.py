@@ -392,3 +392,20 @@ def test_the_sequential_design_trains_the_fixed_designs_first_seeds_and_stops_wh
     assert [r["look"] for r in E.look_rows(seq)] == [*range(1, len(grid.looks) + 1),
                                                     *range(1, len(E.depth_sweep(seq).looks) + 1)]  # fmt: skip
     assert E.look_rows(fixed) == []
+
+
+def test_the_benchmark_against_every_seed_at_once_gives_the_same_verdicts_at_one_look(capsys):
+    """``--baseline fixed``: the profile's own sizes with no looks. At the tiny sizes every knob has one look,
+    so both workloads train the same runs and must give the same verdicts and margins."""
+    from resnet_theory.benchmarks import experiments as bench
+
+    assert bench.main(["--profile", "tiny", "--baseline", "fixed", "--workers", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "baseline fixed" in out and out.strip().splitlines()[-1].startswith("total")
+    rows = bench.run("tiny", 0, workers=1, baseline=bench.FIXED)
+    for r in rows[:-1]:
+        if "verdict (sized)" in r and r["verdict (sized)"] is not None:
+            assert r["verdict (sized)"] == r["verdict (baseline)"], r["cell"]
+            for margin in ("statement margin", "control margin"):
+                a, b = r[f"{margin} (sized)"], r[f"{margin} (baseline)"]
+                assert (a is None and b is None) or a == pytest.approx(b, rel=1e-6), (r["cell"], margin)

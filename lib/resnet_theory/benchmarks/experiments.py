@@ -2,11 +2,12 @@
 command that writes the pilot the quick profile's seeds are sized from.
 
 Run with ``python -m resnet_theory.benchmarks.experiments [--profile quick] [--seed 0] [--workers 2]
-[--baseline pre-issue|previous]``. It runs the chapter's digits claims (:mod:`resnet_theory.claims.experiments`)
+[--baseline pre-issue|previous|fixed]``. It runs the chapter's digits claims (:mod:`resnet_theory.claims.experiments`)
 twice in one process, once with the knobs of a baseline (:data:`BASELINE`, the workload before issue 35: every
 configuration ten seeds, thirty for the two initialisations at the paper's rate, twenty for the deepest residual
 network, 250 steps of a network of widths 8, 16, 32 and a sweep to 55 convolutions; or, with ``--baseline
-previous``, :data:`PREVIOUS`, the quick profile before its workload was made smaller) and once with the
+previous``, :data:`PREVIOUS`, the quick profile before its workload was made smaller; with ``--baseline fixed``,
+:data:`FIXED`, the profile's own sizes with every seed trained at once, no looks) and once with the
 profile's own (sized by :mod:`resnet_theory.claims.experiments_sizing`), in the chapter's order: the architecture
 claim, the training grid, the three ablation claims, the depth sweep, the two depth claims. For each it prints
 the CPU seconds (this process and its finished worker processes, which a loaded machine barely changes, unlike
@@ -79,7 +80,9 @@ PREVIOUS = {
     "deep_seeds": 20,
     **PRE_ISSUE_WORKLOAD,
 }
-BASELINES = {"pre-issue": None, "previous": PREVIOUS}
+#: The quick profile's own sizes with every seed trained at once: what its looks (the sequential design) save.
+FIXED = {"sequential": False}
+BASELINES = {"pre-issue": None, "previous": PREVIOUS, "fixed": FIXED}
 
 #: The chapter's cells that cost something, in its order: a claim id, or a shared run.
 CELLS = (
@@ -287,7 +290,7 @@ def main(argv=None) -> int:
         print(f"quick seed knobs sized from it: {sizing.sized_knobs(sizing.pilot_from_record(record))}")
         return 0
     seed = 0 if args.seed is None else args.seed
-    baseline = BASELINES[args.baseline] if args.profile == "quick" else None
+    baseline = BASELINES[args.baseline] if args.profile == "quick" or args.baseline == "fixed" else None
     rows = run(args.profile, seed, args.workers, baseline)
     print(
         f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, torch {torch.__version__}; "
