@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 import torch
-from hypothesis import given, settings
+from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
 from resnet_theory import expressivity as ex
@@ -600,9 +600,13 @@ def test_k_formulas():
     gap=st.floats(1e-6, 1e-3),
     scale=st.floats(1e-3, 1e3),
 )
+# Points about 157 apart whose closest pair is at squared distance 1.2e-7: the float64 pass in expanded
+# form (||x_i||^2 + ||x_j||^2 - 2 <x_i, x_j>) was 1e-5 off in relative terms; found by hypothesis.
+@example(seed=1036, n=43, d=1, gap=0.001, scale=157.0)
 def test_separation_is_the_float64_minimum_despite_the_float32_screen(seed, n, d, gap, scale):
     # Two close pairs whose squared distances differ far below float32 resolution: the screen cannot
-    # order them, the float64 pass must (it recomputes every row within the screen's error bound).
+    # order them, the float64 pass must (it recomputes every row within the screen's error bound, and
+    # the closest pairs' distances from their differences).
     rng = np.random.default_rng(seed)
     X = rng.standard_normal((n + 4, d)) * scale
     step = rng.standard_normal(d)
@@ -613,6 +617,18 @@ def test_separation_is_the_float64_minimum_despite_the_float32_screen(seed, n, d
     brute = D2[~np.eye(n + 4, dtype=bool)].min()
     for kwargs in ({}, {"chunk": 3}, {"backend": "torch"}):
         assert ex.separation(X, **kwargs) == pytest.approx(brute, rel=2e-7)
+
+
+def test_separation_is_exact_far_from_the_origin():
+    # Norms 1e3 times the spread: the expanded form's float64 error (1e-10 here) dwarfs the smallest
+    # squared distance (1e-14); the pairs it selects are recomputed from their differences.
+    rng = np.random.default_rng(7)
+    X = 1e3 + rng.standard_normal((50, 3))
+    X[1] = X[0] + 1e-7
+    D2 = ((X[:, None] - X[None]) ** 2).sum(-1)
+    brute = D2[~np.eye(50, dtype=bool)].min()
+    for kwargs in ({}, {"chunk": 4}, {"backend": "torch"}):
+        assert ex.separation(X, **kwargs) == pytest.approx(brute, rel=1e-12)
 
 
 def test_success_rate_counts_draws():
