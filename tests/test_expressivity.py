@@ -52,6 +52,16 @@ def test_fits_random_data_exactly(n, d, r, seed, unit, spread, dup):
         idx = rng.integers(0, n, dup)
         X = np.concatenate([X, X[idx]])
         y = np.concatenate([y, y[idx]])
+    # Theorem 3.2 covers distinct inputs; float64 resolves those whose normalised separation is at least
+    # ex.separation_floor (about 1e-14). With five decades of spread in one dimension two of 150 points
+    # can be closer than that relative to the spread (seed=1 had rho = 3.6e-17): the builder refuses
+    # them (test_inputs_closer_than_float64_resolves_are_refused), so only covered inputs are drawn here
+    # (about 1 draw in 1000 is left out).
+    Xu = np.unique(X, axis=0)
+    if Xu.shape[0] > 1:
+        Xn = ex.InputNormaliser.fit(X).transform(Xu)
+        rho = ex.separation(Xn)
+        assume(rho >= ex.separation_floor(ex.default_k(Xu.shape[0], rho, Xn.shape[1])[0], Xn.shape[1]))
     net = ex.build_interpolating_resnet(X, y, num_classes=r, seed=seed)
     assert_fits(net, X, y)
     n_unique = np.unique(X, axis=0).shape[0]
@@ -81,6 +91,32 @@ def test_scaled_copies_stay_distinct():
     assert np.allclose(np.linalg.norm(Xn, axis=1), 1.0)
     assert ex.separation(Xn) > 0
     assert_fits(net, X, y)
+
+
+def test_inputs_closer_than_float64_resolves_are_refused():
+    # The example hypothesis found (n=150, d=1, seed=1, spread=6): inputs 17 and 128 differ by 3.3e-6 in a
+    # spread of 672; normalised, their squared distance is 3.6e-17, below float64's 2.2e-16 near 1, so
+    # every draw failed Lemma B.1 at the same unit. Now refused up front, naming the pair.
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((150, 1)) * np.exp(rng.uniform(-6.0, 6.0, 150))[:, None]
+    with pytest.raises(ex.ConstructionError, match="closer than this float64 construction resolves") as info:
+        ex.build_interpolating_resnet(X, np.zeros(150, dtype=int), num_classes=1, seed=1)
+    assert info.value.condition == "separation-floor" and info.value.indices == (17, 128)
+    assert ex.separation_floor(2, 2) == 48 * 2.0**-53 < 1e-14
+    # The floor is where float64 stops, not a margin of comfort: twins at 4 times it fit exactly (at the
+    # default width, the isometry k = D = 2); twins at a quarter of it are refused, at any width.
+    X = rng.standard_normal((60, 1))
+    scale = ex.InputNormaliser.fit(X).scale
+    y = np.arange(61) % 3
+    X2 = np.concatenate([X, X[:1] + scale * math.sqrt(4.0 * ex.separation_floor(2, 2))])
+    assert_fits(ex.build_interpolating_resnet(X2, y), X2, y)
+    X2 = np.concatenate([X, X[:1] + scale * math.sqrt(0.25 * ex.separation_floor(2, 2))])
+    for k in (None, 2, 3):
+        with pytest.raises(ex.ConstructionError, match="separation_floor") as info:
+            ex.build_interpolating_resnet(X2, y, k=k)
+        assert info.value.indices == (0, 60)
+    with pytest.raises(ValueError, match="k"):
+        ex.separation_floor(0, 2)
 
 
 def test_digits_fit_exactly():
