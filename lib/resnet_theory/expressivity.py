@@ -10,7 +10,8 @@ The proof is a construction, built and verified here:
    ``x~ = (z, sqrt(1 - ||z||^2))``. The first ``d`` coordinates are an affine bijection of ``x``, so distinct
    inputs stay distinct (plain division by the norm would merge ``x`` and ``2x``). The factor ``sqrt(2)``
    keeps the lifted coordinate at least ``1/sqrt(2)``: at 0 the square root would turn rounding errors of
-   ``1e-16`` into ``1e-8``.
+   ``1e-16`` into ``1e-8``. Distinct inputs closer, relative to their spread, than float64 resolves
+   (normalised separation below :func:`separation_floor`, about ``1e-14``) are refused by the builder.
 2. **Project** to ``R^k`` with ``A_0`` (:func:`random_projection`): a Gaussian matrix with entries of
    variance ``1/k`` (the scale that keeps norms on average; the printed proof takes standard normal entries,
    under which norms grow like ``sqrt(k)``: the ``1/k`` is our addition), or, for
@@ -458,6 +459,9 @@ class _NumpyOps:
     def argmax(self, v) -> int:
         return int(np.argmax(v))
 
+    def argmin(self, v) -> int:
+        return int(np.argmin(v))
+
     def relu_(self, Z):
         np.maximum(Z, 0.0, out=Z)
         return Z
@@ -472,6 +476,13 @@ class _NumpyOps:
 
     def to32(self, a):
         return a.astype(np.float32)
+
+    def as_bool(self, mask: np.ndarray):
+        return mask
+
+    def nonzero2(self, M):
+        """Row and column positions of the true entries of a 2-D mask."""
+        return np.nonzero(M)
 
     def limits(self):
         return threadpool_limits(limits=BLAS_THREADS, user_api="blas")
@@ -526,6 +537,9 @@ class _TorchOps(_NumpyOps):
     def argmax(self, v) -> int:
         return int(self.torch.argmax(v))
 
+    def argmin(self, v) -> int:
+        return int(self.torch.argmin(v))
+
     def relu_(self, Z):
         return Z.clamp_(min=0.0)
 
@@ -537,6 +551,12 @@ class _TorchOps(_NumpyOps):
 
     def to32(self, a):
         return a.to(self.torch.float32)
+
+    def as_bool(self, mask: np.ndarray):
+        return self.torch.as_tensor(mask, device=self.device)
+
+    def nonzero2(self, M):
+        return self.torch.nonzero(M, as_tuple=True)
 
     @contextlib.contextmanager
     def limits(self):
@@ -1010,28 +1030,33 @@ def build_interpolating_resnet(
     (the paper's width ``paper_k(n, rho)`` is too narrow for a random ``A_0`` on well-separated inputs).
     One threshold per unit unless ``thresholds="shared"``. Up to ``attempts`` draws of ``A_0`` and the
     surrogates are tried. A network is returned only if it fits; otherwise a
-    :class:`ConstructionError` names the failing condition and the indices.
+    :class:`ConstructionError` names the failing condition and the indices. Inputs that are distinct but
+    closer than float64 resolves (``rho`` below :func:`separation_floor`) are refused before any draw,
+    with condition ``"separation-floor"``: whether a draw fits them rests on rounding, not on the proof.
     """
     X = _as_inputs(X)
     labels, r = _as_labels(y, X.shape[0], num_classes)
+    first, _ = unique_points(X, labels)
+    Xn = InputNormaliser.fit(X).transform(X[first])
+    rho, i, j = _separation(Xn, None, backend, device) if Xn.shape[0] > 1 else (None, 0, 0)
     projection = "gaussian"
     if k is None:
-        first, _ = unique_points(X, labels)
-        Xn = InputNormaliser.fit(X).transform(X[first])
-        rho = separation(Xn, backend=backend, device=device) if Xn.shape[0] > 1 else None
         k, projection = default_k(Xn.shape[0], rho, Xn.shape[1])
-    return construct_interpolating_resnet(
-        X,
-        labels,
-        k=k,
-        num_classes=r,
-        seed=seed,
-        projection=projection,
-        thresholds=thresholds,
-        attempts=attempts,
-        backend=backend,
-        device=device,
+    prepared, seed, attempts = _prepare_construction(
+        X, labels, k, r, seed, projection, thresholds, attempts, backend, device
     )
+    floor = separation_floor(prepared.k, Xn.shape[1])
+    if rho is not None and not rho >= floor:
+        a, b = sorted((int(first[i]), int(first[j])))
+        raise ConstructionError(
+            f"inputs {a} and {b} are distinct but closer than this float64 construction resolves: their "
+            f"normalised squared distance {rho:.3g} is below separation_floor(k={prepared.k}, "
+            f"D={Xn.shape[1]}) = {floor:.3g} (a distance of {math.sqrt(rho):.2g} on the unit sphere), so "
+            f"Lemma B.1's margin rho/2 is within the rounding of <alpha, h> whatever A_0 is drawn; merge or drop one",
+            "separation-floor",
+            (a, b),
+        )
+    return _draw_network(prepared, seed, attempts)
 
 
 # --- Lemma B.1 as printed: its hypotheses, a counterexample, and the block whenever one exists ----------
@@ -1240,42 +1265,87 @@ def ring_instance(k: int, rho_prime: float) -> tuple[np.ndarray, np.ndarray]:
 
 
 # --- Theorem 3.2 at the paper's width: the separation rho and the choice of k ---------------------------
-def _row_minima(Xa, sq, rows, chunk, ops, upper_only: bool):
-    """For the rows ``rows`` of ``Xa`` (positions, sorted): ``min_{j != i} ||x_j||^2 - 2 <x_i, x_j>``
-    over the columns ``j`` (only ``j > i`` when ``upper_only``, the rows then being all of them), in tiles
-    of ``chunk x chunk`` reduced while in cache. ``sq`` is in the precision of ``Xa``."""
+def _row_minima(Xa, sq, chunk, ops):
+    """For every row ``i`` of ``Xa``: ``min_{j > i} ||x_j||^2 - 2 <x_i, x_j>`` (``inf`` for the last row), in
+    tiles of ``chunk x chunk`` reduced while in cache. ``sq`` is in the precision of ``Xa``."""
     n = Xa.shape[0]
     out = []
-    for start in range(0, len(rows), chunk):
-        idx = rows[start : start + chunk]  # numpy int array of row positions
-        block = Xa[int(idx[0]) : int(idx[-1]) + 1] if upper_only else Xa[ops.index(idx)]
-        block = block * -2.0  # exact: a power of two
+    for start in range(0, n, chunk):
+        stop = min(start + chunk, n)
+        block = Xa[start:stop] * -2.0  # exact: a power of two
         low = None
-        for left in range(int(idx[0]) if upper_only else 0, n, chunk):
+        for left in range(start, n, chunk):
             right = min(left + chunk, n)
             T = block @ Xa[left:right].T
             T += sq[None, left:right]
-            own = np.flatnonzero((idx >= left) & (idx < right))
-            if own.size:  # a row against itself
-                T[ops.index(own), ops.index(idx[own] - left)] = math.inf
+            if left == start:  # the diagonal tile: only j > i
+                T[ops.as_bool(np.tril(np.ones((stop - start, right - left), dtype=bool)))] = math.inf
             m = ops.rowmin(T)
             low = m if low is None else ops.minimum(low, m)
         out.append(ops.to_numpy(low).astype(np.float64))
     return np.concatenate(out)
 
 
-def separation(X, chunk: int | None = None, *, backend: str = "numpy", device=None) -> float:
-    """``rho = min_{i != j} ||x_i - x_j||^2`` over the rows of ``X`` (at least two rows), in float64.
+def _closest_pair(Xb, sq, rows, chunk, bound, ops) -> tuple[float, int, int]:
+    """``(min ||x_i - x_j||^2, i, j)`` over the rows ``i`` in ``rows`` (positions, sorted) and every ``j != i``, each
+    pair's squared distance computed from its difference, as a float64 brute force would.
 
-    Computed as ``||x_i||^2 + min_j (||x_j||^2 - 2 <x_i, x_j>)`` on square tiles of ``chunk`` by
-    ``chunk`` pairs (by default ``chunk^2`` is about :data:`CHUNK_ENTRIES`, on a GPU
-    :data:`GPU_CHUNK_ENTRIES`), each reduced to its row minima while in cache: never an ``n x n`` matrix.
-    Two passes: a float32 screen over every pair (each pair once), then float64 on the rows whose
-    screened minimum lies within twice a rounding bound ``E`` of the smallest one. ``E`` bounds the
-    float32 error of any pair's squared distance (``(D + 8) 2^-23 3 max ||x||^2``, beyond the
-    worst-case error of a length-``D`` dot product), so the pair attaining ``rho`` is always among the
-    rows recomputed, and the result is the float64 minimum.
+    The expanded form ``||x_i||^2 + ||x_j||^2 - 2 <x_i, x_j>`` (float64 matrix products, in tiles) selects the
+    pairs: its error is at most ``bound`` (about ``D 2^-52 max ||x||^2``), which can exceed the smallest
+    distances themselves when they are far below the norms. Every pair whose expanded value is within
+    ``3 bound`` of the smallest expanded value seen so far is recomputed from its difference; a pair left
+    out is more than ``2 bound`` above the smallest distance, so it cannot attain the minimum."""
+    n, D = Xb.shape
+    sq_np = ops.to_numpy(sq)
+    batch = max(1, ops.chunk_entries // max(D, 1))  # pairs per difference batch: memory ``O(chunk^2)``
+    best, pair, cut = math.inf, (-1, -1), math.inf
+    for start in range(0, len(rows), chunk):
+        idx = rows[start : start + chunk]
+        block = Xb[ops.index(idx)]
+        lifted = ops.asarray(sq_np[idx])[:, None]
+        for left in range(0, n, chunk):
+            right = min(left + chunk, n)
+            T = (block * -2.0) @ Xb[left:right].T
+            T += sq[None, left:right]
+            T += lifted
+            own = np.flatnonzero((idx >= left) & (idx < right))
+            if own.size:  # a row against itself
+                T[ops.index(own), ops.index(idx[own] - left)] = math.inf
+            cut = min(cut, float(ops.to_numpy(T.min())) + 3.0 * bound)
+            r, c = ops.nonzero2(T <= cut)
+            rows_dev = ops.index(idx)[r]
+            for b in range(0, r.shape[0], batch):
+                i, j = rows_dev[b : b + batch], c[b : b + batch] + left
+                diff = Xb[i] - Xb[j]
+                d2 = (diff * diff).sum(1)
+                at = int(ops.argmin(d2))
+                if float(d2[at]) < best:
+                    best, pair = float(d2[at]), (int(i[at]), int(j[at]))
+    return best, pair[0], pair[1]
+
+
+def separation(X, chunk: int | None = None, *, backend: str = "numpy", device=None) -> float:
+    """``rho = min_{i != j} ||x_i - x_j||^2`` over the rows of ``X`` (at least two rows): the float64 minimum,
+    each pair's squared distance summed from its difference, as a brute force over all pairs would.
+
+    Never an ``n x n`` matrix: square tiles of ``chunk`` by ``chunk`` pairs (by default ``chunk^2`` is about
+    :data:`CHUNK_ENTRIES`, on a GPU :data:`GPU_CHUNK_ENTRIES`), each reduced while in cache. Two passes:
+
+    1. a float32 screen over every pair (each once) of ``||x_i||^2 + min_j (||x_j||^2 - 2 <x_i, x_j>)``. Its
+       error is below ``E32 = (D + 8) 2^-23 3 max ||x||^2`` (beyond the worst-case error of a length-``D``
+       dot product and of the rounding to float32), so the row of the closest pair is among the rows
+       whose screened minimum is within ``2 E32`` of the smallest one;
+    2. on those rows, float64 (:func:`_closest_pair`): the expanded form again (error below
+       ``E64``, the same bound with ``2^-52``) picks the pairs within ``3 E64`` of the smallest, and their
+       distances are summed from their differences. Without that last step the result carried an error
+       ``E64`` relative to the norms, not to ``rho``: points about 157 apart at distance ``3e-4``
+       (``rho = 1.2e-7``) came out ``1e-5`` off in relative terms.
     """
+    return _separation(X, chunk, backend, device)[0]
+
+
+def _separation(X, chunk, backend, device) -> tuple[float, int, int]:
+    """:func:`separation` and the rows ``(i, j)`` of a closest pair."""
     X = _as_inputs(X)
     n, D = X.shape
     if n < 2:
@@ -1289,15 +1359,32 @@ def separation(X, chunk: int | None = None, *, backend: str = "numpy", device=No
     Xb = X if ops.name == "numpy" else ops.asarray(X)  # read only: no copy needed
     sq = ops.row_sq_norms(Xb)
     sq_np = ops.to_numpy(sq)
-    every = np.arange(n)
     with ops.limits():
-        X32 = ops.to32(Xb)
-        screen = _row_minima(X32, ops.to32(sq), every, chunk, ops, upper_only=True)
-        screen += sq_np
+        screen = _row_minima(ops.to32(Xb), ops.to32(sq), chunk, ops) + sq_np
         bound = (D + 8) * 2.0**-23 * 3.0 * float(sq_np.max())
         candidates = np.flatnonzero(screen <= np.min(screen) + 2.0 * bound)
-        exact = _row_minima(Xb, sq, candidates, chunk, ops, upper_only=False)
-    return max(float(np.min(exact + sq_np[candidates])), 0.0)
+        bound64 = (D + 8) * 2.0**-52 * 3.0 * float(sq_np.max())
+        return _closest_pair(Xb, sq, candidates, chunk, bound64, ops)
+
+
+def separation_floor(k: int, D: int) -> float:
+    """The smallest separation ``rho`` of the normalised inputs that the float64 construction resolves at
+    width ``k`` and normalised dimension ``D``: ``4 (k + D + 8) 2^-53`` (``5.3e-15`` at ``k = D = 2``).
+
+    Unit ``j`` of a block must tell ``alpha_j`` from every other current representation ``h``: for unit
+    inputs and the isometric projection its margin ``||alpha_j||^2 - <alpha_j, h>`` is half their
+    squared distance. Each of the two computed products of these near-unit vectors carries a rounding
+    error below about ``(k + D + 8) 2^-53`` (a length-``k`` dot product after a length-``D`` projection
+    and the normalisation), so a margin ``rho / 2`` below the floor's half can round to zero or below
+    for every draw of ``A_0``: such inputs are distinct, and covered by Theorem 3.2 in exact arithmetic,
+    but closer relative to their spread than float64 resolves (for lifted inputs ``rho`` is about half
+    the squared ratio of the closest pair's distance to the largest distance from the mean). 1-D data of
+    150 points spread over five decades had ``rho = 3.6e-17``, below float64's ``2.2e-16`` near 1: every
+    draw failed.
+    """
+    k = validate.positive_int("k", k)
+    D = validate.positive_int("D", D)
+    return 4.0 * (k + D + 8) * 2.0**-53
 
 
 def paper_k(n: int, rho: float, c: float = 10.0) -> int:
