@@ -757,6 +757,7 @@ BUDGET_FREE = [
     ("E.jl_union_width", "E.jl_union_width(B, 0.1)"),
     ("E.paper_k", "E.paper_k(B, 0.1)"),
     ("E.paper_parameter_count", "E.paper_parameter_count(B, B, B, B)"),
+    ("E.separation_floor", "E.separation_floor(B, B)"),
     ("E.surrogate_width", "E.surrogate_width(B)"),
     ("E.union_bound_k", "E.union_bound_k(B, 0.1)"),
     ("E.module_fit_error", None),  # batch: a split of the data given
