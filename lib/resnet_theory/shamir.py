@@ -351,7 +351,7 @@ def example_1_symbolic() -> dict:
     with ``symbols`` ``(w, v, eps)``, ``objective``, ``gradient`` (2x1 SymPy matrix) and ``hessian`` (2x2).
     """
     w, v = sp.symbols("w v", real=True)
-    eps = sp.Symbol("eps", positive=True)
+    eps = sp.Symbol("epsilon", positive=True)  # typeset as \epsilon
     F = sp.Rational(1, 2) * (w * (1 + eps * v) - 1) ** 2
     gradient = sp.Matrix([sp.diff(F, w), sp.diff(F, v)]).applyfunc(sp.factor)
     hessian = sp.hessian(F, (w, v)).applyfunc(sp.factor)
@@ -361,7 +361,7 @@ def example_1_symbolic() -> dict:
 def example_1_review_formulas() -> dict:
     """The gradient and Hessian of Example 1 as the review prints them (to compare with SymPy)."""
     w, v = sp.symbols("w v", real=True)
-    eps = sp.Symbol("eps", positive=True)
+    eps = sp.Symbol("epsilon", positive=True)  # typeset as \epsilon
     r = w - 1 + eps * w * v
     gradient = sp.Matrix([r * (1 + eps * v), r * eps * w])
     off = eps * (2 * w + 2 * eps * w * v - 1)
