@@ -155,3 +155,17 @@ def reader_html(tmp_path_factory) -> Path:
     from reader_book import build_reader_book
 
     return build_reader_book(tmp_path_factory.mktemp("reader-book"))
+
+
+def sphinx_page(tmp_path: Path, extension: str, body: str) -> str:
+    """``body`` (reStructuredText) built by Sphinx with the one ``extension`` (a module name); the page's HTML.
+    The book's Sphinx extensions are tested this way, without executing a notebook."""
+    (tmp_path / "conf.py").write_text(f"extensions = [{extension!r}]\n")
+    (tmp_path / "index.rst").write_text(f"Test\n====\n\n{body}\n")
+    run = subprocess.run(
+        [sys.executable, "-m", "sphinx", "-q", "-b", "html", str(tmp_path), str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+    )
+    assert run.returncode == 0, run.stderr
+    return (tmp_path / "out" / "index.html").read_text()

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 
 import yaml
 
-from conftest import ROOT
+from conftest import ROOT, sphinx_page
 
 NOWRAP = '<span class="math-nowrap" style="white-space: nowrap">'
 
@@ -20,15 +18,7 @@ def test_the_book_loads_the_extension():
 
 def built_page(tmp_path, body: str) -> str:
     """``body`` (reStructuredText) built by Sphinx with the extension alone; the page's HTML."""
-    (tmp_path / "conf.py").write_text('extensions = ["resnet_theory.book.math_punctuation"]\n')
-    (tmp_path / "index.rst").write_text(f"Test\n====\n\n{body}\n")
-    run = subprocess.run(
-        [sys.executable, "-m", "sphinx", "-q", "-b", "html", str(tmp_path), str(tmp_path / "out")],
-        capture_output=True,
-        text=True,
-    )
-    assert run.returncode == 0, run.stderr
-    return (tmp_path / "out" / "index.html").read_text()
+    return sphinx_page(tmp_path, "resnet_theory.book.math_punctuation", body)
 
 
 def test_math_and_the_punctuation_after_it_are_kept_together(tmp_path):

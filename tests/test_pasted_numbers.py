@@ -3,12 +3,9 @@ chapter said "a relative 3.4e-16" and "a factor of up to 1e+07" (issue 33 review
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import yaml
 
-from conftest import ROOT
+from conftest import ROOT, sphinx_page
 
 
 def test_the_book_loads_the_extension():
@@ -19,21 +16,13 @@ def test_the_book_loads_the_extension():
 def test_glued_python_numbers_are_written_as_numbers_and_other_text_is_kept(tmp_path):
     """myst-nb's ``{glue:text}`` is an inline node of class ``pasted-text``; a role of that class stands in for it
     (the same node, without executing a notebook)."""
-    (tmp_path / "conf.py").write_text('extensions = ["resnet_theory.book.pasted_numbers"]\n')
     body = (
         ".. role:: pasted-text\n\n"
         "A relative :pasted-text:`3.4e-16`, up to :pasted-text:`1e+07`, :pasted-text:`inf` and "
         ":pasted-text:`-1e+03`; kept: :pasted-text:`0.674`, :pasted-text:`13,546,816`, :pasted-text:`x<1e-3`, "
         "and 2e-05 outside a glued number.\n"
     )
-    (tmp_path / "index.rst").write_text(f"Test\n====\n\n{body}")
-    run = subprocess.run(
-        [sys.executable, "-m", "sphinx", "-q", "-b", "html", str(tmp_path), str(tmp_path / "out")],
-        capture_output=True,
-        text=True,
-    )
-    assert run.returncode == 0, run.stderr
-    page = (tmp_path / "out" / "index.html").read_text()
+    page = sphinx_page(tmp_path, "resnet_theory.book.pasted_numbers", body)
     span = '<span class="pasted-text">'
     assert f"A relative {span}3.4\u00d710<sup>\u221216</sup></span>, up to {span}10<sup>7</sup></span>" in page
     assert f"{span}\u221e</span> and {span}-1,000</span>;" in page

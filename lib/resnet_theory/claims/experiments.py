@@ -575,11 +575,22 @@ class _Timer:
         }
 
 
-def _sequential(ctx: Context, knobs: tuple, train: Callable[[dict], object], margins: Callable) -> tuple:
-    """The sequential design (:mod:`.experiments_sizing`) over ``knobs``: ``train(sizes)`` trains what a
-    look's seed knobs ask and returns the look's result, ``margins(result)`` its comparisons' margins; looks
-    go on while a knob grows. Without the plan's ``sequential``, one look at every knob's full size."""
+def _sequential(ctx: Context, knobs: tuple, timer: _Timer, train: Callable[[dict], object], margins: Callable):
+    """The sequential design (:mod:`.experiments_sizing`) over ``knobs``, in one pool of worker processes for
+    every look (``timer.pool``): ``train(sizes)`` trains what a look's seed knobs ask and returns the look's
+    result, ``margins(result)`` its comparisons' margins; looks go on while a knob grows. Without the plan's
+    ``sequential``, one look at every knob's full size. The last look's result gets the ``timing`` of all the
+    looks (``timer``) and the ``looks``."""
     p = plan(ctx)
+    timer.begin()
+    with ablation.worker_pool(p.workers) as timer.pool:
+        result, looks = _looks(p, knobs, train, margins)
+    timer.end()
+    result.timing, result.looks = timer.row(), looks
+    return result
+
+
+def _looks(p: Plan, knobs: tuple, train: Callable[[dict], object], margins: Callable) -> tuple:
     if not p.sequential:
         return train({k: p.sizes[k] for k in knobs}), ()
     sizes, looks = sizing.first_sizes(p.sizes, knobs), []
@@ -674,12 +685,7 @@ def _train_grid(ctx: Context) -> TrainingGrid:
         runs = {(name, rate): list(have[(name, rate, d)]) for name, rate, d in grid_keys + control_keys}
         return TrainingGrid(p, runs, timer.row(), seed)
 
-    timer.begin()
-    with ablation.worker_pool(p.workers) as timer.pool:  # one pool for every look
-        grid, looks = _sequential(ctx, sizing.GRID_KNOBS, train, lambda g: _grid_margins(ctx, g))
-    timer.end()
-    grid.timing, grid.looks = timer.row(), looks
-    return grid
+    return _sequential(ctx, sizing.GRID_KNOBS, timer, train, lambda g: _grid_margins(ctx, g))
 
 
 def _grid_margins(ctx: Context, grid: TrainingGrid) -> dict:
@@ -960,12 +966,7 @@ def _train_sweep(ctx: Context) -> DepthSweep:
         runs = {(name, d): new[(name, d)] for name in rates for d in p.depths}
         return DepthSweep(p, rates, runs, timer.row(), seed)
 
-    timer.begin()
-    with ablation.worker_pool(p.workers) as timer.pool:  # one pool for every look
-        sweep, looks = _sequential(ctx, sizing.SWEEP_KNOBS, train, lambda s: _sweep_margins(ctx, s))
-    timer.end()
-    sweep.timing, sweep.looks = timer.row(), looks
-    return sweep
+    return _sequential(ctx, sizing.SWEEP_KNOBS, timer, train, lambda s: _sweep_margins(ctx, s))
 
 
 def _sweep_margins(ctx: Context, sweep: DepthSweep) -> dict:
