@@ -369,3 +369,12 @@ def test_the_sequential_rows_put_the_fixed_designs_power_beside_the_sequential_o
         assert r["decides at no effect, fixed"] == pytest.approx(at_cap, abs=0.01)
         bound = power.sequential_null_bound(looks, two_sample=False)
         assert r["decides at no effect, fixed"] <= r["decides at no effect, sequential"] <= bound
+
+
+def test_a_comparison_without_noise_decides_at_its_first_look_and_never_at_no_effect():
+    """A pilot may record a standard error of 0 (every seed the same score): the simulation has no noise to
+    draw, and the rows say what such a comparison does instead of failing."""
+    quiet = S.PilotComparison(S._TRAINS, "control", "the same without shortcuts", "control_seeds", -0.7, 0.0, None, 6)
+    (row,) = S.sequential_rows((quiet,))
+    assert row["decides, fixed"] == row["decides, sequential"] == 1.0 and row["mean seeds"] == S.MINIMUM
+    assert row["decides at no effect, fixed"] == row["decides at no effect, sequential"] == 0.0

@@ -507,11 +507,16 @@ def sequential_rows(pilot=None) -> list[dict]:
     rows = []
     for i, c in enumerate(_comparisons(pilot)):
         looks = ladder(knobs[c.knob])
-        sim = dict(sd_a=c.sd_a, sd_b=c.sd_b, repeats=SIMULATED_REPEATS, seed=i)
-        seq = power.sequential_rates(c.planning_effect, looks=looks, **sim)
-        fixed = power.sequential_rates(c.planning_effect, looks=looks[-1:], **sim)
-        null_seq = power.sequential_rates(0.0, looks=looks, **sim)
-        null_fixed = power.sequential_rates(0.0, looks=looks[-1:], **sim)
+        if c.sd_a == 0:  # no noise: an effect decides at the first look, no effect never decides
+            decided = float(c.planning_effect > 0)
+            seq, fixed = ({"right": decided, "seeds": float(n)} for n in (looks[0], looks[-1]))
+            null_seq = null_fixed = {"right": 0.0, "wrong": 0.0}
+        else:
+            sim = dict(sd_a=c.sd_a, sd_b=c.sd_b, repeats=SIMULATED_REPEATS, seed=i)
+            seq = power.sequential_rates(c.planning_effect, looks=looks, **sim)
+            fixed = power.sequential_rates(c.planning_effect, looks=looks[-1:], **sim)
+            null_seq = power.sequential_rates(0.0, looks=looks, **sim)
+            null_fixed = power.sequential_rates(0.0, looks=looks[-1:], **sim)
         rows.append(
             {
                 "claim": c.claim,
