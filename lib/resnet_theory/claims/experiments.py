@@ -683,7 +683,7 @@ def _train_grid(ctx: Context) -> TrainingGrid:
     def train(sizes: dict) -> TrainingGrid:
         timer.train(p, have, {k: p.count(*k, sizes=sizes) for k in grid_keys + control_keys})
         runs = {(name, rate): list(have[(name, rate, d)]) for name, rate, d in grid_keys + control_keys}
-        return TrainingGrid(p, runs, timer.row(), seed)
+        return TrainingGrid(p, runs, {}, seed)  # the timing of all the looks is set at the end
 
     return _sequential(ctx, sizing.GRID_KNOBS, timer, train, lambda g: _grid_margins(ctx, g))
 
@@ -964,7 +964,7 @@ def _train_sweep(ctx: Context) -> DepthSweep:
         timer.train(p, have, want)
         new = {(name, d): list(runs) for (name, _, d), runs in have.items()}
         runs = {(name, d): new[(name, d)] for name in rates for d in p.depths}
-        return DepthSweep(p, rates, runs, timer.row(), seed)
+        return DepthSweep(p, rates, runs, {}, seed)  # the timing of all the looks is set at the end
 
     return _sequential(ctx, sizing.SWEEP_KNOBS, timer, train, lambda s: _sweep_margins(ctx, s))
 
