@@ -73,9 +73,13 @@ GLUED = textwrap.dedent("""\
     from myst_nb import glue
     glue("reader_answer", 0.1234567, display=False)
     glue("reader_pid", os.getpid(), display=False)
+    glue("reader_tiny", 3.4e-16, display=False)
     print("kernel process", os.getpid())""")
 QUOTED_BEFORE = "Quoted before the cell that computes it: process {glue:text}`reader_pid`.\n"
-QUOTED_AFTER = "The answer is {glue:text}`reader_answer:.3f`, computed by process {glue:text}`reader_pid`.\n"
+QUOTED_AFTER = (
+    "The answer is {glue:text}`reader_answer:.3f`, computed by process {glue:text}`reader_pid`. "
+    "Its error is {glue:text}`reader_tiny:.1e`.\n"
+)
 
 HIDDEN = f":tags: [hide-input]\n{HIDDEN_MARKER} = 1\nprint('the output of a cell whose input is hidden')"
 

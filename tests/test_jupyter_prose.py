@@ -5,6 +5,7 @@ is) opened in JupyterLab with jupyterlab-myst in headless Chromium, as a reader 
 from __future__ import annotations
 
 import contextlib
+import html
 import json
 import os
 import re
@@ -70,11 +71,30 @@ def test_the_spec_is_read_as_myst_nb_reads_the_role():
 def test_values_are_formatted_with_myst_nbs_own_formatter():
     from myst_nb.core.variables import format_plain_text
 
-    for text, fmt in [("0.123456", ".3f"), ("12345", ",d"), ("'a string'", ""), ("corrected", ""), ("2e-07", ".1e")]:
+    for text, fmt in [("0.123456", ".3f"), ("12345", ",d"), ("'a string'", ""), ("corrected", "")]:
         assert format_value({"text/plain": text}, f"x:{fmt}" if fmt else "x") == format_plain_text(text, fmt or "s")
     assert format_value({"text/plain": "0.123456"}, "x:.1%") == "12.3%"
     with pytest.raises(GluedError, match="without a text/plain"):
         format_value({"image/png": "..."}, "x")
+
+
+def test_numbers_in_python_form_read_as_on_the_html_pages():
+    """A number the HTML pages rewrite (``pasted_numbers``) reads the same in JupyterLab, in plain text."""
+    from myst_nb.core.variables import format_plain_text
+
+    from resnet_theory.tables import number_html
+
+    cases = [
+        ("2e-07", ".1e", "2.0\u00d710\u207b\u2077", "2.0\u00d710<sup>\u22127</sup>"),
+        ("13546816.0", ".2e", "1.35\u00d710\u2077", "1.35\u00d710<sup>7</sup>"),
+        ("1e-06", ".0e", "10\u207b\u2076", "10<sup>\u22126</sup>"),
+        ("-1000.0", ".0e", "-1,000", "-1,000"),
+        ("inf", ".3g", "\u221e", "\u221e"),
+        ("0.0", ".1e", "0", "0"),
+    ]
+    for text, fmt, plain, page in cases:
+        assert format_value({"text/plain": text}, f"x:{fmt}") == plain
+        assert number_html(format_plain_text(text, fmt)) == page, "the HTML pages write the same number"
     with pytest.raises(GluedError, match="cannot be formatted as '.3f'"):
         format_value({"text/plain": "corrected"}, "x:.3f")
 
@@ -250,6 +270,8 @@ def test_an_executed_chapter_opened_in_jupyterlab_shows_its_numbers_and_a_rerun_
 
     chromium_or_skip()
     jupyterlab_or_skip()
+    page = (reader_html / "book" / "reader.html").read_text()
+    assert 'Its error is <span class="pasted-text">3.4\u00d710<sup>\u221216</sup></span>.' in page
     shutil.copy(reader_html / "_sources" / "book" / "reader.ipynb", tmp_path / "reader.ipynb")
     executed = nbformat.read(tmp_path / "reader.ipynb", as_version=4)
     pid = jupyter_prose.glued_values(executed)["reader_pid"]["text/plain"]
@@ -258,6 +280,7 @@ def test_an_executed_chapter_opened_in_jupyterlab_shows_its_numbers_and_a_rerun_
         prose = _until(browser, tab, PROSE, lambda p: "is 0.123," in " ".join(p), "the executed numbers")
         assert _sentence(prose, "The answer is") == f"The answer is 0.123, computed by process {pid}."
         assert _sentence(prose, "Quoted before") == f"Quoted before the cell that computes it: process {pid}."
+        assert _sentence(prose, "Its error is") == "Its error is 3.4\u00d710\u207b\u00b9\u2076.", "as on the page"
         assert not [p for p in prose if "{glue" in p or "{eval}" in p or "glued(" in p], prose
         # Run All in the reader's kernel: the output says which process ran it, the prose after it follows
         _until(browser, tab, KERNEL, lambda status: status == "idle", "its kernel started")
@@ -274,3 +297,37 @@ def test_an_executed_chapter_opened_in_jupyterlab_shows_its_numbers_and_a_rerun_
         )
         assert _sentence(prose, "Quoted before") == f"Quoted before the cell that computes it: process {rerun}."
         assert _sentence(prose, "The answer is") == f"The answer is 0.123, computed by process {rerun}."
+
+
+# --- the book's own downloads: the numbers a JupyterLab reader sees are the numbers the pages show -----------------
+PASTED_SPAN = re.compile(r'<span class="pasted-text">(.*?)</span>', re.S)
+
+
+def _page_numbers(page: str) -> set[str]:
+    """The glued texts of a built page as plain text: a ``<sup>`` power in superscript characters (as
+    :func:`resnet_theory.tables.number_text` writes it), Sphinx's curly apostrophes straight."""
+    superscript = str.maketrans(
+        "\u22120123456789", "\u207b\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079"
+    )
+
+    def plain(span: str) -> str:
+        span = re.sub(r"<sup>(.*?)</sup>", lambda m: m.group(1).translate(superscript), span)
+        return html.unescape(re.sub(r"<[^>]+>", "", span)).replace("\u2019", "'")
+
+    return {plain(m.group(1)) for m in PASTED_SPAN.finditer(page)}
+
+
+def test_the_downloaded_chapters_show_the_numbers_their_pages_show(built_book):
+    """Every number a chapter's downloadable notebook shows in JupyterLab (its ``user_expressions``) is one its page
+    shows, written the same way (``3.4×10⁻¹⁶``, not ``3.4e-16``), and the other way round."""
+    for chapter in ("linear", "expressivity", "smooth_maps", "linear_predictors", "experiments"):
+        download = nbformat.read(built_book.html / "_sources" / "book" / f"{chapter}.ipynb", as_version=4)
+        shown = {
+            e["result"]["data"]["text/plain"].replace("\u2019", "'")
+            for c in download.cells
+            if c.cell_type == "markdown"
+            for e in c.metadata.get("user_expressions", [])
+        }
+        page = _page_numbers((built_book.html / "book" / f"{chapter}.html").read_text())
+        assert len(shown) > 30, f"{chapter}: {len(shown)} numbers in its prose"
+        assert shown == page, f"{chapter}: JupyterLab only {sorted(shown - page)}; page only {sorted(page - shown)}"

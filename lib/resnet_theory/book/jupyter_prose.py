@@ -94,14 +94,18 @@ def split_spec(spec: str) -> tuple[str, str]:
 
 
 def format_value(data: dict, spec: str) -> str:
-    """The text the book prints for ``{glue:text}`spec``` given the glued value's MIME ``data``."""
+    """The text the book prints for ``{glue:text}`spec``` given the glued value's MIME ``data``: myst-nb's format,
+    then each Python number form written as the HTML pages write it (``book/pasted_numbers.py``), in plain text:
+    ``3.4e-16`` as ``3.4×10⁻¹⁶``, ``inf`` as ``∞`` (:func:`resnet_theory.tables.number_text`)."""
     from myst_nb.core.variables import format_plain_text
+
+    from ..tables import number_text
 
     key, fmt = split_spec(spec)
     if "text/plain" not in data:
         raise GluedError(f"{key!r} was glued without a text/plain form, which {{glue:text}} needs")
     try:
-        return format_plain_text(data["text/plain"], fmt)
+        return number_text(format_plain_text(data["text/plain"], fmt))
     except (ValueError, TypeError) as exc:
         raise GluedError(f"{key!r} cannot be formatted as {fmt!r}: {exc}") from None
 
