@@ -193,6 +193,14 @@ def jupyterlab_or_skip() -> None:
         pytest.skip(f"{', '.join(missing)} not installed (make jupyter-install); the JupyterLab check did not run")
 
 
+def test_nbformat_imports_without_the_iri_grammar_jupyterlab_brings():
+    """``make jupyter-install`` removes rfc3987-syntax again (see the Makefile): with it, every process that imports
+    nbformat (the executor, each chapter's worker, papermill, Sphinx) builds about 35 Earley parsers first."""
+    probe = "import sys, nbformat, jsonschema; print('rfc3987_syntax' in sys.modules)"
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert proc.stdout.strip() == "False", proc.stdout + proc.stderr
+
+
 @contextlib.contextmanager
 def jupyterlab(folder: Path):
     """A JupyterLab server on ``folder`` (a free local port, a token, its settings and workspaces in ``folder``);
