@@ -50,7 +50,7 @@ PROFILE = ProfileTable(
     bhl_depth=Knob(8, 8, "number of layers $L$ in the Bartlett-Helmbold-Long sweeps"),
     bhl_dim=Knob(6, 32, r"$d$ of $\Phi$ in the $\kappa$ sweep", tiny=2),
     bhl_random=Knob(12, 60, "random SPD targets of any norm", tiny=2),
-    bhl_far=Knob(16, 48, "targets per distance from I", tiny=2),
+    bhl_far=Knob(16, 48, "targets per distance from $I$", tiny=2),
     bhl_far_budget=Knob(4000, 40000, "steps per failure run", tiny=200),
     bhl_budget=Knob(30_000, 1_000_000, "steps per SPD run", tiny=2_000),
 )
@@ -131,7 +131,7 @@ def _non_convexity(rows: list[dict], what: str) -> Check:
     r"A_1 x\|^2$ over the factors $(A_\ell, \dots, A_1)$ is non-convex (and so is its residual form (1.1), the "
     r"same function shifted by $I$).",
     control=Control(
-        "One layer (l = 1): the objective is then a convex quadratic in A_1, which the claim's 'factored "
+        r"One layer ($\ell = 1$): the objective is then a convex quadratic in $A_1$, which the claim's 'factored "
         "variables' exclude; its Hessian has no negative eigenvalue and no midpoint lies above the chord."
     ),
 )
@@ -1195,7 +1195,7 @@ def theorem_2_1_proof_scaling(ctx: Context) -> Evidence:
     )
     repair = Check.combine(
         [
-            Check.at_least(_column(repaired, "p value"), _column(repaired, "gamma"), what="repaired p vs gamma"),
+            Check.at_least(_column(repaired, "p value"), _column(repaired, "gamma"), what=r"repaired $p$ vs $\gamma$"),
             Check.at_most(
                 _column(repaired, "||K^(1/p) - I||"),
                 _column(repaired, "3 gamma / p"),
@@ -1557,17 +1557,18 @@ def theorem_2_2(ctx: Context) -> Evidence:
                 _column(singular, "||grad f||^2"),
                 _column(singular, "bound, s_+"),
                 rtol=1e-9,
-                what=f"{len(singular)} random points of the ball, singular Sigma (rank 1 to d - 1), bound with s_+",
+                what=rf"{len(singular)} random points of the ball, singular $\Sigma$ (rank 1 to $d - 1$), "
+                r"bound with $s_+$",
             ),
             Check.at_least(
-                _column(singular, "bound, s_+"), 1e-300, what="the bound with s_+ is positive off the minimum"
+                _column(singular, "bound, s_+"), 1e-300, what=r"the bound with $s_+$ is positive off the minimum"
             ),
         ],
-        what="corrected bound, every Sigma",
+        what=r"corrected bound, every $\Sigma$",
     )
     configs = [*ctx.cfg.critical_configs, ctx.cfg.critical_configs[0]]
     search = [
-        {**_critical_summary(c, r), "Sigma": "L L^T + 0.1 I" if j < len(found) - 1 else "L L^T, rank d - 1"}
+        {**_critical_summary(c, r), "Sigma": r"$LL^\top + 0.1 I$" if j < len(found) - 1 else r"$LL^\top$, rank $d - 1$"}
         for j, (c, r) in enumerate(zip(configs, found))
     ]
     return Evidence(
@@ -1699,8 +1700,8 @@ def section_1_no_bad_critical(ctx: Context) -> Evidence:
     statement=r"In the standard parameterisation $A_\ell \cdots A_1$, setting every $A_i = 0$ always gives a "
     r"bad critical point (for deep networks, $\ell \ge 2$, and $R \ne 0$).",
     control=Control(
-        "One layer (l = 1): not a deep network, and the objective is a convex quadratic whose gradient at "
-        "A_1 = 0 is -2 R Sigma, not zero."
+        r"One layer ($\ell = 1$): not a deep network, and the objective is a convex quadratic whose gradient at "
+        r"$A_1 = 0$ is $-2 R \Sigma$, not zero."
     ),
 )
 def section_1_plain_zero_critical(ctx: Context) -> Evidence:
@@ -1808,7 +1809,7 @@ CLAIMS.skip(
 )
 CLAIMS.skip(
     paper="hardt-ma",
-    ref="Appendix A.1, paragraph 4 (|e^x - 1| <= 3|x| for |x| <= 1)",
+    ref=r"Appendix A.1, paragraph 4 ($|e^x - 1| \le 3|x|$ for $|x| \le 1$)",
     statement=r"The inequality $|e^x - 1| \le 3|x|$ for $|x| \le 1$.",
     why=r"elementary ($\max_{0 < |x| \le 1}|e^x - 1|/|x| = e - 1 < 3$); the bounds it serves are checked "
     r"by thm-2.1-psd",

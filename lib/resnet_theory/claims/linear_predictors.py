@@ -467,7 +467,7 @@ def corollary_1(ctx: Context) -> Evidence:
                 [r["value"] for r in minima],
                 [r["inf_linear"] for r in minima],
                 rtol=1e-9,
-                what="F at each verified minimum vs inf F_lin",
+                what=r"$F$ at each verified minimum vs $\inf F_{\mathrm{lin}}$",
             ),
         ],
         what="Corollary 1",
@@ -601,7 +601,7 @@ CLAIMS.not_checkable(
     statement=r"The bound of Theorem 3 with its polynomial $\mathrm{poly}(b, r, \mu_0, \mu_1, \mu_2)$.",
     reason="the review leaves the polynomial unspecified and the paper's text is not "
     "available, so its constant cannot be compared with anything; the shape of "
-    "the bound is checked with a stated tolerance (shamir/thm-3-approximate)",
+    "the bound is checked with a stated tolerance, by shamir/thm-3-approximate",
     needs="the printed polynomial of Theorem 3, not available here",
     rests_on=("shamir/thm-1", "shamir/thm-2"),
 )
