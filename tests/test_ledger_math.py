@@ -56,6 +56,7 @@ from resnet_theory.verdicts import Check
         "Assumption 3.1 fails at the rho the width was chosen for",
         "bound with s_+",
         "F at each verified minimum vs inf F_lin",
+        "on the 2 x 2 maps of the last stage",
     ],
 )
 def test_ascii_math_is_found_outside_math(text):

@@ -256,6 +256,7 @@ ASCII_MATH = re.compile(
     r"|\b[A-Za-z]_(?:\d|[A-Za-z]\b|\+|\{)|\b[A-Z]_[a-z]{2,}\b"  # subscripts: "A_1", "h_0", "e_j", "s_+", "F_lin"
     r"|\b\d+\.\.\d+\b|\.\.[A-Za-z]_"  # a range: "d = 3..9", "q_1..q_r"
     r"|\([a-z] = \d+\)"  # a variable's value in words' parentheses: "One layer (l = 1)"
+    r"|\b\d+ x \d+\b"  # a size with an "x" for the times sign: "the 2 x 2 maps"
 )
 _TYPESET = re.compile(r"\\\(.*?\\\)", re.S)
 

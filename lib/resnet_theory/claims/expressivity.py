@@ -21,6 +21,7 @@ from sklearn.datasets import load_digits
 from .. import expressivity as ex
 from ..fits import fit_power_law
 from ..ledger import Check
+from ..tables import format_cell
 from .context import Context, Knob, ProfileTable
 from .registry import ClaimSet
 from .spec import Control, Correction, Evidence, ProofStep, Source, StepEvidence
@@ -412,8 +413,8 @@ def _orthonormal_fit(ctx: Context) -> dict:
     net = ex.build_interpolating_resnet(X, y, num_classes=cfg.classes, k=k, seed=_seed(ctx, "orthonormal"), attempts=12)
     err, weights = _module_check(net, X, y)
     line = (
-        f"n = {len(X)}, k = {k}, depth {net.depth}, weights {weights}, draws used {net.attempts}, "
-        f"largest output error {err:.2g}"
+        f"n = {len(X)}, k = {k}, depth {net.depth}, weights {weights:,}, draws used {net.attempts}, "
+        f"largest output error {format_cell(err, digits=2)}"
     )
     glue = {"expr_orth_n": len(X), "expr_orth_k": k, "expr_orth_paper_k": ex.paper_k(len(X), 2.0), "expr_orth_err": err}
     return dict(err=err, line=line, glue=glue)
