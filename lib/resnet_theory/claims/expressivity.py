@@ -724,7 +724,8 @@ def theorem_3_2(ctx: Context) -> Evidence:
     statement = Check.at_most(
         fit_errors,
         ex.FIT_TOLERANCE,
-        what=f"max |torch module output - one-hot|: sphere $n = {cfg.sizes}$ at $k = 10 \\ln n / \\rho^2$, "
+        what=r"$\max |\text{torch module output} - \text{one-hot}|$: sphere, $n$ = "
+        f"{', '.join(f'{n:,}' for n in cfg.sizes)}, at $k = 10 \\ln n / \\rho^2$, "
         r"digits at $k = D$, orthonormal inputs at $k_{\mathrm{union}}$",
     )
     step = Check.combine(
