@@ -57,6 +57,8 @@ from resnet_theory.verdicts import Check
         "bound with s_+",
         "F at each verified minimum vs inf F_lin",
         "on the 2 x 2 maps of the last stage",
+        "W = 0 is a bad critical point",
+        "average excess risk vs our explicit bound, b = 2",
     ],
 )
 def test_ascii_math_is_found_outside_math(text):

@@ -257,6 +257,7 @@ ASCII_MATH = re.compile(
     r"|\b\d+\.\.\d+\b|\.\.[A-Za-z]_"  # a range: "d = 3..9", "q_1..q_r"
     r"|\([a-z] = \d+\)"  # a variable's value in words' parentheses: "One layer (l = 1)"
     r"|\b\d+ x \d+\b"  # a size with an "x" for the times sign: "the 2 x 2 maps"
+    r"|(?<![\w$.])[A-Za-z] = -?\d"  # one letter set to a number: "W = 0 is a bad critical point", "b = 2"
 )
 _TYPESET = re.compile(r"\\\(.*?\\\)", re.S)
 

@@ -589,7 +589,7 @@ _APPENDIX_A: tuple[Row, ...] = (
        "hardt-ma/thm-2.1-proof-scaling"),
     _c("Appendix A.1, paragraph 13",
        r"$p = \ell\sqrt{3\gamma}/(2(\sqrt\pi + \sqrt{3\gamma}))$, $q = \ell\sqrt\pi/(\sqrt\pi + \sqrt{3\gamma})$ "
-       r"(a reading of the converted fractions), with $2q + p = \ell$ (converted as '2q + l = 1').",
+       r"(a reading of the converted fractions), with $2q + p = \ell$ (the conversion garbles its $\ell$ into a 1).",
        "hardt-ma/thm-2.1-proof-layer-count"),
     _c("Appendix A.1, paragraph 13",
        r"Layers $A_{2p+q} = B_q, \dots, A_{p+q+1} = B_1$, $A_{p+q} = B''_p, \dots$, $A_q = B'_q, \dots, "

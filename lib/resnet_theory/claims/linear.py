@@ -1718,7 +1718,7 @@ def section_1_plain_zero_critical(ctx: Context) -> Evidence:
                 what=r"excess risk at $W = 0$ vs $\|R \Sigma^{1/2}\|_F^2 > 0$",
             ),
         ],
-        what="W = 0 is a bad critical point",
+        what=r"$W = 0$ is a bad critical point",
     )
     return Evidence(
         statement=statement,
@@ -1735,7 +1735,7 @@ CLAIMS.skip(
     statement="The gradient bound guarantees convergence of gradient descent to a global "
     r"minimum (Karimi et al. 2016) if the iterates stay inside $\mathcal{B}_\tau$.",
     why=r"conditional on the iterates staying in $\mathcal{B}_\tau$, which the paper "
-    "notes Theorem 2.2 does not ensure; the chapter's one run from A = 0 illustrates it and cannot test "
+    r"notes Theorem 2.2 does not ensure; the chapter's one run from $A = 0$ illustrates it and cannot test "
     "a statement about every run",
 )
 CLAIMS.skip(
@@ -1761,7 +1761,7 @@ CLAIMS.skip(
     statement="With weights initialised symmetrically around 0, a standard layer trained by stochastic gradient"
     " methods cannot easily converge to the identity (batch normalisation partly addresses this).",
     why="a qualitative motivation with no quantity; the linear chapter's gradient-descent figure (the "
-    "plain network from a small random start crawls, the residual one from A = 0 converges) "
+    r"plain network from a small random start crawls, the residual one from $A = 0$ converges) "
     "illustrates it",
 )
 CLAIMS.skip(

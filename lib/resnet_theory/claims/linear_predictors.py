@@ -388,7 +388,7 @@ def theorem_2(ctx: Context) -> Evidence:
         raise _no_input("shamir/thm-2: no point (0, V) without the skip has a positive right side", "n_instances")
     statement = Check.combine(
         [
-            Check.at_least(survey["t2_lhs"], survey["t2_rhs"], what="random instances at w = 0, both losses"),
+            Check.at_least(survey["t2_lhs"], survey["t2_rhs"], what=r"random instances at $w = 0$, both losses"),
             Check.at_least(
                 [r["Theorem 2 left side"] for r in ex1], [r["right side"] for r in ex1], what="Example 1's saddles"
             ),
@@ -798,7 +798,7 @@ def theorem_4(ctx: Context) -> Evidence:
     crossed = out_mean > bound_out  # where the control's mean is above its bound
     return Evidence(
         statement=Check.at_most(
-            gaps, np.broadcast_to(bound, gaps.shape), what="average excess risk vs our explicit bound, b = 2"
+            gaps, np.broadcast_to(bound, gaps.shape), what=r"average excess risk vs our explicit bound, $b = 2$"
         ),
         control=Check.at_most(
             out["gap"],
