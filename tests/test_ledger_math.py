@@ -59,6 +59,9 @@ from resnet_theory.verdicts import Check
         "on the 2 x 2 maps of the last stage",
         "W = 0 is a bad critical point",
         "average excess risk vs our explicit bound, b = 2",
+        "every invertible R: relative Frobenius error",
+        "positive definite roots approach I, singular ones",
+        "random targets far from I",
     ],
 )
 def test_ascii_math_is_found_outside_math(text):
@@ -75,6 +78,7 @@ def test_ascii_math_is_found_outside_math(text):
         r"swirl, $d = 2$: exact values at $(0, -1/\epsilon)$, $F = 1/2$, 3 of 4 cases, book/linear",
         r"growth of $m\,\varepsilon(m)$, the beta (test) version",
         "n_instances, max_depth, k_draws and jl_draws: knobs by name",
+        "proved in Appendix A.1, from A.2 and Section 3; every A4 page",
         r"the surrogate labels $q_1, \dots, q_r$ and $F_{\mathrm{lin}}$",
     ],
 )

@@ -258,6 +258,7 @@ ASCII_MATH = re.compile(
     r"|\([a-z] = \d+\)"  # a variable's value in words' parentheses: "One layer (l = 1)"
     r"|\b\d+ x \d+\b"  # a size with an "x" for the times sign: "the 2 x 2 maps"
     r"|(?<![\w$.])[A-Za-z] = -?\d"  # one letter set to a number: "W = 0 is a bad critical point", "b = 2"
+    r"|\b(?:vs|from|approach|invertible|every|maps) [A-Z]\b(?![\w'.])"  # a matrix named in words: "vs R", "from I"
 )
 _TYPESET = re.compile(r"\\\(.*?\\\)", re.S)
 

@@ -1186,13 +1186,17 @@ def lemma_b_2(ctx: Context) -> Evidence:
         return Check.statistical(rate(values, bound), se, 0.5, test=test, n=draws, what=f"{what}, {where}")
 
     return Evidence(
-        statement=frac(d["err"], ex.FIT_TOLERANCE, "the induction, per-unit thresholds, maps every z to v (torch)"),
+        statement=frac(
+            d["err"], ex.FIT_TOLERANCE, r"the induction, per-unit thresholds, maps every $z$ to $v$ (torch)"
+        ),
         proof=StepEvidence(
             step=frac(d["qz"], 1 - w["rho_p"], r"every $\langle q_s, z_i\rangle \le 1 - \rho'$"),
             repair=frac(d["per_unit"], -1e-12, r"every $\langle q_s, z_j\rangle < \|z_j\|^2$"),
         ),
         control=frac(
-            d["twin"], ex.FIT_TOLERANCE, "the induction with a duplicated point of another label (b fails) maps z to v"
+            d["twin"],
+            ex.FIT_TOLERANCE,
+            r"the induction with a duplicated point of another label (b fails) maps $z$ to $v$",
         ),
         data={"draws": [{key: d[key][i] for key in d} for i in range(draws)]},
         glue={

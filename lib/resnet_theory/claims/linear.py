@@ -198,9 +198,9 @@ def claim_2_3(ctx: Context) -> Evidence:
                 np.ptp(gap),
                 tol,
                 what=r"spread over 5 networks of $f(A) - \|E \Sigma^{1/2}\|_F^2$ (exact expectation), "
-                "tolerance 1e-12 x max f",
+                r"tolerance $10^{-12} \max f$",
             ),
-            Check.close(gap, np.full(len(nets), d), rtol=0, atol=tol, what="that constant vs d (our addition)"),
+            Check.close(gap, np.full(len(nets), d), rtol=0, atol=tol, what=r"that constant vs $d$ (our addition)"),
         ],
         what="eq. (2.2) integrated exactly",
     )
@@ -588,7 +588,7 @@ def theorem_2_1(ctx: Context) -> Evidence:
     )
     worst = t.worst
     return Evidence(
-        statement=Check.combine([t.exact, t.camera, t.adversarial, negative], what="every invertible R"),
+        statement=Check.combine([t.exact, t.camera, t.adversarial, negative], what=r"every invertible $R$"),
         corrected=t.statement_det_positive(),
         control=t.below_3_gamma("camera-ready"),
         data={
@@ -639,7 +639,7 @@ def theorem_2_1_early(ctx: Context) -> Evidence:
     negative = t.search("review", "det<0", r"$\det R < 0$: search within $(4\pi + 3\gamma)/\ell$, relative residual")
     positive = t.search("review", "det>0", r"$\det R > 0$: search within $(4\pi + 3\gamma)/\ell$, relative residual")
     return Evidence(
-        statement=Check.combine([t.exact, t.early, t.adversarial, negative], what="every invertible R"),
+        statement=Check.combine([t.exact, t.early, t.adversarial, negative], what=r"every invertible $R$"),
         corrected=Check.combine([t.exact, t.early, t.adversarial, positive], what=r"$\det R > 0$"),
         control=t.below_3_gamma("review"),
         glue={"thm21_early_worst": float(t.early.numbers["max_ratio"])},
@@ -764,7 +764,7 @@ def section_1_psd_root(ctx: Context) -> Evidence:
                 _column(singular, "||O^(1/l) - I||"), 1.0, rtol=1e-12, what=r"singular $O$: $\|O^{1/\ell} - I\|$ vs 1"
             ),
         ],
-        what="positive definite roots approach I, singular ones stay at distance 1 or more",
+        what=r"positive definite roots approach $I$, singular ones stay at distance 1 or more",
     )
     control = Check.at_most(
         _column(pd, "||O^(1/l) - I||"),
@@ -903,7 +903,7 @@ def _rounding_witness() -> tuple[list[dict], Check]:
     check = Check.combine(
         [
             Check.at_most(
-                [r["product error"] for r in usable], 1e-12, what="witness: product of the layers vs R, relative"
+                [r["product error"] for r in usable], 1e-12, what=r"witness: product of the layers vs $R$, relative"
             ),
             Check.at_most(
                 [r["best max ||A_i||"] for r in usable],
@@ -1125,8 +1125,8 @@ def theorem_2_1_proof_rotation_blocks(ctx: Context) -> Evidence:
     repair = Check.combine(
         [
             svds,
-            Check.close(_column(oriented, "det U"), np.ones(len(oriented)), rtol=1e-9, what="oriented: det U"),
-            Check.at_most(_column(oriented, "(U^(1/q))^q error"), 1e-9, what="oriented: q rotation roots vs U"),
+            Check.close(_column(oriented, "det U"), np.ones(len(oriented)), rtol=1e-9, what=r"oriented: $\det U$"),
+            Check.at_most(_column(oriented, "(U^(1/q))^q error"), 1e-9, what=r"oriented: $q$ rotation roots vs $U$"),
         ],
         what="oriented SVD",
     )
@@ -2081,7 +2081,7 @@ def _distance_summary(runs: dict) -> list[dict]:
     r"iterations (non-symmetric $\Phi$ allowed). Added here: starting loss 0.02 "
     r"stands for the unknown constant.",
     control=Control(
-        "Random targets at spectral distance 3 from I, whose starting loss is far above any small constant, so "
+        r"Random targets at spectral distance 3 from $I$, whose starting loss is far above any small constant, so "
         "the claim's hypothesis excludes them."
     ),
 )
@@ -2116,8 +2116,8 @@ def bhl_near_identity(ctx: Context) -> Evidence:
     r"built to fail, and a certificate ($\det\Phi < 0$ while the determinant of the "
     r"product stays positive).",
     control=Control(
-        "Random targets at spectral distance 1/2 from I: the claimed failures are at a larger distance, and near I "
-        "the abstract promises convergence."
+        r"Random targets at spectral distance 1/2 from $I$: the claimed failures are at a larger distance, and "
+        r"near $I$ the abstract promises convergence."
     ),
 )
 def bhl_far_from_identity(ctx: Context) -> Evidence:
@@ -2135,7 +2135,7 @@ def bhl_far_from_identity(ctx: Context) -> Evidence:
                 )
                 for r in (2.0, 3.0)
             ],
-            what="random targets far from I",
+            what=r"random targets far from $I$",
         ),
         control=Check.at_least(len(fail_at[0.5]), 1, what="control: failures of any kind at distance 0.5"),
         data={"summary": _distance_summary(runs)},
