@@ -126,13 +126,13 @@ def example_1_derivatives(ctx: Context) -> Evidence:
         typo_reports.append(compare_hessians(objective, points, closed_form=changed))
     difference = list(f["diff_grad"]) + list(f["diff_hess"])
     statement = Check.combine(
-        [Check.equal(difference, [0] * 6, what="SymPy minus printed formulas")]
+        [Check.equal(difference, [sp.Integer(0)] * 6, what="SymPy minus printed formulas")]
         + [r.check(f"gradient, $\\epsilon = {e}$") for r, e in zip(grad_reports, EXAMPLE_1_EPS)]
         + [r.check(f"Hessian, $\\epsilon = {e}$") for r, e in zip(hess_reports, EXAMPLE_1_EPS)],
         what="exact and numerical witnesses",
     )
     control = (
-        Check.equal(list(f["diff_typo"]), [0] * 4, what="SymPy minus the Hessian with one sign changed"),
+        Check.equal(list(f["diff_typo"]), [sp.Integer(0)] * 4, what="SymPy minus the Hessian with one sign changed"),
         Check.combine(
             [r.check(f"Hessian with one sign changed, $\\epsilon = {e}$") for r, e in zip(typo_reports, EXAMPLE_1_EPS)],
             what="numerical witnesses against the changed Hessian",
