@@ -243,3 +243,15 @@ def test_what_the_declarations_show_is_typeset():
         texts += [("printed statement", row.location, row.location), ("printed statement", row.location, row.what)]
     found = {(kind, where): ascii_math(text_html(text)) for kind, where, text in texts if ascii_math(text_html(text))}
     assert not found, found
+
+
+def test_example_1_shows_no_python_list_beside_its_typeset_one():
+    """Example 1's derivative check read "SymPy minus printed formulas: $[0, 0, 0, 0, 0, 0]$ = [0, 0, 0, 0, 0, 0]"
+    (issue 33 review): the expected zeros are SymPy's, so both sides are typeset."""
+    from resnet_theory.claims.chapter import Chapter
+
+    run = Chapter("linear_predictors", profile="tiny", seed=0).check("shamir/example-1-derivatives")
+    statement, control = run.evidence.statement, run.evidence.control
+    for summary in (statement.summary, control.summary if hasattr(control, "summary") else control[0].summary):
+        shown = re.sub(r"\$[^$]*\$", " ", summary)
+        assert not re.search(r"\[\d", shown), summary
