@@ -255,3 +255,22 @@ def test_example_1_shows_no_python_list_beside_its_typeset_one():
     for summary in (statement.summary, control.summary if hasattr(control, "summary") else control[0].summary):
         shown = re.sub(r"\$[^$]*\$", " ", summary)
         assert not re.search(r"\[\d", shown), summary
+
+
+def test_a_statement_not_checked_typesets_its_printed_location():
+    """The ledger's list of statements not checked escaped its locations while the claims' locations were
+    typeset: "Section 3, paragraph 8 ($n > r^2$ in practice)" showed its dollars (issue 33 review)."""
+    from resnet_theory.ledger_html import skipped_html
+
+    shown = skipped_html(
+        [
+            {
+                "paper": "hardt-ma",
+                "ref": "Section 3, paragraph 8 ($n > r^2$ in practice)",
+                "statement": "In practice.",
+                "why": "a remark",
+                "chapter": "expressivity",
+            }
+        ]
+    )
+    assert r"\(n &gt;\)" in shown and "$" not in shown, shown

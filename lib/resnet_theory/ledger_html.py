@@ -694,7 +694,7 @@ def skipped_html(skipped: Sequence[dict]) -> str:
     if not skipped:
         return "<p>Every printed statement the chapters discuss is checked above.</p>"
     items = [
-        f"<li><strong>{html.escape(PAPERS.get(s['paper'], (s['paper'],))[0])}, {html.escape(s['ref'])}</strong>: "
+        f"<li><strong>{html.escape(PAPERS.get(s['paper'], (s['paper'],))[0])}, {text_html(s['ref'])}</strong>: "
         f"{text_html(s['statement'])} <em>Not checked:</em> {text_html(s['why'])} "
         f'(<a href="{html.escape(s["chapter"])}.html">{html.escape(s["chapter"])}</a>)</li>'
         for s in skipped
