@@ -98,7 +98,7 @@ def test_the_registry_finds_this_module_and_its_ten_claims_in_chapter_order():
         "Section 1.1, paragraph 5 (the simpler residual layer)",
         "Section 3, paragraph 2 (two batch normalisations removed)",
         "Section 3, paragraph 5 (images perturbed imperceptibly)",
-        "Section 3, paragraph 8 (n > r^2 in practice)",
+        "Section 3, paragraph 8 ($n > r^2$ in practice)",
         "Appendix C, proof of Claim C.1",
         "Appendix C, proof of Claim C.2",
     ]

@@ -193,7 +193,9 @@ def test_the_theorem_2_2_repair_holds_for_every_sigma_singular_included(tiny):
     assert all(r["||grad f||^2"] >= r["bound, s_+"] * (1 - 1e-9) and r["bound, s_+"] > 0 for r in rows)
     assert max(r["bound, s_min"] for r in rows) < 1e-10
     assert run.evidence.proof.repair.holds and run.verdict == "proof-gap"
-    assert run.data["search"][-1]["Sigma"] == "L L^T, rank d - 1" and run.data["search"][-1]["critical points"] >= 1
+    assert (
+        run.data["search"][-1]["Sigma"] == r"$LL^\top$, rank $d - 1$" and run.data["search"][-1]["critical points"] >= 1
+    )
     # the bound for every Sigma is the s_min bound when Sigma is invertible, and s_+ for a singular one
     A, R = np.zeros((2, 2, 2)), np.array([[2.0, 0.0], [0.0, 3.0]])
     Sigma = np.diag([2.0, 0.0])

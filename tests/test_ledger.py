@@ -817,3 +817,27 @@ def test_check_equal_writes_large_whole_numbers_with_thousands_separators():
     assert Check.equal(2024 - 24, 2000, what="small").summary == "small: 2000 $=$ 2000"  # four digits stay whole
     assert Check.equal(True, True, what="flag").summary == "flag: True $=$ True"  # a bool is not a number here
     assert Check.equal(13_546_816, 13_546_816, what="count").numbers == {"actual": "13546816", "expected": "13546816"}
+
+
+def test_a_long_formula_is_also_cut_after_its_binary_operators():
+    """The ledger's "printed in" column ran 11 px past the claims table at 1400 px on "(Id + B_q) ... (Id + B_1)",
+    and an evidence table 30 px past its cell on a product of five factors (issue 33 review): a piece with more
+    than ``LONG_PIECE`` shown characters is cut after each ``+`` and ``-`` between operands outside groups too,
+    keeping the operator's spacing; short pieces, signs and superscripts stay whole."""
+    from resnet_theory.ledger_html import math_pieces
+
+    assert math_pieces(r"U = (\mathrm{Id} + B_q) \cdots (\mathrm{Id} + B_1)") == [
+        "U =",
+        r"(\mathrm{Id} +{}",
+        r"B_q) \cdots (\mathrm{Id} +{}",
+        "B_1)",
+    ]
+    assert math_pieces(r"2\prod_{j \ne i} \sigma_{\min}(I + A_j) \sigma_{\min}(\Sigma) \|E\|_F") == [
+        r"2\prod_{j \ne i} \sigma_{\min}(I +{}",
+        r"A_j) \sigma_{\min}(\Sigma) \|E\|_F",
+    ]
+    for short in (r"\mathrm{Id} - S W S^{-1}", r"e^{\gamma/\ell} - 1", r"x^{-1} - 10^-6 + (-1)", r"a \pm b"):
+        assert math_pieces(short) == [short]
+    assert math_pieces(r"\left( a + b + c + d + e + f + g + h \right)") == [
+        r"\left( a + b + c + d + e + f + g + h \right)"
+    ]

@@ -45,6 +45,23 @@ from resnet_theory.verdicts import Check
         "module count == Table 1's layers counted by hand",
         "In the table, eps(4) is the largest deviation",
         "the rate sigma(A) of the map",
+        "the objective is then a convex quadratic in A_1",
+        "its gradient at 0 is -2 R Sigma, not zero",
+        "One layer (l = 1): not a deep network",
+        "The projected inputs h_0 = A_0 x of the digits",
+        "sphere networks: max |output - e_j|",
+        "the surrogate labels q_1..q_r",
+        "same, Gaussian (non-normal) matrices, d = 3..9",
+        "repaired p vs gamma",
+        "Assumption 3.1 fails at the rho the width was chosen for",
+        "bound with s_+",
+        "F at each verified minimum vs inf F_lin",
+        "on the 2 x 2 maps of the last stage",
+        "W = 0 is a bad critical point",
+        "average excess risk vs our explicit bound, b = 2",
+        "every invertible R: relative Frobenius error",
+        "positive definite roots approach I, singular ones",
+        "random targets far from I",
     ],
 )
 def test_ascii_math_is_found_outside_math(text):
@@ -60,6 +77,9 @@ def test_ascii_math_is_found_outside_math(text):
         r"$E[x x^T]$ as printed",
         r"swirl, $d = 2$: exact values at $(0, -1/\epsilon)$, $F = 1/2$, 3 of 4 cases, book/linear",
         r"growth of $m\,\varepsilon(m)$, the beta (test) version",
+        "n_instances, max_depth, k_draws and jl_draws: knobs by name",
+        "proved in Appendix A.1, from A.2 and Section 3; every A4 page",
+        r"the surrogate labels $q_1, \dots, q_r$ and $F_{\mathrm{lin}}$",
     ],
 )
 def test_typeset_math_and_plain_words_pass(text):
@@ -198,3 +218,59 @@ def test_the_positive_definite_sweep_names_its_series_typeset():
     shown = ResultsTable(fits)._repr_html_()
     assert not ascii_math(shown), ascii_math(shown)
     assert r"\kappa^{-1/2}" in shown and "kappa^" not in shown.replace(r"\kappa^", "")
+
+
+def test_what_the_declarations_show_is_typeset():
+    """Every claim's printed location (the ledger's "printed in" column), its control's input, the statement and
+    reason of every statement not checked, the paper rows of the ledger's list of printed statements and what
+    each knob sizes have no ASCII mathematics: the ledger printed "the surrogate labels q_1..q_r" and
+    "paragraph 8 (n > r^2 in practice)", a control read "convex quadratic in A_1 ... -2 R Sigma" (issue 33)."""
+    from resnet_theory.claims import coverage
+
+    texts = []
+    for chapter in CHAPTER_MODULES:
+        claims = chapter_claims(chapter)
+        for claim in claims.claims.values():
+            texts += [("ref", claim.id, claim.ref)]
+            control = getattr(claim, "control", None)
+            if control is not None:
+                texts += [("control", claim.id, control.input)]
+        for skip in claims.skipped:
+            texts += [("skip", skip.ref, skip.ref), ("skip", skip.ref, skip.statement), ("skip", skip.ref, skip.why)]
+        for row in claims.profile.rows("quick"):
+            texts += [("knob", row["knob"], row["what it sizes"])]
+    for row in coverage.ROWS:
+        texts += [("printed statement", row.location, row.location), ("printed statement", row.location, row.what)]
+    found = {(kind, where): ascii_math(text_html(text)) for kind, where, text in texts if ascii_math(text_html(text))}
+    assert not found, found
+
+
+def test_example_1_shows_no_python_list_beside_its_typeset_one():
+    """Example 1's derivative check read "SymPy minus printed formulas: $[0, 0, 0, 0, 0, 0]$ = [0, 0, 0, 0, 0, 0]"
+    (issue 33 review): the expected zeros are SymPy's, so both sides are typeset."""
+    from resnet_theory.claims.chapter import Chapter
+
+    run = Chapter("linear_predictors", profile="tiny", seed=0).check("shamir/example-1-derivatives")
+    statement, control = run.evidence.statement, run.evidence.control
+    for summary in (statement.summary, control.summary if hasattr(control, "summary") else control[0].summary):
+        shown = re.sub(r"\$[^$]*\$", " ", summary)
+        assert not re.search(r"\[\d", shown), summary
+
+
+def test_a_statement_not_checked_typesets_its_printed_location():
+    """The ledger's list of statements not checked escaped its locations while the claims' locations were
+    typeset: "Section 3, paragraph 8 ($n > r^2$ in practice)" showed its dollars (issue 33 review)."""
+    from resnet_theory.ledger_html import skipped_html
+
+    shown = skipped_html(
+        [
+            {
+                "paper": "hardt-ma",
+                "ref": "Section 3, paragraph 8 ($n > r^2$ in practice)",
+                "statement": "In practice.",
+                "why": "a remark",
+                "chapter": "expressivity",
+            }
+        ]
+    )
+    assert r"\(n &gt;\)" in shown and "$" not in shown, shown

@@ -149,7 +149,46 @@ def math_pieces(tex: str) -> list[str]:
             continue
         i += 1
     pieces.append(tex[start:].strip())
-    return [piece for piece in pieces if piece]
+    return [part for piece in pieces if piece for part in _cut_after_binary_operators(piece)]
+
+
+#: A ``+`` or ``-`` between two operands: after a space or an operand (a letter, digit, closing bracket, ``'``), and
+#: followed by a space (so not ``-1`` after ``(`` or ``=``, not a superscript's ``^-``, not ``\pm``).
+_BINARY = re.compile(r"(?<=[\w)\]}|'] )[+-](?= )|(?<=[\w)\]}|'])[+-](?= )")
+#: A piece longer than this many shown characters (commands counted as one, braces and scripts' marks as none)
+#: is also cut after its binary operators: "(\mathrm{Id} + B_q) \cdots (\mathrm{Id} + B_1)" ran 11 px past the
+#: ledger's "printed in" column at 1400 px.
+LONG_PIECE = 14
+
+
+def _shown_length(tex: str) -> int:
+    shown = re.sub(
+        r"\\(?:mathrm|mathbf|mathcal|mathbb|operatorname|text|left|right|big|Big|,|;|!|quad)(?![A-Za-z])", "", tex
+    )
+    return len(re.sub(r"[{}^_\s]", "", re.sub(r"\\[A-Za-z]+", "x", shown)))
+
+
+def _cut_after_binary_operators(piece: str) -> list[str]:
+    """A long piece of :func:`math_pieces` cut after each ``+`` and ``-`` between operands that stands outside
+    braces, ``\\left...\\right`` and environments, as TeX may break an inline formula there too; the operator keeps
+    its spacing (``+{}``: a binary operator needs an operand on each side)."""
+    if _shown_length(piece) <= LONG_PIECE:
+        return [piece]
+    parts, depth, start, i = [], 0, 0, 0
+    while i < len(piece):
+        if _OPENS.match(piece, i) or piece[i] == "{":
+            depth += 1
+        elif (_CLOSES.match(piece, i) or piece[i] == "}") and depth:
+            depth -= 1
+        elif piece[i] == "\\":
+            i += 2
+            continue
+        elif depth == 0 and _BINARY.match(piece, i) and piece[i + 1 :].strip():
+            parts.append(piece[start : i + 1].strip() + "{}")
+            start = i + 1
+        i += 1
+    parts.append(piece[start:].strip())
+    return [part for part in parts if part]
 
 
 #: Punctuation that must not start a line after inline math (as :mod:`resnet_theory.book.math_punctuation` keeps
@@ -204,6 +243,8 @@ def text_html(text: str | None) -> str:
 _GREEK = (
     r"(?:alpha|beta|gamma|delta|eps|epsilon|zeta|eta|theta|kappa|lambda|mu|nu|xi|rho|sigma|Sigma|tau|phi|Phi|psi|omega)"
 )
+#: Greek letters' names that are no English word (not "beta", "eta", "mu", "nu", "xi", "pi": "the beta version")
+_GREEK_ALONE = r"(?:alpha|gamma|Gamma|delta|Delta|epsilon|theta|kappa|lambda|Lambda|rho|sigma|Sigma|tau|omega)"
 ASCII_MATH = re.compile(
     r"\^\(|\w\^[\w{]|\bsqrt\(|\*\*|[\w)\]] ?\* ?[\w(]|!=|<=|>=|==|\|\|"  # powers, products, relations, norms
     rf"|\b{_GREEK}\b ?[-+/=<>)^]|\b{_GREEK}_\w|[-+/=(] ?\b{_GREEK}\b|\d \b(?:pi|{_GREEK})\b"  # Greek names by operators
@@ -211,6 +252,13 @@ ASCII_MATH = re.compile(
     r"|\b[a-zA-Z]=\d"  # "d=2" in a title or label
     r"|\b(?:exp|log|ln)\(|\b\d+/\("  # exp(-k I(d)), 4/(4 - d)
     rf"|\b{_GREEK}\("  # a Greek letter's name as a function: "eps(m)", "m eps(m)", "sigma(A)"
+    rf"|(?<!\\)\b{_GREEK_ALONE}\b"  # a Greek letter's name as a word: "-2 R Sigma", "at the rho", "p vs gamma"
+    r"|\b[A-Za-z]_(?:\d|[A-Za-z]\b|\+|\{)|\b[A-Z]_[a-z]{2,}\b"  # subscripts: "A_1", "h_0", "e_j", "s_+", "F_lin"
+    r"|\b\d+\.\.\d+\b|\.\.[A-Za-z]_"  # a range: "d = 3..9", "q_1..q_r"
+    r"|\([a-z] = \d+\)"  # a variable's value in words' parentheses: "One layer (l = 1)"
+    r"|\b\d+ x \d+\b"  # a size with an "x" for the times sign: "the 2 x 2 maps"
+    r"|(?<![\w$.])[A-Za-z] = -?\d"  # one letter set to a number: "W = 0 is a bad critical point", "b = 2"
+    r"|\b(?:vs|from|approach|invertible|every|maps) [A-Z]\b(?![\w'.])"  # a matrix named in words: "vs R", "from I"
 )
 _TYPESET = re.compile(r"\\\(.*?\\\)", re.S)
 
@@ -646,7 +694,7 @@ def skipped_html(skipped: Sequence[dict]) -> str:
     if not skipped:
         return "<p>Every printed statement the chapters discuss is checked above.</p>"
     items = [
-        f"<li><strong>{html.escape(PAPERS.get(s['paper'], (s['paper'],))[0])}, {html.escape(s['ref'])}</strong>: "
+        f"<li><strong>{html.escape(PAPERS.get(s['paper'], (s['paper'],))[0])}, {text_html(s['ref'])}</strong>: "
         f"{text_html(s['statement'])} <em>Not checked:</em> {text_html(s['why'])} "
         f'(<a href="{html.escape(s["chapter"])}.html">{html.escape(s["chapter"])}</a>)</li>'
         for s in skipped

@@ -378,7 +378,7 @@ _SECTION_3: tuple[Row, ...] = (
        "hardt-ma/thm-3.2"),
     _l("Section 3, paragraph 8",
        r"In practice $n > r^2$, as for ImageNet with $n > 10^6$ and $r = 1000$.",
-       "Section 3, paragraph 8 (n > r^2 in practice)"),
+       "Section 3, paragraph 8 ($n > r^2$ in practice)"),
     _c("Section 3, paragraph 9",
        r"$h_0 = A_0x$, blocks $h_j = h_{j-1} + \mathcal T_{A_j,B_j,b_j}(h_{j-1})$, output "
        r"$\hat y = h_\ell + \mathcal T_{A_{\ell+1},B_{\ell+1},s_{\ell+1}}(h_\ell)$ with weights "
@@ -559,7 +559,7 @@ _APPENDIX_A: tuple[Row, ...] = (
        "hardt-ma/thm-2.1-psd"),
     _l("Appendix A.1, paragraph 4",
        r"The inequality $|e^x - 1| \le 3|x|$ for $|x| \le 1$.",
-       "Appendix A.1, paragraph 4 (|e^x - 1| <= 3|x| for |x| <= 1)"),
+       r"Appendix A.1, paragraph 4 ($|e^x - 1| \le 3|x|$ for $|x| \le 1$)"),
     _c("Appendix A.1, paragraph 5",
        r"Hence $|||A^*||| \le 3\gamma/\ell$ in the positive semidefinite case.",
        "hardt-ma/thm-2.1-psd"),
@@ -589,7 +589,7 @@ _APPENDIX_A: tuple[Row, ...] = (
        "hardt-ma/thm-2.1-proof-scaling"),
     _c("Appendix A.1, paragraph 13",
        r"$p = \ell\sqrt{3\gamma}/(2(\sqrt\pi + \sqrt{3\gamma}))$, $q = \ell\sqrt\pi/(\sqrt\pi + \sqrt{3\gamma})$ "
-       r"(a reading of the converted fractions), with $2q + p = \ell$ (converted as '2q + l = 1').",
+       r"(a reading of the converted fractions), with $2q + p = \ell$ (the conversion garbles its $\ell$ into a 1).",
        "hardt-ma/thm-2.1-proof-layer-count"),
     _c("Appendix A.1, paragraph 13",
        r"Layers $A_{2p+q} = B_q, \dots, A_{p+q+1} = B_1$, $A_{p+q} = B''_p, \dots$, $A_q = B'_q, \dots, "
@@ -603,8 +603,9 @@ _APPENDIX_A: tuple[Row, ...] = (
        r"The same bound with $p$ and $q$ whole numbers of layers.",
        "hardt-ma/thm-2.1-proof-rounding"),
     _c("Appendix A.2, paragraph 1",
-       r"Taylor expansion: $f(\dots, A_j + \Delta_j, \dots) = f(A) + 2\langle (I + A_\ell^\top)\cdots"
-       r"(I + A_{j+1}^\top)E\Sigma(I + A_{j-1}^\top)\cdots(I + A_1^\top), \Delta_j\rangle + O(\|\Delta_j\|_F^2)$.",
+       r"Taylor expansion: $f(\dots, A_j + \Delta_j, \dots) = f(A) + 2\langle G_j, \Delta_j\rangle + "
+       r"O(\|\Delta_j\|_F^2)$ with $G_j = (I + A_\ell^\top)\cdots(I + A_{j+1}^\top)$ $E\Sigma$ "
+       r"$(I + A_{j-1}^\top)\cdots(I + A_1^\top)$.",
        "hardt-ma/lemma-2.4"),
     _c("Appendix A.2, paragraph 2",
        r"Hence $\partial f/\partial A_j$ is that matrix, eq. (2.5).",
@@ -613,7 +614,7 @@ _APPENDIX_A: tuple[Row, ...] = (
 
 _APPENDICES_B_C: tuple[Row, ...] = (
     _n("Appendix B, paragraph 1",
-       "The full proof of Theorem 3.2 starts from a block that moves k of n vectors and keeps the others.",
+       r"The full proof of Theorem 3.2 starts from a block that moves $k$ of $n$ vectors and keeps the others.",
        "an announcement of Lemma B.1"),
     _c("Appendix B, paragraph 2, Lemma B.1",
        r"If $1 - \rho' \le \|\alpha^{(i)}\|^2 \le 1 + \rho'$ and $\|\alpha^{(i)} - \alpha^{(j)}\| \ge 3\rho'$ "

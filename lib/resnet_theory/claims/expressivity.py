@@ -21,6 +21,7 @@ from sklearn.datasets import load_digits
 from .. import expressivity as ex
 from ..fits import fit_power_law
 from ..ledger import Check
+from ..tables import format_cell
 from .context import Context, Knob, ProfileTable
 from .registry import ClaimSet
 from .spec import Control, Correction, Evidence, ProofStep, Source, StepEvidence
@@ -57,27 +58,27 @@ PROFILE = ProfileTable(
     sizes=Knob(
         [300, 1000, 3000, 10000, 20000],
         [1000, 3000, 10000, 30000, 100000],
-        "n for Theorem 3.2 on the sphere",
+        "$n$ for Theorem 3.2 on the sphere",
         tiny=[100, 300],
     ),
-    sphere_dim=Knob(256, 256, "D of the random unit vectors (the paper's k stays far below it)"),
-    classes=Knob(10, 10, "r, the number of random classes"),
+    sphere_dim=Knob(256, 256, "$D$ of the random unit vectors (the paper's $k$ stays far below it)"),
+    classes=Knob(10, 10, "$r$, the number of random classes"),
     width_sizes=Knob(
         [250, 500, 1000, 2000],
         [250, 500, 1000, 2000, 5000, 10000],
-        "n for the smallest working width",
+        "$n$ for the smallest working width",
         tiny=[100, 200],
     ),
     width_draws=Knob(4, 16, "projections that must all fit a width", tiny=2),
     k_draws=Knob(16, 32, "draws per data set at the paper's width", tiny=2),
     equi_rhos=Knob([0.5, 1.0, 1.5, 2.0], [0.5, 0.75, 1.0, 1.5, 2.0], "separations, equidistant sets", tiny=[0.5, 2.0]),
-    equi_sizes=Knob([100, 400], [100, 400, 1600], "n of the equidistant sets", tiny=[40]),
+    equi_sizes=Knob([100, 400], [100, 400, 1600], "$n$ of the equidistant sets", tiny=[40]),
     equi_draws=Knob(30, 40, "draws per equidistant set and width", tiny=4),
     digits_train=Knob(1200, 1200, "digits used for fitting; the remaining ones are held out"),
     jl_draws=Knob(24, 60, "draws of $A_0$ per data set, projection step", tiny=8),
     mc_samples=Knob(200_000, 200_000, "Monte Carlo samples per pair, Chernoff bound", tiny=5_000),
     lemma_instances=Knob(12, 40, "Lemma B.1 instances per $\\rho'$", tiny=2),
-    surrogate_draws=Knob(24, 60, "draws of the r surrogate labels", tiny=10),
+    surrogate_draws=Knob(24, 60, "draws of the $r$ surrogate labels", tiny=10),
 )
 
 CLAIMS = ClaimSet("expressivity", PROFILE)
@@ -153,7 +154,7 @@ def _normalisation_cases(ctx: Context) -> dict:
         r"finite labelled sample becomes one with unit norms and the construction fits it."
     ),
     control=Control(
-        "An exact copy of x_1 under another label: no function of the input gives it, so the setting rules it "
+        r"An exact copy of $x_1$ under another label: no function of the input gives it, so the setting rules it "
         "out, and no normalisation can keep the two apart."
     ),
 )
@@ -412,8 +413,8 @@ def _orthonormal_fit(ctx: Context) -> dict:
     net = ex.build_interpolating_resnet(X, y, num_classes=cfg.classes, k=k, seed=_seed(ctx, "orthonormal"), attempts=12)
     err, weights = _module_check(net, X, y)
     line = (
-        f"n = {len(X)}, k = {k}, depth {net.depth}, weights {weights}, draws used {net.attempts}, "
-        f"largest output error {err:.2g}"
+        f"n = {len(X)}, k = {k}, depth {net.depth}, weights {weights:,}, draws used {net.attempts}, "
+        f"largest output error {format_cell(err, digits=2)}"
     )
     glue = {"expr_orth_n": len(X), "expr_orth_k": k, "expr_orth_paper_k": ex.paper_k(len(X), 2.0), "expr_orth_err": err}
     return dict(err=err, line=line, glue=glue)
@@ -704,9 +705,9 @@ def _theorem_3_2_repair(ctx, jl, bracket, mc_rows, equi) -> Check:
         r"Both are $O(\log n / \rho^2)$.",
     ),
     control=Control(
-        "The sphere sample with a twin of its first point at squared "
-        "distance 1e-10 and another label: Assumption 3.1 fails at the rho "
-        "the width was chosen for."
+        r"The sphere sample with a twin of its first point at squared "
+        r"distance $10^{-10}$ and another label: Assumption 3.1 fails at the $\rho$ "
+        r"the width was chosen for."
     ),
     rests_on=("hardt-ma/lemma-b.1", "hardt-ma/lemma-b.2"),
 )
@@ -723,7 +724,8 @@ def theorem_3_2(ctx: Context) -> Evidence:
     statement = Check.at_most(
         fit_errors,
         ex.FIT_TOLERANCE,
-        what=f"max |torch module output - one-hot|: sphere $n = {cfg.sizes}$ at $k = 10 \\ln n / \\rho^2$, "
+        what=r"$\max |\text{torch module output} - \text{one-hot}|$: sphere, $n$ = "
+        f"{', '.join(f'{n:,}' for n in cfg.sizes)}, at $k = 10 \\ln n / \\rho^2$, "
         r"digits at $k = D$, orthonormal inputs at $k_{\mathrm{union}}$",
     )
     step = Check.combine(
@@ -812,8 +814,8 @@ def theorem_3_2(ctx: Context) -> Evidence:
         r"unchanged."
     ),
     control=Control(
-        "Blocks without the bias s (h + V relu(U h)), which eq. (3.1) rules out: their count must miss the "
-        "corrected formula."
+        r"Blocks without the bias $s$ ($h + V \operatorname{relu}(U h)$), which eq. (3.1) rules out: their count "
+        "must miss the corrected formula."
     ),
     rests_on=("hardt-ma/thm-3.2",),
 )
@@ -886,8 +888,8 @@ def _conditions_arithmetic() -> dict:
         r"\ge 2\rho/3 \ge \rho'$.",
     ),
     control=Control(
-        "The sphere sample with a twin of its first point at squared distance 1e-10 and another label: "
-        "Assumption 3.1 fails at the rho the width was chosen for."
+        r"The sphere sample with a twin of its first point at squared distance $10^{-10}$ and another label: "
+        r"Assumption 3.1 fails at the $\rho$ the width was chosen for."
     ),
     rests_on=("hardt-ma/lemma-b.2",),
 )
@@ -943,7 +945,7 @@ def _uncorrelated(r, k, t, draws, g) -> float:
 @CLAIMS.checked(
     "hardt-ma/surrogates",
     paper="hardt-ma",
-    ref="Section 3, paragraph defining the surrogate labels q_1..q_r",
+    ref=r"Section 3, paragraph defining the surrogate labels $q_1, \dots, q_r$",
     source=Source.printed(),
     section="expressivity-surrogates",
     statement=r"If $k > 4 \log r$, $r$ random unit vectors $q_1, \dots, q_r \in "
@@ -1037,7 +1039,7 @@ def _output_layer_error(net, H, labels=None) -> float:
         r"printed $h + T(h)$ adds a $k$-vector to an $r$-vector, defined only when $k = r$."
     ),
     control=Control(
-        "The projected inputs h_0 = A_0 x of the digits, before any residual "
+        r"The projected inputs $h_0 = A_0 x$ of the digits, before any residual "
         "block: they are not surrogates, and equation (3.4) covers only the "
         "surrogates."
     ),
@@ -1059,7 +1061,7 @@ def output_block(ctx: Context) -> Evidence:
             message = message or str(err)
     q_err = [_output_layer_error(m, m.surrogates) for m in nets]
     h0_err = _output_layer_error(net, net.embed(X), y)
-    shapes = ", ".join(f"k = {m.k}, r = {m.num_classes}" for m in nets)
+    shapes = ", ".join(f"$k = {m.k}$, $r = {m.num_classes}$" for m in nets)
     return Evidence(
         statement=Check.all_of(
             defined,
@@ -1071,10 +1073,10 @@ def output_block(ctx: Context) -> Evidence:
             ex.FIT_TOLERANCE,
             what=r"$y = V \operatorname{relu}(U h + s)$, no skip, $kr + r^2$ weights, torch, "
             "on the surrogates of the digits and "
-            "sphere networks: max |output - e_j|",
+            r"sphere networks: $\max |\text{output} - e_j|$",
         ),
         control=Check.at_most(
-            h0_err, ex.FIT_TOLERANCE, what="same output layer, torch, on the projected digits h_0 = A_0 x"
+            h0_err, ex.FIT_TOLERANCE, what=r"same output layer, torch, on the projected digits $h_0 = A_0 x$"
         ),
         data={"skip_message": message, "skip_defined": defined},
         glue={
@@ -1184,13 +1186,17 @@ def lemma_b_2(ctx: Context) -> Evidence:
         return Check.statistical(rate(values, bound), se, 0.5, test=test, n=draws, what=f"{what}, {where}")
 
     return Evidence(
-        statement=frac(d["err"], ex.FIT_TOLERANCE, "the induction, per-unit thresholds, maps every z to v (torch)"),
+        statement=frac(
+            d["err"], ex.FIT_TOLERANCE, r"the induction, per-unit thresholds, maps every $z$ to $v$ (torch)"
+        ),
         proof=StepEvidence(
             step=frac(d["qz"], 1 - w["rho_p"], r"every $\langle q_s, z_i\rangle \le 1 - \rho'$"),
             repair=frac(d["per_unit"], -1e-12, r"every $\langle q_s, z_j\rangle < \|z_j\|^2$"),
         ),
         control=frac(
-            d["twin"], ex.FIT_TOLERANCE, "the induction with a duplicated point of another label (b fails) maps z to v"
+            d["twin"],
+            ex.FIT_TOLERANCE,
+            r"the induction with a duplicated point of another label (b fails) maps $z$ to $v$",
         ),
         data={"draws": [{key: d[key][i] for key in d} for i in range(draws)]},
         glue={
@@ -1243,7 +1249,7 @@ def claim_c_1(ctx: Context) -> Evidence:
             what=r"real Schur form of orthogonal, symmetric, skew matrices, $d = 2, \dots, 9$: "
             r"largest off-block entry / $\|U\|$",
         ),
-        control=Check.at_most(general, 1e-12, what="same, Gaussian (non-normal) matrices, d = 3..9"),
+        control=Check.at_most(general, 1e-12, what=r"same, Gaussian (non-normal) matrices, $d = 3, \dots, 9$"),
         glue={"expr_c1_normal": float(max(normal)), "expr_c1_general": float(min(general))},
     )
 
@@ -1315,7 +1321,7 @@ CLAIMS.skip(
 )
 CLAIMS.skip(
     paper="hardt-ma",
-    ref="Section 3, paragraph 8 (n > r^2 in practice)",
+    ref="Section 3, paragraph 8 ($n > r^2$ in practice)",
     statement="In practice $n > r^2$, as for ImageNet with $n > 10^6$ and $r = 1000$.",
     why="arithmetic on printed figures (Section 4.2's 1,281,167 images exceed $1000^2$), a remark about practice",
 )

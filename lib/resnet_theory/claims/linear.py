@@ -50,7 +50,7 @@ PROFILE = ProfileTable(
     bhl_depth=Knob(8, 8, "number of layers $L$ in the Bartlett-Helmbold-Long sweeps"),
     bhl_dim=Knob(6, 32, r"$d$ of $\Phi$ in the $\kappa$ sweep", tiny=2),
     bhl_random=Knob(12, 60, "random SPD targets of any norm", tiny=2),
-    bhl_far=Knob(16, 48, "targets per distance from I", tiny=2),
+    bhl_far=Knob(16, 48, "targets per distance from $I$", tiny=2),
     bhl_far_budget=Knob(4000, 40000, "steps per failure run", tiny=200),
     bhl_budget=Knob(30_000, 1_000_000, "steps per SPD run", tiny=2_000),
 )
@@ -131,7 +131,7 @@ def _non_convexity(rows: list[dict], what: str) -> Check:
     r"A_1 x\|^2$ over the factors $(A_\ell, \dots, A_1)$ is non-convex (and so is its residual form (1.1), the "
     r"same function shifted by $I$).",
     control=Control(
-        "One layer (l = 1): the objective is then a convex quadratic in A_1, which the claim's 'factored "
+        r"One layer ($\ell = 1$): the objective is then a convex quadratic in $A_1$, which the claim's 'factored "
         "variables' exclude; its Hessian has no negative eigenvalue and no midpoint lies above the chord."
     ),
 )
@@ -198,9 +198,9 @@ def claim_2_3(ctx: Context) -> Evidence:
                 np.ptp(gap),
                 tol,
                 what=r"spread over 5 networks of $f(A) - \|E \Sigma^{1/2}\|_F^2$ (exact expectation), "
-                "tolerance 1e-12 x max f",
+                r"tolerance $10^{-12} \max f$",
             ),
-            Check.close(gap, np.full(len(nets), d), rtol=0, atol=tol, what="that constant vs d (our addition)"),
+            Check.close(gap, np.full(len(nets), d), rtol=0, atol=tol, what=r"that constant vs $d$ (our addition)"),
         ],
         what="eq. (2.2) integrated exactly",
     )
@@ -588,7 +588,7 @@ def theorem_2_1(ctx: Context) -> Evidence:
     )
     worst = t.worst
     return Evidence(
-        statement=Check.combine([t.exact, t.camera, t.adversarial, negative], what="every invertible R"),
+        statement=Check.combine([t.exact, t.camera, t.adversarial, negative], what=r"every invertible $R$"),
         corrected=t.statement_det_positive(),
         control=t.below_3_gamma("camera-ready"),
         data={
@@ -639,7 +639,7 @@ def theorem_2_1_early(ctx: Context) -> Evidence:
     negative = t.search("review", "det<0", r"$\det R < 0$: search within $(4\pi + 3\gamma)/\ell$, relative residual")
     positive = t.search("review", "det>0", r"$\det R > 0$: search within $(4\pi + 3\gamma)/\ell$, relative residual")
     return Evidence(
-        statement=Check.combine([t.exact, t.early, t.adversarial, negative], what="every invertible R"),
+        statement=Check.combine([t.exact, t.early, t.adversarial, negative], what=r"every invertible $R$"),
         corrected=Check.combine([t.exact, t.early, t.adversarial, positive], what=r"$\det R > 0$"),
         control=t.below_3_gamma("review"),
         glue={"thm21_early_worst": float(t.early.numbers["max_ratio"])},
@@ -764,7 +764,7 @@ def section_1_psd_root(ctx: Context) -> Evidence:
                 _column(singular, "||O^(1/l) - I||"), 1.0, rtol=1e-12, what=r"singular $O$: $\|O^{1/\ell} - I\|$ vs 1"
             ),
         ],
-        what="positive definite roots approach I, singular ones stay at distance 1 or more",
+        what=r"positive definite roots approach $I$, singular ones stay at distance 1 or more",
     )
     control = Check.at_most(
         _column(pd, "||O^(1/l) - I||"),
@@ -903,7 +903,7 @@ def _rounding_witness() -> tuple[list[dict], Check]:
     check = Check.combine(
         [
             Check.at_most(
-                [r["product error"] for r in usable], 1e-12, what="witness: product of the layers vs R, relative"
+                [r["product error"] for r in usable], 1e-12, what=r"witness: product of the layers vs $R$, relative"
             ),
             Check.at_most(
                 [r["best max ||A_i||"] for r in usable],
@@ -1125,8 +1125,8 @@ def theorem_2_1_proof_rotation_blocks(ctx: Context) -> Evidence:
     repair = Check.combine(
         [
             svds,
-            Check.close(_column(oriented, "det U"), np.ones(len(oriented)), rtol=1e-9, what="oriented: det U"),
-            Check.at_most(_column(oriented, "(U^(1/q))^q error"), 1e-9, what="oriented: q rotation roots vs U"),
+            Check.close(_column(oriented, "det U"), np.ones(len(oriented)), rtol=1e-9, what=r"oriented: $\det U$"),
+            Check.at_most(_column(oriented, "(U^(1/q))^q error"), 1e-9, what=r"oriented: $q$ rotation roots vs $U$"),
         ],
         what="oriented SVD",
     )
@@ -1195,7 +1195,7 @@ def theorem_2_1_proof_scaling(ctx: Context) -> Evidence:
     )
     repair = Check.combine(
         [
-            Check.at_least(_column(repaired, "p value"), _column(repaired, "gamma"), what="repaired p vs gamma"),
+            Check.at_least(_column(repaired, "p value"), _column(repaired, "gamma"), what=r"repaired $p$ vs $\gamma$"),
             Check.at_most(
                 _column(repaired, "||K^(1/p) - I||"),
                 _column(repaired, "3 gamma / p"),
@@ -1557,17 +1557,18 @@ def theorem_2_2(ctx: Context) -> Evidence:
                 _column(singular, "||grad f||^2"),
                 _column(singular, "bound, s_+"),
                 rtol=1e-9,
-                what=f"{len(singular)} random points of the ball, singular Sigma (rank 1 to d - 1), bound with s_+",
+                what=rf"{len(singular)} random points of the ball, singular $\Sigma$ (rank 1 to $d - 1$), "
+                r"bound with $s_+$",
             ),
             Check.at_least(
-                _column(singular, "bound, s_+"), 1e-300, what="the bound with s_+ is positive off the minimum"
+                _column(singular, "bound, s_+"), 1e-300, what=r"the bound with $s_+$ is positive off the minimum"
             ),
         ],
-        what="corrected bound, every Sigma",
+        what=r"corrected bound, every $\Sigma$",
     )
     configs = [*ctx.cfg.critical_configs, ctx.cfg.critical_configs[0]]
     search = [
-        {**_critical_summary(c, r), "Sigma": "L L^T + 0.1 I" if j < len(found) - 1 else "L L^T, rank d - 1"}
+        {**_critical_summary(c, r), "Sigma": r"$LL^\top + 0.1 I$" if j < len(found) - 1 else r"$LL^\top$, rank $d - 1$"}
         for j, (c, r) in enumerate(zip(configs, found))
     ]
     return Evidence(
@@ -1699,8 +1700,8 @@ def section_1_no_bad_critical(ctx: Context) -> Evidence:
     statement=r"In the standard parameterisation $A_\ell \cdots A_1$, setting every $A_i = 0$ always gives a "
     r"bad critical point (for deep networks, $\ell \ge 2$, and $R \ne 0$).",
     control=Control(
-        "One layer (l = 1): not a deep network, and the objective is a convex quadratic whose gradient at "
-        "A_1 = 0 is -2 R Sigma, not zero."
+        r"One layer ($\ell = 1$): not a deep network, and the objective is a convex quadratic whose gradient at "
+        r"$A_1 = 0$ is $-2 R \Sigma$, not zero."
     ),
 )
 def section_1_plain_zero_critical(ctx: Context) -> Evidence:
@@ -1717,7 +1718,7 @@ def section_1_plain_zero_critical(ctx: Context) -> Evidence:
                 what=r"excess risk at $W = 0$ vs $\|R \Sigma^{1/2}\|_F^2 > 0$",
             ),
         ],
-        what="W = 0 is a bad critical point",
+        what=r"$W = 0$ is a bad critical point",
     )
     return Evidence(
         statement=statement,
@@ -1734,7 +1735,7 @@ CLAIMS.skip(
     statement="The gradient bound guarantees convergence of gradient descent to a global "
     r"minimum (Karimi et al. 2016) if the iterates stay inside $\mathcal{B}_\tau$.",
     why=r"conditional on the iterates staying in $\mathcal{B}_\tau$, which the paper "
-    "notes Theorem 2.2 does not ensure; the chapter's one run from A = 0 illustrates it and cannot test "
+    r"notes Theorem 2.2 does not ensure; the chapter's one run from $A = 0$ illustrates it and cannot test "
     "a statement about every run",
 )
 CLAIMS.skip(
@@ -1760,7 +1761,7 @@ CLAIMS.skip(
     statement="With weights initialised symmetrically around 0, a standard layer trained by stochastic gradient"
     " methods cannot easily converge to the identity (batch normalisation partly addresses this).",
     why="a qualitative motivation with no quantity; the linear chapter's gradient-descent figure (the "
-    "plain network from a small random start crawls, the residual one from A = 0 converges) "
+    r"plain network from a small random start crawls, the residual one from $A = 0$ converges) "
     "illustrates it",
 )
 CLAIMS.skip(
@@ -1808,7 +1809,7 @@ CLAIMS.skip(
 )
 CLAIMS.skip(
     paper="hardt-ma",
-    ref="Appendix A.1, paragraph 4 (|e^x - 1| <= 3|x| for |x| <= 1)",
+    ref=r"Appendix A.1, paragraph 4 ($|e^x - 1| \le 3|x|$ for $|x| \le 1$)",
     statement=r"The inequality $|e^x - 1| \le 3|x|$ for $|x| \le 1$.",
     why=r"elementary ($\max_{0 < |x| \le 1}|e^x - 1|/|x| = e - 1 < 3$); the bounds it serves are checked "
     r"by thm-2.1-psd",
@@ -2080,7 +2081,7 @@ def _distance_summary(runs: dict) -> list[dict]:
     r"iterations (non-symmetric $\Phi$ allowed). Added here: starting loss 0.02 "
     r"stands for the unknown constant.",
     control=Control(
-        "Random targets at spectral distance 3 from I, whose starting loss is far above any small constant, so "
+        r"Random targets at spectral distance 3 from $I$, whose starting loss is far above any small constant, so "
         "the claim's hypothesis excludes them."
     ),
 )
@@ -2115,8 +2116,8 @@ def bhl_near_identity(ctx: Context) -> Evidence:
     r"built to fail, and a certificate ($\det\Phi < 0$ while the determinant of the "
     r"product stays positive).",
     control=Control(
-        "Random targets at spectral distance 1/2 from I: the claimed failures are at a larger distance, and near I "
-        "the abstract promises convergence."
+        r"Random targets at spectral distance 1/2 from $I$: the claimed failures are at a larger distance, and "
+        r"near $I$ the abstract promises convergence."
     ),
 )
 def bhl_far_from_identity(ctx: Context) -> Evidence:
@@ -2134,7 +2135,7 @@ def bhl_far_from_identity(ctx: Context) -> Evidence:
                 )
                 for r in (2.0, 3.0)
             ],
-            what="random targets far from I",
+            what=r"random targets far from $I$",
         ),
         control=Check.at_least(len(fail_at[0.5]), 1, what="control: failures of any kind at distance 0.5"),
         data={"summary": _distance_summary(runs)},

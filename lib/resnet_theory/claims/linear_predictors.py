@@ -126,13 +126,13 @@ def example_1_derivatives(ctx: Context) -> Evidence:
         typo_reports.append(compare_hessians(objective, points, closed_form=changed))
     difference = list(f["diff_grad"]) + list(f["diff_hess"])
     statement = Check.combine(
-        [Check.equal(difference, [0] * 6, what="SymPy minus printed formulas")]
+        [Check.equal(difference, [sp.Integer(0)] * 6, what="SymPy minus printed formulas")]
         + [r.check(f"gradient, $\\epsilon = {e}$") for r, e in zip(grad_reports, EXAMPLE_1_EPS)]
         + [r.check(f"Hessian, $\\epsilon = {e}$") for r, e in zip(hess_reports, EXAMPLE_1_EPS)],
         what="exact and numerical witnesses",
     )
     control = (
-        Check.equal(list(f["diff_typo"]), [0] * 4, what="SymPy minus the Hessian with one sign changed"),
+        Check.equal(list(f["diff_typo"]), [sp.Integer(0)] * 4, what="SymPy minus the Hessian with one sign changed"),
         Check.combine(
             [r.check(f"Hessian with one sign changed, $\\epsilon = {e}$") for r, e in zip(typo_reports, EXAMPLE_1_EPS)],
             what="numerical witnesses against the changed Hessian",
@@ -388,7 +388,7 @@ def theorem_2(ctx: Context) -> Evidence:
         raise _no_input("shamir/thm-2: no point (0, V) without the skip has a positive right side", "n_instances")
     statement = Check.combine(
         [
-            Check.at_least(survey["t2_lhs"], survey["t2_rhs"], what="random instances at w = 0, both losses"),
+            Check.at_least(survey["t2_lhs"], survey["t2_rhs"], what=r"random instances at $w = 0$, both losses"),
             Check.at_least(
                 [r["Theorem 2 left side"] for r in ex1], [r["right side"] for r in ex1], what="Example 1's saddles"
             ),
@@ -467,7 +467,7 @@ def corollary_1(ctx: Context) -> Evidence:
                 [r["value"] for r in minima],
                 [r["inf_linear"] for r in minima],
                 rtol=1e-9,
-                what="F at each verified minimum vs inf F_lin",
+                what=r"$F$ at each verified minimum vs $\inf F_{\mathrm{lin}}$",
             ),
         ],
         what="Corollary 1",
@@ -601,7 +601,7 @@ CLAIMS.not_checkable(
     statement=r"The bound of Theorem 3 with its polynomial $\mathrm{poly}(b, r, \mu_0, \mu_1, \mu_2)$.",
     reason="the review leaves the polynomial unspecified and the paper's text is not "
     "available, so its constant cannot be compared with anything; the shape of "
-    "the bound is checked with a stated tolerance (shamir/thm-3-approximate)",
+    "the bound is checked with a stated tolerance, by shamir/thm-3-approximate",
     needs="the printed polynomial of Theorem 3, not available here",
     rests_on=("shamir/thm-1", "shamir/thm-2"),
 )
@@ -798,7 +798,7 @@ def theorem_4(ctx: Context) -> Evidence:
     crossed = out_mean > bound_out  # where the control's mean is above its bound
     return Evidence(
         statement=Check.at_most(
-            gaps, np.broadcast_to(bound, gaps.shape), what="average excess risk vs our explicit bound, b = 2"
+            gaps, np.broadcast_to(bound, gaps.shape), what=r"average excess risk vs our explicit bound, $b = 2$"
         ),
         control=Check.at_most(
             out["gap"],

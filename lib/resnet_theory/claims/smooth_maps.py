@@ -519,7 +519,7 @@ def _parameter_space_glue(saddle_rows, local_rows, local_eigs, losses, sd_local,
     "minima, even for a realisable target.",
     control=Control(
         "The same two near-identity maps and data, differentiated with "
-        "respect to the functions h_i of a four-layer near-identity "
+        r"respect to the functions $h_i$ of a four-layer near-identity "
         "composition (the abstract's function-space result rules out a "
         "suboptimal critical point)."
     ),
