@@ -89,14 +89,18 @@ verdicts-across-seeds: install
 test: install jupyter-install lint
 	$(PY) -m pytest $(PYTEST_ARGS)
 
-# The fast tier: the linter and every test that does not execute the book or drive Chromium over it, two processes
-# at a time (under 3 minutes on a quiet 2-core machine), each file's tests in one process (--dist loadfile), so
-# that a module-scoped fixture (every claim run once, the GPU check's rehearsal) is computed once, not once per
-# process. make test runs all of them. Each of the two processes computes on one thread (OMP_NUM_THREADS=1, for
-# torch and numpy's BLAS and the subprocesses they start): the two already fill two cores, and a second thread each
-# only spun on the other's core (test_expressivity and test_claims_smooth_maps: 47.7 -> 22.0 CPU s, busy machine).
+# The fast tier: the linter and every test that does not execute the book or drive Chromium over it (under 3 minutes
+# on a quiet 2-core machine), each file's tests in one process (--dist loadfile), so that a module-scoped fixture
+# (every claim run once, the GPU check's rehearsal) is computed once, not once per process. make test runs all of
+# them. One process more than the machine has cores (CHECK_JOBS): a test spends part of its time waiting on the
+# kernels, training runs and Sphinx builds it starts, and a third process fills that wait (quiet 2-core machine, one
+# run each: 2 processes 190 s and 308 CPU s, 3 processes 172 s and 324 CPU s). Each process computes on one thread
+# (OMP_NUM_THREADS=1, for torch and numpy's BLAS and the subprocesses they start): the processes already fill the
+# cores, and a second thread each only spun on another's core (test_expressivity and test_claims_smooth_maps: 47.7
+# -> 22.0 CPU s, busy machine).
+CHECK_JOBS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 2) + 1 )))
 check: install lint
-	OMP_NUM_THREADS=1 $(PY) -m pytest -m "not book and not browser" -n 2 --dist loadfile -q $(PYTEST_ARGS)
+	OMP_NUM_THREADS=1 $(PY) -m pytest -m "not book and not browser" -n $(CHECK_JOBS) --dist loadfile -q $(PYTEST_ARGS)
 
 lint: install
 	$(PY) -m ruff check lib tests
