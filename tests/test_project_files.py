@@ -42,3 +42,18 @@ def test_make_kernel_registers_the_projects_environment():
     out = subprocess.run(["make", "-n", "kernel"], cwd=ROOT, capture_output=True, text=True).stdout
     assert "-m ipykernel install --user --name resnet-theory" in out
     assert "make kernel" in (ROOT / "README.md").read_text()
+
+
+def test_make_check_runs_a_process_more_than_cores_and_keeps_bytecode_out_of_the_sources():
+    import os
+    import shlex
+    import subprocess
+
+    for target in ("check", "test"):
+        out = subprocess.run(["make", "-n", target], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+        line = next(line for line in out.splitlines() if " -m pytest" in line)
+        words = shlex.split(line)
+        # an empty PYTHONDONTWRITEBYTECODE turns it off (Python reads only a non-empty value)
+        assert words[:2] == ["PYTHONDONTWRITEBYTECODE=", f"PYTHONPYCACHEPREFIX={ROOT / '.venv' / 'pycache'}"], line
+        if target == "check":
+            assert words[words.index("-n") + 1] == str(len(os.sched_getaffinity(0)) + 1), line  # what nproc counts
