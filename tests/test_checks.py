@@ -144,3 +144,12 @@ def test_finite_difference_steps_and_points_are_checked():
         finite_difference_hessian(torch_f, POINTS[0], step="1e-4")
     with pytest.raises(ValueError, match=r"points\[1\] contains NaN"):
         compare_gradients(torch_f, [POINTS[0], [np.inf, 0.0]])
+
+
+@pytest.mark.parametrize("n, words", [(1, "1 point"), (2, "2 points"), (1500, "1,500 points")])
+def test_a_witness_report_counts_its_points_in_words(n, words):
+    from resnet_theory.checks import WitnessReport
+
+    report = WitnessReport("gradient", n, {"a-b": 0.0}, {"a-b": 1e-12}, {"a-b": 1e-8})
+    assert f"over {words}:" in report.check().summary
+    assert report._repr_html_().startswith(f"<p>gradient at {words}</p>")

@@ -207,7 +207,7 @@ class WitnessReport:
         parts = ", ".join(f"{p} {self.max_rel_error[p]:.1e} (tol {self.tolerances[p]:.0e})" for p in pairs)
         return Check(
             ok,
-            f"{what or self.quantity}: largest relative disagreement over {self.points} points: {parts}",
+            f"{what or self.quantity}: largest relative disagreement over {self._points()}: {parts}",
             {"points": self.points, **{f"rel_err[{p}]": v for p, v in self.max_rel_error.items()}},
         )
 
@@ -222,7 +222,10 @@ class WitnessReport:
             for p in sorted(self.max_rel_error)
         ]  # fmt: skip
         headers = ["witnesses", "max abs error", "max rel error", "tolerance", "agree"]
-        return f"<p>{html.escape(self.quantity)} at {self.points} points</p>" + html_table(headers, rows, digits=3)
+        return f"<p>{html.escape(self.quantity)} at {self._points()}</p>" + html_table(headers, rows, digits=3)
+
+    def _points(self) -> str:
+        return f"{self.points:,} point" + ("" if self.points == 1 else "s")
 
 
 def _compare(
