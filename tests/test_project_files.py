@@ -49,8 +49,11 @@ def test_make_check_runs_a_process_more_than_cores_and_keeps_bytecode_out_of_the
     import shlex
     import subprocess
 
+    # with OMP_NUM_THREADS=1, as make check itself sets it (nproc would count 1 core)
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
     for target in ("check", "test"):
-        out = subprocess.run(["make", "-n", target], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+        run = subprocess.run(["make", "-n", target], cwd=ROOT, env=env, capture_output=True, text=True, check=True)
+        out = run.stdout
         line = next(line for line in out.splitlines() if " -m pytest" in line)
         words = shlex.split(line)
         # an empty PYTHONDONTWRITEBYTECODE turns it off (Python reads only a non-empty value)
