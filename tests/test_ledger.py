@@ -77,6 +77,10 @@ def test_statistical_checks_decide_only_outside_two_standard_errors():
     assert not Check.combine([c, close], what="both").decisive
     with pytest.raises(ValueError):
         Check.statistical(1.0, math.nan, 0.0, what="x", test="t", n=1)
+    # a control's margin can run to thousands of standard errors: written with its thousands separated, as the
+    # tables write theirs (the experiments page read "margin -3918.45" beside a table's "-3,920")
+    far = Check.statistical(-2.299, 5.866e-4, 0.0, what="loss", test="Welch", n=4)
+    assert "margin -3,919.20 standard errors" in far.summary
 
 
 def test_undecided_statistical_claim_gets_no_verdict():

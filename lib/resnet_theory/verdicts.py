@@ -365,7 +365,7 @@ class Check:
         side = "$>$" if above else "$<$"
         summary = (
             f"{what}: {test}, $n = {int(n)}$: {_fmt(est)} (standard error {_fmt(se)}) {side} {_fmt(thr)}? "
-            f"margin {margin:+.2f} standard errors"
+            f"margin {margin:+,.2f} standard errors"
             + ("" if decisive else f" (not decisive: under {min_standard_errors:g})")
         )
         nums = {
