@@ -106,7 +106,7 @@ test: install jupyter-install lint
 # cores, and a second thread each only spun on another's core (test_expressivity and test_claims_smooth_maps: 47.7
 # -> 22.0 CPU s, busy machine).
 # (The cores this process may use, counted by Python: nproc answers OMP_NUM_THREADS where it is set, as check sets it.)
-CHECK_JOBS ?= $(shell $(PYTHON) -c 'import os; print(len(getattr(os, "sched_getaffinity", lambda _: [0] * (os.cpu_count() or 2))(0)) + 1)')
+CHECK_JOBS ?= $(shell $(PYTHON) -c 'import os; print(len(os.sched_getaffinity(0)) + 1 if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 2) + 1)')
 check: install lint
 	$(BYTECODE) OMP_NUM_THREADS=1 $(PY) -m pytest -m "not book and not browser" -n $(CHECK_JOBS) --dist loadfile -q $(PYTEST_ARGS)
 

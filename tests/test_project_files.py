@@ -59,4 +59,4 @@ def test_make_check_runs_a_process_more_than_cores_and_keeps_bytecode_out_of_the
         # an empty PYTHONDONTWRITEBYTECODE turns it off (Python reads only a non-empty value)
         assert words[:2] == ["PYTHONDONTWRITEBYTECODE=", f"PYTHONPYCACHEPREFIX={ROOT / '.venv' / 'pycache'}"], line
         if target == "check":
-            assert words[words.index("-n") + 1] == str(len(os.sched_getaffinity(0)) + 1), line  # what nproc counts
+            assert words[words.index("-n") + 1] == str(len(os.sched_getaffinity(0)) + 1), line  # cores it may use

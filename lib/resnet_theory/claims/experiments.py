@@ -889,8 +889,7 @@ def sec4_fixed_head(ctx: Context) -> Evidence:
         "abl_seeds": len(grid.runs[(HEAD, p.lr)]),
         "abl_head_best": best[HEAD],
         "abl_ident_acc_best": best[IDENT],
-        "abl_head_readings": len(parts),
-        "abl_head_readings_text": "one comparison" if len(parts) == 1 else "two comparisons",
+        "abl_head_readings": "one comparison" if len(parts) == 1 else "two comparisons",
     }
     return Evidence(statement=statement, control=NoUsableControl.unless_decisive(control), glue=glue)
 
