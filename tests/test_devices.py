@@ -55,8 +55,9 @@ def test_resolve_device_gives_an_explicit_index(requested, count, local_rank, wo
     [
         ("cuda", 0, 0, 1, "asked for but CUDA is not available here"),
         ("cuda:0", 0, 0, 1, "asked for but CUDA is not available here"),
-        ("cuda:2", 2, 0, 1, "only 2 CUDA device(s) are visible (cuda:0 to cuda:1)"),
-        ("cuda", 2, 2, 4, "LOCAL_RANK 2 but only 2 CUDA device(s) are visible"),
+        ("cuda:2", 2, 0, 1, "only 2 CUDA devices are visible (cuda:0 to cuda:1)"),
+        ("cuda", 2, 2, 4, "LOCAL_RANK 2 but only 2 CUDA devices are visible"),
+        ("cuda:1", 1, 0, 1, "only 1 CUDA device is visible (cuda:0 to cuda:0)"),
         ("cuda:0", 2, 1, 2, "every process trains on the GPU of its LOCAL_RANK (here cuda:1)"),
         ("tpu", 1, 0, 1, "device must be 'auto', 'cpu' or a CUDA device ('cuda', 'cuda:N'), got 'tpu'"),
         ("cpu:0", 1, 0, 1, "device must be 'auto', 'cpu' or a CUDA device"),

@@ -55,6 +55,7 @@ def test_without_cuda_it_says_so_in_one_line_and_exits_2(tmp_path, args):
         (["--only", ","], "unknown step (none given)"),
         (["--budget", "-5"], "--budget must be a positive number of seconds, got -5"),
         (["--budget", "nan"], "--budget must be a positive number of seconds, got nan"),
+        (["--compile"], "--compile goes with --cpu-rehearsal (on a GPU the steps that compile always run)"),
     ],
 )
 def test_bad_options_are_one_line_errors(args, words, capsys):
@@ -434,6 +435,17 @@ def test_main_on_a_gpu_machine_prints_a_summary_and_exits_1_on_a_failure(tmp_pat
     assert re.fullmatch(r"gpu-check: 1 of 2 steps passed, 0 skipped, in \d+ s; failed: speed eager", lines[3])
     monkeypatch.setattr(gpu_check, "run_checks", lambda sizes, report, **kw: [gpu_check.Step("device", "PASS", "-")])
     assert gpu_check.main(["--budget", "300"]) == 0
+
+
+@pytest.mark.parametrize("args, compiles", [([], False), (["--compile"], True)])
+def test_the_cpu_rehearsal_compiles_only_when_asked(args, compiles, monkeypatch, capsys):
+    # which sizes main() hands to the steps (the compiled steps themselves: the compile test above, and the
+    # rehearsal with --compile that the README's GPU section gives for a new torch)
+    handed = []
+    monkeypatch.setattr(gpu_check, "run_checks", lambda sizes, report, **kw: handed.append(sizes) or [])
+    assert gpu_check.main(["--cpu-rehearsal", *args]) == 0
+    assert handed == [replace(gpu_check.CPU_SIZES, compile=compiles)]
+    assert f"'compile': {compiles}" in capsys.readouterr().out
 
 
 # --- the committed measurements ----------------------------------------------------------------------------------

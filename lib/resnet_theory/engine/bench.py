@@ -34,9 +34,10 @@ three rounds; :func:`rank_pipelines`); otherwise the report says that the spread
 
 FLOPs come from :func:`resnet_theory.engine.allconv.flops_per_image` (2 FLOPs per multiply-add, convolutions and
 head only); a training step is counted as 3x the forward pass. The ceiling is a measured dense matrix
-product in the run's precision (the autocast dtype, or float32). The fast path (``--compile``: ``torch.compile``
-with ``--compile-mode``, where ``reduce-overhead`` and ``max-autotune`` use CUDA graphs; fused SGD) is used
-on CUDA only: on CPU ``--compile`` is ignored, with a note, so CPU runs and tests stay eager.
+product in the run's precision (the autocast dtype, or float32). ``--compile`` runs the network through
+``torch.compile`` with ``--compile-mode``, on either device, as the engine's ``--compile`` does; on CUDA
+``reduce-overhead`` and ``max-autotune`` add CUDA graphs, which the CPU has not (there the mode compiles without
+them, and the report says so). Fused SGD is used on CUDA only. Without ``--compile`` the network runs eagerly.
 Warm-up steps (compilation included) are not timed, but their time is reported; a timed round has no host
 synchronisation inside it. cuDNN autotuning (``torch.backends.cudnn.benchmark``) is on during a CUDA run, as when
 the engine trains (:func:`resnet_theory.engine.devices.backend_settings`, not deterministic), so the projected
@@ -53,13 +54,13 @@ average 4.8)::
     model: small AllConvResNet: widths 16-32-64, 3 blocks per stage, 268,096 trainable parameters
     data: synthetic digits-shaped uint8 images (1x8x8), 1,437 held; augmentation pad 1, flip off
     flops: 5,033,216 forward per image; 15,099,648 per training image (3x forward)
-    run: batch 128, 2 warm-up steps, then 5 round(s) of 10 timed steps per pipeline, the pipelines taking turns (order reversed every other round); figures are medians over rounds
+    run: batch 128, 2 warm-up steps, then 5 rounds of 10 timed steps per pipeline, the pipelines taking turns (order reversed every other round); figures are medians over rounds
     warm-up: device 0.1 s, dataloader 0.1 s
     ceiling: 0.105 TFLOP/s (float32 matmul, measured: 1024x1024 by 1024x1024, best of 3 rounds of 5)
     note: subnormal floats flushed to zero on the CPU during the run, as in the training engine
     pipeline device: 7,792.2 images/s | 16.43 ms/step | 0.118 TFLOP/s | 112.2% of ceiling | 64k-step schedule 17.5 min | last loss 2.31 | rounds 7,661.4 to 7,926.8 images/s (spread 3.4% of the median)
     pipeline dataloader: 6,948.6 images/s | 18.42 ms/step | 0.105 TFLOP/s | 100.0% of ceiling | 64k-step schedule 19.6 min | last loss 2.3 | rounds 6,860.1 to 7,059.4 images/s (spread 2.9% of the median)
-    ratio: device / dataloader = 1.11x images per second (median of 5 round(s); 1.09x to 1.14x, spread 5.1% of the median)
+    ratio: device / dataloader = 1.11x images per second (median of 5 rounds; 1.09x to 1.14x, spread 5.1% of the median)
     ranking: device faster in every one of 5 rounds (ratio 1.09x to 1.14x)
 
 ``images/s`` counts training images (after augmentation) per second of the timed loop, data loading
@@ -108,6 +109,8 @@ PIPELINES = ("device", "dataloader")
 #: a chance of 1 in 4 that two equally fast pipelines look ranked, 1 in 16 with five, the default).
 MIN_ROUNDS_TO_RANK = 3
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+#: The modes that add CUDA graphs on CUDA.
+CUDA_GRAPH_MODES = ("reduce-overhead", "max-autotune")
 
 
 # --- the conventional pipeline ----------------------------------------------------------------------------
@@ -484,9 +487,8 @@ def _describe_run(s: _Settings, net: AllConvResNet) -> BenchResult:
     ceiling is measured here)."""
     shape, aug = DATA_SHAPES[s.data], AUGMENTATION[s.data]
     notes = []
-    use_compile = s.compile and s.on_gpu
-    if s.compile and not s.on_gpu:
-        notes.append("--compile ignored on CPU: the fast path (torch.compile, CUDA graphs) is for CUDA only")
+    if s.compile and not s.on_gpu and s.compile_mode in CUDA_GRAPH_MODES:
+        notes.append(f"--compile-mode {s.compile_mode} on the CPU compiles without CUDA graphs (they are CUDA's)")
     forward = flops_per_image(net, shape)
     desc = (
         f"{s.model} AllConvResNet: widths {'-'.join(map(str, net.widths))}, {net.blocks_per_stage[0]} blocks "
@@ -505,7 +507,7 @@ def _describe_run(s: _Settings, net: AllConvResNet) -> BenchResult:
         cudnn_benchmark=bool(torch.backends.cudnn.benchmark),
         precision=s.precision.description,
         channels_last=devices.use_channels_last(s.facts, s.precision),
-        compile=f"torch.compile mode={s.compile_mode}" if use_compile else "off",
+        compile=f"torch.compile mode={s.compile_mode}" if s.compile else "off",
         model=s.model,
         model_description=desc,
         trainable_parameters=count_parameters(net),
@@ -537,7 +539,7 @@ def _pipeline(name: str, s: _Settings, raw: np.ndarray, labels: np.ndarray, resi
     if channels_last:
         net = net.to(memory_format=torch.channels_last)
     optimizer = make_optimizer(net, s.device)
-    runnable = torch.compile(net, mode=s.compile_mode) if s.compile and s.on_gpu else net
+    runnable = torch.compile(net, mode=s.compile_mode) if s.compile else net
     step = make_train_step(runnable, optimizer, s.device, False, channels_last, s.precision)
     if name == "device":
         batch_gen = torch.Generator(device=s.device).manual_seed(s.seed)
@@ -613,6 +615,11 @@ def spread(values) -> dict:
     }
 
 
+def _count(n: int, noun: str) -> str:
+    """``n`` and its noun, singular for one: "1 round", "3 rounds"."""
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
+
+
 def rank_pipelines(ratios, min_rounds: int = MIN_ROUNDS_TO_RANK) -> dict:
     """Whether the per-round ratios ``device / dataloader`` rank the pipelines: only when there are at least
     ``min_rounds`` rounds and every round puts the same pipeline ahead (all ratios above 1, or all below).
@@ -625,7 +632,7 @@ def rank_pipelines(ratios, min_rounds: int = MIN_ROUNDS_TO_RANK) -> dict:
         return {
             "ranked": False,
             "faster": None,
-            "text": f"not ranked: {len(ratios)} round(s), at least {min_rounds} are needed to rank",
+            "text": f"not ranked: {_count(len(ratios), 'round')}, at least {min_rounds} are needed to rank",
         }
     if lo > 1:
         return {
@@ -661,7 +668,8 @@ def format_report(result: BenchResult) -> str:
         f"augmentation pad {r.pad}, flip {'on' if r.flip else 'off'}",
         f"flops: {r.forward_flops_per_image:,} forward per image; {r.training_flops_per_image:,} per training "
         "image (3x forward)",
-        f"run: batch {r.batch_size}, {r.warmup} warm-up steps, then {r.rounds} round(s) of {r.steps} timed steps per "
+        f"run: batch {r.batch_size}, {_count(r.warmup, 'warm-up step')}, then {_count(r.rounds, 'round')} of "
+        f"{_count(r.steps, 'timed step')} per "
         "pipeline, the pipelines taking turns (order reversed every other round); figures are medians over rounds",
         "warm-up: "
         + ", ".join(f"{name} {seconds:.1f} s" for name, seconds in r.warmup_seconds.items())
@@ -681,8 +689,8 @@ def format_report(result: BenchResult) -> str:
         )
     if r.ratio is not None:
         lines.append(
-            f"ratio: device / dataloader = {r.ratio:.2f}x images per second (median of {r.rounds} "
-            f"round(s); {r.ratio_spread['min']:.2f}x to {r.ratio_spread['max']:.2f}x, spread "
+            f"ratio: device / dataloader = {r.ratio:.2f}x images per second (median of "
+            f"{_count(r.rounds, 'round')}; {r.ratio_spread['min']:.2f}x to {r.ratio_spread['max']:.2f}x, spread "
             f"{100 * r.ratio_spread['relative']:.1f}% of the median)"
         )
         lines.append(f"ranking: {r.ranking['text']}")
@@ -723,7 +731,7 @@ def _parser() -> validate.OneLineParser:
     )
     parser.add_argument("--batch-size", type=validate.int_option(1), default=128)
     parser.add_argument("--device", choices=["cpu", "cuda"], help="default: cuda when available")
-    parser.add_argument("--compile", action="store_true", help="torch.compile the model (CUDA only)")
+    parser.add_argument("--compile", action="store_true", help="torch.compile the model (the warm-up compiles)")
     parser.add_argument(
         "--compile-mode",
         default="default",

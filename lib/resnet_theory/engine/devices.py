@@ -97,11 +97,12 @@ def resolve_device(
             f"device {requested!r} asked for but CUDA is not available here (torch "
             f"{torch.__version__}{' is a CPU-only build' if torch.version.cuda is None else ' sees no GPU'})"
         )
+    visible = f"{cuda_devices} CUDA {'device is' if cuda_devices == 1 else 'devices are'} visible"
     if world > 1:
         if local_rank >= cuda_devices:
             raise ValueError(
-                f"LOCAL_RANK {local_rank} but only {cuda_devices} CUDA device(s) are visible: start at "
-                f"most {cuda_devices} processes per machine (torchrun --nproc_per_node)"
+                f"LOCAL_RANK {local_rank} but only {visible}: start at most {cuda_devices} processes per machine "
+                "(torchrun --nproc_per_node)"
             )
         if index is not None and index != local_rank:
             raise ValueError(
@@ -111,9 +112,7 @@ def resolve_device(
         return torch.device("cuda", local_rank)
     index = current if index is None else index
     if index >= cuda_devices:
-        raise ValueError(
-            f"device {requested!r}: only {cuda_devices} CUDA device(s) are visible (cuda:0 to cuda:{cuda_devices - 1})"
-        )
+        raise ValueError(f"device {requested!r}: only {visible} (cuda:0 to cuda:{cuda_devices - 1})")
     return torch.device("cuda", index)
 
 

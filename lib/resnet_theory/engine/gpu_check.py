@@ -7,7 +7,8 @@ far): the steps share a time budget (``--budget``, 400 s), a step is not started
 left, and no subprocess outlives it. Each step prints one line, ``gpu-check: PASS|FAIL|SKIP <step>: <figures>
 (<seconds> s)``, and the command ends with a summary line; the exit status is 0 when no step failed, 1 when one
 did, and 2, after one line saying so, on a machine without CUDA (nothing is checked there; ``--cpu-rehearsal``
-runs the steps on the CPU at the small sizes of :data:`CPU_SIZES` instead).
+runs the steps on the CPU at the small sizes of :data:`CPU_SIZES` instead, without the four that compile; with
+``--compile`` as well, those four too, which takes a minute or two more of compiling).
 
 ``OUTDIR/gpu-check.json`` is rewritten (atomically: a temporary file, then ``os.replace``) before the first step
 and after every step, so a run stopped by a time limit, SIGTERM or SIGKILL leaves every finished step's figures
@@ -442,7 +443,7 @@ def check_train_compiled(ctx: Context) -> Step:
     """``--compile``: the same losses as the eager run, and no recompilation (the final evaluation included)."""
     name = "train compiled"
     if not ctx.sizes.compile:
-        return Step(name, "SKIP", "torch.compile is not part of this rehearsal")
+        return Step(name, "SKIP", "torch.compile is not part of this rehearsal (add --compile)")
     trained = _trained(ctx, "compiled", "--compile", TORCH_LOGS="recompiles")
     if isinstance(trained, str):
         return Step(name, "FAIL", trained)
@@ -546,7 +547,7 @@ def check_speed(ctx: Context, name: str) -> Step:
     process per mode), and the paper's schedule at that rate."""
     mode = SPEED_MODES[name]
     if mode != "eager" and not ctx.sizes.compile:
-        return Step(name, "SKIP", "torch.compile is not part of this rehearsal")
+        return Step(name, "SKIP", "torch.compile is not part of this rehearsal (add --compile)")
     out, log = ctx.work / "speed" / f"{mode}.json", ctx.work / "logs" / f"speed-{mode}.log"
     out.parent.mkdir(parents=True, exist_ok=True)
     command = _bench_command(ctx, mode, out)
@@ -559,7 +560,8 @@ def check_speed(ctx: Context, name: str) -> Step:
         return Step(name, "SKIP", f"{exc}; measure it alone: {alone}")
     if code != 0:
         return Step(name, "FAIL", f"the benchmark exited {code}: {_last_line(log)}")
-    figures = _speed_figures(json.loads(out.read_text()), mode)
+    r = json.loads(out.read_text())
+    figures = _speed_figures(r, mode)
     f, spread = figures, figures["spread"]
     compiled = "eager" if f["compile"] == "off" else f["compile"]
     text = (
@@ -574,6 +576,9 @@ def check_speed(ctx: Context, name: str) -> Step:
     if mode != "eager" and eager is not None and eager.status == "PASS":
         figures["speedup_over_eager"] = f["images_per_second"] / eager.figures["images_per_second"]
         text += f"; {figures['speedup_over_eager']:.2f}x eager"
+    if r.get("notes"):  # what the benchmark said of its run (e.g. no CUDA graphs on a CPU)
+        figures["notes"] = list(r["notes"])
+        text += "; " + "; ".join(r["notes"])
     problems = []
     if not (math.isfinite(f["images_per_second"]) and f["images_per_second"] > 0 and math.isfinite(f["last_loss"])):
         problems.append("a figure is not finite")
@@ -1002,6 +1007,11 @@ def _parser():
     parser.add_argument("--budget", type=float, help=f"seconds for all the steps (default {GPU_SIZES.budget:.0f})")
     parser.add_argument("--keep", help="keep the synthetic data, runs and checkpoints in this folder")
     parser.add_argument("--cpu-rehearsal", action="store_true", help="run the steps on the CPU at small sizes")
+    parser.add_argument(
+        "--compile",
+        action="store_true",
+        help="with --cpu-rehearsal: rehearse the steps that compile too (on a GPU they always run)",
+    )
     return parser
 
 
@@ -1019,6 +1029,10 @@ def main(argv: list[str] | None = None) -> int:
         return int(exc.code or 0)
     sizes = CPU_SIZES if args.cpu_rehearsal else GPU_SIZES
     try:
+        if args.compile and not args.cpu_rehearsal:
+            raise ValueError("--compile goes with --cpu-rehearsal (on a GPU the steps that compile always run)")
+        if args.compile:
+            sizes = replace(sizes, compile=True)
         if args.out_dir:  # never into the book's sources or a build's records (resnet_theory.outputs)
             check_command_output(Path(args.out_dir), "OUT")
         names = plan(args.only)
