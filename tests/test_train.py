@@ -794,7 +794,7 @@ def test_one_gpu_gets_an_explicit_index(monkeypatch):
     for requested in ("auto", "cuda", "cuda:0"):
         assert train._device(tiny(device=requested), 0, 1) == torch.device("cuda", 0)
     assert train._device(tiny(device="cpu"), 0, 1) == torch.device("cpu")
-    with pytest.raises(ConfigError, match=r"device 'cuda:1': only 1 CUDA device\(s\) are visible"):
+    with pytest.raises(ConfigError, match=r"device 'cuda:1': only 1 CUDA device is visible"):
         train._device(tiny(device="cuda:1"), 0, 1)
 
 
