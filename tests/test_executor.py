@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import textwrap
 from pathlib import Path
 
@@ -359,6 +360,30 @@ def test_cache_reruns_exactly_what_changed(cached_book, tmp_path):
         cache_components(root, full.notebook, full.parameters, "cpu")
     )
 
+    # Data. A folder named in a page's front matter (resnet_theory: data), not there yet: naming it changes no key
+    # (front matter is no code); a file appearing in it, changing or going away executes that page only.
+    plain.write_text(
+        plain.read_text().replace("kernelspec:", "resnet_theory:\n  data: [book/data/plain]\nkernelspec:", 1)
+    )
+    assert _execute(root, build)[0] == []
+    measured = root / "book" / "data" / "plain" / "run.json"
+    measured.parent.mkdir(parents=True)
+    measured.write_text('{"images_per_second": 1}')
+    ran, pages = _execute(root, build)
+    assert ran == ["plain"] and pages["book/plain"]["reason"] == "data changed: book/data/plain/run.json"
+    measured.write_text('{"images_per_second": 2}')
+    assert _execute(root, build)[0] == ["plain"]
+    measured.unlink()
+    assert _execute(root, build)[0] == ["plain"]
+    # ... a package's own data (a file in it that is not Python source, read by its modules): every page that imports
+    # the package, whichever module reads it
+    table = root / "lib" / "tinylib" / "data" / "table.json"
+    table.parent.mkdir()
+    table.write_text("[1, 2]")
+    ran, pages = _execute(root, build)
+    assert ran == ["uses_alpha", "uses_beta"]
+    assert pages["book/uses_beta"]["reason"] == "data changed: tinylib/data/table.json"
+
     # The pinned environment: every chapter. --force: every chapter.
     (root / "requirements.lock").write_text("numpy==2\n")
     ran, pages = _execute(root, build)
@@ -371,6 +396,26 @@ def test_cache_reruns_exactly_what_changed(cached_book, tmp_path):
     executed_nb = build / "executed" / "book" / "plain.ipynb"
     executed_nb.write_text(executed_nb.read_text().replace("plain, edited", "tampered"))
     assert _execute(root, build)[0] == ["plain"]
+
+
+@pytest.mark.parametrize(
+    "data, words",
+    [
+        (
+            "[../elsewhere]",
+            "data path '../elsewhere' in the front matter (resnet_theory: data) is not inside the book's",
+        ),
+        ("[/etc]", "data path '/etc' in the front matter (resnet_theory: data) is not inside the book's root"),
+        ("5", "the front matter's resnet_theory: data must be a list of paths relative to the book's root"),
+        ("['']", "the front matter's resnet_theory: data must be a list of paths relative to the book's root"),
+    ],
+)
+def test_a_data_path_outside_the_book_is_refused_before_anything_runs(cached_book, data, words):
+    root, _ = cached_book
+    plain = root / "book" / "plain.md"
+    plain.write_text(plain.read_text().replace("kernelspec:", f"resnet_theory:\n  data: {data}\nkernelspec:", 1))
+    with pytest.raises(BookError, match=re.escape(words)):
+        plan_chapters(root, ["book/plain"], "quick", [])
 
 
 def test_module_closure_is_found_statically(cached_book):

@@ -4,6 +4,7 @@ resnet_theory.engine.gpu_figures reads committed measurements back and refuses m
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import re
@@ -491,6 +492,75 @@ def test_measurement_rows_read_the_committed_files(tmp_path):
     assert [(r["step"], r["status"]) for r in steps] == [(s["name"], s["status"]) for s in measurement()["steps"]]
     assert steps[-1]["text"] == "not started" and steps[0]["device"] == "NVIDIA H100 80GB HBM3"
     assert gpu_figures.measurement_steps(tmp_path / "none yet") == []
+
+
+def _commit(folder: Path, name: str, change=None) -> dict:
+    d = measurement()
+    if change:
+        change(d)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / name).write_text(json.dumps(d))
+    return d
+
+
+def test_the_summary_names_the_device_and_says_what_the_newest_run_measured(tmp_path):
+    def faster_compiled(d):
+        d["steps"][2]["figures"].update(
+            images_per_second=25_600.0,
+            rounds_images_per_second=[25_400.0, 25_600.0, 25_900.0],
+            spread={"median": 25_600.0, "min": 25_400.0, "max": 25_900.0, "relative": 500 / 25_600},
+            schedule_minutes=64_000 * 128 / 25_600 / 60,
+        )
+
+    def older_and_failing(d):
+        d["started_utc"] = "2026-11-01T09:00:00+00:00"
+        d["device"]["name"] = "NVIDIA H200"
+        d["steps"][1]["status"] = "FAIL"
+
+    _commit(tmp_path, "a-h200.json", older_and_failing)
+    _commit(tmp_path, "b-h100.json", faster_compiled)
+    rows, steps = gpu_figures.measurement_rows(tmp_path), gpu_figures.measurement_steps(tmp_path)
+    text = gpu_figures.summary(rows, steps)
+    assert text.startswith("On an NVIDIA H100 80GB HBM3 (torch 2.11.0+cu128, CUDA 12.8, Python 3.12.3; run of ")
+    assert "2026-11-27, file b-h100.json), the paper's network of 13,546,816 trainable parameters" in text
+    assert "fastest with torch.compile: 25,600 images per second at batch 128 in bf16 autocast (median of 3 " in text
+    assert "rounds, 25,400 to 25,900), so the paper's 64,000 steps would take 5.3 minutes, within the book's " in text
+    assert "goal of 10 minutes. Eager, it trained 20,000 images per second (6.8 minutes for the schedule)." in text
+    assert text.endswith("The check's steps: 3 of its 4 steps passed, 1 was skipped (speed max-autotune).")
+    # the older file is in the table, not the summary; a failed step is named
+    table = gpu_figures.table_rows(rows)
+    assert [(r["device"], r["mode"]) for r in table] == [
+        ("NVIDIA H200", "torch.compile"),
+        ("NVIDIA H100 80GB HBM3", "eager"),
+        ("NVIDIA H100 80GB HBM3", "torch.compile"),
+    ]
+    assert table[2]["images/s (median)"] == 25_600.0 and table[2]["goal of 10 min"] == "met"
+    only_older = [s for s in steps if s["file"] == "a-h200.json"]
+    assert gpu_figures.summary(rows, only_older).endswith(
+        "2 of its 4 steps passed, 1 failed (speed eager), 1 was skipped (speed max-autotune)."
+    )
+
+
+def test_without_a_measurement_the_summary_says_no_gpu_has_run_the_check(tmp_path):
+    none = gpu_figures.summary(gpu_figures.measurement_rows(tmp_path), gpu_figures.measurement_steps(tmp_path))
+    assert none.startswith("No GPU has run the check yet: the folder book/data/gpu/ holds no measurement")
+    assert gpu_figures.table_rows([]) == []
+
+
+def test_the_status_page_shows_every_step_of_every_measurement_or_says_there_is_none(tmp_path):
+    from resnet_theory.book.status import gpu_html
+
+    assert gpu_html(tmp_path / "none yet") == (
+        "<p><strong>GPU check.</strong> " + html.escape(gpu_figures.summary([], [])) + "</p>"
+    )
+    _commit(tmp_path, "h100.json", lambda d: d["steps"][0].update(text="<b>cuda:0</b> & more"))
+    page = gpu_html(tmp_path)
+    assert "On an NVIDIA H100 80GB HBM3" in page and page.count("<tr><td>h100.json</td>") == 4
+    assert "<td>&lt;b&gt;cuda:0&lt;/b&gt; &amp; more</td>" in page and "<b>cuda:0</b>" not in page
+    (tmp_path / "broken.json").write_text("{")
+    page = gpu_html(tmp_path)
+    assert page.startswith("<p><strong>GPU check.</strong> A committed measurement is refused: ")
+    assert "broken.json: not valid JSON" in page
 
 
 def broken(change):

@@ -1,15 +1,17 @@
 """The execution cache: a chapter is executed only when something its outputs depend on has changed.
 
-That is: its code cells (source, and the tags that change execution), its parameters and profile, the source
-of every module of ``resnet_theory`` (or of any package inside the book's root) that its code cells import
-(:mod:`resnet_theory.book.imports`), and the pinned environment (``requirements.lock``, ``pyproject.toml``,
-the Python version, the device). The key is recorded in ``_build/cache/<entry>.json`` with checksums of the
-notebook and claims files it describes. When the key matches, the chapter is *reused*: if its prose changed,
-the new markdown cells are merged with the cached code cells' outputs (the code cells are the same by
-construction) and the claims JSON is kept. Pages whose front matter says ``resnet_theory: {execution:
-always}`` execute on every run; ``in-process`` pages too, without a kernel
-(:mod:`resnet_theory.book.inprocess`). ``--force`` executes everything. ``run`` always executes its chapter
-(and, writing into the build folder, records its key for later ``execute`` runs).
+That is: its code cells (source, and the tags that change execution), its parameters and profile, the source of
+every module of ``resnet_theory`` (or of any package inside the book's root) that its code cells import
+(:mod:`resnet_theory.book.imports`), the data those packages carry (every file in them that is not Python source,
+such as ``resnet_theory/data/experiments_pilot.json``), the data the page's front matter names (``resnet_theory:
+{data: [book/data/gpu]}``, :func:`resnet_theory.book.plan.data_paths`), and the pinned environment
+(``requirements.lock``, ``pyproject.toml``, the Python version, the device). The key is recorded in
+``_build/cache/<entry>.json`` with checksums of the notebook and claims files it describes. When the key matches,
+the chapter is *reused*: if its prose changed, the new markdown cells are merged with the cached code cells' outputs
+(the code cells are the same by construction) and the claims JSON is kept. Pages whose front matter says
+``resnet_theory: {execution: always}`` execute on every run; ``in-process`` pages too, without a kernel
+(:mod:`resnet_theory.book.inprocess`). ``--force`` executes everything. ``run`` always executes its chapter (and,
+writing into the build folder, records its key for later ``execute`` runs).
 """
 
 from __future__ import annotations
@@ -21,9 +23,10 @@ from typing import Any
 
 from .files import claims_path, file_sha, read_json_object, sha256, write_atomic
 from .imports import ModuleIndex
+from .plan import data_paths
 
 #: Bump when the cache record or the key's recipe changes: every chapter is then executed once again.
-CACHE_VERSION = 1
+CACHE_VERSION = 2  # 2: data files in the key
 
 #: Files of the pinned environment that every chapter's key covers (when they exist at the root).
 ENVIRONMENT_FILES = ("requirements.lock", "pyproject.toml")
@@ -48,6 +51,7 @@ def cache_components(
     ]
     closure = modules.closure([c.source for c in code])
     return {
+        "data": {**modules.package_data(closure), **_declared_data(root, notebook)},
         "version": CACHE_VERSION,
         "code": sha256(json.dumps(cells, sort_keys=True)),
         "parameters": json.loads(json.dumps(parameters, sort_keys=True, default=repr)),
@@ -58,6 +62,17 @@ def cache_components(
             **{name: file_sha(root / name) for name in ENVIRONMENT_FILES},
         },
     }
+
+
+def _declared_data(root: Path, notebook) -> dict[str, str]:
+    """Checksum of every file under the paths the page's front matter names, by its path from the root."""
+    out = {}
+    for name in data_paths(notebook, root):
+        path = root / name
+        files = [path] if path.is_file() else sorted(f for f in path.rglob("*") if f.is_file()) if path.is_dir() else []
+        for f in files:
+            out[f.relative_to(root).as_posix()] = file_sha(f)
+    return out
 
 
 def cache_key(components: dict[str, Any]) -> str:
@@ -79,6 +94,10 @@ def what_changed(old: dict[str, Any] | None, new: dict[str, Any]) -> str:
     changed = sorted(m for m in set(old_modules) | set(new_modules) if old_modules.get(m) != new_modules.get(m))
     if changed:
         reasons.append("modules changed: " + ", ".join(changed))
+    old_data, new_data = old.get("data", {}), new["data"]
+    changed = sorted(f for f in set(old_data) | set(new_data) if old_data.get(f) != new_data.get(f))
+    if changed:
+        reasons.append("data changed: " + ", ".join(changed))
     if old.get("environment") != new["environment"]:
         keys = sorted(k for k in new["environment"] if old.get("environment", {}).get(k) != new["environment"][k])
         reasons.append("environment changed: " + ", ".join(keys))

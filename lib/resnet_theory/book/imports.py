@@ -162,6 +162,20 @@ class ModuleIndex:
             pending.extend(self._module_imports(module, path))
         return found
 
+    def package_data(self, closure: dict[str, Path]) -> dict[str, str]:
+        """Checksum of every data file (any file but Python source and bytecode) of the packages the modules of
+        ``closure`` belong to, by ``package/relative path``: what their modules may read at run time."""
+        out = {}
+        for top in sorted({name.split(".")[0] for name in closure}):
+            location, is_package = self._top(top) or (None, False)
+            if not is_package:
+                continue
+            for path in sorted(location.rglob("*")):
+                rel = path.relative_to(location)
+                if path.is_file() and path.suffix not in (".py", ".pyc") and "__pycache__" not in rel.parts:
+                    out[f"{top}/{rel.as_posix()}"] = self.sha(path)
+        return out
+
     def sha(self, path: Path) -> str | None:
         """The checksum of a module's file (computed once per index: one run of the executor)."""
         if path not in self._shas:

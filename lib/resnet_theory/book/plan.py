@@ -42,6 +42,23 @@ def execution_mode(notebook) -> str:
     return mode
 
 
+def data_paths(notebook, root: Path) -> list[str]:
+    """The data a page reads besides its code, from its front matter ``resnet_theory: {data: [PATH, ...]}``: files
+    or folders relative to the book's root (a folder may not exist yet), each inside the root. Every file in them is
+    part of the page's cache key (:func:`resnet_theory.book.cache.cache_components`), so committing a new
+    measurement executes the page again."""
+    meta = notebook.metadata.get("resnet_theory") or {}
+    paths = meta.get("data", []) if isinstance(meta, dict) else []
+    if not isinstance(paths, list) or not all(isinstance(p, str) and p.strip() for p in paths):
+        raise BookError("the front matter's resnet_theory: data must be a list of paths relative to the book's root")
+    root = root.resolve()
+    for p in paths:
+        target = (root / p).resolve()
+        if Path(p).is_absolute() or not (target == root or root in target.parents):
+            raise BookError(f"data path {p!r} in the front matter (resnet_theory: data) is not inside the book's root")
+    return sorted(set(paths))
+
+
 def has_code(notebook) -> bool:
     return any(c.cell_type == "code" and c.source.strip() for c in notebook.cells)
 
@@ -90,6 +107,7 @@ def plan_chapters(root: Path, entries: list[str], profile: str, overrides: list[
                 )
             defined[entry] = names
             annotated[entry] = parameter_annotations(nb)
+        data_paths(nb, root)  # a bad data declaration is refused before anything runs
         plans.append(
             ChapterPlan(entry, source, executes, {"profile": profile} if executes else {}, nb, execution_mode(nb))
         )

@@ -8,7 +8,7 @@ wall time of this build's execution (n/a for a reused page or one this build did
 parameters, device, and the failing cell where one failed; a column whose value is the same in every row (the
 device, the profile, no parameters, no notes) is said once, in the table's caption (:func:`_table`), so that the
 table fits the page's column at 1400 px; on a phone it scrolls inside its own box (``book.css``). Then the Python
-version, package versions and device of the run.
+version, package versions and device of the run, and the GPU check's committed measurements (:func:`gpu_html`).
 A run that was interrupted or failed is said so first, with the pages that failed or were not reached (or
 that its HTML build failed) and the parameters it was attempted with; a page rendered while its run was still
 going on (the executor renders this page during the run, and again at its end when a page failed or pages came
@@ -241,7 +241,34 @@ def _profiles_note(report: dict) -> str:
     return f" (pages with a profile of their own: {html.escape('; '.join(other))})" if other else ""
 
 
-def status_html(report: dict, own_page: str = STATUS_PAGE) -> str:
+def gpu_html(folder=None) -> str:
+    """The GPU check's committed measurements (``book/data/gpu/``, :mod:`resnet_theory.engine.gpu_figures`): what
+    the newest measured, with its device and versions, then every step of every file; or that there is none yet.
+    A malformed file is said so in one line, naming it (the experiments chapter, which reads the same files,
+    fails on it)."""
+    from resnet_theory.engine import gpu_figures
+
+    try:
+        rows, steps = gpu_figures.measurement_rows(folder), gpu_figures.measurement_steps(folder)
+    except gpu_figures.MeasurementError as exc:
+        return f"<p><strong>GPU check.</strong> A committed measurement is refused: {html.escape(str(exc))}</p>"
+    out = f"<p><strong>GPU check.</strong> {html.escape(gpu_figures.summary(rows, steps))}</p>"
+    if not steps:
+        return out
+    head = "".join(f"<th>{h}</th>" for h in ("file", "device", "step", "status", "seconds", "what it measured"))
+    body = "".join(
+        "<tr>"
+        + "".join(
+            f"<td>{html.escape(str(v))}</td>"
+            for v in (s["file"], s["device"], s["step"], s["status"], _seconds(s["seconds"]), s["text"])
+        )
+        + "</tr>"
+        for s in steps
+    )
+    return out + f'<table class="book-status book-gpu-check"><tr>{head}</tr>{body}</table>'
+
+
+def status_html(report: dict, own_page: str = STATUS_PAGE, gpu_folder=None) -> str:
     this_build = _this_build(report)
     attempt = report.get("attempt") or {}
     pending = set(attempt.get("chapters") or []) - (this_build or set()) if report.get("state") == "running" else set()
@@ -269,6 +296,7 @@ def status_html(report: dict, own_page: str = STATUS_PAGE) -> str:
         f"<tr><td>Python</td><td>{html.escape(env['python'])}</td></tr>"
         f"<tr><td>platform</td><td>{html.escape(env['platform'])}</td></tr>"
         f"<tr><td>device</td><td>{html.escape(env['device'])}</td></tr>{packages}</table>"
+        f"{gpu_html(gpu_folder)}"
     )
 
 

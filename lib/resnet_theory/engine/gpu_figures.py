@@ -164,3 +164,76 @@ def measurement_steps(folder=None) -> list[dict]:
                 }
             )
     return rows
+
+
+#: How the book names each speed step's mode.
+MODE_WORDS = {
+    "eager": "eager",
+    "default": "torch.compile",
+    "reduce-overhead": "torch.compile with CUDA graphs",
+    "max-autotune": "torch.compile, max-autotune",
+}
+#: The command whose output these files are, as the book quotes it.
+COMMAND = "PYTHONPATH=lib python3 -m resnet_theory.engine.gpu_check OUT"
+
+
+def table_rows(rows: list[dict]) -> list[dict]:
+    """:func:`measurement_rows` as the book's table shows them: one row per passed speed step, in words."""
+    return [
+        {
+            "device": r["device"],
+            "torch, CUDA": f"{r['torch']}, {r['cuda']}",
+            "mode": MODE_WORDS.get(r["mode"], r["mode"]),
+            "precision": r["precision"],
+            "images/s (median)": r["images_per_second"],
+            "lowest round": r["images_per_second_min"],
+            "highest round": r["images_per_second_max"],
+            "rounds": r["rounds"],
+            "64,000 steps (min)": r["schedule_minutes"],
+            "goal of 10 min": "met" if r["goal_met"] else "not met",
+        }
+        for r in rows
+    ]
+
+
+def summary(rows: list[dict], steps: list[dict]) -> str:
+    """One paragraph for the book's prose: what the newest committed measurement measured (its device, versions,
+    date, the fastest mode and eager, the paper's schedule against :data:`GOAL_MINUTES`, its steps), or, when
+    ``book/data/gpu/`` holds none, that no GPU has run the check yet."""
+    if not steps:
+        return (
+            "No GPU has run the check yet: the folder book/data/gpu/ holds no measurement, so this book shows no "
+            "speed measured on a GPU. Its figures will be those of a real run of the check on one H100 or H200, "
+            "committed as that run wrote them."
+        )
+    started = {r["file"]: r["when"] for r in rows}  # a file without a passed speed step sorts by its name alone
+    newest = max({s["file"] for s in steps}, key=lambda f: (started.get(f, ""), f))
+    own = [s for s in steps if s["file"] == newest]
+    tally = f"{sum(s['status'] == 'PASS' for s in own)} of its {len(own)} steps passed"
+    for status, verb in (("FAIL", "failed"), ("SKIP", "{was} skipped")):
+        named = [s["step"] for s in own if s["status"] == status]
+        if named:
+            verb = verb.format(was="was" if len(named) == 1 else "were")
+            tally += f", {len(named)} {verb} ({', '.join(named)})"
+    speeds = [r for r in rows if r["file"] == newest]
+    device = own[0]["device"]
+    if not speeds:
+        return f"The newest measurement ({newest}, on {device}) has no speed figure: {tally}."
+    best = max(speeds, key=lambda r: r["images_per_second"])
+    eager = next((r for r in speeds if r["mode"] == "eager"), None)
+    when = best["when"][:10] or "an unrecorded date"
+    text = (
+        f"On an {device} (torch {best['torch']}, CUDA {best['cuda']}, Python {best['python']}; run of {when}, "
+        f"file {newest}), the paper's network of {best['trainable_parameters']:,} trainable parameters trained "
+        f"fastest with {MODE_WORDS.get(best['mode'], best['mode'])}: {best['images_per_second']:,.0f} images per "
+        f"second at batch {best['batch_size']} in {best['precision']} (median of {best['rounds']} rounds, "
+        f"{best['images_per_second_min']:,.0f} to {best['images_per_second_max']:,.0f}), so the paper's 64,000 "
+        f"steps would take {best['schedule_minutes']:.1f} minutes, "
+        f"{'within' if best['goal_met'] else 'over'} the book's goal of {GOAL_MINUTES:g} minutes."
+    )
+    if eager is not None and eager is not best:
+        text += (
+            f" Eager, it trained {eager['images_per_second']:,.0f} images per second "
+            f"({eager['schedule_minutes']:.1f} minutes for the schedule)."
+        )
+    return text + f" The check's steps: {tally}."
