@@ -522,7 +522,7 @@ def test_the_summary_names_the_device_and_says_what_the_newest_run_measured(tmp_
     rows, steps = gpu_figures.measurement_rows(tmp_path), gpu_figures.measurement_steps(tmp_path)
     text = gpu_figures.summary(rows, steps)
     assert text.startswith("On an NVIDIA H100 80GB HBM3 (torch 2.11.0+cu128, CUDA 12.8, Python 3.12.3; run of ")
-    assert "2026-11-27, file b-h100.json), the paper's network of 13,546,816 trainable parameters" in text
+    assert "2026-11-27, file b-h100.json), the paper's network (13,546,816 trainable parameters) trained" in text
     assert "fastest with torch.compile: 25,600 images per second at batch 128 in bf16 autocast (median of 3 " in text
     assert "rounds, 25,400 to 25,900), so the paper's 64,000 steps would take 5.3 minutes, within the book's " in text
     assert "goal of 10 minutes. Eager, it trained 20,000 images per second (6.8 minutes for the schedule)." in text
@@ -539,6 +539,12 @@ def test_the_summary_names_the_device_and_says_what_the_newest_run_measured(tmp_
     assert gpu_figures.summary(rows, only_older).endswith(
         "2 of its 4 steps passed, 1 failed (speed eager), 1 was skipped (speed max-autotune)."
     )
+
+
+def test_the_summary_does_not_call_a_smaller_network_the_papers(tmp_path):
+    _commit(tmp_path, "small.json", lambda d: [st["figures"].update(model="small") for st in d["steps"][1:3]])
+    text = gpu_figures.summary(gpu_figures.measurement_rows(tmp_path), gpu_figures.measurement_steps(tmp_path))
+    assert "file small.json), a smaller network than the paper's (13,546,816 trainable parameters) trained" in text
 
 
 def test_without_a_measurement_the_summary_says_no_gpu_has_run_the_check(tmp_path):
@@ -598,6 +604,18 @@ def broken(change):
             broken(lambda d: d["steps"][1]["figures"].update(rounds_images_per_second=[])),
             "steps[1].figures.rounds_images_per_second must be a non-empty list of positive numbers",
         ),
+        # what a page shows is plain text: no math, no markup, from a file made on another machine
+        (
+            broken(lambda d: d["device"].update(name="H100 $\\href{x}{y}$")),
+            "device.name must be plain text (letters, digits, spaces and .,:;()+-/=_@#), got 'H100 $\\\\href{x}{y}$'",
+        ),
+        (broken(lambda d: d["versions"].update(torch="<script>")), "versions.torch must be plain text"),
+        (broken(lambda d: d.update(started_utc="2026`")), ".started_utc must be plain text"),
+        (broken(lambda d: d["steps"][2]["figures"].update(precision="bf16 &amp;")), "precision must be plain text"),
+        (
+            broken(lambda d: d["steps"][2]["figures"].update(mode="warp")),
+            "steps[2].figures.mode must be one of eager, default, reduce-overhead, max-autotune, got 'warp'",
+        ),
     ],
 )
 def test_a_malformed_measurement_is_refused_naming_the_file(tmp_path, text, words):
@@ -608,6 +626,32 @@ def test_a_malformed_measurement_is_refused_naming_the_file(tmp_path, text, word
             read(tmp_path)
         message = str(info.value)
         assert message.startswith(f"{path}: ") and words in message and "\n" not in message
+
+
+def test_add_validates_and_copies_a_run_unchanged_and_never_over_another(tmp_path, capsys):
+    run = tmp_path / "gpu-out" / "gpu-check.json"
+    run.parent.mkdir()
+    run.write_text(json.dumps(measurement(), indent=1))
+    book = tmp_path / "book" / "data" / "gpu"
+    assert gpu_figures.main(["add", str(run), "--to", str(book)]) == 0
+    target = book / "nvidia-h100-80gb-hbm3-2026-11-27.json"
+    assert target.read_bytes() == run.read_bytes() and sorted(p.name for p in book.iterdir()) == [target.name]
+    assert capsys.readouterr().out == f"{target}: NVIDIA H100 80GB HBM3, 3 of 4 steps passed\n"
+    assert gpu_figures.main(["add", str(run), "--to", str(book)]) == 0  # the same bytes: nothing to do
+    # another run of the same device and day is refused, and the one there is kept
+    other = tmp_path / "other.json"
+    other.write_text(broken(lambda d: d["steps"][1].update(status="FAIL")))
+    assert gpu_figures.main(["add", str(other), "--to", str(book)]) == 2
+    err = capsys.readouterr().err
+    assert err == f"error: {target}: a different measurement is already there; nothing was written\n"
+    assert target.read_bytes() == run.read_bytes() and len(list(book.iterdir())) == 1
+    # a rehearsal (device cpu) or a malformed file: refused in one line, nothing written
+    for bad, words in ((broken(lambda d: d["device"].update(type="cpu")), "device.type must be 'cuda'"), ("{", "JSON")):
+        other.write_text(bad)
+        assert gpu_figures.main(["add", str(other), "--to", str(tmp_path / "fresh")]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"error: {other}: ") and words in err and err.count("\n") == 1
+        assert not (tmp_path / "fresh").exists()
 
 
 def test_a_folder_that_is_a_file_is_refused(tmp_path):

@@ -6,12 +6,22 @@ name, the torch / CUDA / Python versions, every step's name and status, every sp
 one with one line naming the file and what is wrong; :func:`measurement_rows` turns a folder of them into one row
 per speed figure, for a table in the experiments chapter and on the status page, and :func:`measurement_steps` into
 one row per step (its status and line). No torch import: the status page can read them without it.
+
+The files come from another machine, so what the book shows of them is checked as plain text: the device's name,
+the versions, the run's date and each speed figure's precision are letters, digits, spaces and ``.,:;()+-/=_@#``
+only (no ``$``, backslash or angle bracket: nothing a page would read as math or markup), and a speed figure's mode
+is one the check measures (:data:`MODE_WORDS`). ``python -m resnet_theory.engine.gpu_figures add
+GPU_OUT/gpu-check.json`` validates a run's file and copies it, unchanged, to ``book/data/gpu/<device>-<date>.json``,
+never over a file already there.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import os
+import re
+import sys
 from pathlib import Path
 
 #: The ``schema`` of the files that :mod:`resnet_theory.engine.gpu_check` writes.
@@ -20,6 +30,13 @@ STATUSES = ("PASS", "FAIL", "SKIP")
 #: The book's goal for the paper's whole CIFAR schedule (64,000 steps of 128 images) on one H100/H200.
 GOAL_MINUTES = 10.0
 DEFAULT_FOLDER = Path(__file__).resolve().parents[3] / "book" / "data" / "gpu"
+#: How the book names each speed step's mode.
+MODE_WORDS = {
+    "eager": "eager",
+    "default": "torch.compile",
+    "reduce-overhead": "torch.compile with CUDA graphs",
+    "max-autotune": "torch.compile, max-autotune",
+}
 
 
 class MeasurementError(ValueError):
@@ -37,6 +54,20 @@ def _text(d: dict, key: str, path: Path, where: str) -> str:
     return value
 
 
+#: What a shown string may hold: nothing a page reads as math or markup.
+PLAIN_TEXT = re.compile(r"[\w .,:;()+\-/=@#]+")
+
+
+def _plain(d: dict, key: str, path: Path, where: str) -> str:
+    value = _text(d, key, path, where)
+    _need(
+        PLAIN_TEXT.fullmatch(value) is not None,
+        path,
+        f"{where}.{key} must be plain text (letters, digits, spaces and .,:;()+-/=_@#), got {value!r}",
+    )
+    return value
+
+
 def _number(d: dict, key: str, path: Path, where: str, positive: bool = False) -> float:
     value = d.get(key) if isinstance(d, dict) else None
     ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
@@ -47,8 +78,9 @@ def _number(d: dict, key: str, path: Path, where: str, positive: bool = False) -
 def _speed_figures(figures: dict, path: Path, where: str) -> None:
     for key in ("images_per_second", "schedule_minutes", "batch_size", "trainable_parameters"):
         _number(figures, key, path, where, positive=True)
-    _text(figures, "mode", path, where)
-    _text(figures, "precision", path, where)
+    mode = _text(figures, "mode", path, where)
+    _need(mode in MODE_WORDS, path, f"{where}.mode must be one of {', '.join(MODE_WORDS)}, got {mode!r}")
+    _plain(figures, "precision", path, where)
     spread = figures.get("spread")
     _need(isinstance(spread, dict), path, f"{where}.spread must be an object (median, min, max, relative)")
     for key in ("median", "min", "max"):
@@ -77,13 +109,15 @@ def read_measurement(path) -> dict:
     _need(d.get("schema") == SCHEMA, path, f"schema must be {SCHEMA!r}, got {d.get('schema')!r}")
     device = d.get("device")
     _need(isinstance(device, dict), path, "device must be an object")
-    _text(device, "name", path, "device")
+    _plain(device, "name", path, "device")
     _need(
         str(device.get("type")) == "cuda", path, f"device.type must be 'cuda' (a real GPU), got {device.get('type')!r}"
     )
     versions = d.get("versions")
     for key in ("python", "torch", "cuda"):
-        _text(versions, key, path, "versions")
+        _plain(versions, key, path, "versions")
+    if "started_utc" in d:
+        _plain(d, "started_utc", path, "")
     _need(isinstance(d.get("complete"), bool), path, "complete must be true or false")
     steps = d.get("steps")
     _need(isinstance(steps, list) and len(steps) >= 1, path, "steps must be a non-empty list")
@@ -124,6 +158,7 @@ def measurement_rows(folder=None) -> list[dict]:
                     "python": d["versions"]["python"],
                     "when": d.get("started_utc", ""),
                     "mode": f["mode"],
+                    "model": str(f.get("model", "full")),
                     "precision": f["precision"],
                     "batch_size": int(f["batch_size"]),
                     "trainable_parameters": int(f["trainable_parameters"]),
@@ -166,13 +201,6 @@ def measurement_steps(folder=None) -> list[dict]:
     return rows
 
 
-#: How the book names each speed step's mode.
-MODE_WORDS = {
-    "eager": "eager",
-    "default": "torch.compile",
-    "reduce-overhead": "torch.compile with CUDA graphs",
-    "max-autotune": "torch.compile, max-autotune",
-}
 #: The command whose output these files are, as the book quotes it.
 COMMAND = "PYTHONPATH=lib python3 -m resnet_theory.engine.gpu_check OUT"
 
@@ -222,9 +250,10 @@ def summary(rows: list[dict], steps: list[dict]) -> str:
     best = max(speeds, key=lambda r: r["images_per_second"])
     eager = next((r for r in speeds if r["mode"] == "eager"), None)
     when = best["when"][:10] or "an unrecorded date"
+    network = "the paper's network" if best["model"] == "full" else "a smaller network than the paper's"
     text = (
         f"On an {device} (torch {best['torch']}, CUDA {best['cuda']}, Python {best['python']}; run of {when}, "
-        f"file {newest}), the paper's network of {best['trainable_parameters']:,} trainable parameters trained "
+        f"file {newest}), {network} ({best['trainable_parameters']:,} trainable parameters) trained "
         f"fastest with {MODE_WORDS.get(best['mode'], best['mode'])}: {best['images_per_second']:,.0f} images per "
         f"second at batch {best['batch_size']} in {best['precision']} (median of {best['rounds']} rounds, "
         f"{best['images_per_second_min']:,.0f} to {best['images_per_second_max']:,.0f}), so the paper's 64,000 "
@@ -237,3 +266,67 @@ def summary(rows: list[dict], steps: list[dict]) -> str:
             f"({eager['schedule_minutes']:.1f} minutes for the schedule)."
         )
     return text + f" The check's steps: {tally}."
+
+
+def file_name(d: dict) -> str:
+    """Where a measurement goes in ``book/data/gpu/``: its device and date, ``nvidia-h200-2026-11-28.json``."""
+    device = re.sub(r"[^a-z0-9]+", "-", d["device"]["name"].lower()).strip("-")
+    day = str(d.get("started_utc", ""))[:10]
+    return f"{device}-{day}.json" if re.fullmatch(r"\d{4}-\d{2}-\d{2}", day) else f"{device}.json"
+
+
+def add(path, folder=None) -> Path:
+    """Validate one gpu_check JSON (:func:`read_measurement`) and copy it, byte for byte, into ``folder`` (default
+    ``book/data/gpu/``) under :func:`file_name`; the copy is never written over a file already there (the same
+    bytes there already: nothing to do). Returns where it is; raises :class:`MeasurementError` in one line."""
+    path = Path(path)
+    d = read_measurement(path)
+    folder = DEFAULT_FOLDER if folder is None else Path(folder)
+    if folder.exists() and not folder.is_dir():
+        raise MeasurementError(f"{folder}: not a folder")
+    target = folder / file_name(d)
+    data = path.read_bytes()
+    if target.exists():
+        if target.read_bytes() == data:
+            return target
+        raise MeasurementError(f"{target}: a different measurement is already there; nothing was written")
+    folder.mkdir(parents=True, exist_ok=True)
+    tmp = folder / f".{target.name}.tmp{os.getpid()}"
+    tmp.write_bytes(data)
+    try:
+        os.link(tmp, target)  # fails, writing nothing, if the name was taken meanwhile
+    except FileExistsError:
+        raise MeasurementError(f"{target}: a different measurement is already there; nothing was written") from None
+    finally:
+        tmp.unlink()
+    return target
+
+
+def main(argv: list[str] | None = None) -> int:
+    from resnet_theory import validate
+
+    parser = validate.OneLineParser(
+        prog="python -m resnet_theory.engine.gpu_figures",
+        description="Add a GPU check's measurement to the book (validated, copied unchanged, never over another).",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    adding = sub.add_parser("add", help="validate GPU_OUT/gpu-check.json and copy it into book/data/gpu/")
+    adding.add_argument("file")
+    adding.add_argument("--to", help="the folder (default: book/data/gpu/ of this checkout)")
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    try:
+        target = add(args.file, args.to)
+    except MeasurementError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    d = read_measurement(target)
+    passed = sum(st["status"] == "PASS" for st in d["steps"])
+    print(f"{target}: {d['device']['name']}, {passed} of {len(d['steps'])} steps passed", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
