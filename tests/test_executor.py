@@ -360,14 +360,15 @@ def test_cache_reruns_exactly_what_changed(cached_book, tmp_path):
         cache_components(root, full.notebook, full.parameters, "cpu")
     )
 
-    # Data. A folder named in a page's front matter (resnet_theory: data), not there yet: naming it changes no key
-    # (front matter is no code); a file appearing in it executes that page only.
+    # Data. A folder named in a page's front matter (resnet_theory: data): naming it changes no key (front matter is
+    # no code), nor does a hidden file in it; a file appearing in it executes that page only.
     plain.write_text(
         plain.read_text().replace("kernelspec:", "resnet_theory:\n  data: [book/data/plain]\nkernelspec:", 1)
     )
-    assert _execute(root, build)[0] == []
     measured = root / "book" / "data" / "plain" / "run.json"
     measured.parent.mkdir(parents=True)
+    (measured.parent / ".run.json.swp").write_text("an editor's")
+    assert _execute(root, build)[0] == []
     measured.write_text('{"images_per_second": 1}')
     ran, pages = _execute(root, build)
     assert ran == ["plain"] and pages["book/plain"]["reason"] == "data changed: book/data/plain/run.json"

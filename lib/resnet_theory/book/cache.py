@@ -64,12 +64,18 @@ def cache_components(
     }
 
 
+def _hidden(relative: Path) -> bool:
+    return any(part.startswith(".") for part in relative.parts)
+
+
 def _declared_data(root: Path, notebook) -> dict[str, str]:
-    """Checksum of every file under the paths the page's front matter names, by its path from the root."""
+    """Checksum of every file under the paths the page's front matter names (hidden files aside: a half-written
+    copy of ``gpu_figures add``, an editor's swap file), by its path from the root."""
     out = {}
     for name in data_paths(notebook, root):
         path = root / name
-        files = [path] if path.is_file() else sorted(f for f in path.rglob("*") if f.is_file()) if path.is_dir() else []
+        found = sorted(f for f in path.rglob("*") if f.is_file()) if path.is_dir() else []
+        files = [path] if path.is_file() else [f for f in found if not _hidden(f.relative_to(path))]
         for f in files:
             out[f.relative_to(root).as_posix()] = file_sha(f)
     return out

@@ -163,8 +163,8 @@ class ModuleIndex:
         return found
 
     def package_data(self, closure: dict[str, Path]) -> dict[str, str]:
-        """Checksum of every data file (any file but Python source and bytecode) of the packages the modules of
-        ``closure`` belong to, by ``package/relative path``: what their modules may read at run time."""
+        """Checksum of every data file (any file but Python source, bytecode and hidden files) of the packages the
+        modules of ``closure`` belong to, by ``package/relative path``: what their modules may read at run time."""
         out = {}
         for top in sorted({name.split(".")[0] for name in closure}):
             location, is_package = self._top(top) or (None, False)
@@ -172,7 +172,13 @@ class ModuleIndex:
                 continue
             for path in sorted(location.rglob("*")):
                 rel = path.relative_to(location)
-                if path.is_file() and path.suffix not in (".py", ".pyc") and "__pycache__" not in rel.parts:
+                hidden = any(part.startswith(".") for part in rel.parts)  # an editor's swap file, a cache
+                if (
+                    path.is_file()
+                    and path.suffix not in (".py", ".pyc")
+                    and "__pycache__" not in rel.parts
+                    and not hidden
+                ):
                     out[f"{top}/{rel.as_posix()}"] = self.sha(path)
         return out
 
