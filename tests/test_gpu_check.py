@@ -521,7 +521,7 @@ def test_the_summary_names_the_device_and_says_what_the_newest_run_measured(tmp_
     _commit(tmp_path, "b-h100.json", faster_compiled)
     rows, steps = gpu_figures.measurement_rows(tmp_path), gpu_figures.measurement_steps(tmp_path)
     text = gpu_figures.summary(rows, steps)
-    assert text.startswith("On an NVIDIA H100 80GB HBM3 (torch 2.11.0+cu128, CUDA 12.8, Python 3.12.3; run of ")
+    assert text.startswith("On one NVIDIA H100 80GB HBM3 (torch 2.11.0+cu128, CUDA 12.8, Python 3.12.3; run of ")
     assert "2026-11-27, file b-h100.json), the paper's network (13,546,816 trainable parameters) trained" in text
     assert "fastest with torch.compile: 25,600 images per second at batch 128 in bf16 autocast (median of 3 " in text
     assert "rounds, 25,400 to 25,900), so the paper's 64,000 steps would take 5.3 minutes, within the book's " in text
@@ -561,7 +561,7 @@ def test_the_status_page_shows_every_step_of_every_measurement_or_says_there_is_
     )
     _commit(tmp_path, "h100.json", lambda d: d["steps"][0].update(text="<b>cuda:0</b> & more"))
     page = gpu_html(tmp_path)
-    assert "On an NVIDIA H100 80GB HBM3" in page and page.count("<tr><td>h100.json</td>") == 4
+    assert "On one NVIDIA H100 80GB HBM3" in page and page.count("<tr><td>h100.json</td>") == 4
     assert "<td>&lt;b&gt;cuda:0&lt;/b&gt; &amp; more</td>" in page and "<b>cuda:0</b>" not in page
     (tmp_path / "broken.json").write_text("{")
     page = gpu_html(tmp_path)
@@ -610,7 +610,7 @@ def broken(change):
             "device.name must be plain text (letters, digits, spaces and .,:;()+-/=_@#), got 'H100 $\\\\href{x}{y}$'",
         ),
         (broken(lambda d: d["versions"].update(torch="<script>")), "versions.torch must be plain text"),
-        (broken(lambda d: d.update(started_utc="2026`")), ".started_utc must be plain text"),
+        (broken(lambda d: d.update(started_utc="2026`")), ": started_utc must be plain text"),
         (broken(lambda d: d["steps"][2]["figures"].update(precision="bf16 &amp;")), "precision must be plain text"),
         (
             broken(lambda d: d["steps"][2]["figures"].update(mode="warp")),

@@ -50,8 +50,12 @@ def _need(condition: bool, path: Path, what: str) -> None:
 
 def _text(d: dict, key: str, path: Path, where: str) -> str:
     value = d.get(key) if isinstance(d, dict) else None
-    _need(isinstance(value, str) and value.strip() != "", path, f"{where}.{key} must be a non-empty string")
+    _need(isinstance(value, str) and value.strip() != "", path, f"{_name(where, key)} must be a non-empty string")
     return value
+
+
+def _name(where: str, key: str) -> str:
+    return f"{where}.{key}" if where else key
 
 
 #: What a shown string may hold: nothing a page reads as math or markup.
@@ -63,7 +67,7 @@ def _plain(d: dict, key: str, path: Path, where: str) -> str:
     _need(
         PLAIN_TEXT.fullmatch(value) is not None,
         path,
-        f"{where}.{key} must be plain text (letters, digits, spaces and .,:;()+-/=_@#), got {value!r}",
+        f"{_name(where, key)} must be plain text (letters, digits, spaces and .,:;()+-/=_@#), got {value!r}",
     )
     return value
 
@@ -201,10 +205,6 @@ def measurement_steps(folder=None) -> list[dict]:
     return rows
 
 
-#: The command whose output these files are, as the book quotes it.
-COMMAND = "PYTHONPATH=lib python3 -m resnet_theory.engine.gpu_check OUT"
-
-
 def table_rows(rows: list[dict]) -> list[dict]:
     """:func:`measurement_rows` as the book's table shows them: one row per passed speed step, in words."""
     return [
@@ -252,7 +252,7 @@ def summary(rows: list[dict], steps: list[dict]) -> str:
     when = best["when"][:10] or "an unrecorded date"
     network = "the paper's network" if best["model"] == "full" else "a smaller network than the paper's"
     text = (
-        f"On an {device} (torch {best['torch']}, CUDA {best['cuda']}, Python {best['python']}; run of {when}, "
+        f"On one {device} (torch {best['torch']}, CUDA {best['cuda']}, Python {best['python']}; run of {when}, "
         f"file {newest}), {network} ({best['trainable_parameters']:,} trainable parameters) trained "
         f"fastest with {MODE_WORDS.get(best['mode'], best['mode'])}: {best['images_per_second']:,.0f} images per "
         f"second at batch {best['batch_size']} in {best['precision']} (median of {best['rounds']} rounds, "
