@@ -541,6 +541,20 @@ def test_the_summary_names_the_device_and_says_what_the_newest_run_measured(tmp_
     )
 
 
+def test_the_summary_is_of_the_newest_whole_run_not_a_later_run_of_some_steps(tmp_path):
+    _commit(tmp_path, "a-whole.json")
+
+    def later_and_partial(d):
+        d["started_utc"] = "2026-11-27T13:00:00+00:00"
+        d["steps"] = [d["steps"][0], d["steps"][3]]  # --only "speed max-autotune": the device step and that one
+
+    _commit(tmp_path, "b-again.json", later_and_partial)
+    text = gpu_figures.summary(gpu_figures.measurement_rows(tmp_path), gpu_figures.measurement_steps(tmp_path))
+    assert "file a-whole.json)" in text and text.endswith(
+        "3 of its 4 steps passed, 1 was skipped (speed max-autotune)."
+    )
+
+
 def test_the_summary_does_not_call_a_smaller_network_the_papers(tmp_path):
     _commit(tmp_path, "small.json", lambda d: [st["figures"].update(model="small") for st in d["steps"][1:3]])
     text = gpu_figures.summary(gpu_figures.measurement_rows(tmp_path), gpu_figures.measurement_steps(tmp_path))
@@ -634,17 +648,21 @@ def test_add_validates_and_copies_a_run_unchanged_and_never_over_another(tmp_pat
     run.write_text(json.dumps(measurement(), indent=1))
     book = tmp_path / "book" / "data" / "gpu"
     assert gpu_figures.main(["add", str(run), "--to", str(book)]) == 0
-    target = book / "nvidia-h100-80gb-hbm3-2026-11-27.json"
+    target = book / "nvidia-h100-80gb-hbm3-2026-11-27-1200.json"
     assert target.read_bytes() == run.read_bytes() and sorted(p.name for p in book.iterdir()) == [target.name]
     assert capsys.readouterr().out == f"{target}: NVIDIA H100 80GB HBM3, 3 of 4 steps passed\n"
     assert gpu_figures.main(["add", str(run), "--to", str(book)]) == 0  # the same bytes: nothing to do
-    # another run of the same device and day is refused, and the one there is kept
+    # another run that day gets its own file; a different file of the same run's name is refused, the one there kept
     other = tmp_path / "other.json"
+    other.write_text(broken(lambda d: d.update(started_utc="2026-11-27T14:05:09+00:00")))
+    assert gpu_figures.main(["add", str(other), "--to", str(book)]) == 0
+    assert (book / "nvidia-h100-80gb-hbm3-2026-11-27-1405.json").read_bytes() == other.read_bytes()
+    capsys.readouterr()
     other.write_text(broken(lambda d: d["steps"][1].update(status="FAIL")))
     assert gpu_figures.main(["add", str(other), "--to", str(book)]) == 2
     err = capsys.readouterr().err
     assert err == f"error: {target}: a different measurement is already there; nothing was written\n"
-    assert target.read_bytes() == run.read_bytes() and len(list(book.iterdir())) == 1
+    assert target.read_bytes() == run.read_bytes() and len(list(book.iterdir())) == 2
     # a rehearsal (device cpu) or a malformed file: refused in one line, nothing written
     for bad, words in ((broken(lambda d: d["device"].update(type="cpu")), "device.type must be 'cuda'"), ("{", "JSON")):
         other.write_text(bad)

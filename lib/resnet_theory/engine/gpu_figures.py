@@ -11,8 +11,8 @@ The files come from another machine, so what the book shows of them is checked a
 the versions, the run's date and each speed figure's precision are letters, digits, spaces and ``.,:;()+-/=_@#``
 only (no ``$``, backslash or angle bracket: nothing a page would read as math or markup), and a speed figure's mode
 is one the check measures (:data:`MODE_WORDS`). ``python -m resnet_theory.engine.gpu_figures add
-GPU_OUT/gpu-check.json`` validates a run's file and copies it, unchanged, to ``book/data/gpu/<device>-<date>.json``,
-never over a file already there.
+GPU_OUT/gpu-check.json`` validates a run's file and copies it, unchanged, to
+``book/data/gpu/<device>-<date>-<time>.json``, never over a file already there.
 """
 
 from __future__ import annotations
@@ -225,7 +225,7 @@ def table_rows(rows: list[dict]) -> list[dict]:
 
 
 def summary(rows: list[dict], steps: list[dict]) -> str:
-    """One paragraph for the book's prose: what the newest committed measurement measured (its device, versions,
+    """One paragraph for the book's prose: what the newest whole committed run measured (its device, versions,
     date, the fastest mode and eager, the paper's schedule against :data:`GOAL_MINUTES`, its steps), or, when
     ``book/data/gpu/`` holds none, that no GPU has run the check yet."""
     if not steps:
@@ -234,8 +234,11 @@ def summary(rows: list[dict], steps: list[dict]) -> str:
             "speed measured on a GPU. Its figures will be those of a real run of the check on one H100 or H200, "
             "committed as that run wrote them."
         )
-    started = {r["file"]: r["when"] for r in rows}  # a file without a passed speed step sorts by its name alone
-    newest = max({s["file"] for s in steps}, key=lambda f: (started.get(f, ""), f))
+    # the newest of the runs of the most steps (a whole run, not one of some steps again: --only), by start time; a
+    # file without a passed speed step sorts by its name alone
+    started = {r["file"]: r["when"] for r in rows}
+    count = {f: sum(s["file"] == f for s in steps) for f in {s["file"] for s in steps}}
+    newest = max(count, key=lambda f: (count[f], started.get(f, ""), f))
     own = [s for s in steps if s["file"] == newest]
     tally = f"{sum(s['status'] == 'PASS' for s in own)} of its {len(own)} steps passed"
     for status, verb in (("FAIL", "failed"), ("SKIP", "{was} skipped")):
@@ -269,10 +272,11 @@ def summary(rows: list[dict], steps: list[dict]) -> str:
 
 
 def file_name(d: dict) -> str:
-    """Where a measurement goes in ``book/data/gpu/``: its device and date, ``nvidia-h200-2026-11-28.json``."""
+    """Where a measurement goes in ``book/data/gpu/``: its device, the date and the time it started (UTC), one name
+    per run, ``nvidia-h200-2026-11-28-1402.json`` (a second run that day, of some steps again, gets its own)."""
     device = re.sub(r"[^a-z0-9]+", "-", d["device"]["name"].lower()).strip("-")
-    day = str(d.get("started_utc", ""))[:10]
-    return f"{device}-{day}.json" if re.fullmatch(r"\d{4}-\d{2}-\d{2}", day) else f"{device}.json"
+    when = re.fullmatch(r"(\d{4}-\d{2}-\d{2})T(\d{2}):(\d{2}).*", str(d.get("started_utc", "")))
+    return f"{device}-{when[1]}-{when[2]}{when[3]}.json" if when else f"{device}.json"
 
 
 def add(path, folder=None) -> Path:
