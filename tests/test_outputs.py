@@ -151,3 +151,24 @@ def test_run_o_names_a_device_as_a_device_not_a_folder(fake_book, capsys):
     assert "a device or other special file stands there" in err
     err = one_line_error(capsys, book_main, [*argv[:-1], str(fake_book / "_build")])
     assert "a folder stands there" in err
+
+
+def test_another_checkouts_sources_are_sources_too(fake_book, tmp_path, capsys):
+    """Found by a misuse audit: the book tooling checked an output only against the book it runs, so
+    ``execute --build-dir OTHER/book/out`` and ``pdf -o OTHER/book/x.pdf`` wrote into another checkout's sources.
+    A refused run leaves no new folder behind, and a folder made before a later refusal (a bad ``-p``) is
+    removed again."""
+    from resnet_theory.book.cli import main as book_main
+
+    other = make_book(tmp_path / "other", {"intro": "# Intro\n"})
+    (other / "lib").mkdir()
+    base = ["execute", "--root", str(fake_book), "--no-html", "--only", "book/good"]
+    for target in ("book/out", "lib", "tests/x", "."):
+        err = one_line_error(capsys, book_main, [*base, "--build-dir", str(other / target)])
+        assert "--build-dir" in err and ("inside the book's sources" in err or "source tree" in err), err
+    assert not (other / "book" / "out").exists() and not (other / "tests").exists()
+    with pytest.raises(outputs.OutputRefused, match="inside the book's sources"):
+        outputs.check_output(other / "book" / "x.pdf", fake_book, "-o", suffix=".pdf")
+    fresh = tmp_path / "fresh" / "build"
+    err = one_line_error(capsys, book_main, [*base, "--build-dir", str(fresh), "-p", "nosuch", "1"])
+    assert "nosuch" in err and not fresh.exists()

@@ -34,7 +34,7 @@ from resnet_theory.book.report import load_report
 from resnet_theory.book.toc import BookError
 from resnet_theory.engine import data, train
 
-from conftest import one_line_error, run_execute
+from conftest import ROOT, one_line_error, run_execute
 
 
 def _rotation(theta: float) -> np.ndarray:
@@ -776,6 +776,27 @@ def test_bench_json_to_an_unwritable_path_is_refused_before_the_run(tmp_path, ca
     assert a_file.read_text() == "x" and sorted(p.name for p in tmp_path.iterdir()) == ["a-file"]
 
 
+def test_bench_json_never_replaces_a_source_nor_a_file_other_than_json(capsys, monkeypatch):
+    from resnet_theory.engine import bench
+
+    def no_run(**kwargs):
+        raise AssertionError("the benchmark ran although --json names a source")
+
+    monkeypatch.setattr(bench, "run_benchmark", no_run)
+    monkeypatch.chdir(ROOT)
+    before = {name: (ROOT / name).read_bytes() for name in ("book/linear.md", "README.md")}
+    for path, words in (
+        ("book/linear.md", "not a .json file"),
+        ("book/linear.json", "inside the book's sources"),
+        ("README.md", "not a .json file"),
+        ("lib/resnet_theory/data/out.json", "inside the book's sources"),
+    ):
+        err = one_line_error(capsys, bench.main, ["--json", path])
+        assert f"--json {path}: {words}" in err, err
+    assert {name: (ROOT / name).read_bytes() for name in before} == before
+    assert not (ROOT / "book/linear.json").exists() and not (ROOT / "lib/resnet_theory/data/out.json").exists()
+
+
 # --- CIFAR members far larger than the format allows are refused before they are read ---------------------------
 def test_a_cifar_archive_member_larger_than_the_format_allows_is_refused_before_it_is_read(tmp_path, monkeypatch):
     layout = data.CIFAR_LAYOUTS["cifar10"]
@@ -917,3 +938,31 @@ def test_theorem_4_bound_still_takes_numbers_and_arrays():
         shamir.theorem_4_bound(100.0, 1.0, 1.0, 1.0, 0.1)
     )
     assert shamir.theorem_4_bound([10, 100], 1.0, 1.0, 1.0, 0.1).shape == (2,)
+
+
+def test_the_experiments_benchmark_refuses_its_outputs_before_it_trains(tmp_path, capsys, monkeypatch):
+    from resnet_theory.benchmarks import experiments as bench
+
+    def no_run(*args, **kwargs):
+        raise AssertionError("the benchmark trained although its output was refused")
+
+    monkeypatch.setattr(bench, "run", no_run)
+    monkeypatch.setattr(bench, "run_pilot", no_run)
+    monkeypatch.chdir(ROOT)
+    notes = tmp_path / "notes.json"
+    notes.write_text('{"mine": true}')
+
+    def refused(argv) -> str:
+        with pytest.raises(SystemExit) as exc:
+            bench.main(argv)
+        err = capsys.readouterr().err
+        assert exc.value.code == 2 and err.startswith("error: ") and err.count("\n") == 1, err
+        return err
+
+    assert "not a .json file" in refused(["--json", "book/linear.md"])
+    assert "inside the book's sources" in refused(["--pilot", "lib/resnet_theory/data/other.json"])
+    assert "is not an experiments pilot" in refused(["--pilot", str(notes)])
+    assert notes.read_text() == '{"mine": true}' and not (ROOT / "lib/resnet_theory/data/other.json").exists()
+    # the shipped pilot is what --pilot is for; a new file outside the sources too
+    assert bench.output_problem(str(ROOT / "lib/resnet_theory/data/experiments_pilot.json"), "--pilot") is None
+    assert bench.output_problem(str(tmp_path / "pilot.json"), "--pilot") is None

@@ -99,7 +99,28 @@ def check_output(
 ) -> Path:
     """The resolved ``path`` if a command may write there (a file, or with ``folder`` a folder it fills); else a
     one-line :class:`OutputRefused` naming ``option`` and why. ``own`` is the one place inside a build folder
-    this output may be (a chapter's own executed notebook); ``build_dirs`` are the run's build folders."""
+    this output may be (a chapter's own executed notebook); ``build_dirs`` are the run's build folders.
+
+    The rule holds for ``root`` and for every other book at or above ``path`` (another checkout's sources and
+    records are as much a source as this one's)."""
+    resolved = Path(os.path.abspath(Path(path).expanduser())).resolve()
+    roots = [Path(root).resolve()]
+    roots += [other for other in book_roots(resolved) if other not in roots]
+    for each in roots:
+        _check_against(path, each, option, folder=folder, suffix=suffix, own=own, build_dirs=build_dirs)
+    return resolved
+
+
+def _check_against(
+    path: Path,
+    root: Path,
+    option: str,
+    *,
+    folder: bool,
+    suffix: str | None,
+    own: Path | None,
+    build_dirs: tuple[Path, ...],
+) -> Path:
     given = path
     path = Path(os.path.abspath(Path(path).expanduser())).resolve()
     root = Path(root).resolve()
@@ -134,11 +155,12 @@ def check_output(
     return path
 
 
-def check_command_output(path: Path, option: str, *, folder: bool = False) -> Path:
+def check_command_output(path: Path, option: str, *, folder: bool = False, suffix: str | None = None) -> Path:
     """:func:`check_output` for a command outside the book tooling (``claims verify --record``, the engine's
-    ``train --out-dir``, ``gpu_check OUT``), against every book at or above the working directory and ``path``
-    itself (the working directory as the root when there is none): never a source folder or another build's
-    records; with ``folder`` (a build folder) not a folder of a source tree other than its ``_build``."""
+    ``train --out-dir``, ``gpu_check OUT``, ``bench --json``), against every book at or above the working
+    directory and ``path`` itself (the working directory as the root when there is none): never a source folder
+    or another build's records; with ``folder`` (a build folder) not a folder of a source tree other than its
+    ``_build``; with ``suffix`` a file of that suffix (so that ``--json README.md`` is refused)."""
     for root in book_roots(Path.cwd(), path) or [Path.cwd()]:
-        check_output(path, root, option, folder=folder)
+        check_output(path, root, option, folder=folder, suffix=suffix)
     return Path(path)

@@ -270,6 +270,29 @@ def _knob(text: str) -> tuple[str, object]:
     return name, tuple(parsed) if isinstance(parsed, list) else parsed
 
 
+def output_problem(path: str, option: str) -> str | None:
+    """Why ``path`` may not be written by ``option``, or None. ``--json`` writes a ``.json`` file outside the
+    sources (:func:`resnet_theory.engine.bench.json_path_problem`). ``--pilot`` may also rewrite the shipped pilot
+    (:data:`~resnet_theory.claims.experiments_sizing.PILOT_PATH`, its purpose), and replaces no file that is not
+    a pilot (one that does not parse as JSON with the pilot's ``format``)."""
+    from resnet_theory.engine.bench import json_path_problem
+
+    target = Path(path)
+    if option == "--pilot" and target.resolve() == sizing.PILOT_PATH.resolve():
+        return None
+    problem = json_path_problem(path)
+    if problem is not None:
+        return problem.replace("--json", option)
+    if option == "--pilot" and target.exists():
+        try:
+            record = json.loads(target.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+            record = None
+        if not isinstance(record, dict) or record.get("format") != sizing.PILOT_FORMAT:
+            return "exists and is not an experiments pilot; it is not replaced (give a new path)"
+    return None
+
+
 def main(argv=None) -> int:
     parser = validate.OneLineParser(prog="python -m resnet_theory.benchmarks.experiments", description=__doc__)
     parser.add_argument("--profile", choices=tuple(BASELINE), default="quick", help="the chapter's profile")
@@ -283,6 +306,10 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.knob and args.pilot is None:
         parser.error("--knob goes with --pilot")
+    for option, path in (("--json", args.json), ("--pilot", args.pilot)):
+        problem = None if path is None else output_problem(path, option)
+        if problem:  # found before minutes of training, not after
+            parser.error(f"{option} {path}: {problem}")
     if args.pilot is not None:
         seed = 100 if args.seed is None else args.seed
         record = run_pilot(args.pilot, args.profile, seed, args.workers, dict(args.knob))

@@ -65,6 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     in_main_thread = __import__("threading").current_thread() is __import__("threading").main_thread()
     if in_main_thread:
         signal.signal(signal.SIGTERM, _raise_on_signal)
+    created = None
     try:
         root = (args.root or find_root()).resolve()
         if args.root is not None and not root.is_dir():
@@ -76,6 +77,7 @@ def main(argv: list[str] | None = None) -> int:
             raise BookError(f"--build-dir {args.build_dir or build_dir}: not a folder")
         # never a build folder among the sources (book/, lib/, tests/) or elsewhere in the source tree but _build
         check_output(args.build_dir or build_dir, root, "--build-dir", folder=True)
+        created = build_dir if not build_dir.exists() else None
         try:
             build_dir.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -98,7 +100,20 @@ def main(argv: list[str] | None = None) -> int:
         return run_chapter(root, args.chapter, args.profile, overrides, args.output, build_dir)
     except (BookError, RepositoryError) as exc:
         print(f"error: {exc}", file=sys.stderr)
+        if created is not None:  # refused input leaves no new, empty build folder behind
+            _remove_if_unused(created)
         return 2
     finally:
         if in_main_thread:
             signal.signal(signal.SIGTERM, previous)
+
+
+def _remove_if_unused(folder: Path) -> None:
+    """Remove ``folder`` (made by this command) if it holds nothing but the run's lock file."""
+    try:
+        entries = {entry.name for entry in folder.iterdir()}
+        if entries <= {".lock"}:
+            (folder / ".lock").unlink(missing_ok=True)
+            folder.rmdir()
+    except OSError:
+        pass

@@ -819,9 +819,12 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def json_path_problem(path: str) -> str | None:
-    """Why the figures could not be written to ``path`` (a folder, a missing folder, no permission), found
-    by opening it for appending (nothing is truncated; a file created for the test is removed), or None."""
+    """Why the figures could not be written to ``path`` (a folder, a missing folder, a source or a file other
+    than ``.json``: :func:`resnet_theory.outputs.check_command_output`; no permission), found by opening it for
+    appending (nothing is truncated; a file created for the test is removed), or None."""
     from pathlib import Path
+
+    from ..outputs import OutputRefused, check_command_output
 
     target = Path(path)
     if target.is_dir():
@@ -830,6 +833,10 @@ def json_path_problem(path: str) -> str | None:
         return f"{target.parent} is not a folder"
     if not target.parent.is_dir():
         return f"the folder {target.parent} does not exist"
+    try:  # never a chapter source, a file under book/, lib/ or tests/, a build's records, nor a file but .json
+        check_command_output(target, "--json", suffix=".json")
+    except OutputRefused as exc:
+        return str(exc).removeprefix(f"--json {path}: ")
     existed = target.exists()
     try:
         with open(target, "a"):
