@@ -616,14 +616,25 @@ def broken(change):
         ),
         (
             broken(lambda d: d["steps"][1]["figures"].update(rounds_images_per_second=[])),
-            "steps[1].figures.rounds_images_per_second must be a non-empty list of positive numbers",
+            "steps[1].figures.rounds_images_per_second must be a non-empty list of finite positive numbers",
         ),
+        (
+            broken(lambda d: d["steps"][1]["figures"].update(rounds_images_per_second=[float("inf")])),
+            "steps[1].figures.rounds_images_per_second must be a non-empty list of finite positive numbers",
+        ),
+        (broken(lambda d: d["steps"][0].update(seconds=float("nan"))), "steps[0].seconds must be a finite number"),
+        (broken(lambda d: d["steps"][2]["figures"].update(batch_size=10**400)), "batch_size must be a finite"),
+        ("[" * 100_000, "not valid JSON (nested too deeply)"),
         # what a page shows is plain text: no math, no markup, from a file made on another machine
         (
             broken(lambda d: d["device"].update(name="H100 $\\href{x}{y}$")),
             "device.name must be plain text (letters, digits, spaces and .,:;()+-/=_@#), got 'H100 $\\\\href{x}{y}$'",
         ),
         (broken(lambda d: d["versions"].update(torch="<script>")), "versions.torch must be plain text"),
+        (
+            broken(lambda d: d["steps"][3].update(name="<script>x</script> $\\unicode{x}$")),
+            "steps[3].name must be plain text",  # a failed or skipped step is named in the chapter's prose
+        ),
         (broken(lambda d: d.update(started_utc="2026`")), ": started_utc must be plain text"),
         (broken(lambda d: d["steps"][2]["figures"].update(precision="bf16 &amp;")), "precision must be plain text"),
         (
@@ -670,6 +681,18 @@ def test_add_validates_and_copies_a_run_unchanged_and_never_over_another(tmp_pat
         err = capsys.readouterr().err
         assert err.startswith(f"error: {other}: ") and words in err and err.count("\n") == 1
         assert not (tmp_path / "fresh").exists()
+
+
+def test_add_names_a_file_by_ascii_letters_only_and_writes_into_no_source_folder(tmp_path, capsys, monkeypatch):
+    """Found by a misuse audit: a device name in full-width letters made the hidden-looking name
+    ``-2026-11-27-1200.json``; ``--to`` took a folder of the sources (``lib/``)."""
+    run = tmp_path / "run.json"
+    run.write_text(broken(lambda d: d["device"].update(name="ＮＶＩＤＩＡ")))
+    assert gpu_figures.add(run, tmp_path / "gpu").name == "gpu-2026-11-27-1200.json"
+    monkeypatch.chdir(ROOT)
+    assert gpu_figures.main(["add", str(run), "--to", "lib/resnet_theory/data"]) == 2
+    assert "--to lib/resnet_theory/data: inside the book's sources" in capsys.readouterr().err
+    assert not list((ROOT / "lib" / "resnet_theory" / "data").glob("gpu-*.json"))
 
 
 def test_a_folder_that_is_a_file_is_refused(tmp_path):

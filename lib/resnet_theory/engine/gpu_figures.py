@@ -72,9 +72,19 @@ def _plain(d: dict, key: str, path: Path, where: str) -> str:
     return value
 
 
+def _finite(value) -> bool:
+    """A JSON number that is finite as a float (an integer of 400 digits is not: ``float()`` overflows)."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return False
+    try:
+        return math.isfinite(float(value))
+    except OverflowError:
+        return False
+
+
 def _number(d: dict, key: str, path: Path, where: str, positive: bool = False) -> float:
     value = d.get(key) if isinstance(d, dict) else None
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    ok = _finite(value)
     _need(ok and (value > 0 or not positive), path, f"{where}.{key} must be a finite{' positive' * positive} number")
     return float(value)
 
@@ -92,9 +102,9 @@ def _speed_figures(figures: dict, path: Path, where: str) -> None:
     _number(spread, "relative", path, f"{where}.spread")
     rounds = figures.get("rounds_images_per_second")
     _need(
-        isinstance(rounds, list) and len(rounds) >= 1 and all(isinstance(r, (int, float)) and r > 0 for r in rounds),
+        isinstance(rounds, list) and len(rounds) >= 1 and all(_finite(r) and r > 0 for r in rounds),
         path,
-        f"{where}.rounds_images_per_second must be a non-empty list of positive numbers",
+        f"{where}.rounds_images_per_second must be a non-empty list of finite positive numbers",
     )
 
 
@@ -104,11 +114,19 @@ def read_measurement(path) -> dict:
     that is malformed, or a speed step whose figures are incomplete."""
     path = Path(path)
     try:
-        d = json.loads(path.read_text())
+        data = path.read_bytes()
     except OSError as exc:
         raise MeasurementError(f"{path}: cannot be read ({exc.strerror or exc})") from None
-    except ValueError as exc:
-        raise MeasurementError(f"{path}: not valid JSON ({exc})") from None
+    return _validated(data, path)
+
+
+def _validated(data: bytes, path: Path) -> dict:
+    """:func:`read_measurement` of a file's bytes (read once: what is validated is what is copied)."""
+    try:
+        d = json.loads(data.decode("utf-8"))
+    except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError; RecursionError: [[[[...
+        why = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+        raise MeasurementError(f"{path}: not valid JSON ({why})") from None
     _need(isinstance(d, dict), path, "the top level must be an object")
     _need(d.get("schema") == SCHEMA, path, f"schema must be {SCHEMA!r}, got {d.get('schema')!r}")
     device = d.get("device")
@@ -127,9 +145,15 @@ def read_measurement(path) -> dict:
     _need(isinstance(steps, list) and len(steps) >= 1, path, "steps must be a non-empty list")
     for i, step in enumerate(steps):
         where = f"steps[{i}]"
-        _text(step, "name", path, where)
+        _plain(step, "name", path, where)  # the summary in the chapter's prose names failed and skipped steps
         _need(step.get("status") in STATUSES, path, f"{where}.status must be one of {', '.join(STATUSES)}")
-        _need(isinstance(step.get("text"), str), path, f"{where}.text must be a string")
+        _need(isinstance(step.get("text"), str), path, f"{where}.text must be a string")  # shown escaped only
+        seconds = step.get("seconds")
+        _need(
+            seconds is None or (_finite(seconds) and seconds >= 0),
+            path,
+            f"{where}.seconds must be a finite number >= 0 when given",
+        )
         _need(isinstance(step.get("figures"), dict), path, f"{where}.figures must be an object")
         if step["name"].startswith("speed ") and step["status"] == "PASS":
             _speed_figures(step["figures"], path, f"{where}.figures")
@@ -274,8 +298,8 @@ def summary(rows: list[dict], steps: list[dict]) -> str:
 def file_name(d: dict) -> str:
     """Where a measurement goes in ``book/data/gpu/``: its device, the date and the time it started (UTC), one name
     per run, ``nvidia-h200-2026-11-28-1402.json`` (a second run that day, of some steps again, gets its own)."""
-    device = re.sub(r"[^a-z0-9]+", "-", d["device"]["name"].lower()).strip("-")
-    when = re.fullmatch(r"(\d{4}-\d{2}-\d{2})T(\d{2}):(\d{2}).*", str(d.get("started_utc", "")))
+    device = re.sub(r"[^a-z0-9]+", "-", d["device"]["name"].lower(), flags=re.ASCII).strip("-") or "gpu"
+    when = re.fullmatch(r"(\d{4}-\d{2}-\d{2})T(\d{2}):(\d{2}).*", str(d.get("started_utc", "")), flags=re.ASCII)
     return f"{device}-{when[1]}-{when[2]}{when[3]}.json" if when else f"{device}.json"
 
 
@@ -284,12 +308,22 @@ def add(path, folder=None) -> Path:
     ``book/data/gpu/``) under :func:`file_name`; the copy is never written over a file already there (the same
     bytes there already: nothing to do). Returns where it is; raises :class:`MeasurementError` in one line."""
     path = Path(path)
-    d = read_measurement(path)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise MeasurementError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    d = _validated(data, path)
     folder = DEFAULT_FOLDER if folder is None else Path(folder)
     if folder.exists() and not folder.is_dir():
         raise MeasurementError(f"{folder}: not a folder")
+    if folder.resolve() != DEFAULT_FOLDER.resolve():  # the book's own folder is under book/ by design
+        from resnet_theory.outputs import OutputRefused, check_command_output
+
+        try:
+            check_command_output(folder, "--to", folder=True)
+        except OutputRefused as exc:
+            raise MeasurementError(str(exc)) from None
     target = folder / file_name(d)
-    data = path.read_bytes()
     if target.exists():
         if target.read_bytes() == data:
             return target
