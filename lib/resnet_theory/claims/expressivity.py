@@ -147,11 +147,14 @@ def _normalisation_cases(ctx: Context) -> dict:
     ref="Section 3, paragraph 3",
     source=Source.printed(),
     section="expressivity-construction",
-    statement=r"Without loss of generality the inputs are normalised so that $\|x^{(i)}\| = 1$.",
-    correction=Correction(
-        r"Dividing by the norm merges $x$ and $2x$, which may carry different labels; lifting the inputs to the "
-        r"unit sphere of $\mathbb{R}^{d+1}$ (centre, scale, append $\sqrt{1 - \|z\|^2}$) is injective, so any "
-        r"finite labelled sample becomes one with unit norms and the construction fits it."
+    statement=r"Without loss of generality the inputs are normalised so that $\|x^{(i)}\| = 1$ (checked as: some "
+    r"injective map puts any finite labelled sample on a unit sphere, keeping differently labelled inputs apart, "
+    r"and the construction fits the result).",
+    proof_step=ProofStep(
+        step=r"The text gives no argument; the obvious normalisation, $x \mapsto x / \|x\|$, keeps differently "
+        r"labelled inputs apart.",
+        repair=r"Lift instead to the unit sphere of $\mathbb{R}^{d+1}$ (centre, scale, append "
+        r"$\sqrt{1 - \|z\|^2}$): the map is injective, so distinct inputs stay distinct whatever their labels.",
     ),
     control=Control(
         r"An exact copy of $x_1$ under another label: no function of the input gives it, so the setting rules it "
@@ -159,21 +162,23 @@ def _normalisation_cases(ctx: Context) -> dict:
     ),
 )
 def section_3_unit_norm(ctx: Context) -> Evidence:
-    """Differently labelled inputs after plain normalisation and after the lift; the network on the lift."""
+    """Differently labelled inputs after the lift (the statement) and after plain normalisation (the obvious
+    step, which merges x and 2x); the network on the lift, checked by torch."""
     c = _normalisation_cases(ctx)
     gap = "smallest distance between inputs with different labels, after normalising, vs 1e-9"
-    corrected = Check.combine(
+    lifted = Check.at_least(c["lifted gap"], 1e-9, what=f"lifted: {gap}")
+    statement = Check.combine(
         [
-            Check.at_least(c["lifted gap"], 1e-9, what=f"lifted: {gap}"),
+            lifted,
             Check.close(c["lifted norms"], np.ones(len(c["lifted norms"])), rtol=1e-12, what="lifted: norms"),
             Check.at_most(c["fit error"], ex.FIT_TOLERANCE, what="network on the lift: max |module - one-hot|"),
         ],
         what="the lift",
     )
     return Evidence(
-        statement=Check.at_least(c["plain gap"], 1e-9, what=rf"$x / \|x\|$: {gap}"),
+        statement=statement,
+        proof=StepEvidence(step=Check.at_least(c["plain gap"], 1e-9, what=rf"$x / \|x\|$: {gap}"), repair=lifted),
         control=Check.at_least(c["control gap"], 1e-9, what=f"control, a copy under another label, lifted: {gap}"),
-        corrected=corrected,
         data={k: v for k, v in c.items() if k != "lifted norms"},
         glue={"sec3_plain_gap": float(c["plain gap"]), "sec3_lifted_gap": float(c["lifted gap"])},
     )
