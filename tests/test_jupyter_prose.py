@@ -180,6 +180,59 @@ def test_the_command_line(tmp_path, capsys):
     assert "not a notebook (.ipynb) or a MyST chapter (.md)" in err
 
 
+def test_the_command_line_replaces_only_what_it_wrote_and_keeps_a_readers_edits(tmp_path, capsys, monkeypatch):
+    """Found by a misuse audit: ``-o book/`` replaced a notebook paired with its chapter, ``-o lib/...`` wrote into
+    the package, and ``make jupyter`` wrote over the notebooks a reader had edited in ``_build/jupyter``."""
+    from test_executor import make_book
+
+    root = make_book(tmp_path / "src", {"intro": "# Intro\n", "ch": "# Ch\n"})
+    (root / "lib").mkdir()
+    monkeypatch.chdir(tmp_path)
+    nbformat.write(_executed(), tmp_path / "ch.ipynb")
+    source = str(tmp_path / "ch.ipynb")
+    # Binder writes each chapter's notebook beside its chapter: allowed while nothing else stands there
+    assert jupyter_prose.main([source, "-o", str(root / "book")]) == 0
+    assert jupyter_prose.existing_target(root / "book" / "ch.ipynb") == "written"
+    assert jupyter_prose.main([source, "-o", str(root / "book")]) == 0, "what it wrote it may write again"
+    capsys.readouterr()
+    # a notebook paired with its chapter (jupytext), or any other file: never replaced
+    paired = nbformat.writes(nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("mine")]))
+    (root / "book" / "ch.ipynb").write_text(paired)
+    err = one_line_error(capsys, jupyter_prose.main, [source, "-o", str(root / "book")])
+    assert "is not a reader's notebook this command wrote" in err
+    assert (root / "book" / "ch.ipynb").read_text() == paired
+    for folder, words in (
+        (root / "lib", "inside the book's sources"),
+        (root / "book" / "sub", "inside the book's sources"),
+        (tmp_path / "ch.ipynb", "not a folder"),
+    ):
+        err = one_line_error(capsys, jupyter_prose.main, [source, "-o", str(folder)])
+        assert words in err, err
+    assert not (root / "lib" / "ch.ipynb").exists() and not (root / "book" / "sub").exists()
+    # a reader's notebook edited (or run) since it was written is moved aside, not lost
+    out = tmp_path / "jupyter"
+    assert jupyter_prose.main([source, "-o", str(out)]) == 0
+    edited = nbformat.read(out / "ch.ipynb", as_version=4)
+    edited.cells[3].source += " My note."
+    nbformat.write(edited, out / "ch.ipynb")
+    mine = (out / "ch.ipynb").read_text()
+    capsys.readouterr()
+    assert jupyter_prose.main([source, "-o", str(out)]) == 0
+    kept = [p for p in out.iterdir() if p.name.startswith("ch.edited-")]
+    assert len(kept) == 1 and kept[0].read_text() == mine
+    assert f"your edited copy kept as {kept[0].name}" in capsys.readouterr().out
+    assert jupyter_prose.existing_target(out / "ch.ipynb") == "written"
+    # two chapters of one name, a truncated notebook: one line each, nothing written
+    (tmp_path / "other").mkdir()
+    nbformat.write(_executed(), tmp_path / "other" / "ch.ipynb")
+    err = one_line_error(capsys, jupyter_prose.main, [source, str(tmp_path / "other" / "ch.ipynb"), "-o", str(out)])
+    assert "would both be written to" in err
+    (tmp_path / "cut.ipynb").write_text((tmp_path / "ch.ipynb").read_text()[:200])
+    err = one_line_error(capsys, jupyter_prose.main, [str(tmp_path / "cut.ipynb"), "-o", str(out)], code=1)
+    assert "cut.ipynb: cannot be read as a notebook (NotJSONError" in err
+    assert not (out / "cut.ipynb").exists()
+
+
 # --- an executed chapter opened in JupyterLab with jupyterlab-myst, as a reader opens the downloaded notebook -------
 def jupyterlab_or_skip() -> None:
     """JupyterLab and jupyterlab-myst (``make jupyter-install``); a skip with the reason where they are missing, a

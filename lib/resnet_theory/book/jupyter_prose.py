@@ -193,29 +193,126 @@ def quoted_numbers(nb) -> int:
 
 
 def read_chapter(path: Path):
-    """A chapter as an nbformat notebook: an ``.ipynb`` as it is, a MyST ``.md`` through jupytext."""
+    """A chapter as an nbformat notebook: an ``.ipynb`` as it is, a MyST ``.md`` through jupytext; a file that is
+    neither, or that cannot be read as one (truncated JSON, not a notebook), raises :class:`GluedError`."""
     import nbformat
 
     path = Path(path)
-    if path.suffix == ".ipynb":
-        return nbformat.read(path, as_version=4)
-    if path.suffix == ".md":
+    if path.suffix not in (".ipynb", ".md"):
+        raise GluedError(f"{path}: not a notebook (.ipynb) or a MyST chapter (.md)")
+    try:
+        if path.suffix == ".ipynb":
+            return nbformat.read(path, as_version=4)
         import jupytext
 
         return jupytext.read(path)
-    raise GluedError(f"{path}: not a notebook (.ipynb) or a MyST chapter (.md)")
+    except Exception as exc:  # NotJSONError, a validation error, bad UTF-8, RecursionError: the file, not this code
+        first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
+        raise GluedError(f"{path}: cannot be read as a notebook ({type(exc).__name__}: {first})") from None
+
+
+#: Where a reader's notebook records the digest of what was written (:func:`written_digest`), so that a later
+#: write can tell the notebook it wrote from one a reader has since edited or run.
+DIGEST_KEY = "jupyter_prose"
+
+
+def written_digest(nb_json: dict) -> str:
+    """The SHA-256 of a notebook's JSON (as ``nbformat`` writes it) without its :data:`DIGEST_KEY` metadata."""
+    import hashlib
+    import json
+
+    d = dict(nb_json)
+    d["metadata"] = {k: v for k, v in (d.get("metadata") or {}).items() if k != DIGEST_KEY}
+    return hashlib.sha256(json.dumps(d, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
 
 
 def write_reader_notebook(source: Path, output: Path) -> int:
-    """Write the reader's notebook of ``source`` to ``output``; returns how many glue roles it rewrote."""
+    """Write the reader's notebook of ``source`` to ``output``, with the digest of what was written in its metadata
+    (:data:`DIGEST_KEY`); returns how many glue roles it rewrote."""
+    import json
+
     import nbformat
 
     nb = read_chapter(source)
     reader = reader_notebook(nb)
     if reader != nb or Path(output) != Path(source):
+        reader.metadata.pop(DIGEST_KEY, None)
+        reader.metadata[DIGEST_KEY] = {"written_sha256": written_digest(json.loads(nbformat.writes(reader)))}
         Path(output).parent.mkdir(parents=True, exist_ok=True)
         nbformat.write(reader, output)
     return quoted_numbers(reader)
+
+
+def existing_target(target: Path) -> str:
+    """What stands at ``target``: ``"none"``; ``"written"`` (a reader's notebook as this module wrote it, which may
+    be written again); ``"edited"`` (a reader's notebook changed since, by hand or by running it: kept, moved
+    aside); ``"other"`` (anything else, such as a notebook paired with its chapter by jupytext: never replaced)."""
+    import json
+
+    if not target.exists() and not target.is_symlink():
+        return "none"
+    if not target.is_file() or target.is_symlink():
+        return "other"
+    try:
+        d = json.loads(target.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return "other"
+    if not isinstance(d, dict) or not isinstance(d.get("metadata"), dict) or not isinstance(d.get("cells"), list):
+        return "other"
+    recorded = d["metadata"].get(DIGEST_KEY)
+    if isinstance(recorded, dict) and recorded.get("written_sha256") == written_digest(d):
+        return "written"
+    ours = any(
+        isinstance(c, dict) and c.get("cell_type") == "code" and "".join(c.get("source") or "") == IMPORT_CELL
+        for c in d["cells"]
+    )
+    return "edited" if ours else "other"
+
+
+def _beside_its_chapter(target: Path) -> bool:
+    """Whether ``target`` is ``book/NAME.ipynb`` of a book whose ``book/NAME.md`` exists (Binder's notebooks)."""
+    from ..outputs import book_roots
+
+    resolved = target.expanduser().absolute().resolve()
+    return any(
+        resolved.parent == (root / "book").resolve() and (resolved.parent / f"{resolved.stem}.md").is_file()
+        for root in book_roots(resolved)
+    )
+
+
+def check_target(source: Path, target: Path) -> str:
+    """Why ``target`` may not be written (one line), or ``""`` when it may: never its source, never a file under
+    ``lib/`` or ``tests/`` or a build's records (:func:`resnet_theory.outputs.check_command_output`); under
+    ``book/`` only a chapter's own ``NAME.ipynb`` beside its ``NAME.md`` (what Binder opens); and a file already
+    there only when :func:`existing_target` says this module wrote it or a reader edited it (moved aside)."""
+    from ..outputs import OutputRefused, check_command_output
+
+    if target.resolve() == source.resolve():
+        return f"{target} would overwrite its source; choose another -o folder"
+    try:
+        check_command_output(target, "-o", suffix=".ipynb")
+    except OutputRefused as exc:
+        if not _beside_its_chapter(target):
+            return str(exc)
+    if existing_target(target) == "other":
+        return (
+            f"{target} exists and is not a reader's notebook this command wrote (a notebook paired with its "
+            f"chapter, another file); it is not replaced: move it or choose another -o folder"
+        )
+    return ""
+
+
+def move_aside(target: Path) -> Path:
+    """Rename an edited reader's notebook to ``NAME.edited-YYYYmmdd-HHMMSS[-N].ipynb`` beside it; returns where."""
+    import time
+
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(target.stat().st_mtime))
+    for n in range(1000):
+        aside = target.with_name(f"{target.stem}.edited-{stamp}{f'-{n}' if n else ''}.ipynb")
+        if not aside.exists():
+            target.rename(aside)
+            return aside
+    raise GluedError(f"{target}: too many edited copies beside it; move some away")
 
 
 def rewrite_folder(folder: Path) -> int:
@@ -232,20 +329,35 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("chapters", nargs="+", type=Path, help="executed notebooks (.ipynb) or MyST chapters (.md)")
     parser.add_argument("-o", "--output", type=Path, required=True, help="the folder to write NAME.ipynb into")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
-    for source in args.chapters:
+    if args.output.exists() and not args.output.is_dir():
+        print(f"error: -o {args.output}: not a folder", file=sys.stderr)
+        return 2
+    targets: dict[Path, Path] = {}
+    for source in args.chapters:  # every source and target checked before anything is written
         if not source.is_file():
             print(f"error: {source}: no such file", file=sys.stderr)
             return 2
         target = args.output / (source.stem + ".ipynb")
-        if target.resolve() == source.resolve():
-            print(f"error: {target} would overwrite its source; choose another -o folder", file=sys.stderr)
+        if target.resolve() in {t.resolve() for t in targets.values()}:
+            print(f"error: {source} and another chapter would both be written to {target}", file=sys.stderr)
             return 2
+        problem = check_target(source, target)
+        if problem:
+            print(f"error: {problem}", file=sys.stderr)
+            return 2
+        targets[source] = target
+    for source, target in targets.items():
         try:
+            nb = reader_notebook(read_chapter(source))  # refused (a glue it cannot show) before anything moves
+            del nb
+            aside = move_aside(target) if existing_target(target) == "edited" else None
             count = write_reader_notebook(source, target)
         except GluedError as exc:
-            print(f"error: {source}: {exc}", file=sys.stderr)
+            message = str(exc)
+            print(f"error: {message if message.startswith(str(source)) else f'{source}: {message}'}", file=sys.stderr)
             return 1
-        print(f"{target}: {count} numbers in the prose")
+        kept = f" (your edited copy kept as {aside.name})" if aside else ""
+        print(f"{target}: {count} numbers in the prose{kept}")
     return 0
 
 
