@@ -237,6 +237,31 @@ def test_a_damaged_report_is_refused_in_one_line_not_trimmed(two_chapters, tmp_p
         load_report(build)
 
 
+@pytest.mark.parametrize(
+    "override, words",
+    [
+        (("smooth_maps:profile", "'tiny'"), "smooth_maps:profile 'tiny': unknown profile; choose one of quick, full"),
+        (("smooth_maps:profile", "'bogus'"), "unknown profile"),
+        (("seed", "-1"), "-p seed -1: a seed is an integer >= 0"),
+        (("knobs", '{"bogus": 1}'), "-p knobs: smooth_maps.md: unknown knob 'bogus'"),
+        (("smooth_maps:knobs", '{"grid": "x"}'), "-p knobs: smooth_maps.md: knob 'grid': expected a value like"),
+    ],
+)
+def test_what_a_chapter_would_refuse_in_its_kernel_is_refused_before_one_starts(override, words):
+    """Found by a misuse audit: ``-p CHAPTER:profile tiny`` ran the claims' test-only profile and the ledger
+    published its verdicts; a negative seed and an unknown knob started a kernel that failed in cell 3."""
+    from resnet_theory.book.plan import plan_chapters
+    from resnet_theory.claims.smooth_maps import PROFILE
+
+    if "grid" in override[1]:
+        knob = next(iter(PROFILE.knobs))
+        override = (override[0], override[1].replace("grid", knob))
+        words = words.replace("grid", knob)
+    with pytest.raises(BookError) as info:
+        plan_chapters(ROOT, ["book/smooth_maps"], "quick", [override])
+    assert words in str(info.value), info.value
+
+
 def test_a_profile_given_to_one_chapter_is_recorded_as_the_one_that_ran(two_chapters, tmp_path):
     root, build = two_chapters, tmp_path / "build"
     argv = ["execute", "--jobs", "1", "--root", str(root), "--build-dir", str(build), "--no-html", "--profile", "full"]

@@ -144,7 +144,35 @@ def plan_chapters(root: Path, entries: list[str], profile: str, overrides: list[
             for plan in targets:
                 check_parameter_type(name, value, defined[plan.entry][name], annotated[plan.entry].get(name))
                 plan.parameters[name] = value
+    for plan in plans:
+        if plan.executes:
+            check_chapter_values(plan, profile)
     return plans
+
+
+def check_chapter_values(plan: ChapterPlan, profile: str) -> None:
+    """Refuse, before a kernel starts, the values a chapter would refuse in its first cells: a profile of its own
+    (``-p CHAPTER:profile``) that is not a book profile (the claims' test-only ``tiny`` profile need not reproduce
+    a verdict, and its verdicts must not reach the ledger), a negative seed, and knobs its profile table does not
+    have or of another type (only when ``knobs`` are given: that imports the chapter's claims module)."""
+    stem = Path(plan.entry).stem
+    own = plan.parameters.get("profile", profile)
+    if own not in PROFILES:
+        raise BookError(f"-p {stem}:profile {own!r}: unknown profile; choose one of {', '.join(PROFILES)}")
+    seed = plan.parameters.get("seed")
+    if isinstance(seed, int) and not isinstance(seed, bool) and seed < 0:
+        raise BookError(f"-p seed {seed}: a seed is an integer >= 0")
+    knobs = plan.parameters.get("knobs")
+    if knobs is None:
+        return
+    from ..claims.registry import CHAPTER_MODULES, chapter_claims
+
+    if stem not in CHAPTER_MODULES or not isinstance(knobs, dict):
+        return  # a chapter without a claims module checks its own; the type was checked above
+    try:
+        chapter_claims(stem).profile.resolve(own, knobs)
+    except (TypeError, ValueError) as exc:
+        raise BookError(f"-p knobs: {plan.source.name}: {exc}") from None
 
 
 def select_entries(root: Path, all_entries: list[str], only: list[str] | None, html: bool) -> list[str]:
