@@ -292,6 +292,7 @@ def test_verify_json_and_seeds(tmp_path, capsys):
         (["verify", "hardt-ma/claim-2.3", "--knob", "nope=1"], "unknown knob 'nope'"),
         (["verify", "hardt-ma/claim-2.3", "--knob", "max_depth"], "NAME=VALUE"),
         (["verify", "hardt-ma/claim-2.3", "--knob", "max_depth=1.5"], "knob 'max_depth'"),
+        (["verify", "hardt-ma/claim-2.3", "--knob", "max_depth=" + "[" * 100_000], "the value must be JSON"),
         (["verify", "hardt-ma/claim-2.3", "--jobs", "0"], "--jobs"),
         (["frobnicate"], "invalid choice"),
     ],

@@ -135,7 +135,7 @@ def test_claims_verify_says_which_claims_failed_and_records_no_agreement_for_the
     argv = ["verify", cid, "--seeds", "0", "1", "--build-dir", str(fake_book / "_build")]
     assert claims_cli.main(argv) == 1
     out = capsys.readouterr().out
-    assert f"1 failed to run: {cid};" in out.splitlines()[-1]
+    assert out.splitlines()[-1].endswith(f"seeds [0, 1]: 1 failed to run: {cid}"), "not 'as recorded' after it"
     assert "0 of 2 give the same verdict" in out
     assert claims_cli.main(["verify", "--all", "--seeds", "0", "1", "--record", "--build-dir", "_build"]) == 1
     recorded = json.loads((fake_book / "_build" / claims_cli.SEEDS_FILE).read_text())["claims"][cid]

@@ -64,8 +64,9 @@ def _parse_knob(text: str) -> tuple[str, object]:
         raise UsageError(f"--knob expects NAME=VALUE, got {text!r}")
     try:
         parsed = json.loads(value)
-    except json.JSONDecodeError:
-        raise UsageError(f"--knob {name}: the value must be JSON (a number, a list), got {value!r}") from None
+    except (json.JSONDecodeError, RecursionError):
+        shown = value if len(value) <= 60 else value[:57] + "..."
+        raise UsageError(f"--knob {name}: the value must be JSON (a number, a list), got {shown!r}") from None
     return name.strip(), parsed
 
 
@@ -215,13 +216,13 @@ def cmd_verify(args) -> int:
     if args.json:
         print(json.dumps({"claims": summary, "runs": results}, indent=1))
     else:
-        differ = [s["id"] for s in summary if not s["agrees_with_recorded"]]
         failed = list(dict.fromkeys(r["id"] for r in results if "error" in r))
-        print(
-            f"{len(ids)} claims, profile {args.profile}, seeds {seeds}: "
-            + (f"{len(failed)} failed to run: {', '.join(failed)}; " if failed else "")
-            + (f"{len(differ)} differ from the recorded verdict: {', '.join(differ)}" if differ else "as recorded")
-        )
+        differ = [s["id"] for s in summary if not s["agrees_with_recorded"] and s["id"] not in failed]
+        parts = [f"{len(failed)} failed to run: {', '.join(failed)}"] if failed else []
+        parts += [f"{len(differ)} differ from the recorded verdict: {', '.join(differ)}"] if differ else []
+        if len(ids) > len(failed) + len(differ):
+            parts.append("the others as recorded" if parts else "as recorded")
+        print(f"{len(ids)} claims, profile {args.profile}, seeds {seeds}: " + "; ".join(parts))
     return status
 
 
