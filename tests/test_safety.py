@@ -220,6 +220,10 @@ def test_the_build_lock_names_its_holder(tmp_path):
         lambda text: json.dumps(
             {**json.loads(text), "environment": {**json.loads(text)["environment"], "packages": "x"}}
         ),
+        # an attempt whose fields the status page reads, edited into other types (a misuse audit)
+        lambda text: json.dumps({**json.loads(text), "state": "failed", "attempt": {"parameters": ["x"]}}),
+        lambda text: json.dumps({**json.loads(text), "attempt": {**json.loads(text)["attempt"], "finished": 5}}),
+        lambda text: json.dumps({**json.loads(text), "attempt": {**json.loads(text)["attempt"], "pid": "1"}}),
     ],
 )
 def test_a_damaged_report_is_refused_in_one_line_not_trimmed(two_chapters, tmp_path, capsys, damage):

@@ -87,7 +87,35 @@ def is_report(report) -> bool:
         and all(isinstance(c, dict) and isinstance(c.get("chapter"), str) for c in report["chapters"])
         and all(isinstance(c.get("error"), dict | None) for c in report["chapters"])
         and _is_environment(report.get("environment"))
-        and isinstance(report.get("attempt", {}), dict)
+        and _is_attempt(report.get("attempt", {}))
+    )
+
+
+def _is_attempt(attempt) -> bool:
+    """The run's attempt as the executor writes it, field by field where the status page reads one: its pages
+    (``chapters``, ``finished``, ``interrupted_chapters``) lists of names, its ``parameters`` an object of pages'
+    objects, its ``pid`` and ``html_exit`` integers, ``started`` and ``interrupted_chapter`` text (an edited
+    report with a list for ``parameters`` is damaged, not a page that fails with a traceback)."""
+
+    def names(value) -> bool:
+        return value is None or isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+    def whole(value) -> bool:
+        return value is None or isinstance(value, int) and not isinstance(value, bool)
+
+    if attempt is None:
+        return True
+    if not isinstance(attempt, dict):
+        return False
+    parameters = attempt.get("parameters")
+    by_page = parameters is None or (
+        isinstance(parameters, dict) and all(isinstance(v, dict) for v in parameters.values())
+    )
+    return (
+        all(names(attempt.get(key)) for key in ("chapters", "finished", "interrupted_chapters"))
+        and by_page
+        and all(whole(attempt.get(key)) for key in ("pid", "html_exit"))
+        and all(isinstance(attempt.get(key), str | None) for key in ("started", "interrupted_chapter", "signal"))
     )
 
 
