@@ -873,7 +873,7 @@ def test_an_interrupted_run_keeps_the_previous_outputs_and_says_so(
     assert report["attempt"]["parameters"]["book/slow"]["seed"] == 5
     page = {c["chapter"]: c for c in report["chapters"]}["book/slow"]
     assert page["status"] == "interrupted" and page["parameters"]["seed"] == 5
-    assert page["outputs"].startswith("previous outputs kept (executed ")
+    assert page["outputs"].startswith("the previous outputs (executed ")
     assert "was interrupted" in status_html(report) and "seed=5" in status_html(report)
     # The cache still knows the kept outputs: the next plain run reuses them.
     assert run_execute(root, build) == 0
@@ -889,11 +889,11 @@ def test_a_failed_run_keeps_the_previous_outputs_and_says_so(slow_book, tmp_path
     good = _good_outputs(build)
     assert run_execute(root, build, "-p", "seed", "7") == 1
     assert _good_outputs(build) == good
-    assert "the page shows previous outputs kept" in capsys.readouterr().err
+    assert "the page shows the previous outputs" in capsys.readouterr().err
     report = json.loads((build / "executed" / "report.json").read_text())
     page = {c["chapter"]: c for c in report["chapters"]}["book/slow"]
     assert report["state"] == "failed" and page["status"] == "failed" and page["parameters"]["seed"] == 7
-    assert page["error"]["ename"] == "ValueError" and page["outputs"].startswith("previous outputs kept")
+    assert page["error"]["ename"] == "ValueError" and page["outputs"].startswith("the previous outputs")
     assert not list((build / "executed").rglob(".*partial*"))
 
 

@@ -966,3 +966,28 @@ def test_the_experiments_benchmark_refuses_its_outputs_before_it_trains(tmp_path
     # the shipped pilot is what --pilot is for; a new file outside the sources too
     assert bench.output_problem(str(ROOT / "lib/resnet_theory/data/experiments_pilot.json"), "--pilot") is None
     assert bench.output_problem(str(tmp_path / "pilot.json"), "--pilot") is None
+
+
+def test_a_notebook_cut_short_by_a_full_disk_is_not_moved_into_place(tmp_path, capsys, monkeypatch):
+    """Found by a misuse audit: on a full disk with no earlier outputs, the half-written notebook was moved into
+    place under its final name (200 KB that do not parse), and the failure was said to be 'before any cell ran'."""
+    import papermill
+
+    from test_executor import chapter, make_book
+
+    root = make_book(tmp_path / "src", {"intro": "# Intro\n", "good": chapter("Good", 'profile = "quick"\nseed = 0')})
+
+    def full_disk(nb, path, **kwargs):
+        Path(path).write_text('{"cells": [{"cell_type": "code", "source": "x = ')  # cut short
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(papermill, "execute_notebook", full_disk)
+    build = tmp_path / "build"
+    assert run_execute(root, build, "--only", "book/good") == 1
+    err = capsys.readouterr().err
+    assert "failed while writing its executed notebook: OSError: [Errno 28] No space left on device" in err, err
+    assert "before any cell ran" not in err
+    executed = build / "executed" / "book"
+    assert not (executed / "good.ipynb").exists() and not list(executed.glob(".good*"))
+    page = {c["chapter"]: c for c in load_report(build)["chapters"]}["book/good"]
+    assert page["outputs"].startswith("none (the failed attempt's notebook was incomplete")

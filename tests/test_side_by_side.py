@@ -111,7 +111,7 @@ def test_two_chapters_overlap_and_one_failing_leaves_the_other_and_the_report_ri
     claims = json.loads((build / "executed" / "book" / "busy.claims.json").read_text())
     assert claims == [{"id": "busy", "seed": 7}]
     assert idle["status"] == "failed" and idle["error"]["ename"] == "ValueError"
-    assert idle["outputs"].startswith("previous outputs kept")
+    assert idle["outputs"].startswith("the previous outputs")
     assert (build / "executed" / "book" / "idle.ipynb").read_bytes() == idle_before
     assert json.loads((build / "executed" / "book" / "idle.claims.json").read_text()) == [{"id": "idle", "seed": 0}]
     # CPU seconds are each kernel's own: busy's include the 3 s it burned, idle's do not. ``burned`` is the busy

@@ -10,6 +10,7 @@ were killed outright are removed by the next run.
 
 from __future__ import annotations
 
+import errno
 import os
 import time
 from contextlib import contextmanager
@@ -19,7 +20,7 @@ from ..ledger import CLAIMS_FILE_ENV
 from .cache import cache_key, cache_record_path, read_cache_record, write_cache_record
 from .claims_files import BUILD_DIR_ENV, ROOT_ENV
 from .cpu import process_cpu_seconds
-from .files import claims_path, file_sha, write_atomic
+from .files import claims_path, file_sha, read_json_object, write_atomic
 from .inprocess import CellError, run_in_process
 from .machine_paths import scrub_notebook
 from .parameters import defined_parameters
@@ -120,7 +121,7 @@ def previous_outputs(output: Path, record: dict | None) -> str:
     if not output.is_file():
         return "none"
     when = (record or {}).get("executed_at")
-    return f"previous outputs kept (executed {when})" if when else "previous outputs kept"
+    return f"the previous outputs (executed {when})" if when else "the previous outputs"
 
 
 def execute_chapter(
@@ -260,13 +261,16 @@ def _run_notebook(
         tmp_claims.unlink(missing_ok=True)
         raise
     except Exception as exc:  # kernel died, notebook could not be written, ...
-        return {
+        failed = {
             "code_cell": None,
             "execution_count": None,
             "ename": type(exc).__name__,
             "evalue": str(exc),
             "cell_source": "",
         }
+        if isinstance(exc, OSError) and exc.errno in WRITE_ERRORS:  # a full disk: the cells may all have run
+            failed["while"] = "while writing its executed notebook"
+        return failed
 
 
 def _move_into_place(
@@ -307,6 +311,13 @@ def _move_into_place(
         write_cache_record(build_dir, plan.entry, record)
 
 
+#: The errors of a write that did not happen (the disk or the quota full, a file too large, a read-only or failing
+#: file system): a chapter that fails with one failed writing its notebook, not in a cell.
+WRITE_ERRORS = frozenset(
+    getattr(errno, name) for name in ("ENOSPC", "EDQUOT", "EFBIG", "EROFS", "EIO") if hasattr(errno, name)
+)
+
+
 def _keep_previous_outputs(
     result: ChapterResult, output: Path, tmp_nb: Path, tmp_claims: Path, previous_record: dict | None
 ) -> None:
@@ -317,9 +328,12 @@ def _keep_previous_outputs(
         tmp_nb.unlink(missing_ok=True)
         result.outputs = previous_outputs(output, previous_record)
         result.executed_at = (previous_record or {}).get("executed_at")
-    elif tmp_nb.is_file():
+    elif tmp_nb.is_file() and read_json_object(tmp_nb) is not None:
         os.replace(tmp_nb, output)
         result.outputs = "the failed attempt (there were no earlier outputs)"
+    elif tmp_nb.is_file():  # cut short (a full disk): a notebook that does not parse is no page
+        tmp_nb.unlink(missing_ok=True)
+        result.outputs = "none (the failed attempt's notebook was incomplete, and was removed)"
     else:
         result.outputs = "none"
 

@@ -48,6 +48,8 @@ def now() -> str:
 
 def describe_failure(result: ChapterResult) -> str:
     err = result.error or {}
+    if isinstance(err.get("while"), str):  # not in a cell: writing the executed notebook (a full disk)
+        return f"chapter {result.source} failed {err['while']}: {err.get('ename')}: {err.get('evalue')}"
     where = (
         f"code cell {err.get('code_cell')}"
         if err.get("code_cell") is not None
