@@ -298,3 +298,19 @@ def test_the_projection_step_shows_both_readings_of_log(runs):
     assert "log2" in run.evidence.proof.step.summary
     text = CHAPTER.read_text()
     assert "expr_jl_scaled2_min" in text and "holds only for the $\\ln$" in text
+
+
+@pytest.mark.parametrize(
+    "claim_id", ["hardt-ma/thm-3.2", "hardt-ma/thm-3.2-proof-conditions", "hardt-ma/lemma-b.1", "hardt-ma/lemma-b.2"]
+)
+def test_a_fit_measurement_that_always_gives_0_makes_the_control_hold(monkeypatch, claim_id):
+    """Mutation test: with the torch measurement of the fit replaced by ``return 0.0`` (the module's error and the
+    blocks' error), these controls no longer fail, so the claim no longer passes its control. The controls fail
+    because a network built on the control input misfits, not because the builder refused to build one."""
+    from resnet_theory import expressivity as ex
+    from resnet_theory.claims import expressivity as claims_module
+
+    monkeypatch.setattr(ex, "module_fit_error", lambda *args, **kwargs: 0.0)
+    monkeypatch.setattr(claims_module, "_misfit", lambda *args, **kwargs: 0.0)
+    evidence = CLAIMS.claims[claim_id].evidence(tiny_context())
+    assert all(c.holds for c in evidence.controls), [c.summary for c in evidence.controls]

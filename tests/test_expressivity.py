@@ -914,3 +914,43 @@ def test_union_bound_width_on_near_duplicate_inputs():
     assert 0 < ex.separation(ex.InputNormaliser.fit(X).transform(X)) < 4e-16
     with pytest.raises(ex.ConstructionError):  # too close for float64, but a named failure
         ex.build_interpolating_resnet(X, np.arange(10) % 2, attempts=1)
+
+
+# --- the recipe without refusals (negative controls) -------------------------------------------------------
+def test_a_forced_block_is_the_builders_block_where_the_condition_holds_and_misfits_where_it_fails():
+    g = np.random.default_rng(5)
+    A, O = ex.lemma_b_1_instance(4, 8, 0.1, 0.3, g, squared=True)
+    B = g.standard_normal(A.shape)
+    U, V, s, _ = ex.lemma_b_1_block(A, B, O)
+    Uf, Vf, sf, _ = ex.lemma_b_1_block(A, B, O, force=True)
+    assert np.array_equal(U, Uf) and np.allclose(V, Vf, rtol=1e-12) and np.allclose(s, sf, rtol=1e-12)
+    # an outside point equal to a point of S: no block exists, the forced one is built and misfits
+    O_bad = np.vstack([O, A[:1]])
+    with pytest.raises(ex.ConstructionError):
+        ex.lemma_b_1_block(A, B, O_bad)
+    Uf, Vf, sf, _ = ex.lemma_b_1_block(A, B, O_bad, force=True)
+    moved = ex.apply_block(O_bad, Uf, Vf, sf)
+    assert np.abs(moved[-1] - O_bad[-1]).max() > 1e-3  # the outside copy moves with its twin
+    np.testing.assert_allclose(ex.apply_block(A, Uf, Vf, sf)[0], B[0], atol=1e-9)  # own point still reached
+    assert np.all(ex.forced_thresholds([0.5, 2.0], [1.0, 1.0]) < 1.0)
+
+
+def test_the_unchecked_build_is_the_builders_first_draw_and_builds_what_the_builder_refuses():
+    X, y = np.eye(6), np.arange(6) % 3
+    net = ex.build_interpolating_resnet(X, y, num_classes=3, k=40, seed=4, attempts=1)
+    raw = ex.build_unchecked_resnet(X, y, num_classes=3, k=40, seed=4)
+    for name in ("A0", "U", "V", "s", "surrogates"):
+        np.testing.assert_allclose(getattr(raw, name), getattr(net, name), rtol=1e-12, atol=1e-15)
+    twin = np.vstack([X, X[0] + 1e-9 * np.eye(6)[1]])
+    y_twin = np.append(y, (y[0] + 1) % 3)
+    with pytest.raises(ex.ConstructionError):
+        ex.build_interpolating_resnet(twin, y_twin, num_classes=3, k=40, seed=4, attempts=2)
+    forced = ex.build_unchecked_resnet(twin, y_twin, num_classes=3, k=40, seed=4)
+    assert ex.module_fit_error(forced.as_torch_module(), twin, y_twin, 3) > 1e-6
+
+
+def test_force_must_be_a_boolean_and_identical_inputs_with_two_labels_are_still_refused():
+    with pytest.raises(TypeError, match="force must be True or False"):
+        ex.lemma_b_1_block(np.eye(2), np.eye(2), force="yes")
+    with pytest.raises(ValueError, match="identical"):
+        ex.build_unchecked_resnet(np.vstack([np.eye(3), np.eye(3)[:1]]), [0, 1, 2, 1], k=3)

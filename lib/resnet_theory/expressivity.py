@@ -348,7 +348,17 @@ def _condition_from_gram(G: np.ndarray, diag: np.ndarray) -> BlockCondition:
     )
 
 
-def lemma_b_1_block(alphas, betas, others=None, threshold: float | None = None, thresholds: str = "per-unit"):
+def forced_thresholds(lower, upper) -> np.ndarray:
+    """Per-unit thresholds for a block built whatever its condition (negative controls): ``upper - |gap|/2``,
+    with ``gap = upper - lower`` (at least ``1e-9`` times ``max(1, |upper|)``), so each unit still fires on its
+    own point; where the condition holds (``gap > 0``) this is the builder's midpoint."""
+    lower, upper = np.asarray(lower, float), np.asarray(upper, float)
+    return upper - 0.5 * np.maximum(np.abs(upper - lower), 1e-9 * np.maximum(1.0, np.abs(upper)))
+
+
+def lemma_b_1_block(
+    alphas, betas, others=None, threshold: float | None = None, thresholds: str = "per-unit", force: bool = False
+):
     """The block of Lemma B.1 that moves ``alphas[j]`` to ``betas[j]`` and fixes every row of ``others``.
 
     Returns ``(U, V, s, condition)`` with ``U, V`` of shape ``(k, k)`` (``k`` = the dimension; the group
@@ -356,9 +366,11 @@ def lemma_b_1_block(alphas, betas, others=None, threshold: float | None = None, 
     ``thresholds="per-unit"`` (default): ``t_j`` is the midpoint of unit ``j``'s interval;
     ``"shared"``: one ``t`` at the midpoint of the shared interval. A given ``threshold`` is used as is for
     every unit (so the printed recipe ``t = 1 - 2 rho'`` can be tried). Raises :class:`ConstructionError`
-    when the chosen condition fails and no threshold is given.
+    when the chosen condition fails and no threshold is given, unless ``force`` (for negative controls): then
+    the :func:`forced_thresholds` are used and the block, which may misfit, is returned.
     """
     thresholds = _check_thresholds(thresholds)
+    force = validate.boolean("force", force)
     A = np.atleast_2d(np.asarray(alphas, dtype=np.float64))
     B = np.atleast_2d(np.asarray(betas, dtype=np.float64))
     m, k = A.shape
@@ -371,6 +383,8 @@ def lemma_b_1_block(alphas, betas, others=None, threshold: float | None = None, 
     cond = block_condition(A, others)
     if threshold is not None:
         t = np.full(m, float(threshold))
+    elif force:
+        t = forced_thresholds(cond.unit_lower, cond.unit_upper)
     elif thresholds == "per-unit":
         if not cond.holds_per_unit:
             j = int(np.argmin(cond.unit_upper - cond.unit_lower))
@@ -756,8 +770,11 @@ def module_fit_error(module, X, y, num_classes: int, batch: int | None = None) -
     return worst
 
 
-def _attempt(Xn, labels_u, original, r, k, rng, projection, thresholds, ops):
+def _attempt(Xn, labels_u, original, r, k, rng, projection, thresholds, ops, force=False):
     """One draw of ``A_0`` and the surrogates; returns the network's arrays or raises ConstructionError.
+
+    ``force`` (numpy only, for :func:`build_unchecked_resnet`): a failed condition is not refused, the
+    :func:`forced_thresholds` are used (per unit), and every block is applied to every point as it is.
 
     ``H`` holds the current representation of every point. Block ``g`` computes ``<alpha_j, h>`` for its
     ``k`` units and all ``n`` current ``h`` (its own group as one ``k x k`` product, the other points in
@@ -790,13 +807,16 @@ def _attempt(Xn, labels_u, original, r, k, rng, projection, thresholds, ops):
         # no other point at all (n = 1): any threshold below the squared norm will do
         low = np.where(np.isfinite(low), low, np.minimum(up, 0.0) - 1.0)
 
-        def other(j, A=A, lo=lo):
+        def other(j, A=A, lo=lo, H=H):
             """The point (row of H) attaining unit j's largest product with another point."""
             row = A[j] @ H.T
             row[lo + j] = -math.inf
             return ops.argmax(row)
 
-        if thresholds == "per-unit":
+        if force:
+            t = forced_thresholds(low, up)
+            margins[g] = float(np.min(up - low))
+        elif thresholds == "per-unit":
             gap = up - low
             j = int(np.argmin(gap))
             if not gap[j] > 0:
@@ -834,7 +854,10 @@ def _attempt(Xn, labels_u, original, r, k, rng, projection, thresholds, ops):
         # Only the group's own units fire, each on its own point (the condition just checked).
         Z = ops.relu_(G.T - tb)  # Z[i, j] = relu(<alpha_i, alpha_j> - t_j)
         Z[cols, cols] = diag - tb
-        H[lo:hi] = A + Z @ V[g, :, :m].T
+        if force:  # the condition may fail: the block may move any point, so apply it to all of them
+            H = apply_block(H, U[g], V[g], s[g])
+        else:
+            H[lo:hi] = A + Z @ V[g, :, :m].T
         groups.append(original[lo:hi])
     # Output block: rows of U_out are the surrogates, one threshold between on- and off-label products.
     P = ops.to_numpy(H @ ops.asarray(Q).T)
@@ -842,7 +865,7 @@ def _attempt(Xn, labels_u, original, r, k, rng, projection, thresholds, ops):
     P[np.arange(n), labels_u] = -np.inf
     upper = float(on.min())
     lower = float(P.max()) if r > 1 else -1.0
-    if not lower < upper:
+    if not lower < upper and not force:
         i_row = int(np.unravel_index(np.argmax(P), P.shape)[0]) if r > 1 else int(np.argmin(on))
         raise ConstructionError(
             f"output block condition fails: a moved point's product with another class's surrogate "
@@ -852,6 +875,14 @@ def _attempt(Xn, labels_u, original, r, k, rng, projection, thresholds, ops):
             (original[i_row],),
         )
     t_out = 0.5 * (lower + upper)
+    if force and not (lower < upper and t_out < 1.0):
+        # the threshold the recipe takes when every point sits on its surrogate: between the largest
+        # off-label product of two surrogates and 1 (it depends on the surrogates alone)
+        G = ops.to_numpy(ops.asarray(Q) @ ops.asarray(Q).T)
+        off = float(G[~np.eye(r, dtype=bool)].max()) if r > 1 else -1.0
+        t_out = 0.5 * (off + 1.0)
+        if not t_out < 1.0:
+            raise ConstructionError("two surrogates coincide: no output threshold below 1", "forced")
     return (A0, ops.to_numpy(U), ops.to_numpy(V), ops.to_numpy(s), Q, t_out, margins, upper - lower, groups)
 
 
@@ -1057,6 +1088,26 @@ def build_interpolating_resnet(
             (a, b),
         )
     return _draw_network(prepared, seed, attempts)
+
+
+def build_unchecked_resnet(X, y, num_classes=None, k: int = 1, seed: int = 0) -> InterpolatingResNet:
+    """The construction's recipe with every refusal skipped, for negative controls: one draw of ``A_0`` and
+    the surrogates (the builder's first draw for ``seed``), the :func:`forced_thresholds` of each block (per
+    unit) and, where the output block's condition fails, the threshold it takes when every point sits on its
+    surrogate; no separation floor and no verification. The network is returned as the recipe makes it, so
+    that its misfit can be measured (by its torch module); whether it fits is for the caller to find out.
+    Raises :class:`ConstructionError` (condition ``"forced"``) only where the recipe is undefined (two
+    surrogates coincide), and ``ValueError`` for identical inputs with different labels, as the builder does."""
+    prepared, seed, _ = _prepare_construction(X, y, k, num_classes, seed, "gaussian", "per-unit", 1, "numpy", None)
+    p = prepared
+    rng = np.random.default_rng([int(seed), 0])
+    with p.ops.limits():
+        A0, U, V, s, Q, t_out, margins, out_margin, groups = _attempt(
+            p.Xn, p.labels[p.first], p.first, p.r, p.k, rng, p.projection, p.thresholds, p.ops, force=True
+        )
+    return InterpolatingResNet(
+        p.normaliser, A0, U, V, s, Q, t_out, p.r, p.X.shape[1], groups, margins, out_margin, 1, p.projection
+    )
 
 
 # --- Lemma B.1 as printed: its hypotheses, a counterexample, and the block whenever one exists ----------
