@@ -204,6 +204,19 @@ def test_the_build_lock_names_its_holder(tmp_path):
         pass
 
 
+def test_a_run_to_an_output_file_locks_that_file_not_its_folder(two_chapters, tmp_path, capsys):
+    """Found by a misuse audit: two ``run -o X`` at once could leave one run's notebook beside the other's
+    claims; a run to another file of the same folder goes on."""
+    out = tmp_path / "runs" / "a.ipynb"
+    with BuildLock(out.parent, output=out):
+        argv = ["run", "book/good.md", "--root", str(two_chapters), "-o", str(out)]
+        err = one_line_error(capsys, main, argv)
+        assert f"-o {out} is being written by another run (pid {os.getpid()})" in err, err
+        assert not out.exists()
+        assert main([*argv[:-1], str(out.with_name("b.ipynb"))]) == 0
+    assert main(argv) == 0 and out.is_file()
+
+
 @pytest.mark.parametrize(
     "damage",
     [

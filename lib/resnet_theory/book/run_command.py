@@ -106,8 +106,9 @@ def run_chapter(
     _check_run_output(root, output, default, build_dir, entry)
     in_build = output is None or output.resolve() == default.resolve()
     output = output or default
-    if not in_build:
-        return _run_one(root, plan, output, build_dir, profile, entries, in_build=False)
+    if not in_build:  # two runs to one -o would leave one's notebook beside the other's claims
+        with BuildLock(output.parent, output=output):
+            return _run_one(root, plan, output, build_dir, profile, entries, in_build=False)
     with BuildLock(build_dir):
         check_report(build_dir / "executed" / "report.json")
         return _run_one(root, plan, output, build_dir, profile, entries, in_build=True)

@@ -49,8 +49,11 @@ class BuildLock:
     lock is the kernel's (``flock``): it goes with the process, so a run killed outright leaves none behind.
     """
 
-    def __init__(self, build_dir: Path):
-        self.path = Path(build_dir) / ".lock"
+    def __init__(self, build_dir: Path, output: Path | None = None):
+        """Lock ``build_dir``; or, with ``output`` (``run -o FILE`` outside a build folder), that one output, by
+        the hidden file ``.FILE.lock`` beside it (runs of other outputs in the same folder go on side by side)."""
+        self.output = output
+        self.path = Path(build_dir) / ".lock" if output is None else output.with_name(f".{output.name}.lock")
         self.handle = None
 
     def __enter__(self):
@@ -67,6 +70,11 @@ class BuildLock:
             handle.seek(0)
             holder = handle.read().strip() or "another process"
             handle.close()
+            if self.output is not None:
+                raise BookError(
+                    f"-o {self.output} is being written by another run ({holder}); wait for it to finish or give "
+                    f"another -o"
+                ) from None
             raise BookError(
                 f"the build folder {self.path.parent} is in use by another run ({holder}); wait for it to "
                 f"finish or give another --build-dir"
