@@ -991,3 +991,8 @@ def test_a_notebook_cut_short_by_a_full_disk_is_not_moved_into_place(tmp_path, c
     assert not (executed / "good.ipynb").exists() and not list(executed.glob(".good*"))
     page = {c["chapter"]: c for c in load_report(build)["chapters"]}["book/good"]
     assert page["outputs"].startswith("none (the failed attempt's notebook was incomplete")
+    out = tmp_path / "x.ipynb"  # run -o: said as what it is, not "x.ipynb keeps none"
+    assert executor.main(["run", "book/good.md", "--root", str(root), "-o", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert f"; nothing was written to {out} (the failed attempt's notebook was incomplete, and was removed)" in err
+    assert not out.exists()

@@ -144,8 +144,8 @@ def _run_one(
                 order=entries,
             )
         print(
-            f"[book] {plan.source.relative_to(root)}: interrupted ({signal_name}); {output} keeps "
-            f"{previous_outputs(output, None)}",
+            f"[book] {plan.source.relative_to(root)}: interrupted ({signal_name}); "
+            f"{_kept(output, previous_outputs(output, None))}",
             file=sys.stderr,
         )
         return 130 if signal_name == "SIGINT" else 143
@@ -155,9 +155,17 @@ def _run_one(
     if result.status == "ok" and plan.executes:
         print_verdicts(claims_path(output))
     if result.status == "failed":
-        print(f"[book] FAILED: {describe_failure(result)}; {output} keeps {result.outputs}", file=sys.stderr)
+        print(f"[book] FAILED: {describe_failure(result)}; {_kept(output, result.outputs)}", file=sys.stderr)
         return 1
     return 0
+
+
+def _kept(output: Path, outputs: str) -> str:
+    """What a stopped or failed run left at ``output``: ``X keeps the previous outputs (...)``, or, where there
+    were none, ``nothing was written to X``."""
+    if outputs.startswith("none"):
+        return f"nothing was written to {output}{outputs[4:]}"
+    return f"{output} keeps {outputs}"
 
 
 def _report_run(
