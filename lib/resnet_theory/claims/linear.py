@@ -506,6 +506,12 @@ class _Theorem21:
         r"$\max \|A_i\| \ge e^{\gamma/\ell} - 1$, which the construction attains."
     )
 
+    DET_NEGATIVE_INPUT = (
+        r"Targets with $\det R < 0$ (each target of the $\det R > 0$ search with its first column negated), "
+        r"which the statement with $\det R > 0$ rules out: at the search depth the printed bound is below 1, "
+        r"where every $I + A_i$ has positive determinant, so no product within it reaches them."
+    )
+
     def __init__(self, ctx: Context):
         self.pairs = ctx.shared("hardt-ma/thm-2.1:pairs", lambda: _factorization_pairs(ctx))
         self.worst = ctx.shared("hardt-ma/thm-2.1:worst", lambda: _worst_cases(ctx))
@@ -537,6 +543,21 @@ class _Theorem21:
         pos = self.search("camera", "det>0", r"$\det R > 0$: search within the printed bound, relative residual")
         return Check.combine(
             [self.exact, self.camera, self.adversarial, pos], what=r"$\det R > 0$, camera-ready constant"
+        )
+
+    def det_negative(self) -> Check:
+        """The control of the statement with det R > 0: the same search within the printed bound on the det R < 0
+        targets, at a depth where the bound is below 1 (checked here: the control's input is what it says)."""
+        bounds = [
+            2.0 * (math.sqrt(math.pi) + math.sqrt(3.0 * r["gamma"])) ** 2 / THM21_SEARCH_DEPTH for r in self.searched
+        ]
+        if not max(bounds) < 1.0:
+            raise RuntimeError(f"the det R < 0 control needs the printed bound below 1, got {max(bounds):.3g}")
+        return self.search(
+            "camera",
+            "det<0",
+            rf"control, $\det R < 0$ at $\ell = {THM21_SEARCH_DEPTH}$ (printed bound at most {max(bounds):.3g}): "
+            "search within the printed bound, relative residual",
         )
 
     def below_3_gamma(self, bound: str) -> Check:
@@ -726,9 +747,9 @@ def _psd_roots(ctx: Context) -> list[dict]:
         r"$\|O^{1/\ell} - I\| \ge 1$ at every $\ell$ (the product is still $O$)."
     ),
     control=Control(
-        r"The bound $\gamma / (2 \ell)$, half the first-order size of the deviation, on the positive definite $O$: "
-        r"$\|O^{1/\ell} - I\| \ge 1 - e^{-\gamma/\ell}$, which is about $\gamma / \ell$, so the claim's rate rules "
-        "it out."
+        r"Symmetric $O$ with one negative eigenvalue, which the claim (positive semidefinite $O$) rules out, factored "
+        r"by its real roots of odd order $\ell$ ($\operatorname{sign}(z_i) |z_i|^{1/\ell}$); the same check, an "
+        r"exact product and $\|O^{1/\ell} - I\| \le 1/2$ at the deepest odd $\ell$."
     ),
 )
 def section_1_psd_root(ctx: Context) -> Evidence:
@@ -766,10 +787,25 @@ def section_1_psd_root(ctx: Context) -> Evidence:
         ],
         what=r"positive definite roots approach $I$, singular ones stay at distance 1 or more",
     )
-    control = Check.at_most(
-        _column(pd, "||O^(1/l) - I||"),
-        _column(pd, "3 gamma / l") / 6,
-        what=r"control: positive definite, $\|O^{1/\ell} - I\|$ vs $\gamma / (2 \ell)$",
+    odd = deepest if deepest % 2 else deepest - 1
+    g = ctx.rng("hardt-ma/sec1-psd-root:control")
+    errors, distances = [], []
+    for _ in range(3):
+        Q, z = linear.random_rotation(3, g), np.exp(g.uniform(-2.0, 2.0, 3)) * np.array([-1.0, 1.0, 1.0])
+        O = Q @ np.diag(z) @ Q.T
+        root = Q @ np.diag(np.sign(z) * np.abs(z) ** (1.0 / odd)) @ Q.T
+        errors.append(float(np.linalg.norm(np.linalg.matrix_power(root, odd) - O) / np.linalg.norm(O)))
+        distances.append(float(np.linalg.norm(root - np.eye(3), 2)))
+    control = Check.combine(
+        [
+            Check.at_most(errors, 1e-9, what=r"control: $(O^{1/\ell})^\ell$ vs $O$"),
+            Check.at_most(
+                distances,
+                0.5,
+                what=rf"control, one negative eigenvalue: $\|O^{{1/\ell}} - I\|$ at $\ell = {odd}$ vs 1/2",
+            ),
+        ],
+        what="symmetric O with a negative eigenvalue, real odd roots",
     )
     return Evidence(
         statement=statement,
@@ -782,15 +818,16 @@ def section_1_psd_root(ctx: Context) -> Evidence:
 
 # --- Theorem 2.1: steps of the printed proof ---------------------------------------------------------------
 _PROOF_STATEMENT = r"Theorem 2.1 with $\det R > 0$ (our addition), as the printed proof in Appendix A.1 establishes it"
-_PROOF_CONTROL = Control(_Theorem21.BELOW_INPUT)
+_PROOF_CONTROL = Control(_Theorem21.DET_NEGATIVE_INPUT)
 
 
 def _proof_evidence(ctx: Context, step: Check, repair: Check, data=None, glue=None) -> Evidence:
-    """A proof step's evidence: the statement check (det R > 0) and control are Theorem 2.1's."""
+    """A proof step's evidence: the statement check (det R > 0) is Theorem 2.1's with det R > 0; the control, the
+    same search on det R < 0 targets, which that statement rules out."""
     t = _Theorem21(ctx)
     return Evidence(
         statement=t.statement_det_positive(),
-        control=t.below_3_gamma("camera-ready"),
+        control=t.det_negative(),
         proof=StepEvidence(step=step, repair=repair),
         data=data or {},
         glue=glue or {},
