@@ -1,5 +1,6 @@
 """The claims of the smooth_maps chapter (``book/smooth_maps.md``): Bartlett, Evans & Long (arXiv 1804.05012),
-read from the paper's abstract and the notes on Bartlett's 2017 talk (review 002). Each claim is declared once,
+read from the paper's abstract, the notes on Bartlett's 2017 talk (review 002) and the quotation of Theorem 1's
+hypotheses and rate in MathOverflow question 310744 (a secondary restatement). Each claim is declared once,
 beside the function that computes its evidence; the chapter narrates the construction and calls
 :meth:`resnet_theory.claims.chapter.Chapter.check` for each. The mathematics is :mod:`resnet_theory.smooth`.
 
@@ -9,6 +10,7 @@ printed results its proof rests on (``rests_on`` stays empty).
 
 from __future__ import annotations
 
+import inspect
 import math
 import re
 
@@ -211,13 +213,18 @@ def _slope_glue(rates: list, key: str) -> dict:
 @CLAIMS.checked(
     "bartlett-evans-long/representation-rate-inverse-m",
     paper="bartlett-evans-long",
-    ref="Abstract, first sentence (the representation result)",
-    source=Source.abstract(),
+    ref="Abstract, first sentence (the representation result); hypotheses of Theorem 1 as MathOverflow "
+    "question 310744 quotes it",
+    source=Source.abstract(
+        "the abstract's wording; the hypotheses a bounded domain and $\\det h'(x_0) > 0$ are added from Theorem 1 "
+        "as MathOverflow question 310744 quotes it (a secondary restatement, not the paper's text)"
+    ),
     section="smooth-rate",
     statement=r"Any smooth bi-Lipschitz $h$ is exactly a composition $h_m \circ "
     r"\cdots \circ h_1$ with each $h_i - \mathrm{Id}$ Lipschitz, the constant "
     r"decreasing inversely with $m$: $\max_i \|h_i - \mathrm{Id}\|_L \le C/m$. Added "
-    r"(review's reading): $\det h' > 0$, a ball.",
+    r"from Theorem 1 as MathOverflow question 310744 quotes it: $\det h'(x_0) > 0$ for some "
+    r"$x_0$, a bounded domain (here a ball).",
     control=Control("Uniform scales on " + _NOT_COVERED + "."),
 )
 def representation_rate_inverse_m(ctx: Context) -> Evidence:
@@ -256,12 +263,15 @@ def representation_rate_inverse_m(ctx: Context) -> Evidence:
 @CLAIMS.checked(
     "bartlett-evans-long/representation-rate",
     paper="bartlett-evans-long",
-    ref="Main result of Bartlett's talk (review 002)",
+    ref="Main result of Bartlett's talk (review 002); Theorem 1 as MathOverflow question 310744 quotes it "
+    "(a secondary restatement), with the same rate",
     source=TALK_REVIEW,
     section="smooth-rate",
     statement=r"A smooth invertible $h$ (Lipschitz derivative and inverse) is exactly "
     r"$h_m \circ \cdots \circ h_1$ with $\max_i \|h_i - \mathrm{Id}\|_L = O(\log m / "
-    r"m)$; scales $a_i$, $h(a_m x)/a_m$. Added: $\det h' > 0$, a ball.",
+    r"m)$ (talk notes; the same rate as Theorem 1 quoted on MathOverflow, question 310744); "
+    r"scales $a_i$, $h(a_m x)/a_m$. Added from that quotation: $\det h'(x_0) > 0$ for some "
+    r"$x_0$, a bounded domain (here a ball).",
     control=Control("Geometric scales on " + _NOT_COVERED + "."),
 )
 def representation_rate(ctx: Context) -> Evidence:
@@ -314,6 +324,27 @@ def _aligned_instances(gen: torch.Generator) -> list[tuple]:
             stronger = (1 - eps) ** (m - np.arange(1, m + 1) - 1.0) * fg.distance
             aligned.append((eps, m, fg.norms, fg.sharper_bounds(eps), fg.printed_bound(eps), stronger))
     return aligned
+
+
+def _span(values) -> str:
+    """A range of integers as a reader writes it: ``range(1, 9)`` -> "1 to 8"."""
+    values = list(values)
+    return f"{min(values)} to {max(values)}"
+
+
+def _instance_ranges() -> dict:
+    """The ranges :func:`resnet_theory.smooth.gradient_bound_instances` draws from (its defaults, which the check
+    uses), and how often :func:`resnet_theory.smooth.random_empirical_problem` repeats an input at most."""
+    drawn = inspect.signature(smooth.gradient_bound_instances).parameters
+    low, high = drawn["eps_range"].default
+    return {
+        "smooth_inst_depths": _span(drawn["depths"].default),
+        "smooth_inst_dims": _span(drawn["dims"].default),
+        "smooth_inst_atoms": _span(drawn["n_atoms"].default),
+        "smooth_inst_eps_low": f"{low:g}",
+        "smooth_inst_eps_high": f"{high:g}",
+        "smooth_inst_repeats": inspect.signature(smooth.random_empirical_problem).parameters["max_repeats"].default,
+    }
 
 
 def _inner_layer_glue(instances) -> dict:
@@ -378,17 +409,21 @@ def functional_gradient_bound(ctx: Context) -> Evidence:
          r"$\|D_{h_1} Q\|$ / printed": float(norms[0] / p)}
         for e, m, norms, s, p, _ in aligned
     ]  # fmt: skip
-    glue = _inner_layer_glue(instances) | {
-        "smooth_n_instances": n,
-        "smooth_control_n": 2 * n,
-        "smooth_control_violations": int((outside.ratios < 1).sum()),
-        "smooth_control_min_ratio": float(outside.ratios.min()),
-        "smooth_min_printed_ratio": float(instances.ratios.min()),
-        "smooth_aligned_sharper_min": float(aligned_sharper.min()),
-        "smooth_aligned_sharper_max": float(aligned_sharper.max()),
-        "smooth_aligned_stronger_max": float(aligned_stronger.max()),
-        "smooth_aligned_printed_max": float(max(row[r"$\|D_{h_1} Q\|$ / printed"] for row in aligned_rows)),
-    }
+    glue = (
+        _inner_layer_glue(instances)
+        | _instance_ranges()
+        | {
+            "smooth_n_instances": n,
+            "smooth_control_n": 2 * n,
+            "smooth_control_violations": int((outside.ratios < 1).sum()),
+            "smooth_control_min_ratio": float(outside.ratios.min()),
+            "smooth_min_printed_ratio": float(instances.ratios.min()),
+            "smooth_aligned_sharper_min": float(aligned_sharper.min()),
+            "smooth_aligned_sharper_max": float(aligned_sharper.max()),
+            "smooth_aligned_stronger_max": float(aligned_stronger.max()),
+            "smooth_aligned_printed_max": float(max(row[r"$\|D_{h_1} Q\|$ / printed"] for row in aligned_rows)),
+        }
+    )
     data = {"witnesses": reports, "ratios": instances.ratios, "control_ratios": outside.ratios, "aligned": aligned_rows}
     return Evidence(statement=statement, control=control, data=data, glue=glue)
 
@@ -590,8 +625,10 @@ CLAIMS.not_checkable(
     ref="Main theorem (full text)",
     source=Source.printed(),
     section="smooth-construction",
-    statement="The paper's own construction, its constants and the exact hypotheses "
-    "(domain, smoothness, norm) of the representation theorem.",
-    reason="only the abstract and a review of the talk are available to us",
+    statement="The paper's own construction and its constants in the representation theorem, and the norm "
+    "its functional-gradient bound uses.",
+    reason="the abstract, the talk notes (review 002) and a quotation of Theorem 1's hypotheses and rate on "
+    "MathOverflow (question 310744) are available to us; none gives the construction, the constants or the "
+    "norm of the bound",
     needs="the paper's full text (arXiv 1804.05012), which this build does not have",
 )
