@@ -200,20 +200,32 @@ def test_the_architecture_is_compared_at_the_printed_precision_and_corrected(cha
     _, runs = chapter_run
     run = runs["hardt-ma/sec4-architecture"]
     ev = run.record.evidence
-    # 13,546,816 is 13.55M at the printed four significant digits: the printed 13.59M fails, the count holds
+    # 13,546,816 (biases) and 13,538,736 (none) are 13.55M and 13.54M at the printed four significant digits:
+    # the printed 13.59M fails on either reading, both counts hold
     assert run.verdict == "corrected"
-    assert ev["printed"]["holds"] is False and ev["printed"]["value"] == 13_546_816
-    assert ev["printed"]["rounded"] == 13.55e6 and ev["corrected"]["holds"] is True
-    assert E.table_1_formula() == 13_546_816 and run.decl.correction is not None
-    # the book's explanation, counted from modules: three 1x1 convolution shortcuts with biases
+    parts = ev["printed"]["parts"]
+    assert ev["printed"]["holds"] is False and [p["value"] for p in parts] == [13_546_816, 13_538_736]
+    assert [p["rounded"] for p in parts] == [13.55e6, 13.54e6] and ev["corrected"]["holds"] is True
+    assert E.table_1_formula() == 13_546_816 and E.table_1_formula(bias=False) == 13_538_736
+    assert E.CORRECTED_PARAMS == {"with biases": 13.55e6, "without biases": 13.54e6}
+    correction = run.decl.correction.statement
+    assert "13,546,816" in correction and "13,538,736" in correction and "does not say" in correction
+    # the book's explanation, counted from modules: three 1x1 convolution shortcuts, and only with biases
     assert run.data["projection"] == {"changing": 3, "with_bias": 13_589_248, "without_bias": 13_588_800}
-    assert run.data["explanation"].holds
-    # the control can fail: 8 or 10 blocks in the first stage pass neither comparison
+    assert run.data["projection_without_biases"]["without_bias"] == 13_580_720
+    assert run.data["explanation"].holds and not run.data["explanation_without_biases"].holds
+    # the control can fail: 8 or 10 blocks in the first stage pass no comparison, with or without biases
     assert run.record.control["holds"] is False and run.record.control["usable"] is True
     for first in (8, 10):
-        n = E.trainable_count(E.allconv.AllConvResNet(num_classes=10, blocks_per_stage=(first, 9, 9)))
-        assert not E._params_check(n, E.PAPER_PARAMS, "x").holds
-        assert not E._params_check(n, E.CORRECTED_PARAMS, "x").holds
+        for reading, bias in (("with biases", True), ("without biases", False)):
+            n = E.trainable_count(E.allconv.AllConvResNet(num_classes=10, blocks_per_stage=(first, 9, 9), bias=bias))
+            assert not E._params_check(n, E.PAPER_PARAMS, "x").holds
+            assert not E._params_check(n, E.CORRECTED_PARAMS[reading], "x").holds
+
+
+def test_either_reading_holds_when_one_does():
+    yes, no = E._params_check(13_590_000, E.PAPER_PARAMS, "a"), E._params_check(13_540_000, E.PAPER_PARAMS, "b")
+    assert E._either([no, yes], "x").holds and not E._either([no, no], "x").holds
 
 
 def test_one_fixed_head_claim_covers_both_readings(chapter_run):
