@@ -526,10 +526,12 @@ def _level(found: list[dict], eps: float) -> tuple[int, list[float]]:
 
 
 def _thm3_check(found: list[dict], what: str) -> Check:
-    pairs = [(q["worst_excess"][e], (e + e**0.25) * q["scale"]) for q in found for e in THM3_EPS if q["count"][e] > 0]
-    if not pairs:
+    """Every eps-SOPSP found is no worse than the best linear predictor on the ball: excess at most 0, with no
+    allowance for Theorem 3's ``(eps + eps^(1/4)) poly`` term (whose polynomial is unknown here)."""
+    excess = [q["worst_excess"][e] / q["scale"] for q in found for e in THM3_EPS if q["count"][e] > 0]
+    if not excess:
         raise ValueError(f"shamir/thm-3-approximate, {what}: no eps-SOPSP on the paths; raise the knob n_corollary")
-    return Check.at_most([p[0] for p in pairs], [p[1] for p in pairs], what=what)
+    return Check.at_most(excess, 0.0, what=what)
 
 
 _THM3_LEVELS = ", ".join(f"{e:g}" for e in THM3_EPS)
@@ -538,20 +540,21 @@ _THM3_LEVELS = ", ".join(f"{e:g}" for e in THM3_EPS)
 @CLAIMS.checked(
     "shamir/thm-3-approximate",
     paper="shamir",
-    ref="Theorem 3 (statement per review 003)",
-    source=REVIEW,
+    ref="Theorem 3 (per review 003): the book's question on Corollary 1's search paths",
+    source=Source.question(
+        "the book's question beside Theorem 3, whose polynomial is unknown here: are the approximate stationary "
+        "points that Corollary 1's searches meet already no worse than the best linear predictor?"
+    ),
     section="shamir-corollary-1",
-    statement=r"On $\max(\|w\|, \|V\|) \le b$, every $\epsilon$-SOPSP has $F \le "
-    r"\min_{\|w\| \le r} F_{\mathrm{lin}}(w) + (\epsilon + \epsilon^{1/4})\, "
-    r"\mathrm{poly}(b, r, \mu_0, \mu_1, \mu_2)$. Checked without the polynomial, which "
-    r"is unknown here: with the tolerance $(\epsilon + \epsilon^{1/4})\, s$, $s$ the "
-    r"gain of the best linear predictor over predicting 0 (our choice), at "
-    rf"$\epsilon$ = {_THM3_LEVELS}, $b = r = {THM3_BOUND:g}$.",
+    statement=r"On the iterates of Corollary 1's searches (domain $\max(\|w\|, \|V\|) \le b$), every "
+    rf"$\epsilon$-SOPSP at $\epsilon$ = {_THM3_LEVELS}, $b = r = {THM3_BOUND:g}$, has $F \le "
+    r"\min_{\|w\| \le r} F_{\mathrm{lin}}(w)$ outright: no allowance for Theorem 3's "
+    r"$(\epsilon + \epsilon^{1/4})\, \mathrm{poly}(b, r, \mu_0, \mu_1, \mu_2)$, so the check does "
+    r"not test that term.",
     control=Control(
         r"the $\epsilon$-SOPSPs of $x \mapsto w^T V f_\theta(x)$, the network without the "
         "skip, on the same instances and paths: Theorem 3 does not cover it"
     ),
-    rests_on=("shamir/thm-1", "shamir/thm-2"),
 )
 def theorem_3_approximate(ctx: Context) -> Evidence:
     """Every iterate of Corollary 1's searches that is an eps-SOPSP on the bounded domain, its excess over the
@@ -565,7 +568,6 @@ def theorem_3_approximate(ctx: Context) -> Evidence:
         rows.append(
             {
                 r"$\epsilon$": eps,
-                "tolerance / $s$": eps + eps**0.25,
                 "points (residual)": n_res,
                 "largest excess / s (residual)": max(ex_res, default=math.nan),
                 "points (no skip)": n_ns,
@@ -576,9 +578,9 @@ def theorem_3_approximate(ctx: Context) -> Evidence:
     statement = Check.combine(
         [
             Check.at_least(counts, 1, what=r"$\epsilon$-SOPSPs found at each level"),
-            _thm3_check(sop, "largest excess per instance and level vs the tolerance"),
+            _thm3_check(sop, "largest excess / s per instance and level vs 0"),
         ],
-        what="Theorem 3 with a stated tolerance",
+        what="no worse than linear, with no tolerance",
     )
     return Evidence(
         statement=statement,
@@ -600,8 +602,9 @@ CLAIMS.not_checkable(
     section="shamir-corollary-1",
     statement=r"The bound of Theorem 3 with its polynomial $\mathrm{poly}(b, r, \mu_0, \mu_1, \mu_2)$.",
     reason="the review leaves the polynomial unspecified and the paper's text is not "
-    "available, so its constant cannot be compared with anything; the shape of "
-    "the bound is checked with a stated tolerance, by shamir/thm-3-approximate",
+    "available, so its constant cannot be compared with anything; the book's question "
+    "shamir/thm-3-approximate asks only whether the points found are no worse than linear, "
+    "which leaves the (epsilon + epsilon^(1/4)) term untested",
     needs="the printed polynomial of Theorem 3, not available here",
     rests_on=("shamir/thm-1", "shamir/thm-2"),
 )
@@ -773,7 +776,8 @@ def _bound(run: dict, horizons) -> np.ndarray:
     section="shamir-theorem-4",
     statement=r"Projected SGD on $x \mapsto w^\top x + v^\top f_\theta(x)$ over "
     r"closed convex sets, loss $l$-Lipschitz and bounded by $r$ on $M_1$: with "
-    r"probability $1 - \delta$ the average objective of the iterates is at most "
+    r"probability $1 - \delta$ the objective (the review prints $F(w_t, v_t, \theta_t)$; our "
+    r"reading: the average over the iterates $t \le T$) is at most "
     r"$\min_{(u, 0) \in M_1} F_{\mathrm{lin}}(u) + O((b l + r \sqrt{\log(1/\delta)}) "
     r"/ \sqrt{T})$. Tested with our constants (reconstruction): $3 b G / \sqrt{T} + b "
     r"G \sqrt{2 \log(2/\delta) / T}$, $\delta = 0.05$, every run and every $T$.",
