@@ -4,11 +4,13 @@
 Meant as the first thing to run on a lent GPU machine (Python, torch, numpy, scipy and tqdm are all it imports),
 sized to take under seven minutes on one H100, compilations included (not yet timed on one: no GPU has run it so
 far): the steps share a time budget (``--budget``, 400 s), a step is not started when less than a minute of it is
-left, and no subprocess outlives it. Each step prints one line, ``gpu-check: PASS|FAIL|SKIP <step>: <figures>
-(<seconds> s)``, and the command ends with a summary line; the exit status is 0 when no step failed, 1 when one
-did, and 2, after one line saying so, on a machine without CUDA (nothing is checked there; ``--cpu-rehearsal``
-runs the steps on the CPU at the small sizes of :data:`CPU_SIZES` instead, without the four that compile; with
-``--compile`` as well, those four too, which takes a minute or two more of compiling).
+left (two for a step that compiles), a step the end of the budget cuts short is SKIP (not given the time; a
+subprocess that outruns its own limit with budget to spare is a FAIL: it hung), and no subprocess outlives it.
+Each step prints one line, ``gpu-check: PASS|FAIL|SKIP <step>: <figures> (<seconds> s)``, and the command ends
+with a summary line; the exit status is 0 when no step failed, 1 when one did, and 2, after one line saying so, on
+a machine without CUDA (nothing is checked there; ``--cpu-rehearsal`` runs the steps on the CPU at the small sizes
+of :data:`CPU_SIZES` instead, without the four that compile; with ``--compile`` as well, those four too, which
+takes a minute or two more of compiling).
 
 ``OUTDIR/gpu-check.json`` is rewritten (atomically: a temporary file, then ``os.replace``) before the first step
 and after every step, so a run stopped by a time limit, SIGTERM or SIGKILL leaves every finished step's figures
@@ -31,8 +33,11 @@ The steps (:data:`STEP_NAMES`), in this order, the quick ones first, so that a r
   synthetic CIFAR-shaped data in bf16 with cuDNN autotuning: images/s as the median of several rounds with its
   range, the projected time of the paper's 64,000-step schedule against the goal of 10 minutes;
 - ``kill and resume``: two runs with ``--deterministic`` (deterministic cuDNN, in bf16), one killed with SIGKILL
-  after its first checkpoint and resumed; passes if the final weights and momentum buffers are bitwise the same;
-- ``torchrun``: one process under ``torchrun --standalone --nproc_per_node=1``: DistributedDataParallel over NCCL;
+  after its first checkpoint and resumed; passes if the final weights and momentum buffers are bitwise the same
+  (the count of torch's warnings that an operation has no deterministic kernel is recorded: the likely cause of a
+  difference);
+- ``torchrun``: one process under ``torchrun --standalone --nproc_per_node=1 --local-addr=127.0.0.1``:
+  DistributedDataParallel over NCCL (``NCCL_DEBUG=WARN``, so that its log says why if it fails);
 - ``dataloader workers``: a ``DataLoader`` with worker processes (shared memory in ``/dev/shm``, pinned memory)
   feeding CIFAR-shaped batches to the GPU; reports the size of ``/dev/shm`` and the sharing strategy;
 - ``train fp16``, ``train float32``: the other precisions of the engine (fp16 with its gradient scaler);
@@ -40,15 +45,18 @@ The steps (:data:`STEP_NAMES`), in this order, the quick ones first, so that a r
   in a CPU run at batch 32); passes if its losses are finite and fall at batch 128;
 - ``expressivity``: Hardt & Ma's Theorem 3.2 network built and verified with the torch backend on the GPU at
   n = 100,000 (float64), and the separation at n = 20,000 compared with NumPy's;
+- ``speed compiled``, ``speed cuda graphs``: ``speed eager`` with ``torch.compile`` and with
+  ``torch.compile(mode="reduce-overhead")`` (CUDA graphs), each with its compile time and speed-up over eager
+  (the speed figures first: they are what the book reports);
 - ``train compiled``: ``train eager`` with ``--compile``; passes if every logged mean loss is within 5% of the
   eager run's and nothing is compiled twice (``TORCH_LOGS=recompiles`` prints no recompilation: the evaluation
   uses the eager module);
-- ``speed compiled``, ``speed cuda graphs``: ``speed eager`` with ``torch.compile`` and with
-  ``torch.compile(mode="reduce-overhead")`` (CUDA graphs), each with its compile time and speed-up over eager;
 - ``speed max-autotune``: ``torch.compile(mode="max-autotune")``, which tunes kernels for minutes; it gets what is
   left of the budget and is SKIP, with the command that measures it alone, when that is not enough.
 
-``--only NAME,NAME`` runs some of them (the device step always runs first).
+The steps that compile are SKIP at once, saying why, where Inductor cannot build (no Triton on a GPU, no C
+compiler; :func:`compile_toolchain`, which the device step records). ``--only NAME,NAME`` runs some of the steps
+(the device step always runs first).
 """
 
 from __future__ import annotations
@@ -88,11 +96,13 @@ STEP_NAMES = (
     "train float32",
     "paper learning rate",
     "expressivity",
-    "train compiled",
     "speed compiled",
     "speed cuda graphs",
+    "train compiled",
     "speed max-autotune",
 )
+#: The steps that compile (minutes each, cold): they need :attr:`Sizes.least_for_a_compile` of the budget to start.
+COMPILING = ("speed compiled", "speed cuda graphs", "train compiled", "speed max-autotune")
 #: torch.compile mode of each speed step ("eager": not compiled).
 SPEED_MODES = {
     "speed eager": "eager",
@@ -130,6 +140,7 @@ class Sizes:
     timeout: float = 240.0  # seconds for each subprocess (less when the budget has less left)
     budget: float = 400.0  # seconds for all the steps
     least_for_a_step: float = 60.0  # a step is not started with less of the budget left
+    least_for_a_compile: float = 120.0  # nor a step that compiles with less than this
 
 
 GPU_SIZES = Sizes()
@@ -163,6 +174,7 @@ CPU_SIZES = Sizes(
     timeout=180.0,
     budget=1200.0,
     least_for_a_step=5.0,
+    least_for_a_compile=5.0,
 )
 
 
@@ -385,6 +397,40 @@ def _finish(name: str, figures: dict, text: str, problems: list[str]) -> Step:
     return Step(name, "FAIL" if problems else "PASS", text + "".join("; " + p for p in problems), figures)
 
 
+# --- what torch.compile needs ----------------------------------------------------------------------------------
+def compile_toolchain(sizes: Sizes) -> dict:
+    """What Inductor builds with, found without compiling anything: on a GPU Triton and the C compiler it builds its
+    launchers with (``CC``, else ``gcc``, else ``clang``, as Triton looks), on a CPU the C++ compiler of Inductor's
+    CPU kernels (``CXX``, else ``g++``, ``c++``, ``clang++``); and whether Python's headers are there."""
+    import importlib.util
+    import sysconfig
+
+    if sizes.device == "cpu":
+        compiler = os.environ.get("CXX") or next(filter(None, map(shutil.which, ("g++", "c++", "clang++"))), None)
+    else:
+        compiler = os.environ.get("CC") or next(filter(None, map(shutil.which, ("gcc", "clang"))), None)
+    include = sysconfig.get_paths().get("include")
+    return {
+        "compiler": compiler,
+        "triton": importlib.util.find_spec("triton") is not None,
+        "python_headers": bool(include) and (Path(include) / "Python.h").is_file(),
+    }
+
+
+def compile_toolchain_problem(sizes: Sizes) -> str | None:
+    """Why the steps that compile would fail at once here (no Triton on a GPU, no compiler), or None: they are
+    then SKIP with the reason instead of spending the budget on a compile that cannot succeed."""
+    if not sizes.compile:
+        return None  # the steps say so themselves (a rehearsal without --compile)
+    found = compile_toolchain(sizes)
+    if sizes.device != "cpu" and not found["triton"]:
+        return "Triton is not installed, and Inductor generates GPU kernels with it"
+    if found["compiler"] is None:
+        which = "C++ compiler (CXX, g++, c++, clang++)" if sizes.device == "cpu" else "C compiler (CC, gcc, clang)"
+        return f"no {which} on the PATH"
+    return None
+
+
 # --- the steps --------------------------------------------------------------------------------------------------
 def check_device(ctx: Context) -> Step:
     facts = _device_facts(ctx.sizes)
@@ -405,6 +451,7 @@ def check_device(ctx: Context) -> Step:
         "cudnn_benchmark": devices.cudnn_benchmark(facts, deterministic=False),
         "nccl": facts.nccl,
         "ddp_backend": devices.ddp_backend(facts),
+        "compile_toolchain": compile_toolchain(ctx.sizes),
     }
     on = {True: "on", False: "off"}
     text = (
@@ -413,6 +460,9 @@ def check_device(ctx: Context) -> Step:
         f"fused SGD {on[figures['fused_sgd']]}; cuDNN autotuning {on[figures['cudnn_benchmark']]}; "
         f"DDP backend {figures['ddp_backend']}"
     )
+    problem = compile_toolchain_problem(ctx.sizes)
+    if problem is not None:
+        text += f"; the steps that compile are skipped: {problem}"
     ok = facts.type == torch.device(ctx.sizes.device).type and (not facts.cuda or facts.index is not None)
     return Step("device", "PASS" if ok else "FAIL", text, figures)
 
@@ -553,8 +603,8 @@ def check_speed(ctx: Context, name: str) -> Step:
     command = _bench_command(ctx, mode, out)
     try:
         code = _run(ctx, command, log, "the benchmark")
-    except OutOfTime as exc:
-        if mode != "max-autotune" or not exc.budget:
+    except OutOfTime as exc:  # max-autotune tunes for minutes: cut by either limit, it was not given the time
+        if mode != "max-autotune":
             raise
         alone = "python -m resnet_theory.engine.bench --pipelines device --compile --compile-mode max-autotune"
         return Step(name, "SKIP", f"{exc}; measure it alone: {alone}")
@@ -628,7 +678,7 @@ def check_kill_and_resume(ctx: Context) -> Step:
     code = _run(ctx, resume, logs["resumed"], "the resume", **cublas)
     if code != 0:
         return Step(name, "FAIL", f"the resumed run exited {code}: {_last_line(logs['resumed'])}")
-    return _compare_runs(
+    step = _compare_runs(
         name,
         _checkpoint(whole_dir / "checkpoint.pt"),
         _checkpoint(checkpoint),
@@ -636,6 +686,17 @@ def check_kill_and_resume(ctx: Context) -> Step:
         killed_at,
         _records(whole_dir)[0]["precision"],
     )
+    # --deterministic warns (warn_only) where an operation has no deterministic kernel: the likely cause of a FAIL
+    warned = sum(log.read_text(errors="replace").count(NONDETERMINISTIC) for log in logs.values() if log.exists())
+    step.figures["nondeterministic_warnings"] = warned
+    if warned:
+        step.text += f"; {warned} warnings that an operation has no deterministic implementation (logs/whole.log)"
+    return step
+
+
+#: What torch warns, under ``torch.use_deterministic_algorithms(True, warn_only=True)``, of an operation without a
+#: deterministic implementation.
+NONDETERMINISTIC = "does not have a deterministic implementation"
 
 
 def _compare_runs(name: str, a: dict, b: dict, steps: int, killed_at: int, precision: str) -> Step:
@@ -671,9 +732,10 @@ def check_torchrun(ctx: Context) -> Step:
     name, out, log = "torchrun", ctx.work / "torchrun", ctx.work / "logs" / "torchrun.log"
     command = [
         *(sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=1"),
+        "--local-addr=127.0.0.1",  # the workers' MASTER_ADDR: the loopback, not a host name that may not resolve
         *("-m", "resnet_theory.engine.train", *_train_args(ctx, out, ctx.sizes.torchrun_steps)),
     ]
-    code = _run(ctx, command, log, "torchrun")
+    code = _run(ctx, command, log, "torchrun", NCCL_DEBUG=os.environ.get("NCCL_DEBUG", "WARN"))
     if code != 0:
         return Step(name, "FAIL", f"torchrun exited {code}: {_last_line(log)}")
     records = _records(out)
@@ -932,20 +994,32 @@ def plan(only: str | list | None) -> list[str]:
 
 
 def _one_step(ctx: Context, name: str) -> Step:
+    """One step, never raising (but :class:`Interrupted`): SKIP when too little of the budget is left to start it
+    (:attr:`Sizes.least_for_a_step`; :attr:`Sizes.least_for_a_compile` for the steps that compile) or when the end
+    of the budget cut it (its code did not fail: it was not given the time), FAIL when its subprocess outran its own
+    limit (:attr:`Sizes.timeout`: something hung) or it failed."""
     start = time.perf_counter()
-    left, least = ctx.left(), ctx.sizes.least_for_a_step
+    left = ctx.left()
+    least = ctx.sizes.least_for_a_compile if name in COMPILING else ctx.sizes.least_for_a_step
+    toolchain = compile_toolchain_problem(ctx.sizes) if name in COMPILING else None
     if name != "device" and left < least:
         step = Step(
             name,
             "SKIP",
             f"not started: {max(left, 0):.0f} s of the {ctx.sizes.budget:.0f} s budget left, at least "
-            f"{least:.0f} s needed",
+            f"{least:.0f} s needed" + (" for a step that compiles" if name in COMPILING else ""),
         )
+    elif toolchain is not None:
+        step = Step(name, "SKIP", f"not started: torch.compile cannot work here ({toolchain})")
     else:
         try:
             step = CHECKS[name](ctx)
         except OutOfTime as exc:
-            step = Step(name, "FAIL", str(exc))
+            step = (
+                Step(name, "SKIP", f"cut by the end of the budget: {exc}")
+                if exc.budget
+                else Step(name, "FAIL", str(exc))
+            )
         except Exception as exc:  # one failing step must not hide the others
             first = (str(exc).strip().splitlines() or [""])[0][:300]
             step = Step(name, "FAIL", f"{type(exc).__name__}: {first}")
