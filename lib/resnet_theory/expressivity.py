@@ -859,7 +859,14 @@ def _attempt(Xn, labels_u, original, r, k, rng, projection, thresholds, ops, for
         else:
             H[lo:hi] = A + Z @ V[g, :, :m].T
         groups.append(original[lo:hi])
-    # Output block: rows of U_out are the surrogates, one threshold between on- and off-label products.
+    t_out, out_margin = _output_threshold(H, Q, labels_u, original, r, ops, force)
+    return (A0, ops.to_numpy(U), ops.to_numpy(V), ops.to_numpy(s), Q, t_out, margins, out_margin, groups)
+
+
+def _output_threshold(H, Q, labels_u, original, r, ops, force=False) -> tuple[float, float]:
+    """The output block's threshold and margin: rows of ``U_out`` are the surrogates, one threshold between the
+    on- and off-label products of the moved points ``H`` (``force``: see :func:`_attempt`)."""
+    n = H.shape[0]
     P = ops.to_numpy(H @ ops.asarray(Q).T)
     on = P[np.arange(n), labels_u]
     P[np.arange(n), labels_u] = -np.inf
@@ -883,7 +890,7 @@ def _attempt(Xn, labels_u, original, r, k, rng, projection, thresholds, ops, for
         t_out = 0.5 * (off + 1.0)
         if not t_out < 1.0:
             raise ConstructionError("two surrogates coincide: no output threshold below 1", "forced")
-    return (A0, ops.to_numpy(U), ops.to_numpy(V), ops.to_numpy(s), Q, t_out, margins, upper - lower, groups)
+    return t_out, upper - lower
 
 
 def _forward_backend(net, Xn, ops) -> np.ndarray:
