@@ -604,7 +604,7 @@ CLAIMS.not_checkable(
     reason="the review leaves the polynomial unspecified and the paper's text is not "
     "available, so its constant cannot be compared with anything; the book's question "
     "shamir/thm-3-approximate asks only whether the points found are no worse than linear, "
-    "which leaves the (epsilon + epsilon^(1/4)) term untested",
+    r"which leaves the $(\epsilon + \epsilon^{1/4})$ term untested",
     needs="the printed polynomial of Theorem 3, not available here",
     rests_on=("shamir/thm-1", "shamir/thm-2"),
 )
