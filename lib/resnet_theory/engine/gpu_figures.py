@@ -27,7 +27,8 @@ from pathlib import Path
 #: The ``schema`` of the files that :mod:`resnet_theory.engine.gpu_check` writes.
 SCHEMA = "resnet-theory-gpu-check/1"
 STATUSES = ("PASS", "FAIL", "SKIP")
-#: The book's goal for the paper's whole CIFAR schedule (64,000 steps of 128 images) on one H100/H200.
+#: The book's goal for the whole CIFAR schedule (64,000 steps of 128 images: the TensorFlow ResNet code's length,
+#: with the paper's batch and rate drops) on one H100/H200.
 GOAL_MINUTES = 10.0
 DEFAULT_FOLDER = Path(__file__).resolve().parents[3] / "book" / "data" / "gpu"
 #: How the book names each speed step's mode.
@@ -163,7 +164,7 @@ def _validated(data: bytes, path: Path) -> dict:
 def measurement_rows(folder=None) -> list[dict]:
     """One row per passed speed step of every ``*.json`` in ``folder`` (default ``book/data/gpu/``), sorted by file
     and step order: file, device, versions, when, mode, images/s (median over rounds, its range and spread), the
-    projected time of the paper's 64,000-step schedule, whether it meets :data:`GOAL_MINUTES`, and how many of the
+    projected time of the 64,000-step schedule, whether it meets :data:`GOAL_MINUTES`, and how many of the
     run's steps passed. An empty list when the folder holds none (no GPU has run the check yet); a malformed file
     raises :class:`MeasurementError`."""
     folder = DEFAULT_FOLDER if folder is None else Path(folder)
@@ -250,7 +251,7 @@ def table_rows(rows: list[dict]) -> list[dict]:
 
 def summary(rows: list[dict], steps: list[dict]) -> str:
     """One paragraph for the book's prose: what the newest whole committed run measured (its device, versions,
-    date, the fastest mode and eager, the paper's schedule against :data:`GOAL_MINUTES`, its steps), or, when
+    date, the fastest mode and eager, the 64,000-step schedule against :data:`GOAL_MINUTES`, its steps), or, when
     ``book/data/gpu/`` holds none, that no GPU has run the check yet."""
     if not steps:
         return (
@@ -283,8 +284,9 @@ def summary(rows: list[dict], steps: list[dict]) -> str:
         f"file {newest}), {network} ({best['trainable_parameters']:,} trainable parameters) trained "
         f"fastest with {MODE_WORDS.get(best['mode'], best['mode'])}: {best['images_per_second']:,.0f} images per "
         f"second at batch {best['batch_size']} in {best['precision']} (median of {best['rounds']} rounds, "
-        f"{best['images_per_second_min']:,.0f} to {best['images_per_second_max']:,.0f}), so the paper's 64,000 "
-        f"steps would take {best['schedule_minutes']:.1f} minutes, "
+        f"{best['images_per_second_min']:,.0f} to {best['images_per_second_max']:,.0f}), so the 64,000 "
+        f"steps of a whole CIFAR run (the TensorFlow ResNet code's schedule) would take "
+        f"{best['schedule_minutes']:.1f} minutes, "
         f"{'within' if best['goal_met'] else 'over'} the book's goal of {GOAL_MINUTES:g} minutes."
     )
     if eager is not None and eager is not best:
