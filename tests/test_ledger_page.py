@@ -597,6 +597,14 @@ def test_a_verdict_label_says_whose_statement_it_was_checked_against():
     from resnet_theory.record import verdict_label
 
     assert verdict_label("confirmed", "paper") == "confirmed, as printed"
+    # evidence from the book's scaled-down analogue of an experiment: the label says so, not only "checked against"
+    from resnet_theory.claims.registry import find
+    from resnet_theory.record import ANALOGUE
+
+    on_digits = verdict_label("confirmed", "paper", f"{ANALOGUE} (digits)")
+    assert on_digits == "confirmed, as printed, on the book's analogue"
+    for cid in ("hardt-ma/sec4-small-init", "hardt-ma/sec4-identity-trains-without-bn", "hardt-ma/sec4-fixed-head"):
+        assert find(cid).source.detail.startswith(ANALOGUE), cid
     assert verdict_label("confirmed", "abstract") == "confirmed, as the abstract states it"
     assert verdict_label("corrected", "review", PAPERWHY) == "corrected, as the PaperWhy review states it"
     assert verdict_label("confirmed", "reconstruction") == "confirmed (our reconstruction)"

@@ -696,6 +696,7 @@ BUDGET_CASES = [
     ("E.construct_interpolating_resnet", "E.construct_interpolating_resnet(X, y, k=B)", "k"),
     ("E.build_interpolating_resnet", "E.build_interpolating_resnet(X, y, k=3, attempts=B)", "attempts"),
     ("E.construct_interpolating_resnet", "E.construct_interpolating_resnet(X, y, k=3, attempts=B)", "attempts"),
+    ("E.build_unchecked_resnet", "E.build_unchecked_resnet(X, y, k=B)", "k"),
     ("ensemble.bootstrap_median", f"{ENSEMBLE}.bootstrap_median([1.0, 2.0, 3.0], resamples=T)", "resamples"),
     (
         "ensemble.bootstrap_median_difference",

@@ -75,11 +75,18 @@ def cited_reviews(detail: str | None) -> list[tuple[str, Review]]:
     return [(name, r) for _, name, r in sorted(found)]
 
 
+#: How a printed statement's source detail begins when its evidence is the book's scaled-down analogue of the
+#: paper's experiment, not the experiment itself: the verdict's label says so too ("confirmed, as printed, on the
+#: book's analogue"), not only the "checked against" line.
+ANALOGUE = "the printed statement, tested on the book's analogue"
+
+
 def source_phrase(source: str, detail: str | None = None) -> str:
-    """Against whose statement a verdict was reached, as a verdict's label says it: "as printed", "as the
-    abstract states it", "as the PaperWhy review states it", "our reconstruction", "the book's finding"."""
+    """Against whose statement a verdict was reached, as a verdict's label says it: "as printed" ("as printed, on
+    the book's analogue" where the evidence is the book's analogue: :data:`ANALOGUE`), "as the abstract states
+    it", "as the PaperWhy review states it", "our reconstruction", "the book's finding"."""
     if source == "paper":
-        return "as printed"
+        return "as printed, on the book's analogue" if (detail or "").startswith(ANALOGUE) else "as printed"
     if source == "abstract":
         return "as the abstract states it"
     if source == "review":

@@ -37,6 +37,7 @@ from ..engine import ablation, allconv, ensemble
 from ..engine import train as engine
 from ..ledger import Check
 from ..power import EARLY_STOP  # noqa: F401 (chapter)
+from ..record import ANALOGUE
 from ..verdicts import NoUsableControl
 from . import experiments_sizing as sizing
 from .context import Context, Knob, ProfileTable
@@ -828,11 +829,8 @@ def _comparison_glue(key: str, check: Check) -> dict:
 
 # --- Section 4.1: the recipe taken apart on the digits -------------------------------------------------------
 #: A printed statement of Section 4.1 whose evidence is the book's analogue, not the paper's CIFAR runs: the
-#: ledger's "checked against" line says so (the verdict's label, "as printed", names only the statement's source).
-ON_DIGITS = Source.printed(
-    "the printed statement, tested on the book's analogue (the scaled-down network on 8 × 8 digits), not on "
-    "the paper's CIFAR runs"
-)
+#: ledger's "checked against" line and the verdict's label ("as printed, on the book's analogue") say so.
+ON_DIGITS = Source.printed(f"{ANALOGUE} (the scaled-down network on 8 × 8 digits), not on the paper's CIFAR runs")
 
 _INIT_CLAIM = dict(
     paper="hardt-ma",
