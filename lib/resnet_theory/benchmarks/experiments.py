@@ -276,14 +276,20 @@ def output_problem(path: str, option: str) -> str | None:
     (:data:`~resnet_theory.claims.experiments_sizing.PILOT_PATH`, its purpose), and replaces no file that is not
     a pilot (one that does not parse as JSON with the pilot's ``format``)."""
     from resnet_theory.engine.bench import json_path_problem
+    from resnet_theory.outputs import OutputRefused, check_command_output
 
     target = Path(path)
-    if option == "--pilot" and target.resolve() == sizing.PILOT_PATH.resolve():
+    if option == "--json":
+        return json_path_problem(path)
+    if target.resolve() == sizing.PILOT_PATH.resolve():
         return None
-    problem = json_path_problem(path)
-    if problem is not None:
-        return problem.replace("--json", option)
-    if option == "--pilot" and target.exists():
+    if target.is_dir():
+        return "is a folder"
+    try:  # never a source, nor a file but .json; its folder is made when missing (write_pilot)
+        check_command_output(target, option, suffix=".json")
+    except OutputRefused as exc:
+        return str(exc).removeprefix(f"{option} {path}: ")
+    if target.exists():
         try:
             record = json.loads(target.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, ValueError, RecursionError):
