@@ -577,7 +577,7 @@ def test_the_summary_names_the_device_and_says_what_the_newest_run_measured(tmp_
     assert "2026-11-27, file b-h100.json), the paper's network (13,546,816 trainable parameters) trained" in text
     assert "fastest with torch.compile: 25,600 images per second at batch 128 in bf16 autocast (median of 3 " in text
     assert (
-        "rounds, 25,400 to 25,900), so the 64,000 steps of a whole CIFAR run (the TensorFlow ResNet code's "
+        "rounds, 25,400 to 25,900), so the 64,000 steps of the book's whole CIFAR run (the end of He et al.'s "
         "schedule) would take 5.3 minutes, within the book's " in text
     )
     assert "goal of 10 minutes. Eager, it trained 20,000 images per second (6.8 minutes for the schedule)." in text

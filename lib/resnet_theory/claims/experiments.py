@@ -22,6 +22,7 @@ chapter passes its ``data_dir`` and ``cifar_on_cpu`` parameters as the context's
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import time
@@ -78,8 +79,8 @@ PROFILE = ProfileTable(
     cifar_steps=Knob(
         64_000,
         64_000,
-        "steps of each CIFAR run (the TensorFlow ResNet code's 64,000; the paper prints only its rate drops at "
-        "30,000 and 50,000)",
+        "steps of each CIFAR run (64,000, the end of He et al.'s CIFAR schedule: the book's choice; the paper "
+        "prints only its rate drops at 30,000 and 50,000)",
     ),
 )
 
@@ -479,9 +480,9 @@ SEED_KNOBS = ("n_seeds", "init_seeds", "head_seeds", "control_seeds", "depth_see
 @dataclass(frozen=True)
 class Plan:
     """The digits runs: the rates, sizes, seeds and the recipe every run shares (batch 128, the paper's two
-    rate drops at 30/64 and 50/64 of the run, where 30,000 and 50,000 fall in the 64,000 steps of the TensorFlow
-    code the authors started from (the paper does not print the run's length), weight decay on convolution
-    weights). ``sizes`` holds the seed knobs; a configuration with ``k`` seeds trains :meth:`seeds` ``(k)``."""
+    rate drops at 30/64 and 50/64 of the run, where 30,000 and 50,000 fall in the book's 64,000-step CIFAR schedule
+    (the paper does not print the run's length; 64,000 ends He et al.'s), weight decay on convolution weights).
+    ``sizes`` holds the seed knobs; a configuration with ``k`` seeds trains :meth:`seeds` ``(k)``."""
 
     lr: float
     lr_grid: tuple[float, ...]
@@ -1233,10 +1234,13 @@ PAPER_ERRORS = {
 #: data set, with no spread, and the book trains one seed.
 HE_RESNET110_MEAN, HE_RESNET110_STD = 6.61, 0.16
 SEED_RELATIVE_STD = HE_RESNET110_STD / HE_RESNET110_MEAN
-#: Reproduced if our error is at most this much (relative) above the paper's: a seed-variance band, wider than
-#: the printed precision (0.01 points), justified by the spread above (about 1.7 of its relative standard
-#: deviations); CIFAR-100 gets the same relative band, since no spread is printed for it.
-REPRODUCED_RTOL = 0.04
+#: Reproduced if our one run's error is at most this much (relative) above the paper's one figure: a seed band,
+#: derived, not typed. The difference of two single runs has sqrt(2) times one run's spread; the band is
+#: :data:`REPRODUCED_Z` of those, so a faithful reproduction fails the one-sided check about 1 time in 20. It is
+#: wider than the printed precision (0.01 points) because of that spread, which is a proxy (another network,
+#: with batch normalisation, on CIFAR-10); CIFAR-100 borrows the same relative band, since no spread is printed.
+REPRODUCED_Z = 1.645
+REPRODUCED_RTOL = REPRODUCED_Z * math.sqrt(2) * SEED_RELATIVE_STD
 CIFAR_SETS = {"cifar10": (0, "CIFAR-10"), "cifar100": (1, "CIFAR-100")}
 
 
@@ -1305,14 +1309,14 @@ def _cifar_evidence(ctx: Context, name: str) -> Evidence | NotAvailable:
 
 
 def sec4_cifar10_error(ctx: Context) -> Evidence | NotAvailable:
-    """The paper's network trained on CIFAR-10 with the paper's rate drops over the TensorFlow code's 64,000
-    steps: its test error against Table 2."""
+    """The paper's network trained on CIFAR-10 with the paper's rate drops over the book's 64,000 steps: its test
+    error against Table 2."""
     return _cifar_evidence(ctx, "cifar10")
 
 
 def sec4_cifar100_error(ctx: Context) -> Evidence | NotAvailable:
-    """The paper's network trained on CIFAR-100 with the paper's rate drops over the TensorFlow code's 64,000
-    steps: its test error against Table 2."""
+    """The paper's network trained on CIFAR-100 with the paper's rate drops over the book's 64,000 steps: its test
+    error against Table 2."""
     return _cifar_evidence(ctx, "cifar100")
 
 
@@ -1328,12 +1332,13 @@ def _declare_cifar(name: str, evidence: Callable[[Context], Evidence]) -> None:
             + (", which keeps only the integer part of this figure; its decimals are the notes'" if decimals else "")
         ),
         section="experiments-cifar",
-        statement=f"The all-convolutional residual network reaches "
-        f"{paper_error}% top-1 test error on {label} (one seed; reproduced "
-        f"here if our error is at most {1 + REPRODUCED_RTOL:g} "
-        f"times the paper's, a seed-variance band of {REPRODUCED_RTOL / SEED_RELATIVE_STD:.1f} relative standard "
-        f"deviations of He et al.'s five CIFAR-10 runs of ResNet-110, "
-        f"{HE_RESNET110_MEAN}% $\\pm$ {HE_RESNET110_STD}).",
+        statement=f"The all-convolutional residual network reaches {paper_error}% top-1 test error on {label} "
+        f"(the book trains one seed; reproduced here if its error is at most {1 + REPRODUCED_RTOL:.3f} times the "
+        f"paper's: {REPRODUCED_Z} times $\\sqrt{{2}}$ times a relative seed spread of "
+        f"{100 * SEED_RELATIVE_STD:.1f}%, borrowed from He et al.'s five CIFAR-10 runs of ResNet-110, "
+        f"{HE_RESNET110_MEAN}% $\\pm$ {HE_RESNET110_STD}, a proxy: no spread is printed for this network"
+        + ("" if name == "cifar10" else " or for CIFAR-100")
+        + ").",
     )
     control = Control("The same network at step 0, before the training that the claim's error is the result of.")
     CLAIMS.checked(f"hardt-ma/sec4-{name}-error", **common, control=control)(evidence)

@@ -66,8 +66,8 @@ average 4.8)::
 ``images/s`` counts training images (after augmentation) per second of the timed loop, data loading
 included; ``TFLOP/s`` = images/s x training FLOPs per image; ``of ceiling`` = that over the measured matmul
 rate (small convolutions on a busy CPU can come close to, or pass, a noisy ceiling); ``64k-step schedule``
-= the time 64,000 steps of 128 images (the schedule of the TensorFlow ResNet code the authors started from;
-the paper prints its rate drops at 30,000 and 50,000 steps, not its end) would take at this rate, for the model and data
+= the time 64,000 steps of 128 images (the book's CIFAR schedule: the paper's batch, the end of He et al.'s
+schedule; the paper prints its rate drops at 30,000 and 50,000 steps, not its end) would take at this rate, for the model and data
 of the run; ``last loss`` is the loss of the last timed step (random labels: about ln(classes)); ``rounds``
 gives the range over the rounds and ``spread`` = (max - min) / median (ms/step, TFLOP/s, the fraction of the
 ceiling and the schedule are images/s rescaled, so their relative spread is the same; ``--json`` keeps every
@@ -101,8 +101,8 @@ from resnet_theory.engine.allconv import (
 )
 from resnet_theory.engine.data import DeviceData
 
-#: The schedule: 64,000 steps of 128 images (the paper's batch; the length is the TensorFlow ResNet code's, which the
-#: authors started from: the paper prints only the rate drops at 30,000 and 50,000 steps).
+#: The book's CIFAR schedule: 64,000 steps of 128 images (the paper's batch; the length ends He et al.'s CIFAR schedule:
+#: the paper prints only the rate drops at 30,000 and 50,000 steps, not the run's end).
 PAPER_STEPS, PAPER_BATCH = 64_000, 128
 DATA_SHAPES = {"digits": (1, 8, 8), "cifar": (3, 32, 32)}
 AUGMENTATION = {"digits": dict(pad=1, flip=False), "cifar": dict(pad=4, flip=True)}

@@ -31,8 +31,8 @@ The steps (:data:`STEP_NAMES`), in this order, the quick ones first, so that a r
   checkpoint shows the layout and optimiser the engine decided on (channels_last weights, fused SGD);
 - ``speed eager``: :mod:`resnet_theory.engine.bench` on the device pipeline, the full network at batch 128 on
   synthetic CIFAR-shaped data in bf16 with cuDNN autotuning: images/s as the median of several rounds with its
-  range, the projected time of the 64,000-step schedule (the TensorFlow ResNet code's, which the authors
-  started from; the paper prints its rate drops at 30,000 and 50,000) against the goal of 10 minutes;
+  range, the projected time of the book's 64,000-step CIFAR schedule (the end of He et al.'s; the paper prints
+  its rate drops at 30,000 and 50,000, not the run's end) against the goal of 10 minutes;
 - ``kill and resume``: two runs with ``--deterministic`` (deterministic cuDNN, in bf16), one killed with SIGKILL
   after its first checkpoint and resumed; passes if the final weights and momentum buffers are bitwise the same
   (the count of torch's warnings that an operation has no deterministic kernel is recorded: the likely cause of a

@@ -27,8 +27,8 @@ from pathlib import Path
 #: The ``schema`` of the files that :mod:`resnet_theory.engine.gpu_check` writes.
 SCHEMA = "resnet-theory-gpu-check/1"
 STATUSES = ("PASS", "FAIL", "SKIP")
-#: The book's goal for the whole CIFAR schedule (64,000 steps of 128 images: the TensorFlow ResNet code's length,
-#: with the paper's batch and rate drops) on one H100/H200.
+#: The book's goal for its whole CIFAR schedule (64,000 steps of 128 images: the paper's batch and rate drops, the end
+#: of He et al.'s schedule, since the paper does not print its runs' length) on one H100/H200.
 GOAL_MINUTES = 10.0
 DEFAULT_FOLDER = Path(__file__).resolve().parents[3] / "book" / "data" / "gpu"
 #: How the book names each speed step's mode.
@@ -285,7 +285,7 @@ def summary(rows: list[dict], steps: list[dict]) -> str:
         f"fastest with {MODE_WORDS.get(best['mode'], best['mode'])}: {best['images_per_second']:,.0f} images per "
         f"second at batch {best['batch_size']} in {best['precision']} (median of {best['rounds']} rounds, "
         f"{best['images_per_second_min']:,.0f} to {best['images_per_second_max']:,.0f}), so the 64,000 "
-        f"steps of a whole CIFAR run (the TensorFlow ResNet code's schedule) would take "
+        f"steps of the book's whole CIFAR run (the end of He et al.'s schedule) would take "
         f"{best['schedule_minutes']:.1f} minutes, "
         f"{'within' if best['goal_met'] else 'over'} the book's goal of {GOAL_MINUTES:g} minutes."
     )
