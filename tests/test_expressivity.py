@@ -941,6 +941,11 @@ def test_the_unchecked_build_is_the_builders_first_draw_and_builds_what_the_buil
     raw = ex.build_unchecked_resnet(X, y, num_classes=3, k=40, seed=4)
     for name in ("A0", "U", "V", "s", "surrogates"):
         np.testing.assert_allclose(getattr(raw, name), getattr(net, name), rtol=1e-12, atol=1e-15)
+    # the defaults are the builder's: no k is default_k's width and projection, the same first draw
+    net, raw = ex.build_interpolating_resnet(X, y, attempts=1), ex.build_unchecked_resnet(X, y)
+    assert (raw.k, raw.projection, raw.num_classes) == (net.k, net.projection, net.num_classes)
+    for name in ("A0", "U", "V", "s", "surrogates"):
+        np.testing.assert_allclose(getattr(raw, name), getattr(net, name), rtol=1e-12, atol=1e-15)
     twin = np.vstack([X, X[0] + 1e-9 * np.eye(6)[1]])
     y_twin = np.append(y, (y[0] + 1) % 3)
     with pytest.raises(ex.ConstructionError):

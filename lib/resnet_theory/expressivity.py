@@ -1077,9 +1077,7 @@ def build_interpolating_resnet(
     first, _ = unique_points(X, labels)
     Xn = InputNormaliser.fit(X).transform(X[first])
     rho, i, j = _separation(Xn, None, backend, device) if Xn.shape[0] > 1 else (None, 0, 0)
-    projection = "gaussian"
-    if k is None:
-        k, projection = default_k(Xn.shape[0], rho, Xn.shape[1])
+    k, projection = _builder_width(Xn, rho, k)
     prepared, seed, attempts = _prepare_construction(
         X, labels, k, r, seed, projection, thresholds, attempts, backend, device
     )
@@ -1097,16 +1095,36 @@ def build_interpolating_resnet(
     return _draw_network(prepared, seed, attempts)
 
 
-def build_unchecked_resnet(X, y, num_classes=None, k: int = 1, seed: int = 0) -> InterpolatingResNet:
+def _builder_width(Xn, rho: float | None, k) -> tuple:
+    """The width and projection of :func:`build_interpolating_resnet` for the normalised distinct inputs
+    ``Xn`` of separation ``rho``: an explicit ``k`` with the Gaussian projection, or :func:`default_k`."""
+    if k is None:
+        return default_k(Xn.shape[0], rho, Xn.shape[1])
+    return k, "gaussian"
+
+
+def build_unchecked_resnet(X, y, num_classes=None, k=None, seed=0) -> InterpolatingResNet:
     """The construction's recipe with every refusal skipped, for negative controls: one draw of ``A_0`` and
-    the surrogates (the builder's first draw for ``seed``), the :func:`forced_thresholds` of each block (per
-    unit) and, where the output block's condition fails, the threshold it takes when every point sits on its
-    surrogate; no separation floor and no verification. The network is returned as the recipe makes it, so
-    that its misfit can be measured (by its torch module); whether it fits is for the caller to find out.
-    Raises :class:`ConstructionError` (condition ``"forced"``) only where the recipe is undefined (two
-    surrogates coincide), and ``ValueError`` for identical inputs with different labels, as the builder does."""
-    prepared, seed, _ = _prepare_construction(X, y, k, num_classes, seed, "gaussian", "per-unit", 1, "numpy", None)
-    p = prepared
+    the surrogates, the :func:`forced_thresholds` of each block (per unit) and, where the output block's
+    condition fails, the threshold it takes when every point sits on its surrogate; no separation floor and
+    no verification. ``num_classes``, ``k`` and ``seed`` mean what they mean for
+    :func:`build_interpolating_resnet`, with the same defaults: ``k=None`` takes :func:`default_k` (width
+    and projection, from the separation of the normalised inputs), an explicit ``k`` the Gaussian
+    projection; so the draw is the builder's first draw for the same arguments. The network is returned as
+    the recipe makes it, so that its misfit can be measured (by its torch module); whether it fits is for
+    the caller to find out. Raises :class:`ConstructionError` (condition ``"forced"``) only where the recipe
+    is undefined (two surrogates coincide), and ``ValueError`` for identical inputs with different labels
+    and for a refused ``k``, as the builder does."""
+    if k is None:
+        X = _as_inputs(X)
+        labels, _ = _as_labels(y, X.shape[0], num_classes)
+        first, _ = unique_points(X, labels)
+        Xn = InputNormaliser.fit(X).transform(X[first])
+        rho = _separation(Xn, None, "numpy", None)[0] if Xn.shape[0] > 1 else None
+        k, projection = _builder_width(Xn, rho, None)
+    else:
+        projection = "gaussian"
+    p, seed, _ = _prepare_construction(X, y, k, num_classes, seed, projection, "per-unit", 1, "numpy", None)
     rng = np.random.default_rng([int(seed), 0])
     with p.ops.limits():
         A0, U, V, s, Q, t_out, margins, out_margin, groups = _attempt(
