@@ -311,3 +311,38 @@ def test_the_batched_traces_are_the_single_traces_each_stopping_at_its_own_step(
         linear.identity_gd_trace_many(np.ones((2, 3, 2)), 4, lrs[:2], 10)
     with pytest.raises(linear.validate.DivergenceError, match="diverged"):
         linear.identity_gd_trace_many(Phis, 4, [50.0, *lrs[1:]], 200)
+
+
+def test_the_far_targets_and_their_positive_definite_counterparts():
+    """The far targets keep ``s_min >= FAR_MIN_SMIN`` (the rule the control called for); each control target has the
+    far target's singular values (so its floor) and is symmetric positive definite; the near targets sit inside
+    the restated radius (Arora et al.: one over 10e), in the Frobenius norm and so in the spectral one."""
+    from resnet_theory.claims.linear import FAR_MIN_SMIN, NEAR_FRACTION, RESTATED_RADIUS, _far_targets, spd_counterpart
+
+    assert RESTATED_RADIUS == pytest.approx(1 / (10 * np.e), rel=1e-15) and 0 < NEAR_FRACTION < 1
+    for Phi in _far_targets(np.random.default_rng(3), 3.0, 20):
+        s = np.linalg.svd(Phi, compute_uv=False)
+        assert s.min() >= FAR_MIN_SMIN and np.linalg.norm(Phi - np.eye(4), 2) == pytest.approx(3.0, rel=1e-12)
+        P = spd_counterpart(Phi)
+        assert np.allclose(P, P.T, rtol=0, atol=1e-12 * s.max()) and np.linalg.eigvalsh(P).min() > 0
+        assert np.allclose(np.linalg.svd(P, compute_uv=False), s, rtol=1e-10, atol=0)
+    G = np.diag([-2.0, 1.0])  # det < 0: its counterpart is diag(2, 1)
+    assert np.allclose(spd_counterpart(G), np.diag([2.0, 1.0]), rtol=1e-12, atol=0)
+
+
+def test_the_far_control_is_decided_by_its_runs_not_by_its_construction(tiny):
+    """The control's count is of runs on positive definite targets that stay above the same floor: a run that had
+    not converged would be counted (the count is not zero by construction, as a det Phi < 0 condition would make
+    it)."""
+    from resnet_theory.claims.linear import _certified, _stays_above_floor
+
+    slow = {"converged": False, "det P_t > 0": True, "min loss": 0.5, "half s_min^2": 0.1, "det Phi < 0": False}
+    assert _stays_above_floor(slow) and not _certified(slow)
+    assert _certified({**slow, "det Phi < 0": True})
+    assert not _stays_above_floor({**slow, "converged": True})
+    assert not _stays_above_floor({**slow, "min loss": 0.05})
+    run = run_in(tiny, "bartlett-helmbold-long/far-from-identity")
+    rows = {r["targets"]: r for r in run.data["summary"]}
+    assert any(k.startswith("positive definite counterparts") for k in rows)
+    near = run_in(tiny, "bartlett-helmbold-long/near-identity")
+    assert near.evidence.glue["bhl_near_inside"] < near.evidence.glue["bhl_near_radius"]

@@ -56,6 +56,9 @@ REVIEWS = {
     "the TU Munich seminar review of Shamir (Güley, 2020)": Review(
         "the TU Munich seminar review", "guley2020review", "Güley, 2020"
     ),
+    "the restatement by Arora, Cohen, Golowich & Hu (ICLR 2019)": Review(
+        "the restatement by Arora et al.", "arora2019convergence", "Arora, Cohen, Golowich & Hu, 2019, Section 5"
+    ),
     "the AI-written summary of Hardt & Ma": Review(
         "the AI-written summary", "aisummary2016identity", "an unattributed AI-written summary of Hardt & Ma"
     ),
