@@ -175,6 +175,16 @@ def test_the_theorem_data_hold_what_the_chapter_draws(runs):
     assert data["digits"]["err"] <= 1e-6
 
 
+def test_the_twin_control_misfits_whatever_the_twins_label(runs):
+    # the control's misfit is the pair's geometry (no threshold of the first block separates the twins),
+    # not the clashing label: the same twin with the first point's own label misfits too
+    twin = runs["hardt-ma/thm-3.2"].data["twin"]
+    assert twin["d2"] == pytest.approx(1e-6, rel=1e-6)
+    assert twin["pair margin"] < 0
+    assert twin["err"] > 1e-6 and twin["err same label"] > 1e-6
+    assert "is not what breaks the fit" in twin["label"] and "no threshold" in twin["cause"]
+
+
 def _chapter_glue_names(text: str) -> tuple[set[str], set[str]]:
     """The names the chapter's prose quotes, and those (or their prefixes, for f-strings) its cells glue."""
     quoted = set(re.findall(r"\{glue:(?:text)?\}`([A-Za-z0-9_]+)", text))

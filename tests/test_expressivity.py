@@ -954,6 +954,27 @@ def test_the_unchecked_build_is_the_builders_first_draw_and_builds_what_the_buil
     assert ex.module_fit_error(forced.as_torch_module(), twin, y_twin, 3) > 1e-6
 
 
+def test_the_unchecked_recipe_never_looks_at_labels_a_twin_fits_or_misfits_with_either_label():
+    # Theorem 3.2's control: whether a twin of a point breaks the fit is the pair's geometry after the
+    # projection (the first block's per-unit condition), not whether the twin's label clashes
+    rng = np.random.default_rng(7)
+    X, y = sphere(60, 32, rng), np.arange(60) % 3
+    u = rng.standard_normal(32)
+    u -= (u @ X[0]) * X[0]
+    u /= np.linalg.norm(u)
+    for d2, fits in ((0.3, True), (1e-6, False)):  # both far below the separation of X (about 0.83)
+        cos = 1 - d2 / 2
+        Xt = np.insert(X, 1, cos * X[0] + math.sqrt(1 - cos**2) * u, axis=0)
+        for seed in range(4):
+            errors = []
+            for label in (y[0], (y[0] + 1) % 3):
+                yt = np.insert(y, 1, label)
+                net = ex.build_unchecked_resnet(Xt, yt, num_classes=3, k=24, seed=seed)
+                errors.append(ex.module_fit_error(net.as_torch_module(), Xt, yt, 3))
+                assert bool(net.margins.min() > 0) is fits and bool(net.margins[0] > 0) is fits
+            assert [e <= ex.FIT_TOLERANCE for e in errors] == [fits, fits], (d2, seed, errors)
+
+
 def test_force_must_be_a_boolean_and_identical_inputs_with_two_labels_are_still_refused():
     with pytest.raises(TypeError, match="force must be True or False"):
         ex.lemma_b_1_block(np.eye(2), np.eye(2), force="yes")
