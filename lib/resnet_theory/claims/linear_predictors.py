@@ -546,7 +546,7 @@ _THM3_LEVELS = ", ".join(f"{e:g}" for e in THM3_EPS)
         "points that Corollary 1's searches meet already no worse than the best linear predictor?"
     ),
     section="shamir-corollary-1",
-    statement=r"On the iterates of Corollary 1's searches (domain $\max(\|w\|, \|V\|) \le b$), every "
+    statement=r"On the iterates of Corollary 1's searches (domain $\max(\|w\|, \|V\|) < b$), every "
     rf"$\epsilon$-SOPSP at $\epsilon$ = {_THM3_LEVELS}, $b = r = {THM3_BOUND:g}$, has $F \le "
     r"\min_{\|w\| \le r} F_{\mathrm{lin}}(w)$ outright: no allowance for Theorem 3's "
     r"$(\epsilon + \epsilon^{1/4})\, \mathrm{poly}(b, r, \mu_0, \mu_1, \mu_2)$, so the check does "
