@@ -456,11 +456,16 @@ def _search_inside_bound(ctx: Context) -> list[dict]:
     rows = []
     for R_pos in signed:
         R_neg = R_pos * np.r_[-1.0, np.ones(len(R_pos) - 1)][None, :]
-        row = {"d": len(R_pos), "gamma": linear.gamma(R_pos)}
+        radius = {
+            "camera": linear.theorem_2_1_bound(R_pos, THM21_SEARCH_DEPTH),
+            "review": linear.theorem_2_1_bound_early(R_pos, THM21_SEARCH_DEPTH),
+        }
+        # the printed bound searched within, kept with the row: the det R < 0 control checks it is below 1
+        row = {"d": len(R_pos), "gamma": linear.gamma(R_pos), "printed bound": radius["camera"]}
         # the four searches of this R (two bounds, two signs), every start of each, descended as one batch
         cases = [
-            (_residual_column(name, sign), R_s, bound(R_pos, THM21_SEARCH_DEPTH))
-            for name, bound in [("camera", linear.theorem_2_1_bound), ("review", linear.theorem_2_1_bound_early)]
+            (_residual_column(name, sign), R_s, radius[name])
+            for name in ("camera", "review")
             for sign, R_s in [("det>0", R_pos), ("det<0", R_neg)]
         ]
         found = linear.best_factorizations_in_ball(
@@ -550,9 +555,7 @@ class _Theorem21:
     def det_negative(self) -> Check:
         """The control of the statement with det R > 0: the same search within the printed bound on the det R < 0
         targets, at a depth where the bound is below 1 (checked here: the control's input is what it says)."""
-        bounds = [
-            2.0 * (math.sqrt(math.pi) + math.sqrt(3.0 * r["gamma"])) ** 2 / THM21_SEARCH_DEPTH for r in self.searched
-        ]
+        bounds = _column(self.searched, "printed bound")  # the radii the searches used, not the formula again
         if not max(bounds) < 1.0:
             raise RuntimeError(f"the det R < 0 control needs the printed bound below 1, got {max(bounds):.3g}")
         return self.search(
