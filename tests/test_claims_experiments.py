@@ -225,6 +225,26 @@ def test_the_architecture_is_compared_at_the_printed_precision_and_corrected(cha
             assert not E._params_check(n, E.CORRECTED_PARAMS[reading], "x").holds
 
 
+def test_a_corrected_figure_is_called_the_books_computed_figure_never_printed():
+    n = E.table_1_formula()
+    corrected = E._params_check(n, E.CORRECTED_PARAMS["with biases"], "x", printed=False)
+    printed = E._params_check(n, E.PAPER_PARAMS, "x")
+    assert corrected.holds and "the book's computed figure 13,550,000" in corrected.summary
+    assert "printed" not in corrected.summary and "printed" not in corrected.numbers
+    assert not printed.holds and "printed 13,590,000" in printed.summary
+    assert corrected.numbers["rounded"] == printed.numbers["rounded"] == 13.55e6
+
+
+def test_the_fixed_head_sentences_give_a_zero_margin_its_own_case_and_read_the_verdict():
+    assert E.head_direction(1.2, -0.5) == E.head_direction(-1.2, 0.5) == "point opposite ways"
+    assert E.head_direction(0.0, 0.0) == "are both exactly 0: neither points either way"
+    assert E.head_direction(0.0, -0.5) == "point neither way (exactly 0) here and against the claim in the pilot"
+    assert E.head_direction(1.0, 0.0) == "point the claim's way here and neither way (exactly 0) in the pilot"
+    assert "undecided is not support" in E.head_verdict_sentence("undecided")
+    assert "support" not in E.head_verdict_sentence("confirmed") + E.head_verdict_sentence("refuted")
+    assert "against the claim" in E.head_verdict_sentence("refuted")
+
+
 def test_either_reading_holds_when_one_does():
     yes, no = E._params_check(13_590_000, E.PAPER_PARAMS, "a"), E._params_check(13_540_000, E.PAPER_PARAMS, "b")
     assert E._either([no, yes], "x").holds and not E._either([no, no], "x").holds

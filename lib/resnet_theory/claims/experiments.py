@@ -200,8 +200,21 @@ def projection_shortcut_counts(model: allconv.AllConvResNet) -> dict[str, int]:
     }
 
 
-def _params_check(count: int, printed: float, what: str) -> Check:
-    return Check.at_printed_precision(count, printed, digits=PAPER_PARAMS_DIGITS, what=what)
+def _params_check(count: int, figure: float, what: str, *, printed: bool = True) -> Check:
+    """``count`` at the paper's significant digits against ``figure``: the paper's printed figure, or
+    (``printed=False``) a corrected figure the book computed, which the summary calls the book's, never
+    printed."""
+    check = Check.at_printed_precision(count, figure, digits=PAPER_PARAMS_DIGITS, what=what)
+    if printed:
+        return check
+    n = check.numbers
+    summary = (
+        f"{what}: {n['value']:,.10g} is {n['rounded']:,.10g} at the paper's {PAPER_PARAMS_DIGITS} significant "
+        f"digits, the book's computed figure {figure:,.10g}: "
+        + ("matches" if check.holds else f"differs by {n['value'] - figure:+,.10g} ({100 * n['relative_gap']:+.2f}%)")
+    )
+    numbers = {"value": n["value"], "rounded": n["rounded"], "computed": figure, "digits": n["digits"]}
+    return Check(check.holds, summary, {**numbers, "relative_gap": n["relative_gap"]})
 
 
 #: Table 1's count by hand, with and without the convolutions' biases (Section 4.1 names only "the
@@ -265,9 +278,9 @@ def sec4_architecture(ctx: Context) -> Evidence:
     for first in (8, 10):
         for reading, bias in (("with biases", True), ("without biases", False)):
             n = trainable_count(allconv.AllConvResNet(num_classes=10, blocks_per_stage=(first, 9, 9), bias=bias))
-            for printed, which in ((PAPER_PARAMS, "printed"), (CORRECTED_PARAMS[reading], "corrected")):
+            for figure, which in ((PAPER_PARAMS, "printed"), (CORRECTED_PARAMS[reading], "corrected")):
                 what = f"control: {first} blocks in stage 1, {reading}, vs the {which} figure"
-                controls.append(_params_check(n, printed, what))
+                controls.append(_params_check(n, figure, what, printed=which == "printed"))
             if bias:
                 shown = f"{n:,} ({_shown_millions(controls[-1].numbers['rounded'])} million)"
                 lead = f"{first} blocks in the first stage give" if not control_counts else f"{first} blocks"
@@ -291,7 +304,7 @@ def sec4_architecture(ctx: Context) -> Evidence:
                 ),
                 _params_check(
                     n, CORRECTED_PARAMS[reading], f"the count, {reading}, against the corrected "
-                    f"{_shown_millions(CORRECTED_PARAMS[reading])} million",
+                    f"{_shown_millions(CORRECTED_PARAMS[reading])} million", printed=False,
                 ),
             )
         ],
@@ -971,12 +984,30 @@ def sec4_fixed_head(ctx: Context) -> Evidence:
 
 def head_direction(measured: float, pilot: float) -> str:
     """Which way the fixed head's measured margin and the pilot's point (standard errors, positive: the fixed head
-    better, as the claim says), as the chapter's sentence ends."""
+    better, as the claim says; exactly 0: neither way), as the chapter's sentence ends."""
+
+    def way(margin: float) -> str:
+        return "the claim's way" if margin > 0 else ("against the claim" if margin < 0 else "neither way (exactly 0)")
+
+    if measured == 0 or pilot == 0:
+        if measured == pilot:
+            return "are both exactly 0: neither points either way"
+        return f"point {way(measured)} here and {way(pilot)} in the pilot"
     if measured < 0 and pilot < 0:
         return "both point against the claim: the trained head did better, here and in the pilot"
     if measured > 0 and pilot > 0:
         return "both point the claim's way, short of a decision"
     return "point opposite ways"
+
+
+def head_verdict_sentence(verdict: str) -> str:
+    """The chapter's words for the fixed-head claim's derived verdict, before the sentence of
+    :func:`head_direction` (a verdict is derived at run time, so the words that read it are computed too)."""
+    if verdict == "undecided":
+        return "Here the claim is undecided, and undecided is not support:"
+    if verdict == "refuted":
+        return "Here the difference is decisive, and against the claim:"
+    return f"Here the difference is decisive, and the claim is {verdict}:"
 
 
 # --- the depth sweep --------------------------------------------------------------------------------------------
