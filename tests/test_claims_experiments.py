@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 CHAPTER = (ROOT / "book" / "experiments.md").read_text()
 #: Glue keys the chapter's prose quotes that its own cells glue (illustrations, timings, verdicts).
 CHAPTER_GLUE = re.compile(
-    r"^(digits_train_size|plain_.*|imagenet_.*|perf_.*|size_.*|seq_.*|gpu_.*|ledger_summary|verdict_.*)$"
+    r"^(digits_train_size|plain_.*|imagenet_.*|perf_.*|size_.*|seq_.*|gpu_.*|ledger_summary|verdict_.*|abl_head_reading)$"
 )
 
 
