@@ -385,11 +385,21 @@ def test_the_budget_skips_steps_and_no_subprocess_outlives_it(tmp_path):
         step.text,
     )
     assert processes_mentioning(str(tmp_path / "b")) == []
-    # a subprocess that outruns its own limit, with budget to spare, hung: that is a FAIL
-    sizes = replace(gpu_check.CPU_SIZES, timeout=1.0, least_for_a_step=0.0, resume_steps=200)
-    step = gpu_check.run_checks(sizes, report=lambda line: None, work_dir=tmp_path / "d", only="kill and resume")[1]
-    assert step.status == "FAIL" and re.fullmatch(r"the uninterrupted run did not finish within 1 s", step.text)
-    assert processes_mentioning(str(tmp_path / "d")) == []
+
+    # a subprocess that outruns its own limit, with budget to spare, hung: that is a FAIL (what _wait raises then)
+    def out_of_time(what: str, seconds: float, budget: bool):
+        def check(ctx):
+            raise gpu_check.OutOfTime(what, seconds, budget=budget)
+
+        return {"step": check}
+
+    ctx = gpu_check.Context(gpu_check.CPU_SIZES, tmp_path / "d", time.monotonic() + 600)
+    hung = gpu_check._one_step(ctx, "step", checks=out_of_time("the uninterrupted run", 240.0, budget=False))
+    assert hung.status == "FAIL" and hung.text == "the uninterrupted run did not finish within 240 s"
+    cut = gpu_check._one_step(ctx, "step", checks=out_of_time("the resume", 3.0, budget=True))
+    assert cut.status == "SKIP" and cut.text == (
+        "cut by the end of the budget: the resume did not finish within 3 s (what was left of the budget)"
+    )
     # max-autotune gets what is left and is skipped, with the command to measure it alone, when that is not enough
     sizes = replace(gpu_check.CPU_SIZES, compile=True, budget=1.5, least_for_a_step=0.0)
     ctx = context(tmp_path / "c", sizes)
