@@ -364,7 +364,7 @@ def test_a_training_run_that_fails_is_a_failed_step_naming_why(tmp_path):
     assert step.text.startswith("python -m resnet_theory.engine.train exited 3: error: training diverged at step")
 
 
-def test_the_budget_skips_steps_and_no_subprocess_outlives_it(tmp_path):
+def test_the_budget_skips_steps_and_no_subprocess_outlives_it(tmp_path, monkeypatch):
     # a step that cannot start: less than least_for_a_step left
     sizes = replace(gpu_check.CPU_SIZES, budget=0.5, least_for_a_step=30.0)
     steps = gpu_check.run_checks(sizes, report=lambda line: None, work_dir=tmp_path / "a", only="torchrun")
@@ -391,12 +391,14 @@ def test_the_budget_skips_steps_and_no_subprocess_outlives_it(tmp_path):
         def check(ctx):
             raise gpu_check.OutOfTime(what, seconds, budget=budget)
 
-        return {"step": check}
+        return check
 
     ctx = gpu_check.Context(gpu_check.CPU_SIZES, tmp_path / "d", time.monotonic() + 600)
-    hung = gpu_check._one_step(ctx, "step", checks=out_of_time("the uninterrupted run", 240.0, budget=False))
+    monkeypatch.setitem(gpu_check.CHECKS, "torchrun", out_of_time("the uninterrupted run", 240.0, budget=False))
+    hung = gpu_check._one_step(ctx, "torchrun")
     assert hung.status == "FAIL" and hung.text == "the uninterrupted run did not finish within 240 s"
-    cut = gpu_check._one_step(ctx, "step", checks=out_of_time("the resume", 3.0, budget=True))
+    monkeypatch.setitem(gpu_check.CHECKS, "torchrun", out_of_time("the resume", 3.0, budget=True))
+    cut = gpu_check._one_step(ctx, "torchrun")
     assert cut.status == "SKIP" and cut.text == (
         "cut by the end of the budget: the resume did not finish within 3 s (what was left of the budget)"
     )

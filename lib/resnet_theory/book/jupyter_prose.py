@@ -226,16 +226,20 @@ def written_digest(nb_json: dict) -> str:
     return hashlib.sha256(json.dumps(d, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
 
 
-def write_reader_notebook(source: Path, output: Path) -> int:
-    """Write the reader's notebook of ``source`` to ``output``, with the digest of what was written in its metadata
-    (:data:`DIGEST_KEY`); returns how many glue roles it rewrote."""
+def write_reader_notebook(source: Path, output: Path, reader=None) -> int:
+    """Write the reader's notebook of ``source`` (``reader``, when already made from it) to ``output``, with the
+    digest of what was written in its metadata (:data:`DIGEST_KEY`); returns how many glue roles it rewrote."""
     import json
 
     import nbformat
 
-    nb = read_chapter(source)
-    reader = reader_notebook(nb)
-    if reader != nb or Path(output) != Path(source):
+    if reader is None:
+        nb = read_chapter(source)
+        reader = reader_notebook(nb)
+        changed = reader != nb
+    else:
+        changed = True
+    if changed or Path(output) != Path(source):
         reader.metadata.pop(DIGEST_KEY, None)
         reader.metadata[DIGEST_KEY] = {"written_sha256": written_digest(json.loads(nbformat.writes(reader)))}
         Path(output).parent.mkdir(parents=True, exist_ok=True)
@@ -348,10 +352,9 @@ def main(argv: list[str] | None = None) -> int:
         targets[source] = target
     for source, target in targets.items():
         try:
-            nb = reader_notebook(read_chapter(source))  # refused (a glue it cannot show) before anything moves
-            del nb
+            reader = reader_notebook(read_chapter(source))  # refused (a glue it cannot show) before anything moves
             aside = move_aside(target) if existing_target(target) == "edited" else None
-            count = write_reader_notebook(source, target)
+            count = write_reader_notebook(source, target, reader)
         except GluedError as exc:
             message = str(exc)
             print(f"error: {message if message.startswith(str(source)) else f'{source}: {message}'}", file=sys.stderr)

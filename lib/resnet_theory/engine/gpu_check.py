@@ -994,7 +994,7 @@ def plan(only: str | list | None) -> list[str]:
     return [n for n in STEP_NAMES if n == "device" or n in names]
 
 
-def _one_step(ctx: Context, name: str, checks: dict | None = None) -> Step:
+def _one_step(ctx: Context, name: str) -> Step:
     """One step, never raising (but :class:`Interrupted`): SKIP when too little of the budget is left to start it
     (:attr:`Sizes.least_for_a_step`; :attr:`Sizes.least_for_a_compile` for the steps that compile) or when the end
     of the budget cut it (its code did not fail: it was not given the time), FAIL when its subprocess outran its own
@@ -1014,7 +1014,7 @@ def _one_step(ctx: Context, name: str, checks: dict | None = None) -> Step:
         step = Step(name, "SKIP", f"not started: torch.compile cannot work here ({toolchain})")
     else:
         try:
-            step = (CHECKS if checks is None else checks)[name](ctx)
+            step = CHECKS[name](ctx)
         except OutOfTime as exc:
             step = (
                 Step(name, "SKIP", f"cut by the end of the budget: {exc}")
