@@ -66,9 +66,9 @@ average 4.8)::
 ``images/s`` counts training images (after augmentation) per second of the timed loop, data loading
 included; ``TFLOP/s`` = images/s x training FLOPs per image; ``of ceiling`` = that over the measured matmul
 rate (small convolutions on a busy CPU can come close to, or pass, a noisy ceiling); ``64k-step schedule``
-= the time 64,000 steps of 128 images (the book's CIFAR schedule: the paper's batch, the end of He et al.'s
-schedule; the paper prints its rate drops at 30,000 and 50,000 steps, not its end) would take at this rate, for the model and data
-of the run; ``last loss`` is the loss of the last timed step (random labels: about ln(classes)); ``rounds``
+= the time 64,000 steps of 128 images (the book's CIFAR schedule, the training engine's defaults: the paper's
+batch, the end of He et al.'s schedule, since the paper prints its rate drops at 30,000 and 50,000 steps but not
+its end) would take at this rate, for the model and data of the run; ``last loss`` is the loss of the last timed step (random labels: about ln(classes)); ``rounds``
 gives the range over the rounds and ``spread`` = (max - min) / median (ms/step, TFLOP/s, the fraction of the
 ceiling and the schedule are images/s rescaled, so their relative spread is the same; ``--json`` keeps every
 round's images/s and ratio).
@@ -100,10 +100,11 @@ from resnet_theory.engine.allconv import (
     flops_per_image,
 )
 from resnet_theory.engine.data import DeviceData
+from resnet_theory.engine.train import TrainConfig
 
-#: The book's CIFAR schedule: 64,000 steps of 128 images (the paper's batch; the length ends He et al.'s CIFAR schedule:
-#: the paper prints only the rate drops at 30,000 and 50,000 steps, not the run's end).
-PAPER_STEPS, PAPER_BATCH = 64_000, 128
+#: The book's CIFAR schedule, as the training engine has it by default: 64,000 steps (the end of He et al.'s CIFAR
+#: schedule: the paper prints only the rate drops at 30,000 and 50,000 steps, not the run's end) of 128 images.
+SCHEDULE_STEPS, PAPER_BATCH = TrainConfig.steps, TrainConfig.batch_size
 DATA_SHAPES = {"digits": (1, 8, 8), "cifar": (3, 32, 32)}
 AUGMENTATION = {"digits": dict(pad=1, flip=False), "cifar": dict(pad=4, flip=True)}
 PIPELINES = ("device", "dataloader")
@@ -586,7 +587,7 @@ def _pipeline_figures(rounds: list[tuple[float, float]], result: BenchResult) ->
         "ms_per_step": 1e3 * result.batch_size / per_second,
         "tflops": tflops,
         "fraction_of_ceiling": tflops / result.ceiling_tflops,
-        "schedule_minutes": PAPER_STEPS * PAPER_BATCH / per_second / 60,
+        "schedule_minutes": SCHEDULE_STEPS * PAPER_BATCH / per_second / 60,
         "last_loss": rounds[-1][1],
         "rounds_images_per_second": rates,
         "spread": spread(rates),
