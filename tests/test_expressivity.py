@@ -954,7 +954,7 @@ def test_the_unchecked_build_is_the_builders_first_draw_and_builds_what_the_buil
     assert ex.module_fit_error(forced.as_torch_module(), twin, y_twin, 3) > 1e-6
 
 
-def test_the_unchecked_recipe_never_looks_at_labels_a_twin_fits_or_misfits_with_either_label():
+def test_the_first_blocks_condition_ignores_labels_a_twin_fits_or_misfits_with_either_label():
     # Theorem 3.2's control: whether a twin of a point breaks the fit is the pair's geometry after the
     # projection (the first block's per-unit condition), not whether the twin's label clashes
     rng = np.random.default_rng(7)
