@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 CHAPTER = (ROOT / "book" / "experiments.md").read_text()
 #: Glue keys the chapter's prose quotes that its own cells glue (illustrations, timings, verdicts).
 CHAPTER_GLUE = re.compile(
-    r"^(digits_train_size|plain_.*|imagenet_.*|perf_.*|size_.*|seq_.*|gpu_.*|ledger_summary|verdict_.*|abl_head_reading)$"
+    r"^(digits_train_size|plain_.*|imagenet_.*|perf_.*|size_.*|seq_.*|gpu_.*|ledger_summary|verdict_.*|abl_head_reading|schedule_steps)$"
 )
 
 
@@ -100,6 +100,13 @@ def test_the_seed_scheme_is_the_chapters():
     assert plan.run_seeds == (6, 7)  # seed s trains s * n .. s * n + n - 1
     assert plan.extra_seeds == (10**6 + 3,)  # init_seeds - n_seeds more, from 10**6
     assert plan.depths == (1, 2) and plan.base.lr_milestones == (3, 5)
+
+
+def test_the_digits_rate_drops_sit_at_the_fractions_of_the_run_the_papers_drops_take_of_the_schedule():
+    schedule = E.engine.TrainConfig()
+    assert E.scaled_milestones(schedule.steps) == schedule.lr_milestones == (30_000, 50_000)
+    assert E.scaled_milestones(640) == (300, 500) and E.scaled_milestones(64) == (30, 50)
+    assert E.PROFILE.knobs["cifar_steps"].quick == schedule.steps
 
 
 def test_bad_settings_and_knobs_are_refused():
@@ -233,6 +240,8 @@ def test_a_corrected_figure_is_called_the_books_computed_figure_never_printed():
     assert "printed" not in corrected.summary and "printed" not in corrected.numbers
     assert not printed.holds and "printed 13,590,000" in printed.summary
     assert corrected.numbers["rounded"] == printed.numbers["rounded"] == 13.55e6
+    with pytest.raises(ValueError, match="figure must be 'printed' or 'computed'"):
+        E.Check.at_printed_precision(n, E.PAPER_PARAMS, digits=4, what="x", figure="typed")
 
 
 def test_the_fixed_head_sentences_give_a_zero_margin_its_own_case_and_read_the_verdict():

@@ -134,7 +134,7 @@ def _shown(x: Any) -> str:
     return str(x)
 
 
-def _round_sig(x: float, digits: int) -> float:
+def round_sig(x: float, digits: int) -> float:
     """``x`` rounded to ``digits`` significant digits (half away from zero in the decimal string)."""
     return float(f"{x:.{digits - 1}e}")
 
@@ -232,27 +232,37 @@ class Check:
         return Check(ok, summary, nums)
 
     @staticmethod
-    def at_printed_precision(value, printed, *, digits: int, what: str) -> Check:
+    def at_printed_precision(value, printed, *, digits: int, what: str, figure: str = "printed") -> Check:
         """``value`` rounded to the ``digits`` significant digits of a printed figure equals ``printed`` (a
         printed "13.59 million" carries 4): compared at the printed precision, never within a wider
-        tolerance; a mismatch is reported with its size."""
+        tolerance; a mismatch is reported with its size. ``figure="computed"``: ``printed`` is a corrected
+        figure the book computed at the paper's precision, which the summary and the numbers call the book's
+        computed figure, never printed."""
         if isinstance(digits, bool) or not isinstance(digits, int) or digits < 1:
             raise ValueError(f"Check.at_printed_precision ({what}): digits must be a positive int, got {digits!r}")
+        if figure not in ("printed", "computed"):
+            raise ValueError(
+                f"Check.at_printed_precision ({what}): figure must be 'printed' or 'computed', got {figure!r}"
+            )
         v = float(_real_array(value, "at_printed_precision", what))
         p = float(_real_array(printed, "at_printed_precision", what))
-        if not (math.isfinite(p) and p != 0 and math.isclose(_round_sig(p, digits), p, rel_tol=1e-12)):
+        if not (math.isfinite(p) and p != 0 and math.isclose(round_sig(p, digits), p, rel_tol=1e-12)):
             raise ValueError(
                 f"Check.at_printed_precision ({what}): the printed figure {printed!r} must be finite, nonzero and "
                 f"carry at most {digits} significant digits"
             )
-        rounded = _round_sig(v, digits) if math.isfinite(v) and v != 0 else v
+        rounded = round_sig(v, digits) if math.isfinite(v) and v != 0 else v
         ok = math.isfinite(v) and math.isclose(rounded, p, rel_tol=1e-12)
         gap = v - p
-        summary = (
-            f"{what}: {v:,.10g} is {rounded:,.10g} at the printed {digits} significant digits, printed {p:,.10g}: "
-            + ("matches" if ok else f"differs by {gap:+,.10g} ({100 * gap / p:+.2f}%)")
+        against = (
+            f"the printed {digits} significant digits, printed {p:,.10g}"
+            if figure == "printed"
+            else f"the paper's {digits} significant digits, the book's computed figure {p:,.10g}"
         )
-        nums = {"value": v, "rounded": rounded, "printed": p, "digits": digits, "relative_gap": gap / p}
+        summary = f"{what}: {v:,.10g} is {rounded:,.10g} at {against}: " + (
+            "matches" if ok else f"differs by {gap:+,.10g} ({100 * gap / p:+.2f}%)"
+        )
+        nums = {"value": v, "rounded": rounded, figure: p, "digits": digits, "relative_gap": gap / p}
         return Check(ok, summary, nums)
 
     @staticmethod

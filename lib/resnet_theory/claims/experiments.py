@@ -39,7 +39,7 @@ from ..engine import train as engine
 from ..ledger import Check
 from ..power import EARLY_STOP  # noqa: F401 (chapter)
 from ..record import ANALOGUE
-from ..verdicts import NoUsableControl
+from ..verdicts import NoUsableControl, round_sig
 from . import experiments_sizing as sizing
 from .context import Context, Knob, ProfileTable
 from .experiments_sizing import (  # noqa: F401 (chapter)
@@ -77,10 +77,12 @@ PROFILE = ProfileTable(
     **WORKLOAD,
     sequential=Knob(True, True, "train seeds in looks, stopping a kind of configuration once its checks decide"),
     cifar_steps=Knob(
-        64_000,
-        64_000,
-        "steps of each CIFAR run (64,000, the end of He et al.'s CIFAR schedule: the book's choice; the paper "
-        "prints only its rate drops at 30,000 and 50,000)",
+        engine.TrainConfig.steps,
+        engine.TrainConfig.steps,
+        f"steps of each CIFAR run ({engine.TrainConfig.steps:,}, the end of He et al.'s CIFAR schedule: the book's "
+        "choice; the paper prints only its rate drops at "
+        + " and ".join(f"{m:,}" for m in engine.TrainConfig.lr_milestones)
+        + ")",
     ),
 )
 
@@ -183,10 +185,6 @@ def table_1_formula(blocks=(9, 9, 9), widths=(64, 128, 256), stem=16, k=3, colou
     return total
 
 
-def _round_sig(value: float, digits: int) -> float:
-    return float(f"{value:.{digits - 1}e}")
-
-
 def projection_shortcut_counts(model: allconv.AllConvResNet) -> dict[str, int]:
     """The count if every width-changing shortcut were a trained 1 x 1 convolution (with and without biases)
     in place of the paper's averaging pool and zero padding: the modules are built and their tensors counted."""
@@ -204,24 +202,16 @@ def _params_check(count: int, figure: float, what: str, *, printed: bool = True)
     """``count`` at the paper's significant digits against ``figure``: the paper's printed figure, or
     (``printed=False``) a corrected figure the book computed, which the summary calls the book's, never
     printed."""
-    check = Check.at_printed_precision(count, figure, digits=PAPER_PARAMS_DIGITS, what=what)
-    if printed:
-        return check
-    n = check.numbers
-    summary = (
-        f"{what}: {n['value']:,.10g} is {n['rounded']:,.10g} at the paper's {PAPER_PARAMS_DIGITS} significant "
-        f"digits, the book's computed figure {figure:,.10g}: "
-        + ("matches" if check.holds else f"differs by {n['value'] - figure:+,.10g} ({100 * n['relative_gap']:+.2f}%)")
+    return Check.at_printed_precision(
+        count, figure, digits=PAPER_PARAMS_DIGITS, what=what, figure="printed" if printed else "computed"
     )
-    numbers = {"value": n["value"], "rounded": n["rounded"], "computed": figure, "digits": n["digits"]}
-    return Check(check.holds, summary, {**numbers, "relative_gap": n["relative_gap"]})
 
 
 #: Table 1's count by hand, with and without the convolutions' biases (Section 4.1 names only "the
 #: convolutions" as trainable and does not say whether they have biases; the engine gives them biases).
 TABLE_1_COUNTS = {"with biases": table_1_formula(bias=True), "without biases": table_1_formula(bias=False)}
 #: The corrected figures at the printed precision, computed from the counts (never typed).
-CORRECTED_PARAMS = {k: _round_sig(v, PAPER_PARAMS_DIGITS) for k, v in TABLE_1_COUNTS.items()}
+CORRECTED_PARAMS = {k: round_sig(v, PAPER_PARAMS_DIGITS) for k, v in TABLE_1_COUNTS.items()}
 
 
 def _either(checks: list[Check], what: str) -> Check:
@@ -486,6 +476,13 @@ def _settings(ctx: Context) -> RunSettings:
     return ctx.shared(_SETTINGS, RunSettings)
 
 
+def scaled_milestones(steps: int) -> tuple[int, ...]:
+    """The paper's rate drops (``engine.TrainConfig.lr_milestones``) moved to the same fractions of a run of
+    ``steps`` as they take of the book's CIFAR schedule (``engine.TrainConfig.steps``)."""
+    schedule = engine.TrainConfig.steps
+    return tuple(round(steps * m / schedule) for m in engine.TrainConfig.lr_milestones)
+
+
 #: The knobs that say how many seeds a kind of configuration trains (see :meth:`Plan.count`).
 SEED_KNOBS = ("n_seeds", "init_seeds", "head_seeds", "control_seeds", "depth_seeds", "deep_seeds")
 
@@ -493,8 +490,9 @@ SEED_KNOBS = ("n_seeds", "init_seeds", "head_seeds", "control_seeds", "depth_see
 @dataclass(frozen=True)
 class Plan:
     """The digits runs: the rates, sizes, seeds and the recipe every run shares (batch 128, the paper's two
-    rate drops at 30/64 and 50/64 of the run, where 30,000 and 50,000 fall in the book's 64,000-step CIFAR schedule
-    (the paper does not print the run's length; 64,000 ends He et al.'s), weight decay on convolution weights).
+    rate drops at the fractions of the run where its steps 30,000 and 50,000 fall in the book's CIFAR schedule,
+    ``engine.TrainConfig``'s steps (the paper does not print the run's length; 64,000 ends He et al.'s): see
+    :func:`scaled_milestones`; weight decay on convolution weights).
     ``sizes`` holds the seed knobs; a configuration with ``k`` seeds trains :meth:`seeds` ``(k)``."""
 
     lr: float
@@ -569,7 +567,7 @@ def _make_plan(ctx: Context) -> Plan:
         blocks_per_stage=blocks,
         steps=steps,
         lr=settings.lr,
-        lr_milestones=(round(steps * 30 / 64), round(steps * 50 / 64)),
+        lr_milestones=scaled_milestones(steps),
         eval_every=0,
         log_every=10,
         checkpoint_every=0,

@@ -612,6 +612,8 @@ def check_speed(ctx: Context, name: str) -> Step:
     if code != 0:
         return Step(name, "FAIL", f"the benchmark exited {code}: {_last_line(log)}")
     r = json.loads(out.read_text())
+    from resnet_theory.engine.train import TrainConfig  # the schedule bench projects (bench.SCHEDULE_STEPS)
+
     figures = _speed_figures(r, mode)
     f, spread = figures, figures["spread"]
     compiled = "eager" if f["compile"] == "off" else f["compile"]
@@ -620,7 +622,7 @@ def check_speed(ctx: Context, name: str) -> Step:
         f"{compiled}, cuDNN autotuning {'on' if f['cudnn_benchmark'] else 'off'}: {f['images_per_second']:,.0f} "
         f"images/s (median of {f['rounds']} rounds of {f['steps_per_round']} steps, {spread['min']:,.0f} to "
         f"{spread['max']:,.0f}, spread {100 * spread['relative']:.1f}%), {f['tflops']:.3g} TFLOP/s; the "
-        f"64,000-step schedule in {f['schedule_minutes']:.1f} min (goal {GOAL_MINUTES:g} min: "
+        f"{TrainConfig.steps:,}-step schedule in {f['schedule_minutes']:.1f} min (goal {GOAL_MINUTES:g} min: "
         f"{'met' if f['goal_met'] else 'not met'}); warm-up {f['warmup_seconds']:.1f} s"
     )
     eager = ctx.done.get("speed eager")
