@@ -137,3 +137,12 @@ def test_the_written_out_adam_step_is_torch_adam():
         opt.step()
         assert torch.equal(ours, theirs), step
     assert not torch.equal(ours, start)
+
+
+def test_the_control_draws_outside_the_theorem_at_odd_depths_as_its_text_says():
+    """The chapter and the control's text read the range and the depths from CONTROL_EPS and CONTROL_DEPTHS and
+    say the depths are odd (so the printed factor stays positive) and eps is outside eps < 1: both must hold."""
+    low, high = smooth_maps.CONTROL_EPS
+    assert 1 <= low < high and all(m % 2 == 1 for m in smooth_maps.CONTROL_DEPTHS)
+    text = CLAIMS.claims["bartlett-evans-long/functional-gradient"].control.input
+    assert f"${low:g} < \\epsilon < {high:g}$" in text and ", ".join(map(str, smooth_maps.CONTROL_DEPTHS)) in text

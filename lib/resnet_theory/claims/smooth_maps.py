@@ -361,6 +361,13 @@ def _inner_layer_glue(instances) -> dict:
     return {"smooth_min_inner_ratio": float(min(inner)), "smooth_min_sharper_inner": float(min(sharper))}
 
 
+#: The negative control's instances: drawn as the check's, but with ``eps`` in this range, outside the theorem's
+#: ``eps < 1``, and at these depths, odd so that the printed factor ``(1 - eps)^(m - 1)`` stays positive and the
+#: printed inequality still says something.
+CONTROL_EPS, CONTROL_DEPTHS = (1.0, 2.0), (3, 5, 7)
+_CONTROL_EPS_TEX = rf"${CONTROL_EPS[0]:g} < \epsilon < {CONTROL_EPS[1]:g}$"
+
+
 @CLAIMS.checked(
     "bartlett-evans-long/functional-gradient",
     paper="bartlett-evans-long",
@@ -371,19 +378,20 @@ def _inner_layer_glue(instances) -> dict:
     r"$\|D_{h_i} Q(h)\| \ge (1-\varepsilon)^{m-1} (Q(h) - Q(h^*)) / \|h - h^*\|$ for "
     r"every $i$ (norms: $L^2$ of the sample, our reading).",
     control=Control(
-        r"Random compositions drawn as for the check but with $1 < \epsilon < 2$ "
-        r"(outside the theorem's $\epsilon < 1$; odd depths so the printed factor "
-        "stays positive), whose layers may have singular Jacobians."
+        f"Random compositions drawn as for the check but with {_CONTROL_EPS_TEX} "
+        rf"(outside the theorem's $\epsilon < 1$; odd depths {', '.join(map(str, CONTROL_DEPTHS))} so the printed "
+        "factor stays positive), whose layers may have singular Jacobians."
     ),
 )
 def functional_gradient_bound(ctx: Context) -> Evidence:
     """The derivative three ways, then the printed bound on random instances with ``eps < 1`` and on aligned
-    (tight) ones; the control: random instances with ``1 < eps < 2``."""
+    (tight) ones; the control: random instances with ``eps`` in
+    :data:`CONTROL_EPS` at :data:`CONTROL_DEPTHS`."""
     gen = _torch_generator(ctx, "bartlett-evans-long/functional-gradient")
     reports = _derivative_witnesses(gen)
     n = ctx.cfg.n_instances
     instances = smooth.gradient_bound_instances(n, gen)
-    outside = smooth.gradient_bound_instances(2 * n, gen, eps_range=(1.0, 2.0), depths=(3, 5, 7))
+    outside = smooth.gradient_bound_instances(2 * n, gen, eps_range=CONTROL_EPS, depths=CONTROL_DEPTHS)
     aligned = _aligned_instances(gen)
     aligned_printed = [norms.min() / p for _, _, norms, _, p, _ in aligned]
     statement = Check.combine(
@@ -399,7 +407,7 @@ def functional_gradient_bound(ctx: Context) -> Evidence:
         what="bound and its derivative",
     )
     control = Check.at_least(
-        outside.ratios, 1.0, rtol=1e-12, what=r"$\min_i \|D_{h_i} Q\|$ / printed, random $1 < \epsilon < 2$"
+        outside.ratios, 1.0, rtol=1e-12, what=r"$\min_i \|D_{h_i} Q\|$ / printed, random " + _CONTROL_EPS_TEX
     )
     aligned_sharper = np.concatenate([norms / s for _, _, norms, s, _, _ in aligned])
     aligned_stronger = np.concatenate([norms[:-1] / st[:-1] for _, _, norms, _, _, st in aligned])
@@ -415,6 +423,9 @@ def functional_gradient_bound(ctx: Context) -> Evidence:
         | {
             "smooth_n_instances": n,
             "smooth_control_n": 2 * n,
+            "smooth_control_eps_low": f"{CONTROL_EPS[0]:g}",
+            "smooth_control_eps_high": f"{CONTROL_EPS[1]:g}",
+            "smooth_control_depths": ", ".join(map(str, CONTROL_DEPTHS)),
             "smooth_control_violations": int((outside.ratios < 1).sum()),
             "smooth_control_min_ratio": float(outside.ratios.min()),
             "smooth_min_printed_ratio": float(instances.ratios.min()),
