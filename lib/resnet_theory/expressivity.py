@@ -1072,12 +1072,7 @@ def build_interpolating_resnet(
     closer than float64 resolves (``rho`` below :func:`separation_floor`) are refused before any draw,
     with condition ``"separation-floor"``: whether a draw fits them rests on rounding, not on the proof.
     """
-    X = _as_inputs(X)
-    labels, r = _as_labels(y, X.shape[0], num_classes)
-    first, _ = unique_points(X, labels)
-    Xn = InputNormaliser.fit(X).transform(X[first])
-    rho, i, j = _separation(Xn, None, backend, device) if Xn.shape[0] > 1 else (None, 0, 0)
-    k, projection = _builder_width(Xn, rho, k)
+    X, labels, r, first, Xn, (rho, i, j), k, projection = _builder_inputs(X, y, num_classes, k, backend, device)
     prepared, seed, attempts = _prepare_construction(
         X, labels, k, r, seed, projection, thresholds, attempts, backend, device
     )
@@ -1095,12 +1090,25 @@ def build_interpolating_resnet(
     return _draw_network(prepared, seed, attempts)
 
 
-def _builder_width(Xn, rho: float | None, k) -> tuple:
-    """The width and projection of :func:`build_interpolating_resnet` for the normalised distinct inputs
-    ``Xn`` of separation ``rho``: an explicit ``k`` with the Gaussian projection, or :func:`default_k`."""
+def _builder_inputs(X, y, num_classes, k, backend="numpy", device=None, *, separation_always=True) -> tuple:
+    """The input setup of :func:`build_interpolating_resnet`, which :func:`build_unchecked_resnet` shares:
+    the checked inputs and labels ``(X, labels, r)``, the rows ``first`` of the distinct points, their
+    normalised copies ``Xn``, ``(rho, i, j)`` (the separation of ``Xn`` and its closest pair, ``(None, 0, 0)``
+    for one point), and the width and projection: an explicit ``k`` with the Gaussian projection, or
+    :func:`default_k` from ``rho``. ``separation_always=False``: ``rho`` is computed only where ``default_k``
+    needs it (``k=None``), else ``(None, 0, 0)``."""
+    X = _as_inputs(X)
+    labels, r = _as_labels(y, X.shape[0], num_classes)
+    first, _ = unique_points(X, labels)
+    Xn = InputNormaliser.fit(X).transform(X[first])
+    closest = (None, 0, 0)
+    if Xn.shape[0] > 1 and (separation_always or k is None):
+        closest = _separation(Xn, None, backend, device)
     if k is None:
-        return default_k(Xn.shape[0], rho, Xn.shape[1])
-    return k, "gaussian"
+        k, projection = default_k(Xn.shape[0], closest[0], Xn.shape[1])
+    else:
+        projection = "gaussian"
+    return X, labels, r, first, Xn, closest, k, projection
 
 
 def build_unchecked_resnet(X, y, num_classes=None, k=None, seed=0) -> InterpolatingResNet:
@@ -1108,23 +1116,15 @@ def build_unchecked_resnet(X, y, num_classes=None, k=None, seed=0) -> Interpolat
     the surrogates, the :func:`forced_thresholds` of each block (per unit) and, where the output block's
     condition fails, the threshold it takes when every point sits on its surrogate; no separation floor and
     no verification. ``num_classes``, ``k`` and ``seed`` mean what they mean for
-    :func:`build_interpolating_resnet`, with the same defaults: ``k=None`` takes :func:`default_k` (width
-    and projection, from the separation of the normalised inputs), an explicit ``k`` the Gaussian
-    projection; so the draw is the builder's first draw for the same arguments. The network is returned as
+    :func:`build_interpolating_resnet`, with the same defaults: the builder's own input setup
+    (:func:`_builder_inputs`) checks the inputs and picks the width and projection, so the draw is the
+    builder's first draw for the same arguments. The network is returned as
     the recipe makes it, so that its misfit can be measured (by its torch module); whether it fits is for
     the caller to find out. Raises :class:`ConstructionError` (condition ``"forced"``) only where the recipe
     is undefined (two surrogates coincide), and ``ValueError`` for identical inputs with different labels
     and for a refused ``k``, as the builder does."""
-    if k is None:
-        X = _as_inputs(X)
-        labels, _ = _as_labels(y, X.shape[0], num_classes)
-        first, _ = unique_points(X, labels)
-        Xn = InputNormaliser.fit(X).transform(X[first])
-        rho = _separation(Xn, None, "numpy", None)[0] if Xn.shape[0] > 1 else None
-        k, projection = _builder_width(Xn, rho, None)
-    else:
-        projection = "gaussian"
-    p, seed, _ = _prepare_construction(X, y, k, num_classes, seed, projection, "per-unit", 1, "numpy", None)
+    X, labels, r, _, _, _, k, projection = _builder_inputs(X, y, num_classes, k, separation_always=False)
+    p, seed, _ = _prepare_construction(X, labels, k, r, seed, projection, "per-unit", 1, "numpy", None)
     rng = np.random.default_rng([int(seed), 0])
     with p.ops.limits():
         A0, U, V, s, Q, t_out, margins, out_margin, groups = _attempt(
