@@ -25,6 +25,7 @@ from resnet_theory.linear import (
     identity_gd_steps_to,
     identity_init_gd,
     layer_norms,
+    polar_split,
     random_layers_in_ball,
     random_matrix_with_gamma,
     random_rotation,
@@ -134,6 +135,28 @@ def test_polar_plan_is_a_polar_split(R, depth):
     assert np.allclose(rotation @ rotation.T, np.eye(len(R)), atol=1e-9)
     assert np.allclose(scaling, scaling.T, atol=1e-9)
     assert np.min(np.linalg.eigvalsh((scaling + scaling.T) / 2)) > 0
+
+
+@FAST
+@given(st.integers(1, 6), st.integers(0, 2**32 - 1))
+def test_polar_split_is_Q_times_the_root_of_R_transpose_R(d, seed):
+    """Any square R (either sign of det): R = Q P with Q orthogonal and P the symmetric root of R^T R, whose
+    eigenvalues are R's singular values (checked against numpy's SVD, not scipy's polar)."""
+    R = np.random.default_rng(seed).standard_normal((d, d))
+    Q, P = polar_split(R)
+    s = np.linalg.svd(R, compute_uv=False)
+    assert np.allclose(Q @ P, R, rtol=0, atol=1e-12 * s.max())
+    assert np.allclose(Q.T @ Q, np.eye(d), rtol=0, atol=1e-12)
+    assert np.array_equal(P, P.T)
+    assert np.allclose(P @ P, R.T @ R, rtol=0, atol=1e-12 * s.max() ** 2)
+    assert np.allclose(np.linalg.eigvalsh(P), np.sort(s), rtol=0, atol=1e-12 * s.max())
+
+
+def test_polar_split_rejects_bad_input():
+    with pytest.raises(ValueError, match="square"):
+        polar_split(np.ones((2, 3)))
+    with pytest.raises(ValueError, match="NaN"):
+        polar_split(np.array([[np.nan]]))
 
 
 @FAST

@@ -7,8 +7,8 @@ the chapter ``book/linear.md``,
 - the population risk of Claim 2.3 (:func:`risk`), its gradient (Lemma 2.4) in the order the chain rule
   gives (:func:`risk_gradient`) and in the order the ICLR text prints (:func:`risk_gradient_printed_order`);
 - the Theorem 2.1 construction (:func:`factorize_near_identity`, :func:`factorization_plan`,
-  :func:`compose`), the constant ``gamma(R)`` and two bounds on ``max_i ||A_i||``
-  (:func:`theorem_2_1_bound`, the printed ICLR one; :func:`theorem_2_1_bound_early`, a review's);
+  :func:`compose`; the polar split :func:`polar_split`), the constant ``gamma(R)`` and two bounds on
+  ``max_i ||A_i||`` (:func:`theorem_2_1_bound`, the printed ICLR one; :func:`theorem_2_1_bound_early`, a review's);
 - the gradient lower bound of eq. (2.3) as printed (:func:`gradient_lower_bound_printed`) and as its
   proof actually yields it (:func:`gradient_lower_bound`);
 - gradient descent on the risk (:func:`risk_gradient_descent`) and, for Bartlett, Helmbold & Long,
@@ -56,6 +56,7 @@ __all__ = [
     "identity_init_gd",
     "IdentityGDTrace",
     "layer_norms",
+    "polar_split",
     "random_layers_in_ball",
     "random_matrix_with_gamma",
     "random_rotation",
@@ -574,11 +575,21 @@ def _plan(R: np.ndarray, depth: int, method: str = "polar"):
     return plan, (U, k, Vt, ZU, rotU, ZV, rotV)
 
 
+def polar_split(R) -> tuple[np.ndarray, np.ndarray]:
+    """The polar split ``R = Q P`` (``scipy.linalg.polar``): Q orthogonal (in SO(d) when det R > 0) and
+    ``P = (R^T R)^(1/2)``, symmetric positive semidefinite with R's singular values as its eigenvalues (positive
+    definite when R is invertible). P is returned exactly symmetric, as the mean of it and its transpose."""
+    R = validate.square_matrix("R", R)
+    Q, P = scipy.linalg.polar(R)
+    return Q, (P + P.T) / 2
+
+
 def _plan_polar(R: np.ndarray, depth: int):
-    """The polar split ``R = Q P`` (Q in SO(d) since det R > 0, P symmetric positive definite): p layers
-    ``P^(1/p) - I`` act first, then q layers ``Q^(1/q) - I``; ``q + p = depth`` with the best q."""
-    Q, P = scipy.linalg.polar(R)  # R = Q P
-    s, E = np.linalg.eigh((P + P.T) / 2)  # eigenvalues of P are the singular values of R
+    """The polar split ``R = Q P`` (:func:`polar_split`; Q in SO(d) since det R > 0, P symmetric positive
+    definite): p layers ``P^(1/p) - I`` act first, then q layers ``Q^(1/q) - I``; ``q + p = depth`` with the best
+    q."""
+    Q, P = polar_split(R)
+    s, E = np.linalg.eigh(P)  # eigenvalues of P are the singular values of R
     Z, rotations = _rotation_generator(Q)
     angles = np.abs(np.array([t for *_, t in rotations], dtype=float))
     # q = 0 (p = 0) only when Q (P) is the identity up to rounding; it is then folded into another layer.
@@ -721,8 +732,8 @@ def theorem_2_1_ratio(R, depths, method: str = "polar") -> np.ndarray:
     if _is_spd(R):
         return np.array([factorization_plan(R, depth, method).max_norm for depth in depths]) / out
     if method == "polar":
-        Q, P = scipy.linalg.polar(R)
-        k = np.linalg.eigvalsh((P + P.T) / 2)
+        Q, P = polar_split(R)
+        k = np.linalg.eigvalsh(P)
         angles = np.abs(np.array([t for *_, t in _rotation_generator(Q)[1]], dtype=float))
     else:
         U, k, Vt = _svd_oriented(R)

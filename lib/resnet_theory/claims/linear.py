@@ -2069,10 +2069,10 @@ FAR_MIN_SMIN = 0.1
 
 
 def spd_counterpart(Phi) -> np.ndarray:
-    """The positive definite polar factor ``(Phi^T Phi)^(1/2) = V diag(s) V^T`` of ``Phi = U diag(s) V^T``: the same
-    singular values (so the same ``s_min``), but symmetric positive definite."""
-    _, s, Vt = np.linalg.svd(np.asarray(Phi, dtype=float))
-    return Vt.T @ np.diag(s) @ Vt
+    """The positive definite polar factor ``P = (Phi^T Phi)^(1/2)`` of ``Phi = Q P``
+    (:func:`resnet_theory.linear.polar_split`): the same singular values (so the same ``s_min``), but symmetric
+    positive definite."""
+    return linear.polar_split(Phi)[1]
 
 
 def _far_targets(rng: np.random.Generator, r: float, n: int) -> list[np.ndarray]:
