@@ -52,7 +52,12 @@ PROFILE = ProfileTable(
     bhl_dim=Knob(6, 32, r"$d$ of $\Phi$ in the $\kappa$ sweep", tiny=2),
     bhl_random=Knob(12, 60, "random SPD targets of any norm", tiny=2),
     bhl_far=Knob(16, 48, "targets per distance from $I$", tiny=2),
-    bhl_far_budget=Knob(4000, 40000, "steps per failure run", tiny=200),
+    bhl_negative_budget=Knob(
+        4000,
+        40000,
+        "steps of the floating-point runs with a negative eigenvalue (three times as many: the exact runs, the figure)",
+        tiny=200,
+    ),
     bhl_distance_budget=Knob(40_000, 100_000, "steps per run near and far from $I$", tiny=10_000),
     bhl_budget=Knob(30_000, 1_000_000, "steps per SPD run", tiny=2_000),
 )
@@ -2195,7 +2200,6 @@ def bhl_near_identity(ctx: Context) -> Evidence:
         ),
         data={"summary": _distance_summary(runs)},
         glue={
-            "bhl_far_budget": int(ctx.cfg.bhl_far_budget),
             "bhl_distance_budget": int(budget),
             "bhl_near_conv": int(sum(x["converged"] for x in runs["near"])),
             "bhl_near_n": len(runs["near"]),
@@ -2290,7 +2294,7 @@ def _exact_runs(ctx: Context, rotation: np.ndarray) -> list[dict]:
         cases.append((spectrum, reg, target, lam, Phi, linear.bhl_step_size(Phi, cfg.bhl_depth)))
     # the exact-arithmetic runs of every case in one loop over the steps (elementwise: the same numbers)
     exact_runs = linear.symmetric_identity_gd_many(
-        [c[3] for c in cases], cfg.bhl_depth, [c[5] for c in cases], 3 * cfg.bhl_far_budget, [c[1] for c in cases]
+        [c[3] for c in cases], cfg.bhl_depth, [c[5] for c in cases], 3 * cfg.bhl_negative_budget, [c[1] for c in cases]
     )
     early_runs = linear.identity_gd_trace_many(
         [c[4] for c in cases], cfg.bhl_depth, [c[5] for c in cases], 300, [c[1] for c in cases]
@@ -2365,7 +2369,8 @@ def bhl_negative_eigenvalue(ctx: Context) -> Evidence:
         control=control,
         data={"rows": negative, "flipped": flipped, "rotation": rotation},
         glue={
-            "neg_exact_steps": 3 * int(ctx.cfg.bhl_far_budget),
+            "neg_float_steps": int(ctx.cfg.bhl_negative_budget),
+            "neg_exact_steps": 3 * int(ctx.cfg.bhl_negative_budget),
             "neg_runs": len(negative),
             "neg_flip_max": float(max(r["min loss"] for r in flipped)),
             "neg_agree": float(max(r["vs matrix"] for r in rows)),
