@@ -113,6 +113,34 @@ def test_every_number_the_prose_quotes_is_glued_by_a_claim_or_a_chapter_cell(tin
     assert needed <= glued, f"quoted in book/linear.md but glued by no claim: {sorted(needed - glued)}"
 
 
+def test_every_number_a_claim_glues_is_quoted_by_the_chapter(tiny):
+    quoted = set(re.findall(r"\{glue:text\}`([A-Za-z0-9_]+)", CHAPTER.read_text()))
+    for claim_id in CLAIMS.claims:
+        run = run_in(tiny, claim_id)
+        unquoted = set(run.evidence.glue) - quoted if run.evidence is not None else set()
+        assert not unquoted, f"{claim_id} glues what book/linear.md never quotes: {sorted(unquoted)}"
+
+
+def test_the_distance_claims_state_the_constants_they_run():
+    """The near and far statements and the near control write the module's constants, not copies of them."""
+    from resnet_theory.claims.linear import (
+        FAR_DISTANCES,
+        FAR_MIN_SMIN,
+        NEAR_CONTROL_DISTANCE,
+        NEAR_FRACTION,
+        _listed,
+    )
+
+    near = CLAIMS.claims["bartlett-helmbold-long/near-identity"]
+    far = CLAIMS.claims["bartlett-helmbold-long/far-from-identity"]
+    assert f"= {NEAR_FRACTION:g}/(10e)$" in near.statement
+    assert f"spectral distance {NEAR_CONTROL_DISTANCE:g} from $I$" in near.control.input
+    assert NEAR_CONTROL_DISTANCE in FAR_DISTANCES
+    assert _listed((2.0,)) == "2" and _listed((2.0, 3.0, 4.5)) == "2, 3 and 4.5"
+    assert f"spectral distance {_listed(FAR_DISTANCES)} with" in far.statement
+    assert f"\\ge {FAR_MIN_SMIN:g}$" in far.statement
+
+
 def test_a_claims_numbers_do_not_depend_on_the_claims_run_before_it(tiny):
     alone = run_claim(CLAIMS.claims["bartlett-helmbold-long/far-from-identity"], Context.for_table(PROFILE, "tiny", 0))
     run_in(tiny, "bartlett-helmbold-long/near-identity")  # computes the shared distance runs first
