@@ -76,6 +76,24 @@ def test_sources_say_which_review_and_refuse_unknown_kinds():
     assert Source.printed().ledger_key == "paper" and Source.abstract().ledger_key == "abstract"
 
 
+def test_the_books_analogue_is_a_field_of_a_printed_source_that_says_what_the_analogue_is():
+    digits = Source.printed("the scaled-down network on the digits", on_analogue=True)
+    assert digits.on_analogue and digits.ledger_key == "paper" and not Source.printed("as printed").on_analogue
+    with pytest.raises(ValueError, match="what the analogue is"):
+        Source.printed(on_analogue=True)
+    with pytest.raises(ValueError, match="only a printed statement"):
+        Source("abstract", "the digits", on_analogue=True)
+    with pytest.raises(TypeError, match="True or False"):
+        Source("printed", "the digits", on_analogue="yes")
+    cs, base = claim_set(source=digits)
+    decl = cs.checked("hardt-ma/digits", **base, control=CONTROL)(
+        lambda ctx: Evidence(statement=holds(), control=fails())
+    )
+    rec = run_claim(decl, Context.for_table(TABLE, "tiny", 0)).record  # the record carries it as its own field
+    assert rec.on_analogue and rec.source_detail == "the scaled-down network on the digits"
+    assert rec.label == "confirmed, as printed, on the book's analogue"
+
+
 def test_not_checkable_needs_what_it_needs_and_a_reason():
     cs, base = claim_set()
     with pytest.raises(TypeError):

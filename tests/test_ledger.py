@@ -4,6 +4,7 @@ import dataclasses
 import html
 import json
 import math
+import re
 
 import numpy as np
 import pytest
@@ -402,6 +403,35 @@ def test_load_claims_rejects_unknown_verdict(tmp_path):
     (tmp_path / "x.claims.json").write_text(json.dumps(bad))
     with pytest.raises(ValueError, match="unknown verdict"):
         load_claims(tmp_path)
+
+
+def test_the_books_analogue_is_a_field_of_the_record_and_records_from_before_it_read_as_they_said(tmp_path):
+    from resnet_theory.record import claim_from_dict, source_line
+
+    ledger = _ledger()
+    ledger.claims[0] = dataclasses.replace(ledger.claims[0], source_detail="the digits", on_analogue=True)
+    path = ledger.save(tmp_path / "linear.claims.json")
+    data = json.loads(path.read_text())
+    assert [r["on_analogue"] for r in data["claims"]] == [True, False, False, False]  # every record carries it
+    first = load_claims(tmp_path)[0]
+    assert first.on_analogue and first.label == "confirmed, as printed, on the book's analogue"
+    assert source_line(first) == "the paper's printed text, tested on the book's analogue: the digits"
+    # a record written before the field: its detail said so, and it reads as it said; any other reads as printed
+    old = {k: v for k, v in data["claims"][0].items() if k != "on_analogue"}
+    said = "the printed statement, tested on the book's analogue (the digits), not on the paper's CIFAR runs"
+    assert claim_from_dict({**old, "source_detail": said}).label == "confirmed, as printed, on the book's analogue"
+    assert claim_from_dict({**old, "source_detail": "the digits"}).label == "confirmed, as printed"
+    assert not claim_from_dict({**data["claims"][0], "on_analogue": False, "source_detail": said}).on_analogue
+    # the field is strict: a boolean, and only on a printed statement
+    for bad, words in (
+        ({"on_analogue": 1}, "on_analogue must be bool, got int"),
+        ({"on_analogue": "yes"}, "on_analogue must be bool, got str"),
+        ({"source": "abstract"}, "only a printed statement is tested on the book's analogue, not a 'abstract' one"),
+    ):
+        with pytest.raises(ValueError, match=re.escape(words)):
+            claim_from_dict({**data["claims"][0], **bad})
+    stray = dataclasses.replace(first, source="review", source_detail="the PaperWhy review of Hardt & Ma")
+    assert any("only a printed statement" in d for d in claim_defects([stray]))
 
 
 def test_rendered_ledger_links_to_sections():

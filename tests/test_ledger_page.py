@@ -597,16 +597,35 @@ def test_a_verdict_label_says_whose_statement_it_was_checked_against():
     from resnet_theory.record import verdict_label
 
     assert verdict_label("confirmed", "paper") == "confirmed, as printed"
-    # evidence from the book's scaled-down analogue of an experiment: the label says so, not only "checked against"
+    # evidence from the book's scaled-down analogue of an experiment: the label says so, not only "checked against",
+    # read from the record's own field, never from the detail's wording
     from resnet_theory.claims.registry import find
-    from resnet_theory.record import ANALOGUE
 
-    on_digits = verdict_label("confirmed", "paper", f"{ANALOGUE} (digits)")
+    on_digits = verdict_label("confirmed", "paper", "the digits", on_analogue=True)
     assert on_digits == "confirmed, as printed, on the book's analogue"
+    worded = "the printed statement, tested on the book's analogue (digits)"
+    assert verdict_label("confirmed", "paper", worded) == "confirmed, as printed"
+    with pytest.raises(ValueError, match="only a printed statement"):
+        verdict_label("confirmed", "abstract", "the digits", on_analogue=True)
     for cid in ("hardt-ma/sec4-small-init", "hardt-ma/sec4-identity-trains-without-bn", "hardt-ma/sec4-fixed-head"):
-        assert find(cid).source.detail.startswith(ANALOGUE), cid
+        assert find(cid).source.on_analogue and find(cid).source.kind == "printed", cid
     assert verdict_label("confirmed", "abstract") == "confirmed, as the abstract states it"
     assert verdict_label("corrected", "review", PAPERWHY) == "corrected, as the PaperWhy review states it"
+    # an abstract's or a review's statement made precise by a review its detail names says so (Arora et al.'s radius)
+    near = find("bartlett-helmbold-long/near-identity").source
+    assert verdict_label("confirmed", near.ledger_key, near.detail) == (
+        "confirmed, as the abstract states it, made precise by the restatement by Arora et al."
+    )
+    talk = "the notes on Bartlett's 2017 talk (review 002)"
+    assert verdict_label("confirmed", "review", talk) == "confirmed, as the review of Bartlett's talk states it"
+    assert verdict_label("confirmed", "review", f"{talk}; hypotheses from MathOverflow question 310744") == (
+        "confirmed, as the review of Bartlett's talk states it, made precise by the MathOverflow quotation"
+    )
+    for cid in ("bartlett-evans-long/representation-rate-inverse-m", "bartlett-evans-long/representation-rate"):
+        source = find(cid).source  # both rest on MathOverflow's quotation of Theorem 1's hypotheses
+        assert verdict_label("confirmed", source.ledger_key, source.detail).endswith(
+            ", made precise by the MathOverflow quotation"
+        ), cid
     assert verdict_label("confirmed", "reconstruction") == "confirmed (our reconstruction)"
     assert verdict_label("refuted", "question") == "the book's finding: refuted"
     with pytest.raises(ValueError, match="unknown source 'blog'"):
@@ -694,16 +713,16 @@ def test_every_review_a_claim_rests_on_is_in_the_references_and_cited_where_the_
     import re
 
     from resnet_theory.claims.registry import all_claims
-    from resnet_theory.record import REVIEWS
+    from resnet_theory.record import REVIEWS, review_name
 
     bib = (Path(__file__).resolve().parents[1] / "references.bib").read_text()
     entries = {m.group(1): m.group(0) for m in re.finditer(r"@\w+\{([^,]+),[^@]+", bib)}
     for name, review in REVIEWS.items():
         assert review.bibkey in entries, f"{name}: no {review.bibkey} in references.bib"
         assert "http" not in entries[review.bibkey], "no address the book has not verified"
-    for decl in all_claims():  # every review the chapters name is one of them
+    for decl in all_claims():  # every review the chapters name is one of them (its name, then "; " and more)
         if decl.source.kind == "review":
-            assert decl.source.detail in REVIEWS, decl.id
+            assert review_name(decl.source.detail) in REVIEWS, decl.id
     # the ledger's details cite it, linked to the References page
     details = claims_table_html(_sourced_claims(), link=True)
     assert 'data-bibkey="paperwhy2017identity"><a href="references.html"' in details
@@ -712,6 +731,37 @@ def test_every_review_a_claim_rests_on_is_in_the_references_and_cited_where_the_
     assert any("a review the References do not cite" in d for d in claim_defects([stray]))
     with pytest.raises(LedgerDefect, match="References do not cite"):
         render_ledger([stray])
+
+
+def test_a_review_that_makes_a_statement_precise_is_cited_named_in_the_label_and_counted_under_its_source():
+    from bs4 import BeautifulSoup
+
+    from resnet_theory.claims.registry import find
+    from resnet_theory.ledger_html import count_rows, source_html
+
+    p, r, a, *_ = _sourced_claims()
+    talk = "the notes on Bartlett's 2017 talk (review 002)"
+    on_abstract = find("bartlett-evans-long/representation-rate-inverse-m").source.detail
+    on_talk = find("bartlett-evans-long/representation-rate").source.detail
+    assert on_talk.startswith(talk + "; ")  # both rest on MathOverflow's quotation of Theorem 1's hypotheses
+    abstract = dataclasses.replace(a, paper="bartlett-evans-long", source_detail=on_abstract)
+    made_precise = dataclasses.replace(
+        r, id="bartlett-evans-long/r1", paper="bartlett-evans-long", source_detail=on_talk
+    )
+    plain = dataclasses.replace(r, id="bartlett-evans-long/r2", paper="bartlett-evans-long", source_detail=talk)
+    for c in (abstract, made_precise):
+        assert c.label.endswith(", made precise by the MathOverflow quotation"), c.id
+        cited = BeautifulSoup(source_html(c), "html.parser").select('cite[data-bibkey="mathoverflow310744"]')
+        assert len(cited) == 1 and cited[0].a["href"] == "references.html", c.id
+        assert not claim_defects([c]), c.id
+    # the talk's review is cited beside MathOverflow, and both claims resting on the talk are counted on its row
+    assert BeautifulSoup(source_html(made_precise), "html.parser").select('cite[data-bibkey="debenito2017talk"]')
+    rows = [(paper, source, detail) for paper, source, detail, _ in count_rows([p, abstract, made_precise, plain])]
+    assert rows == [("hardt-ma", "paper", None), ("bartlett-evans-long", "abstract", None),
+                    ("bartlett-evans-long", "review", talk)]  # fmt: skip
+    # a detail that names a review only in passing is no review source
+    stray = dataclasses.replace(plain, source_detail=f"a blog post; {talk}")
+    assert any("a review the References do not cite" in d for d in claim_defects([stray]))
 
 
 def test_not_checkable_here_covers_hardware_data_and_a_text_as_the_page_defines_it():

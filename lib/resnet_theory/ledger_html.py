@@ -23,6 +23,7 @@ from .record import (
     claim_defects,
     dependents,
     rests_on_defects,
+    review_name,
     review_of,
     source_phrase,
     unsafe_macros,
@@ -75,16 +76,17 @@ _SOURCE_ORDER = ("paper", "abstract", "review", "reconstruction")
 
 def count_rows(claims: Iterable[Claim]) -> list[tuple[str, str, str | None, dict[str, int]]]:
     """The verdicts counted per paper and per source, one row each ``(paper key, source, review name or None,
-    counts per verdict)``: what the paper prints on its own row, its abstract, each review (by name) and the
-    book's reconstructions on rows of their own, so that a correction of a review's statement is counted under
-    that review, never charged to the paper. The book's own questions (source ``question``) are not counted:
+    counts per verdict)``: what the paper prints on its own row, its abstract, each review (by its name in
+    :data:`resnet_theory.record.REVIEWS`, whatever else a claim's detail adds) and the book's reconstructions on
+    rows of their own, so that a correction of a review's statement is counted under that review, never charged
+    to the paper. The book's own questions (source ``question``) are not counted:
     they are findings (:func:`findings_html`). Papers in the order the claims come, sources in
     :data:`_SOURCE_ORDER`."""
     table: dict[tuple[str, str, str | None], Counter] = {}
     for c in claims:
         if c.is_finding:
             continue
-        detail = c.source_detail if c.source == "review" else None
+        detail = (review_name(c.source_detail) or c.source_detail) if c.source == "review" else None
         table.setdefault((c.paper, c.source, detail), Counter())[c.verdict] += 1
     papers = list(dict.fromkeys(paper for paper, _, _ in table))
     order = sorted(table, key=lambda k: (papers.index(k[0]), _SOURCE_ORDER.index(k[1]), k[2] or ""))
@@ -305,8 +307,7 @@ def review_cite_html(detail: str | None) -> str:
 
 def source_html(c: Claim) -> str:
     """Whose statement the claim tests, and from which text, the reviews it names cited."""
-    text = text_html(c.source_text + (f": {c.source_detail}" if c.source_detail else ""))
-    return text + review_cite_html(c.source_detail)
+    return text_html(c.checked_against) + review_cite_html(c.source_detail)
 
 
 def _claim_ref(c: Claim) -> str:

@@ -62,12 +62,31 @@ REVIEWS = {
     "the AI-written summary of Hardt & Ma": Review(
         "the AI-written summary", "aisummary2016identity", "an unattributed AI-written summary of Hardt & Ma"
     ),
+    "MathOverflow question 310744": Review(
+        "the MathOverflow quotation", "mathoverflow310744", "MathOverflow, 2018, question 310744, quoting Theorem 1"
+    ),
 }
 
 
+#: What follows a review's name in a review source's detail that says what else its statement rests on: "the notes
+#: on Bartlett's 2017 talk (review 002); the hypotheses ... from MathOverflow question 310744" rests on the talk's
+#: notes, made precise by MathOverflow (:func:`review_name`, :func:`source_phrase`).
+REVIEW_MORE = "; "
+
+
+def review_name(detail: str | None) -> str | None:
+    """The name in :data:`REVIEWS` of the review a review source rests on: its detail is that name, or that name
+    then :data:`REVIEW_MORE` and what else the statement rests on; None for any other detail."""
+    text = detail or ""
+    if text in REVIEWS:
+        return text
+    return next((name for name in REVIEWS if text.startswith(name + REVIEW_MORE)), None)
+
+
 def review_of(detail: str | None) -> Review | None:
-    """The review a source detail names (:data:`REVIEWS`), or None."""
-    return REVIEWS.get(detail or "")
+    """The review a review source's detail names (:func:`review_name`), or None."""
+    name = review_name(detail)
+    return None if name is None else REVIEWS[name]
 
 
 def cited_reviews(detail: str | None) -> list[tuple[str, Review]]:
@@ -78,23 +97,32 @@ def cited_reviews(detail: str | None) -> list[tuple[str, Review]]:
     return [(name, r) for _, name, r in sorted(found)]
 
 
-#: How a printed statement's source detail begins when its evidence is the book's scaled-down analogue of the
-#: paper's experiment, not the experiment itself: the verdict's label says so too ("confirmed, as printed, on the
-#: book's analogue"), not only the "checked against" line.
-ANALOGUE = "the printed statement, tested on the book's analogue"
+def _made_precise(source: str, detail: str | None) -> str:
+    """What a label adds where an abstract's or a review's statement is made precise by the reviews its detail
+    names (:func:`cited_reviews`), other than the review it rests on: ", made precise by the restatement by Arora
+    et al."; empty otherwise."""
+    if source not in ("abstract", "review"):
+        return ""
+    primary = review_name(detail) if source == "review" else None
+    others = [r.short for name, r in cited_reviews(detail) if name != primary]
+    return f", made precise by {' and '.join(others)}" if others else ""
 
 
-def source_phrase(source: str, detail: str | None = None) -> str:
+def source_phrase(source: str, detail: str | None = None, *, on_analogue: bool = False) -> str:
     """Against whose statement a verdict was reached, as a verdict's label says it: "as printed" ("as printed, on
-    the book's analogue" where the evidence is the book's analogue: :data:`ANALOGUE`), "as the abstract states
-    it", "as the PaperWhy review states it", "our reconstruction", "the book's finding"."""
+    the book's analogue" where the evidence is the book's scaled-down analogue of the paper's experiment: the
+    record's ``on_analogue``), "as the abstract states it", "as the PaperWhy review states it", "our
+    reconstruction", "the book's finding". An abstract's or a review's statement made precise by a review its
+    detail names says so: "as the abstract states it, made precise by the restatement by Arora et al."."""
+    if on_analogue and source != "paper":
+        raise ValueError(f"only a printed statement is tested on the book's analogue, not a {source!r} one")
     if source == "paper":
-        return "as printed, on the book's analogue" if (detail or "").startswith(ANALOGUE) else "as printed"
+        return "as printed, on the book's analogue" if on_analogue else "as printed"
     if source == "abstract":
-        return "as the abstract states it"
+        return "as the abstract states it" + _made_precise(source, detail)
     if source == "review":
         review = review_of(detail)
-        return f"as {review.short if review else 'a review'} states it"
+        return f"as {review.short if review else 'a review'} states it" + _made_precise(source, detail)
     if source == "reconstruction":
         return "our reconstruction"
     if source == "question":
@@ -102,11 +130,13 @@ def source_phrase(source: str, detail: str | None = None) -> str:
     raise ValueError(f"unknown source {source!r}; known: {', '.join(SOURCES)}")
 
 
-def verdict_label(verdict: str, source: str, detail: str | None = None) -> str:
+def verdict_label(verdict: str, source: str, detail: str | None = None, *, on_analogue: bool = False) -> str:
     """A verdict with what it was checked against, wherever it is shown: "confirmed, as printed", "corrected, as
-    the PaperWhy review states it", "confirmed, as the abstract states it", "confirmed (our reconstruction)";
-    for the book's own question, "the book's finding: refuted" (never a verdict on the paper)."""
-    phrase = source_phrase(source, detail)
+    the PaperWhy review states it", "confirmed, as the abstract states it", "confirmed, as printed, on the
+    book's analogue", "confirmed, as the abstract states it, made precise by the restatement by Arora et al.",
+    "confirmed (our reconstruction)"; for the book's own question, "the book's finding: refuted" (never a verdict
+    on the paper)."""
+    phrase = source_phrase(source, detail, on_analogue=on_analogue)
     if source == "question":
         return f"{phrase}: {verdict}"
     if source == "reconstruction":
@@ -169,6 +199,9 @@ class Claim:
     needs: str | None = None
     #: Which review, or which text, the source is (``resnet_theory.claims.Source.detail``).
     source_detail: str | None = None
+    #: Whether the evidence is the book's scaled-down analogue of the paper's experiment, not the experiment itself
+    #: (``resnet_theory.claims.Source.on_analogue``; only for a printed statement): the label says so.
+    on_analogue: bool = False
     #: The function that computes the claim's evidence (``module:qualname``), its file and first line.
     function: str | None = None
     source_file: str | None = None
@@ -188,9 +221,16 @@ class Claim:
         return SOURCES.get(self.source, self.source)
 
     @property
+    def checked_against(self) -> str:
+        """Whose statement, from which text: "the paper's printed text, tested on the book's analogue: the
+        scaled-down network on 8 x 8 digits, ..." (the reviews it names are cited by :func:`source_line`)."""
+        text = self.source_text + (", tested on the book's analogue" if self.on_analogue else "")
+        return text + (f": {self.source_detail}" if self.source_detail else "")
+
+    @property
     def label(self) -> str:
         """The verdict with what it was checked against (:func:`verdict_label`)."""
-        return verdict_label(self.verdict, self.source, self.source_detail)
+        return verdict_label(self.verdict, self.source, self.source_detail, on_analogue=self.on_analogue)
 
     @property
     def is_finding(self) -> bool:
@@ -200,7 +240,7 @@ class Claim:
     @property
     def whose(self) -> str:
         """Whose statement, for a sentence: "as printed", "as the abstract states it", ..."""
-        return source_phrase(self.source, self.source_detail)
+        return source_phrase(self.source, self.source_detail, on_analogue=self.on_analogue)
 
     @property
     def erratum(self) -> str | None:
@@ -228,7 +268,7 @@ def source_line(rec: Claim) -> str:
     """Whose statement a claim tests, and from which text, with the References entry of each review it names:
     "a review of the paper (...): the PaperWhy review of Hardt & Ma [references.bib: paperwhy2017identity]"."""
     cites = "".join(f" [{r.cite}; references.bib: {r.bibkey}]" for _, r in cited_reviews(rec.source_detail))
-    return rec.source_text + (f": {rec.source_detail}" if rec.source_detail else "") + cites
+    return rec.checked_against + cites
 
 
 def control_holds(claim: Claim) -> bool:
@@ -246,8 +286,8 @@ def claim_defects(claims: Iterable[Claim]) -> list[str]:
     have failed) or, declared usable, does not decide; a checked claim without a control or without
     ``control.input``; a verdict that does not follow from its evidence (a claim without a usable control is
     undecided); a ``not-checkable-here`` claim that ran a check, gives a statistical reason or does not name
-    what it needs; a review source the References do not cite (:data:`REVIEWS`); and anything that would act
-    on the page it is shown on (:func:`page_defects`)."""
+    what it needs; a review source the References do not cite (:data:`REVIEWS`); the book's analogue of a
+    statement that is not printed; and anything that would act on the page it is shown on (:func:`page_defects`)."""
     out = []
     for c in claims:
         out.extend(page_defects(c))
@@ -256,6 +296,9 @@ def claim_defects(claims: Iterable[Claim]) -> list[str]:
                 f"{c.id}: its statement rests on a review the References do not cite ({c.source_detail!r}); name it "
                 f"in resnet_theory.record.REVIEWS (one of: {'; '.join(REVIEWS)}) with its references.bib entry"
             )
+        if c.on_analogue and c.source != "paper":
+            out.append(f"{c.id}: only a printed statement is tested on the book's analogue, not a {c.source!r} one")
+            continue
         if c.verdict == "not-checkable-here" and not c.evidence:
             if not c.needs or not str(c.needs).strip():
                 out.append(f"{c.id}: not checkable here, but it does not say what hardware or data it needs")
@@ -287,7 +330,7 @@ def claim_defects(claims: Iterable[Claim]) -> list[str]:
     return out
 
 
-_TYPE_NAMES = {"str": str, "dict": dict, "int": int, "list": list, "None": type(None)}
+_TYPE_NAMES = {"str": str, "dict": dict, "int": int, "bool": bool, "list": list, "None": type(None)}
 
 
 def _field_types() -> dict[str, tuple[type, ...]]:
@@ -305,9 +348,17 @@ REQUIRED_CLAIM_FIELDS = tuple(
 )
 
 
+#: How a printed statement's source detail began, before records had ``on_analogue``, when its evidence was the
+#: book's analogue: such a record (one without the field) reads with ``on_analogue`` set. Only for reading old
+#: records; no label reads a detail's wording.
+_LEGACY_ANALOGUE = "the printed statement, tested on the book's analogue"
+
+
 def claim_from_dict(d: dict) -> Claim:
-    """A :class:`Claim` from its JSON record; a record with unknown or missing keys, a value of the wrong type, or
-    an unknown verdict, source or paper raises :class:`ValueError` saying which."""
+    """A :class:`Claim` from its JSON record; a record with unknown or missing keys, a value of the wrong type, an
+    unknown verdict, source or paper, or ``on_analogue`` on a statement that is not printed raises
+    :class:`ValueError` saying which. A record written before ``on_analogue`` existed reads as its detail said
+    (:data:`_LEGACY_ANALOGUE`)."""
     if not isinstance(d, dict):
         raise ValueError(f"a claim record must be an object, got {type(d).__name__}")
     label = f"claim {d.get('id')!r}" if isinstance(d.get("id"), str) else "a claim record"
@@ -324,12 +375,18 @@ def claim_from_dict(d: dict) -> Claim:
                 f"got {type(d[key]).__name__}"
             )
     claim = Claim(**d)
+    if "on_analogue" not in d and (claim.source_detail or "").startswith(_LEGACY_ANALOGUE):
+        claim.on_analogue = True  # a record written before the field: its detail said so
     if claim.verdict not in VERDICTS:
         raise ValueError(f"claim {claim.id!r} has unknown verdict {claim.verdict!r}")
     if claim.source not in SOURCES:
         raise ValueError(f"claim {claim.id!r} has unknown source {claim.source!r}")
     if claim.paper not in PAPERS:
         raise ValueError(f"claim {claim.id!r} has unknown paper {claim.paper!r}")
+    if claim.on_analogue and claim.source != "paper":
+        raise ValueError(
+            f"claim {claim.id!r}: only a printed statement is tested on the book's analogue, not a {claim.source!r} one"
+        )
     return claim
 
 

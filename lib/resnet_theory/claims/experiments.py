@@ -38,7 +38,6 @@ from ..engine import ablation, allconv, ensemble
 from ..engine import train as engine
 from ..ledger import Check
 from ..power import EARLY_STOP  # noqa: F401 (chapter)
-from ..record import ANALOGUE
 from ..verdicts import NoUsableControl, round_sig
 from . import experiments_sizing as sizing
 from .context import Context, Knob, ProfileTable
@@ -842,7 +841,7 @@ def _comparison_glue(key: str, check: Check) -> dict:
 # --- Section 4.1: the recipe taken apart on the digits -------------------------------------------------------
 #: A printed statement of Section 4.1 whose evidence is the book's analogue, not the paper's CIFAR runs: the
 #: ledger's "checked against" line and the verdict's label ("as printed, on the book's analogue") say so.
-ON_DIGITS = Source.printed(f"{ANALOGUE} (the scaled-down network on 8 × 8 digits), not on the paper's CIFAR runs")
+ON_DIGITS = Source.printed("the scaled-down network on 8 × 8 digits, not the paper's CIFAR runs", on_analogue=True)
 
 _INIT_CLAIM = dict(
     paper="hardt-ma",

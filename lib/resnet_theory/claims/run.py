@@ -91,7 +91,11 @@ def _record(decl: Checked | NotCheckable, ev: Evidence | NotAvailable | None) ->
         path, line = decl.source_location
         extra = {"function": decl.function, "source_file": path, "source_line": line}
     return dataclasses.replace(
-        rec, source_detail=decl.source.detail or None, rests_on=list(decl.rests_on) or None, **extra
+        rec,
+        source_detail=decl.source.detail or None,
+        on_analogue=decl.source.on_analogue,
+        rests_on=list(decl.rests_on) or None,
+        **extra,
     )
 
 

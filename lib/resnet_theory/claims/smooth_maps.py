@@ -265,7 +265,10 @@ def representation_rate_inverse_m(ctx: Context) -> Evidence:
     paper="bartlett-evans-long",
     ref="Main result of Bartlett's talk (review 002); Theorem 1 as MathOverflow question 310744 quotes it "
     "(a secondary restatement), with the same rate",
-    source=TALK_REVIEW,
+    source=Source.review(
+        f"{TALK_REVIEW.detail}; the hypotheses a bounded domain and $\\det h'(x_0) > 0$ are added from Theorem 1 "
+        "as MathOverflow question 310744 quotes it (a secondary restatement, not the paper's text)"
+    ),
     section="smooth-rate",
     statement=r"A smooth invertible $h$ (Lipschitz derivative and inverse) is exactly "
     r"$h_m \circ \cdots \circ h_1$ with $\max_i \|h_i - \mathrm{Id}\|_L = O(\log m / "

@@ -51,11 +51,19 @@ def _sentence(text: Any, what: str, words: int = 4) -> str:
 class Source:
     """Whose statement a claim tests, and from which text: the printed paper, its abstract, a review (which
     one), the book's reconstruction, or the book's own question (a question the paper does not ask: a finding
-    of the book, never a verdict on the paper). Build it with the constructors."""
+    of the book, never a verdict on the paper). Build it with the constructors.
+
+    A review or a restatement that makes an abstract's or a review's statement precise (a constant, a hypothesis
+    the abstract leaves out) is named in ``detail`` by its name in :data:`resnet_theory.record.REVIEWS`: the
+    ledger cites it and the verdict's label says so ("as the abstract states it, made precise by the restatement
+    by Arora et al."). A review source's detail is the review's name, then ``"; "`` and anything else."""
 
     kind: str
     #: For a review: which one (e.g. "the PaperWhy review of Hardt & Ma"); else what text was read.
     detail: str = ""
+    #: The evidence is the book's scaled-down analogue of the paper's experiment, not the experiment itself (only
+    #: for a printed statement; ``detail`` says what the analogue is): the verdict's label says so.
+    on_analogue: bool = False
 
     KINDS = ("printed", "abstract", "review", "reconstruction", "question")
 
@@ -64,11 +72,19 @@ class Source:
             raise ValueError(f"unknown source kind {self.kind!r}; one of {', '.join(self.KINDS)}")
         if self.kind == "review" and not self.detail.strip():
             raise ValueError("a review source must say which review")
+        if not isinstance(self.on_analogue, bool):
+            raise TypeError(f"on_analogue must be True or False, got {self.on_analogue!r}")
+        if self.on_analogue and self.kind != "printed":
+            raise ValueError(f"only a printed statement is tested on the book's analogue, not a {self.kind} one")
+        if self.on_analogue and not self.detail.strip():
+            raise ValueError("a statement tested on the book's analogue must say what the analogue is (detail)")
 
     @classmethod
-    def printed(cls, detail: str = "") -> Source:
-        """The statement as the paper prints it (the printed text named in ../shared/papers/SOURCES.md)."""
-        return cls("printed", detail)
+    def printed(cls, detail: str = "", *, on_analogue: bool = False) -> Source:
+        """The statement as the paper prints it (the printed text named in ../shared/papers/SOURCES.md);
+        ``on_analogue=True`` where the evidence is the book's scaled-down analogue of the paper's experiment, not
+        the experiment itself, and ``detail`` says what the analogue is."""
+        return cls("printed", detail, on_analogue)
 
     @classmethod
     def abstract(cls, detail: str = "") -> Source:
