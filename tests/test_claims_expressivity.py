@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from resnet_theory.claims.context import Context
-from resnet_theory.claims.expressivity import CLAIMS, PROFILE, sphere_points
+from resnet_theory.claims.expressivity import CLAIMS, PROFILE, TWIN_D2, sphere_points
 from resnet_theory.claims.registry import chapter_claims
 from resnet_theory.claims.run import run_claim
 from resnet_theory.claims.spec import Checked
@@ -179,10 +179,54 @@ def test_the_twin_control_misfits_whatever_the_twins_label(runs):
     # the control's misfit is the pair's geometry (no threshold of the first block separates the twins),
     # not the clashing label: the same twin with the first point's own label misfits too
     twin = runs["hardt-ma/thm-3.2"].data["twin"]
-    assert twin["d2"] == pytest.approx(1e-6, rel=1e-6)
+    assert twin["d2"] == pytest.approx(TWIN_D2, rel=1e-6)
     assert twin["pair margin"] < 0
     assert twin["err"] > 1e-6 and twin["err same label"] > 1e-6
     assert "is not what breaks the fit" in twin["label"] and "no threshold" in twin["cause"]
+
+
+def test_without_a_network_the_twin_control_says_so_and_is_no_usable_control(monkeypatch):
+    """Where the recipe is undefined (no network on either twin), the pair has no margin (NaN) and the words
+    say that no network was built, not that the first block separates the pair; the claim's control is then
+    no usable control (a refusal to build measures nothing), as for the other controls of this module."""
+    from resnet_theory import expressivity as ex
+    from resnet_theory.claims import expressivity as claims_module
+    from resnet_theory.verdicts import NoUsableControl
+
+    def undefined(*args, **kwargs):
+        raise ex.ConstructionError("two surrogates coincide: no output threshold below 1", "forced")
+
+    monkeypatch.setattr(ex, "build_unchecked_resnet", undefined)
+    ctx = tiny_context()
+    twin = claims_module._twin_control(ctx, claims_module._sphere_fits(ctx))
+    assert twin["err"] is None and twin["err same label"] is None and np.isnan(twin["pair margin"])
+    assert twin["d2"] == pytest.approx(TWIN_D2, rel=1e-6)  # the data set is made, only the network is not
+    for words in (twin["message"], twin["label"], twin["cause"]):
+        assert "separates" not in words and "misfit arises" not in words and "breaks the fit" not in words
+    assert twin["message"].startswith("no network") and twin["cause"].startswith("No network was built")
+    evidence = CLAIMS.claims["hardt-ma/thm-3.2"].evidence(tiny_context())
+    assert isinstance(evidence.control, NoUsableControl), evidence.control
+
+
+def test_the_twin_words_follow_the_pairs_margin_and_the_other_labels_outcome():
+    from resnet_theory.claims.expressivity import _twin_words
+
+    apart = _twin_words(0.3, 2e-7, 0.01)  # the first block separates the pair; the own label fits
+    assert apart["cause"].startswith("The first block separates the pair") and "no threshold" not in apart["cause"]
+    assert "is what breaks the fit" in apart["label"]
+    close = _twin_words(0.3, 0.2, -0.01)
+    assert close["cause"].startswith("The cause is the pair's geometry") and "no threshold" in close["cause"]
+    assert "is not what breaks the fit" in close["label"]
+    assert "undefined" in _twin_words(0.3, None, -0.01)["label"]
+
+
+def test_the_twin_control_input_quotes_the_distance_the_control_uses():
+    from resnet_theory.claims.expressivity import TWIN_CONTROL, _tex_number
+
+    assert f"squared distance ${_tex_number(TWIN_D2)}$" in TWIN_CONTROL
+    assert CLAIMS.claims["hardt-ma/thm-3.2"].control.input == TWIN_CONTROL
+    assert CLAIMS.claims["hardt-ma/thm-3.2-proof-conditions"].control.input == TWIN_CONTROL
+    assert [_tex_number(x) for x in (1e-6, 2.5e-7, 0.5)] == ["10^{-6}", r"2.5 \times 10^{-7}", "0.5"]
 
 
 def _chapter_glue_names(text: str) -> tuple[set[str], set[str]]:

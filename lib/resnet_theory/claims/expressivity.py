@@ -525,12 +525,30 @@ def _digits_fit(ctx: Context) -> dict:
 TWIN_D2 = 1e-6
 
 
-def _twin_network(ctx: Context, fits: dict, same_label: bool) -> tuple[float | None, float, np.ndarray, np.ndarray]:
+def _tex_number(x: float) -> str:
+    """``x`` as TeX to three significant digits, a power of ten as ``10^{-6}``, not Python's ``1e-06``."""
+    mantissa, _, exponent = f"{x:.3g}".partition("e")
+    if not exponent:
+        return mantissa
+    power = f"10^{{{int(exponent)}}}"
+    return power if mantissa == "1" else rf"{mantissa} \times {power}"
+
+
+#: The control input of Theorem 3.2 and of its proof's conditions (:func:`_twin_control`).
+TWIN_CONTROL = (
+    rf"The sphere sample with a twin of its first point at squared distance ${_tex_number(TWIN_D2)}$ (far below "
+    r"the sample's $\rho$, far above what float64 resolves) and another label: Assumption 3.1 fails at "
+    r"the $\rho$ the width was chosen for."
+)
+
+
+def _twin_network(
+    ctx: Context, fits: dict, same_label: bool
+) -> tuple[ex.InterpolatingResNet | None, np.ndarray, np.ndarray]:
     """The smallest sphere data set with a twin of its first point inserted after it (squared distance
-    :data:`TWIN_D2`, the first point's label or the next one), the recipe at the same width and seed with
-    every refusal skipped (:func:`ex.build_unchecked_resnet`): its torch module's misfit (None where the
-    recipe is undefined) and the first block's per-unit margin for the pair,
-    ``min(|alpha_1|^2, |alpha_twin|^2) - <alpha_1, alpha_twin>`` (negative: no threshold separates them)."""
+    :data:`TWIN_D2`, the first point's label or the next one), and the recipe at the same width and seed with
+    every refusal skipped (:func:`ex.build_unchecked_resnet`): ``(net, X, y)``, ``net`` None where the recipe
+    is undefined."""
     cfg = ctx.cfg
     n0 = cfg.sizes[0]
     x0 = fits["X"][0]
@@ -544,26 +562,27 @@ def _twin_network(ctx: Context, fits: dict, same_label: bool) -> tuple[float | N
     try:
         net = ex.build_unchecked_resnet(X, y, num_classes=cfg.classes, k=fits["nets"][n0].k, seed=fits["seed"])
     except ex.ConstructionError:
-        return None, math.nan, X, y
-    alpha = net.normaliser.transform(X[:2]) @ net.A0.T
-    gap = min(alpha[0] @ alpha[0], alpha[1] @ alpha[1]) - alpha[0] @ alpha[1]
-    return _module_check(net, X, y)[0], float(gap), X, y
+        return None, X, y
+    return net, X, y
 
 
-def _twin_control(ctx: Context, fits: dict) -> dict:
-    """Theorem 3.2's control: the twin of :func:`_twin_network` with another label (``err``, ``None`` where
-    the recipe is undefined), and, to show what causes its misfit, the same twin with the first point's
-    label (``err same label``) and the pair's margin in the first block (``pair margin``), each also said
-    in words (``label``, ``cause``: the chapter glues them)."""
-    err, gap, X, _ = _twin_network(ctx, fits, same_label=False)
-    err_same, _, _, _ = _twin_network(ctx, fits, same_label=True)
+def _twin_words(err, err_same, gap) -> dict:
+    """What the twin control found, in words that follow its outcome (the chapter glues them): ``message``
+    (what was built), ``label`` (what the twin with the first point's own label shows) and ``cause`` (a
+    sentence: why the network misfits). ``err`` None: no network, so no misfit to explain (a refusal to
+    build is no usable control, see :func:`_fit_control`)."""
     if err is None:
-        message = "no network: the recipe is undefined on this data set"
-    else:
-        message = f"built without refusals; torch module error {err:.2g} (twin with the first point's label: "
-        message += "no network)" if err_same is None else f"{err_same:.2g})"
+        return {
+            "message": "no network: the recipe is undefined on this data set, so the control measures nothing",
+            "label": "with another label the recipe builds no network, so there is no misfit for the first "
+            "point's own label to explain",
+            "cause": "No network was built, so there is no first block whose thresholds could separate the pair "
+            "or not, and no usable control.",
+        }
+    same = "no network" if err_same is None else f"{err_same:.2g}"
+    message = f"built without refusals; torch module error {err:.2g} (twin with the first point's label: {same})"
     if err_same is None:
-        label = "with the first point's own label the recipe is undefined too"
+        label = "with the first point's own label the recipe is undefined"
     else:
         fits_same = err_same <= ex.FIT_TOLERANCE
         label = (
@@ -572,22 +591,45 @@ def _twin_control(ctx: Context, fits: dict) -> dict:
         )
     if gap < 0:
         cause = (
-            "after the projection at this width the twin's product with the first point's vector exceeds the "
-            f"smaller of their squared norms (by {-gap:.2g}), so no threshold of the first block separates the "
-            "pair: the unit of the shorter one fires on the other point more strongly than on its own and "
-            "throws it far from every surrogate, and the later blocks carry the error on"
+            "The cause is the pair's geometry: after the projection at this width the twin's product with the "
+            f"first point's vector exceeds the smaller of their squared norms (by {-gap:.2g}), so no threshold "
+            "of the first block separates the pair: the unit of the shorter one fires on the other point more "
+            "strongly than on its own and throws it far from every surrogate, and the later blocks carry the "
+            "error on; the size of the misfit measures only how far the forced blocks carry that first failure."
         )
     else:
-        cause = f"the first block separates the pair (margin {gap:.2g}); the misfit arises in later blocks"
-    return {
-        "err": err,
-        "err same label": err_same,
-        "pair margin": gap,
-        "message": message,
-        "label": label,
-        "cause": cause,
-        "d2": float(np.sum((X[0] - X[1]) ** 2)),
-    }
+        cause = (
+            f"The first block separates the pair (margin {gap:.2g}), so the misfit arises in later blocks, "
+            "not at the pair itself."
+        )
+    return {"message": message, "label": label, "cause": cause}
+
+
+def _twin_control(ctx: Context, fits: dict) -> dict:
+    """Theorem 3.2's control (shared with its proof's conditions): the twin of :func:`_twin_network` with
+    another label, its torch module's misfit ``err`` (None where the recipe is undefined), and, to show what
+    causes the misfit, the same twin with the first point's label (``err same label``) and the pair's
+    per-unit margin in the first block (``pair margin``: :attr:`ex.BlockCondition.unit_margin` of the two
+    projected points, ``min(|alpha_1|^2, |alpha_twin|^2) - <alpha_1, alpha_twin>``, negative where no
+    threshold separates them; NaN without a network), each also said in words (:func:`_twin_words`)."""
+
+    def compute():
+        net, X, y = _twin_network(ctx, fits, same_label=False)
+        net_same, X_same, y_same = _twin_network(ctx, fits, same_label=True)
+        err = None if net is None else _module_check(net, X, y)[0]
+        err_same = None if net_same is None else _module_check(net_same, X_same, y_same)[0]
+        gap = math.nan
+        if net is not None:  # the pair's margin depends on A_0 alone, drawn before the labels are seen
+            gap = ex.block_condition(net.embed(X[:2]), np.zeros((0, net.k))).unit_margin
+        return {
+            "err": err,
+            "err same label": err_same,
+            "pair margin": gap,
+            **_twin_words(err, err_same, gap),
+            "d2": float(np.sum((X[0] - X[1]) ** 2)),
+        }
+
+    return ctx.shared("twin-control", compute)
 
 
 # --- Theorem 3.2: the projection step as printed ---------------------------------------------------------------
@@ -790,11 +832,7 @@ def _theorem_3_2_repair(ctx, jl, bracket, mc_rows, equi) -> Check:
         r"\lceil \ln(2n(n-1)) / I(\rho) \rceil$, $I(\rho) = \frac12 \ln(4/(4 - \rho))$. "
         r"Both are $O(\log n / \rho^2)$.",
     ),
-    control=Control(
-        r"The sphere sample with a twin of its first point at squared distance $10^{-6}$ (far below "
-        r"the sample's $\rho$, far above what float64 resolves) and another label: Assumption 3.1 fails at "
-        r"the $\rho$ the width was chosen for."
-    ),
+    control=Control(TWIN_CONTROL),
     rests_on=("hardt-ma/lemma-b.1", "hardt-ma/lemma-b.2"),
 )
 def theorem_3_2(ctx: Context) -> Evidence:
@@ -994,11 +1032,7 @@ def _conditions_arithmetic() -> dict:
         r"1)/3$: squared norms lie in $[1 - \rho', 1 + \rho']$ and $\|z_i - z_j\|^2 \ge (1 - \varepsilon)\rho "
         r"\ge 2\rho/3 \ge \rho'$.",
     ),
-    control=Control(
-        r"The sphere sample with a twin of its first point at squared distance $10^{-6}$ (far below the "
-        r"sample's $\rho$, far above what float64 resolves) and another label: Assumption 3.1 fails at the "
-        r"$\rho$ the width was chosen for."
-    ),
+    control=Control(TWIN_CONTROL),
     rests_on=("hardt-ma/lemma-b.2",),
 )
 def theorem_3_2_proof_conditions(ctx: Context) -> Evidence:
