@@ -865,6 +865,7 @@ def test_an_interrupted_run_keeps_the_previous_outputs_and_says_so(
             os.killpg(proc.pid, signal.SIGKILL)
     assert proc.returncode == exit_code, output
     assert "interrupted" in output
+    assert "Traceback" not in output and "ZMQError" not in output, output  # the kernel's shutdown kept quiet
     assert _good_outputs(build) == good, "the interrupted run replaced the previous outputs"
     assert not list((build / "executed").rglob(".*partial*")), "temporary files left behind"
     report = json.loads((build / "executed" / "report.json").read_text())
@@ -880,6 +881,73 @@ def test_an_interrupted_run_keeps_the_previous_outputs_and_says_so(
     report = json.loads((build / "executed" / "report.json").read_text())
     assert {c["chapter"]: c for c in report["chapters"]}["book/slow"]["run"] == "reused"
     assert report["state"] == "complete"
+
+
+def _children(pid: int) -> list[int]:
+    """The processes whose parent is ``pid`` (Linux /proc)."""
+    found = []
+    for name in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            stat = Path(f"/proc/{name}/stat").read_text()
+        except OSError:
+            continue
+        if int(stat[stat.rindex(")") + 2 :].split()[1]) == pid:
+            found.append(int(name))
+    return found
+
+
+def _running(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rindex(")") + 2] != "Z"
+
+
+def test_ctrl_c_during_a_run_prints_one_line_and_leaves_no_kernel(tmp_path):
+    """Ctrl-C in a terminal (SIGINT to the whole process group) while a cell runs: the user sees the executor's
+    one line, not ipykernel's complaint (a ZMQError traceback) about being shut down mid-reply; exit 130; the
+    kernel is gone. What the kernel writes to its standard error before that still reaches the terminal."""
+    import select
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    if not os.path.isdir("/proc"):
+        pytest.skip("finds the kernel through /proc")
+    cell = "import time\nget_ipython().kernel.log.warning('the kernel speaks')\ntime.sleep(120)"
+    slow = chapter("Slow", 'profile = "quick"\nseed = 0', cell)
+    root = make_book(tmp_path / "src", {"intro": "# Intro\n", "slow": slow})
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "resnet_theory.book", "run", "book/slow.md", "--root", str(root)]
+        + ["--build-dir", str(tmp_path / "build")],
+        cwd=root,
+        start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # as from a terminal (see above)
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        err, deadline = b"", time.monotonic() + 60
+        while b"the kernel speaks" not in err:  # the kernel's own line arrived: its cell is running
+            assert proc.poll() is None, err.decode()
+            assert time.monotonic() < deadline, "the chapter never reached its slow cell"
+            if select.select([proc.stderr], [], [], 0.2)[0]:
+                err += os.read(proc.stderr.fileno(), 65536)
+        kernels = _children(proc.pid)
+        assert kernels, "no kernel found"
+        os.killpg(proc.pid, signal.SIGINT)
+        _, rest = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    text = (err + rest).decode()
+    assert proc.returncode == 130, text
+    assert "Traceback" not in text and "ZMQError" not in text, text
+    lines = [line for line in text.splitlines() if "the kernel speaks" not in line]
+    assert len(lines) == 1 and lines[0].startswith("[book] book/slow.md: interrupted (SIGINT); "), text
+    assert not [pid for pid in kernels if _running(pid)], "the kernel outlived the run"
 
 
 def test_a_failed_run_keeps_the_previous_outputs_and_says_so(slow_book, tmp_path, capsys):

@@ -6,12 +6,21 @@ interrupted run (Ctrl-C, SIGTERM) leaves the previous good outputs; the report t
 (``state``: ``failed`` or ``interrupted``, with the signal, the chapter and the parameters of the attempt),
 and an interrupted run exits 130 (SIGINT) or 143 (SIGTERM) without building HTML. Temporaries of runs that
 were killed outright are removed by the next run.
+
+**A quiet interruption.** The kernel runs in a session of its own (jupyter_client starts it so), so a terminal's
+Ctrl-C reaches the executor only; the executor then shuts the kernel down, and jupyter_client's shutdown
+interrupts the busy kernel and at once asks it to stop, so that ipykernel, still replying to the interrupted cell,
+may log a ``ZMQError`` traceback on a socket its shutdown already closed. The kernel's standard error therefore
+reaches the executor's through a pipe (:class:`KernelStderr`), passed on as it comes, and dropped while a kernel is
+shut down because the run was interrupted: the user sees the executor's one line, ``interrupted (SIGINT)``.
 """
 
 from __future__ import annotations
 
 import errno
 import os
+import sys
+import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -36,23 +45,95 @@ class BookInterrupted(KeyboardInterrupt):
         self.signal_name = signal_name
 
 
+class KernelStderr:
+    """A kernel's standard error, passed on to this process's (file descriptor 2) by a thread as it comes, until
+    :meth:`mute` is called; then dropped. The kernel is started with :attr:`write_fd` as its standard error, and
+    :meth:`start` closes this process's copy of it, so that the thread sees the end of the stream when the kernel
+    (and every process it started that kept it) has exited."""
+
+    #: Seconds :meth:`finish` waits for the stream to end once the kernel is down.
+    FINISH_SECONDS = 2.0
+
+    def __init__(self) -> None:
+        self.read_fd, self.write_fd = os.pipe()
+        self.muted = False
+        self.thread = threading.Thread(target=self._pass_on, name="kernel-stderr", daemon=True)
+
+    def start(self) -> None:
+        os.close(self.write_fd)
+        self.thread.start()
+
+    def close(self) -> None:
+        """Undo a pipe no kernel was started with."""
+        for fd in (self.read_fd, self.write_fd):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+    def mute(self) -> None:
+        self.muted = True
+
+    def finish(self) -> None:
+        """Wait (briefly) until the kernel's last words are passed on: its process is gone by now."""
+        self.thread.join(self.FINISH_SECONDS)
+
+    def _pass_on(self) -> None:
+        try:
+            while chunk := os.read(self.read_fd, 65536):
+                while chunk and not self.muted:
+                    try:
+                        chunk = chunk[os.write(2, chunk) :]
+                    except OSError:  # this process's standard error is closed: the text has nowhere to go
+                        break
+        finally:
+            os.close(self.read_fd)
+
+
 def kernel_manager_class(sink: dict | None = None):
     """The kernel manager papermill starts chapters with: on POSIX systems the kernel talks to the executor over
     Unix sockets in a private temporary folder of its own (absolute names, mode 0700), not over TCP ports on
     localhost, which any local user could connect to (ipykernel warns about it on every start), and not in the
     chapter's folder, where two runs would share the names; elsewhere the default TCP manager. Just before the
-    kernel is shut down, the CPU seconds of its process tree are stored in ``sink["cpu_seconds"]``."""
+    kernel is shut down, the CPU seconds of its process tree are stored in ``sink["cpu_seconds"]``.
+
+    On POSIX systems the kernel's standard error reaches this process's through a :class:`KernelStderr`, which is
+    muted when the kernel is shut down because the run is being interrupted (the shutdown runs while a
+    :class:`KeyboardInterrupt`, as Ctrl-C and the executor's SIGTERM raise, is propagating): the kernel's
+    complaints about being stopped mid-reply are not the user's concern."""
     from jupyter_client.manager import AsyncKernelManager
     from traitlets import CaselessStrEnum
 
     from .cpu import process_tree_cpu_seconds
 
     class MeasuredKernelManager(AsyncKernelManager):
+        _stderr: KernelStderr | None = None
+
+        async def _async_launch_kernel(self, kernel_cmd: list[str], **kw) -> None:
+            if os.name != "posix" or kw.get("stderr") is not None:
+                await super()._async_launch_kernel(kernel_cmd, **kw)
+                return
+            stderr = KernelStderr()
+            try:
+                await super()._async_launch_kernel(kernel_cmd, **{**kw, "stderr": stderr.write_fd})
+            except BaseException:
+                stderr.close()
+                raise
+            stderr.start()
+            self._stderr = stderr
+
         async def shutdown_kernel(self, now: bool = False, restart: bool = False) -> None:
+            stderr = self._stderr
+            if stderr is not None and isinstance(sys.exc_info()[1], KeyboardInterrupt):
+                stderr.mute()
             pid = getattr(self.provisioner, "pid", None)
             if sink is not None and pid:
                 sink["cpu_seconds"] = process_tree_cpu_seconds(pid)
-            await super().shutdown_kernel(now=now, restart=restart)
+            try:
+                await super().shutdown_kernel(now=now, restart=restart)
+            finally:
+                if stderr is not None:
+                    stderr.finish()
 
     if os.name != "posix":
         return MeasuredKernelManager
