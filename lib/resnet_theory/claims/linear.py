@@ -2292,16 +2292,18 @@ def bhl_far_from_identity(ctx: Context) -> Evidence:
 NEGATIVE_SPECTRA = ([-0.25, 0.5, 1, 2], [-1.0, 0.5, 1, 2], [-3.0, 0.5, 1, 2], [-1.0, -0.5, 0.5, 2])
 #: Regulariser strengths toward the identity.
 REGULARISERS = (0.0, 1e-3, 1e-2, 1e-1)
+#: The first steps, before rounding errors have grown, over which the reduction must match the matrix runs.
+EARLY_STEPS = 300
 
 
-def _exact_floor(spectrum) -> float:
+def exact_floor(spectrum) -> float:
     """sum of lambda^2 / 2 over the negative eigenvalues: the exact-arithmetic loss floor."""
     return 0.5 * sum(x * x for x in spectrum if x < 0)
 
 
 def _exact_runs(ctx: Context, rotation: np.ndarray) -> list[dict]:
     """The exact-arithmetic reduction for each spectrum, strength and sign (as given, and with every negative
-    eigenvalue flipped), beside the floating-point matrix run over its first 300 steps."""
+    eigenvalue flipped), beside the floating-point matrix run over its first ``EARLY_STEPS`` steps."""
     cfg = ctx.cfg
     cases = []
     for spectrum, reg, target in itertools.product(NEGATIVE_SPECTRA, REGULARISERS, ("negative", "flip")):
@@ -2313,7 +2315,7 @@ def _exact_runs(ctx: Context, rotation: np.ndarray) -> list[dict]:
         [c[3] for c in cases], cfg.bhl_depth, [c[5] for c in cases], 3 * cfg.bhl_negative_budget, [c[1] for c in cases]
     )
     early_runs = linear.identity_gd_trace_many(
-        [c[4] for c in cases], cfg.bhl_depth, [c[5] for c in cases], 300, [c[1] for c in cases]
+        [c[4] for c in cases], cfg.bhl_depth, [c[5] for c in cases], EARLY_STEPS, [c[1] for c in cases]
     )
     rows = []
     for (spectrum, reg, target, _lam, _Phi, _eta), exact, early_run in zip(cases, exact_runs, early_runs):
@@ -2325,8 +2327,8 @@ def _exact_runs(ctx: Context, rotation: np.ndarray) -> list[dict]:
                 "target": target,
                 "min loss": float(exact.losses.min()),
                 "smallest mu": float(exact.min_mu),
-                "exact floor": _exact_floor(spectrum),
-                "vs matrix": float(np.max(np.abs(early / exact.losses[:301] - 1))),
+                "exact floor": exact_floor(spectrum),
+                "vs matrix": float(np.max(np.abs(early / exact.losses[: EARLY_STEPS + 1] - 1))),
             }
         )
     return rows
@@ -2350,8 +2352,8 @@ def _keeps_floor(rows: list[dict], what: str) -> Check:
     statement=r"For symmetric $\Phi$ with a negative eigenvalue, every algorithm of a "
     r"class doing GD from the identity, optionally regularised toward the identity in "
     r"each layer, fails to converge; some forms of regularisation toward the identity "
-    r"do not help. Added here: exact-arithmetic GD, four such targets, four "
-    r"regulariser strengths, a step suited to each target.",
+    rf"do not help. Added here: exact-arithmetic GD, {len(NEGATIVE_SPECTRA)} such targets, "
+    rf"{len(REGULARISERS)} regulariser strengths, a step suited to each target.",
     control=Control(
         "The same targets with every negative eigenvalue made positive (symmetric positive definite, outside the "
         "claim), at each regulariser strength."
@@ -2371,7 +2373,9 @@ def bhl_negative_eigenvalue(ctx: Context) -> Evidence:
                 _column(negative, "smallest mu"), 0.0, what="exact runs: smallest layer eigenvalue over the run"
             ),
             Check.at_most(
-                _column(rows, "vs matrix"), 1e-6, what="reduction vs float matrix GD, first 300 steps, relative"
+                _column(rows, "vs matrix"),
+                1e-6,
+                what=f"reduction vs float matrix GD, first {EARLY_STEPS} steps, relative",
             ),
         ],
         what="the exact-arithmetic floor, and the reduction",
@@ -2388,6 +2392,7 @@ def bhl_negative_eigenvalue(ctx: Context) -> Evidence:
             "neg_float_steps": int(ctx.cfg.bhl_negative_budget),
             "neg_exact_steps": 3 * int(ctx.cfg.bhl_negative_budget),
             "neg_runs": len(negative),
+            "neg_early_steps": EARLY_STEPS,
             "neg_flip_max": float(max(r["min loss"] for r in flipped)),
             "neg_agree": float(max(r["vs matrix"] for r in rows)),
         },
