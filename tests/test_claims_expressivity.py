@@ -324,6 +324,14 @@ def test_lemma_b_2_is_a_record_the_statement_holds_the_printed_bound_fails_the_r
     assert not ev.controls[0].holds and ev.controls[0].decisive
     assert glue["expr_b2_sep_min"] >= LEMMA_B2["rho_p"]  # the instances satisfy (b)
     assert glue["expr_b2_qz_min"] > glue["expr_b2_bound"] and glue["expr_b2_step"] == 0.0
+    # the glued fractions are the checks' own estimates, over the draws the data keep
+    from resnet_theory.expressivity import FIT_TOLERANCE
+
+    draws = run.data["draws"]
+    built = [r["twin"] for r in draws if r["twin"] is not None]
+    assert glue["expr_b2_twin"] == ev.controls[0].numbers["estimate"] == np.mean(np.array(built) <= FIT_TOLERANCE)
+    fits = [r["err"] <= FIT_TOLERANCE for r in draws]
+    assert glue["expr_b2_fit"] == ev.statement.numbers["estimate"] == np.mean(fits)
     assert "hardt-ma/lemma-b.2" in CLAIMS.claims["hardt-ma/thm-3.2"].rests_on
     assert not any("Lemma B.2" in s.ref for s in CLAIMS.skipped)
     g = np.random.default_rng(3)

@@ -1324,30 +1324,27 @@ def lemma_b_2(ctx: Context) -> Evidence:
     proof's bound <q_s, z_i> <= 1 - rho' and the per-unit condition it stands for; the duplicate control."""
     w, draws = LEMMA_B2, ctx.cfg.surrogate_draws
     d = _lemma_b_2_draws(ctx)
-    rate = lambda values, bound: float(np.mean(np.array(values) <= bound))  # noqa: E731
     test = f"fraction of {draws} draws of instance, labels and surrogates, one-sided test against 0.5"
     se = math.sqrt(0.25 / draws)
     where = f"$n = {w['n']}$, $k = {w['k']}$, $\\rho' = {w['rho_p']}$, $r = {w['r']}$"
 
     def frac(values, bound, what):
-        return Check.statistical(rate(values, bound), se, 0.5, test=test, n=draws, what=f"{what}, {where}")
+        rate = float(np.mean(np.array(values) <= bound))
+        return Check.statistical(rate, se, 0.5, test=test, n=draws, what=f"{what}, {where}")
 
-    twin = [e for e in d["twin"] if e is not None]  # None: the recipe undefined, no network to measure
-    control = _fit_control(
+    statement = frac(d["err"], ex.FIT_TOLERANCE, r"the induction, per-unit thresholds, maps every $z$ to $v$ (torch)")
+    step = frac(d["qz"], 1 - w["rho_p"], r"every $\langle q_s, z_i\rangle \le 1 - \rho'$")
+    repair = frac(d["per_unit"], -1e-12, r"every $\langle q_s, z_j\rangle < \|z_j\|^2$")
+    control = _fit_control(  # a draw's None (the recipe undefined, no network) is left out
         d["twin"],
         r"the induction (blocks forced where (b) fails) with a duplicated point of another label maps $z$ to $v$",
         ex.FIT_TOLERANCE,
         per_draw=True,
     )
-
+    # each fraction is computed once, by its check; the glue quotes it
     return Evidence(
-        statement=frac(
-            d["err"], ex.FIT_TOLERANCE, r"the induction, per-unit thresholds, maps every $z$ to $v$ (torch)"
-        ),
-        proof=StepEvidence(
-            step=frac(d["qz"], 1 - w["rho_p"], r"every $\langle q_s, z_i\rangle \le 1 - \rho'$"),
-            repair=frac(d["per_unit"], -1e-12, r"every $\langle q_s, z_j\rangle < \|z_j\|^2$"),
-        ),
+        statement=statement,
+        proof=StepEvidence(step=step, repair=repair),
         control=control,
         data={"draws": [{key: d[key][i] for key in d} for i in range(draws)]},
         glue={
@@ -1357,11 +1354,11 @@ def lemma_b_2(ctx: Context) -> Evidence:
             "expr_b2_bound": 1 - w["rho_p"],
             "expr_b2_draws": draws,
             "expr_b2_sep_min": float(min(d["sep"])),
-            "expr_b2_fit": rate(d["err"], ex.FIT_TOLERANCE),
-            "expr_b2_step": rate(d["qz"], 1 - w["rho_p"]),
+            "expr_b2_fit": statement.numbers["estimate"],
+            "expr_b2_step": step.numbers["estimate"],
             "expr_b2_qz_min": float(min(d["qz"])),
-            "expr_b2_repair": rate(d["per_unit"], -1e-12),
-            "expr_b2_twin": rate(twin, ex.FIT_TOLERANCE) if twin else math.nan,
+            "expr_b2_repair": repair.numbers["estimate"],
+            "expr_b2_twin": control.numbers["estimate"] if isinstance(control, Check) else math.nan,
         },
     )
 
