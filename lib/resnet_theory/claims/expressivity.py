@@ -377,7 +377,9 @@ def lemma_b_1(ctx: Context) -> Evidence:
                 what="shared threshold $1 - 2\\rho'$ on squared norms $1 + \\rho'$ at squared distance $3\\rho'$, "
                 "largest error",
             ),
-            repair=Check.at_most(unit_err, TOL_LEMMA, what="per-unit thresholds, same instances"),
+            repair=Check.at_most(
+                unit_err, TOL_LEMMA, what="per-unit thresholds, on these and the other instances of the squared reading"
+            ),
         ),
         control=_fit_control(
             close_err,
@@ -400,6 +402,10 @@ def lemma_b_1(ctx: Context) -> Evidence:
 
 
 # --- Theorem 3.2 at the paper's width: points on the sphere ----------------------------------------------------
+#: Draws of A_0 and the surrogates the builder may try for each sphere and orthonormal network.
+FIT_ATTEMPTS = 12
+
+
 def _sphere_fits(ctx: Context) -> dict:
     """The sphere sample (``max(sizes)`` points), its separation, and the network at the paper's width for
     every prefix in ``sizes``, each checked by its torch module (shared by Theorem 3.2, the output block and
@@ -417,7 +423,7 @@ def _sphere_fits(ctx: Context) -> dict:
             X, y = X_all[:n], y_all[:n]
             start = time.perf_counter()
             net = ex.build_interpolating_resnet(
-                X, y, num_classes=cfg.classes, k=ex.paper_k(n, rho_all), seed=seed, attempts=12
+                X, y, num_classes=cfg.classes, k=ex.paper_k(n, rho_all), seed=seed, attempts=FIT_ATTEMPTS
             )
             build_s = time.perf_counter() - start
             err, weights = _module_check(net, X, y)
@@ -445,7 +451,8 @@ def _orthonormal_fit(ctx: Context) -> dict:
     X = ex.equidistant_points(max(cfg.equi_sizes), 2.0)  # orthonormal inputs
     y = np.arange(len(X)) % cfg.classes
     k = ex.union_bound_k(len(X), 2.0)
-    net = ex.build_interpolating_resnet(X, y, num_classes=cfg.classes, k=k, seed=_seed(ctx, "orthonormal"), attempts=12)
+    seed = _seed(ctx, "orthonormal")
+    net = ex.build_interpolating_resnet(X, y, num_classes=cfg.classes, k=k, seed=seed, attempts=FIT_ATTEMPTS)
     err, weights = _module_check(net, X, y)
     line = (
         f"n = {len(X)}, k = {k}, depth {net.depth}, weights {weights:,}, draws used {net.attempts}, "
@@ -670,6 +677,8 @@ def _projection_step(ctx: Context) -> dict:
         "expr_jl_scaled": max(kept["scaled"]),
         "expr_jl_repaired": min(kept["repaired"]),
         "expr_jl_draws": cfg.jl_draws,
+        "expr_jl_sphere_n": JL_SPHERE_POINTS,
+        "expr_jl_equi_n": JL_EQUI_POINTS,
         "expr_jl_printed_dist": float(min(r["printed: distortion"] for r in rows)),
         "expr_jl_printed2": max(kept["printed log2"]),
         "expr_jl_scaled2_min": min(kept["scaled log2"]),
@@ -889,6 +898,8 @@ def theorem_3_2(ctx: Context) -> Evidence:
         "expr_fit_dim": cfg.sphere_dim,
         "expr_fit_nmax": max(cfg.sizes),
         "expr_fit_err": float(max(r["max |f - one-hot| (module)"] for r in fits["rows"])),
+        "expr_fit_tol": ex.FIT_TOLERANCE,
+        "expr_fit_attempts": FIT_ATTEMPTS,
         "expr_twin_d2": twin["d2"],
         "expr_twin_err": math.nan if twin["err"] is None else float(twin["err"]),
         "expr_twin_err_same": math.nan if twin["err same label"] is None else float(twin["err same label"]),
@@ -1349,6 +1360,7 @@ def lemma_b_2(ctx: Context) -> Evidence:
         data={"draws": [{key: d[key][i] for key in d} for i in range(draws)]},
         glue={
             "expr_b2_n": w["n"],
+            "expr_b2_r": w["r"],
             "expr_b2_k": w["k"],
             "expr_b2_rho": w["rho_p"],
             "expr_b2_bound": 1 - w["rho_p"],
