@@ -935,6 +935,33 @@ def test_a_forced_block_is_the_builders_block_where_the_condition_holds_and_misf
     assert np.all(ex.forced_thresholds([0.5, 2.0], [1.0, 1.0]) < 1.0)
 
 
+def test_the_builders_check_their_inputs_and_normalise_them_once(monkeypatch):
+    """build_interpolating_resnet and build_unchecked_resnet check the labels, find the distinct points and fit
+    the normaliser once (in _builder_inputs), and pass that on; construct_interpolating_resnet does it once too."""
+    calls = {"labels": 0, "unique": 0, "fit": 0}
+
+    def counted(name, f):
+        def wrapper(*args, **kwargs):
+            calls[name] += 1
+            return f(*args, **kwargs)
+
+        return wrapper
+
+    monkeypatch.setattr(ex, "_as_labels", counted("labels", ex._as_labels))
+    monkeypatch.setattr(ex, "unique_points", counted("unique", ex.unique_points))
+    monkeypatch.setattr(ex.InputNormaliser, "fit", staticmethod(counted("fit", ex.InputNormaliser.fit)))
+    X, y = np.eye(6) + 0.1, np.arange(6) % 3  # not unit norm: the normaliser lifts them
+    for build in (
+        lambda: ex.build_interpolating_resnet(X, y, num_classes=3, k=40, seed=4),
+        lambda: ex.build_interpolating_resnet(X, y),
+        lambda: ex.build_unchecked_resnet(X, y, num_classes=3, k=40, seed=4),
+        lambda: ex.construct_interpolating_resnet(X, y, k=40, seed=4, projection="gaussian", attempts=12),
+    ):
+        calls.update(labels=0, unique=0, fit=0)
+        build()
+        assert calls == {"labels": 1, "unique": 1, "fit": 1}
+
+
 def test_the_unchecked_build_is_the_builders_first_draw_and_builds_what_the_builder_refuses():
     X, y = np.eye(6), np.arange(6) % 3
     net = ex.build_interpolating_resnet(X, y, num_classes=3, k=40, seed=4, attempts=1)

@@ -915,6 +915,46 @@ def _forward_backend(net, Xn, ops) -> np.ndarray:
     return np.concatenate(out) if out else np.zeros((0, net.num_classes))
 
 
+@dataclass(frozen=True)
+class _DataSet:
+    """One data set, checked and normalised once: the inputs and labels (checked), the number of classes,
+    the rows ``first`` of the distinct points, the fitted normaliser and the normalised distinct points."""
+
+    X: np.ndarray
+    labels: np.ndarray
+    r: int
+    first: np.ndarray
+    normaliser: InputNormaliser
+    Xn: np.ndarray
+
+
+def _checked_data(X, y, num_classes) -> tuple[np.ndarray, np.ndarray, int]:
+    """The inputs and labels, checked (the first arguments :func:`construct_interpolating_resnet` checks), and
+    the number of classes ``r``: ``(X, labels, r)``."""
+    X = _as_inputs(X)
+    labels, r = _as_labels(y, X.shape[0], num_classes)
+    return X, labels, r
+
+
+def _distinct_normalised(X: np.ndarray, labels: np.ndarray, r: int) -> _DataSet:
+    """The :class:`_DataSet` of checked inputs and labels: their distinct points (identical inputs with two
+    labels raise) and the normaliser fitted to the inputs."""
+    first, _ = unique_points(X, labels)
+    normaliser = InputNormaliser.fit(X)
+    return _DataSet(X, labels, r, first, normaliser, normaliser.transform(X[first]))
+
+
+def _draw_settings(k, seed, projection, thresholds, attempts, backend, device) -> tuple:
+    """The other arguments of :func:`construct_interpolating_resnet`, checked in its order:
+    ``(k, seed, projection, thresholds, attempts, ops)``."""
+    k = validate.positive_int("k", k)
+    seed = validate.non_negative_int("seed", seed)
+    projection = validate.choice("projection", projection, PROJECTIONS)
+    thresholds = _check_thresholds(thresholds)
+    attempts = validate.positive_int("attempts", attempts)
+    return k, seed, projection, thresholds, attempts, _backend(backend, device)
+
+
 @dataclass
 class _Prepared:
     """What every draw of :func:`construct_interpolating_resnet` for one data set shares: the checked inputs
@@ -933,34 +973,34 @@ class _Prepared:
     X_all: np.ndarray
 
 
+def _prepare(data: _DataSet, k: int, projection: str, thresholds: str, ops) -> _Prepared:
+    """The work on a checked, normalised data set that does not depend on the draw, with the refusals that
+    depend on the width (checked settings from :func:`_draw_settings`)."""
+    n, D = data.Xn.shape
+    if projection == "orthonormal" and k < D:
+        raise ValueError(f"k={k} is refused: an orthonormal projection needs k >= D = {D}")
+    if k == 1 and data.r > 2:
+        raise ValueError(f"k=1 is refused: R^1 holds at most 2 unit surrogate labels, r={data.r} classes need k >= 2")
+    depth = math.ceil(n / k)
+    if paper_parameter_count(k, D, depth, data.r) > MAX_PARAMETERS:
+        raise ValueError(
+            f"k={k} is refused: the network would have "
+            f"{paper_parameter_count(k, D, depth, data.r):,} weights (limit {MAX_PARAMETERS:,})"
+        )
+    X_all = data.normaliser.transform(data.X)
+    return _Prepared(
+        data.X, data.labels, data.r, k, projection, thresholds, ops, data.first, data.normaliser, data.Xn, X_all
+    )
+
+
 def _prepare_construction(X, y, k, num_classes, seed, projection, thresholds, attempts, backend, device):
     """Check the arguments of :func:`construct_interpolating_resnet` (in its order) and do the work that does
     not depend on the draw; returns the :class:`_Prepared` data set, the seed and the number of attempts."""
-    X = _as_inputs(X)
-    labels, r = _as_labels(y, X.shape[0], num_classes)
-    k = validate.positive_int("k", k)
-    seed = validate.non_negative_int("seed", seed)
-    projection = validate.choice("projection", projection, PROJECTIONS)
-    thresholds = _check_thresholds(thresholds)
-    attempts = validate.positive_int("attempts", attempts)
-    ops = _backend(backend, device)
-    first, _ = unique_points(X, labels)
-    normaliser = InputNormaliser.fit(X)
-    Xn = normaliser.transform(X[first])
-    n, D = Xn.shape
-    if projection == "orthonormal" and k < D:
-        raise ValueError(f"k={k} is refused: an orthonormal projection needs k >= D = {D}")
-    if k == 1 and r > 2:
-        raise ValueError(f"k=1 is refused: R^1 holds at most 2 unit surrogate labels, r={r} classes need k >= 2")
-    depth = math.ceil(n / k)
-    if paper_parameter_count(k, D, depth, r) > MAX_PARAMETERS:
-        raise ValueError(
-            f"k={k} is refused: the network would have "
-            f"{paper_parameter_count(k, D, depth, r):,} weights (limit {MAX_PARAMETERS:,})"
-        )
-    X_all = normaliser.transform(X)
-    prepared = _Prepared(X, labels, r, k, projection, thresholds, ops, first, normaliser, Xn, X_all)
-    return prepared, seed, attempts
+    X, labels, r = _checked_data(X, y, num_classes)
+    k, seed, projection, thresholds, attempts, ops = _draw_settings(
+        k, seed, projection, thresholds, attempts, backend, device
+    )
+    return _prepare(_distinct_normalised(X, labels, r), k, projection, thresholds, ops), seed, attempts
 
 
 def _draw_network(p: _Prepared, seed: int, attempts: int) -> InterpolatingResNet:
@@ -1072,17 +1112,18 @@ def build_interpolating_resnet(
     closer than float64 resolves (``rho`` below :func:`separation_floor`) are refused before any draw,
     with condition ``"separation-floor"``: whether a draw fits them rests on rounding, not on the proof.
     """
-    X, labels, r, first, Xn, (rho, i, j), k, projection = _builder_inputs(X, y, num_classes, k, backend, device)
-    prepared, seed, attempts = _prepare_construction(
-        X, labels, k, r, seed, projection, thresholds, attempts, backend, device
+    data, (rho, i, j), k, projection = _builder_inputs(X, y, num_classes, k, backend, device)
+    k, seed, projection, thresholds, attempts, ops = _draw_settings(
+        k, seed, projection, thresholds, attempts, backend, device
     )
-    floor = separation_floor(prepared.k, Xn.shape[1])
+    prepared = _prepare(data, k, projection, thresholds, ops)
+    floor = separation_floor(prepared.k, data.Xn.shape[1])
     if rho is not None and not rho >= floor:
-        a, b = sorted((int(first[i]), int(first[j])))
+        a, b = sorted((int(data.first[i]), int(data.first[j])))
         raise ConstructionError(
             f"inputs {a} and {b} are distinct but closer than this float64 construction resolves: their "
             f"normalised squared distance {rho:.3g} is below separation_floor(k={prepared.k}, "
-            f"D={Xn.shape[1]}) = {floor:.3g} (a distance of {math.sqrt(rho):.2g} on the unit sphere), so "
+            f"D={data.Xn.shape[1]}) = {floor:.3g} (a distance of {math.sqrt(rho):.2g} on the unit sphere), so "
             f"Lemma B.1's margin rho/2 is within the rounding of <alpha, h> whatever A_0 is drawn; merge or drop one",
             "separation-floor",
             (a, b),
@@ -1092,15 +1133,14 @@ def build_interpolating_resnet(
 
 def _builder_inputs(X, y, num_classes, k, backend="numpy", device=None, *, separation_always=True) -> tuple:
     """The input setup of :func:`build_interpolating_resnet`, which :func:`build_unchecked_resnet` shares:
-    the checked inputs and labels ``(X, labels, r)``, the rows ``first`` of the distinct points, their
-    normalised copies ``Xn``, ``(rho, i, j)`` (the separation of ``Xn`` and its closest pair, ``(None, 0, 0)``
-    for one point), and the width and projection: an explicit ``k`` with the Gaussian projection, or
+    ``(data, (rho, i, j), k, projection)``, with ``data`` the :class:`_DataSet` (checked inputs and labels,
+    distinct points, normaliser, normalised distinct points ``Xn``; done once, and passed on to
+    :func:`_prepare`), ``(rho, i, j)`` the separation of ``Xn`` and its closest pair (``(None, 0, 0)`` for
+    one point), and the width and projection: an explicit ``k`` with the Gaussian projection, or
     :func:`default_k` from ``rho``. ``separation_always=False``: ``rho`` is computed only where ``default_k``
     needs it (``k=None``), else ``(None, 0, 0)``."""
-    X = _as_inputs(X)
-    labels, r = _as_labels(y, X.shape[0], num_classes)
-    first, _ = unique_points(X, labels)
-    Xn = InputNormaliser.fit(X).transform(X[first])
+    data = _distinct_normalised(*_checked_data(X, y, num_classes))
+    Xn = data.Xn
     closest = (None, 0, 0)
     if Xn.shape[0] > 1 and (separation_always or k is None):
         closest = _separation(Xn, None, backend, device)
@@ -1108,7 +1148,7 @@ def _builder_inputs(X, y, num_classes, k, backend="numpy", device=None, *, separ
         k, projection = default_k(Xn.shape[0], closest[0], Xn.shape[1])
     else:
         projection = "gaussian"
-    return X, labels, r, first, Xn, closest, k, projection
+    return data, closest, k, projection
 
 
 def build_unchecked_resnet(X, y, num_classes=None, k=None, seed=0) -> InterpolatingResNet:
@@ -1123,8 +1163,9 @@ def build_unchecked_resnet(X, y, num_classes=None, k=None, seed=0) -> Interpolat
     the caller to find out. Raises :class:`ConstructionError` (condition ``"forced"``) only where the recipe
     is undefined (two surrogates coincide), and ``ValueError`` for identical inputs with different labels
     and for a refused ``k``, as the builder does."""
-    X, labels, r, _, _, _, k, projection = _builder_inputs(X, y, num_classes, k, separation_always=False)
-    p, seed, _ = _prepare_construction(X, labels, k, r, seed, projection, "per-unit", 1, "numpy", None)
+    data, _, k, projection = _builder_inputs(X, y, num_classes, k, separation_always=False)
+    k, seed, projection, thresholds, _, ops = _draw_settings(k, seed, projection, "per-unit", 1, "numpy", None)
+    p = _prepare(data, k, projection, thresholds, ops)
     rng = np.random.default_rng([int(seed), 0])
     with p.ops.limits():
         A0, U, V, s, Q, t_out, margins, out_margin, groups = _attempt(
