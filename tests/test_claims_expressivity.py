@@ -359,7 +359,27 @@ def test_the_projection_step_shows_both_readings_of_log(runs):
     assert {"printed, log2: kept", "1/k scale, log2: kept"} <= set(row)
     assert "log2" in run.evidence.proof.step.summary
     text = CHAPTER.read_text()
-    assert "expr_jl_scaled2_min" in text and "holds only for the $\\ln$" in text
+    assert "expr_jl_scaled2_min" in text and "what the book's reading shows depends on the base" in text
+
+
+def test_the_printed_step_is_checked_on_the_printed_step_only_and_the_rescaled_reading_is_shown_beside_it(runs):
+    """Theorem 3.2's proof-step check has exactly the printed parts (standard normal entries, log read as ln and
+    as log2); the book's rescaled reading (entries of variance 1/k) is the same test kept in the data, its outcome
+    glued in words, and the chapter says it is not part of the verdict."""
+    from resnet_theory.claims.expressivity import _outcome_words
+
+    run = runs["hardt-ma/thm-3.2"]
+    step = run.evidence.proof.step
+    parts = step.numbers["parts"]
+    assert len(parts) == 2 and not step.holds and step.decisive  # the printed parts alone decide
+    assert "N(0, 1/k)" not in step.summary and "reading, an addition" not in step.summary
+    assert step.summary.count("standard normal entries (printed)") == 2
+    rescaled = run.data["rescaled_reading"]
+    assert "the book's reading" in rescaled.summary and "N(0, 1/k)" in rescaled.summary
+    assert rescaled.numbers["parts"][0]["estimate"] == run.data["projection_step"][0]["1/k scale: kept"]
+    assert run.evidence.glue["expr_jl_scaled_outcome"] == _outcome_words(rescaled)
+    text = CHAPTER.read_text()
+    assert "shown beside the\nverdict and do not enter it" in text and "expr_jl_scaled_outcome" in text
 
 
 @pytest.mark.parametrize(
