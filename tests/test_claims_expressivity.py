@@ -164,6 +164,31 @@ def test_the_midpoint_counterexample_leaves_no_firing_margin(runs):
     assert all(r[r"$\min \|\alpha^{(i)} - \alpha^{(j)}\|$"] >= r[r"$3\rho'$"] for r in rows)
 
 
+def test_lemma_b_1s_correction_and_repair_are_separate_checks_on_separate_inputs(runs, monkeypatch):
+    """The corrected statement's check (per-unit block on random and ring instances) and the repair's (per-unit
+    block on the equal-norm vectors where the printed threshold is tested) share no instance: breaking the block
+    on the equal-norm vectors alone fails the repair and the step, never the correction."""
+    from resnet_theory import expressivity as ex
+
+    ev = runs["hardt-ma/lemma-b.1"].evidence
+    assert ev.corrected.summary != ev.proof.repair.summary
+    assert "equal-norm" in ev.proof.repair.summary and "equal-norm" not in ev.corrected.summary
+    cases = ev.corrected.numbers["cases"], ev.proof.repair.numbers["cases"], ev.proof.step.numbers["cases"]
+    n_rho = len(runs["hardt-ma/lemma-b.1"].data["hull"])
+    count = PROFILE.resolve("tiny").lemma_instances
+    assert cases == ((count + 1) * n_rho, n_rho, n_rho)  # random + ring; equal norms; equal norms
+    block = ex.lemma_b_1_block
+    is_equal_norm = lambda A: np.allclose(A[:, 0], A[0, 0]) and A.shape[1] == A.shape[0] + 1  # noqa: E731
+
+    def broken(A, B, O=None, **kwargs):
+        U, V, s, c = block(A, B, O, **kwargs)
+        return (U, 2 * V, s, c) if is_equal_norm(np.asarray(A)) else (U, V, s, c)
+
+    monkeypatch.setattr(ex, "lemma_b_1_block", broken)
+    again = CLAIMS.claims["hardt-ma/lemma-b.1"].evidence(tiny_context())
+    assert again.corrected.holds and not again.proof.repair.holds
+
+
 def test_the_theorem_data_hold_what_the_chapter_draws(runs):
     data = runs["hardt-ma/thm-3.2"].data
     sizes = PROFILE.resolve("tiny").sizes
