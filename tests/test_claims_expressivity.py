@@ -276,6 +276,20 @@ def test_every_number_the_prose_quotes_is_glued_by_a_claim_or_by_the_chapter(run
     assert not (from_claims & glued), "a number glued twice, by a claim and by the chapter"
 
 
+def test_every_number_a_claim_or_the_chapter_glues_is_quoted_by_the_chapter(runs):
+    """No glue that no page quotes: every key a claim glues and every key a chapter cell glues (for an f-string
+    key, some key with its prefix) is quoted by book/expressivity.md."""
+    text = CHAPTER.read_text()
+    quoted, glued = _chapter_glue_names(text)
+    for claim_id, run in runs.items():
+        unquoted = set(run.evidence.glue) - quoted
+        assert not unquoted, f"{claim_id} glues what book/expressivity.md never quotes: {sorted(unquoted)}"
+    literal = set(re.findall(r'glue\("([A-Za-z0-9_]+)"', text))
+    assert not literal - quoted, f"glued by a chapter cell, never quoted: {sorted(literal - quoted)}"
+    prefixes = set(re.findall(r'glue\(f"([A-Za-z0-9_]+)\{', text))
+    assert prefixes and all(any(q.startswith(prefix) for q in quoted) for prefix in prefixes), prefixes
+
+
 def test_no_summary_a_page_shows_has_ascii_math(runs):
     """The issue-33 scan (``tests/test_ledger_math.py``) on this file's tiny runs: not a second run of the claims."""
     assert_no_ascii_math_shown("expressivity", runs.values())
