@@ -783,6 +783,7 @@ def test_printed_layer_counts_do_not_add_up():
 
 # --- Bartlett, Helmbold & Long: step suited to the target, traces, determinant floor ----------------------
 from resnet_theory.linear import (  # noqa: E402  (kept apart from the imports above, which another branch edits)
+    BHL_STEP_SCALE,
     bhl_step_size,
     det_loss_floor,
     identity_gd_trace,
@@ -794,6 +795,7 @@ def test_bhl_step_size_values():
     assert bhl_step_size(np.diag([0.5, 0.2]), 4) == pytest.approx(0.5 / 4)  # ||Phi|| <= 1: scale / L
     assert bhl_step_size(np.diag([4.0, 1.0]), 2) == pytest.approx(0.5 / (2 * 4.0))  # 4^(2 - 2/2) = 4
     assert bhl_step_size(np.diag([16.0, 1.0]), 4, scale=1.0) == pytest.approx(1 / (4 * 16**1.5))
+    assert bhl_step_size(np.diag([4.0, 1.0]), 2) == bhl_step_size(np.diag([4.0, 1.0]), 2, scale=BHL_STEP_SCALE)
 
 
 def test_fixed_step_diverges_on_spectrum_1_to_4_but_the_suited_step_converges():

@@ -37,6 +37,7 @@ from . import checks, validate
 __all__ = [
     "best_factorization_in_ball",
     "best_factorizations_in_ball",
+    "BHL_STEP_SCALE",
     "bhl_step_size",
     "compose",
     "critical_point_search",
@@ -1172,14 +1173,20 @@ def risk_gradient_descent(A0, R, Sigma, steps, lr):
 
 
 # --- Bartlett, Helmbold & Long: a step suited to the target, and steps to a tolerance -------------------
-def bhl_step_size(Phi, depth, scale=0.5) -> float:
+#: The scale ``c`` of :func:`bhl_step_size`'s step ``c / (L max(1, ||Phi||_2)^(2 - 2/L))``: our choice, fixed before
+#: any run (``c = 1/2`` keeps the step times the update's derivative below ``2c = 1``; see :func:`bhl_step_size`).
+BHL_STEP_SCALE = 0.5
+
+
+def bhl_step_size(Phi, depth, scale=BHL_STEP_SCALE) -> float:
     """A step size suited to ``Phi``: ``scale / (L max(1, ||Phi||_2)^(2 - 2/L))``.
 
     Our choice; the paper's step sizes are in its full text, which was not available to us. Why this one: for
     a symmetric target every layer's eigenvalue ``mu`` along an eigenvector with eigenvalue ``lambda`` follows
     ``mu <- mu - eta mu^(L-1) (mu^L - lambda)``, whose linearisation at ``mu = lambda^(1/L)`` has slope
     ``L lambda^(2 - 2/L)``; on the path from ``mu = 1`` it stays below ``(2L - 1) max(1, lambda)^(2 - 2/L)``.
-    ``scale = 0.5`` keeps ``eta`` times it below one. For ``||Phi||_2 <= 1`` this is ``scale / L``.
+    The default ``scale = BHL_STEP_SCALE`` keeps ``eta`` times it below one. For ``||Phi||_2 <= 1`` this is
+    ``scale / L``.
     """
     Phi = validate.square_matrix("Phi", Phi)
     depth = validate.positive_int("depth", depth)
