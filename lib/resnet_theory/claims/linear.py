@@ -1900,6 +1900,10 @@ _PLACEMENTS = {
 }
 #: The tolerances of the log(d/eps) sweep and of the semidefinite control.
 EPS_GRID = 10.0 ** -np.arange(2, 9)
+#: The random positive definite targets' eigenvalues are log-uniform on ``[e^-s, e^s]`` with this ``s``.
+RANDOM_LOG_SPREAD = 2.0
+#: The semidefinite control's budget, in multiples of ``bhl_budget``: enough for its counts to exist to be fitted.
+SEMIDEFINITE_BUDGET_FACTOR = 10
 _SWEEPS = ("kappa", "L", "log(d/eps)")
 #: Each sweep's variable as the fits table shows it.
 _SWEEP_SHOWN = {"kappa": r"$\kappa$", "L": "$L$", "log(d/eps)": r"$\log(d/\epsilon)$"}
@@ -1930,11 +1934,12 @@ def _spd_sweeps(cfg, rng) -> list[dict]:
 
 
 def _spd_random(cfg, rng) -> list[dict]:
-    """Random positive definite targets of any norm: eigenvalues log-uniform on [e^-2, e^2]."""
+    """Random positive definite targets of any norm: eigenvalues log-uniform on ``[e^-s, e^s]``,
+    ``s = RANDOM_LOG_SPREAD``."""
     rows = []
     for _ in range(cfg.bhl_random):
         dim, depth = int(rng.integers(2, 13)), int(rng.choice([2, 4, 8, 16]))
-        lam = np.exp(rng.uniform(-2.0, 2.0, dim))
+        lam = np.exp(rng.uniform(-RANDOM_LOG_SPREAD, RANDOM_LOG_SPREAD, dim))
         steps = steps_to(spd_target(lam, rng), depth, cfg.bhl_budget)
         rows.append({"d": dim, "L": depth, "kappa": lam.max() / lam.min(), "||Phi||_2": lam.max(), "steps": steps})
     return rows
@@ -1980,6 +1985,11 @@ def _power_law_fits(fit, what: str) -> Check:
     return Check.all_of([fit.power_law_fits_better], what=what)
 
 
+def _power_law_fits_every(fits: list[dict], what: str) -> Check:
+    """:func:`_power_law_fits` for every series of :func:`_fits` at once: a series without a fit fails."""
+    return Check.all_of([f["fit"] is not None and f["fit"].power_law_fits_better for f in fits], what=what)
+
+
 @CLAIMS.checked(
     "bartlett-helmbold-long/spd",
     paper="bartlett-helmbold-long",
@@ -1989,7 +1999,7 @@ def _power_law_fits(fit, what: str) -> Check:
     statement=r"For every symmetric positive definite $\Phi$, an algorithm that "
     r"starts from $\Theta_i = I$ learns an $\varepsilon$-approximation within "
     r"$\mathrm{poly}(L, \kappa, \log(d/\varepsilon))$ updates. Added here: the "
-    r"algorithm is GD with step $\frac{1}{2} / (L \max(1, \|\Phi\|)^{2-2/L})$.",
+    rf"algorithm is GD with step ${linear.BHL_STEP_SCALE:g} / (L \max(1, \|\Phi\|)^{{2-2/L}})$.",
     control=Control(
         "A symmetric target with one eigenvalue negated (not positive definite) and a semidefinite one with a zero "
         "eigenvalue (infinite condition number): both lie outside the claim, which promises nothing for them."
@@ -2005,15 +2015,13 @@ def bhl_spd(ctx: Context) -> Evidence:
     lam = np.geomspace(*_PLACEMENTS[r"$[\kappa^{-1/2}, \kappa^{1/2}]$"](8), cfg.bhl_dim)
     negated_steps = steps_to(spd_target(np.r_[-lam[0], lam[1:]], rng), cfg.bhl_depth, cfg.bhl_budget)
     semidefinite = spd_target(np.r_[0.0, lam[1:]], rng)
-    psd_fit = _fit(
-        np.log(cfg.bhl_dim / EPS_GRID), [steps_to(semidefinite, 2, 10 * cfg.bhl_budget, eps) for eps in EPS_GRID]
-    )
+    psd_budget = SEMIDEFINITE_BUDGET_FACTOR * cfg.bhl_budget
+    psd_fit = _fit(np.log(cfg.bhl_dim / EPS_GRID), [steps_to(semidefinite, 2, psd_budget, eps) for eps in EPS_GRID])
     statement = Check.combine(
         [
             Check.all_of(converged, what=f"SPD runs reaching loss $\\le \\varepsilon$ in {cfg.bhl_budget} steps"),
-            Check.all_of(
-                [f["fit"] is not None and f["fit"].power_law_fits_better for f in fits],
-                what=rf"sweeps in $\kappa$, $L$, $\log(d/\epsilon)$ where a {_GROW} (no fit: fails)",
+            _power_law_fits_every(
+                fits, what=rf"sweeps in $\kappa$, $L$, $\log(d/\epsilon)$ where a {_GROW} (no fit: fails)"
             ),
         ],
         what="convergence, and polynomial-shaped growth of the step counts",
@@ -2050,6 +2058,8 @@ def bhl_spd(ctx: Context) -> Evidence:
             "bhl_psd_p": math.nan if psd_fit is None else psd_fit.exponent,
             "bhl_psd_rms_pow": math.nan if psd_fit is None else psd_fit.power_rms,
             "bhl_psd_rms_exp": math.nan if psd_fit is None else psd_fit.exponential_rms,
+            "bhl_psd_budget_factor": SEMIDEFINITE_BUDGET_FACTOR,
+            "bhl_random_spread": RANDOM_LOG_SPREAD,
             "bhl_random_max_steps": int(max(r["steps"] or 0 for r in random_runs)),
             "bhl_random_max_kappa": float(max(r["kappa"] for r in random_runs)),
         },
