@@ -43,6 +43,7 @@ DATA_KEYS = {
     "hardt-ma/eq-2.3": {"witnesses": None, "boundary": ("tau", "ratio", "ratio outside", "trivial")},
     "hardt-ma/thm-2.2": {"search": None, "per_layer": None},
     "bartlett-helmbold-long/spd": {"runs": None, "random": None, "fits": None, "controls": None},
+    "bartlett-helmbold-long/near-identity": {"summary": None, "fits": None, "control fit": None},
     "bartlett-helmbold-long/far-from-identity": {"summary": None},
     "bartlett-helmbold-long/negative-eigenvalue": {"rows": None, "rotation": None},
 }
@@ -374,3 +375,39 @@ def test_the_far_control_is_decided_by_its_runs_not_by_its_construction(tiny):
     assert any(k.startswith("positive definite counterparts") for k in rows)
     near = run_in(tiny, "bartlett-helmbold-long/near-identity")
     assert near.evidence.glue["bhl_near_inside"] < near.evidence.glue["bhl_near_radius"]
+
+
+def test_the_near_growth_check_counts_what_steps_to_counts_and_can_fail(tiny):
+    """The near claim's tolerances lie below every near target's starting loss and include TOL; its counts read off
+    one run are those :func:`steps_to` gives run by run; affine counts pass its shape check and exponential ones
+    fail it; at the tiny profile the statement holds and the singular control fails by its shape."""
+    from resnet_theory.claims.linear import (
+        NEAR_EPS_GRID,
+        NEAR_FRACTION,
+        RESTATED_RADIUS,
+        TOL,
+        _first_steps,
+        _fits,
+        _near_sweep,
+        _power_law_fits_every,
+        steps_to,
+    )
+
+    assert NEAR_EPS_GRID.max() < 0.5 * (NEAR_FRACTION * RESTATED_RADIUS) ** 2 and TOL in NEAR_EPS_GRID
+    rng = np.random.default_rng(4)
+    Delta = rng.standard_normal((3, 3))
+    Phi = np.eye(3) + NEAR_FRACTION * RESTATED_RADIUS * Delta / np.linalg.norm(Delta)
+    trace = linear.identity_gd_trace(Phi, 4, linear.bhl_step_size(Phi, 4), 500, tol=NEAR_EPS_GRID.min())
+    assert _first_steps(trace.losses, NEAR_EPS_GRID) == [steps_to(Phi, 4, 500, eps) for eps in NEAR_EPS_GRID]
+    assert _first_steps(trace.losses[:3], [1e-30]) == [None]
+    affine = {"L": 2, "d": 4, "steps to eps": [int(5 + 2 * k) for k in range(NEAR_EPS_GRID.size)]}
+    exponential = {**affine, "d": 16, "steps to eps": [int(np.exp(0.9 * np.log(16 / e))) for e in NEAR_EPS_GRID]}
+    assert _power_law_fits_every(_fits(_near_sweep([affine])), what="affine").holds
+    assert not _power_law_fits_every(_fits(_near_sweep([affine, exponential])), what="with an exponential").holds
+    run = run_in(tiny, "bartlett-helmbold-long/near-identity")
+    assert run.record.verdict == "confirmed"
+    assert len(run.data["fits"]) == run.evidence.glue["bhl_near_n"]
+    control = run.data["control fit"]
+    assert control["RMS exponential"] < control["RMS power law"]
+    near = CLAIMS.claims["bartlett-helmbold-long/near-identity"]
+    assert "$10^{-4}$ to $10^{-12}$" in near.statement and NEAR_EPS_GRID.max() == 1e-4 and NEAR_EPS_GRID.min() == 1e-12

@@ -2083,12 +2083,25 @@ FAR_DISTANCES = (2.0, 3.0)
 FAR_MIN_SMIN = 0.1
 #: The far targets the near-identity claim's control runs: the farthest ones.
 NEAR_CONTROL_DISTANCE = max(FAR_DISTANCES)
+#: The tolerances over which the near-identity claim fits the growth of its step counts in ``log(d/eps)``. Every one is
+#: below a near target's starting loss ``1/2 (NEAR_FRACTION / (10e))^2 ~ 5.5e-4`` (the loss at the identity is
+#: ``1/2 ||I - Phi||_F^2``), so no count is zero; ``TOL`` is among them.
+NEAR_EPS_GRID = 10.0 ** -np.arange(4, 13)
+#: ``(L, d)`` of the near claim's growth control: the singular target nearest the identity, ``I`` with one eigenvalue
+#: set to zero. At depth 2 its step counts to ``NEAR_EPS_GRID`` fit a budget: along the zero eigenvalue the layers'
+#: eigenvalue creeps, ``mu <- mu - eta mu^(2L-1)``, so the loss falls like ``t^(-L/(L-1))`` and the count to
+#: ``eps`` grows like ``eps^(-(L-1)/L)``, ``eps^(-1/2)`` at ``L = 2``.
+NEAR_SHAPE_CONTROL = (2, 4)
+
+
+def _sentence(words: list[str]) -> str:
+    """``a and b``, ``a, b and c``: the words as a sentence lists them."""
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"
 
 
 def _listed(values) -> str:
     """``2 and 3``, ``2, 3 and 4``: the numbers as a sentence writes them."""
-    words = [f"{x:g}" for x in values]
-    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"
+    return _sentence([f"{x:g}" for x in values])
 
 
 def spd_counterpart(Phi) -> np.ndarray:
@@ -2110,15 +2123,25 @@ def _far_targets(rng: np.random.Generator, r: float, n: int) -> list[np.ndarray]
     return out
 
 
-def _distance_run(Phi, depth: int, budget: int, trace=None) -> dict:
+def _first_steps(losses: np.ndarray, tolerances) -> list[int | None]:
+    """The first step whose loss is at most each tolerance along one run (None: not within the run), the count
+    :func:`steps_to` gives."""
+    return [int(np.argmax(losses <= eps)) if np.any(losses <= eps) else None for eps in tolerances]
+
+
+def _distance_run(Phi, depth: int, budget: int, trace=None, tolerances=()) -> dict:
     """Gradient descent from the identity with the suited step: whether it reaches the tolerance, its smallest
     loss, ``1/2 s_min(Phi)^2``, and the signs of det Phi and of the product's determinant along the run
-    (``trace``: the run, when it was computed with others as one batch)."""
+    (``trace``: the run, when it was computed with others as one batch); with ``tolerances`` it runs on to the
+    smallest of them and records the steps to each."""
     if trace is None:
-        trace = linear.identity_gd_trace(Phi, depth, linear.bhl_step_size(Phi, depth), budget, tol=TOL)
+        stop = min(TOL, *tolerances)
+        trace = linear.identity_gd_trace(Phi, depth, linear.bhl_step_size(Phi, depth), budget, tol=stop)
+    steps = _first_steps(trace.losses, [TOL])[0]
     return {
-        "converged": bool(trace.losses[-1] <= TOL),
-        "steps": trace.losses.size - 1,
+        "converged": steps is not None,
+        "steps": trace.losses.size - 1 if steps is None else steps,
+        "steps to eps": _first_steps(trace.losses, tolerances),
         "start loss": float(trace.losses[0]),
         "min loss": float(trace.losses.min()),
         "half s_min^2": 0.5 * float(np.linalg.svd(Phi, compute_uv=False).min()) ** 2,
@@ -2136,15 +2159,17 @@ def _batch_runs(Phis: list, cfg) -> list[dict]:
 
 def _distance_runs(ctx: Context) -> dict:
     """Eight non-symmetric targets at Frobenius distance ``NEAR_FRACTION`` times the restated radius from I (depths
-    2 to 32, d = 4 and 16); ``bhl_far`` random targets I + r G / ||G||_2 at each spectral distance r of
-    ``FAR_DISTANCES``; and the positive definite counterpart (:func:`spd_counterpart`) of each far target."""
+    2 to 32, d = 4 and 16), each run down to the smallest tolerance of ``NEAR_EPS_GRID``; ``bhl_far`` random targets
+    I + r G / ||G||_2 at each spectral distance r of ``FAR_DISTANCES``; and the positive definite counterpart
+    (:func:`spd_counterpart`) of each far target."""
     rng, cfg = ctx.rng("bartlett-helmbold-long:distance"), ctx.cfg
     near = []
     for depth in [2, 8, 16, 32]:
         for dim in [4, 16]:
             Delta = rng.standard_normal((dim, dim))
             Phi = np.eye(dim) + NEAR_FRACTION * RESTATED_RADIUS * Delta / np.linalg.norm(Delta)
-            near.append(_distance_run(Phi, depth, cfg.bhl_distance_budget))
+            run = _distance_run(Phi, depth, cfg.bhl_distance_budget, tolerances=NEAR_EPS_GRID)
+            near.append({**run, "L": depth, "d": dim})
     far = {r: _far_targets(rng, r, cfg.bhl_far) for r in FAR_DISTANCES}
     Phis = [Phi for r in FAR_DISTANCES for Phi in far[r]]
     runs = iter(_batch_runs(Phis + [spd_counterpart(Phi) for Phi in Phis], cfg))
@@ -2187,6 +2212,29 @@ def _distance_summary(runs: dict) -> list[dict]:
     )
 
 
+def _exponent_of_ten(x: float) -> int:
+    return int(round(math.log10(x)))
+
+
+def _near_sweep(runs: list[dict]) -> list[dict]:
+    """The near runs' step counts to each tolerance of ``NEAR_EPS_GRID`` as rows of a ``log(d/eps)`` sweep, one
+    series per run (:func:`_fits` reads them)."""
+    return [
+        {"sweep": "log(d/eps)", "series": f"$L = {r['L']}$, $d = {r['d']}$", "x": math.log(r["d"] / eps), "steps": n}
+        for r in runs
+        for eps, n in zip(NEAR_EPS_GRID, r["steps to eps"])
+    ]
+
+
+def _nearest_singular_fit(budget: int):
+    """The growth fit (:func:`_fit`) of the step counts to ``NEAR_EPS_GRID`` for ``I`` with one eigenvalue set to
+    zero, at ``NEAR_SHAPE_CONTROL``'s depth and dimension, over ``budget`` steps (counts past it are left out)."""
+    depth, dim = NEAR_SHAPE_CONTROL
+    Phi = np.diag(np.r_[0.0, np.ones(dim - 1)])
+    trace = linear.identity_gd_trace(Phi, depth, linear.bhl_step_size(Phi, depth), budget, tol=NEAR_EPS_GRID.min())
+    return _fit(np.log(dim / NEAR_EPS_GRID), _first_steps(trace.losses, NEAR_EPS_GRID))
+
+
 @CLAIMS.checked(
     "bartlett-helmbold-long/near-identity",
     paper="bartlett-helmbold-long",
@@ -2199,29 +2247,63 @@ def _distance_summary(runs: dict) -> list[dict]:
     r"Arora, Cohen, Golowich and Hu restate the hypothesis as $\Phi$ within distance "
     r"$1/(10e)$ of $I$, naming no norm. Added here: we read it as "
     r"$\|\Phi - I\|_F < 1/(10e)$ (inside the ball in any reading) and test targets at "
-    rf"$\|\Phi - I\|_F = {NEAR_FRACTION:g}/(10e)$.",
+    rf"$\|\Phi - I\|_F = {NEAR_FRACTION:g}/(10e)$. The abstract does not say in what the "
+    r"count is polynomial; we read it in $\log(d/\varepsilon)$, the variable of its "
+    r"positive definite bound (near $I$ the condition number is bounded), and test the "
+    r"shape of the counts' growth for $\varepsilon$ from "
+    rf"$10^{{{_exponent_of_ten(NEAR_EPS_GRID.max())}}}$ to $10^{{{_exponent_of_ten(NEAR_EPS_GRID.min())}}}$ "
+    r"at each depth and dimension run.",
     control=Control(
         rf"Random targets at spectral distance {NEAR_CONTROL_DISTANCE:g} from $I$, outside the restated radius "
         r"$1/(10e)$ in every norm and with a starting loss far above any small constant, so the claim's hypothesis "
-        "excludes them."
+        r"excludes them: they decide the convergence part. They cannot decide the growth part: where they converge, "
+        r"they converge at a linear rate, whose counts are affine in $\log(1/\varepsilon)$ like the near ones. For it, "
+        r"the singular target nearest $I$, $I$ with one eigenvalue set to zero (distance 1 from $I$ in the spectral "
+        rf"and Frobenius norms, starting loss 1/2), at $L = {NEAR_SHAPE_CONTROL[0]}$ and "
+        rf"$d = {NEAR_SHAPE_CONTROL[1]}$: outside the radius, and its counts grow like a power of $1/\varepsilon$."
     ),
 )
 def bhl_near_identity(ctx: Context) -> Evidence:
-    """Every run from inside the restated radius reaches the tolerance; the control asks the same of the far targets
-    at ``NEAR_CONTROL_DISTANCE``."""
+    """Every run from inside the restated radius reaches the tolerance, and its step counts grow in ``log(d/eps)``
+    like a power law rather than an exponential; the controls ask the first of the far targets at
+    ``NEAR_CONTROL_DISTANCE`` and the second of the singular target nearest the identity."""
     runs = ctx.shared("bartlett-helmbold-long:distance", lambda: _distance_runs(ctx))
     budget = ctx.cfg.bhl_distance_budget
     inside = NEAR_FRACTION * RESTATED_RADIUS
-    return Evidence(
-        statement=Check.all_of(
-            [x["converged"] for x in runs["near"]],
-            what=rf"$\|\Phi - I\|_F = {inside:.4f}$, loss {TOL:g} within {budget} steps",
-        ),
-        control=Check.all_of(
+    fits = _fits(_near_sweep(runs["near"]))
+    control_fit = _nearest_singular_fit(budget)
+    grid = rf"$\varepsilon = 10^{{{_exponent_of_ten(NEAR_EPS_GRID.max())}}}$ to "
+    grid += rf"$10^{{{_exponent_of_ten(NEAR_EPS_GRID.min())}}}$"
+    statement = Check.combine(
+        [
+            Check.all_of(
+                [x["converged"] for x in runs["near"]],
+                what=rf"$\|\Phi - I\|_F = {inside:.4f}$, loss {TOL:g} within {budget} steps",
+            ),
+            _power_law_fits_every(
+                fits, what=rf"runs where, in $\log(d/\epsilon)$ over {grid}, a {_GROW} (no fit: fails)"
+            ),
+        ],
+        what="convergence, and polynomial-shaped growth of the step counts",
+    )
+    control = (
+        Check.all_of(
             [x["converged"] for x in runs["far"][NEAR_CONTROL_DISTANCE]],
-            what=f"control: the same on random targets at spectral distance {NEAR_CONTROL_DISTANCE:g}",
+            what=f"control: the same convergence on random targets at spectral distance {NEAR_CONTROL_DISTANCE:g}",
         ),
-        data={"summary": _distance_summary(runs)},
+        _power_law_fits(
+            control_fit, rf"control: $I$ with one eigenvalue zero, in $\log(d/\epsilon)$ over {grid}: a {_GROW}"
+        ),
+    )
+    pieces = [f["fit"] for f in fits if f["fit"] is not None]
+    return Evidence(
+        statement=statement,
+        control=control,
+        data={
+            "summary": _distance_summary(runs),
+            "fits": [_fit_row(f["variable"], f["series"], f["fit"]) for f in fits],
+            "control fit": _fit_row("log(d/eps)", r"$I$ with one eigenvalue zero", control_fit),
+        },
         glue={
             "bhl_distance_budget": int(budget),
             "bhl_near_conv": int(sum(x["converged"] for x in runs["near"])),
@@ -2231,6 +2313,17 @@ def bhl_near_identity(ctx: Context) -> Evidence:
             "bhl_near_inside": inside,
             "bhl_near_loss": max(x["start loss"] for x in runs["near"]),
             "bhl_near_steps": max((x["steps"] for x in runs["near"] if x["converged"]), default=0),
+            "bhl_near_steps_min": min((x["steps"] for x in runs["near"] if x["converged"]), default=0),
+            "bhl_near_eps_hi": float(NEAR_EPS_GRID.max()),
+            "bhl_near_eps_lo": float(NEAR_EPS_GRID.min()),
+            "bhl_near_p_lo": min((f.exponent for f in pieces), default=math.nan),
+            "bhl_near_p_hi": max((f.exponent for f in pieces), default=math.nan),
+            "bhl_near_rms_pow": max((f.power_rms for f in pieces), default=math.nan),
+            "bhl_near_rms_exp": min((f.exponential_rms for f in pieces), default=math.nan),
+            "bhl_near_ctrl_L": NEAR_SHAPE_CONTROL[0],
+            "bhl_near_ctrl_d": NEAR_SHAPE_CONTROL[1],
+            "bhl_near_ctrl_rms_pow": math.nan if control_fit is None else control_fit.power_rms,
+            "bhl_near_ctrl_rms_exp": math.nan if control_fit is None else control_fit.exponential_rms,
         },
     )
 
