@@ -411,3 +411,16 @@ def test_the_near_growth_check_counts_what_steps_to_counts_and_can_fail(tiny):
     assert control["RMS exponential"] < control["RMS power law"]
     near = CLAIMS.claims["bartlett-helmbold-long/near-identity"]
     assert "$10^{-4}$ to $10^{-12}$" in near.statement and NEAR_EPS_GRID.max() == 1e-4 and NEAR_EPS_GRID.min() == 1e-12
+
+
+def test_the_negative_claim_asks_for_strictly_positive_layer_eigenvalues_and_lists_every_target(tiny):
+    """The chapter says the exact runs keep their layer eigenvalues strictly positive, and the check asks exactly
+    that (a zero fails it); the glued spectra, one negative eigenvalue and two, are all of the claim's targets."""
+    from resnet_theory.claims.linear import NEGATIVE_SPECTRA, _spectra_text, _with_negatives
+
+    assert len(_with_negatives(1)) + len(_with_negatives(2)) == len(NEGATIVE_SPECTRA)
+    assert _spectra_text([[-1.0, 0.5], [-3.0, 2.0]]) == "(-1, 0.5) and (-3, 2)"
+    run = run_in(tiny, "bartlett-helmbold-long/negative-eigenvalue")
+    assert "smallest layer eigenvalue over the run $> 0$" in run.evidence.statement.summary
+    assert all(r["smallest mu"] > 0 for r in run.data["rows"])
+    assert "keeps its layer eigenvalues strictly positive" in CHAPTER.read_text()

@@ -2399,6 +2399,16 @@ REGULARISERS = (0.0, 1e-3, 1e-2, 1e-1)
 EARLY_STEPS = 300
 
 
+def _spectra_text(spectra) -> str:
+    """``(-1, 0.5, 1, 2) and (-3, 0.5, 1, 2)``: spectra as a sentence writes them."""
+    return _sentence(["(" + ", ".join(f"{x:g}" for x in spectrum) + ")" for spectrum in spectra])
+
+
+def _with_negatives(count: int) -> list:
+    """The spectra of ``NEGATIVE_SPECTRA`` with exactly ``count`` negative eigenvalues."""
+    return [s for s in NEGATIVE_SPECTRA if sum(x < 0 for x in s) == count]
+
+
 def exact_floor(spectrum) -> float:
     """sum of lambda^2 / 2 over the negative eigenvalues: the exact-arithmetic loss floor."""
     return 0.5 * sum(x * x for x in spectrum if x < 0)
@@ -2472,8 +2482,9 @@ def bhl_negative_eigenvalue(ctx: Context) -> Evidence:
     statement = Check.combine(
         [
             _keeps_floor(negative, "exact runs, every strength"),
-            Check.at_least(
-                _column(negative, "smallest mu"), 0.0, what="exact runs: smallest layer eigenvalue over the run"
+            Check.all_of(
+                [r["smallest mu"] > 0 for r in negative],
+                what=r"exact runs: smallest layer eigenvalue over the run $> 0$",
             ),
             Check.at_most(
                 _column(rows, "vs matrix"),
@@ -2495,6 +2506,10 @@ def bhl_negative_eigenvalue(ctx: Context) -> Evidence:
             "neg_float_steps": int(ctx.cfg.bhl_negative_budget),
             "neg_exact_steps": 3 * int(ctx.cfg.bhl_negative_budget),
             "neg_runs": len(negative),
+            "neg_targets": len(NEGATIVE_SPECTRA),
+            "neg_spectra_one": _spectra_text(_with_negatives(1)),
+            "neg_spectra_two": _spectra_text(_with_negatives(2)),
+            "neg_strengths": _listed(REGULARISERS),
             "neg_early_steps": EARLY_STEPS,
             "neg_flip_max": float(max(r["min loss"] for r in flipped)),
             "neg_agree": float(max(r["vs matrix"] for r in rows)),
