@@ -189,6 +189,42 @@ def test_lemma_b_1s_correction_and_repair_are_separate_checks_on_separate_inputs
     assert again.corrected.holds and not again.proof.repair.holds
 
 
+def test_the_texts_state_the_constants_the_checks_run():
+    """Lemma B.1's control and the surrogates' control write the module's constants into their texts, and the
+    control instances lie where the text says: squared distances to S from CLOSE_MIN rho' up to (below)
+    CLOSE_MIN CLOSE_SPREAD^2 rho', below the 3 rho' of the squared reading."""
+    from resnet_theory.claims.expressivity import (
+        CLOSE_MIN,
+        CLOSE_RANGE,
+        CLOSE_SPREAD,
+        LEMMA_K,
+        LEMMA_OUTSIDE,
+        LEMMA_RHOS,
+        NARROW,
+        _instances,
+    )
+
+    assert CLOSE_RANGE == "$\\rho'/8$ and $2\\rho'$"  # what CLOSE_MIN = 1/8, CLOSE_SPREAD = 4 give
+    assert CLOSE_RANGE in CLAIMS.claims["hardt-ma/lemma-b.1"].control.input
+    assert f"\\lceil k_q / {NARROW} \\rceil" in CLAIMS.claims["hardt-ma/surrogates"].control.input
+    g = np.random.default_rng(0)
+    for rho_p in LEMMA_RHOS:
+        for A, _, O in _instances(5, rho_p, rho_p * CLOSE_MIN, True, g, CLOSE_SPREAD):
+            assert A.shape == (LEMMA_K, LEMMA_K) and O.shape == (LEMMA_OUTSIDE, LEMMA_K)
+            nearest = ((O[:, None, :] - A[None]) ** 2).sum(-1).min(1) / rho_p
+            assert nearest.min() >= float(CLOSE_MIN) * (1 - 1e-9)
+            assert nearest.max() < float(CLOSE_MIN * CLOSE_SPREAD**2) < 3
+
+
+def test_the_digits_glue_describes_the_data_fitted(runs):
+    from sklearn.datasets import load_digits
+
+    glue = runs["hardt-ma/thm-3.2"].evidence.glue
+    digits = load_digits()
+    assert glue["expr_dig_side"] == " \u00d7 ".join(map(str, digits.images.shape[1:]))
+    assert glue["expr_dig_pixels"] == digits.data.shape[1] and glue["expr_dig_classes"] == len(set(digits.target))
+
+
 def test_the_theorem_data_hold_what_the_chapter_draws(runs):
     data = runs["hardt-ma/thm-3.2"].data
     sizes = PROFILE.resolve("tiny").sizes
@@ -417,8 +453,8 @@ def test_the_printed_step_is_checked_on_the_printed_step_only_and_the_rescaled_r
     assert "the book's reading" in rescaled.summary and "N(0, 1/k)" in rescaled.summary
     assert rescaled.numbers["parts"][0]["estimate"] == run.data["projection_step"][0]["1/k scale: kept"]
     assert run.evidence.glue["expr_jl_scaled_outcome"] == _outcome_words(rescaled)
-    text = CHAPTER.read_text()
-    assert "shown beside the\nverdict and do not enter it" in text and "expr_jl_scaled_outcome" in text
+    text = " ".join(CHAPTER.read_text().split())  # the prose, its line breaks aside
+    assert "shown beside the verdict and do not enter it" in text and "expr_jl_scaled_outcome" in text
 
 
 @pytest.mark.parametrize(
