@@ -797,6 +797,27 @@ def test_the_evidence_table_names_the_statement_by_its_source():
     assert parts(q)[0] == "the book's question"
 
 
+def test_the_chapters_evidence_card_names_the_statement_by_its_source_as_the_ledger_does():
+    """The card a chapter shows under each claim's call once said "printed: holds" for a statement the abstract, a
+    review or the book gives: it names each part as the ledger's evidence table does."""
+    from bs4 import BeautifulSoup
+
+    from resnet_theory.claims.chapter import evidence_html
+    from resnet_theory.claims.run import ClaimRun
+
+    def parts(c):
+        shown = BeautifulSoup(evidence_html(ClaimRun(None, c, None)), "html.parser")
+        return [th.get_text() for th in shown.select("th")][2:-2]  # after statement, checked against
+
+    p, r, a, c, q, _ = _sourced_claims()
+    assert parts(p)[0].startswith("statement as printed: ")
+    assert parts(r)[0].startswith("statement, as the PaperWhy review states it: ")
+    assert parts(a)[0].startswith("statement, as the abstract states it: ")
+    assert parts(c)[0].startswith("statement (our reconstruction): ")
+    assert parts(q)[0].startswith("the book's question: ")
+    assert not any(name.startswith("printed") for x in (r, a, c, q) for name in parts(x))
+
+
 def test_a_partial_build_leaves_out_what_its_claims_rest_on_elsewhere_but_not_unknown_ids():
     """``execute --only book/linear``: linear's claims rest on Claims C.1 and C.2 of the expressivity chapter,
     which this build did not execute; the page leaves those ids out instead of refusing the build. An id no

@@ -339,7 +339,7 @@ def _recheck_html(c: Claim, links: ClaimLinks | None) -> str:
 
 
 #: The parts of a claim's evidence, in the order a reader follows them, with their names on the page.
-_PARTS = (
+EVIDENCE_PARTS = (
     ("printed", "statement as printed"),
     ("corrected", "corrected statement"),
     ("proof_step", "proof step as printed"),
@@ -374,7 +374,7 @@ def _outcome(part: Mapping, control: bool = False) -> str:
     return word if part.get("decisive", True) else f"{word} (within its noise: not decisive)"
 
 
-def _part_name(c: Claim, key: str, name: str) -> str:
+def part_name(c: Claim, key: str, name: str) -> str:
     """A part's name in the evidence table: "statement as printed" only for a statement the paper prints; else
     "statement, as the abstract states it", "statement (our reconstruction)", "the book's question"."""
     if c.source == "paper" or key not in ("printed", "proof_step"):
@@ -390,8 +390,8 @@ def evidence_table_html(c: Claim) -> str:
     the corrected statement, the proof step, its repair) and its control, each with its outcome and what was
     computed, the parts of a combined check on lines of their own."""
     rows = [
-        (_part_name(c, key, name), _outcome(c.evidence[key]), str(c.evidence[key].get("summary", "")))
-        for key, name in _PARTS
+        (part_name(c, key, name), _outcome(c.evidence[key]), str(c.evidence[key].get("summary", "")))
+        for key, name in EVIDENCE_PARTS
         if isinstance(c.evidence.get(key), Mapping)
     ]
     if c.control is not None:
