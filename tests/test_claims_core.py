@@ -282,7 +282,12 @@ def test_verify_exits_0_as_recorded_1_when_it_differs(tmp_path, capsys):
     build = _build_with(tmp_path, "proof-gap")  # Claim 2.3: its printed proof names a matrix as the constant
     assert claims_cli.main(["verify", "hardt-ma/claim-2.3", "--build-dir", str(build)]) == 0
     out = capsys.readouterr().out
-    assert "printed in: Claim 2.3" in out and "control (fails, as it must)" in out and "(as recorded)" in out
+    assert (
+        "stated in: Claim 2.3" in out
+        and "statement as printed: holds" in out
+        and "control (fails, as it must)" in out
+        and "(as recorded)" in out
+    )
     # the verdict says what it was checked against (issue 31)
     assert "verdict: proof-gap, as printed  (as recorded)" in out and "checked against: the paper's printed text" in out
     other = tmp_path / "other"

@@ -854,7 +854,7 @@ def test_check_equal_writes_large_whole_numbers_with_thousands_separators():
 
 
 def test_a_long_formula_is_also_cut_after_its_binary_operators():
-    """The ledger's "printed in" column ran 11 px past the claims table at 1400 px on "(Id + B_q) ... (Id + B_1)",
+    """The ledger's "stated in" column ran 11 px past the claims table at 1400 px on "(Id + B_q) ... (Id + B_1)",
     and an evidence table 30 px past its cell on a product of five factors (issue 33 review): a piece with more
     than ``LONG_PIECE`` shown characters is cut after each ``+`` and ``-`` between operands outside groups too,
     keeping the operator's spacing; short pieces, signs and superscripts stay whole."""

@@ -221,7 +221,7 @@ def test_the_positive_definite_sweep_names_its_series_typeset():
 
 
 def test_what_the_declarations_show_is_typeset():
-    """Every claim's printed location (the ledger's "printed in" column), its control's input, the statement and
+    """Every claim's printed location (the ledger's "stated in" column), its control's input, the statement and
     reason of every statement not checked, the paper rows of the ledger's list of printed statements and what
     each knob sizes have no ASCII mathematics: the ledger printed "the surrogate labels q_1..q_r" and
     "paragraph 8 (n > r^2 in practice)", a control read "convex quadratic in A_1 ... -2 R Sigma" (issue 33)."""

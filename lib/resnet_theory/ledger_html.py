@@ -159,7 +159,7 @@ def math_pieces(tex: str) -> list[str]:
 _BINARY = re.compile(r"(?<=[\w)\]}|'] )[+-](?= )|(?<=[\w)\]}|'])[+-](?= )")
 #: A piece longer than this many shown characters (commands counted as one, braces and scripts' marks as none)
 #: is also cut after its binary operators: "(\mathrm{Id} + B_q) \cdots (\mathrm{Id} + B_1)" ran 11 px past the
-#: ledger's "printed in" column at 1400 px.
+#: ledger's "stated in" column at 1400 px.
 LONG_PIECE = 14
 
 
@@ -385,6 +385,13 @@ def part_name(c: Claim, key: str, name: str) -> str:
     return f"{part} ({c.whose})" if c.source == "reconstruction" else f"{part}, {c.whose}"
 
 
+def evidence_part_name(c: Claim, key: str) -> str:
+    """The name of the part ``key`` of a claim's evidence ("printed", "proof_step", ...) as every page and the
+    command line show it: :func:`part_name` for a part of :data:`EVIDENCE_PARTS`, else the key in words."""
+    names = dict(EVIDENCE_PARTS)
+    return part_name(c, key, names[key]) if key in names else key.replace("_", " ")
+
+
 def evidence_table_html(c: Claim) -> str:
     """What was checked for a claim, as a small table: one row per part of its evidence (the statement as printed,
     the corrected statement, the proof step, its repair) and its control, each with its outcome and what was
@@ -528,7 +535,7 @@ def claims_table_html(claims: Sequence[Claim], link: bool = True, links: Mapping
     by_id = {c.id: c for c in claims}
     if link:
         claims = [c for c in claims if not c.is_finding]  # the book's own questions: findings_html
-    head = "<thead><tr><th>verdict</th><th>claim</th><th>printed in</th></tr></thead>"
+    head = "<thead><tr><th>verdict</th><th>claim</th><th>stated in</th></tr></thead>"
     colgroup = '<colgroup><col class="col-verdict"><col class="col-claim"><col class="col-where"></colgroup>'
     if not link:
         rows = "".join(_claim_row(c, False, (links or {}).get(c.id), None) for c in claims)

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..ledger import Ledger, glue_numbers
-from ..ledger_html import EVIDENCE_PARTS, claim_anchor, part_name, text_html
+from ..ledger_html import claim_anchor, evidence_part_name, text_html
 from ..record import source_line
 from .context import Context
 from .registry import ClaimSet, chapter_claims
@@ -32,13 +32,11 @@ def evidence_html(run: ClaimRun) -> str:
     """The evidence of one claim run as a small HTML table (every field escaped, its ``$...$`` typeset)."""
     rec = run.record
     rows = [("statement", rec.statement), ("checked against", source_line(rec))]
-    names = dict(EVIDENCE_PARTS)
     for key, part in rec.evidence.items():
         mark = "holds" if part.get("holds") else "fails"
         if not part.get("decisive", True):
             mark += " (not decisive)"
-        name = part_name(rec, key, names[key]) if key in names else key.replace("_", " ")
-        rows.append((f"{name}: {mark}", str(part.get("summary", ""))))
+        rows.append((f"{evidence_part_name(rec, key)}: {mark}", str(part.get("summary", ""))))
     if rec.control is not None:
         mark = "holds (a defect)" if rec.control.get("holds") else "fails, as it must"
         rows.append((f"control: {mark}", f"{rec.control.get('input', '')} {rec.control.get('summary', '')}"))

@@ -26,6 +26,7 @@ from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
 from pathlib import Path
 
+from ..ledger_html import evidence_part_name
 from ..outputs import check_command_output
 from ..record import claims_document, source_line
 from .context import Context
@@ -99,7 +100,10 @@ def _chapter_job(chapter: str, ids: list[str], profile: str, seed: int, knobs: d
                 "source_detail": rec.source_detail,
                 "source_text": source_line(rec),
                 "reason": rec.reason,
-                "checks": {k: {"holds": v["holds"], "summary": v["summary"]} for k, v in rec.evidence.items()},
+                "checks": {
+                    k: {"name": evidence_part_name(rec, k), "holds": v["holds"], "summary": v["summary"]}
+                    for k, v in rec.evidence.items()
+                },
                 "control": rec.control,
                 "needs": rec.needs,
                 "seconds": round(time.perf_counter() - start, 3),
@@ -137,11 +141,11 @@ def _print_result(r: dict, recorded: str | None) -> None:
     if "error" in r:
         print(f"  error: {r['error']}")
         return
-    print(f"  printed in: {r['ref']}")
+    print(f"  stated in: {r['ref']}")
     print(f"  statement:  {r['statement']}")
     print(f"  checked against: {r['source_text']}")
-    for name, part in r["checks"].items():
-        print(f"  {name}: {'holds' if part['holds'] else 'fails'}: {part['summary']}")
+    for part in r["checks"].values():
+        print(f"  {part['name']}: {'holds' if part['holds'] else 'fails'}: {part['summary']}")
     if r["control"]:
         c = r["control"]
         if c.get("usable", True) is False:
