@@ -94,6 +94,39 @@ def test_every_glue_key_the_chapter_quotes_is_computed(runs):
     assert not from_claims & in_chapter, "a number glued twice"
 
 
+def test_every_glue_key_a_claim_or_the_chapter_computes_is_quoted(runs):
+    """The converse: no number is glued that the chapter never quotes, whether a claim glues it or a chapter
+    cell (``glue("smooth_...", ...)`` or ``glue_numbers(smooth_...=...)``) does."""
+    text = CHAPTER.read_text()
+    quoted = set(re.findall(r"\{glue:text\}`(smooth_[a-z0-9_]+)", text))
+    for claim_id, run in runs.items():
+        unquoted = set(run.evidence.glue if run.evidence else ()) - quoted
+        assert not unquoted, f"{claim_id} glues what the chapter never quotes: {sorted(unquoted)}"
+    in_chapter = set(re.findall(r"\b(smooth_[a-z0-9_]+)\s*=|glue\(\"(smooth_[a-z0-9_]+)\"", text))
+    in_chapter = {name for pair in in_chapter for name in pair if name}
+    assert in_chapter and not in_chapter - quoted, sorted(in_chapter - quoted)
+
+
+def test_the_chapter_types_none_of_the_numbers_its_module_chooses():
+    """The sizes and tolerances the claims module chooses reach the prose by glue, and its texts are written from
+    them: the ruled-out maps' strength, the exactness tolerance and depths, the examples' deviation and shift."""
+    text = CHAPTER.read_text()
+    for typed in ("0.6\\,|x|", "t/0.6", "(0.6, 0)", "$10^{-9}$", "1, 3 and 12", "$10^{-3}$", "is $0.1$", "goes to 256"):
+        assert typed not in text, typed
+    control = CLAIMS.claims["bartlett-evans-long/representation-rate-inverse-m"].control.input
+    assert f"{smooth_maps.RULED_OUT_STRENGTH:g} |x|" in control
+    parameter = CLAIMS.claims["bartlett-evans-long/parameter-space"].control.input
+    assert f"{smooth_maps.FUNCTION_SPACE_LAYERS}-layer" in parameter
+
+
+def test_the_functional_gradient_bound_is_the_talks_not_printed(runs):
+    """The bound is the talk notes' (a review), not a printed text: no summary or control text calls it printed."""
+    decl = CLAIMS.claims["bartlett-evans-long/functional-gradient"]
+    run = runs["bartlett-evans-long/functional-gradient"]
+    assert "printed" not in decl.control.input
+    assert "printed" not in run.evidence.statement.summary and "printed" not in run.evidence.controls[0].summary
+
+
 def test_the_representation_claims_share_one_computation_and_tiny_still_certifies(runs):
     inv, log = (runs[f"bartlett-evans-long/{k}"] for k in ("representation-rate-inverse-m", "representation-rate"))
     assert [r.spacing for r in inv.data["rates"]] == ["uniform"] * len(smooth_maps.CASES)

@@ -30,7 +30,7 @@ PROFILE = ProfileTable(
     rate_depths=Knob([4, 8, 16, 32], [4, 8, 16, 32, 64, 128, 256], "depths $m$ of the rate fits", tiny=[2, 4]),
     rate_points=Knob(256, 2048, "points per Lipschitz estimate", tiny=32),
     certify_points=Knob(20000, 40000, "grid points per certified bound", tiny=5000),
-    n_instances=Knob(300, 5000, "gradient-bound instances (the control draws twice as many)", tiny=150),
+    n_instances=Knob(300, 5000, "gradient-bound instances (the control draws more, the factor below)", tiny=150),
     picture_layers=Knob(5, 5, r"layers in the grid pictures (odd: $h, h^{-1}, \dots, h$ ends on $h$)"),
     linear_method=Knob("logarithm", "logarithm", "linear split in the nonlinear construction"),
 )
@@ -66,19 +66,31 @@ def example_maps(ctx: Context) -> dict[str, tuple]:
     )
 
 
+#: The strength ``c`` of the ruled-out maps (:func:`resnet_theory.smooth.ruled_out_map`): the Hölder map
+#: ``x (1 + c |x|^(1/2))`` and the cusp map ``(g(x_1), x_2)``, ``g(t) = (c/3)(1 - (1 - t/c)^3)``, singular at
+#: ``x_1 = c``.
+RULED_OUT_STRENGTH = 0.6
+#: The radii ``|x|`` at which the Hölder map's ``||h'(x) - I|| / |x|`` is measured (bounded if h' were Lipschitz).
+HOLDER_RADII = (1e-2, 1e-4, 1e-6)
+
+
 def ruled_out_maps() -> dict[str, tuple]:
     """``name -> (h, 2)`` for the maps of the plane the representation theorem rules out (the controls)."""
-    return {n: (smooth.ruled_out_map(n), 2) for n in smooth.RULED_OUT_MAPS}
+    return {n: (smooth.ruled_out_map(n, strength=RULED_OUT_STRENGTH), 2) for n in smooth.RULED_OUT_MAPS}
 
 
 # --- the representation result: certificates and rates, uniform and geometric scales ---------------------------
 _NOT_COVERED = (
-    r"the Hölder map $x (1 + 0.6 |x|^{1/2})$ (bi-Lipschitz, but $h'$ is not "
+    rf"the Hölder map $x (1 + {RULED_OUT_STRENGTH:g} |x|^{{1/2}})$ (bi-Lipschitz, but $h'$ is not "
     r"Lipschitz: not smooth) and the cusp map $(g(x_1), x_2)$ with "
-    r"$g' = (1 - x_1/0.6)^2$ (smooth, but $h^{-1}$ is not Lipschitz: not "
+    rf"$g' = (1 - x_1/{RULED_OUT_STRENGTH:g})^2$ (smooth, but $h^{{-1}}$ is not Lipschitz: not "
     "bi-Lipschitz, so no near-identity composition equals it); the same "
     "construction, certificates and estimates"
 )
+#: The composition must reproduce h to this relative error at these depths (part of both representation checks).
+EXACT_RTOL, EXACT_DEPTHS = 1e-9, (1, 3, 12)
+#: ``m eps(m)`` growing by more than this factor over the depths is what a ``log m / m`` rate shows (prose only).
+GROWING_FACTOR = 1.5
 
 
 def _representation(ctx: Context) -> tuple[dict, dict]:
@@ -94,7 +106,7 @@ def _representation(ctx: Context) -> tuple[dict, dict]:
                 evidence[label, spacing] = smooth.representation_evidence(
                     h, d, cfg.rate_depths, spacing, label=label.split(",")[0], linear=cfg.linear_method,
                     n_points=cfg.rate_points, certify_points=cfg.certify_points, seed=seed,
-                    certificate=certificates[label],
+                    certificate=certificates[label], exact_depths=EXACT_DEPTHS,
                 )  # fmt: skip
         return certificates, evidence
 
@@ -117,7 +129,9 @@ def _representation_check(evidence: dict, labels, spacing: str, rate: str) -> Ch
         parts += [
             Check.all_of([math.isfinite(e.constant)], what=exists + (f" (no: {e.reason})" * bool(e.reason))),
             Check.at_most(
-                e.exact_errors, 1e-9, what=rf"{shown}: $|h_m \circ \dots \circ h_1 - h| / |h|$, $m = 1, 3, 12$"
+                e.exact_errors,
+                EXACT_RTOL,
+                what=rf"{shown}: $|h_m \circ \dots \circ h_1 - h| / |h|$, $m = {', '.join(map(str, EXACT_DEPTHS))}$",
             ),
         ]
         with np.errstate(invalid="ignore"):  # inf vs inf without a certificate: fails
@@ -160,7 +174,8 @@ def _certificate_rows(certificates: dict) -> list[dict]:
     return rows
 
 
-_JACOBIAN_POINTS = (
+#: The points of the ball at which every map's Jacobian is computed three ways (their first ``d`` coordinates).
+JACOBIAN_POINTS = (
     np.array([0.3, -0.4, 0.1, 0.2]),
     np.array([0.05, 0.2, -0.3, 0.0]),
     np.array([-0.7, 0.1, 0.2, -0.1]),
@@ -178,7 +193,7 @@ def jacobian_witness_rows(maps: dict) -> list[dict]:
         exact = [sympy_derivatives(c, xs, simplify=False, hessian=False).gradient for c in components]
         reports = [
             compare_gradients(
-                lambda p, h=h, k=k: h(p[None])[0, k], [p[:d] for p in _JACOBIAN_POINTS], closed_form={"sympy": exact[k]}
+                lambda p, h=h, k=k: h(p[None])[0, k], [p[:d] for p in JACOBIAN_POINTS], closed_form={"sympy": exact[k]}
             )
             for k in range(len(components))
         ]
@@ -194,10 +209,10 @@ def _ruled_out_diagnostics() -> dict:
     the Holder map's ``||h'(x) - I|| / |x|`` on an axis (bounded if h' were Lipschitz)."""
     ruled_out = ruled_out_maps()
     cusp, holder = ruled_out["cusp"][0], ruled_out["holder"][0]
-    corner = torch.tensor([[0.6, 0.0]], dtype=torch.float64)
+    corner = torch.tensor([[RULED_OUT_STRENGTH, 0.0]], dtype=torch.float64)
     cusp_sigma = float(smooth.singular_values(smooth.batch_jacobian(cusp, corner))[0, -1])
     quotients = []
-    for r in (1e-2, 1e-4, 1e-6):
+    for r in HOLDER_RADII:
         x = torch.tensor([[r, 0.0]], dtype=torch.float64)
         deviation = smooth.batch_jacobian(holder, x)[0] - torch.eye(2, dtype=torch.float64)
         quotients.append(float(torch.linalg.matrix_norm(deviation, ord=2)) / r)
@@ -244,6 +259,12 @@ def representation_rate_inverse_m(ctx: Context) -> Evidence:
         "smooth_n_maps": len(maps),
         "smooth_m_min": int(ms[0]),
         "smooth_m_max": int(ms[-1]),
+        "smooth_m_max_full": int(PROFILE.knobs["rate_depths"].value("full")[-1]),
+        "smooth_exact_rtol": f"{EXACT_RTOL:g}",
+        "smooth_exact_depths": ", ".join(map(str, EXACT_DEPTHS)),
+        "smooth_ruled_c": f"{RULED_OUT_STRENGTH:g}",
+        "smooth_holder_r_max": f"{max(HOLDER_RADII):g}",
+        "smooth_holder_r_min": f"{min(HOLDER_RADII):g}",
         "smooth_exact_err": float(max(e.exact_errors.max() for e in evidence.values())),
         "smooth_cusp_worst": float(max(e.eps.max() for (k, _), e in evidence.items() if k == "cusp")),
         "smooth_holder_growth": control_rows[0][r"growth of $m\,\varepsilon(m)$"],
@@ -282,7 +303,10 @@ def representation_rate(ctx: Context) -> Evidence:
     _, evidence = _representation(ctx)
     maps = example_maps(ctx)
     rates = [evidence[label, "geometric"] for label in maps]
-    glue = _slope_glue(rates, "geo") | {"smooth_geo_growing": int(sum(_growth(r) > 1.5 for r in rates))}
+    glue = _slope_glue(rates, "geo") | {
+        "smooth_geo_growing": int(sum(_growth(r) > GROWING_FACTOR for r in rates)),
+        "smooth_growing_factor": f"{GROWING_FACTOR:g}",
+    }
     return Evidence(
         statement=_representation_check(evidence, maps, "geometric", r"$C' \log m/m$"),
         control=_representation_check(evidence, smooth.RULED_OUT_MAPS, "geometric", r"$C' \log m/m$"),
@@ -292,11 +316,17 @@ def representation_rate(ctx: Context) -> Evidence:
 
 
 # --- optimisation: the functional-gradient bound --------------------------------------------------------------
+#: The small instance on which the derivative is computed four ways: blocks, dimension, hidden width, the blocks'
+#: certified bound ``||W2|| ||W1||``, distinct inputs.
+WITNESS_BLOCKS, WITNESS_DIM, WITNESS_WIDTH, WITNESS_EPS, WITNESS_INPUTS = 3, 2, 2, 0.6, 3
+
+
 def _derivative_witnesses(gen: torch.Generator) -> list:
-    """``dQ/d delta_i`` on a small instance (three blocks in the plane, three inputs), four ways: SymPy,
-    autograd, central differences and the closed form from the blocks' Jacobians; one report per layer."""
-    blocks = smooth.random_residual_blocks(3, 2, 2, 0.6, gen)
-    problem = smooth.random_empirical_problem(3, 2, gen)
+    """``dQ/d delta_i`` on a small instance (:data:`WITNESS_BLOCKS` blocks, :data:`WITNESS_INPUTS` inputs), four
+    ways: SymPy, autograd, central differences and the closed form from the blocks' Jacobians; one report per
+    layer."""
+    blocks = smooth.random_residual_blocks(WITNESS_BLOCKS, WITNESS_DIM, WITNESS_WIDTH, WITNESS_EPS, gen)
+    problem = smooth.random_empirical_problem(WITNESS_INPUTS, WITNESS_DIM, gen)
 
     def risk_in_layer(i):
         def q(flat):
@@ -316,13 +346,17 @@ def _derivative_witnesses(gen: torch.Generator) -> list:
     return [compare_gradients(risk_in_layer(i), start, closed_form=witnesses(i)) for i in range(len(blocks))]
 
 
+#: The aligned instances' inputs lie within about this distance of the origin, where the depth factor is tight.
+ALIGNED_ATOM_SCALE = 1e-3
+
+
 def _aligned_instances(gen: torch.Generator) -> list[tuple]:
     """``m`` copies of ``z -> z - eps tanh(z)`` with inputs near the origin, where the depth factor is tight:
-    ``(eps, m, norms, sharper bounds, printed bound, bounds one layer stronger)`` per instance."""
+    ``(eps, m, norms, sharper bounds, the talk's bound, bounds one layer stronger)`` per instance."""
     aligned = []
     for m in (2, 4, 8):
         for eps in (0.1, 0.3, 0.6, 0.9):
-            problem = smooth.random_empirical_problem(8, 3, gen, atom_scale=1e-3)
+            problem = smooth.random_empirical_problem(8, 3, gen, atom_scale=ALIGNED_ATOM_SCALE)
             fg = smooth.functional_gradient(smooth.aligned_residual_blocks(m, 3, eps), problem)
             stronger = (1 - eps) ** (m - np.arange(1, m + 1) - 1.0) * fg.distance
             aligned.append((eps, m, fg.norms, fg.sharper_bounds(eps), fg.printed_bound(eps), stronger))
@@ -351,7 +385,7 @@ def _instance_ranges() -> dict:
 
 
 def _inner_layer_glue(instances) -> dict:
-    """The smallest ratios over the layers ``i < m`` (where the depth factor matters), to the printed bound
+    """The smallest ratios over the layers ``i < m`` (where the depth factor matters), to the talk's bound
     and to our sharper form ``(1 - eps)^(m - i) ||h - h*||``."""
     deeper = instances.depths > 1
     inner, sharper = [], []
@@ -365,9 +399,9 @@ def _inner_layer_glue(instances) -> dict:
 
 
 #: The negative control's instances: drawn as the check's, but with ``eps`` in this range, outside the theorem's
-#: ``eps < 1``, and at these depths, odd so that the printed factor ``(1 - eps)^(m - 1)`` stays positive and the
-#: printed inequality still says something.
-CONTROL_EPS, CONTROL_DEPTHS = (1.0, 2.0), (3, 5, 7)
+#: ``eps < 1``, and at these depths, odd so that the talk's factor ``(1 - eps)^(m - 1)`` stays positive and its
+#: inequality still says something; ``CONTROL_DRAW_FACTOR`` times as many instances as the check.
+CONTROL_EPS, CONTROL_DEPTHS, CONTROL_DRAW_FACTOR = (1.0, 2.0), (3, 5, 7), 2
 _CONTROL_EPS_TEX = rf"${CONTROL_EPS[0]:g} < \epsilon < {CONTROL_EPS[1]:g}$"
 
 
@@ -382,42 +416,47 @@ _CONTROL_EPS_TEX = rf"${CONTROL_EPS[0]:g} < \epsilon < {CONTROL_EPS[1]:g}$"
     r"every $i$ (norms: $L^2$ of the sample, our reading).",
     control=Control(
         f"Random compositions drawn as for the check but with {_CONTROL_EPS_TEX} "
-        rf"(outside the theorem's $\epsilon < 1$; odd depths {', '.join(map(str, CONTROL_DEPTHS))} so the printed "
+        rf"(outside the theorem's $\epsilon < 1$; odd depths {', '.join(map(str, CONTROL_DEPTHS))} so the talk's "
         "factor stays positive), whose layers may have singular Jacobians."
     ),
 )
 def functional_gradient_bound(ctx: Context) -> Evidence:
-    """The derivative three ways, then the printed bound on random instances with ``eps < 1`` and on aligned
+    """The derivative three ways, then the talk's bound on random instances with ``eps < 1`` and on aligned
     (tight) ones; the control: random instances with ``eps`` in
     :data:`CONTROL_EPS` at :data:`CONTROL_DEPTHS`."""
     gen = _torch_generator(ctx, "bartlett-evans-long/functional-gradient")
     reports = _derivative_witnesses(gen)
     n = ctx.cfg.n_instances
     instances = smooth.gradient_bound_instances(n, gen)
-    outside = smooth.gradient_bound_instances(2 * n, gen, eps_range=CONTROL_EPS, depths=CONTROL_DEPTHS)
+    outside = smooth.gradient_bound_instances(
+        CONTROL_DRAW_FACTOR * n, gen, eps_range=CONTROL_EPS, depths=CONTROL_DEPTHS
+    )
     aligned = _aligned_instances(gen)
-    aligned_printed = [norms.min() / p for _, _, norms, _, p, _ in aligned]
+    aligned_stated = [norms.min() / p for _, _, norms, _, p, _ in aligned]
     statement = Check.combine(
         [
             Check.at_least(
-                instances.ratios, 1.0, rtol=1e-12, what=r"$\min_i \|D_{h_i} Q\|$ / printed bound, random $\epsilon < 1$"
+                instances.ratios,
+                1.0,
+                rtol=1e-12,
+                what=r"$\min_i \|D_{h_i} Q\|$ / the talk's bound, random $\epsilon < 1$",
             ),
             Check.at_least(
-                aligned_printed, 1.0, rtol=1e-12, what=r"$\min_i \|D_{h_i} Q\|$ / printed bound, aligned (tight)"
+                aligned_stated, 1.0, rtol=1e-12, what=r"$\min_i \|D_{h_i} Q\|$ / the talk's bound, aligned (tight)"
             ),
         ]
         + [r.check(f"dQ/d delta_{i + 1}, four witnesses") for i, r in enumerate(reports)],
         what="bound and its derivative",
     )
     control = Check.at_least(
-        outside.ratios, 1.0, rtol=1e-12, what=r"$\min_i \|D_{h_i} Q\|$ / printed, random " + _CONTROL_EPS_TEX
+        outside.ratios, 1.0, rtol=1e-12, what=r"$\min_i \|D_{h_i} Q\|$ / the talk's bound, random " + _CONTROL_EPS_TEX
     )
     aligned_sharper = np.concatenate([norms / s for _, _, norms, s, _, _ in aligned])
     aligned_stronger = np.concatenate([norms[:-1] / st[:-1] for _, _, norms, _, _, st in aligned])
     aligned_rows = [
         {r"$\varepsilon$": e, "$m$": m, r"$\min_i \|D_{h_i} Q\|$ / sharper": float((norms / s).min()),
          r"$\max_i \|D_{h_i} Q\|$ / sharper": float((norms / s).max()),
-         r"$\|D_{h_1} Q\|$ / printed": float(norms[0] / p)}
+         r"$\|D_{h_1} Q\|$ / the talk's bound": float(norms[0] / p)}
         for e, m, norms, s, p, _ in aligned
     ]  # fmt: skip
     glue = (
@@ -425,7 +464,12 @@ def functional_gradient_bound(ctx: Context) -> Evidence:
         | _instance_ranges()
         | {
             "smooth_n_instances": n,
-            "smooth_control_n": 2 * n,
+            "smooth_control_n": CONTROL_DRAW_FACTOR * n,
+            "smooth_witness_blocks": WITNESS_BLOCKS,
+            "smooth_witness_dim": WITNESS_DIM,
+            "smooth_witness_width": WITNESS_WIDTH,
+            "smooth_witness_inputs": WITNESS_INPUTS,
+            "smooth_aligned_scale": f"{ALIGNED_ATOM_SCALE:g}",
             "smooth_control_eps_low": f"{CONTROL_EPS[0]:g}",
             "smooth_control_eps_high": f"{CONTROL_EPS[1]:g}",
             "smooth_control_depths": ", ".join(map(str, CONTROL_DEPTHS)),
@@ -435,7 +479,9 @@ def functional_gradient_bound(ctx: Context) -> Evidence:
             "smooth_aligned_sharper_min": float(aligned_sharper.min()),
             "smooth_aligned_sharper_max": float(aligned_sharper.max()),
             "smooth_aligned_stronger_max": float(aligned_stronger.max()),
-            "smooth_aligned_printed_max": float(max(row[r"$\|D_{h_1} Q\|$ / printed"] for row in aligned_rows)),
+            "smooth_aligned_printed_max": float(
+                max(row[r"$\|D_{h_1} Q\|$ / the talk's bound"] for row in aligned_rows)
+            ),
         }
     )
     data = {"witnesses": reports, "ratios": instances.ratios, "control_ratios": outside.ratios, "aligned": aligned_rows}
@@ -444,6 +490,13 @@ def functional_gradient_bound(ctx: Context) -> Evidence:
 
 # --- the negative result in parameter space: a saddle at the identity, a strict local minimum near it ---------
 _THETA = sympy.symbols("V1 V2 W1 W2 b1 b2")
+#: The examples' sizes: the local minimum's certified deviation ``||f - Id||_L`` (the output scale s is chosen for
+#: it, and every point must be within it), the distance at which the gradient's typical size is measured, how far
+#: one input of the symmetric data is moved to break the saddle, and the layers of the function-space control.
+DEVIATION, NEARBY, SADDLE_SHIFT, FUNCTION_SPACE_LAYERS = 0.1, 0.1, 1e-3, 4
+#: Critical: the gradient norm at most this fraction of its typical size nearby; not minimal: the loss gap at
+#: least this fraction of the identity's loss.
+CRITICAL_RTOL, GAP_RTOL = 1e-9, 1e-6
 
 
 def _sympy_sigmoid(t):
@@ -462,7 +515,8 @@ def _loss_derivatives(example: smooth.SigmoidSaddle):
 
 
 def _gradient_scale(sd, theta, directions) -> float:
-    """The gradient's typical size 0.1 away from ``theta``: the median over ``directions`` (length 0.1)."""
+    """The gradient's typical size :data:`NEARBY` away from ``theta``: the median over ``directions`` (that
+    long)."""
     return float(np.median([np.linalg.norm(sd.gradient(theta + v)) for v in directions]))
 
 
@@ -477,7 +531,7 @@ def _losses(example: smooth.SigmoidSaddle, theta) -> tuple[float, float, float, 
     )
 
 
-def _functional_view(example: smooth.SigmoidSaddle, theta, m: int = 4):
+def _functional_view(example: smooth.SigmoidSaddle, theta, m: int = FUNCTION_SPACE_LAYERS):
     """``D_{h_i} Q`` of ``f_theta`` written as ``m`` near-identity layers (the rescaling construction)."""
     n = len(example.x)
     weights = torch.full((n,), 1 / n, dtype=torch.float64)
@@ -489,26 +543,36 @@ def _functional_view(example: smooth.SigmoidSaddle, theta, m: int = 4):
 def _critical_not_minimal(label, derivative_norm, scale, loss, loss_star, loss_identity, deviation) -> Check:
     return Check.combine(
         [
-            Check.at_most(derivative_norm, 1e-9 * scale, what=f"{label}: derivative norm vs 1e-9 x its size nearby"),
-            Check.at_least(
-                loss - loss_star, 1e-6 * loss_identity, what=f"{label}: loss gap vs 1e-6 x the identity's loss"
+            Check.at_most(
+                derivative_norm,
+                CRITICAL_RTOL * scale,
+                what=f"{label}: derivative norm vs {CRITICAL_RTOL:g} x its size nearby",
             ),
-            Check.at_most(deviation, 0.1 * (1 + 1e-9), what=rf"{label}: certified $\|f - \mathrm{{Id}}\|_L$ vs 0.1"),
+            Check.at_least(
+                loss - loss_star,
+                GAP_RTOL * loss_identity,
+                what=f"{label}: loss gap vs {GAP_RTOL:g} x the identity's loss",
+            ),
+            Check.at_most(
+                deviation,
+                DEVIATION * (1 + 1e-9),
+                what=rf"{label}: certified $\|f - \mathrm{{Id}}\|_L$ vs {DEVIATION:g}",
+            ),
         ],
         what=f"critical, not minimal, near the identity: {label}",
     )
 
 
-def _saddle_rows(saddle: smooth.SigmoidSaddle, sd, scale: float) -> dict:
+def _saddle_rows(saddle: smooth.SigmoidSaddle, sd, gradient_norm: float, scale: float) -> dict:
     theta0 = saddle.theta_critical
-    x_moved = saddle.x + 1e-3 * torch.eye(len(saddle.x))[0]
+    x_moved = saddle.x + SADDLE_SHIFT * torch.eye(len(saddle.x))[0]
     y_moved = saddle.network(torch.as_tensor(saddle.theta_star), x_moved)
     shifted = smooth.SigmoidSaddle(x_moved, y_moved, saddle.theta_star, theta0)
     hessian = sd.hessian(theta0)
     return {
-        r"gradient norm at $\theta_0$ (SymPy)": np.linalg.norm(sd.gradient(theta0)),
-        "the same, one input moved by 1e-3": np.linalg.norm(_loss_derivatives(shifted).gradient(theta0)),
-        "median gradient norm 0.1 away": scale,
+        r"gradient norm at $\theta_0$ (SymPy)": gradient_norm,
+        _SHIFTED: np.linalg.norm(_loss_derivatives(shifted).gradient(theta0)),
+        _NEARBY: scale,
         r"loss at $\theta_0$ (the identity map)": saddle.loss(theta0),
         r"loss at $\theta^*$ (realisable target)": saddle.loss(saddle.theta_star),
         r"largest $|\partial^2 L / \partial V_k \partial W_k|$": np.abs(hessian[[0, 1], [2, 3]]).max(),
@@ -516,14 +580,17 @@ def _saddle_rows(saddle: smooth.SigmoidSaddle, sd, scale: float) -> dict:
     }
 
 
-def _local_minimum_rows(local: smooth.SigmoidSaddle, sd, scale: float) -> tuple[dict, np.ndarray]:
-    """The table's rows, and the Hessian's eigenvalues in the coordinates ``(V/s, W, b)``."""
+def _local_minimum_rows(
+    local: smooth.SigmoidSaddle, sd, gradient_norm: float, scale: float
+) -> tuple[dict, np.ndarray, np.ndarray]:
+    """The table's rows, and the Hessian's eigenvalues in the coordinates ``(V/s, W, b)`` and in theta."""
     theta = local.theta_critical
     s_scale = np.array([local.output_scale] * 2 + [1.0] * 4)
-    eigs = np.linalg.eigvalsh(sd.hessian(theta) * np.outer(s_scale, s_scale))
+    hessian = sd.hessian(theta)
+    eigs = np.linalg.eigvalsh(hessian * np.outer(s_scale, s_scale))
     rows = {
-        "gradient norm at the local minimum (SymPy)": np.linalg.norm(sd.gradient(theta)),
-        "median gradient norm 0.1 away": scale,
+        "gradient norm at the local minimum (SymPy)": gradient_norm,
+        _NEARBY: scale,
         "loss at the local minimum": local.loss(theta),
         r"loss at $\theta^*$ (realisable target)": local.loss(local.theta_star),
         "loss at the identity ($V = 0$)": local.loss(np.concatenate([[0.0, 0.0], theta[2:]])),
@@ -532,17 +599,25 @@ def _local_minimum_rows(local: smooth.SigmoidSaddle, sd, scale: float) -> tuple[
         "Hessian in $(V/s, W, b)$: smallest eigenvalue": eigs.min(),
         "Hessian in $(V/s, W, b)$: largest eigenvalue": eigs.max(),
     }
-    return rows, eigs
+    return rows, eigs, np.linalg.eigvalsh(hessian)
+
+
+_SHIFTED = f"the same, one input moved by {SADDLE_SHIFT:g}"
+_NEARBY = f"median gradient norm {NEARBY:g} away"
 
 
 def _quantity_rows(rows: dict) -> list[dict]:
     return [{"quantity": k, "value": float(v)} for k, v in rows.items()]
 
 
-def _parameter_space_glue(saddle_rows, local_rows, local_eigs, losses, sd_local, theta_lm, hessians, fspace):
+def _parameter_space_glue(saddle_rows, local_rows, local_eigs, raw_eigs, losses, hessians, fspace, n_inputs):
     return {
         "smooth_saddle_grad": float(saddle_rows[r"gradient norm at $\theta_0$ (SymPy)"]),
-        "smooth_saddle_shifted": float(saddle_rows["the same, one input moved by 1e-3"]),
+        "smooth_saddle_shifted": float(saddle_rows[_SHIFTED]),
+        "smooth_saddle_shift": f"{SADDLE_SHIFT:g}",
+        "smooth_deviation": f"{DEVIATION:g}",
+        "smooth_fs_layers": FUNCTION_SPACE_LAYERS,
+        "smooth_lm_inputs": n_inputs,
         "smooth_saddle_gap": losses["saddle"][0] - losses["saddle"][1],
         "smooth_saddle_min_eig": float(saddle_rows["smallest Hessian eigenvalue"]),
         "smooth_lm_grad": float(local_rows["gradient norm at the local minimum (SymPy)"]),
@@ -551,7 +626,7 @@ def _parameter_space_glue(saddle_rows, local_rows, local_eigs, losses, sd_local,
         "smooth_lm_deviation": float(losses["local minimum"][3]),
         "smooth_lm_min_eig": float(local_eigs.min()),
         "smooth_lm_cond": float(local_eigs.max() / local_eigs.min()),
-        "smooth_lm_raw_min_eig": float(np.linalg.eigvalsh(sd_local.hessian(theta_lm)).min()),
+        "smooth_lm_raw_min_eig": float(raw_eigs.min()),
         "smooth_lm_hessian_diff": float(max(hessians.max_abs_error.values())),
         "smooth_fs_min": float(min(fg.norms.min() / fg.distance for fg in fspace.values())),
     }
@@ -568,7 +643,7 @@ def _parameter_space_glue(saddle_rows, local_rows, local_eigs, losses, sd_local,
     "minima, even for a realisable target.",
     control=Control(
         "The same two near-identity maps and data, differentiated with "
-        r"respect to the functions $h_i$ of a four-layer near-identity "
+        rf"respect to the functions $h_i$ of a {FUNCTION_SPACE_LAYERS}-layer near-identity "
         "composition (the abstract's function-space result rules out a "
         "suboptimal critical point)."
     ),
@@ -578,13 +653,14 @@ def parameter_space(ctx: Context) -> Evidence:
     data): critical in parameter space, not minimal, near the identity, with every gradient and Hessian three
     ways; the control differentiates the same maps with respect to the layers of a near-identity composition."""
     u = ctx.rng("bartlett-evans-long/parameter-space").standard_normal((20, 6))
-    directions = 0.1 * u / np.linalg.norm(u, axis=1, keepdims=True)
-    saddle, local = smooth.sigmoid_saddle_example(), smooth.sigmoid_local_minimum_example(deviation=0.1)
+    directions = NEARBY * u / np.linalg.norm(u, axis=1, keepdims=True)
+    saddle, local = smooth.sigmoid_saddle_example(), smooth.sigmoid_local_minimum_example(deviation=DEVIATION)
     points = {
         "saddle": (saddle, _loss_derivatives(saddle), saddle.theta_critical),
         "local minimum": (local, _loss_derivatives(local), local.theta_critical),
     }
     scales = {k: _gradient_scale(sd, t, directions) for k, (_, sd, t) in points.items()}
+    gradient_norms = {k: float(np.linalg.norm(sd.gradient(t))) for k, (_, sd, t) in points.items()}
     losses = {k: _losses(ex, t) for k, (ex, _, t) in points.items()}
     witnesses = {
         k: (
@@ -595,8 +671,7 @@ def parameter_space(ctx: Context) -> Evidence:
     }
     fspace = {k: _functional_view(ex, t) for k, (ex, _, t) in points.items()}
     in_parameters = [
-        _critical_not_minimal(f"{k}, parameters", np.linalg.norm(sd.gradient(t)), scales[k], *losses[k])
-        for k, (_, sd, t) in points.items()
+        _critical_not_minimal(f"{k}, parameters", gradient_norms[k], scales[k], *losses[k]) for k in points
     ]
     in_functions = [
         _critical_not_minimal(f"{k}, functions, some layer", fg.norms.min(), fg.distance, *losses[k])
@@ -605,16 +680,17 @@ def parameter_space(ctx: Context) -> Evidence:
     witness_checks = [
         r.check(f"{k} witnesses") for pair in witnesses.values() for r, k in zip(pair, ("gradient", "Hessian"))
     ]
-    saddle_rows = _saddle_rows(saddle, points["saddle"][1], scales["saddle"])
-    local_rows, local_eigs = _local_minimum_rows(local, points["local minimum"][1], scales["local minimum"])
-    _, sd_local, theta_lm = points["local minimum"]
+    saddle_rows = _saddle_rows(saddle, points["saddle"][1], gradient_norms["saddle"], scales["saddle"])
+    local_rows, local_eigs, raw_eigs = _local_minimum_rows(
+        local, points["local minimum"][1], gradient_norms["local minimum"], scales["local minimum"]
+    )
     glue = _parameter_space_glue(
-        saddle_rows, local_rows, local_eigs, losses, sd_local, theta_lm, witnesses["local minimum"][1], fspace
+        saddle_rows, local_rows, local_eigs, raw_eigs, losses, witnesses["local minimum"][1], fspace, len(local.x)
     )
     function_space_rows = [
         {
             "point": k,
-            r"$\|D_{h_i} Q\|,\ i = 1, \dots, 4$": ", ".join(f"{v:.3e}" for v in fg.norms),
+            rf"$\|D_{{h_i}} Q\|,\ i = 1, \dots, {FUNCTION_SPACE_LAYERS}$": ", ".join(f"{v:.3e}" for v in fg.norms),
             r"$\|h - h^*\|$": fg.distance,
         }
         for k, fg in fspace.items()
