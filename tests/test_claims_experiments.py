@@ -84,6 +84,60 @@ def test_the_chapter_finds_its_data_and_glue(chapter_run):
     assert E.table_2_rows(runs["hardt-ma/sec4-cifar10-error"])[-1]["CIFAR-10 error %"] is None
 
 
+def _cell_glue(text: str) -> tuple[set[str], set[str]]:
+    """The keys the chapter's own cells glue (``glue_numbers(key=...)``, ``**E.sizing_glue()`` expanded), and the
+    prefixes of the keys they glue through an f-string."""
+    import ast
+
+    keys, prefixes = set(), set()
+    for source in re.findall(r"```\{code-cell\} ipython3\n(.*?)```", text, re.S):
+        source = re.sub(r"\A(:tags:[^\n]*\n|---\n(?s:.*?)\n---\n)", "", source)
+        for node in ast.walk(ast.parse(source)):
+            if not (isinstance(node, ast.Call) and getattr(node.func, "id", None) in ("glue", "glue_numbers")):
+                continue
+            for kw in node.keywords:
+                if kw.arg is not None:
+                    keys.add(kw.arg)
+                elif isinstance(kw.value, ast.Call) and getattr(kw.value.func, "attr", None) == "sizing_glue":
+                    keys |= set(E.sizing_glue())
+                else:  # {f"prefix_{...}": ...}: the f-string's literal start
+                    for key in ast.walk(kw.value):
+                        if isinstance(key, ast.JoinedStr) and isinstance(key.values[0], ast.Constant):
+                            prefixes.add(key.values[0].value)
+            if node.args and isinstance(node.args[0], ast.Constant):
+                keys.add(node.args[0].value)
+    return keys, prefixes
+
+
+def test_every_number_glued_is_quoted_once_and_every_number_quoted_is_glued(chapter_run):
+    """Both directions, for the claims' glue and the chapter cells' glue: every key quoted is glued (by a claim or
+    a cell, never both), and every key glued is quoted."""
+    _, runs = chapter_run
+    quoted = set(re.findall(r"\{glue:(?:text)?\}`([a-z0-9_]+)", CHAPTER))
+    from_claims = {k for run in runs.values() if run.evidence for k in run.evidence.glue}
+    in_cells, prefixes = _cell_glue(CHAPTER)
+    assert in_cells and prefixes
+    assert not from_claims & in_cells, sorted(from_claims & in_cells)
+    assert not from_claims - quoted, f"a claim glues what the chapter never quotes: {sorted(from_claims - quoted)}"
+    assert not in_cells - quoted, f"a cell glues what the chapter never quotes: {sorted(in_cells - quoted)}"
+    assert all(any(q.startswith(prefix) for q in quoted) for prefix in prefixes), prefixes
+    missing = {
+        k
+        for k in quoted - from_claims - in_cells
+        if not k.startswith("verdict_") and k != "ledger_summary" and not any(k.startswith(x) for x in prefixes)
+    }
+    assert not missing, f"quoted, glued nowhere: {sorted(missing)}"
+
+
+def test_the_chapter_types_none_of_the_numbers_its_module_chooses():
+    """The control's first-stage blocks and the bar for "trains" reach the texts from their constants."""
+    assert "eight or ten" not in CHAPTER and "above 0.8" not in CHAPTER and "below 0.8" not in CHAPTER
+    arch = E.CLAIMS.claims["hardt-ma/sec4-architecture"].control.input
+    assert " or ".join(map(str, E.CONTROL_FIRST_STAGE)) in arch
+    trains = E.CLAIMS.claims["hardt-ma/sec4-identity-trains-without-bn"].statement
+    assert f"above {E.TRAINS_ACCURACY} at" in trains
+
+
 def test_a_claim_alone_trains_only_what_it_needs_and_gets_the_same_numbers(chapter_run):
     _, runs = chapter_run
     ctx = tiny_context()
