@@ -52,6 +52,22 @@ from .fits import fit_power_law
 LOSSES = ("squared", "logistic")
 #: Instance seeds of the surveys are ``SEED_STRIDE * seed + i``: different chapter seeds share no instance.
 SEED_STRIDE = 100_000
+#: The random instances of Theorems 1 and 2 and Corollary 1 (:func:`random_theorem_instance`): the sample size,
+#: the input and feature dimensions, and the width and depth of the random ReLU network ``f_theta``.
+INSTANCE = {"n": 30, "d": 3, "k": 3, "width": 8, "depth": 3}
+#: The fraction of labels flipped in a logistic instance, and the powers of ten between which the scales of
+#: ``w`` and ``V`` are drawn (log-uniformly).
+LABEL_FLIP = 0.2
+SCALE_POWERS = (-2.0, 1.0)
+#: :func:`verify_local_minimum`: its relative tolerance (gradient, curvature and escape alike), and the ray
+#: ``c -> F(c w, V)`` it walks, ``c`` from the first to the second factor in ``ESCAPE_POINTS`` geometric steps.
+VERIFY_RTOL = 1e-8
+ESCAPE_FACTORS = (1.5, 2.0**16)
+ESCAPE_POINTS = 24
+#: Theorem 4's setting (:func:`theorem_4_rates`): inputs uniform in the unit ball of ``R^d``, ``f_theta`` a ReLU
+#: network ``R^d -> R^k`` of that width and depth ending in tanh, the ball ``M_1`` of ``radius``, the norm of
+#: ``u*``, and the fresh inputs per step that estimate the iterate's excess risk.
+THEOREM_4 = {"d": 5, "k": 4, "width": 16, "depth": 3, "radius": 2.0, "u_norm": 1.5, "n_fresh": 64}
 
 
 # --- input validation -----------------------------------------------------------------------------------
@@ -290,17 +306,18 @@ def random_mlp(
 def random_theorem_instance(
     seed: int,
     loss: str = "squared",
-    n: int = 30,
-    d: int = 3,
-    k: int = 3,
-    width: int = 8,
-    depth: int = 3,
+    n: int = INSTANCE["n"],
+    d: int = INSTANCE["d"],
+    k: int = INSTANCE["k"],
+    width: int = INSTANCE["width"],
+    depth: int = INSTANCE["depth"],
     w_zero: bool = False,
 ) -> dict:
     """A random instance for Theorems 1 and 2: data, a random deep ``f_theta``, a point ``(w, V)``, ``w_star``.
 
-    Data ``x ~ N(0, I)``; targets a nonlinear function of ``x`` plus noise (squared loss) or its sign with
-    20% of labels flipped (logistic). ``w`` and ``V`` have random scales spread over three decades; with
+    Data ``x ~ N(0, I)``; targets a nonlinear function of ``x`` plus noise (squared loss) or its sign with a
+    fraction :data:`LABEL_FLIP` of labels flipped (logistic). ``w`` and ``V`` have random scales, log-uniform
+    between the powers of ten :data:`SCALE_POWERS`; with
     ``w_zero`` the point has ``w = 0``. ``w_star`` is the best linear predictor on the sample (over the
     ball of radius 10 for the logistic loss), so the right-hand sides are as large as they can be.
     """
@@ -323,10 +340,10 @@ def random_theorem_instance(
         y = signal + 0.3 * torch.randn(n, generator=gen, dtype=torch.float64)
     else:
         y = torch.where(signal >= signal.median(), 1.0, -1.0).to(torch.float64)
-        flip = torch.rand(n, generator=gen) < 0.2
+        flip = torch.rand(n, generator=gen) < LABEL_FLIP
         y = torch.where(flip, -y, y)
     f_theta = random_mlp(d, k, width, depth, gen)
-    scale_w, scale_V = 10 ** rng.uniform(-2, 1), 10 ** rng.uniform(-2, 1)
+    scale_w, scale_V = 10 ** rng.uniform(*SCALE_POWERS), 10 ** rng.uniform(*SCALE_POWERS)
     w = np.zeros(d) if w_zero else scale_w * rng.normal(size=d) / math.sqrt(d)
     V = scale_V * rng.normal(size=(d, k)) / math.sqrt(d * k)
     w_star = best_linear_predictor(X, y, loss, radius=None if loss == "squared" else 10.0)["w"]
@@ -702,9 +719,9 @@ def verify_local_minimum(
     f_theta,
     loss: str = "squared",
     *,
-    rtol_gradient: float = 1e-8,
-    rtol_curvature: float = 1e-8,
-    rtol_escape: float = 1e-8,
+    rtol_gradient: float = VERIFY_RTOL,
+    rtol_curvature: float = VERIFY_RTOL,
+    rtol_escape: float = VERIFY_RTOL,
     skip: bool = True,
 ) -> dict:
     """Decide whether ``(w, V)`` is a local minimum of ``F_theta``, with tolerances at the problem's scale.
@@ -714,7 +731,7 @@ def verify_local_minimum(
       such as ``|grad| < 1e-6`` passes any point where ``F`` is tiny);
     - curvature: ``lambda_min(grad^2 F) >= -rtol_curvature |grad^2 F|`` (spectral norm);
     - escape: along the ray ``c -> F(c w, V)``, which is convex in ``c`` (the prediction is linear in ``c``
-      and the loss convex in the prediction), no value for ``c`` in ``[1.5, 2^16]`` is below
+      and the loss convex in the prediction), no value for ``c`` in :data:`ESCAPE_FACTORS` (``[1.5, 2^16]``) is below
       ``F (1 - rtol_escape)``; a loss that keeps falling along it has no minimum there;
     - for the logistic loss, whether the residual class separates the sample
       (:func:`residual_class_separates`): then no minimum is attained anywhere.
@@ -736,7 +753,7 @@ def verify_local_minimum(
     H_norm = float(np.max(np.abs(eig)))
     relative_curvature = float(eig[0]) / H_norm if H_norm > 0 else 0.0
     p = residual_predictions(X, w_t, V_t, f_theta) if skip else (_features(f_theta, X) @ V_t.T) @ w_t
-    factors = np.geomspace(1.5, 2.0**16, 24)
+    factors = np.geomspace(*ESCAPE_FACTORS, ESCAPE_POINTS)
     along = np.array([float(loss_values(c * p, y, loss).mean()) for c in factors])
     escape_drop = max(0.0, (F - float(along.min())) / F) if F > 0 else 0.0
     separable = loss == "logistic" and residual_class_separates(X, y, f_theta, skip=skip)
@@ -1564,14 +1581,14 @@ def theorem_4_rates(
     seed: int = 0,
     *,
     architecture: str = "output skip",
-    d: int = 5,
-    k: int = 4,
-    width: int = 16,
-    depth: int = 3,
-    radius: float = 2.0,
-    u_norm: float = 1.5,
+    d: int = THEOREM_4["d"],
+    k: int = THEOREM_4["k"],
+    width: int = THEOREM_4["width"],
+    depth: int = THEOREM_4["depth"],
+    radius: float = THEOREM_4["radius"],
+    u_norm: float = THEOREM_4["u_norm"],
     lr_theta: float = 0.05,
-    n_fresh: int = 64,
+    n_fresh: int = THEOREM_4["n_fresh"],
     step_exponent: float = 0.5,
     comparator_outside: bool = False,
     plateau_after: int | None = None,
@@ -1653,6 +1670,7 @@ def theorem_4_rates(
         "lipschitz": G,
         "loss_bound": math.log1p(math.exp(radius * G)),
         "loss_range": radius * G,
+        "u_norm": u_norm,
         "architecture": architecture,
         "step_exponent": step_exponent,
         "plateau_after": plateau_after,
