@@ -5,6 +5,7 @@ claims ran before it."""
 
 from __future__ import annotations
 
+import inspect
 import re
 from pathlib import Path
 
@@ -12,6 +13,7 @@ import numpy as np
 import pytest
 
 from resnet_theory import shamir as S
+from resnet_theory.claims import linear_predictors as LP
 from resnet_theory.claims.context import Context
 from resnet_theory.claims.linear_predictors import CLAIMS, PROFILE, THM3_EPS, instance_seed
 from resnet_theory.claims.run import run_claim
@@ -27,7 +29,14 @@ DATA_KEYS = {
     "shamir/example-1-derivatives": {"difference_gradient", "difference_hessian", "gradient_report", "hessian_report"},
     "shamir/example-1-saddle": {"rows"},
     "shamir/thm-1": {"ratio", "loss", "no_skip_rows"},
-    "shamir/thm-2": {"ratio", "loss", "vv_block_largest", "lambda_min_relative_largest"},
+    "shamir/thm-2": {
+        "ratio",
+        "loss",
+        "example_1_rows",
+        "vv_block_instances",
+        "vv_block_largest",
+        "lambda_min_relative_largest",
+    },
     "shamir/cor-1": {"rows"},
     "shamir/thm-3-approximate": {"rows"},
     "shamir/thm-3": set(),
@@ -37,6 +46,8 @@ DATA_KEYS = {
         "horizons",
         "gap",
         "bound",
+        "radius",
+        "delta",
         "t_min",
         "control_gap",
         "control_bound",
@@ -106,6 +117,61 @@ def test_every_number_the_prose_quotes_is_glued_by_a_claim(tiny_runs):
     assert quoted and quoted <= glued, sorted(quoted - glued)
     verdicts = set(re.findall(r"\{glue:text\}`verdict_(\w+)`", CHAPTER))
     assert verdicts <= {re.sub(r"[/.-]", "_", cid) for cid in DATA_KEYS}
+
+
+def _chapter_glue_names(text: str) -> tuple[set[str], set[str]]:
+    """The names the chapter's prose quotes, and those its cells glue (for an f-string key, its prefix)."""
+    quoted = set(re.findall(r"\{glue:(?:text)?\}`([A-Za-z0-9_]+)", text))
+    glued = set(re.findall(r'glue\(f?"([A-Za-z0-9_]+)', text))
+    return quoted, glued
+
+
+def test_every_key_a_claim_or_the_chapter_glues_is_quoted_and_glued_once(tiny_runs):
+    """No glue that the chapter never quotes (a number computed for nobody), and no key glued twice: by two
+    claims, or by a claim and a chapter cell."""
+    quoted, chapter_glued = _chapter_glue_names(CHAPTER)
+    from_claims: set[str] = set()
+    for claim_id, run in tiny_runs.items():
+        keys = set(run.evidence.glue) if run.evidence is not None else set()
+        assert not keys - quoted, f"{claim_id} glues what the chapter never quotes: {sorted(keys - quoted)}"
+        assert not keys & from_claims, f"{claim_id} glues a key another claim glues: {sorted(keys & from_claims)}"
+        from_claims |= keys
+    assert not from_claims & chapter_glued, "a number glued twice, by a claim and by the chapter"
+    assert all(any(q.startswith(g) for q in quoted) for g in chapter_glued), chapter_glued
+
+
+def test_the_texts_and_the_glue_come_from_the_module_constants(tiny_runs):
+    """The book's choices typed nowhere: the statements and controls are written from the constants the
+    functions use, and the prose quotes them through glue."""
+    saddle = CLAIMS.claims["shamir/example-1-saddle"]
+    assert f"-{LP.SADDLE_CONTROL_FACTOR}/\\epsilon" in saddle.control.input
+    assert tiny_runs["shamir/example-1-saddle"].evidence.glue["shamir_saddle_control_c"] == LP.SADDLE_CONTROL_FACTOR
+    assert f"first {LP.NO_SKIP_T2_INSTANCES} instances" in CLAIMS.claims["shamir/thm-2"].control.input
+    thm4 = CLAIMS.claims["shamir/thm-4"]
+    assert f"\\delta = {LP.T4_DELTA:g}$" in thm4.statement
+    assert f"(norm {S.THEOREM_4['u_norm']:g})" in thm4.control.input
+    glue = {k: v for run in tiny_runs.values() if run.evidence for k, v in run.evidence.glue.items()}
+    assert all(glue[f"shamir_inst_{k}"] == v for k, v in S.INSTANCE.items())
+    assert glue["shamir_inst_flip"] == S.LABEL_FLIP and glue["shamir_verify_rtol"] == S.VERIFY_RTOL
+    assert (glue["shamir_ray_from"], glue["shamir_ray_to"]) == S.ESCAPE_FACTORS
+    assert (glue["shamir_t4_b"], glue["shamir_t4_u_norm"]) == (S.THEOREM_4["radius"], S.THEOREM_4["u_norm"])
+    assert glue["shamir_t4_delta"] == LP.T4_DELTA == tiny_runs["shamir/thm-4"].evidence.data["delta"]
+    # the library's defaults are the constants the glue quotes
+    defaults = inspect.signature(S.random_theorem_instance).parameters
+    assert all(defaults[k].default == v for k, v in S.INSTANCE.items())
+    rates = inspect.signature(S.theorem_4_rates).parameters
+    assert all(rates[k].default == v for k, v in S.THEOREM_4.items())
+
+
+def test_the_landscape_verdicts_rest_on_the_reviews_statement_only(tiny_runs):
+    """The review says the minima are spurious (not global), and for the ball that it lies in the bottom left;
+    the comparison with the best linear predictor is the book's: glued beside the verdict, not a part of it."""
+    for claim_id, kind in (("shamir/figure-penalty", "pen"), ("shamir/figure-ball", "ball")):
+        run = tiny_runs[claim_id]
+        assert "linear" not in run.decl.statement
+        assert "linear" not in run.record.evidence["printed"]["summary"]
+        glue = run.evidence.glue
+        assert 0 <= glue[f"shamir_{kind}_spurious_worse"] <= glue[f"shamir_{kind}_spurious_n"]
 
 
 def test_every_claim_is_checked_in_the_chapter_and_shown():
