@@ -424,3 +424,19 @@ def test_the_negative_claim_asks_for_strictly_positive_layer_eigenvalues_and_lis
     assert "smallest layer eigenvalue over the run $> 0$" in run.evidence.statement.summary
     assert all(r["smallest mu"] > 0 for r in run.data["rows"])
     assert "keeps its layer eigenvalues strictly positive" in CHAPTER.read_text()
+
+
+def test_a_distance_run_without_tolerances_runs_to_tol_and_counts_as_the_batch_does():
+    """:func:`_distance_run` with its defaults (no trace, no tolerances) runs to ``TOL`` alone, and gives the
+    record the same run computed as a trace gives; with tolerances it counts the first step below each."""
+    from resnet_theory.claims.linear import NEAR_EPS_GRID, TOL, _distance_run, steps_to
+
+    rng = np.random.default_rng(7)
+    Phi = np.eye(3) + 0.01 * rng.standard_normal((3, 3))
+    alone = _distance_run(Phi, 4, 500)
+    trace = linear.identity_gd_trace(Phi, 4, linear.bhl_step_size(Phi, 4), 500, tol=TOL)
+    assert alone == _distance_run(Phi, 4, 500, trace=trace)
+    assert alone["converged"] and alone["steps"] == steps_to(Phi, 4, 500) and alone["steps to eps"] == []
+    further = _distance_run(Phi, 4, 500, tolerances=NEAR_EPS_GRID)
+    assert further["steps"] == alone["steps"]
+    assert further["steps to eps"] == [steps_to(Phi, 4, 500, eps) for eps in NEAR_EPS_GRID]

@@ -1904,6 +1904,10 @@ EPS_GRID = 10.0 ** -np.arange(2, 9)
 RANDOM_LOG_SPREAD = 2.0
 #: The semidefinite control's budget, in multiples of ``bhl_budget``: enough for its counts to exist to be fitted.
 SEMIDEFINITE_BUDGET_FACTOR = 10
+#: The condition number of the targets around one in the depth and ``log(d/eps)`` sweeps and of the controls' targets.
+SWEEP_KAPPA = 8
+#: The depth of the semidefinite control's runs (deeper, its counts soon outgrow the budget).
+SEMIDEFINITE_DEPTH = 2
 _SWEEPS = ("kappa", "L", "log(d/eps)")
 #: Each sweep's variable as the fits table shows it.
 _SWEEP_SHOWN = {"kappa": r"$\kappa$", "L": "$L$", "log(d/eps)": r"$\log(d/\epsilon)$"}
@@ -1924,11 +1928,12 @@ def _spd_sweeps(cfg, rng) -> list[dict]:
         for kappa in cfg.kappas:
             run("kappa", name, kappa, cfg.bhl_depth, cfg.bhl_dim, np.geomspace(*ends(kappa), cfg.bhl_dim))
     for depth in [2, 4, 8, 16, 32]:
-        run("L", r"$\kappa = 8$, around one", depth, depth, cfg.bhl_dim, np.geomspace(*middle(8), cfg.bhl_dim))
+        spectrum = np.geomspace(*middle(SWEEP_KAPPA), cfg.bhl_dim)
+        run("L", rf"$\kappa = {SWEEP_KAPPA}$, around one", depth, depth, cfg.bhl_dim, spectrum)
     for depth in [2, cfg.bhl_depth]:
         for dim in [2, 6, 32]:
             for eps in EPS_GRID:
-                spectrum = np.geomspace(*middle(8), dim)
+                spectrum = np.geomspace(*middle(SWEEP_KAPPA), dim)
                 run("log(d/eps)", f"$L = {depth}$, $d = {dim}$", math.log(dim / eps), depth, dim, spectrum, eps)
     return rows
 
@@ -2012,11 +2017,12 @@ def bhl_spd(ctx: Context) -> Evidence:
     runs, random_runs = _spd_sweeps(cfg, rng), _spd_random(cfg, rng)
     fits = _fits(runs)
     converged = np.array([r["steps"] is not None for r in runs + random_runs])
-    lam = np.geomspace(*_PLACEMENTS[r"$[\kappa^{-1/2}, \kappa^{1/2}]$"](8), cfg.bhl_dim)
+    lam = np.geomspace(*_PLACEMENTS[r"$[\kappa^{-1/2}, \kappa^{1/2}]$"](SWEEP_KAPPA), cfg.bhl_dim)
     negated_steps = steps_to(spd_target(np.r_[-lam[0], lam[1:]], rng), cfg.bhl_depth, cfg.bhl_budget)
     semidefinite = spd_target(np.r_[0.0, lam[1:]], rng)
     psd_budget = SEMIDEFINITE_BUDGET_FACTOR * cfg.bhl_budget
-    psd_fit = _fit(np.log(cfg.bhl_dim / EPS_GRID), [steps_to(semidefinite, 2, psd_budget, eps) for eps in EPS_GRID])
+    psd_steps = [steps_to(semidefinite, SEMIDEFINITE_DEPTH, psd_budget, eps) for eps in EPS_GRID]
+    psd_fit = _fit(np.log(cfg.bhl_dim / EPS_GRID), psd_steps)
     statement = Check.combine(
         [
             Check.all_of(converged, what=f"SPD runs reaching loss $\\le \\varepsilon$ in {cfg.bhl_budget} steps"),
@@ -2059,6 +2065,8 @@ def bhl_spd(ctx: Context) -> Evidence:
             "bhl_psd_rms_pow": math.nan if psd_fit is None else psd_fit.power_rms,
             "bhl_psd_rms_exp": math.nan if psd_fit is None else psd_fit.exponential_rms,
             "bhl_psd_budget_factor": SEMIDEFINITE_BUDGET_FACTOR,
+            "bhl_psd_depth": SEMIDEFINITE_DEPTH,
+            "bhl_sweep_kappa": SWEEP_KAPPA,
             "bhl_random_spread": RANDOM_LOG_SPREAD,
             "bhl_random_max_steps": int(max(r["steps"] or 0 for r in random_runs)),
             "bhl_random_max_kappa": float(max(r["kappa"] for r in random_runs)),
@@ -2135,7 +2143,7 @@ def _distance_run(Phi, depth: int, budget: int, trace=None, tolerances=()) -> di
     (``trace``: the run, when it was computed with others as one batch); with ``tolerances`` it runs on to the
     smallest of them and records the steps to each."""
     if trace is None:
-        stop = min(TOL, *tolerances)
+        stop = min((TOL, *tolerances))  # a tuple: min of TOL alone when no tolerances are given
         trace = linear.identity_gd_trace(Phi, depth, linear.bhl_step_size(Phi, depth), budget, tol=stop)
     steps = _first_steps(trace.losses, [TOL])[0]
     return {
