@@ -353,7 +353,8 @@ def _squared_reading_errors(count, g) -> dict[str, list[float]]:
     r"off $S$.",
     correction=Correction(
         r"With (b) read as $\|\alpha^{(i)} - \alpha^{(j)}\|^2 \ge "
-        r"3\rho'$ (any squared separation above $2\rho'$ will do) the conclusion holds, "
+        r"3\rho'$ (our derivation: any squared separation above $2\rho'$ will do; the check uses $3\rho'$) the "
+        r"conclusion holds, "
         r"with one threshold per unit between $\max_{h \ne \alpha^{(j)}} \langle "
         r"\alpha^{(j)}, h\rangle$ and $\|\alpha^{(j)}\|^2$. As printed (unsquared) it "
         r"fails for every $\rho' \le 2/9$."

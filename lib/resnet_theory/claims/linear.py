@@ -447,7 +447,7 @@ HEADERS = {
     "||K||": r"$\|K\|$",
     "||Phi - I||_F": r"$\|\Phi - I\|_F$",
     "min u^T Phi u": r"$\min_{\|u\| = 1} u^\top \Phi u$",
-    "steps to 1e-8 (L = 8)": r"steps to $10^{-8}$ ($L = 8$)",
+    "steps to TOL": r"steps to the tolerance",
 }
 
 
