@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from resnet_theory.claims.context import Context
-from resnet_theory.claims.expressivity import CLAIMS, PROFILE, TWIN_D2, sphere_points
+from resnet_theory.claims.expressivity import CLAIMS, IMAGENET_CLASSES, PROFILE, TWIN_D2, sphere_points
 from resnet_theory.claims.registry import chapter_claims
 from resnet_theory.claims.run import run_claim
 from resnet_theory.claims.spec import Checked
@@ -471,3 +471,9 @@ def test_a_fit_measurement_that_always_gives_0_makes_the_control_hold(monkeypatc
     monkeypatch.setattr(claims_module, "_misfit", lambda *args, **kwargs: 0.0)
     evidence = CLAIMS.claims[claim_id].evidence(tiny_context())
     assert all(c.holds for c in evidence.controls), [c.summary for c in evidence.controls]
+
+
+def test_the_surrogates_run_each_number_of_classes_once_even_when_the_knob_is_imagenets():
+    ctx = Context.for_table(CLAIMS.profile, "tiny", 0, {"classes": IMAGENET_CLASSES})
+    rows = run_claim(CLAIMS.claims["hardt-ma/surrogates"], ctx).data["rows"]
+    assert [row["$r$"] for row in rows] == [IMAGENET_CLASSES]

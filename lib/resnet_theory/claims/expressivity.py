@@ -1207,7 +1207,7 @@ def surrogates(ctx: Context) -> Evidence:
     statement rules out."""
     g, draws = ctx.rng("hardt-ma/surrogates"), ctx.cfg.surrogate_draws
     rows, sur = [], {"ln": [], "log2": [], "union": [], "quarter": []}
-    classes = (ctx.cfg.classes, IMAGENET_CLASSES)
+    classes = tuple(dict.fromkeys((ctx.cfg.classes, IMAGENET_CLASSES)))  # the knob's r, then ImageNet's, once each
     for r in classes:
         widths = {
             "ln": math.floor(4 * math.log(r)) + 1,
