@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import sympy as sp
 
 from resnet_theory import shamir as S
 from resnet_theory.claims import linear_predictors as LP
@@ -253,3 +254,12 @@ def test_example_1_functions_refuse_a_bad_eps(bad):
         S.example_1_instance(bad)
     with pytest.raises((ValueError, TypeError), match="eps"):
         S.example_1_theorem_2([bad])
+
+
+def test_the_saddle_is_the_only_critical_point_with_a_positive_loss_and_the_check_can_say_otherwise():
+    sym = S.example_1_symbolic()
+    for e in (sp.Integer(1), sp.Rational(1, 10)):
+        assert LP._only_critical_point_above_zero(e, (0, -1 / e), sym)
+        assert not LP._only_critical_point_above_zero(e, (0, -LP.SADDLE_CONTROL_FACTOR / e), sym)
+    shifted = {**sym, "objective": sym["objective"] + sp.Rational(1, 2)}  # every critical point above zero
+    assert not LP._only_critical_point_above_zero(sp.Integer(1), (0, -1), shifted)

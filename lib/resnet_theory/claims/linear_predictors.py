@@ -184,6 +184,16 @@ def _saddle_conditions(e, point, sym) -> bool:
     )
 
 
+def _only_critical_point_above_zero(e, point, sym) -> bool:
+    """Every solution of ``grad F = 0`` (SymPy's ``solve``, exactly) other than ``point`` has ``F = 0``: ``point`` is
+    the only critical point with a positive loss, so no other point meets the saddle's conditions (``F = 1/2``)."""
+    w, v, eps = sym["symbols"]
+    solutions = sp.solve(list(sym["gradient"].subs(eps, e)), [w, v], dict=True)
+    objective = sym["objective"].subs(eps, e)
+    positive = [sol for sol in solutions if sp.simplify(objective.subs(sol)) != 0]
+    return bool(solutions) and positive == [{w: point[0], v: point[1]}]
+
+
 @CLAIMS.checked(
     "shamir/example-1-saddle",
     paper="shamir",
@@ -192,21 +202,24 @@ def _saddle_conditions(e, point, sym) -> bool:
     section="shamir-example-1",
     statement=r"At $(0, -1/\epsilon)$ the gradient is 0, the Hessian is "
     r"$\begin{pmatrix} 0 & -\epsilon \\ -\epsilon & 0 \end{pmatrix}$ (eigenvalues "
-    r"$\pm\epsilon$) and $F = 1/2$, above $F_{\mathrm{lin}}(1) = 0$.",
+    r"$\pm\epsilon$) and $F = 1/2$, above $F_{\mathrm{lin}}(1) = 0$. Added here: it is the only critical point "
+    r"with $F > 0$ (every other one has $F = 0$), so no other point meets these conditions.",
     control=Control(
-        rf"the point $(0, -{SADDLE_CONTROL_FACTOR}/\epsilon)$, which the example does not name: the same "
-        r"exact conditions (zero gradient, that Hessian, $F = 1/2$) evaluated "
-        "there"
+        rf"the point $(0, -{SADDLE_CONTROL_FACTOR}/\epsilon)$, which the example does not name and which, by the "
+        r"uniqueness in the statement, the claim rules out: the same exact conditions (zero gradient, that Hessian, "
+        r"$F = 1/2$) evaluated there"
     ),
 )
 def example_1_saddle(ctx: Context) -> Evidence:
     """The saddle exactly for five eps (the library's :func:`~resnet_theory.shamir.example_1_saddle` and the
-    conditions evaluated by SymPy here); the control evaluates the same conditions at
+    conditions evaluated by SymPy here), and that every other critical point has zero loss (so the saddle's
+    conditions hold nowhere else); the control evaluates the same conditions at
     ``(0, -SADDLE_CONTROL_FACTOR/eps)``."""
     sym = S.example_1_symbolic()
     eps_list = [sp.Integer(2), sp.Integer(1), sp.Rational(1, 10), sp.Rational(1, 100), sp.Rational(1, 1000)]
     saddles = [S.example_1_saddle(e) for e in eps_list]
     at_saddle = [_saddle_conditions(e, (0, -1 / e), sym) for e in eps_list]
+    unique = [_only_critical_point_above_zero(e, (0, -1 / e), sym) for e in eps_list]
     elsewhere = [_saddle_conditions(e, (0, -SADDLE_CONTROL_FACTOR / e), sym) for e in eps_list]
     agrees = [s["point"] == (0, -1 / e) and s["eigenvalues"] == [-e, e] for e, s in zip(eps_list, saddles)]
     rows = [
@@ -221,8 +234,16 @@ def example_1_saddle(ctx: Context) -> Evidence:
         for e, s in zip(eps_list, saddles)
     ]
     return Evidence(
-        statement=Check.all_of(
-            at_saddle + agrees, what=r"exact values at $(0, -1/\epsilon)$, one case per $\epsilon$, twice"
+        statement=Check.combine(
+            [
+                Check.all_of(
+                    at_saddle + agrees, what=r"exact values at $(0, -1/\epsilon)$, one case per $\epsilon$, twice"
+                ),
+                Check.all_of(
+                    unique, what=r"every other solution of $\nabla F = 0$ has $F = 0$ (SymPy's solve), per $\epsilon$"
+                ),
+            ],
+            what="the saddle, and the only critical point with a positive loss",
         ),
         control=Check.all_of(elsewhere, what=rf"the same exact conditions at $(0, -{SADDLE_CONTROL_FACTOR}/\epsilon)$"),
         data={"rows": rows},
