@@ -282,12 +282,12 @@ def test_the_twin_words_follow_the_pairs_margin_and_the_other_labels_outcome():
 
 
 def test_the_twin_control_input_quotes_the_distance_the_control_uses():
-    from resnet_theory.claims.expressivity import TWIN_CONTROL, _tex_number
+    from resnet_theory.claims.expressivity import TWIN_CONTROL
+    from resnet_theory.tables import tex_number
 
-    assert f"squared distance ${_tex_number(TWIN_D2)}$" in TWIN_CONTROL
+    assert f"squared distance ${tex_number(TWIN_D2)}$" in TWIN_CONTROL
     assert CLAIMS.claims["hardt-ma/thm-3.2"].control.input == TWIN_CONTROL
     assert CLAIMS.claims["hardt-ma/thm-3.2-proof-conditions"].control.input == TWIN_CONTROL
-    assert [_tex_number(x) for x in (1e-6, 2.5e-7, 0.5)] == ["10^{-6}", r"2.5 \times 10^{-7}", "0.5"]
 
 
 def _chapter_glue_names(text: str) -> tuple[set[str], set[str]]:

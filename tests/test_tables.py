@@ -197,3 +197,11 @@ def test_sequences_are_written_as_lists_not_python_reprs():
     assert "".join(f"<td>{c}</td>" for c in cells) in text
     assert format_cell([0.5, 1.0, 2.5e-9]) == "0.5, 1, 2.5\u00d710\u207b\u2079"
     assert "[" not in text and "(1.0,)" not in text
+
+
+def test_tex_number_writes_a_constant_as_tex_never_as_python():
+    from resnet_theory.tables import tex_number
+
+    cases = {1e-6: "10^{-6}", 1e-12: "10^{-12}", 1e-4: "10^{-4}", 2.5e-7: r"2.5 \times 10^{-7}", 0.5: "0.5"}
+    assert {x: tex_number(x) for x in cases} == cases
+    assert tex_number(0.01) == "0.01" and tex_number(12345.0) == r"1.23 \times 10^{4}"

@@ -7,6 +7,7 @@ as arrays, and renders itself in a notebook. Both use the book's table style (``
 from __future__ import annotations
 
 import html
+import math
 import numbers
 import re
 
@@ -49,6 +50,21 @@ def real_text(value, digits: int = 4) -> str:
     if np.isfinite(x) and x == round(x) and abs(x) < 1e15:
         return f"{int(x):,}"
     return f"{x:.{digits}g}"
+
+
+def tex_number(x: float, digits: int = 3) -> str:
+    """A real as TeX (inside ``$...$``) to ``digits`` significant digits, an exponent written as a power of ten:
+    ``10^{-6}``, ``2.5 \\times 10^{-7}``, ``0.5``, never Python's ``1e-06``. Used where a claim's statement, control
+    or check label writes one of the book's constants. A power of ten from ``10^{-3}`` down, or from ``10^3`` up, is
+    written as one (``1e-4`` is ``10^{-4}``, not ``0.0001``)."""
+    x = float(x)
+    if x > 0 and math.isfinite(x) and abs(k := round(math.log10(x))) >= 3 and x == 10.0**k:
+        return f"10^{{{k}}}"
+    mantissa, _, exponent = f"{x:.{digits}g}".partition("e")
+    if not exponent:
+        return mantissa
+    power = f"10^{{{int(exponent)}}}"
+    return power if mantissa == "1" else rf"{mantissa} \times {power}"
 
 
 #: A number as Python writes it in exponent form ("1.5e-06", "-1e+03", "0.0e+00"), or ``inf`` / ``nan`` on their

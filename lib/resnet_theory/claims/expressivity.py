@@ -22,7 +22,7 @@ from sklearn.datasets import load_digits
 from .. import expressivity as ex
 from ..fits import fit_power_law
 from ..ledger import Check
-from ..tables import format_cell
+from ..tables import format_cell, tex_number
 from ..verdicts import NoUsableControl
 from .context import Context, Knob, ProfileTable
 from .registry import ClaimSet
@@ -589,18 +589,9 @@ def _digits_fit(ctx: Context) -> dict:
 TWIN_D2 = 1e-6
 
 
-def _tex_number(x: float) -> str:
-    """``x`` as TeX to three significant digits, a power of ten as ``10^{-6}``, not Python's ``1e-06``."""
-    mantissa, _, exponent = f"{x:.3g}".partition("e")
-    if not exponent:
-        return mantissa
-    power = f"10^{{{int(exponent)}}}"
-    return power if mantissa == "1" else rf"{mantissa} \times {power}"
-
-
 #: The control input of Theorem 3.2 and of its proof's conditions (:func:`_twin_control`).
 TWIN_CONTROL = (
-    rf"The sphere sample with a twin of its first point at squared distance ${_tex_number(TWIN_D2)}$ (far below "
+    rf"The sphere sample with a twin of its first point at squared distance ${tex_number(TWIN_D2)}$ (far below "
     r"the sample's $\rho$, far above what float64 resolves) and another label: Assumption 3.1 fails at "
     r"the $\rho$ the width was chosen for."
 )

@@ -24,6 +24,7 @@ import torch
 
 from .. import checks, linear
 from ..fits import growth_fit
+from ..tables import tex_number
 from . import Check
 from .context import Context, Knob, ProfileTable
 from .registry import ClaimSet
@@ -2220,10 +2221,6 @@ def _distance_summary(runs: dict) -> list[dict]:
     )
 
 
-def _exponent_of_ten(x: float) -> int:
-    return int(round(math.log10(x)))
-
-
 def _near_sweep(runs: list[dict]) -> list[dict]:
     """The near runs' step counts to each tolerance of ``NEAR_EPS_GRID`` as rows of a ``log(d/eps)`` sweep, one
     series per run (:func:`_fits` reads them)."""
@@ -2259,7 +2256,7 @@ def _nearest_singular_fit(budget: int):
     r"count is polynomial; we read it in $\log(d/\varepsilon)$, the variable of its "
     r"positive definite bound (near $I$ the condition number is bounded), and test the "
     r"shape of the counts' growth for $\varepsilon$ from "
-    rf"$10^{{{_exponent_of_ten(NEAR_EPS_GRID.max())}}}$ to $10^{{{_exponent_of_ten(NEAR_EPS_GRID.min())}}}$ "
+    rf"${tex_number(NEAR_EPS_GRID.max())}$ to ${tex_number(NEAR_EPS_GRID.min())}$ "
     r"at each depth and dimension run.",
     control=Control(
         rf"Random targets at spectral distance {NEAR_CONTROL_DISTANCE:g} from $I$, outside the restated radius "
@@ -2280,8 +2277,7 @@ def bhl_near_identity(ctx: Context) -> Evidence:
     inside = NEAR_FRACTION * RESTATED_RADIUS
     fits = _fits(_near_sweep(runs["near"]))
     control_fit = _nearest_singular_fit(budget)
-    grid = rf"$\varepsilon = 10^{{{_exponent_of_ten(NEAR_EPS_GRID.max())}}}$ to "
-    grid += rf"$10^{{{_exponent_of_ten(NEAR_EPS_GRID.min())}}}$"
+    grid = rf"$\varepsilon = {tex_number(NEAR_EPS_GRID.max())}$ to ${tex_number(NEAR_EPS_GRID.min())}$"
     statement = Check.combine(
         [
             Check.all_of(
