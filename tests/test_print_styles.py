@@ -67,3 +67,14 @@ def test_the_ledgers_counts_table_is_set_small_on_screen_and_left_to_the_print_s
     assert screen and re.search(r"table\.claims-counts \{[^}]*font-size: 0\.8em", screen.group(1))
     assert not re.search(r"(?m)^table\.claims-counts \{[^}]*font-size", css), "a rule outside the screen block"
     assert any("table.claims-counts" in s and "font-size: 8.5pt" in d for s, d in _print_rules())
+
+
+def test_a_printed_ledger_cards_location_label_is_the_screen_tables_column_header():
+    """In print each claim is a card whose location reads "<the third column's header> <location>" (a ``::before``
+    rule): the card said "printed in" after the column became "stated in" (most sources are not the printed text),
+    so the label is checked against the header the table writes."""
+    rules = [(s, d) for s, d in _print_rules() if s.endswith("td:nth-child(3)::before") and "claims-ledger" in s]
+    assert rules, "no print rule labels the card's location"
+    label = re.search(r'content: "([^"]*)"', rules[0][1]).group(1).strip()
+    table = BeautifulSoup(claims_table_html(_claims(), link=True), "html.parser")
+    assert label == table.select("table.claims-ledger thead th")[2].get_text()
