@@ -23,7 +23,7 @@ CHAPTER = Path(__file__).resolve().parents[1] / "book" / "linear.md"
 
 #: The data keys (and their keys, where the chapter reads inside them) that book/linear.md uses.
 DATA_KEYS = {
-    "hardt-ma/sec1-nonconvex": {"rows": None},
+    "hardt-ma/sec1-nonconvex": {"rows": None, "hessians": None},
     "hardt-ma/claim-2.3": {"rows": None, "E[x x^T]": None},
     "hardt-ma/sec1-psd-root": {"rows": None},
     "hardt-ma/thm-2.1-proof-rotation-blocks": {"rows": None},
@@ -38,7 +38,13 @@ DATA_KEYS = {
         "below": None,
         "misses": ("camera-ready", "review", "3 gamma / l"),
     },
-    "hardt-ma/thm-2.1-proof-layer-count": {"count printed": None, "count fixed": None, "slack fixed": None},
+    "hardt-ma/thm-2.1-proof-layer-count": {
+        "count printed": None,
+        "top slots printed": None,
+        "top index printed": None,
+        "count fixed": None,
+        "slack fixed": None,
+    },
     "hardt-ma/thm-2.1-proof-sign": {"rows": None},
     "hardt-ma/eq-2.3": {"witnesses": None, "boundary": ("tau", "ratio", "ratio outside", "trivial")},
     "hardt-ma/thm-2.2": {"search": None, "per_layer": None},
@@ -265,6 +271,45 @@ def test_the_bad_critical_points_are_exactly_critical_and_the_per_layer_step_hol
     per_layer = run_in(tiny, "hardt-ma/thm-2.2").data["per_layer"]
     assert all(r["||df/dA_i||_F"] >= r["Claim C.2 side"] * (1 - 1e-10) for r in per_layer)
     assert all(r["Claim C.2 side"] >= r["(1 - tau) side"] * (1 - 1e-10) for r in per_layer)
+
+
+def test_the_layer_count_step_reads_the_printed_assignment_not_only_the_garbled_count(tiny):
+    """The printed p, q satisfy 2p + q = l, the printed top index A_(2p+q); the top block's p slots hold the q
+    layers B_j, so the step fails on p - q as on 2q + p - l (one is minus the other), except at 3 gamma = 4 pi."""
+    import sympy as sp
+
+    from resnet_theory.claims.linear import _layer_counts
+
+    c = _layer_counts()
+    gamma = next(s for s in c["top slots printed"].free_symbols if s.name == "gamma")
+    assert sp.simplify(c["top index printed"]) == 0 and sp.simplify(c["count fixed"]) == 0
+    assert sp.simplify(c["count printed"] + c["top slots printed"]) == 0
+    assert c["top slots printed"] != 0 and sp.simplify(c["top slots printed"].subs(gamma, 4 * sp.pi / 3)) == 0
+    run = run_in(tiny, "hardt-ma/thm-2.1-proof-layer-count")
+    step = run.evidence.proof.step
+    assert not step.holds and step.decisive and "slots" in step.summary
+    assert "A_{2p+q} = B_q" in CLAIMS.claims["hardt-ma/thm-2.1-proof-layer-count"].ref
+
+
+def test_the_non_convexity_hessian_has_three_witnesses_where_sympy_is_affordable(tiny):
+    from resnet_theory.claims.linear import _CONVEXITY_CASES, _SYMPY_HESSIAN_MAX_VARIABLES, _hessian_witnesses
+
+    run = run_in(tiny, "hardt-ma/sec1-nonconvex")
+    reports = run.data["hessians"]
+    assert len(reports) == len(_CONVEXITY_CASES)
+    for (d, depth), report in zip(_CONVEXITY_CASES, reports):
+        assert "autograd vs finite differences" in report.max_rel_error
+        assert ("sympy vs autograd" in report.max_rel_error) == (depth * d * d <= _SYMPY_HESSIAN_MAX_VARIABLES)
+    assert sum("sympy vs autograd" in r.max_rel_error for r in reports) >= len(reports) - 1
+    # the eigenvalues are the Hessian's: at l = 1 it is 2 Sigma (x) I, positive definite
+    Sigma = np.diag([1.0, 3.0])
+    eig, report = _hessian_witnesses(1, np.eye(2), Sigma)
+    assert np.allclose(eig, sorted([2.0, 2.0, 6.0, 6.0])) and report.check().holds
+
+
+def test_the_plain_zero_claim_states_its_reading_of_bad():
+    statement = CLAIMS.claims["hardt-ma/sec1-plain-zero-critical"].statement
+    assert "Our reading" in statement and r"R\Sigma \ne 0" in statement and r"R \ne 0" not in statement
 
 
 def test_every_svd_of_r_with_positive_determinant_has_a_reflection_twin(tiny):

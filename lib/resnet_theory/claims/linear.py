@@ -81,27 +81,41 @@ def _plain_risk(W: np.ndarray, R: np.ndarray, Sigma: np.ndarray) -> float:
     return linear.risk(W - np.eye(R.shape[0]), R, Sigma)
 
 
-def _hessian_eigenvalues(depth: int, R: np.ndarray, Sigma: np.ndarray) -> np.ndarray:
-    """Eigenvalues of the Hessian (torch autograd) of the factored objective at ``W = (0, I, ..., I)``, which is
-    (1.1) at ``A_1 = -I``, ``A_i = 0`` after it (the two objectives differ by the shift ``A = W - I``)."""
+#: The largest number of layer entries ``depth * d * d`` at which the Hessian gets its SymPy witness: the exact
+#: Hessian of the expanded risk at ``(d, l) = (3, 3)`` (27 variables) costs about 20 s on a 2-core machine.
+_SYMPY_HESSIAN_MAX_VARIABLES = 18
+
+
+def _hessian_witnesses(depth: int, R: np.ndarray, Sigma: np.ndarray):
+    """The Hessian of the factored objective at ``W = (0, I, ..., I)``, which is (1.1) at ``A_1 = -I``, ``A_i = 0``
+    after it (the two objectives differ by the shift ``A = W - I``): its eigenvalues (torch autograd) and the report
+    of its witnesses (autograd, finite differences and, up to ``_SYMPY_HESSIAN_MAX_VARIABLES`` variables, SymPy)."""
     d = R.shape[0]
     A = np.zeros((depth, d, d))
     A[0] = -np.eye(d)
-    point = torch.as_tensor(A.ravel())
-    H = torch.autograd.functional.hessian(linear.torch_risk(depth, d, R, Sigma), point).numpy()
-    return np.linalg.eigvalsh((H + H.T) / 2)
+    f = linear.torch_risk(depth, d, R, Sigma)
+    closed = {}
+    if depth * d * d <= _SYMPY_HESSIAN_MAX_VARIABLES:
+        expr, symbols = linear.sympy_risk(depth, d, R, Sigma)
+        closed["sympy"] = checks.sympy_derivatives(expr, symbols, simplify=False, polynomial=True).hessian
+    report = checks.compare_hessians(
+        f, [A.ravel()], closed_form=closed, quantity=f"Hessian, $d = {d}$, $\\ell = {depth}$"
+    )
+    H = torch.autograd.functional.hessian(f, torch.as_tensor(A.ravel())).numpy()
+    return np.linalg.eigvalsh((H + H.T) / 2), report
 
 
-def _convexity_witnesses(ctx: Context) -> list[dict]:
-    """Per (d, l): the Hessian's extreme eigenvalues at W = (0, I, ..., I), and the midpoint gap
-    ``f((a + b)/2) - (f(a) + f(b))/2`` for ``a = (R, I, ..., I)``, ``b`` with its first two factors negated (the
-    same product R, so f(a) = f(b) = d, and midpoint product 0); at l = 1, ``a = R``, ``b = -R``."""
+def _convexity_witnesses(ctx: Context) -> dict:
+    """Per (d, l): the Hessian's extreme eigenvalues at W = (0, I, ..., I) and its witnesses' report, and the
+    midpoint gap ``f((a + b)/2) - (f(a) + f(b))/2`` for ``a = (R, I, ..., I)``, ``b`` with its first two factors
+    negated (the same product R, so f(a) = f(b) = d, and midpoint product 0); at l = 1, ``a = R``, ``b = -R``."""
     rng = ctx.rng("hardt-ma/sec1-nonconvex")
-    rows = []
+    rows, reports = [], []
     for d, depth in _CONVEXITY_CASES:
         R, L = rng.standard_normal((d, d)), rng.standard_normal((d, d))
         Sigma = L @ L.T + 0.1 * np.eye(d)
-        eig = _hessian_eigenvalues(depth, R, Sigma)
+        eig, report = _hessian_witnesses(depth, R, Sigma)
+        reports.append(report)
         a = np.stack([R] + [np.eye(d)] * (depth - 1))
         b = -a if depth == 1 else np.concatenate([-a[:2], a[2:]])
         gap = _plain_risk((a + b) / 2, R, Sigma) - (_plain_risk(a, R, Sigma) + _plain_risk(b, R, Sigma)) / 2
@@ -115,14 +129,16 @@ def _convexity_witnesses(ctx: Context) -> list[dict]:
                 "||R Sigma^1/2||_F^2": float(np.trace(R @ Sigma @ R.T)),
             }
         )
-    return rows
+    return {"rows": rows, "hessians": reports}
 
 
-def _non_convexity(rows: list[dict], what: str) -> Check:
-    """A negative Hessian eigenvalue and a midpoint above the chord, each decisively away from rounding."""
+def _non_convexity(rows: list[dict], reports: list, what: str) -> Check:
+    """The Hessian's witnesses agree, and it has a negative eigenvalue; a midpoint lies above the chord; each
+    decisively away from rounding."""
     smallest, largest = _column(rows, "smallest Hessian eigenvalue"), _column(rows, "largest Hessian eigenvalue")
     return Check.combine(
         [
+            Check.combine([r.check() for r in reports], what="the Hessian's witnesses"),
             Check.at_most(smallest, -1e-6 * largest, what="smallest Hessian eigenvalue vs $-10^{-6}$ × largest"),
             Check.at_least(
                 _column(rows, "midpoint gap"),
@@ -149,15 +165,20 @@ def _non_convexity(rows: list[dict], what: str) -> Check:
     ),
 )
 def section_1_nonconvex(ctx: Context) -> Evidence:
-    """The Hessian (autograd) at W = (0, I, ..., I) and an exact midpoint witness, l = 2, 3; l = 1 the control."""
-    rows = ctx.shared("hardt-ma/sec1-nonconvex:witnesses", lambda: _convexity_witnesses(ctx))
+    """The Hessian at W = (0, I, ..., I) (autograd, finite differences, SymPy) and an exact midpoint witness,
+    l = 2, 3; l = 1 the control."""
+    found = ctx.shared("hardt-ma/sec1-nonconvex:witnesses", lambda: _convexity_witnesses(ctx))
+    rows, reports = found["rows"], found["hessians"]
     deep = [r for r in rows if r["l"] >= 2]
     shallow = [r for r in rows if r["l"] == 1]
     return Evidence(
-        statement=_non_convexity(deep, r"$\ell \ge 2$"),
-        control=_non_convexity(shallow, r"control, $\ell = 1$"),
-        data={"rows": rows},
-        glue={"sec1_nonconvex_min_eig": float(min(r["smallest Hessian eigenvalue"] for r in deep))},
+        statement=_non_convexity(deep, [h for r, h in zip(rows, reports) if r["l"] >= 2], r"$\ell \ge 2$"),
+        control=_non_convexity(shallow, [h for r, h in zip(rows, reports) if r["l"] == 1], r"control, $\ell = 1$"),
+        data={"rows": rows, "hessians": reports},
+        glue={
+            "sec1_nonconvex_min_eig": float(min(r["smallest Hessian eigenvalue"] for r in deep)),
+            "sec1_nonconvex_sympy_max": _SYMPY_HESSIAN_MAX_VARIABLES,
+        },
     )
 
 
@@ -851,14 +872,18 @@ def _proof_evidence(ctx: Context, step: Check, repair: Check, data=None, glue=No
 
 
 def _layer_counts() -> dict:
-    """2q + p - l for the printed p, q and for the factor 2 moved from p to q, and the slack of the final
-    inequality for the latter (SymPy, exact)."""
+    """For the printed p, q (SymPy, exact): 2q + p - l (q layers per rotation and p scaling layers), the printed
+    top index 2p + q less l, and p - q, the slots A_(p+q+1), ..., A_(2p+q) of the printed assignment less the q
+    layers B_1, ..., B_q placed in them; for the factor 2 moved from p to q, 2q + p - l and the slack of the final
+    inequality."""
     ell, g = sp.symbols("ell gamma", positive=True)
     a, b = sp.sqrt(sp.pi), sp.sqrt(3 * g)
     p_printed, q_printed = ell * b / (2 * (a + b)), ell * a / (a + b)
     p_fixed, q_fixed = ell * b / (a + b), ell * a / (2 * (a + b))
     return {
         "count printed": sp.simplify(2 * q_printed + p_printed - ell),
+        "top index printed": sp.simplify(2 * p_printed + q_printed - ell),
+        "top slots printed": sp.simplify(p_printed - q_printed),
         "count fixed": sp.simplify(2 * q_fixed + p_fixed - ell),
         "slack fixed": sp.factor(sp.simplify(2 * (a + b) ** 2 / ell - sp.pi / q_fixed - 3 * g / p_fixed)),
         "count at l=10, gamma=0.5": float((2 * q_printed + p_printed).subs({ell: 10, g: 0.5})),
@@ -868,17 +893,20 @@ def _layer_counts() -> dict:
 @CLAIMS.checked(
     "hardt-ma/thm-2.1-proof-layer-count",
     paper="hardt-ma",
-    ref="Appendix A.1, proof of Theorem 2.1: the choice of $p$ and $q$ (our reading of the converted fractions) and "
-    r"the count $2q + p = \ell$",
+    ref="Appendix A.1, proof of Theorem 2.1: the choice of $p$ and $q$ (our reading of the converted fractions), "
+    r"the assignment $A_{2p+q} = B_q, \dots, A_{p+q+1} = B_1$, $A_{p+q} = B''_p, \dots, A_{q+1} = B''_1$, "
+    r"$A_q = B'_q, \dots, A_1 = B'_1$, and the count of layers after it (garbled in our copy)",
     source=Source.printed(),
     section="linear-thm-2-1-proof",
     statement=_PROOF_STATEMENT + r", choosing $p = \ell\sqrt{3\gamma} / (2(\sqrt{\pi} + "
     r"\sqrt{3\gamma}))$ and $q = \ell\sqrt{\pi} / (\sqrt{\pi} + \sqrt{3\gamma})$.",
     proof_step=ProofStep(
-        step=r"With the printed $p$ and $q$, $q$ layers per rotation and "
-        r"$p$ scaling layers add up to $\ell$ ($2q + p = \ell$).",
+        step=r"With the printed $p$ and $q$, the printed assignment puts $q$ layers for each rotation and $p$ "
+        r"scaling layers into $\ell$ slots: $2q + p = \ell$, and the top block $A_{p+q+1}, \dots, A_{2p+q}$ "
+        r"($p$ slots) holds the $q$ layers $B_1, \dots, B_q$.",
         repair=r"$p = \ell\sqrt{3\gamma} / (\sqrt{\pi} + \sqrt{3\gamma})$ and "
-        r"$q = \ell\sqrt{\pi} / (2(\sqrt{\pi} + \sqrt{3\gamma}))$ give $2q + p = \ell$ "
+        r"$q = \ell\sqrt{\pi} / (2(\sqrt{\pi} + \sqrt{3\gamma}))$, with the top block "
+        r"$A_{p+q+1}, \dots, A_{p+2q}$, give $2q + p = \ell$ "
         r"and $\pi/q + 3\gamma/p \le 2(\sqrt{\pi} + \sqrt{3\gamma})^2 / \ell$ (as real "
         r"numbers).",
     ),
@@ -899,9 +927,20 @@ def theorem_2_1_proof_layer_count(ctx: Context) -> Evidence:
         what=r"$p = \ell\sqrt{3\gamma}/(\sqrt{\pi}+\sqrt{3\gamma})$, "
         r"$q = \ell\sqrt{\pi}/(2(\sqrt{\pi}+\sqrt{3\gamma}))$",
     )
+    step = Check.combine(
+        [
+            Check.equal(c["count printed"], 0, what=r"$2q + p - \ell$ with the printed $p, q$ (SymPy)"),
+            Check.equal(
+                c["top slots printed"],
+                0,
+                what=r"$p - q$: the printed top block's $p$ slots less the $q$ layers $B_j$ in them (SymPy)",
+            ),
+        ],
+        what=r"the printed $p$, $q$ and assignment",
+    )
     return _proof_evidence(
         ctx,
-        step=Check.equal(c["count printed"], 0, what=r"$2q + p - \ell$ with the printed $p, q$ (SymPy)"),
+        step=step,
         repair=repair,
         data={k: sp.latex(v) if isinstance(v, sp.Basic) else str(v) for k, v in c.items()},  # TeX, for the page
         glue={"thm21_count_example": c["count at l=10, gamma=0.5"]},
@@ -1751,7 +1790,8 @@ def section_1_no_bad_critical(ctx: Context) -> Evidence:
     source=Source.printed(),
     section="linear-gd",
     statement=r"In the standard parameterisation $A_\ell \cdots A_1$, setting every $A_i = 0$ always gives a "
-    r"bad critical point (for deep networks, $\ell \ge 2$, and $R \ne 0$).",
+    r"bad critical point. (Our reading: a deep network, $\ell \ge 2$, and $R\Sigma \ne 0$, so that the excess "
+    r"risk there, $\|R\Sigma^{1/2}\|_F^2$, is positive; with $R\Sigma = 0$ the point is a global minimum.)",
     control=Control(
         r"One layer ($\ell = 1$): not a deep network, and the objective is a convex quadratic whose gradient at "
         r"$A_1 = 0$ is $-2 R \Sigma$, not zero."
@@ -2108,14 +2148,13 @@ NEAR_EPS_GRID = 10.0 ** -np.arange(4, 13)
 NEAR_SHAPE_CONTROL = (2, 4)
 
 
-def _sentence(words: list[str]) -> str:
-    """``a and b``, ``a, b and c``: the words as a sentence lists them."""
+def _listed(items) -> str:
+    """``2 and 3``, ``2, 3 and 4.5``, ``a, b and c``: the items as a sentence lists them, numbers written with
+    ``:g`` and strings as they are."""
+    words = [x if isinstance(x, str) else f"{x:g}" for x in items]
+    if not words:
+        raise ValueError("_listed needs at least one item")
     return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"
-
-
-def _listed(values) -> str:
-    """``2 and 3``, ``2, 3 and 4``: the numbers as a sentence writes them."""
-    return _sentence([f"{x:g}" for x in values])
 
 
 def spd_counterpart(Phi) -> np.ndarray:
@@ -2410,7 +2449,7 @@ EARLY_STEPS = 300
 
 def _spectra_text(spectra) -> str:
     """``(-1, 0.5, 1, 2) and (-3, 0.5, 1, 2)``: spectra as a sentence writes them."""
-    return _sentence(["(" + ", ".join(f"{x:g}" for x in spectrum) + ")" for spectrum in spectra])
+    return _listed(["(" + ", ".join(f"{x:g}" for x in spectrum) + ")" for spectrum in spectra])
 
 
 def _with_negatives(count: int) -> list:
@@ -2477,8 +2516,10 @@ def _keeps_floor(rows: list[dict], what: str) -> Check:
     section="linear-bhl-negative",
     statement=r"For symmetric $\Phi$ with a negative eigenvalue, every algorithm of a "
     r"class doing GD from the identity, optionally regularised toward the identity in "
-    r"each layer, fails to converge; some forms of regularisation toward the identity "
-    rf"do not help. Added here: exact-arithmetic GD, {len(NEGATIVE_SPECTRA)} such targets, "
+    r"each layer, fails to converge. (The abstract's clause that some forms of regularisation "
+    r"toward the identity in each layer do not help belongs to its sentence on targets far from the "
+    r"identity; these targets, at spectral distance more than 1 from $I$, test it too.) Added here: "
+    rf"exact-arithmetic GD, {len(NEGATIVE_SPECTRA)} such targets, "
     rf"{len(REGULARISERS)} regulariser strengths, a step suited to each target.",
     control=Control(
         "The same targets with every negative eigenvalue made positive (symmetric positive definite, outside the "
