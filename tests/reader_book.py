@@ -55,7 +55,8 @@ LONG_LEDGER = textwrap.dedent("""\
 EVIDENCE = textwrap.dedent("""\
     from IPython.display import HTML
     HTML("<table class='claim-evidence'><caption>hardt-ma/thm-2.1</caption>"
-         "<tr><th>statement</th><td>the bound</td></tr><tr><th>verdict</th><td>corrected</td></tr></table>")""")
+         "<tr><th>statement</th><td>the bound</td></tr><tr><th>statement (our reconstruction): holds</th>"
+         "<td>the bound, recomputed</td></tr><tr><th>verdict</th><td>corrected</td></tr></table>")""")
 
 TABLES = textwrap.dedent("""\
     from resnet_theory.tables import ResultsTable
