@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import torch
 
+from resnet_theory import smooth
 from resnet_theory.claims import smooth_maps
 from resnet_theory.claims.context import Context
 from resnet_theory.claims.run import run_claim
@@ -60,6 +61,9 @@ def test_sources_say_what_each_statement_was_checked_against():
     assert kinds["bartlett-evans-long/representation-rate"] == "review"
     assert kinds["bartlett-evans-long/functional-gradient"] == "review"
     assert "review 002" in CLAIMS.claims["bartlett-evans-long/functional-gradient"].source.detail
+    # the paper's printed text is not available (SOURCES.md): no claim, checkable or not, is labelled "as printed"
+    assert kinds["bartlett-evans-long/constants"] == "abstract"
+    assert "printed" not in kinds.values()
 
 
 @pytest.mark.parametrize("claim_id", list(DATA_KEYS))
@@ -125,6 +129,7 @@ def test_the_functional_gradient_bound_is_the_talks_not_printed(runs):
     run = runs["bartlett-evans-long/functional-gradient"]
     assert "printed" not in decl.control.input
     assert "printed" not in run.evidence.statement.summary and "printed" not in run.evidence.controls[0].summary
+    assert not [key for key in run.evidence.glue if "printed" in key]  # the glue keys name it the talk's too
 
 
 def test_the_representation_claims_share_one_computation_and_tiny_still_certifies(runs):
@@ -174,8 +179,23 @@ def test_the_written_out_adam_step_is_torch_adam():
 
 def test_the_control_draws_outside_the_theorem_at_odd_depths_as_its_text_says():
     """The chapter and the control's text read the range and the depths from CONTROL_EPS and CONTROL_DEPTHS and
-    say the depths are odd (so the printed factor stays positive) and eps is outside eps < 1: both must hold."""
+    say the depths are odd (so the talk's factor stays positive) and eps is outside eps < 1: both must hold."""
     low, high = smooth_maps.CONTROL_EPS
     assert 1 <= low < high and all(m % 2 == 1 for m in smooth_maps.CONTROL_DEPTHS)
     text = CLAIMS.claims["bartlett-evans-long/functional-gradient"].control.input
     assert f"${low:g} < \\epsilon < {high:g}$" in text and ", ".join(map(str, smooth_maps.CONTROL_DEPTHS)) in text
+
+
+@pytest.mark.parametrize(
+    "claim_id", ["bartlett-evans-long/representation-rate-inverse-m", "bartlett-evans-long/representation-rate"]
+)
+def test_each_ruled_out_map_is_a_control_of_its_own(runs, claim_id):
+    """One control per ruled-out map, each failing: the cusp map's failure (no certificate: the grid cannot keep
+    g' invertible) is not masked by the Hölder map's, which its infinite sup ||h''|| decides by derivation."""
+    controls = runs[claim_id].evidence.controls
+    assert len(controls) == len(smooth.RULED_OUT_MAPS) == 2
+    assert not any(c.holds for c in controls)
+    holder, cusp = controls
+    assert "holder" in holder.summary and "cusp" not in holder.summary
+    assert "cusp" in cusp.summary and "holder" not in cusp.summary
+    assert "invertible" in cusp.summary  # the computed reason, not the Hölder map's declared one

@@ -225,7 +225,7 @@ def test_functional_gradient_bound(m, dim, eps, n_atoms, seed):
     problem = S.random_empirical_problem(n_atoms, dim, gen)
     fg = S.functional_gradient(blocks, problem)
     assert fg.excess_risk == pytest.approx(fg.distance**2 / 2, rel=1e-9, abs=1e-14)
-    assert np.all(fg.norms >= fg.printed_bound(eps) * (1 - 1e-9))
+    assert np.all(fg.norms >= fg.talk_bound(eps) * (1 - 1e-9))
     assert np.all(fg.norms >= fg.sharper_bounds(eps) * (1 - 1e-9))
     for i in range(1, m + 1):
         assert np.allclose(S.functional_gradient_closed_form(blocks, problem, i), fg.gradients[i - 1], atol=1e-12)
@@ -690,7 +690,7 @@ def test_gradient_bound_instances_hold_inside_and_fail_outside_the_theorem():
     assert np.all((inside.eps > 0.02) & (inside.eps < 0.95)) and set(inside.depths) <= set(range(1, 9))
     outside = S.gradient_bound_instances(600, gen, eps_range=(1.0, 2.0), depths=(3, 5, 7))
     assert set(outside.depths) <= {3, 5, 7} and np.all(outside.eps > 1)
-    assert np.any(outside.ratios < 1)  # eps > 1: the printed bound fails somewhere
+    assert np.any(outside.ratios < 1)  # eps > 1: the talk's bound fails somewhere
 
 
 def test_gradient_bound_instances_reject_bad_inputs():

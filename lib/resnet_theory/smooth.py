@@ -1541,8 +1541,9 @@ class FunctionalGradient:
     distance: float  # ||h - h*||_{L2(P)}
     gradients: list  # (K, d) arrays dQ/d delta_i at the atoms (autograd)
 
-    def printed_bound(self, eps: float) -> float:
-        """``(1 - eps)^(m-1) (Q(h) - Q(h*)) / ||h - h*||``, the bound as review 002 reports it."""
+    def talk_bound(self, eps: float) -> float:
+        """``(1 - eps)^(m-1) (Q(h) - Q(h*)) / ||h - h*||``, the bound as the notes on Bartlett's talk (review 002)
+        report it (the paper's printed form is not available)."""
         m = len(self.norms)
         return (1 - eps) ** (m - 1) * self.excess_risk / self.distance
 
@@ -1622,18 +1623,18 @@ def functional_gradient_closed_form(blocks: Sequence[ResidualBlock], problem: Em
 @dataclass
 class GradientBoundInstances:
     """Random compositions of residual blocks with certified ``||h_i - Id||_L <= eps`` and random data:
-    per instance ``eps``, depth ``m``, the norms ``||D_{h_i} Q||`` and the printed bound of review 002."""
+    per instance ``eps``, depth ``m``, the norms ``||D_{h_i} Q||`` and the talk's bound (review 002)."""
 
     eps: np.ndarray
     depths: np.ndarray
     norms: list
-    printed: np.ndarray
+    talk: np.ndarray
     distances: np.ndarray
 
     @property
     def ratios(self) -> np.ndarray:
-        """``min_i ||D_{h_i} Q|| / printed bound`` per instance."""
-        return np.array([n.min() for n in self.norms]) / self.printed
+        """``min_i ||D_{h_i} Q|| / the talk's bound`` per instance."""
+        return np.array([n.min() for n in self.norms]) / self.talk
 
 
 def gradient_bound_instances(
@@ -1658,7 +1659,7 @@ def gradient_bound_instances(
     if not depths or not dims or not n_atoms:
         raise ValueError("depths, dims and n_atoms must each hold at least one value")
     pick = lambda values: values[int(torch.randint(len(values), (1,), generator=generator))]  # noqa: E731
-    eps_all, ms, norms, printed, distances = [], [], [], [], []
+    eps_all, ms, norms, talk, distances = [], [], [], [], []
     for _ in range(n):
         m, d = pick(depths), pick(dims)
         eps = low + (high - low) * float(torch.rand(1, generator=generator))
@@ -1666,8 +1667,8 @@ def gradient_bound_instances(
         problem = random_empirical_problem(pick(n_atoms), d, generator)
         fg = functional_gradient(blocks, problem)
         eps_all.append(eps), ms.append(m), norms.append(fg.norms)
-        printed.append(fg.printed_bound(eps)), distances.append(fg.distance)
-    return GradientBoundInstances(np.array(eps_all), np.array(ms), norms, np.array(printed), np.array(distances))
+        talk.append(fg.talk_bound(eps)), distances.append(fg.distance)
+    return GradientBoundInstances(np.array(eps_all), np.array(ms), norms, np.array(talk), np.array(distances))
 
 
 def functional_risk_sympy(blocks: Sequence[ResidualBlock], problem: EmpiricalProblem, i: int):
