@@ -2386,7 +2386,9 @@ def bhl_near_identity(ctx: Context) -> Evidence:
     source=_ABSTRACT,
     section="linear-bhl-near",
     statement=r"There are targets $\Phi$ at a larger constant distance from $I$ for "
-    r"which GD from the identity fails to converge. Added here: random targets, not "
+    r"which GD from the identity fails to converge. (Our reading: the abstract says GD fails "
+    r"for $\Phi$ whose distance from $I$ is a larger constant, which we read as some such $\Phi$, "
+    r"not every one.) Added here: random targets, not "
     rf"built to fail, at spectral distance {_listed(FAR_DISTANCES)} with "
     rf"$s_{{\min}}(\Phi) \ge {FAR_MIN_SMIN:g}$; a run counts when its loss stays at "
     r"or above $\frac12 s_{\min}(\Phi)^2$ with the product's determinant positive for "
