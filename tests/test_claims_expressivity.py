@@ -147,6 +147,7 @@ def test_the_declared_corrections_and_proof_steps_come_with_their_checks(runs):
 def test_the_printed_count_misses_exactly_the_biases(runs):
     """The torch modules' count exceeds the printed dk + 2 l k^2 + kr + r^2 by l k + r, the biases of eq. (3.1)."""
     for row in runs["hardt-ma/sec3-parameter-count"].data["rows"]:
+        assert row["l"] == -(-row["n"] // row["k"]) == row["blocks (module)"]  # the printed l = ceil(n/k)
         assert row["module, all"] - row["printed"] == row["l"] * row["k"] + PROFILE.resolve("tiny").classes
         assert row["module, all"] == row["corrected"]
 
@@ -386,10 +387,16 @@ def test_the_output_block_as_printed_is_ill_typed_and_its_correction_holds(runs)
 
 
 def test_lemma_b_2_is_a_record_the_statement_holds_the_printed_bound_fails_the_repair_holds(runs):
-    """Lemma B.2 is a claim (no longer a skip line): on instances of (a) and (b) the induction maps every z to
-    its surrogate (torch), the proof's <q_s, z_i> <= 1 - rho' fails on every draw, the per-unit condition
-    holds, and a duplicated point of another label (b fails) defeats the induction; Theorem 3.2 rests on it."""
-    from resnet_theory.claims.expressivity import LEMMA_B2, lemma_b_2_induction, lemma_b_2_instance
+    """Lemma B.2 is a claim (no longer a skip line): on instances of (a) and (b) (norms across window (a), inner
+    triples) the induction maps every z to its surrogate (torch), the proof's <q_s, z_i> <= 1 - rho' fails on
+    most draws, the per-unit condition holds in the repair's order (decreasing norm) and fails in data order,
+    and a duplicated point of another label (b fails) defeats the induction; Theorem 3.2 rests on it."""
+    from resnet_theory.claims.expressivity import (
+        LEMMA_B2,
+        lemma_b_2_induction,
+        lemma_b_2_instance,
+        per_unit_excess,
+    )
 
     run = runs["hardt-ma/lemma-b.2"]
     ev, glue = run.evidence, run.evidence.glue
@@ -398,7 +405,13 @@ def test_lemma_b_2_is_a_record_the_statement_holds_the_printed_bound_fails_the_r
     assert not ev.proof.step.holds and ev.proof.step.decisive and ev.proof.repair.holds
     assert not ev.controls[0].holds and ev.controls[0].decisive
     assert glue["expr_b2_sep_min"] >= LEMMA_B2["rho_p"]  # the instances satisfy (b)
-    assert glue["expr_b2_qz_min"] > glue["expr_b2_bound"] and glue["expr_b2_step"] == 0.0
+    rho_p = LEMMA_B2["rho_p"]  # and (a), reaching both ends of the window (the triples' points)
+    assert glue["expr_b2_sq_lo"] == pytest.approx(1 - rho_p) and glue["expr_b2_sq_hi"] == pytest.approx(1 + rho_p)
+    assert 1 - rho_p - 1e-12 <= min(r["norm_sq_min"] for r in run.data["draws"])
+    assert max(r["norm_sq_max"] for r in run.data["draws"]) <= 1 + rho_p + 1e-12
+    qz = np.array([r["qz"] for r in run.data["draws"]])
+    assert glue["expr_b2_step"] == ev.proof.step.numbers["estimate"] == np.mean(qz <= glue["expr_b2_bound"]) < 0.5
+    assert glue["expr_b2_in_order"] == 0.0 < glue["expr_b2_repair"]  # the order is what the repair needs
     # the glued fractions are the checks' own estimates, over the draws the data keep
     from resnet_theory.expressivity import FIT_TOLERANCE
 
@@ -410,13 +423,19 @@ def test_lemma_b_2_is_a_record_the_statement_holds_the_printed_bound_fails_the_r
     assert "hardt-ma/lemma-b.2" in CLAIMS.claims["hardt-ma/thm-3.2"].rests_on
     assert not any("Lemma B.2" in s.ref for s in CLAIMS.skipped)
     g = np.random.default_rng(3)
-    Z = lemma_b_2_instance(g, 40, 8, 0.2)
-    assert np.allclose((Z**2).sum(1), 1.2)
+    Z = lemma_b_2_instance(g, 40, 8, 0.2, triples=2)
+    sq = (Z**2).sum(1)
+    assert np.all((0.8 - 1e-12 <= sq) & (sq <= 1.2 + 1e-12)) and np.allclose(sq[:6], [0.8, 1.2, 1.2] * 2)
+    G = Z @ Z.T  # each triple's inner point is beaten in its own direction by both neighbours, by rho'/4
+    assert np.allclose([G[0, 1] - G[0, 0], G[0, 2] - G[0, 0], G[3, 4] - G[3, 3]], 0.05)
+    assert ((Z[0] - Z[1:3]) ** 2).sum(1) == pytest.approx([0.3, 0.3])  # 3 rho'/2: hypothesis (b) holds
     Q = g.standard_normal((3, 8))
     Q /= np.linalg.norm(Q, axis=1, keepdims=True)
     y = np.arange(40) % 3
     err = lemma_b_2_induction(Z, Q[y])
     assert err <= 1e-6 or err == np.inf
+    assert (err <= 1e-6) == (per_unit_excess(Z, Q, np.argsort(-sq, kind="stable")) < 0)
+    assert per_unit_excess(Z, Q, np.arange(40)) >= 0.05 - 1e-12  # data order: a triple in one group fails
     assert lemma_b_2_induction(np.vstack([Z, Z[:1]]), Q[np.append(y, (y[0] + 1) % 3)]) == np.inf
     with pytest.raises(RuntimeError, match="squared distance below"):
         lemma_b_2_instance(g, 200, 2, 0.5)

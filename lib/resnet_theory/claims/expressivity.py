@@ -1022,22 +1022,26 @@ def theorem_3_2(ctx: Context) -> Evidence:
     rests_on=("hardt-ma/thm-3.2",),
 )
 def section_3_parameter_count(ctx: Context) -> Evidence:
-    """The parameters of the sphere networks' torch modules, counted from the tensors, against both formulas;
+    """The parameters of the sphere networks' torch modules, counted from the tensors, against both formulas
+    with the printed ``l = ceil(n/k)`` (not the builder's depth, which the module's count then also tests);
     the control counts the tensors of the same modules rebuilt without their biases."""
     fits = _sphere_fits(ctx)
     rows = []
     for n, net in fits["nets"].items():
-        counted = ex.count_module_parameters(net.as_torch_module())
-        k, D, depth, r = net.k, net.normalised_dim, net.depth, net.num_classes
+        module = net.as_torch_module()
+        counted = ex.count_module_parameters(module)
+        k, D, r = net.k, net.normalised_dim, net.num_classes
+        ell = math.ceil(n / k)  # the printed number of blocks
         rows.append(
             {
                 "n": n,
                 "k": k,
-                "l": depth,
+                "l": ell,
+                "blocks (module)": len(module.blocks),
                 "module, all": counted["weights"] + counted["biases"],
                 "module without biases": sum(ex.count_module_parameters(_without_biases(net)).values()),
-                "printed": D * k + depth * 2 * k * k + k * r + r * r,
-                "corrected": D * k + depth * (2 * k * k + k) + k * r + r * r + r,
+                "printed": D * k + ell * 2 * k * k + k * r + r * r,
+                "corrected": D * k + ell * (2 * k * k + k) + k * r + r * r + r,
             }
         )
     column = {key: np.array([r[key] for r in rows]) for key in rows[0]}
@@ -1328,18 +1332,48 @@ def output_block(ctx: Context) -> Evidence:
 
 
 # --- Lemma B.2: the induction, and the proof's bound on the surrogate products ------------------------------
-#: The Lemma B.2 instances: n points of squared norm 1 + rho' (the top of window (a)) in R^k, r surrogates.
-LEMMA_B2 = {"n": 300, "k": 32, "rho_p": 0.45, "r": 10}
+#: The Lemma B.2 instances: n points in R^k, r surrogates; the first ``triples`` x 3 points are inner triples
+#: (:func:`lemma_b_2_instance`), the others random directions with squared norms uniform in window (a).
+LEMMA_B2 = {"n": 300, "k": 32, "rho_p": 0.45, "r": 10, "triples": 3}
 
 
-def lemma_b_2_instance(g: np.random.Generator, n: int, k: int, rho_p: float) -> np.ndarray:
-    """``n`` random directions in ``R^k`` of squared norm ``1 + rho'``; raises when hypothesis (b), squared
-    distances ``>= rho'``, fails (then the instance is no instance of the lemma)."""
-    Z = g.standard_normal((n, k))
-    Z *= math.sqrt(1 + rho_p) / np.linalg.norm(Z, axis=1, keepdims=True)
-    if ex.separation(Z) < rho_p:
-        raise RuntimeError(f"the Lemma B.2 instance (n = {n}, k = {k}) has a squared distance below rho' = {rho_p}")
-    return Z
+def _inner_triple(g: np.random.Generator, k: int, rho_p: float) -> np.ndarray:
+    """Three points that use the whole of window (a): ``z = a u`` at the bottom (``a^2 = 1 - rho'``) and
+    ``c u +- b w`` at the top (``c^2 + b^2 = 1 + rho'``), ``u, w`` orthonormal, with ``a c = 1 - 3 rho'/4``:
+    squared distances ``3 rho'/2 >= rho'`` from ``z``, and ``<z, c u +- b w> = ||z||^2 + rho'/4``, so that in
+    its own direction ``z`` is beaten by both neighbours (no block with ``z`` as a row of ``U`` moves it
+    while they are unmoved)."""
+    u, w = np.linalg.qr(g.standard_normal((k, 2)))[0].T
+    a = math.sqrt(1 - rho_p)
+    c = (1 - 0.75 * rho_p) / a
+    b = math.sqrt(1 + rho_p - c * c)
+    return np.array([a * u, c * u + b * w, c * u - b * w])
+
+
+def lemma_b_2_instance(
+    g: np.random.Generator, n: int, k: int, rho_p: float, triples: int = 0, tries: int = 10
+) -> np.ndarray:
+    """``n`` points of ``R^k`` satisfying Lemma B.2's hypotheses: ``triples`` inner triples first
+    (:func:`_inner_triple`, squared norms at both ends of window (a)), then random directions with squared
+    norms uniform in window (a), ``[1 - rho', 1 + rho']``. A draw that misses hypothesis (b), squared distances
+    ``>= rho'``, is drawn again, up to ``tries`` times; then RuntimeError (no instance of the lemma)."""
+    if not 0 < rho_p < 0.96 or not 0 <= 3 * triples <= n:
+        raise ValueError(f"need 0 < rho' < 0.96 and 3 triples <= n, got rho' = {rho_p}, {triples} triples, n = {n}")
+    for _ in range(tries):
+        Z = g.standard_normal((n, k))
+        Z *= np.sqrt(g.uniform(1 - rho_p, 1 + rho_p, n) / np.einsum("ij,ij->i", Z, Z))[:, None]
+        for t in range(triples):
+            Z[3 * t : 3 * t + 3] = _inner_triple(g, k, rho_p)
+        if ex.separation(Z) >= rho_p:
+            return Z
+    raise RuntimeError(
+        f"no Lemma B.2 instance (n = {n}, k = {k}) in {tries} draws: each had a squared distance below rho' = {rho_p}"
+    )
+
+
+def _norm_order(Z) -> np.ndarray:
+    """The repair's order of the points: decreasing norm (ties in data order)."""
+    return np.argsort(-np.einsum("ij,ij->i", Z, Z), kind="stable")
 
 
 def lemma_b_2_induction(Z, targets, force: bool = False) -> float:
@@ -1349,7 +1383,7 @@ def lemma_b_2_induction(Z, targets, force: bool = False) -> float:
     fails). ``force`` (the control): each block is built whatever its condition, so there is always a network
     to measure."""
     n, k = Z.shape
-    order = np.argsort(-np.einsum("ij,ij->i", Z, Z), kind="stable")
+    order = _norm_order(Z)
     H, blocks = np.array(Z, float), []
     try:
         for start in range(0, n, k):
@@ -1368,22 +1402,42 @@ def lemma_b_2_induction(Z, targets, force: bool = False) -> float:
     return _misfit(out, targets)
 
 
+def per_unit_excess(Z, Q, order) -> float:
+    """The per-unit condition of the induction that takes its groups of ``k`` in ``order``, computed from the
+    inputs and the surrogates alone (not from the blocks built): the largest ``<h, z_j> - ||z_j||^2`` over every
+    point ``z_j``, every surrogate ``h = q_s`` (where the moved points sit) and every other input ``h`` of
+    ``z_j``'s own group or a later one (not yet moved when ``z_j``'s block runs). Negative: every block's
+    condition holds."""
+    n, k = Z.shape
+    group = np.empty(n, dtype=np.int64)
+    group[np.asarray(order)] = np.arange(n) // k
+    G = Z @ Z.T
+    norms = np.diag(G).copy()
+    unmoved = (group[:, None] >= group[None, :]) & ~np.eye(n, dtype=bool)  # [i, j]: z_i unmoved at z_j's block
+    lower = np.maximum(np.where(unmoved, G, -np.inf).max(axis=0), (Q @ Z.T).max(axis=0))
+    return float((lower - norms).max())
+
+
 def _lemma_b_2_draws(ctx: Context) -> dict:
     """For each draw of an instance, its labels and r surrogates: the induction's error, the duplicate control's,
-    the largest <q_s, z_i> (the proof's bound 1 - rho') and the largest <q_s, z_j> - ||z_j||^2 (the repair)."""
+    the largest <q_s, z_i> (the proof's bound 1 - rho'), and the per-unit condition's largest excess
+    (:func:`per_unit_excess`) in the repair's order (decreasing norm) and in the printed proof's (data order)."""
     g, w = ctx.rng("hardt-ma/lemma-b.2"), LEMMA_B2
-    out = {key: [] for key in ("err", "twin", "qz", "per_unit", "sep")}
+    out = {key: [] for key in ("err", "twin", "qz", "per_unit", "in_order", "sep", "norm_sq_min", "norm_sq_max")}
     for _ in range(ctx.cfg.surrogate_draws):
-        Z = lemma_b_2_instance(g, w["n"], w["k"], w["rho_p"])
+        Z = lemma_b_2_instance(g, w["n"], w["k"], w["rho_p"], w["triples"])
         Q, y = ex.surrogate_labels(w["r"], w["k"], g), g.integers(0, w["r"], w["n"])
-        P = Q @ Z.T
         out["err"].append(lemma_b_2_induction(Z, Q[y]))
         Zt = np.insert(Z, 1, Z[0], axis=0)  # a duplicate of the first point, with another label
         err = lemma_b_2_induction(Zt, Q[np.insert(y, 1, (y[0] + 1) % w["r"])], force=True)
         out["twin"].append(None if math.isinf(err) else err)
-        out["qz"].append(float(P.max()))
-        out["per_unit"].append(float((P - np.einsum("ij,ij->i", Z, Z)[None, :]).max()))
+        out["qz"].append(float((Q @ Z.T).max()))
+        out["per_unit"].append(per_unit_excess(Z, Q, _norm_order(Z)))
+        out["in_order"].append(per_unit_excess(Z, Q, np.arange(len(Z))))
         out["sep"].append(float(ex.separation(Z)))
+        sq = np.einsum("ij,ij->i", Z, Z)
+        out["norm_sq_min"].append(float(sq.min()))
+        out["norm_sq_max"].append(float(sq.max()))
     return out
 
 
@@ -1402,9 +1456,11 @@ def _lemma_b_2_draws(ctx: Context) -> dict:
         r"z^{(i)}\rangle \le 1 - \rho'$ for every $s$ and $i$, so the moved points $v^{(i)}$ "
         r"do not correlate with the $z^{(i)}$ and Lemma B.1 applies at every block.",
         repair=r"Take the groups in order of decreasing $\|z^{(i)}\|$ and one threshold per "
-        r"unit: a block then needs only $\langle q_s, z^{(j)}\rangle < \|z^{(j)}\|^2$ for the "
-        r"unmoved $z^{(j)}$ (the unmoved inputs meet it by (b)), which random surrogates meet "
-        r"where the printed bound fails.",
+        r"unit: the unit of $z^{(j)}$ then needs $\langle h, z^{(j)}\rangle < \|z^{(j)}\|^2$ for "
+        r"every surrogate $h = q_s$ (where the moved points sit) and every other input $h$ not yet "
+        r"moved. The inputs of later groups, of norm no larger, meet it by Cauchy-Schwarz; the "
+        r"surrogates meet it where the printed bound fails, and so, on the instances, do the "
+        r"inputs of $z^{(j)}$'s own group, which neither controls (checked on draws, not proved).",
     ),
     control=Control(
         "The same instances with a duplicate of the first point carrying another label: "
@@ -1412,13 +1468,14 @@ def _lemma_b_2_draws(ctx: Context) -> dict:
     ),
 )
 def lemma_b_2(ctx: Context) -> Evidence:
-    """The induction on random instances of (a) and (b) (all squared norms 1 + rho'), run by torch; the
-    proof's bound <q_s, z_i> <= 1 - rho' and the per-unit condition it stands for; the duplicate control."""
+    """The induction on random instances of (a) and (b) (random directions with squared norms across window
+    (a), and inner triples), run by torch; the proof's bound <q_s, z_i> <= 1 - rho' and
+    the per-unit condition in the repair's order; the duplicate control."""
     w, draws = LEMMA_B2, ctx.cfg.surrogate_draws
     d = _lemma_b_2_draws(ctx)
     test = f"fraction of {draws} draws of instance, labels and surrogates, one-sided test against 0.5"
     se = math.sqrt(0.25 / draws)
-    where = f"$n = {w['n']}$, $k = {w['k']}$, $\\rho' = {w['rho_p']}$, $r = {w['r']}$"
+    where = f"$n = {w['n']}$ ({w['triples']} inner triples), $k = {w['k']}$, $\\rho' = {w['rho_p']}$, $r = {w['r']}$"
 
     def frac(values, bound, what):
         rate = float(np.mean(np.array(values) <= bound))
@@ -1426,7 +1483,12 @@ def lemma_b_2(ctx: Context) -> Evidence:
 
     statement = frac(d["err"], ex.FIT_TOLERANCE, r"the induction, per-unit thresholds, maps every $z$ to $v$ (torch)")
     step = frac(d["qz"], 1 - w["rho_p"], r"every $\langle q_s, z_i\rangle \le 1 - \rho'$")
-    repair = frac(d["per_unit"], -1e-12, r"every $\langle q_s, z_j\rangle < \|z_j\|^2$")
+    repair = frac(
+        d["per_unit"],
+        -1e-12,
+        r"groups by decreasing norm: every $\langle h, z_j\rangle < \|z_j\|^2$, $h$ a surrogate or an input "
+        "not yet moved",
+    )
     control = _fit_control(  # a draw's None (the recipe undefined, no network) is left out
         d["twin"],
         r"the induction (blocks forced where (b) fails) with a duplicated point of another label maps $z$ to $v$",
@@ -1447,6 +1509,10 @@ def lemma_b_2(ctx: Context) -> Evidence:
             "expr_b2_bound": 1 - w["rho_p"],
             "expr_b2_draws": draws,
             "expr_b2_sep_min": float(min(d["sep"])),
+            "expr_b2_triples": w["triples"],
+            "expr_b2_sq_lo": float(min(d["norm_sq_min"])),
+            "expr_b2_sq_hi": float(max(d["norm_sq_max"])),
+            "expr_b2_in_order": float(np.mean(np.array(d["in_order"]) < 0)),
             "expr_b2_fit": statement.numbers["estimate"],
             "expr_b2_step": step.numbers["estimate"],
             "expr_b2_qz_min": float(min(d["qz"])),
