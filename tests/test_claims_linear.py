@@ -205,6 +205,8 @@ def test_the_rounding_witness_exceeds_the_printed_bound_for_every_svd(tiny):
         assert all(r["best max ||A_i||"] > r["printed bound"] and r["product error"] < 1e-12 for r in usable)
     assert not run.evidence.proof.step.holds and run.evidence.proof.step.decisive
     assert run.evidence.proof.repair.holds and run.verdict == "proof-gap"
+    repair = run.evidence.proof.repair.summary  # its text says both constants on every pair: both are checked
+    assert r"2(\sqrt{\pi}+\sqrt{3\gamma})^2/\ell" in repair and r"(4\pi + 3\gamma)/\ell" in repair
     assert run.evidence.glue["thm21_witness_min_ratio"] > 1.05
     # the same for R^T, whose SVDs are the transposes: the scheme does not hinge on which SVD numpy returns
     R = np.array([[np.cos(3.1), -np.sin(3.1)], [np.sin(3.1), np.cos(3.1)]]) @ np.diag([1.01, 1.0])

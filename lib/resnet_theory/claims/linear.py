@@ -1041,7 +1041,8 @@ def theorem_2_1_proof_rounding(ctx: Context) -> Evidence:
     return _proof_evidence(
         ctx,
         step=witness,
-        repair=t.statement_det_positive(),
+        # the repair's text says both constants on every pair: the printed one, and the review's
+        repair=Check.combine([t.statement_det_positive(), t.early], what="polar split, both constants"),
         data={"witness": rows},
         glue={
             "thm21_svd_worst": float(t.worst["svd"]["ratio"]),
