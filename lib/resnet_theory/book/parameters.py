@@ -12,6 +12,9 @@ define it). Values are JSON-like: numbers, strings, ``True``/``False`` (or ``tru
 Anything else (bytes, complex numbers, sets, tuples, NaN) is refused, and so is a value whose type differs
 from the chapter's default (``-p seed 1.5`` where ``seed = 0``; a default of ``None`` takes any value). Every
 such error is raised before anything runs (by :func:`resnet_theory.book.plan.plan_chapters`).
+A folder (``-p data_dir DATA``, ``-p runs_dir runs``: :data:`resnet_theory.book.plan.FOLDER_PARAMETERS`) is
+relative to where the command runs, not to the chapter's folder its kernel runs in; one the chapter writes into
+is refused inside the sources.
 """
 
 from __future__ import annotations

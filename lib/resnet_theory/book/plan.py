@@ -24,6 +24,14 @@ PROFILES = ("quick", "full")
 
 EXECUTION_MODES = ("cached", "always", "in-process")
 
+#: Parameters that name a folder of the reader's machine, and whether the chapter reads it or writes into it. Given on
+#: the command line, a relative one (``-p experiments:runs_dir runs``) means a folder relative to where the command
+#: runs, as ``-o`` and ``--build-dir`` do, but a chapter's kernel runs in the chapter's folder (``book/``): the
+#: executor passes it on relative to that folder (``../runs``), so that it names the folder the reader meant. One
+#: the chapter writes into is an output: refused, before anything runs, inside the sources or a build's records
+#: (:func:`resnet_theory.outputs.check_output`, the rule of ``train --out-dir``).
+FOLDER_PARAMETERS = {"data_dir": "read", "runs_dir": "written"}
+
 
 def execution_mode(notebook) -> str:
     """How a page executes, from its front matter ``resnet_theory: {execution: MODE}``.
@@ -147,7 +155,32 @@ def plan_chapters(root: Path, entries: list[str], profile: str, overrides: list[
     for plan in plans:
         if plan.executes:
             check_chapter_values(plan, profile)
+            for name in FOLDER_PARAMETERS:  # a plan's parameters are the profile and what -p gave it
+                if isinstance(plan.parameters.get(name), str):
+                    plan.parameters[name] = folder_parameter(root, plan, name, plan.parameters[name])
     return plans
+
+
+def folder_parameter(root: Path, plan: ChapterPlan, name: str, value: str) -> str:
+    """A folder parameter given on the command line (:data:`FOLDER_PARAMETERS`), as the chapter's kernel, which runs
+    in the chapter's folder, must be given it: a relative path (to the working folder) made relative to the
+    chapter's folder, an absolute one (or ``~/...``) kept; an empty one (none given) kept. One the chapter writes
+    into is refused inside the sources or a build's records."""
+    import os
+
+    from .safety import check_output
+
+    if not value.strip():
+        return value
+    given = Path(value).expanduser()
+    target = Path(os.path.abspath(given))
+    if FOLDER_PARAMETERS[name] == "written":
+        check_output(given, root, f"-p {name}")
+        if target.exists() and not target.is_dir():
+            raise BookError(f"-p {name} {given}: not a folder (a file stands there)")
+    if given.is_absolute():
+        return str(given)
+    return os.path.relpath(target, plan.source.parent.resolve())
 
 
 def check_chapter_values(plan: ChapterPlan, profile: str) -> None:

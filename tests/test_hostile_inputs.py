@@ -1,0 +1,63 @@
+"""Hostile input to the command lines (the book executor, the claims, the engine's and the benchmarks' tools): each
+found by an adversarial audit, each refused in one line before anything runs or written where the reader meant."""
+
+from __future__ import annotations
+
+import pytest
+
+from resnet_theory.book.cli import main
+from resnet_theory.book.plan import plan_chapters
+from resnet_theory.book.toc import BookError
+from test_executor import chapter, make_book
+
+from conftest import ROOT
+
+WRITES_RUNS = (
+    "import pathlib\n"
+    "pathlib.Path(runs_dir).mkdir(parents=True, exist_ok=True)\n"
+    "(pathlib.Path(runs_dir) / 'run.txt').write_text((pathlib.Path(data_dir) / 'in.txt').read_text())"
+)
+
+
+# --- folder parameters: relative to where the command runs, never into the sources --------------------------------
+def test_a_relative_folder_parameter_names_the_folder_where_the_command_runs(tmp_path, monkeypatch):
+    """Found by an audit: the experiments chapter's own command, ``run book/experiments.md -p data_dir DATA -p runs_dir
+    runs`` from the repository's root, looked for the data in ``book/DATA`` and kept its CIFAR checkpoints in
+    ``book/runs`` (inside the sources, and hidden by .gitignore's ``runs/``): the kernel runs in the chapter's
+    folder, and the executor passed the relative paths on unchanged."""
+    params = 'profile = "quick"\nseed = 0\nruns_dir = None\ndata_dir = None'
+    root = make_book(tmp_path / "src", {"intro": "# Intro\n", "writes": chapter("Writes", params, WRITES_RUNS)})
+    work = tmp_path / "work"
+    (work / "DATA").mkdir(parents=True)
+    (work / "DATA" / "in.txt").write_text("measured")
+    monkeypatch.chdir(work)
+    argv = ["run", str(root / "book" / "writes.md"), "--root", str(root), "--build-dir", str(tmp_path / "build")]
+    assert main([*argv, "-p", "data_dir", "DATA", "-p", "runs_dir", "runs"]) == 0
+    assert (work / "runs" / "run.txt").read_text() == "measured"
+    assert sorted(p.name for p in (root / "book").iterdir()) == ["intro.md", "writes.md"]
+    # inside the book's root, the chapter is given the folder relative to its own (no path of this machine)
+    (plan,) = plan_chapters(root, ["book/writes"], "quick", [("runs_dir", "runs"), ("data_dir", str(work / "DATA"))])
+    assert plan.parameters["data_dir"] == str(work / "DATA")  # an absolute path is kept as given
+    monkeypatch.chdir(root)
+    (plan,) = plan_chapters(root, ["book/writes"], "quick", [("writes:runs_dir", "runs"), ("data_dir", "")])
+    assert plan.parameters == {"profile": "quick", "runs_dir": "../runs", "data_dir": ""}
+
+
+@pytest.mark.parametrize(
+    "value, words",
+    [
+        ("book/runs", "-p runs_dir book/runs: inside the book's sources"),
+        ("lib", "-p runs_dir lib: inside the book's sources"),
+        ("tests/runs", "-p runs_dir tests/runs: inside the book's sources"),
+        ("_build/executed/runs", "inside the build folder"),
+        ("README.md", "-p runs_dir README.md: not a folder (a file stands there)"),
+    ],
+)
+def test_a_folder_the_experiments_chapter_writes_into_is_refused_in_the_sources(monkeypatch, value, words):
+    monkeypatch.chdir(ROOT)
+    with pytest.raises(BookError) as info:
+        plan_chapters(ROOT, ["book/experiments"], "quick", [("experiments:runs_dir", value)])
+    assert words in str(info.value) and "\n" not in str(info.value), info.value
+    # the folder it reads is not an output: a data folder under the book is the reader's to give
+    (plan,) = plan_chapters(ROOT, ["book/experiments"], "quick", [("data_dir", "book/data")])
+    assert plan.parameters["data_dir"] == "data"
