@@ -318,6 +318,10 @@ def test_every_svd_of_r_with_positive_determinant_has_a_reflection_twin(tiny):
     rows = run_in(tiny, "hardt-ma/thm-2.1-proof-rotation-blocks").data["rows"]
     numpy, negated = ([r["det U"] for r in rows if r["SVD"] == name] for name in ("numpy", "last columns negated"))
     assert all(np.isclose(a, -b) and abs(abs(a) - 1) < 1e-9 for a, b in zip(numpy, negated))
+    # det R > 0 makes det U = det V for every SVD; the repair orients both, and both factors get rotation roots
+    assert all(np.isclose(r["det U"], r["det V"]) for r in rows)
+    oriented = [r for r in rows if r["SVD"].startswith("oriented")]
+    assert oriented and all(r["det V"] > 0 and r["((V^T)^(1/q))^q error"] < 1e-9 for r in oriented)
 
 
 # --- the batched computations the chapter's claims use: the same numbers as one run at a time -------------------

@@ -1156,8 +1156,8 @@ def theorem_2_1_proof_rotation_norm(ctx: Context) -> Evidence:
 
 def _svd_orientations(ctx: Context) -> list[dict]:
     """For random R of even dimension with det R > 0: numpy's SVD, the same SVD with the last column of U and
-    of V negated (also an SVD of R), and the SVD oriented so that det U = det V = +1, each with det U, the
-    product error, and (oriented only) the error of q rotation roots of U multiplied back."""
+    of V negated (also an SVD of R), and the SVD oriented so that det U = det V = +1, each with det U, det V, the
+    product error, and (oriented only) the errors of q rotation roots of U and of V^T multiplied back."""
     rng = ctx.rng("hardt-ma/thm-2.1-proof-rotation-blocks")
     rows = []
     for _ in range(8):
@@ -1171,11 +1171,13 @@ def _svd_orientations(ctx: Context) -> list[dict]:
         oriented = variants["numpy"] if np.linalg.det(U) > 0 else variants["last columns negated"]
         variants["oriented (det U = +1)"] = oriented
         for name, (Us, Vts) in variants.items():
-            row = {"d": d, "q": q, "SVD": name, "det U": float(np.linalg.det(Us))}
+            row = {"d": d, "q": q, "SVD": name, "det U": float(np.linalg.det(Us)), "det V": float(np.linalg.det(Vts))}
             row["product error"] = float(np.linalg.norm(Us @ np.diag(k) @ Vts - R) / np.linalg.norm(R))
             if name.startswith("oriented"):
-                root = linear.rotation_root(Us, q)
-                row["(U^(1/q))^q error"] = float(np.linalg.norm(np.linalg.matrix_power(root, q) - Us) / math.sqrt(d))
+                row["(U^(1/q))^q error"], row["((V^T)^(1/q))^q error"] = (
+                    float(np.linalg.norm(np.linalg.matrix_power(linear.rotation_root(M, q), q) - M) / math.sqrt(d))
+                    for M in (Us, Vts)
+                )
             rows.append(row)
     return rows
 
@@ -1218,8 +1220,17 @@ def theorem_2_1_proof_rotation_blocks(ctx: Context) -> Evidence:
     repair = Check.combine(
         [
             svds,
-            Check.close(_column(oriented, "det U"), np.ones(len(oriented)), rtol=1e-9, what=r"oriented: $\det U$"),
-            Check.at_most(_column(oriented, "(U^(1/q))^q error"), 1e-9, what=r"oriented: $q$ rotation roots vs $U$"),
+            Check.close(
+                np.r_[_column(oriented, "det U"), _column(oriented, "det V")],
+                np.ones(2 * len(oriented)),
+                rtol=1e-9,
+                what=r"oriented: $\det U$ and $\det V$",
+            ),
+            Check.at_most(
+                np.r_[_column(oriented, "(U^(1/q))^q error"), _column(oriented, "((V^T)^(1/q))^q error")],
+                1e-9,
+                what=r"oriented: $q$ rotation roots vs $U$ and vs $V^\top$",
+            ),
         ],
         what="oriented SVD",
     )
