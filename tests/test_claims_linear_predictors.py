@@ -42,7 +42,7 @@ DATA_KEYS = {
     "shamir/thm-3-approximate": {"rows"},
     "shamir/thm-3": set(),
     "shamir/figure-penalty": {"rows"},
-    "shamir/figure-ball": {"rows"},
+    "shamir/figure-ball": {"rows", "window_rows"},
     "shamir/thm-4": {
         "horizons",
         "gap",
@@ -173,6 +173,19 @@ def test_the_landscape_verdicts_rest_on_the_reviews_statement_only(tiny_runs):
         assert "linear" not in run.record.evidence["printed"]["summary"]
         glue = run.evidence.glue
         assert 0 <= glue[f"shamir_{kind}_spurious_worse"] <= glue[f"shamir_{kind}_spurious_n"]
+
+
+def test_the_ball_window_explains_the_sweep_and_is_no_part_of_the_verdict(tiny_runs):
+    """The closed form ``1/eps < R < d`` (``shamir.ball_bottom_left_minimum_radii``) predicts, radius by radius,
+    where the search finds a spurious minimum on the ball; the prose quotes the agreement, which the statement's
+    check does not use."""
+    run = tiny_runs["shamir/figure-ball"]
+    glue = run.evidence.glue
+    assert glue["shamir_ball_window_n"] == len(run.evidence.data["rows"]) > 0
+    assert glue["shamir_ball_window_agree"] == glue["shamir_ball_window_n"]
+    assert "window" not in run.record.evidence["printed"]["summary"]
+    for row in run.evidence.data["window_rows"]:
+        assert row["radii in $(1/\\epsilon, d)$"] == row["radii with a spurious minimum found"]
 
 
 def test_every_claim_is_checked_in_the_chapter_and_shown():

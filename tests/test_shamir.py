@@ -411,6 +411,34 @@ def test_landscape_sweep_finds_the_spurious_minima_and_none_without_penalty():
     assert by[("radius", 4.0)]["spurious"] == []
 
 
+@given(eps=st.floats(0.2, 5.0))
+@settings(max_examples=30, deadline=None)
+def test_bottom_left_window_is_the_saddle_and_the_nearest_zero_of_the_branch(eps):
+    """``(1/eps, d)``: ``1/eps`` puts the saddle ``(0, -1/eps)`` on the circle, and ``d`` is the distance of the
+    bottom-left branch of zeros, found here on a fine sampling of the branch."""
+    low, high = S.ball_bottom_left_minimum_radii(eps)
+    assert low == pytest.approx(1 / eps) and high > low
+    u = np.geomspace(1e-4, 1e4, 400_001)  # the branch (-1/u, -(1 + u)/eps), u > 0
+    w, v = -1 / u, -(1 + u) / eps
+    assert np.allclose(w * (1 + eps * v), 1.0)
+    assert high == pytest.approx(np.sqrt(w**2 + v**2).min(), rel=1e-8)
+
+
+@pytest.mark.parametrize("eps", [0.25, 0.5, 1.0])
+def test_the_search_finds_a_bottom_left_minimum_on_the_ball_exactly_inside_the_window(eps):
+    """Just inside and just outside each end of ``(1/eps, d)``, the landscape search finds a spurious minimum in
+    the bottom-left quadrant exactly inside (its value is positive, and for eps <= 1 a disc of radius above
+    1/eps >= 1 holds the zero (1, 0) of F, so it is spurious)."""
+    low, high = S.ball_bottom_left_minimum_radii(eps)
+    for radius in (0.95 * low, 1.05 * low, 0.98 * high, 1.03 * high):
+        row = S.landscape_sweep(eps, radii=(radius,))[0]
+        inside = low < radius < high
+        assert bool(row["spurious"]) == inside, (eps, radius)
+        assert all(m["point"][0] < 0 and m["point"][1] < 0 for m in row["spurious"])
+        if inside:
+            assert row["global_value"] == pytest.approx(0.0, abs=1e-12)
+
+
 # --- Theorem 4's rate -------------------------------------------------------------------------------
 def test_bernoulli_kl_is_the_excess_risk():
     a = torch.tensor([-1.0, 0.0, 0.7, 2.0], dtype=torch.float64)
@@ -847,6 +875,9 @@ BAD = [
     (ValueError, lambda: S.landscape_sweep(1.0, penalties=(-0.1,))),
     (ValueError, lambda: S.landscape_sweep(1.0, radii=(0.0,))),
     (ValueError, lambda: S.landscape_sweep(1.0, radii=(1.0,), n_starts=2)),
+    (ValueError, lambda: S.ball_bottom_left_minimum_radii(0.0)),
+    (ValueError, lambda: S.ball_bottom_left_minimum_radii(math.inf)),
+    (TypeError, lambda: S.ball_bottom_left_minimum_radii("1")),
     (
         ValueError,
         lambda: S.theorem_1_rhs_along(

@@ -1194,6 +1194,25 @@ def landscape_linear_optimum(penalty: float = 0.0, radius=None) -> float:
     return 0.5 * (w - 1.0) ** 2 + 0.5 * penalty * w * w
 
 
+def ball_bottom_left_minimum_radii(eps) -> tuple[float, float]:
+    """The radii ``R`` for which Example 1's objective on the disc ``|(w, v)| <= R`` has a local minimum on the
+    bottom-left arc of its circle: exactly ``1/eps < R < d``, returned as ``(1/eps, d)``. Its value is positive
+    (``g < 1`` there), so it is spurious whenever the disc also reaches a zero of ``F`` (the global value is then 0).
+
+    On the circle, ``F = (g - 1)^2 / 2`` with ``g(t) = R cos t (1 + eps R sin t)``, and ``g'(t) = R (eps R - s -
+    2 eps R s^2)`` with ``s = sin t``. On the bottom-left arc (``s`` from 0 to -1) ``g'`` is positive at ``s = 0``
+    and has the sign of ``1 - eps R`` at ``s = -1``; it is concave in ``s``, so ``g`` has an interior maximum
+    there iff ``eps R > 1``, i.e. iff the disc holds the saddle ``(0, -1/eps)`` inside. That maximum is a local
+    minimum of ``F`` on the disc (the gradient points inwards there) unless ``g`` reaches 1 on the arc, i.e. unless
+    the disc reaches the bottom-left branch of the zeros ``w (1 + eps v) = 1``, whose distance from the origin is
+    ``d``: with ``u = -(1 + eps v) > 0`` the branch is ``(-1/u, -(1 + u)/eps)``, and ``d^2 = 1/u^2 + (1 + u)^2 /
+    eps^2`` is least at the positive root of ``u^3 (1 + u) = eps^2``.
+    """
+    eps = validate.positive_float("eps", eps)
+    u = max(r.real for r in np.roots([1.0, 1.0, 0.0, 0.0, -(eps**2)]) if abs(r.imag) < 1e-12 and r.real > 0)
+    return 1.0 / eps, math.sqrt(1.0 / u**2 + (1.0 + u) ** 2 / eps**2)
+
+
 def landscape_sweep(eps, penalties=(), radii=(), *, n_starts: int = 100) -> list[dict]:
     """Every verified local minimum of Example 1's landscape for each penalty (no ball) and each radius.
 

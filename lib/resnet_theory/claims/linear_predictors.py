@@ -721,6 +721,30 @@ def _sweep_rows(sweep: dict, kind: str) -> list[dict]:
     return out
 
 
+def _ball_window_rows(sweep: dict) -> tuple[list[dict], int, int]:
+    """Per eps of the sweep, the radii at which the search found a spurious minimum beside those the closed form
+    :func:`~resnet_theory.shamir.ball_bottom_left_minimum_radii` predicts (``1/eps < R < d``), and at how many of the
+    sweep's radii the two agree (an explanation of the table, not part of a verdict)."""
+    rows, agree, n_radii = [], 0, 0
+    for e, rows_e in sweep.items():
+        low, high = S.ball_bottom_left_minimum_radii(e)
+        radii = [(r["parameter"], bool(r["spurious"])) for r in rows_e if r["setting"] == "radius"]
+        predicted = [radius for radius, _ in radii if low < radius < high]
+        found = [radius for radius, spurious in radii if spurious]
+        agree += sum((low < radius < high) == spurious for radius, spurious in radii)
+        n_radii += len(radii)
+        rows.append(
+            {
+                r"$\epsilon$": e,
+                r"$1/\epsilon$": low,
+                "$d$": high,
+                r"radii in $(1/\epsilon, d)$": ", ".join(f"{radius:g}" for radius in predicted) or "none",
+                "radii with a spurious minimum found": ", ".join(f"{radius:g}" for radius in found) or "none",
+            }
+        )
+    return rows, agree, n_radii
+
+
 def _plain_control(ctx: Context) -> Check:
     found = sum(len(row["spurious"]) for row in _plain(ctx))
     return Check.at_least([found], 1, what=r"spurious minima of the plain objective, at the sweep's $\epsilon$")
@@ -797,14 +821,17 @@ def figure_ball(ctx: Context) -> Evidence:
         ],
         what="radius sweep",
     )
+    window_rows, agree, n_radii = _ball_window_rows(sweep)
     return Evidence(
         statement=statement,
         control=_plain_control(ctx),
-        data={"rows": _sweep_rows(sweep, "radius")},
+        data={"rows": _sweep_rows(sweep, "radius"), "window_rows": window_rows},
         glue={
             "shamir_ball_with": where,
             "shamir_ball_spurious_n": len(values),
             "shamir_ball_spurious_worse": _worse_than_linear(values, linear),
+            "shamir_ball_window_agree": agree,
+            "shamir_ball_window_n": n_radii,
         },
     )
 
