@@ -61,3 +61,25 @@ def test_a_folder_the_experiments_chapter_writes_into_is_refused_in_the_sources(
     # the folder it reads is not an output: a data folder under the book is the reader's to give
     (plan,) = plan_chapters(ROOT, ["book/experiments"], "quick", [("data_dir", "book/data")])
     assert plan.parameters["data_dir"] == "data"
+
+
+# --- the book command's options: one line, and a help that says what each does ------------------------------------
+@pytest.mark.parametrize(
+    "argv",
+    [[], ["run"], ["bogus"], ["execute", "--jobs"], ["run", "book/linear.md", "-p", "seed"], ["execute", "--bogus"]],
+)
+def test_a_bad_option_of_the_book_command_is_one_line(argv, capsys):
+    """Found by an audit: argparse's usage (four lines for ``run``) came before the error, where every other
+    command of the project prints one ``error:`` line."""
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1, err
+
+
+def test_the_book_commands_help_says_what_each_command_and_parameter_does(capsys):
+    assert main(["--help"]) == 0
+    out = capsys.readouterr().out
+    assert "execute the book's chapters" in out and "execute one chapter (always)" in out
+    assert main(["run", "--help"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "its claims beside it (FILE.claims.json)" in out and "CHAPTER:NAME" in out and "data_dir" in out

@@ -16,6 +16,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from ..validate import OneLineParser
 from .build import execute_book
 from .execute import BookInterrupted
 from .repository import RepositoryError
@@ -31,16 +32,28 @@ def _raise_on_signal(signum, frame):
     raise BookInterrupted(signal.Signals(signum).name)
 
 
-def main(argv: list[str] | None = None) -> int:
-    import signal
+_COMMANDS = {
+    "execute": "execute the book's chapters (those whose inputs changed since their outputs were computed; all with "
+    "--force) and build the HTML",
+    "run": "execute one chapter (always) and print the verdicts it recorded: into the build folder, or to -o "
+    "FILE.ipynb with its claims beside it (FILE.claims.json)",
+}
 
-    parser = argparse.ArgumentParser(prog="python -m resnet_theory.book", description=__doc__.split("\n\n")[0])
-    sub = parser.add_subparsers(dest="command", required=True)
+
+def _parser() -> argparse.ArgumentParser:
+    parser = OneLineParser(prog="python -m resnet_theory.book", description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
     for name in ("execute", "run"):
-        p = sub.add_parser(name)
+        p = sub.add_parser(name, help=_COMMANDS[name], description=_COMMANDS[name])
         if name == "run":
             p.add_argument("chapter", help="a chapter source, e.g. book/linear.md")
-            p.add_argument("-o", "--output", type=Path, help="where to write the executed notebook")
+            p.add_argument(
+                "-o",
+                "--output",
+                type=Path,
+                help="the executed notebook (.ipynb) to write, and its claims beside it (FILE.claims.json); "
+                "default: BUILD/executed/book/CHAPTER.ipynb, which a later execute reuses",
+            )
         else:
             p.add_argument("--no-html", action="store_true", help="execute only; do not build HTML")
             p.add_argument("--only", nargs="+", help="execute only these TOC entries (e.g. book/linear)")
@@ -56,10 +69,32 @@ def main(argv: list[str] | None = None) -> int:
                 help="execute every chapter, even those whose cached outputs are up to date",
             )
         p.add_argument("--profile", default="quick", help="quick (CPU, minutes) or full (GPU-sized)")
-        p.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"))
+        p.add_argument(
+            "-p",
+            "--parameter",
+            nargs=2,
+            action="append",
+            default=[],
+            metavar=("NAME", "VALUE"),
+            help="a value for the chapters' parameters cells, for every chapter that defines NAME (CHAPTER:NAME: "
+            "for one); VALUE a Python or JSON literal of the default's type (-p seed 3, -p knobs "
+            "'{\"max_depth\": 200}'), a word a string; a folder (data_dir, runs_dir) is relative to where this "
+            "command runs; repeatable",
+        )
         p.add_argument("--root", type=Path, help="the book's root (default: found from the working directory)")
-        p.add_argument("--build-dir", type=Path, help="default: <root>/_build")
-    args = parser.parse_args(argv)
+        p.add_argument(
+            "--build-dir", type=Path, help="the build folder, locked while the run uses it (default: ROOT/_build)"
+        )
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    import signal
+
+    try:
+        args = _parser().parse_args(argv)
+    except SystemExit as exc:  # --help (0) or a bad option (2, one line already printed)
+        return int(exc.code or 0)
     # SIGTERM (a CI timeout, `kill`) stops the run like Ctrl-C: old outputs kept, the report says so.
     previous = signal.getsignal(signal.SIGTERM)
     in_main_thread = __import__("threading").current_thread() is __import__("threading").main_thread()
