@@ -303,7 +303,9 @@ def representation_rate_inverse_m(ctx: Context) -> Evidence:
     statement=r"A smooth invertible $h$ (Lipschitz derivative and inverse) is exactly "
     r"$h_m \circ \cdots \circ h_1$ with $\max_i \|h_i - \mathrm{Id}\|_L = O(\log m / "
     r"m)$ (talk notes; the same rate as Theorem 1 quoted on MathOverflow, question 310744); "
-    r"scales $a_i$, $h(a_m x)/a_m$. Added from that quotation: $\det h'(x_0) > 0$ for some "
+    r"the talk builds the layers by rescaling, $h(a_i x)/a_i$ over scales $a_1 < \dots < a_m$; the "
+    r"normalisation $h(0) = 0$, $h'(0) = I$ this needs, and the spacing of the scales, are ours. Added from that "
+    r"quotation: $\det h'(x_0) > 0$ for some "
     r"$x_0$, a bounded domain (here a ball).",
     control=Control("Geometric scales on " + _NOT_COVERED + "."),
 )
