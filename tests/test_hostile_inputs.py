@@ -3,6 +3,8 @@ found by an adversarial audit, each refused in one line before anything runs or 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from resnet_theory.book.cli import main
@@ -83,3 +85,33 @@ def test_the_book_commands_help_says_what_each_command_and_parameter_does(capsys
     assert main(["run", "--help"]) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert "its claims beside it (FILE.claims.json)" in out and "CHAPTER:NAME" in out and "data_dir" in out
+
+
+# --- gpu_figures add: a folder it cannot write is one line, and leaves nothing behind ------------------------------
+def test_gpu_figures_add_into_a_folder_it_cannot_write_is_one_line(tmp_path, capsys, monkeypatch):
+    """Found by an audit: ``add FILE --to X/sub`` with X a file, or a disk that fills while it copies, ended in a
+    traceback (NotADirectoryError, OSError) instead of one line."""
+    import errno
+    import json
+
+    from resnet_theory.engine import gpu_figures
+    from test_gpu_check import measurement
+
+    run = tmp_path / "gpu-check.json"
+    run.write_text(json.dumps(measurement()))
+    (tmp_path / "a-file").write_text("")
+    assert gpu_figures.main(["add", str(run), "--to", str(tmp_path / "a-file" / "gpu")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {tmp_path / 'a-file' / 'gpu'}/") and "cannot be written (Not a directory)" in err
+    assert err.count("\n") == 1
+    folder = tmp_path / "gpu"
+
+    def full_disk(self, data):
+        self.open("wb").write(data[:10])  # a part written, then the disk is full
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(Path, "write_bytes", full_disk)
+    assert gpu_figures.main(["add", str(run), "--to", str(folder)]) == 2
+    err = capsys.readouterr().err
+    assert "cannot be written (No space left on device); nothing was written" in err and err.count("\n") == 1
+    assert list(folder.iterdir()) == []  # neither the measurement nor its temporary

@@ -17,6 +17,7 @@ GPU_OUT/gpu-check.json`` validates a run's file and copies it, unchanged, to
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -330,15 +331,18 @@ def add(path, folder=None) -> Path:
         if target.read_bytes() == data:
             return target
         raise MeasurementError(f"{target}: a different measurement is already there; nothing was written")
-    folder.mkdir(parents=True, exist_ok=True)
     tmp = folder / f".{target.name}.tmp{os.getpid()}"
-    tmp.write_bytes(data)
     try:
+        folder.mkdir(parents=True, exist_ok=True)
+        tmp.write_bytes(data)
         os.link(tmp, target)  # fails, writing nothing, if the name was taken meanwhile
     except FileExistsError:
         raise MeasurementError(f"{target}: a different measurement is already there; nothing was written") from None
+    except OSError as exc:  # a full disk, no permission, a file where a folder of the path should be
+        raise MeasurementError(f"{target}: cannot be written ({exc.strerror or exc}); nothing was written") from None
     finally:
-        tmp.unlink()
+        with contextlib.suppress(OSError):  # gone, or its folder never made
+            tmp.unlink()
     return target
 
 
