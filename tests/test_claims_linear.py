@@ -270,6 +270,14 @@ def test_the_bad_critical_points_are_exactly_critical_and_the_per_layer_step_hol
     deep = [r for r in rows if r["l"] >= 2]
     assert deep and all(r["max |gradient entry|"] == 0.0 and r["excess risk"] > 0 for r in deep)
     assert all(r["max |gradient entry|"] > 0 for r in rows if r["l"] == 1)
+    assert all(r["max |closed-form gradient entry|"] == 0.0 for r in deep)
+    from resnet_theory.claims.linear import _SYMPY_MAX_VARIABLES, _ZERO_CASES
+
+    reports = run_in(tiny, "hardt-ma/sec1-plain-zero-critical").data["gradients"]
+    for (d, depth), report in zip(_ZERO_CASES, reports, strict=True):
+        assert {"autograd vs finite differences", "closed form vs autograd"} <= set(report.max_rel_error)
+        assert ("sympy vs autograd" in report.max_rel_error) == (depth * d * d <= _SYMPY_MAX_VARIABLES)
+        assert report.check().holds
     per_layer = run_in(tiny, "hardt-ma/thm-2.2").data["per_layer"]
     assert all(r["||df/dA_i||_F"] >= r["Claim C.2 side"] * (1 - 1e-10) for r in per_layer)
     assert all(r["Claim C.2 side"] >= r["(1 - tau) side"] * (1 - 1e-10) for r in per_layer)
@@ -294,14 +302,14 @@ def test_the_layer_count_step_reads_the_printed_assignment_not_only_the_garbled_
 
 
 def test_the_non_convexity_hessian_has_three_witnesses_where_sympy_is_affordable(tiny):
-    from resnet_theory.claims.linear import _CONVEXITY_CASES, _SYMPY_HESSIAN_MAX_VARIABLES, _hessian_witnesses
+    from resnet_theory.claims.linear import _CONVEXITY_CASES, _SYMPY_MAX_VARIABLES, _hessian_witnesses
 
     run = run_in(tiny, "hardt-ma/sec1-nonconvex")
     reports = run.data["hessians"]
     assert len(reports) == len(_CONVEXITY_CASES)
     for (d, depth), report in zip(_CONVEXITY_CASES, reports):
         assert "autograd vs finite differences" in report.max_rel_error
-        assert ("sympy vs autograd" in report.max_rel_error) == (depth * d * d <= _SYMPY_HESSIAN_MAX_VARIABLES)
+        assert ("sympy vs autograd" in report.max_rel_error) == (depth * d * d <= _SYMPY_MAX_VARIABLES)
     assert sum("sympy vs autograd" in r.max_rel_error for r in reports) >= len(reports) - 1
     # the eigenvalues are the Hessian's: at l = 1 it is 2 Sigma (x) I, positive definite
     Sigma = np.diag([1.0, 3.0])

@@ -81,21 +81,22 @@ def _plain_risk(W: np.ndarray, R: np.ndarray, Sigma: np.ndarray) -> float:
     return linear.risk(W - np.eye(R.shape[0]), R, Sigma)
 
 
-#: The largest number of layer entries ``depth * d * d`` at which the Hessian gets its SymPy witness: the exact
-#: Hessian of the expanded risk at ``(d, l) = (3, 3)`` (27 variables) costs about 20 s on a 2-core machine.
-_SYMPY_HESSIAN_MAX_VARIABLES = 18
+#: The largest number of layer entries ``depth * d * d`` at which a derivative of the risk gets its SymPy witness
+#: (the non-convexity Hessians, the gradients at the zero-product points): the exact Hessian of the expanded risk at
+#: ``(d, l) = (3, 3)`` (27 variables) costs about 20 s on a 2-core machine.
+_SYMPY_MAX_VARIABLES = 18
 
 
 def _hessian_witnesses(depth: int, R: np.ndarray, Sigma: np.ndarray):
     """The Hessian of the factored objective at ``W = (0, I, ..., I)``, which is (1.1) at ``A_1 = -I``, ``A_i = 0``
     after it (the two objectives differ by the shift ``A = W - I``): its eigenvalues (torch autograd) and the report
-    of its witnesses (autograd, finite differences and, up to ``_SYMPY_HESSIAN_MAX_VARIABLES`` variables, SymPy)."""
+    of its witnesses (autograd, finite differences and, up to ``_SYMPY_MAX_VARIABLES`` variables, SymPy)."""
     d = R.shape[0]
     A = np.zeros((depth, d, d))
     A[0] = -np.eye(d)
     f = linear.torch_risk(depth, d, R, Sigma)
     closed = {}
-    if depth * d * d <= _SYMPY_HESSIAN_MAX_VARIABLES:
+    if depth * d * d <= _SYMPY_MAX_VARIABLES:
         expr, symbols = linear.sympy_risk(depth, d, R, Sigma)
         closed["sympy"] = checks.sympy_derivatives(expr, symbols, simplify=False, polynomial=True).hessian
     report = checks.compare_hessians(
@@ -177,7 +178,7 @@ def section_1_nonconvex(ctx: Context) -> Evidence:
         data={"rows": rows, "hessians": reports},
         glue={
             "sec1_nonconvex_min_eig": float(min(r["smallest Hessian eigenvalue"] for r in deep)),
-            "sec1_nonconvex_sympy_max": _SYMPY_HESSIAN_MAX_VARIABLES,
+            "sec1_nonconvex_sympy_max": _SYMPY_MAX_VARIABLES,
         },
     )
 
@@ -1699,17 +1700,32 @@ def theorem_2_2(ctx: Context) -> Evidence:
 _ZERO_CASES = ((2, 1), (3, 1), (2, 2), (3, 2), (3, 3), (4, 5))
 
 
-def _zero_product_points(ctx: Context) -> list[dict]:
-    """At W = 0 in the standard parameterisation, i.e. A_i = -I in (1.1): the largest entry of the gradient
-    (torch autograd), the excess risk f - C_opt (Claim 2.3, C_opt = d) and its closed form ||R Sigma^1/2||_F^2."""
+def _zero_product_points(ctx: Context) -> dict:
+    """At W = 0 in the standard parameterisation, i.e. A_i = -I in (1.1): the largest entry of the gradient by
+    torch autograd and by Lemma 2.4's closed form (corrected order), the report of the gradient's witnesses
+    (autograd, finite differences, the closed form and, up to ``_SYMPY_MAX_VARIABLES`` variables, SymPy), the excess
+    risk f - C_opt (Claim 2.3, C_opt = d) and its closed form ||R Sigma^1/2||_F^2."""
     rng = ctx.rng("hardt-ma/sec1-critical-points")
-    rows = []
+    rows, reports = [], []
     for d, depth in _ZERO_CASES:
         R, L = rng.standard_normal((d, d)), rng.standard_normal((d, d))
         Sigma = L @ L.T + 0.1 * np.eye(d)
         A = np.tile(-np.eye(d), (depth, 1, 1))
+        f = linear.torch_risk(depth, d, R, Sigma)
         v = torch.as_tensor(A.ravel()).requires_grad_()
-        (grad,) = torch.autograd.grad(linear.torch_risk(depth, d, R, Sigma)(v), v)
+        (grad,) = torch.autograd.grad(f(v), v)
+
+        def closed(x, depth=depth, d=d, R=R, Sigma=Sigma):
+            return linear.risk_gradient(x.reshape(depth, d, d), R, Sigma)
+
+        witnesses = {"closed form": closed}
+        if depth * d * d <= _SYMPY_MAX_VARIABLES:
+            witnesses["sympy"] = linear.sympy_risk_gradient(depth, d, R, Sigma)[1]
+        reports.append(
+            checks.compare_gradients(
+                f, [A.ravel()], closed_form=witnesses, quantity=f"gradient at $W = 0$, $d = {d}$, $\\ell = {depth}$"
+            )
+        )
         rows.append(
             {
                 "d": d,
@@ -1717,16 +1733,29 @@ def _zero_product_points(ctx: Context) -> list[dict]:
                 "max ||A_i||": float(np.max(linear.layer_norms(A))),
                 "max ||W_i|| (standard)": float(np.max(linear.layer_norms(A + np.eye(d)))),
                 "max |gradient entry|": float(grad.abs().max()),
+                "max |closed-form gradient entry|": float(np.max(np.abs(closed(A.ravel())))),
                 "excess risk": linear.risk(A, R, Sigma) - d,
                 "||R Sigma^1/2||_F^2": float(np.trace(R @ Sigma @ R.T)),
             }
         )
-    return rows
+    return {"rows": rows, "gradients": reports}
 
 
-def _zero_is_critical(rows: list[dict], what: str) -> Check:
-    return Check.at_most(
-        _column(rows, "max |gradient entry|"), 0.0, what=f"{what}: largest |gradient entry| at $W = 0$"
+def _zero_is_critical(points: dict, depths, what: str) -> Check:
+    """The gradient at W = 0 vanishes exactly (autograd and the closed form), and its witnesses agree, for the
+    zero-product points whose depth is in ``depths``."""
+    chosen = [(r, g) for r, g in zip(points["rows"], points["gradients"]) if r["l"] in depths]
+    rows = [r for r, _ in chosen]
+    return Check.combine(
+        [
+            Check.at_most(
+                np.r_[_column(rows, "max |gradient entry|"), _column(rows, "max |closed-form gradient entry|")],
+                0.0,
+                what="largest |gradient entry| at $W = 0$, autograd and Lemma 2.4's closed form",
+            ),
+            Check.combine([g.check() for _, g in chosen], what="the gradient's witnesses"),
+        ],
+        what=f"{what}: $W = 0$ critical",
     )
 
 
@@ -1762,12 +1791,17 @@ def _excess_vanishes(rows: list[dict], what: str) -> Check:
     rests_on=("hardt-ma/thm-2.2", "hardt-ma/eq-2.3"),
 )
 def section_1_no_bad_critical(ctx: Context) -> Evidence:
-    """A_i = -I: critical (autograd) with positive excess; inside the ball, the corrected bound (2.3) leaves no
-    critical point off the minimum."""
-    rows = ctx.shared("hardt-ma/sec1-critical-points", lambda: _zero_product_points(ctx))
+    """A_i = -I: critical (autograd, the closed form, their witnesses) with positive excess; inside the ball, the
+    corrected bound (2.3) leaves no critical point off the minimum."""
+    points = ctx.shared("hardt-ma/sec1-critical-points", lambda: _zero_product_points(ctx))
+    rows = points["rows"]
     deep = [r for r in rows if r["l"] >= 2]
+    deep_depths = {r["l"] for r in deep}
     statement = Check.combine(
-        [_zero_is_critical(deep, r"(1.1) at $A_i = -I$, $\ell \ge 2$"), _excess_vanishes(deep, r"(1.1), $\ell \ge 2$")],
+        [
+            _zero_is_critical(points, deep_depths, r"(1.1) at $A_i = -I$, $\ell \ge 2$"),
+            _excess_vanishes(deep, r"(1.1), $\ell \ge 2$"),
+        ],
         what="every critical point found is a global minimum",
     )
     _, _, bound = _gradient_bound_evidence(ctx)
@@ -1793,7 +1827,7 @@ def section_1_no_bad_critical(ctx: Context) -> Evidence:
         statement=statement,
         control=control,
         corrected=corrected,
-        data={"rows": rows},
+        data={"rows": rows, "gradients": points["gradients"]},
         glue={"sec1_bad_critical_excess": float(min(r["excess risk"] for r in deep))},
     )
 
@@ -1813,12 +1847,14 @@ def section_1_no_bad_critical(ctx: Context) -> Evidence:
     ),
 )
 def section_1_plain_zero_critical(ctx: Context) -> Evidence:
-    """The gradient at W = 0 (exactly zero for l >= 2) and the excess risk there."""
-    rows = ctx.shared("hardt-ma/sec1-critical-points", lambda: _zero_product_points(ctx))
+    """The gradient at W = 0 (exactly zero for l >= 2, autograd and the closed form, with their witnesses) and the
+    excess risk there."""
+    points = ctx.shared("hardt-ma/sec1-critical-points", lambda: _zero_product_points(ctx))
+    rows = points["rows"]
     deep = [r for r in rows if r["l"] >= 2]
     statement = Check.combine(
         [
-            _zero_is_critical(deep, r"$\ell \ge 2$"),
+            _zero_is_critical(points, {r["l"] for r in deep}, r"$\ell \ge 2$"),
             Check.close(
                 _column(deep, "excess risk"),
                 _column(deep, "||R Sigma^1/2||_F^2"),
@@ -1830,8 +1866,8 @@ def section_1_plain_zero_critical(ctx: Context) -> Evidence:
     )
     return Evidence(
         statement=statement,
-        control=_zero_is_critical([r for r in rows if r["l"] == 1], r"control, $\ell = 1$"),
-        data={"rows": rows},
+        control=_zero_is_critical(points, {1}, r"control, $\ell = 1$"),
+        data={"rows": rows, "gradients": points["gradients"]},
         glue={"sec1_plain_zero_cases": len(deep)},
     )
 
