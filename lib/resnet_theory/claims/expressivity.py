@@ -1620,8 +1620,8 @@ CLAIMS.skip(
     paper="hardt-ma",
     ref="Section 1.1, paragraph 5 (parameters of CIFAR-10 networks)",
     statement="On CIFAR-10 ($n = 50{,}000$) successful residual networks often have more than $10^6$ parameters.",
-    why="a remark about other networks in practice, not a result of the paper; the book's count of the "
-    "paper's own CIFAR network (sec4-architecture, about 13.5 million) is one instance",
+    why="a remark about other networks in practice, not a result of the paper; the paper's own CIFAR network, "
+    "whose parameters the book counts from its modules (sec4-architecture), is one instance",
 )
 CLAIMS.skip(
     paper="hardt-ma",
