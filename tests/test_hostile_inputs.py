@@ -115,3 +115,30 @@ def test_gpu_figures_add_into_a_folder_it_cannot_write_is_one_line(tmp_path, cap
     err = capsys.readouterr().err
     assert "cannot be written (No space left on device); nothing was written" in err and err.count("\n") == 1
     assert list(folder.iterdir()) == []  # neither the measurement nor its temporary
+
+
+# --- the quick-book benchmark: a run of the executor that fails is one line -----------------------------------------
+def test_quick_book_says_in_one_line_why_an_execution_failed(tmp_path, capsys):
+    """Found by an audit: ``--execute book/nonexistent`` (or a --build-dir the executor refuses, or a chapter that
+    fails) ended in a RuntimeError traceback holding the executor's whole output; and --help's description stopped
+    mid-sentence ("... where a chapter's seconds go, and")."""
+    from resnet_theory.benchmarks import quick_book
+
+    root = make_book(
+        tmp_path / "src",
+        {"intro": "# Intro\n", "bad": chapter("Bad", 'profile = "quick"\nseed = 0', "raise ValueError('on purpose')")},
+    )
+    base = ["--build-dir", str(tmp_path / "b"), "--root", str(root)]
+    for entries, code, words in (
+        (["book/nonexistent"], 2, "failed (exit 2): not in _toc.yml: book/nonexistent"),
+        (["book/bad"], 1, "failed (exit 1): [book] FAILED: chapter "),
+    ):
+        with pytest.raises(SystemExit) as stop:
+            quick_book.main(["--execute", *entries, *base])
+        err = capsys.readouterr().err
+        assert stop.value.code == code and err.startswith("error: executing with --jobs") and words in err, err
+        assert err.count("\n") == 1 and "Traceback" not in err
+    assert "ValueError: on purpose" in err
+    with pytest.raises(SystemExit):
+        quick_book.main(["--help"])
+    assert "one after another." in " ".join(capsys.readouterr().out.split())

@@ -87,8 +87,19 @@ def execute(entries: list[str], build_dir: Path, jobs: int, root: Path | None) -
     done = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     seconds = time.perf_counter() - start
     if done.returncode != 0:
-        raise RuntimeError(f"executing with --jobs {jobs} failed (exit {done.returncode}):\n{done.stdout[-3000:]}")
+        lines = [line.strip() for line in done.stdout.splitlines() if line.strip()]
+        said = [line for line in lines if line.startswith(("error: ", "[book] FAILED"))] or lines or ["no output"]
+        why = said[-1].removeprefix("error: ")
+        raise ExecuteFailed(f"executing with --jobs {jobs} failed (exit {done.returncode}): {why}", done.returncode)
     return seconds
+
+
+class ExecuteFailed(RuntimeError):
+    """A run of the executor failed; the message is one line (the executor's own error line), ``code`` its exit."""
+
+    def __init__(self, message: str, code: int):
+        super().__init__(message)
+        self.code = code
 
 
 def compare(entries: list[str], build_dir: Path, jobs: int, rounds: int, root: Path | None) -> dict:
@@ -127,15 +138,19 @@ def print_comparison(result: dict, jobs: int) -> None:
 
 def main(argv=None) -> dict:
     parser = validate.OneLineParser(
-        prog="python -m resnet_theory.benchmarks.quick_book", description=__doc__.splitlines()[0]
+        prog="python -m resnet_theory.benchmarks.quick_book", description=__doc__.split("\n\n")[0]
     )
     what = parser.add_mutually_exclusive_group(required=True)
     what.add_argument("--report", type=Path, help="a build's executed/report.json")
     what.add_argument("--execute", nargs="+", metavar="ENTRY", help="TOC entries to execute both ways")
     parser.add_argument("--build-dir", type=Path, help="with --execute: where both runs build (two folders)")
     parser.add_argument("--root", type=Path, help="the book's root (default: found from the working directory)")
-    parser.add_argument("--jobs", type=validate.int_option(2), default=2)
-    parser.add_argument("--rounds", type=validate.int_option(1), default=1)
+    parser.add_argument(
+        "--jobs", type=validate.int_option(2), default=2, help="chapters at a time in the side-by-side run (default 2)"
+    )
+    parser.add_argument(
+        "--rounds", type=validate.int_option(1), default=1, help="runs of each way, alternating the first (default 1)"
+    )
     parser.add_argument("--cells", type=validate.int_option(0), default=3, help="slowest cells shown per chapter")
     args = parser.parse_args(argv)
     if args.report is not None and not args.report.is_file():
@@ -151,7 +166,11 @@ def main(argv=None) -> dict:
     if args.report is not None:
         print_rows(rows, args.cells, title=str(args.report))
         return {"rows": rows}
-    result = compare(args.execute, args.build_dir, args.jobs, args.rounds, args.root)
+    try:
+        result = compare(args.execute, args.build_dir, args.jobs, args.rounds, args.root)
+    except ExecuteFailed as exc:  # a bad entry or build folder (2), a chapter that failed (1): one line
+        print(f"error: {exc}", file=sys.stderr)
+        raise SystemExit(2 if exc.code == 2 else 1) from None
     for j in (1, args.jobs):
         print_rows(result["rows"][j], args.cells, title=f"--jobs {j}")
     print_comparison(result, args.jobs)
