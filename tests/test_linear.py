@@ -832,6 +832,44 @@ def test_trace_agrees_with_identity_init_gd(reg):
     np.testing.assert_allclose(tr.product_dets[-1], np.linalg.det(ref.product), rtol=1e-9)
 
 
+@pytest.mark.parametrize("reg", [0.0, 0.1])
+def test_the_bhl_gradient_the_runs_use_has_three_witnesses(reg):
+    """The update of :func:`identity_gd_trace` (and so of every run it agrees with) is the gradient of
+    ``1/2 ||Theta_L ... Theta_1 - Phi||_F^2 + reg sum_i ||Theta_i - I||_F^2``: its second step, read off the
+    layers, against SymPy, autograd and finite differences at the first step's layers (where the regulariser's
+    gradient is not zero)."""
+    depth, d, lr = 3, 2, 0.05
+    Phi = np.array([[0.5, 1.0], [-0.75, 1.5]])
+    T1 = identity_gd_trace(Phi, depth, lr, 1, reg=reg).layers
+    step = (T1 - identity_gd_trace(Phi, depth, lr, 2, reg=reg).layers) / lr  # the gradient at T1
+
+    def f(v):
+        T = v.reshape(depth, d, d)
+        P, I = torch.eye(d, dtype=v.dtype), torch.eye(d, dtype=v.dtype)
+        for i in range(depth):
+            P = T[i] @ P
+        return 0.5 * torch.sum((P - torch.as_tensor(Phi)) ** 2) + reg * torch.sum((T - I) ** 2)
+
+    symbols = sp.symbols(f"t0:{depth * d * d}")
+    layers = [sp.Matrix(d, d, symbols[i * d * d : (i + 1) * d * d]) for i in range(depth)]
+    P = sp.eye(d)
+    for T in layers:
+        P = T * P
+    E = P - sp.Matrix(Phi.tolist()).applyfunc(sp.nsimplify)
+    expr = sp.Rational(1, 2) * sum(e**2 for e in E) + sp.nsimplify(reg) * sum(
+        (x - y) ** 2 for T in layers for x, y in zip(T, sp.eye(d))
+    )
+    sd = checks.sympy_derivatives(sp.expand(expr), symbols, simplify=False, hessian=False, polynomial=True)
+    report = checks.compare_gradients(
+        f, [T1.ravel()], closed_form={"sympy": sd.gradient, "identity_gd_trace's step": lambda v: step.ravel()}
+    )
+    assert report.check().holds, report.max_rel_error
+    assert np.max(np.abs(step)) > 0.1  # a gradient, not a vanishing one that anything would match
+    # the comparison can fail: the same step against the witnesses at another point
+    elsewhere = checks.compare_gradients(f, [(T1 + 0.1).ravel()], closed_form={"step": lambda v: step.ravel()})
+    assert not elsewhere.check().holds
+
+
 def test_trace_stops_at_the_tolerance_like_steps_to():
     Phi = random_matrix_with_gamma(3, 0.5, seed=1, psd=True)
     steps = identity_gd_steps_to(Phi, 4, 0.1, 1e-8, 10_000)
