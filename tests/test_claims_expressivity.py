@@ -433,12 +433,15 @@ def test_lemma_b_2_is_a_record_the_statement_holds_the_printed_bound_fails_the_r
     Q /= np.linalg.norm(Q, axis=1, keepdims=True)
     y = np.arange(40) % 3
     err = lemma_b_2_induction(Z, Q[y])
-    assert err <= 1e-6 or err == np.inf
-    assert (err <= 1e-6) == (per_unit_excess(Z, Q, np.argsort(-sq, kind="stable")) < 0)
+    # the repair's condition (every unit beats every surrogate and unmoved input) is sufficient, and holds here
+    assert per_unit_excess(Z, Q, np.argsort(-sq, kind="stable")) < 0 and err <= 1e-6
     assert per_unit_excess(Z, Q, np.arange(40)) >= 0.05 - 1e-12  # data order: a triple in one group fails
     assert lemma_b_2_induction(np.vstack([Z, Z[:1]]), Q[np.append(y, (y[0] + 1) % 3)]) == np.inf
     with pytest.raises(RuntimeError, match="squared distance below"):
         lemma_b_2_instance(g, 200, 2, 0.5)
+    for rho_p, triples in ((0.0, 0), (0.96, 0), (0.2, 14), (0.2, -1)):  # 14 triples need 42 > 40 points
+        with pytest.raises(ValueError, match="0 < rho' < 0.96 and 3 triples <= n"):
+            lemma_b_2_instance(g, 40, 8, rho_p, triples)
 
 
 def test_the_projection_step_shows_both_readings_of_log(runs):
