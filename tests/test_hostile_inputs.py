@@ -142,3 +142,29 @@ def test_quick_book_says_in_one_line_why_an_execution_failed(tmp_path, capsys):
     with pytest.raises(SystemExit):
         quick_book.main(["--help"])
     assert "one after another." in " ".join(capsys.readouterr().out.split())
+
+
+# --- the experiments benchmark's pilot: a knob of another type, or one the training refuses, is one line ------------
+def test_the_experiments_pilot_refuses_a_bad_knob_in_one_line(tmp_path, capsys, monkeypatch):
+    """Found by an audit: ``--pilot P --knob n_seeds=1.5`` (or steps=NaN) ended in a TypeError traceback from the
+    profile table, and ``--knob steps=-1`` in a ConfigError traceback from a worker process."""
+    from resnet_theory.benchmarks import experiments
+    from resnet_theory.engine.train import ConfigError
+
+    pilot = str(tmp_path / "pilot.json")
+    ran = []
+    monkeypatch.setattr(experiments, "run_workload", lambda *a: ran.append(a))
+    for knob, words in (("n_seeds=1.5", "knob 'n_seeds': expected a value like"), ("steps=NaN", "got nan")):
+        with pytest.raises(SystemExit) as stop:
+            experiments.main(["--pilot", pilot, "--knob", knob])
+        err = capsys.readouterr().err
+        assert stop.value.code == 2 and err.startswith("error: --knob: ") and words in err and err.count("\n") == 1
+    assert ran == []
+
+    def refused(*args):
+        raise ConfigError("steps must be a positive integer (at least 1), got -1 (int)")
+
+    monkeypatch.setattr(experiments, "run_workload", refused)
+    assert experiments.main(["--pilot", pilot, "--knob", "steps=-1"]) == 2
+    assert capsys.readouterr().err == "error: --pilot: steps must be a positive integer (at least 1), got -1 (int)\n"
+    assert not (tmp_path / "pilot.json").exists()

@@ -318,7 +318,15 @@ def main(argv=None) -> int:
             parser.error(f"{option} {path}: {problem}")
     if args.pilot is not None:
         seed = 100 if args.seed is None else args.seed
-        record = run_pilot(args.pilot, args.profile, seed, args.workers, dict(args.knob))
+        try:  # a knob of another type than the table's: before anything trains
+            E.PROFILE.resolve(args.profile, dict(args.knob))
+        except (TypeError, ValueError) as exc:
+            parser.error(f"--knob: {exc}")
+        try:
+            record = run_pilot(args.pilot, args.profile, seed, args.workers, dict(args.knob))
+        except ValueError as exc:  # a knob's value the training refuses (steps=-1), a size over the budget
+            print(f"error: --pilot: {exc}", file=sys.stderr)
+            return 2
         print(f"pilot written to {args.pilot} (seed {seed}, {sum(record['cpu_seconds'].values()):.0f} CPU s)")
         print(f"quick seed knobs sized from it: {sizing.sized_knobs(sizing.pilot_from_record(record))}")
         return 0
