@@ -1376,7 +1376,8 @@ def det_loss_floor(Phi) -> float:
 # --- Bartlett, Helmbold & Long: symmetric targets, the reduction exact arithmetic follows ---------------
 @dataclass
 class SymmetricGDRun:
-    """Exact-arithmetic gradient descent from the identity on a symmetric target (:func:`symmetric_identity_gd`).
+    """Exact-arithmetic gradient descent from the identity on a symmetric target, as its reduction to the layers'
+    eigenvalues (:func:`symmetric_identity_gd`; the recursion itself is computed in floating point).
 
     ``losses[t]`` is ``1/2 sum_k (mu_k^L - lambda_k)^2`` after ``t`` steps (``steps + 1`` entries), ``mu`` the
     final layer eigenvalues, ``min_mu`` the smallest layer eigenvalue over the whole run."""
@@ -1388,7 +1389,8 @@ class SymmetricGDRun:
 
 def symmetric_identity_gd(eigenvalues, depth, lr, steps, reg=0.0) -> SymmetricGDRun:
     """Gradient descent from ``Theta_i = I`` on a symmetric ``Phi`` with these eigenvalues, as exact arithmetic
-    runs it (the same objective as :func:`identity_gd_trace`).
+    runs it (the same objective as :func:`identity_gd_trace`), through its reduction to one scalar recursion per
+    eigenvalue; the recursion is computed in floating point, where there is no symmetry left to break.
 
     In exact arithmetic every layer stays equal to the others and a polynomial in ``Phi`` (induction: the
     gradient in layer i is ``Theta^(L-1) (Theta^L - Phi) + 2 reg (Theta - I)`` when all layers equal ``Theta``),

@@ -2572,7 +2572,8 @@ def _keeps_floor(rows: list[dict], what: str) -> Check:
     r"each layer, fails to converge. (The abstract's clause that some forms of regularisation "
     r"toward the identity in each layer do not help belongs to its sentence on targets far from the "
     r"identity; these targets, at spectral distance more than 1 from $I$, test it too.) Added here: "
-    rf"exact-arithmetic GD, {len(NEGATIVE_SPECTRA)} such targets, "
+    r"exact-arithmetic GD, run as its reduction to one scalar recursion per eigenvalue of $\Phi$ (computed in "
+    rf"floating point, where no symmetry is left to break), {len(NEGATIVE_SPECTRA)} such targets, "
     rf"{len(REGULARISERS)} regulariser strengths, a step suited to each target.",
     control=Control(
         "The same targets with every negative eigenvalue made positive (symmetric positive definite, outside the "
