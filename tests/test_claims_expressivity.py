@@ -499,3 +499,22 @@ def test_the_surrogates_run_each_number_of_classes_once_even_when_the_knob_is_im
     ctx = Context.for_table(CLAIMS.profile, "tiny", 0, {"classes": IMAGENET_CLASSES})
     rows = run_claim(CLAIMS.claims["hardt-ma/surrogates"], ctx).data["rows"]
     assert [row["$r$"] for row in rows] == [IMAGENET_CLASSES]
+
+
+def test_a_block_error_counts_only_a_missing_block_as_infinite():
+    """inf (no block) only where a point of S is in the hull or the recipe's condition fails; a construction
+    that fails for another reason (nearly dependent activations) is raised, not counted as a counterexample."""
+    from resnet_theory import expressivity as ex
+    from resnet_theory.claims.expressivity import _block_error
+
+    def refuse(condition):
+        def make_block(A, B, O):
+            raise ex.ConstructionError("refused", condition)
+
+        return make_block
+
+    A, O = np.eye(2), np.zeros((0, 2))
+    assert _block_error(refuse("hull"), A, A, O) == _block_error(refuse("lemma-b1"), A, A, O) == np.inf
+    with pytest.raises(ex.ConstructionError, match="refused"):
+        _block_error(refuse("activations"), A, A, O)
+    assert _block_error(ex.lemma_b_1_block, A, 2 * A, O) <= 1e-12  # a block that exists: its torch error

@@ -258,10 +258,14 @@ def _torch_block(U, V, s, H) -> np.ndarray:
 
 def _block_error(make_block, A, B, O) -> float:
     """Largest torch error over S (must reach B) and outside (must not move); inf when ``make_block`` finds
-    no block."""
+    no block: a point of S in the hull of the outside points (condition ``"hull"``), or the recipe's threshold
+    condition failing (``"lemma-b1"``). Any other refusal (nearly dependent activations) is a failure of the
+    construction, not evidence that no block exists, and is raised."""
     try:
         U, V, s = make_block(A, B, O)[:3]
-    except ex.ConstructionError:
+    except ex.ConstructionError as err:
+        if err.condition not in ("hull", "lemma-b1"):
+            raise
         return math.inf
     return max(_misfit(_torch_block(U, V, s, A), B), _misfit(_torch_block(U, V, s, O), O))
 
