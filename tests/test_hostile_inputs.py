@@ -168,3 +168,16 @@ def test_the_experiments_pilot_refuses_a_bad_knob_in_one_line(tmp_path, capsys, 
     assert experiments.main(["--pilot", pilot, "--knob", "steps=-1"]) == 2
     assert capsys.readouterr().err == "error: --pilot: steps must be a positive integer (at least 1), got -1 (int)\n"
     assert not (tmp_path / "pilot.json").exists()
+
+
+# --- claims verify --knob: JSON, so no NaN and no infinity -----------------------------------------------------------
+@pytest.mark.parametrize("value", ["NaN", "Infinity", "1e999", "[1.0, -Infinity]", '{"a": NaN}'])
+def test_verify_refuses_a_knob_that_is_not_a_finite_number(value, capsys, monkeypatch):
+    """Found by an audit: Python's json reads ``NaN``, ``Infinity`` and ``1e999`` (inf), so ``verify ID --knob
+    figure_eps=NaN`` ran and exited 0 where the book's ``-p knobs`` refuses a value that is not finite."""
+    from resnet_theory.claims import cli
+
+    monkeypatch.setattr(cli, "_run_all", lambda *a: pytest.fail("a claim ran"))
+    assert cli.main(["verify", "shamir/figure-penalty", "--knob", f"figure_eps={value}"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --knob figure_eps: ") and "is not a finite number" in err and err.count("\n") == 1

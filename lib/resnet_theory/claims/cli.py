@@ -63,12 +63,29 @@ def _parse_knob(text: str) -> tuple[str, object]:
     name, sep, value = text.partition("=")
     if not sep or not name.strip():
         raise UsageError(f"--knob expects NAME=VALUE, got {text!r}")
+    shown = value if len(value) <= 60 else value[:57] + "..."
     try:
-        parsed = json.loads(value)
+        parsed = json.loads(value, parse_constant=_no_constant, parse_float=_finite_float)
     except (json.JSONDecodeError, RecursionError):
-        shown = value if len(value) <= 60 else value[:57] + "..."
         raise UsageError(f"--knob {name}: the value must be JSON (a number, a list), got {shown!r}") from None
+    except _NotFinite as exc:  # JSON has no NaN or Infinity; the book's -p knobs refuses them too
+        raise UsageError(f"--knob {name}: {exc} is not a finite number, got {shown!r}") from None
     return name.strip(), parsed
+
+
+class _NotFinite(ValueError):
+    pass
+
+
+def _no_constant(text: str):
+    raise _NotFinite(text)
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if value != value or value in (float("inf"), float("-inf")):  # 1e999
+        raise _NotFinite(text)
+    return value
 
 
 def _chapter_job(chapter: str, ids: list[str], profile: str, seed: int, knobs: dict) -> list[dict]:
