@@ -40,6 +40,7 @@ __all__ = [
     "BHL_STEP_SCALE",
     "bhl_step_size",
     "compose",
+    "CRITICAL_RTOL",
     "critical_point_search",
     "CriticalPointSearch",
     "det_loss_floor",
@@ -1081,7 +1082,12 @@ class CriticalPointSearch:
     tau: float
 
 
-def critical_point_search(R, Sigma, starts, tau, iterations=60, critical_rtol=1e-16) -> CriticalPointSearch:
+#: An end point of :func:`critical_point_search` is critical when its squared gradient is below this fraction of
+#: its starting value.
+CRITICAL_RTOL = 1e-16
+
+
+def critical_point_search(R, Sigma, starts, tau, iterations=60, critical_rtol=CRITICAL_RTOL) -> CriticalPointSearch:
     """Minimise ``||grad f(A)||_F^2`` over ``max_i ||A_i|| <= tau`` from each start in ``starts``
     (shape ``(n, depth, d, d)``): projected Gauss-Newton steps ``-H^+ grad f`` (H the Hessian of the risk,
     from torch; a pseudo-inverse, since minima form a manifold), halved until ``||grad f||^2`` decreases,

@@ -1683,6 +1683,7 @@ def theorem_2_2(ctx: Context) -> Evidence:
         proof=StepEvidence(step=step, repair=repair),
         data={"search": search, "singular": singular, "per_layer": per_layer},
         glue={
+            "thm22_critical_rtol": linear.CRITICAL_RTOL,
             "thm22_starts": int(crit.size),
             "thm22_critical": int(crit.sum()),
             "thm22_worst": float(np.max(exc / exc0)),
