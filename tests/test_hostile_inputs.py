@@ -181,3 +181,38 @@ def test_verify_refuses_a_knob_that_is_not_a_finite_number(value, capsys, monkey
     assert cli.main(["verify", "shamir/figure-penalty", "--knob", f"figure_eps={value}"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: --knob figure_eps: ") and "is not a finite number" in err and err.count("\n") == 1
+
+
+# --- jupyter_prose: an -o it cannot write is one line, and a notebook there is never left cut short -----------------
+def test_jupyter_prose_reports_an_unwritable_output_in_one_line_and_keeps_the_notebook_there(tmp_path, capsys):
+    """Found by an audit: ``-o X/sub`` with X a file ended in a NotADirectoryError traceback, a missing ``-o`` in
+    argparse's usage, and the notebook was written in place (a full disk left it cut short)."""
+    import errno
+    from unittest import mock
+
+    from resnet_theory.book import jupyter_prose
+
+    source = tmp_path / "c.md"
+    source.write_text(chapter("C", 'profile = "quick"\nseed = 0', "x = 1"))
+    (tmp_path / "a-file").write_text("")
+    for argv, words in (
+        ([str(source), "-o", str(tmp_path / "a-file" / "sub")], f"not a folder ({tmp_path / 'a-file'} is a file)"),
+        ([str(source)], "the following arguments are required: -o/--output"),
+    ):
+        assert jupyter_prose.main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("error: ") and words in err and err.count("\n") == 1, err
+    out = tmp_path / "out"
+    assert jupyter_prose.main([str(source), "-o", str(out)]) == 0
+    written = (out / "c.ipynb").read_bytes()
+    real_write = Path.write_text
+
+    def full_disk(self, text, *args, **kwargs):
+        real_write(self, text[:100], *args, **kwargs)
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    with mock.patch.object(Path, "write_text", full_disk):
+        assert jupyter_prose.main([str(source), "-o", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert err == f"error: {out / 'c.ipynb'}: cannot be written (No space left on device)\n"
+    assert (out / "c.ipynb").read_bytes() == written and [p.name for p in out.iterdir()] == ["c.ipynb"]

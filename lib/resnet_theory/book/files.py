@@ -28,10 +28,16 @@ def read_json_object(path: Path) -> dict | None:
 
 
 def write_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to a hidden temporary beside ``path``, then rename it into place: ``path`` is either the old
+    file or the whole new one. A write that fails (a full disk) removes its temporary and raises."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(text)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def claims_path(notebook_path: Path) -> Path:

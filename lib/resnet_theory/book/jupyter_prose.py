@@ -28,11 +28,13 @@ the result has no outputs, its numbers appear when it is run).
 
 from __future__ import annotations
 
-import argparse
 import copy
 import re
 import sys
 from pathlib import Path
+
+from ..validate import OneLineParser
+from .files import write_atomic
 
 #: The glue role the chapters quote numbers with (a role inside backticks, its content ``name`` or ``name:fmt``).
 GLUE_TEXT_ROLE = re.compile(r"\{glue:text\}`([^`]+)`")
@@ -242,8 +244,7 @@ def write_reader_notebook(source: Path, output: Path, reader=None) -> int:
     if changed or Path(output) != Path(source):
         reader.metadata.pop(DIGEST_KEY, None)
         reader.metadata[DIGEST_KEY] = {"written_sha256": written_digest(json.loads(nbformat.writes(reader)))}
-        Path(output).parent.mkdir(parents=True, exist_ok=True)
-        nbformat.write(reader, output)
+        write_atomic(Path(output), nbformat.writes(reader))  # a notebook cut short by a full disk is never left
     return quoted_numbers(reader)
 
 
@@ -326,15 +327,20 @@ def rewrite_folder(folder: Path) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="python -m resnet_theory.book.jupyter_prose",
         description="Write chapters as notebooks whose prose shows its numbers in JupyterLab (with jupyterlab-myst).",
     )
     parser.add_argument("chapters", nargs="+", type=Path, help="executed notebooks (.ipynb) or MyST chapters (.md)")
     parser.add_argument("-o", "--output", type=Path, required=True, help="the folder to write NAME.ipynb into")
-    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
-    if args.output.exists() and not args.output.is_dir():
-        print(f"error: -o {args.output}: not a folder", file=sys.stderr)
+    try:
+        args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    except SystemExit as exc:  # --help (0) or a bad option (2, one line already printed)
+        return int(exc.code or 0)
+    blocking = next((p for p in (args.output, *args.output.parents) if p.exists() and not p.is_dir()), None)
+    if blocking is not None:
+        where = "" if blocking == args.output else f" ({blocking} is a file)"
+        print(f"error: -o {args.output}: not a folder{where}", file=sys.stderr)
         return 2
     targets: dict[Path, Path] = {}
     for source in args.chapters:  # every source and target checked before anything is written
@@ -358,6 +364,9 @@ def main(argv: list[str] | None = None) -> int:
         except GluedError as exc:
             message = str(exc)
             print(f"error: {message if message.startswith(str(source)) else f'{source}: {message}'}", file=sys.stderr)
+            return 1
+        except OSError as exc:  # a full disk, no permission: the notebook there (if any) is kept whole
+            print(f"error: {target}: cannot be written ({exc.strerror or exc})", file=sys.stderr)
             return 1
         kept = f" (your edited copy kept as {aside.name})" if aside else ""
         print(f"{target}: {count} numbers in the prose{kept}")
