@@ -216,3 +216,15 @@ def test_jupyter_prose_reports_an_unwritable_output_in_one_line_and_keeps_the_no
     err = capsys.readouterr().err
     assert err == f"error: {out / 'c.ipynb'}: cannot be written (No space left on device)\n"
     assert (out / "c.ipynb").read_bytes() == written and [p.name for p in out.iterdir()] == ["c.ipynb"]
+
+
+@pytest.mark.parametrize("module", ["pdf", "browser", "verdict_diff"])
+def test_the_other_book_commands_refuse_a_bad_option_in_one_line(module, capsys):
+    """Found by an audit: pdf, browser and verdict_diff printed argparse's usage before the error."""
+    import importlib
+
+    command = importlib.import_module(f"resnet_theory.book.{module}")
+    with pytest.raises(SystemExit) as stop:
+        command.main(["--bogus"])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and err.startswith("error: ") and err.count("\n") == 1, err

@@ -34,6 +34,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..validate import OneLineParser
 from .devtools import CHROMIUM_FLAGS, Browser
 
 CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "chrome")
@@ -390,13 +391,16 @@ def book_pages(html_dir: Path, entries: list[str]) -> list[Path]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    import argparse
     import contextlib
 
     from .safety import check_output
     from .toc import BookError, find_root, toc_files
 
-    parser = argparse.ArgumentParser(prog="python -m resnet_theory.book.browser")
+    parser = OneLineParser(
+        prog="python -m resnet_theory.book.browser",
+        description="Check the built book's pages in headless Chromium (math typeset, images loaded), or take "
+        "screenshots of them.",
+    )
     parser.add_argument("html_dir", nargs="?", type=Path)
     parser.add_argument("--prefix", help="serve the pages over HTTP under this URL prefix, e.g. /some/prefix/")
     parser.add_argument(

@@ -36,7 +36,6 @@ is missing, and never executes a built book again. Exit 2 when there is no built
 
 from __future__ import annotations
 
-import argparse
 import base64
 import html as html_lib
 import re
@@ -45,6 +44,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..validate import OneLineParser
 from .browser import book_pages, find_chromium
 from .devtools import Browser
 
@@ -167,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
     from .safety import check_output
     from .toc import BookError, find_root, toc_files
 
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="python -m resnet_theory.book.pdf", description="Print the built book to one PDF with headless Chromium."
     )
     parser.add_argument("html_dir", nargs="?", type=Path, help="the built HTML (default: _build/html)")

@@ -24,13 +24,13 @@ The exit status is 0 when every build agrees, 1 when they differ, 2 when an argu
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..record import Claim, control_holds
+from ..validate import OneLineParser
 from .claims_files import CLAIMS_SUFFIX, load_claims, read_claims_file
 
 
@@ -133,7 +133,7 @@ def compare_builds(paths: Sequence[str | Path]) -> VerdictDiff:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="python -m resnet_theory.book.verdict_diff",
         description="Compare the claims ledgers of several book builds or claims files (claim ids and verdicts).",
     )
