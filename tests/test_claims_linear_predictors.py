@@ -29,11 +29,12 @@ CHAPTER = (Path(__file__).resolve().parents[1] / "book" / "linear_predictors.md"
 DATA_KEYS = {
     "shamir/example-1-derivatives": {"difference_gradient", "difference_hessian", "gradient_report", "hessian_report"},
     "shamir/example-1-saddle": {"rows"},
-    "shamir/thm-1": {"ratio", "loss", "no_skip_rows"},
+    "shamir/thm-1": {"ratio", "loss", "no_skip_rows", "witnesses"},
     "shamir/thm-2": {
         "ratio",
         "loss",
         "example_1_rows",
+        "witnesses",
         "vv_block_instances",
         "vv_block_largest",
         "lambda_min_relative_largest",
@@ -173,6 +174,16 @@ def test_the_landscape_verdicts_rest_on_the_reviews_statement_only(tiny_runs):
         assert "linear" not in run.record.evidence["printed"]["summary"]
         glue = run.evidence.glue
         assert 0 <= glue[f"shamir_{kind}_spurious_worse"] <= glue[f"shamir_{kind}_spurious_n"]
+
+
+def test_theorems_1_and_2_put_their_derivatives_to_three_witnesses(tiny_runs):
+    """The gradient (Theorem 1) and the gradient and Hessian at w = 0 (Theorem 2) that the checks use, SymPy
+    against autograd against finite differences, per loss, as parts of the statements' checks."""
+    for claim_id, n_reports in (("shamir/thm-1", 2), ("shamir/thm-2", 4)):
+        reports = tiny_runs[claim_id].evidence.data["witnesses"]
+        assert len(reports) == n_reports and all(r.check().holds for r in reports)
+        assert all({"sympy vs autograd", "autograd vs finite differences"} <= set(r.max_rel_error) for r in reports)
+    assert {r.quantity for r in tiny_runs["shamir/thm-2"].evidence.data["witnesses"]} == {"gradient", "Hessian"}
 
 
 def test_the_ball_window_explains_the_sweep_and_is_no_part_of_the_verdict(tiny_runs):

@@ -183,6 +183,26 @@ def test_residual_predictor_formula_and_derivatives():
 
 
 @pytest.mark.parametrize("loss", ["squared", "logistic"])
+@pytest.mark.parametrize("skip", [True, False])
+def test_objective_derivatives_three_witnesses(loss, skip):
+    """SymPy (from the formula), autograd and finite differences agree on the gradient and Hessian of F_theta in
+    (w, V), at a random point and at w = 0; SymPy's value is F; a SymPy objective of the other architecture
+    disagrees (the witness can fail)."""
+    inst = S.random_theorem_instance(7, loss)
+    X, y, f = inst["X"][:3], inst["y"][:3], inst["f_theta"]
+    expr, symbols = S.objective_sympy(X, y, f, loss, skip=skip)
+    assert len(symbols) == 3 + 9 and {str(s_) for s_ in expr.free_symbols} <= {str(s_) for s_ in symbols}
+    sd = checks.sympy_derivatives(expr, symbols, simplify=False)
+    der = S.objective_derivatives(X, y, inst["w"], inst["V"], f, loss, skip=skip)
+    points = [np.concatenate([inst["w"], inst["V"].ravel()]), np.concatenate([np.zeros(3), inst["V"].ravel()])]
+    assert sd.value(points[0]) == pytest.approx(der["value"], rel=1e-13)
+    assert checks.compare_gradients(der["function"], points, closed_form={"sympy": sd.gradient}).check().holds
+    assert checks.compare_hessians(der["function"], points, closed_form={"sympy": sd.hessian}).check().holds
+    other = checks.sympy_derivatives(*S.objective_sympy(X, y, f, loss, skip=not skip), simplify=False)
+    assert not checks.compare_gradients(der["function"], points, closed_form={"sympy": other.gradient}).check().holds
+
+
+@pytest.mark.parametrize("loss", ["squared", "logistic"])
 def test_best_linear_predictor_is_stationary(loss):
     inst = S.random_theorem_instance(1, loss)
     X, y = inst["X"], inst["y"]
@@ -876,6 +896,11 @@ BAD = [
     (ValueError, lambda: S.landscape_sweep(1.0, radii=(0.0,))),
     (ValueError, lambda: S.landscape_sweep(1.0, radii=(1.0,), n_starts=2)),
     (ValueError, lambda: S.ball_bottom_left_minimum_radii(0.0)),
+    (ValueError, lambda: S.objective_sympy(np.ones((2, 3)), np.ones(3), _inst()["f_theta"])),
+    (ValueError, lambda: S.objective_sympy(np.ones((2, 3)), np.array([0.0, 2.0]), _inst()["f_theta"], "logistic")),
+    (ValueError, lambda: S.objective_sympy(np.ones((2, 3)), np.ones(2), _inst()["f_theta"], "hinge")),
+    (TypeError, lambda: S.objective_sympy(np.ones((2, 3)), np.ones(2), None)),
+    (ValueError, lambda: S.objective_sympy(np.ones((200, 3)), np.ones(200), lambda x: x.repeat(1, 40))),
     (ValueError, lambda: S.ball_bottom_left_minimum_radii(math.inf)),
     (TypeError, lambda: S.ball_bottom_left_minimum_radii("1")),
     (

@@ -272,6 +272,30 @@ def objective_derivatives(X, y, w, V, f_theta, loss: str = "squared", *, skip: b
     }
 
 
+def objective_sympy(X, y, f_theta, loss: str = "squared", *, skip: bool = True) -> tuple[sp.Expr, list[sp.Symbol]]:
+    """``F_theta(w, V)`` as a SymPy expression in the symbols ``(w, vec V)`` (row-major ``V``, the order of
+    :func:`objective_derivatives`), written from the formula ``mean_j l(w^T (x_j + V f_theta(x_j)); y_j)`` with the
+    sample and the features ``f_theta(x_j)`` as numbers: the exact witness of the autograd derivatives that
+    Theorems 1 and 2 are checked with. ``skip=False``: the network without the skip, ``w^T V f_theta(x)``."""
+    X, y, loss = _data(X, y, loss)
+    skip = _skip(skip)
+    Z = _features(f_theta, X).numpy()
+    d, k = X.shape[1], Z.shape[1]
+    validate.check_budget(
+        "(n, d, k)", 1.0 * X.shape[0] * (d * k) ** 2, 10**7, what="work", unit="Hessian terms", value=tuple(X.shape)
+    )
+    w = sp.symbols(f"w0:{d}")
+    V = sp.Matrix(d, k, sp.symbols(f"V0:{d * k}"))
+    terms = []
+    for x_j, z_j, y_j in zip(X.numpy(), Z, y.numpy()):
+        inner = sp.Matrix(x_j * float(skip)) + V * sp.Matrix(z_j)
+        p = sum(w[a] * inner[a] for a in range(d))
+        terms.append(
+            sp.Rational(1, 2) * (p - float(y_j)) ** 2 if loss == "squared" else sp.log(1 + sp.exp(-float(y_j) * p))
+        )
+    return sp.Add(*terms) / len(terms), [*w, *V]
+
+
 def random_mlp(
     d: int, k: int, width: int, depth: int, generator: torch.Generator, final: str = "none"
 ) -> torch.nn.Sequential:

@@ -80,6 +80,9 @@ ADVERSARIAL_STEPS = 150
 #: the Hessian at ``w = 0`` is shown on the first of them.
 NO_SKIP_T2_INSTANCES = 20
 VV_BLOCK_INSTANCES = 10
+#: The derivatives of Theorems 1 and 2, three ways (SymPy, autograd, finite differences): on the first rows of the
+#: survey's first instance of each loss (SymPy's expression grows with the rows; the code path does not).
+WITNESS_ROWS = 4
 #: Corollary 1: the relative slack of ``F <= inf F_lin`` (rounding of the two computed values).
 COROLLARY_RTOL = 1e-9
 #: The chapter's illustrations: the points the verification of minima must refuse (Example 1's saddle at this eps;
@@ -302,6 +305,30 @@ def _example_1_theorem_1() -> list[dict]:
     return points
 
 
+def _derivative_witnesses(seed: int, at_zero_w: bool) -> list:
+    """The gradient (and at ``w = 0``, as Theorem 2 needs, the Hessian) of ``F_theta`` in ``(w, V)`` three ways:
+    SymPy (:func:`~resnet_theory.shamir.objective_sympy`, from the formula), the autograd of
+    :func:`~resnet_theory.shamir.objective_derivatives` that the checks use, and finite differences, at the point
+    of the survey's first Theorem 1 instance (or Theorem 2 instance, ``w = 0``) of each loss, on its first
+    :data:`WITNESS_ROWS` rows. One report per loss and derivative."""
+    reports = []
+    for loss in S.LOSSES:
+        a = S.random_theorem_instance(S.SEED_STRIDE * seed + int(at_zero_w), loss, w_zero=at_zero_w)
+        X, y = a["X"][:WITNESS_ROWS], a["y"][:WITNESS_ROWS]
+        sd = sympy_derivatives(*S.objective_sympy(X, y, a["f_theta"], loss), simplify=False, hessian=at_zero_w)
+        F = S.objective_derivatives(X, y, a["w"], a["V"], a["f_theta"], loss)["function"]
+        point = [np.concatenate([a["w"], np.asarray(a["V"]).ravel()])]
+        reports.append(compare_gradients(F, point, closed_form={"sympy": sd.gradient}))
+        if at_zero_w:
+            reports.append(compare_hessians(F, point, closed_form={"sympy": sd.hessian}))
+    return reports
+
+
+def _witness_checks(reports: list, at: str) -> list[Check]:
+    names = [f"{loss}, {kind}" for loss in S.LOSSES for kind in ("gradient", "Hessian")[: len(reports) // 2]]
+    return [r.check(f"{name} at {at}, three witnesses") for name, r in zip(names, reports)]
+
+
 def _no_skip_theorem_1(ctx: Context) -> list[tuple[dict, dict]]:
     """Theorem 1's sides, without the skip, at every verified minimum of the network without the skip."""
     out = []
@@ -337,6 +364,7 @@ def theorem_1(ctx: Context) -> Evidence:
     gain = _comparator_gain(seed)
     adversarial = _adversarial(seed, ctx.cfg.n_adversarial)
     ex1 = _example_1_theorem_1()
+    witnesses = _derivative_witnesses(seed, at_zero_w=False)
     no_skip = _no_skip_theorem_1(ctx)
     if not no_skip:
         raise _no_input("shamir/thm-1: no verified minimum of the network without the skip", "n_corollary")
@@ -351,7 +379,8 @@ def theorem_1(ctx: Context) -> Evidence:
             Check.at_least(
                 [p["lhs"] for p in ex1], [p["rhs"] for p in ex1], what=r"Example 1 at $(\delta, -1/\epsilon)$"
             ),
-        ],
+        ]
+        + _witness_checks(witnesses, "$(w, V)$"),
         what="Theorem 1",
     )
     control = Check.at_least(
@@ -372,8 +401,9 @@ def theorem_1(ctx: Context) -> Evidence:
     return Evidence(
         statement=statement,
         control=control,
-        data={"ratio": ratio, "loss": survey["t1_loss"][pos], "no_skip_rows": rows},
+        data={"ratio": ratio, "loss": survey["t1_loss"][pos], "no_skip_rows": rows, "witnesses": witnesses},
         glue={
+            "shamir_witness_rows": WITNESS_ROWS,
             "shamir_t1_min_ratio": float(ratio.min()),
             "shamir_t1_cases": len(survey["t1_lhs"]),
             "shamir_t1_positive": int(pos.sum()),
@@ -432,6 +462,7 @@ def theorem_2(ctx: Context) -> Evidence:
     pos = survey["t2_rhs"] > 0
     ratio = survey["t2_lhs"][pos] / survey["t2_rhs"][pos]
     ex1 = S.example_1_theorem_2(EXAMPLE_1_SADDLE_EPS)
+    witnesses = _derivative_witnesses(seed, at_zero_w=True)
     zero_w = _zero_w_instances(seed, NO_SKIP_T2_INSTANCES)
     no_skip = [
         S.theorem_2_sides(b["X"], b["y"], b["V"], b["f_theta"], b["w_star"], b["loss"], skip=False) for b in zero_w
@@ -445,7 +476,8 @@ def theorem_2(ctx: Context) -> Evidence:
             Check.at_least(
                 [r["Theorem 2 left side"] for r in ex1], [r["right side"] for r in ex1], what="Example 1's saddles"
             ),
-        ],
+        ]
+        + _witness_checks(witnesses, "$(0, V)$"),
         what="Theorem 2",
     )
     control = Check.at_least(
@@ -460,6 +492,7 @@ def theorem_2(ctx: Context) -> Evidence:
             "ratio": ratio,
             "loss": survey["t2_loss"][pos],
             "example_1_rows": ex1,
+            "witnesses": witnesses,
             "vv_block_instances": VV_BLOCK_INSTANCES,
             "vv_block_largest": _vv_block_largest(zero_w[:VV_BLOCK_INSTANCES]),
             "lambda_min_relative_largest": float((survey["t2_lambda_min"] / survey["t2_hessian_norm"]).max()),
