@@ -65,6 +65,21 @@ def test_example_1_three_witnesses():
 
 
 # --- landscapes ------------------------------------------------------------------------------------
+@pytest.mark.parametrize("eps,penalty", [(1.0, 0.0), (0.5, 0.25), (2.0, 1.0)])
+def test_landscape_closed_forms_three_witnesses(eps, penalty):
+    """The numpy gradient and Hessian every landscape search uses (the penalised objective's closed forms) against
+    SymPy, autograd and finite differences."""
+    sym = S.example_1_symbolic()
+    w, v, e = sym["symbols"]
+    sd = checks.sympy_derivatives(sym["objective"].subs(e, eps) + sp.Rational(1, 2) * penalty * (w**2 + v**2), (w, v))
+    _, gradient, hessian = S._landscape(eps, penalty)
+    points = np.random.default_rng(1).uniform(-2, 2, size=(6, 2))
+    f = S.example_1_objective(eps, penalty)
+    grads = checks.compare_gradients(f, points, closed_form={"sympy": sd.gradient, "closed form": gradient})
+    hessians = checks.compare_hessians(f, points, closed_form={"sympy": sd.hessian, "closed form": hessian})
+    assert grads.check().holds and hessians.check().holds
+
+
 def _independent_checks(eps, penalty, radius, minimum, rng):
     """Verify a reported minimum without the finder's own code: exact review formulas and a dense probe."""
     review = S.example_1_review_formulas()
