@@ -795,7 +795,8 @@ def _plain_control(ctx: Context) -> Check:
     source=REVIEW,
     section="shamir-landscapes",
     statement=r"With a norm penalty $\frac{\lambda}{2}\|(w, v)\|^2$ added, Example "
-    r"1's objective has a spurious (non-global) local minimum.",
+    r"1's objective has a spurious (non-global) local minimum (the review says a regularisation term; the "
+    r"squared norm is our reading).",
     control=Control(
         r"the same search on the plain objective (no penalty), at the sweep's $\epsilon$: Corollary 1 "
         "says it has no local minimum above the best linear predictor, and "
