@@ -228,3 +228,48 @@ def test_the_other_book_commands_refuse_a_bad_option_in_one_line(module, capsys)
         command.main(["--bogus"])
     err = capsys.readouterr().err
     assert stop.value.code == 2 and err.startswith("error: ") and err.count("\n") == 1, err
+
+
+# --- Ctrl-C or SIGTERM outside a page's execution: one line, and the report says where -----------------------------
+@pytest.mark.parametrize("signal_name, code", [("SIGINT", 130), ("SIGTERM", 143)])
+def test_an_interruption_while_the_request_is_checked_is_one_line(signal_name, code, tmp_path, capsys, monkeypatch):
+    """Found by an audit: Ctrl-C or SIGTERM in a run's first seconds (reading the chapter, importing its claims
+    module for -p knobs) printed a 70-line traceback of whatever was being imported, and exited 1 for SIGTERM."""
+    from resnet_theory.book import run_command
+    from resnet_theory.book.execute import BookInterrupted
+
+    def stopped(*args):
+        raise BookInterrupted(signal_name) if signal_name == "SIGTERM" else KeyboardInterrupt()
+
+    monkeypatch.setattr(run_command, "plan_chapters", stopped)
+    build = tmp_path / "build"
+    assert main(["run", str(ROOT / "book" / "smooth_maps.md"), "--build-dir", str(build)]) == code
+    err = capsys.readouterr().err
+    assert err == f"[book] interrupted ({signal_name}) before any page was executed; nothing was written\n"
+    assert not build.exists()  # the folder it made for the run is gone again
+
+
+def test_an_interruption_while_the_html_is_built_is_reported_where_it_came(tmp_path, capsys, monkeypatch):
+    """Found by an audit: Ctrl-C while Jupyter Book built the HTML (a minute or more) ended in a traceback, with the
+    report saying the run was complete; and the status page of a run stopped between pages said it was
+    "interrupted (SIGINT) while executing None"."""
+    from resnet_theory.book import build as build_module
+    from resnet_theory.book.report import load_report
+    from resnet_theory.book.status import status_html
+
+    def interrupted(*args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(build_module, "_build_html", interrupted)
+    root = make_book(tmp_path / "src", {"intro": "# Intro\n", "one": chapter("One", 'profile = "quick"\nseed = 0')})
+    build = tmp_path / "build"
+    argv = ["execute", "--root", str(root), "--build-dir", str(build), "--jobs", "1"]
+    assert main(argv) == 130
+    err = capsys.readouterr().err
+    assert err == "[book] interrupted (SIGINT) while the HTML was built; no HTML built\n"
+    report = load_report(build)
+    assert report["state"] == "interrupted" and report["attempt"]["interrupted_during"] == "while the HTML was built"
+    assert "The last run was interrupted (SIGINT) while the HTML was built." in status_html(report)
+    report["attempt"].pop("interrupted_during")
+    assert "The last run was interrupted (SIGINT) between pages." in status_html(report)
+    assert "None" not in status_html(report)

@@ -35,7 +35,7 @@ from .cache import (
     write_cache_record,
 )
 from .environment import environment
-from .execute import execute_chapter, previous_outputs, remove_stale_partials
+from .execute import execute_chapter, previous_outputs, remove_stale_partials, stopped_before_running
 from .files import file_sha, read_json_object
 from .html_build import build_html
 from .imports import ModuleIndex
@@ -174,12 +174,13 @@ def execute_book(
     force: bool = False,
     jobs: int | None = None,
 ) -> int:
-    jobs = default_jobs() if jobs is None else check_jobs(jobs)
-    all_entries = toc_files(root)
-    entries = select_entries(root, all_entries, only, html)
-    plans = plan_chapters(root, entries, profile, overrides)
-    if html:
-        repository.from_environment(root)  # a malformed repository address is refused before anything runs
+    with stopped_before_running():
+        jobs = default_jobs() if jobs is None else check_jobs(jobs)
+        all_entries = toc_files(root)
+        entries = select_entries(root, all_entries, only, html)
+        plans = plan_chapters(root, entries, profile, overrides)
+        if html:
+            repository.from_environment(root)  # a malformed repository address is refused before anything runs
     with BuildLock(build_dir):
         return _execute_plans(root, build_dir, profile, plans, all_entries, html, force, jobs)
 
@@ -221,9 +222,14 @@ def _execute_plans(
     elif (code := _execute_side_by_side(run, plans, results, modules, force, jobs)) is not None:
         return code
     results.sort(key=lambda r: [p.entry for p in plans].index(r.chapter))
-    failures = _render_gathering_pages_again(run, plans, results)
-    run.write_report(results, "failed" if failures else "complete")
-    code = _build_html(root, build_dir) if html else 0
+    during = "after the pages were executed, while the ledger and status pages were rendered again"
+    try:
+        failures = _render_gathering_pages_again(run, plans, results)
+        run.write_report(results, "failed" if failures else "complete")
+        during = "while the HTML was built"
+        code = _build_html(root, build_dir) if html else 0
+    except KeyboardInterrupt as exc:  # every page's outputs are whole; the run says where it stopped
+        return _stop(run, results, [], getattr(exc, "signal_name", "SIGINT"), during=during)
     if code:
         _html_failed(run, plans, results, code)
     print(summary_table(results))
@@ -306,10 +312,14 @@ def _execute_side_by_side(
 
 
 def _stop(
-    run: _BookRun, results: list[ChapterResult], stopped: list[tuple[ChapterPlan, Path, float]], signal_name: str
+    run: _BookRun,
+    results: list[ChapterResult],
+    stopped: list[tuple[ChapterPlan, Path, float]],
+    signal_name: str,
+    during: str = "between pages",
 ) -> int:
-    """The run was interrupted while executing the pages ``stopped`` (plan, output, seconds): report it, say so,
-    build no HTML."""
+    """The run was interrupted while executing the pages ``stopped`` (plan, output, seconds), or, with none,
+    ``during`` what: report it, say so, build no HTML."""
     for plan, output, seconds in stopped:
         result = _interrupted_result(plan, output, run.build_dir, run.profile, run.device, signal_name, seconds)
         results.append(result)
@@ -326,9 +336,10 @@ def _stop(
         signal=signal_name,
         interrupted_chapter=names[0] if names else None,
         interrupted_chapters=names,
+        **({} if names else {"interrupted_during": during}),
     )
     if not names:
-        print(f"[book] interrupted ({signal_name}) between pages; no HTML built", file=sys.stderr, flush=True)
+        print(f"[book] interrupted ({signal_name}) {during}; no HTML built", file=sys.stderr, flush=True)
     print(summary_table(results))
     print(f"[book] report: {run.report.resolve()}")
     return 130 if signal_name == "SIGINT" else 143

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ..validate import OneLineParser
 from .build import execute_book
-from .execute import BookInterrupted
+from .execute import BookInterrupted, StoppedBeforeRunning, stopped_before_running
 from .repository import RepositoryError
 from .run_command import run_chapter
 from .safety import check_output
@@ -102,23 +102,8 @@ def main(argv: list[str] | None = None) -> int:
         signal.signal(signal.SIGTERM, _raise_on_signal)
     created = None
     try:
-        root = (args.root or find_root()).resolve()
-        if args.root is not None and not root.is_dir():
-            raise BookError(f"--root {args.root}: {'not a folder' if root.exists() else 'no such folder'}")
-        if args.root is not None and not ((root / "_toc.yml").is_file() and (root / "_config.yml").is_file()):
-            raise BookError(f"--root {args.root}: no _toc.yml and _config.yml there (not a book's root)")
-        build_dir = (args.build_dir or root / "_build").resolve()
-        if build_dir.exists() and not build_dir.is_dir():
-            raise BookError(f"--build-dir {args.build_dir or build_dir}: not a folder")
-        # never a build folder among the sources (book/, lib/, tests/) or elsewhere in the source tree but _build
-        check_output(args.build_dir or build_dir, root, "--build-dir", folder=True)
-        created = build_dir if not build_dir.exists() else None
-        try:
-            build_dir.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise BookError(
-                f"--build-dir {args.build_dir or build_dir}: cannot create it ({exc.strerror or exc})"
-            ) from None
+        with stopped_before_running():
+            root, build_dir, created = _folders(args)
         overrides = [tuple(p) for p in args.parameter]
         if args.command == "execute":
             jobs = None if args.jobs is None else parse_jobs(args.jobs)
@@ -138,9 +123,41 @@ def main(argv: list[str] | None = None) -> int:
         if created is not None:  # refused input leaves no new, empty build folder behind
             _remove_if_unused(created)
         return 2
+    except KeyboardInterrupt as exc:  # a page's execution reports its own interruption: this one came outside one
+        name = getattr(exc, "signal_name", "SIGINT")
+        if isinstance(exc, StoppedBeforeRunning):
+            print(f"[book] interrupted ({name}) before any page was executed; nothing was written", file=sys.stderr)
+        else:
+            print(f"[book] interrupted ({name}); no page was cut short (the report says what ran)", file=sys.stderr)
+        if created is not None:
+            _remove_if_unused(created)
+        return 130 if name == "SIGINT" else 143
     finally:
         if in_main_thread:
             signal.signal(signal.SIGTERM, previous)
+
+
+def _folders(args) -> tuple[Path, Path, Path | None]:
+    """The book's root and build folder, checked (one :class:`BookError` line each) and the build folder made;
+    the third item is the build folder when this command made it (removed again if a refusal leaves it empty)."""
+    root = (args.root or find_root()).resolve()
+    if args.root is not None and not root.is_dir():
+        raise BookError(f"--root {args.root}: {'not a folder' if root.exists() else 'no such folder'}")
+    if args.root is not None and not ((root / "_toc.yml").is_file() and (root / "_config.yml").is_file()):
+        raise BookError(f"--root {args.root}: no _toc.yml and _config.yml there (not a book's root)")
+    build_dir = (args.build_dir or root / "_build").resolve()
+    if build_dir.exists() and not build_dir.is_dir():
+        raise BookError(f"--build-dir {args.build_dir or build_dir}: not a folder")
+    # never a build folder among the sources (book/, lib/, tests/) or elsewhere in the source tree but _build
+    check_output(args.build_dir or build_dir, root, "--build-dir", folder=True)
+    created = build_dir if not build_dir.exists() else None
+    try:
+        build_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise BookError(
+            f"--build-dir {args.build_dir or build_dir}: cannot create it ({exc.strerror or exc})"
+        ) from None
+    return root, build_dir, created
 
 
 def _remove_if_unused(folder: Path) -> None:

@@ -45,6 +45,23 @@ class BookInterrupted(KeyboardInterrupt):
         self.signal_name = signal_name
 
 
+class StoppedBeforeRunning(BookInterrupted):
+    """The run was stopped while its request was read and checked, before any page was executed: nothing was
+    written (see :func:`stopped_before_running`)."""
+
+
+@contextmanager
+def stopped_before_running():
+    """Within it, an interruption (Ctrl-C, SIGTERM) is a :class:`StoppedBeforeRunning`: the command says so in one
+    line, not with the traceback of whatever module was being imported."""
+    try:
+        yield
+    except StoppedBeforeRunning:
+        raise
+    except KeyboardInterrupt as exc:
+        raise StoppedBeforeRunning(getattr(exc, "signal_name", "SIGINT")) from None
+
+
 class KernelStderr:
     """A kernel's standard error, passed on to this process's (file descriptor 2) by a thread as it comes, until
     :meth:`mute` is called; then dropped. The kernel is started with :attr:`write_fd` as its standard error, and

@@ -16,7 +16,7 @@ from .build import _attempt, _interrupted_result
 from .cache import cache_components
 from .claims_files import ClaimsFileError, read_claims_file
 from .environment import environment
-from .execute import execute_chapter, previous_outputs, remove_stale_partials
+from .execute import execute_chapter, previous_outputs, remove_stale_partials, stopped_before_running
 from .files import claims_path, read_json_object
 from .plan import ChapterPlan, plan_chapters
 from .report import ChapterResult, check_report, describe_failure, load_report, write_report
@@ -100,10 +100,11 @@ def run_chapter(
     """Execute one chapter (always, whatever the cache holds). Into the build folder (no ``-o``), it also
     records the chapter's cache key and updates the report, so a later ``execute`` can reuse it; the build
     folder is then locked for the length of the run."""
-    entry, entries = _chapter_entry(root, chapter)
-    (plan,) = plan_chapters(root, [entry], profile, overrides)
-    default = build_dir / "executed" / f"{entry}.ipynb"
-    _check_run_output(root, output, default, build_dir, entry)
+    with stopped_before_running():
+        entry, entries = _chapter_entry(root, chapter)
+        (plan,) = plan_chapters(root, [entry], profile, overrides)
+        default = build_dir / "executed" / f"{entry}.ipynb"
+        _check_run_output(root, output, default, build_dir, entry)
     in_build = output is None or output.resolve() == default.resolve()
     output = output or default
     if not in_build:  # two runs to one -o would leave one's notebook beside the other's claims

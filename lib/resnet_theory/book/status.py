@@ -189,8 +189,11 @@ def _attempt_note(report: dict, own_page: str = STATUS_PAGE) -> str:
             parts.append("Which pages it had finished is not recorded: a row may be an earlier execution's.")
         return f"<p class='book-run-note'>{' '.join(parts)}</p>"
     if state == "interrupted":
-        stopped = attempt.get("interrupted_chapters") or [attempt.get("interrupted_chapter")]
-        what = f"was interrupted ({attempt.get('signal', 'signal')}) while executing {', '.join(map(str, stopped))}"
+        stopped = [c for c in attempt.get("interrupted_chapters") or [attempt.get("interrupted_chapter")] if c]
+        where = f"while executing {', '.join(map(str, stopped))}" if stopped else None
+        what = f"was interrupted ({attempt.get('signal', 'signal')}) " + (
+            where or str(attempt.get("interrupted_during") or "between pages")
+        )
     else:
         what = "failed"
     parts = [f"<strong>The last run {html.escape(what)}.</strong>"]
