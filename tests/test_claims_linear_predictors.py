@@ -29,12 +29,13 @@ CHAPTER = (Path(__file__).resolve().parents[1] / "book" / "linear_predictors.md"
 DATA_KEYS = {
     "shamir/example-1-derivatives": {"difference_gradient", "difference_hessian", "gradient_report", "hessian_report"},
     "shamir/example-1-saddle": {"rows"},
-    "shamir/thm-1": {"ratio", "loss", "no_skip_rows", "witnesses"},
+    "shamir/thm-1": {"ratio", "loss", "no_skip_rows", "witnesses", "witness_rows"},
     "shamir/thm-2": {
         "ratio",
         "loss",
         "example_1_rows",
         "witnesses",
+        "witness_rows",
         "vv_block_instances",
         "vv_block_largest",
         "lambda_min_relative_largest",
@@ -182,6 +183,11 @@ def test_theorems_1_and_2_put_their_derivatives_to_three_witnesses(tiny_runs):
     for claim_id, n_reports in (("shamir/thm-1", 2), ("shamir/thm-2", 4)):
         reports = tiny_runs[claim_id].evidence.data["witnesses"]
         assert len(reports) == n_reports and all(r.check().holds for r in reports)
+        rows = tiny_runs[claim_id].evidence.data["witness_rows"]
+        assert [(r["loss"], r["derivative"]) for r in rows] == [
+            (loss, kind) for loss in S.LOSSES for kind in ("gradient", "Hessian")[: n_reports // 2]
+        ]
+        assert all(r["agree"] == "yes" for r in rows)
         assert all({"sympy vs autograd", "autograd vs finite differences"} <= set(r.max_rel_error) for r in reports)
     assert {r.quantity for r in tiny_runs["shamir/thm-2"].evidence.data["witnesses"]} == {"gradient", "Hessian"}
 

@@ -324,9 +324,23 @@ def _derivative_witnesses(seed: int, at_zero_w: bool) -> list:
     return reports
 
 
+def _witness_names(reports: list) -> list[tuple[str, str]]:
+    """``(loss, derivative)`` of each report of :func:`_derivative_witnesses`, in its order."""
+    return [(loss, kind) for loss in S.LOSSES for kind in ("gradient", "Hessian")[: len(reports) // 2]]
+
+
 def _witness_checks(reports: list, at: str) -> list[Check]:
-    names = [f"{loss}, {kind}" for loss in S.LOSSES for kind in ("gradient", "Hessian")[: len(reports) // 2]]
-    return [r.check(f"{name} at {at}, three witnesses") for name, r in zip(names, reports)]
+    return [
+        r.check(f"{loss}, {kind} at {at}, three witnesses") for (loss, kind), r in zip(_witness_names(reports), reports)
+    ]
+
+
+def _witness_rows(reports: list, at: str) -> list[dict]:
+    """One row per report: where, which loss and derivative, the largest relative disagreement of each pair."""
+    return [
+        {"point": at, "loss": loss, "derivative": kind, **r.max_rel_error, "agree": "yes" if r.check().holds else "NO"}
+        for (loss, kind), r in zip(_witness_names(reports), reports)
+    ]
 
 
 def _no_skip_theorem_1(ctx: Context) -> list[tuple[dict, dict]]:
@@ -401,7 +415,13 @@ def theorem_1(ctx: Context) -> Evidence:
     return Evidence(
         statement=statement,
         control=control,
-        data={"ratio": ratio, "loss": survey["t1_loss"][pos], "no_skip_rows": rows, "witnesses": witnesses},
+        data={
+            "ratio": ratio,
+            "loss": survey["t1_loss"][pos],
+            "no_skip_rows": rows,
+            "witnesses": witnesses,
+            "witness_rows": _witness_rows(witnesses, "$(w, V)$"),
+        },
         glue={
             "shamir_witness_rows": WITNESS_ROWS,
             "shamir_t1_min_ratio": float(ratio.min()),
@@ -493,6 +513,7 @@ def theorem_2(ctx: Context) -> Evidence:
             "loss": survey["t2_loss"][pos],
             "example_1_rows": ex1,
             "witnesses": witnesses,
+            "witness_rows": _witness_rows(witnesses, "$(0, V)$"),
             "vv_block_instances": VV_BLOCK_INSTANCES,
             "vv_block_largest": _vv_block_largest(zero_w[:VV_BLOCK_INSTANCES]),
             "lambda_min_relative_largest": float((survey["t2_lambda_min"] / survey["t2_hessian_norm"]).max()),
