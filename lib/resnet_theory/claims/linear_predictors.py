@@ -122,7 +122,7 @@ def _example_1_formulas() -> dict:
 @CLAIMS.checked(
     "shamir/example-1-derivatives",
     paper="shamir",
-    ref="Example 1",
+    ref="Example 1 (statement per review 003)",
     source=REVIEW,
     section="shamir-example-1",
     statement=r"The gradient and Hessian of $F(w, v) = \frac12 (w(1 + \epsilon v) - "
@@ -200,7 +200,7 @@ def _only_critical_point_above_zero(e, point, sym) -> bool:
 @CLAIMS.checked(
     "shamir/example-1-saddle",
     paper="shamir",
-    ref="Example 1",
+    ref="Example 1 (statement per review 003)",
     source=REVIEW,
     section="shamir-example-1",
     statement=r"At $(0, -1/\epsilon)$ the gradient is 0, the Hessian is "
