@@ -135,19 +135,15 @@ def test_the_distance_claims_state_the_constants_they_run():
         FAR_MIN_SMIN,
         NEAR_CONTROL_DISTANCE,
         NEAR_FRACTION,
-        _listed,
     )
+    from resnet_theory.tables import in_words
 
     near = CLAIMS.claims["bartlett-helmbold-long/near-identity"]
     far = CLAIMS.claims["bartlett-helmbold-long/far-from-identity"]
     assert f"= {NEAR_FRACTION:g}/(10e)$" in near.statement
     assert f"spectral distance {NEAR_CONTROL_DISTANCE:g} from $I$" in near.control.input
     assert NEAR_CONTROL_DISTANCE in FAR_DISTANCES
-    assert _listed((2.0,)) == "2" and _listed((2.0, 3.0, 4.5)) == "2, 3 and 4.5"
-    assert _listed(["(a)", "(b)"]) == "(a) and (b)" and _listed(["a", 0.5, "c"]) == "a, 0.5 and c"
-    with pytest.raises(ValueError, match="at least one"):
-        _listed(())
-    assert f"spectral distance {_listed(FAR_DISTANCES)} with" in far.statement
+    assert f"spectral distance {in_words(FAR_DISTANCES)} with" in far.statement
     assert f"\\ge {FAR_MIN_SMIN:g}$" in far.statement
 
 

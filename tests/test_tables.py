@@ -205,3 +205,14 @@ def test_tex_number_writes_a_constant_as_tex_never_as_python():
     cases = {1e-6: "10^{-6}", 1e-12: "10^{-12}", 1e-4: "10^{-4}", 2.5e-7: r"2.5 \times 10^{-7}", 0.5: "0.5"}
     assert {x: tex_number(x) for x in cases} == cases
     assert tex_number(0.01) == "0.01" and tex_number(12345.0) == r"1.23 \times 10^{4}"
+
+
+def test_in_words_lists_items_as_a_sentence_does():
+    """The one list-joiner of the claims' texts: "a, b and c", never "a and b and c" or a Python list."""
+    from resnet_theory.tables import in_words
+
+    assert in_words((2.0,)) == "2" and in_words((2.0, 3.0, 4.5)) == "2, 3 and 4.5"
+    assert in_words(["(a)", "(b)"]) == "(a) and (b)" and in_words(["a", 0.5, "c"]) == "a, 0.5 and c"
+    assert in_words((30000, 50000)) == "30,000 and 50,000" and in_words((8, 10), "or") == "8 or 10"
+    with pytest.raises(ValueError, match="at least one"):
+        in_words(())

@@ -20,6 +20,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import MISSING, dataclass, fields
 
+from .tables import in_words
 from .verdicts import VERDICTS, verdict_from_evidence
 
 #: Where a claim's statement comes from (the record's ``source``; ``Source.ledger_key`` of a declaration).
@@ -105,7 +106,7 @@ def _made_precise(source: str, detail: str | None) -> str:
         return ""
     primary = review_name(detail) if source == "review" else None
     others = [r.short for name, r in cited_reviews(detail) if name != primary]
-    return f", made precise by {' and '.join(others)}" if others else ""
+    return f", made precise by {in_words(others)}" if others else ""
 
 
 def source_phrase(source: str, detail: str | None = None, *, on_analogue: bool = False) -> str:

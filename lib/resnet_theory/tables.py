@@ -52,6 +52,16 @@ def real_text(value, digits: int = 4) -> str:
     return f"{x:.{digits}g}"
 
 
+def in_words(items, conjunction: str = "and") -> str:
+    """Items as a sentence lists them: ``2``, ``2 and 3``, ``2, 3 and 4.5`` (``conjunction`` "or": ``8 or 10``);
+    numbers written with ``:g`` (integers with thousands separators), strings as they are. The one list-joiner of
+    the claims' statements, controls and glued phrases."""
+    words = [x if isinstance(x, str) else f"{x:,}" if isinstance(x, int) else f"{x:g}" for x in items]
+    if not words:
+        raise ValueError("in_words needs at least one item")
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} {conjunction} {words[-1]}"
+
+
 def tex_number(x: float, digits: int = 3) -> str:
     """A real as TeX (inside ``$...$``) to ``digits`` significant digits, an exponent written as a power of ten:
     ``10^{-6}``, ``2.5 \\times 10^{-7}``, ``0.5``, never Python's ``1e-06``. Used where a claim's statement, control

@@ -38,6 +38,7 @@ from ..engine import ablation, allconv, ensemble
 from ..engine import train as engine
 from ..ledger import Check
 from ..power import EARLY_STOP  # noqa: F401 (chapter)
+from ..tables import in_words
 from ..verdicts import NoUsableControl, round_sig
 from . import experiments_sizing as sizing
 from .context import Context, Knob, ProfileTable
@@ -79,9 +80,7 @@ PROFILE = ProfileTable(
         engine.TrainConfig.steps,
         engine.TrainConfig.steps,
         f"steps of each CIFAR run ({engine.TrainConfig.steps:,}, the end of He et al.'s CIFAR schedule: the book's "
-        "choice; the paper prints only its rate drops at "
-        + " and ".join(f"{m:,}" for m in engine.TrainConfig.lr_milestones)
-        + ")",
+        "choice; the paper prints only its rate drops at " + in_words(engine.TrainConfig.lr_milestones) + ")",
     ),
 )
 
@@ -155,7 +154,7 @@ def shown_setting(value) -> str:
         return "yes" if value else "no"
     if isinstance(value, (tuple, list)):
         shown = [shown_setting(v) for v in value]
-        return " and ".join(shown) if len(shown) <= 2 else ", ".join(shown[:-1]) + " and " + shown[-1]
+        return in_words(shown)
     if isinstance(value, int):
         return f"{value:,}"
     if isinstance(value, float):
@@ -327,8 +326,8 @@ def sec4_architecture(ctx: Context) -> Evidence:
         "arch_projection_bare": f"{projection_bare['without_bias']:,}",
         "arch_projection_rounded": _shown_millions(explanation.numbers["rounded"]),
         "arch_projection_bare_rounded": _shown_millions(explanation_bare.numbers["rounded"]),
-        "arch_control_summary": " and ".join(control_counts),  # one clause: each check's summary is in its evidence
-        "arch_control_blocks": " or ".join(map(str, CONTROL_FIRST_STAGE)),
+        "arch_control_summary": in_words(control_counts),  # one clause: each check's summary is in its evidence
+        "arch_control_blocks": in_words(CONTROL_FIRST_STAGE, "or"),
         "small_params": f"{trainable_count(small):,}",
         "small_convs": conv_count(small),
     }

@@ -22,7 +22,7 @@ from sklearn.datasets import load_digits
 from .. import expressivity as ex
 from ..fits import fit_power_law
 from ..ledger import Check
-from ..tables import format_cell, tex_number
+from ..tables import format_cell, in_words, tex_number
 from ..verdicts import NoUsableControl
 from .context import Context, Knob, ProfileTable
 from .registry import ClaimSet
@@ -733,7 +733,7 @@ def _projection_step(ctx: Context) -> dict:
         "expr_jl_draws": cfg.jl_draws,
         "expr_jl_sphere_n": JL_SPHERE_POINTS,
         "expr_jl_equi_n": JL_EQUI_POINTS,
-        "expr_jl_equi_rhos": " and ".join(f"{r:g}" for r in JL_EQUI_RHOS),
+        "expr_jl_equi_rhos": in_words(JL_EQUI_RHOS),
         "expr_jl_sets": len(sets),
         "expr_jl_printed_dist": float(min(r["printed: distortion"] for r in rows)),
         "expr_jl_printed2": max(kept["printed log2"]),

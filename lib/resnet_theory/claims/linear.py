@@ -24,7 +24,7 @@ import torch
 
 from .. import checks, linear
 from ..fits import growth_fit
-from ..tables import tex_number
+from ..tables import in_words, tex_number
 from . import Check
 from .context import Context, Knob, ProfileTable
 from .registry import ClaimSet
@@ -2200,15 +2200,6 @@ NEAR_EPS_GRID = 10.0 ** -np.arange(4, 13)
 NEAR_SHAPE_CONTROL = (2, 4)
 
 
-def _listed(items) -> str:
-    """``2 and 3``, ``2, 3 and 4.5``, ``a, b and c``: the items as a sentence lists them, numbers written with
-    ``:g`` and strings as they are."""
-    words = [x if isinstance(x, str) else f"{x:g}" for x in items]
-    if not words:
-        raise ValueError("_listed needs at least one item")
-    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"
-
-
 def spd_counterpart(Phi) -> np.ndarray:
     """The positive definite polar factor ``P = (Phi^T Phi)^(1/2)`` of ``Phi = Q P``
     (:func:`resnet_theory.linear.polar_split`): the same singular values (so the same ``s_min``), but symmetric
@@ -2438,7 +2429,7 @@ def bhl_near_identity(ctx: Context) -> Evidence:
     r"which GD from the identity fails to converge. (Our reading: the abstract says GD fails "
     r"for $\Phi$ whose distance from $I$ is a larger constant, which we read as some such $\Phi$, "
     r"not every one.) Added here: random targets, not "
-    rf"built to fail, at spectral distance {_listed(FAR_DISTANCES)} with "
+    rf"built to fail, at spectral distance {in_words(FAR_DISTANCES)} with "
     rf"$s_{{\min}}(\Phi) \ge {FAR_MIN_SMIN:g}$; a run counts when its loss stays at "
     r"or above $\frac12 s_{\min}(\Phi)^2$ with the product's determinant positive for "
     r"the whole budget, and it is a certified failure when also $\det\Phi < 0$.",
@@ -2476,7 +2467,7 @@ def bhl_far_from_identity(ctx: Context) -> Evidence:
         ),
         data={"summary": _distance_summary(runs)},
         glue={
-            "bhl_far_distances": _listed(FAR_DISTANCES),
+            "bhl_far_distances": in_words(FAR_DISTANCES),
             "bhl_far_min_smin": FAR_MIN_SMIN,
             "bhl_far_n": len(far),
             "bhl_far_fail": sum(not x["converged"] for x in far),
@@ -2503,7 +2494,7 @@ EARLY_STEPS = 300
 
 def _spectra_text(spectra) -> str:
     """``(-1, 0.5, 1, 2) and (-3, 0.5, 1, 2)``: spectra as a sentence writes them."""
-    return _listed(["(" + ", ".join(f"{x:g}" for x in spectrum) + ")" for spectrum in spectra])
+    return in_words(["(" + ", ".join(f"{x:g}" for x in spectrum) + ")" for spectrum in spectra])
 
 
 def _with_negatives(count: int) -> list:
@@ -2618,7 +2609,7 @@ def bhl_negative_eigenvalue(ctx: Context) -> Evidence:
             "neg_targets": len(NEGATIVE_SPECTRA),
             "neg_spectra_one": _spectra_text(_with_negatives(1)),
             "neg_spectra_two": _spectra_text(_with_negatives(2)),
-            "neg_strengths": _listed(REGULARISERS),
+            "neg_strengths": in_words(REGULARISERS),
             "neg_early_steps": EARLY_STEPS,
             "neg_flip_max": float(max(r["min loss"] for r in flipped)),
             "neg_agree": float(max(r["vs matrix"] for r in rows)),
