@@ -259,12 +259,6 @@ def test_the_profile_table_keeps_todays_sizes():
         PROFILE.resolve("quick", {"n_instance": 3})
 
 
-def test_the_sweeps_eps_are_written_as_a_sentence_lists_them():
-    assert LP._in_words(["1"]) == "1"
-    assert LP._in_words(["1", "2"]) == "1 and 2"
-    assert LP._in_words(["0.5", "1", "2"]) == "0.5, 1 and 2"
-
-
 # --- the paper module's additions -------------------------------------------------------------------------------
 def test_example_1_instance_is_example_1():
     a = S.example_1_instance(0.5)

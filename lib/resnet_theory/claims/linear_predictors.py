@@ -23,6 +23,7 @@ import sympy as sp
 from .. import shamir as S
 from ..checks import compare_gradients, compare_hessians, sympy_derivatives
 from ..ledger import Check
+from ..tables import in_words
 from .context import Context, Knob, ProfileTable
 from .registry import ClaimSet
 from .spec import Control, Evidence, Source
@@ -749,11 +750,6 @@ def _spurious(sweep: dict, kind: str) -> tuple[list[float], list[float], str]:
     return values, linear, ", ".join(f"{p:g}" for p in where) or "none"
 
 
-def _in_words(items: list[str]) -> str:
-    """A list as a sentence writes it: ``["0.5", "1", "2"]`` -> ``"0.5, 1 and 2"``."""
-    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
-
-
 def _worse_than_linear(values: list[float], linear: list[float]) -> int:
     """How many spurious minima are worse than the best linear predictor under the same penalty or on the same
     ball: the book's comparison, reported beside the verdicts, not part of them (the review says only that the
@@ -843,7 +839,7 @@ def figure_penalty(ctx: Context) -> Evidence:
             "shamir_pen_spurious_worse": _worse_than_linear(values, linear),
             "shamir_sweep_eps": f"ε = {eps_text[0]}"
             if len(eps_text) == 1
-            else f"ε in {_in_words(eps_text)} (pooled over ε)",
+            else f"ε in {in_words(eps_text)} (pooled over ε)",
         },
     )
 
