@@ -273,3 +273,65 @@ def test_an_interruption_while_the_html_is_built_is_reported_where_it_came(tmp_p
     report["attempt"].pop("interrupted_during")
     assert "The last run was interrupted (SIGINT) between pages." in status_html(report)
     assert "None" not in status_html(report)
+
+
+# --- claims verify --all: Ctrl-C and SIGTERM stop its worker processes too ---------------------------------------
+def _dies(*args):
+    """A chapter's job that kills its worker process (as the out-of-memory killer would)."""
+    import os
+
+    os._exit(3)
+
+
+@pytest.mark.parametrize("signal_name, code", [("SIGINT", 130), ("SIGTERM", 143)])
+def test_verify_all_stops_with_its_workers_when_interrupted(signal_name, code):
+    """Found by an audit: Ctrl-C during ``verify --all`` hung for minutes (ProcessPoolExecutor's workers survive a
+    KeyboardInterrupt and run their chapters to the end while the shutdown waits for them), and SIGTERM killed the
+    command but left its two workers running alone."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    import psutil
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "resnet_theory.claims", "verify", "--all", "--jobs", "2"],
+        cwd=ROOT,
+        start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    workers = []
+    try:
+        parent = psutil.Process(proc.pid)
+        deadline = time.monotonic() + 120
+        while len([c for c in parent.children() if "spawn_main" in " ".join(c.cmdline())]) < 2:
+            assert proc.poll() is None and time.monotonic() < deadline, "no two workers started"
+            time.sleep(0.2)
+        workers = [c for c in parent.children() if "spawn_main" in " ".join(c.cmdline())]
+        time.sleep(3)  # the workers are running claims
+        sig = getattr(signal, signal_name)
+        # Ctrl-C in a terminal reaches the whole process group (the workers too); `kill` the command only
+        os.killpg(proc.pid, sig) if signal_name == "SIGINT" else proc.send_signal(sig)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    _, alive = psutil.wait_procs(workers, timeout=5)
+    for worker in alive:  # a failing run leaves none behind either
+        worker.kill()
+    assert proc.returncode == code and err == f"error: interrupted ({signal_name})\n", err
+    assert alive == [], "worker processes outlived the command"
+
+
+def test_verify_says_in_one_line_that_a_worker_process_died(capsys, monkeypatch):
+    from resnet_theory.claims import cli
+
+    monkeypatch.setattr(cli, "_chapter_job", _dies)
+    assert cli.main(["verify", "hardt-ma/thm-2.1", "shamir/thm-1", "--jobs", "2"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: a worker process died while it ran claims") and err.count("\n") == 1

@@ -23,6 +23,7 @@ import time
 from collections import Counter
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from multiprocessing import get_context
 from pathlib import Path
 
@@ -147,10 +148,37 @@ def _run_all(jobs, profile, seeds, knobs, processes) -> list[dict]:
     tasks = [(ch, ids, profile, s, knobs) for s in seeds for ch, ids in jobs]
     if processes <= 1 or len(tasks) == 1:
         return [r for t in tasks for r in _chapter_job(*t)]
-    # the longest chapter first, so that two processes finish together
-    with ProcessPoolExecutor(processes, mp_context=get_context("spawn")) as pool:
+    pool = ProcessPoolExecutor(min(processes, len(tasks)), mp_context=get_context("spawn"))
+    try:
         futures = [pool.submit(_chapter_job, *t) for t in tasks]
-        return [r for f in futures for r in f.result()]
+        results = [r for f in futures for r in f.result()]
+    except BrokenProcessPool:
+        _stop_pool(pool)
+        raise WorkerDied(
+            "a worker process died while it ran claims (killed, or out of memory); run again (--jobs 1 shows which)"
+        ) from None
+    except BaseException:  # Ctrl-C, SIGTERM: the chapters still running or waiting are not waited for
+        _stop_pool(pool)
+        raise
+    pool.shutdown()
+    return results
+
+
+class WorkerDied(RuntimeError):
+    """A process of ``verify --jobs N`` died (killed, out of memory): exit 1, in one line."""
+
+
+def _stop_pool(pool: ProcessPoolExecutor) -> None:
+    """Shut ``pool`` down without waiting: the claims not started are cancelled, its workers terminated (a worker
+    that survived the Ctrl-C, as ``ProcessPoolExecutor`` workers do, would otherwise run its chapters to the end
+    while this process waited for it, and a SIGTERM would leave them running on their own)."""
+    workers = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for worker in workers:
+        if worker.is_alive():
+            worker.terminate()
+    for worker in workers:
+        worker.join(5)
 
 
 def _print_result(r: dict, recorded: str | None) -> None:
@@ -308,7 +336,28 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM (a CI timeout, ``kill``) stops ``verify`` as Ctrl-C does: its worker processes with it."""
+
+
+def _raise_terminated(signum, frame):
+    raise _Terminated()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    import signal
+    import threading
+
+    in_main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _raise_terminated) if in_main_thread else None
+    try:
+        return _main(argv)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     try:
         args = parser().parse_args(argv)
         if args.command == "verify" and args.record:
@@ -321,9 +370,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (UsageError, ValueError, TypeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("error: interrupted", file=sys.stderr)
-        return 130
+    except WorkerDied as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt as exc:
+        name = "SIGTERM" if isinstance(exc, _Terminated) else "SIGINT"
+        print(f"error: interrupted ({name})", file=sys.stderr)
+        return 143 if name == "SIGTERM" else 130
 
 
 if __name__ == "__main__":  # pragma: no cover
