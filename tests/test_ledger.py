@@ -533,7 +533,12 @@ def test_a_combined_check_of_many_parts_is_summarised_by_its_tightest_part():
     assert not bad.holds and bad.summary.startswith("many: 2 of 5 parts fail; worst: set -4: t")
     assert len(bad.numbers["parts"]) == 5  # every part's numbers are kept
     det = Check.combine([Check.equal(1, 1, what=f"e{i}") for i in range(5)] + [Check.equal(1, 2, what="x")], what="d")
-    assert det.summary.startswith("d: 1 of 6 parts fail; worst: x: 1 $\\ne$ 2")
+    assert det.summary.startswith("d: 1 of 6 parts fail; failing: x: 1 $\\ne$ 2")
+    # without margins no part is "tightest" or "worst": the first is shown and named as the first
+    ok = Check.combine([Check.equal(1, 1, what=f"e{i}") for i in range(6)], what="d")
+    assert ok.summary.startswith("d: all 6 parts hold; first: e0: ")
+    two = Check.combine([Check.equal(1, 1, what="e")] * 4 + [Check.equal(1, 2, what=f"x{i}") for i in (1, 2)], what="d")
+    assert two.summary.startswith("d: 2 of 6 parts fail; first failing: x1: ")
 
 
 def test_a_checkable_claim_without_a_control_input_is_refused_and_not_published(tmp_path):

@@ -319,9 +319,14 @@ class Check:
             failing = [c for c in checks if not c.holds]
             pool = failing or checks
             margins = [c for c in pool if "margin_standard_errors" in c.numbers]
-            tightest = min(margins, key=lambda c: c.numbers["margin_standard_errors"]) if margins else pool[0]
+            if margins:  # the part nearest its threshold (or, failing, furthest past it)
+                shown = min(margins, key=lambda c: c.numbers["margin_standard_errors"])
+                label = "worst" if failing else "tightest"
+            else:  # parts without a common measure of slack: the first, named as such
+                shown = pool[0]
+                label = ("failing" if len(failing) == 1 else "first failing") if failing else "first"
             count = f"{len(failing)} of {len(checks)} parts fail" if failing else f"all {len(checks)} parts hold"
-            summary = f"{what}: {count}; {'worst' if failing else 'tightest'}: {tightest.summary}"
+            summary = f"{what}: {count}; {label}: {shown.summary}"
         if ok:
             decisive = all(c.decisive for c in checks)
         else:
