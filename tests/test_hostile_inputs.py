@@ -335,3 +335,11 @@ def test_verify_says_in_one_line_that_a_worker_process_died(capsys, monkeypatch)
     assert cli.main(["verify", "hardt-ma/thm-2.1", "shamir/thm-1", "--jobs", "2"]) == 1
     err = capsys.readouterr().err
     assert err.startswith("error: a worker process died while it ran claims") and err.count("\n") == 1
+
+
+def test_a_chapters_own_parameter_wins_over_the_books_whatever_their_order():
+    """Found by an audit: ``-p smooth_maps:seed 3 -p seed 1`` ran smooth_maps at seed 1 (the later, general value
+    replaced the chapter's own), and ``-p seed 1 -p smooth_maps:seed 3`` at seed 3."""
+    for overrides in ([("smooth_maps:seed", "3"), ("seed", "1")], [("seed", "1"), ("smooth_maps:seed", "3")]):
+        plans = plan_chapters(ROOT, ["book/smooth_maps", "book/linear_predictors"], "quick", overrides)
+        assert [p.parameters["seed"] for p in plans] == [3, 1], overrides

@@ -120,7 +120,8 @@ def plan_chapters(root: Path, entries: list[str], profile: str, overrides: list[
             ChapterPlan(entry, source, executes, {"profile": profile} if executes else {}, nb, execution_mode(nb))
         )
     by_stem = {Path(p.entry).stem: p for p in plans}
-    for name, raw in overrides:
+    # a chapter's own value (-p CHAPTER:NAME) wins over the book's (-p NAME), whichever was given first
+    for name, raw in sorted(overrides, key=lambda override: ":" in override[0]):
         try:
             value = parse_value(raw)
         except BookError as exc:
