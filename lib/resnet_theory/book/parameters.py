@@ -4,17 +4,17 @@ Conventions for chapters: exactly one code cell tagged ``parameters`` that defin
 ``profile = "quick"`` and ``seed = 0``. The quick profile runs on a 2-core CPU in about two minutes; the
 full profile is sized for a GPU.
 
-A parameter given as ``-p NAME VALUE`` goes to every chapter whose parameters cell defines ``NAME`` (it is
-an error if none does); ``-p CHAPTER:NAME VALUE`` goes to one chapter (an error if that chapter does not
-define it), and wins there over ``-p NAME``, whichever comes first. Values are JSON-like: numbers, strings,
-``True``/``False`` (or ``true``/``false``), ``None`` (or ``null``), lists and dicts of those, written as Python or JSON literals (``-p depth 100``,
-``-p data_dir "'/data/cifar'"``); a word that is no literal is taken as a string (``-p data_dir /data/cifar``).
-Anything else (bytes, complex numbers, sets, tuples, NaN) is refused, and so is a value whose type differs
-from the chapter's default (``-p seed 1.5`` where ``seed = 0``; a default of ``None`` takes any value). Every
-such error is raised before anything runs (by :func:`resnet_theory.book.plan.plan_chapters`).
-A folder (``-p data_dir DATA``, ``-p runs_dir runs``: :data:`resnet_theory.book.plan.FOLDER_PARAMETERS`) is
-relative to where the command runs, not to the chapter's folder its kernel runs in; one the chapter writes into
-is refused inside the sources.
+A parameter given as ``-p NAME VALUE`` goes to every chapter whose parameters cell defines ``NAME`` (it is an
+error if none does); ``-p CHAPTER:NAME VALUE`` goes to one chapter (an error if that chapter does not define
+it), and wins there over ``-p NAME``, whichever comes first. Values are JSON-like: numbers, strings,
+``True``/``False`` (or ``true``/``false``), ``None`` (or ``null``), lists and dicts of those, written as Python
+or JSON literals (``-p depth 100``, ``-p data_dir "'/data/cifar'"``); a word that is no literal is taken as a
+string (``-p data_dir /data/cifar``). Anything else (bytes, complex numbers, sets, tuples, NaN) is refused, and
+so is a value whose type differs from the chapter's default (``-p seed 1.5`` where ``seed = 0``; a default of
+``None`` takes any value). Every such error is raised before anything runs (by
+:func:`resnet_theory.book.plan.plan_chapters`). A folder (``-p data_dir DATA``, ``-p runs_dir runs``:
+:data:`resnet_theory.book.plan.FOLDER_PARAMETERS`) is relative to where the command runs, not to the chapter's
+folder its kernel runs in; one the chapter writes into is refused inside the sources.
 """
 
 from __future__ import annotations
