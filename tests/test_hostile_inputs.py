@@ -343,3 +343,34 @@ def test_a_chapters_own_parameter_wins_over_the_books_whatever_their_order():
     for overrides in ([("smooth_maps:seed", "3"), ("seed", "1")], [("seed", "1"), ("smooth_maps:seed", "3")]):
         plans = plan_chapters(ROOT, ["book/smooth_maps", "book/linear_predictors"], "quick", overrides)
         assert [p.parameters["seed"] for p in plans] == [3, 1], overrides
+
+
+def test_verify_record_refuses_a_file_for_a_folder_before_it_runs_and_loses_nothing_when_it_cannot_write(
+    tmp_path, capsys, monkeypatch
+):
+    """Found by an audit: ``verify --all --seeds 0 1 --record --build-dir FILE`` ran every claim at every seed (many
+    minutes), then ended in a FileExistsError traceback, and a write that failed (a full disk) lost what was found:
+    the record was written before the results were printed."""
+    import errno
+    import json
+
+    from resnet_theory.claims import cli
+
+    (tmp_path / "a-file").write_text("")
+    monkeypatch.setattr(cli, "_run_all", lambda *a: pytest.fail("the claims ran"))
+    for folder, words in ((tmp_path / "a-file", "not a folder"), (tmp_path / "a-file" / "b", "a-file is a file)")):
+        argv = ["verify", "--all", "--seeds", "0", "1", "--record", "--build-dir", str(folder)]
+        assert cli.main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"error: --build-dir {folder}: not a folder") and words in err and err.count("\n") == 1
+    monkeypatch.setattr(cli, "_run_all", lambda *a: [])
+
+    def full_disk(self, text, *args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(Path, "write_text", full_disk)
+    build = tmp_path / "build"
+    assert cli.main(["verify", "--all", "--seeds", "0", "1", "--record", "--build-dir", str(build), "--json"]) == 1
+    out, err = capsys.readouterr()
+    assert json.loads(out)["claims"] and "cannot write" in err and "No space left on device" in err
+    assert err.count("\n") == 1 and list(build.iterdir()) == []

@@ -260,8 +260,6 @@ def cmd_verify(args) -> int:
                 _print_result(r, rec)
             if len(seeds) > 1:
                 print(f"  seeds {seeds}: {summary[-1]['seeds_agreeing']} of {len(seeds)} give the same verdict")
-    if args.record:
-        write_seeds_file(args.build_dir, args.profile, seeds, summary)
     if args.json:
         print(json.dumps({"claims": summary, "runs": results}, indent=1))
     else:
@@ -272,6 +270,15 @@ def cmd_verify(args) -> int:
         if len(ids) > len(failed) + len(differ):
             parts.append("the others as recorded" if parts else "as recorded")
         print(f"{len(ids)} claims, profile {args.profile}, seeds {seeds}: " + "; ".join(parts))
+    if args.record:  # after what was found is printed: a write that fails loses none of it
+        try:
+            write_seeds_file(args.build_dir, args.profile, seeds, summary)
+        except OSError as exc:
+            print(
+                f"error: --record: cannot write {Path(args.build_dir) / SEEDS_FILE} ({exc.strerror or exc})",
+                file=sys.stderr,
+            )
+            return 1
     return status
 
 
@@ -281,7 +288,12 @@ def check_record_dir(build_dir: Path) -> Path:
     The book tooling's rule (:func:`resnet_theory.outputs.check_output`), against every book at or above the
     working directory and the folder itself: never a source folder, another build's records, or a build
     folder inside a source tree other than its ``_build``."""
-    return check_command_output(Path(build_dir), "--build-dir", folder=True)
+    path = Path(build_dir)
+    blocking = next((p for p in (path, *path.parents) if p.exists() and not p.is_dir()), None)
+    if blocking is not None:  # found before the seeds run, not when their verdicts are to be written
+        where = "" if blocking == path else f" ({blocking} is a file)"
+        raise UsageError(f"--build-dir {build_dir}: not a folder{where}")
+    return check_command_output(path, "--build-dir", folder=True)
 
 
 def write_seeds_file(build_dir: Path, profile: str, seeds: list[int], summary: list[dict]) -> Path:
@@ -296,8 +308,12 @@ def write_seeds_file(build_dir: Path, profile: str, seeds: list[int], summary: l
     }
     target = build_dir / SEEDS_FILE
     tmp = build_dir / f".{SEEDS_FILE}.tmp"
-    tmp.write_text(json.dumps(record, indent=1))
-    tmp.replace(target)
+    try:
+        tmp.write_text(json.dumps(record, indent=1))
+        tmp.replace(target)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
     return target
 
 
