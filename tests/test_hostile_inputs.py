@@ -374,3 +374,25 @@ def test_verify_record_refuses_a_file_for_a_folder_before_it_runs_and_loses_noth
     out, err = capsys.readouterr()
     assert json.loads(out)["claims"] and "cannot write" in err and "No space left on device" in err
     assert err.count("\n") == 1 and list(build.iterdir()) == []
+
+
+# --- gpu_check: OUT and --keep are folders outside the sources ---------------------------------------------------
+def test_gpu_check_refuses_a_file_for_its_folders_and_keeps_out_of_the_sources(tmp_path, capsys, monkeypatch):
+    """Found by an audit: ``gpu_check OUT`` with OUT a file (or under one) ended in a NotADirectoryError traceback,
+    and ``--keep book/x`` wrote the synthetic CIFAR batches and checkpoints into the book's sources."""
+    from resnet_theory.engine import gpu_check
+
+    monkeypatch.setattr(gpu_check, "run_checks", lambda *a, **k: pytest.fail("a step ran"))
+    monkeypatch.chdir(ROOT)
+    (tmp_path / "a-file").write_text("")
+    cases = (
+        ([str(tmp_path / "a-file")], f"OUT {tmp_path / 'a-file'}: not a folder"),
+        ([str(tmp_path / "a-file" / "out")], "not a folder (" + str(tmp_path / "a-file") + " is a file)"),
+        (["--keep", str(tmp_path / "a-file")], f"--keep {tmp_path / 'a-file'}: not a folder"),
+        (["--keep", "book/gpu-keep"], "--keep book/gpu-keep: inside the book's sources"),
+    )
+    for args, words in cases:
+        assert gpu_check.main(["--cpu-rehearsal", "--only", "device", *args]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("error: ") and words in err and err.count("\n") == 1, err
+    assert not (ROOT / "book" / "gpu-keep").exists()

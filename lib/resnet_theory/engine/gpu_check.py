@@ -1092,6 +1092,14 @@ def _parser():
     return parser
 
 
+def _check_folder(path: Path, option: str) -> None:
+    """A folder the check fills must be one, or not exist yet under folders: a ValueError naming the file in the way."""
+    blocking = next((p for p in (path, *path.parents) if p.exists() and not p.is_dir()), None)
+    if blocking is not None:
+        where = "" if blocking == path else f" ({blocking} is a file)"
+        raise ValueError(f"{option} {path}: not a folder{where}")
+
+
 def _interrupt(signum, frame):
     if _SIGNALS["starting"]:  # raised by _start once the subprocess exists, so that it is stopped too
         _SIGNALS["pending"] = signal.Signals(signum).name
@@ -1110,8 +1118,10 @@ def main(argv: list[str] | None = None) -> int:
             raise ValueError("--compile goes with --cpu-rehearsal (on a GPU the steps that compile always run)")
         if args.compile:
             sizes = replace(sizes, compile=True)
-        if args.out_dir:  # never into the book's sources or a build's records (resnet_theory.outputs)
-            check_command_output(Path(args.out_dir), "OUT")
+        for option, folder in (("OUT", args.out_dir), ("--keep", args.keep)):
+            if folder:  # a folder it fills: never a file, never the book's sources or a build's records
+                _check_folder(Path(folder), option)
+                check_command_output(Path(folder), option)
         names = plan(args.only)
         if args.budget is not None:
             if not (math.isfinite(args.budget) and args.budget > 0):
@@ -1124,16 +1134,20 @@ def main(argv: list[str] | None = None) -> int:
     if reason is not None:
         print(f"gpu-check: no CUDA GPU on this machine ({reason}); nothing was checked", flush=True)
         return 2
-    recorder = (
-        Recorder(
-            args.out_dir,
-            sizes,
-            names,
-            ["python -m resnet_theory.engine.gpu_check", *(argv if argv is not None else sys.argv[1:])],
+    try:
+        recorder = (
+            Recorder(
+                args.out_dir,
+                sizes,
+                names,
+                ["python -m resnet_theory.engine.gpu_check", *(argv if argv is not None else sys.argv[1:])],
+            )
+            if args.out_dir
+            else None
         )
-        if args.out_dir
-        else None
-    )
+    except OSError as exc:  # no permission, a full disk: before any step runs
+        print(f"error: OUT {args.out_dir}: cannot write there ({exc.strerror or exc})", file=sys.stderr)
+        return 2
     print(
         f"gpu-check: {len(names)} steps within {sizes.budget:.0f} s on {sizes.device}, sizes {asdict(sizes)}",
         flush=True,
