@@ -396,3 +396,25 @@ def test_gpu_check_refuses_a_file_for_its_folders_and_keeps_out_of_the_sources(t
         err = capsys.readouterr().err
         assert err.startswith("error: ") and words in err and err.count("\n") == 1, err
     assert not (ROOT / "book" / "gpu-keep").exists()
+
+
+# --- the engine's benchmark: sizes, processes and threads a machine cannot give are refused at once ----------------
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["--batch-size", "100000000000"], "batch_size=100000000000 needs about"),
+        (["--images", "10000000000000"], "images=10000000000000 needs about"),
+        (["--workers", "100000"], "workers must be at most"),
+        (["--threads", "100000"], "threads must be at most"),
+    ],
+)
+def test_bench_refuses_what_the_machine_cannot_give_in_one_line(args, words, capsys, monkeypatch):
+    """Found by an audit: ``bench --batch-size 1e11`` (or ``--images 1e13``) ended in the allocator's RuntimeError
+    traceback, ``--workers 100000`` started forking a hundred thousand DataLoader processes on a 2-core machine, and
+    ``--threads 100000`` crashed the process (a segmentation fault in torch.set_num_threads)."""
+    from resnet_theory.engine import bench
+
+    monkeypatch.setattr(bench, "_measure", lambda s: pytest.fail("the benchmark ran"))
+    assert bench.main(["--device", "cpu", *args]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and words in err and err.count("\n") == 1, err

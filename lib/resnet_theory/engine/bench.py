@@ -345,8 +345,8 @@ def run_benchmark(
     :func:`time_interleaved`). ``precision``: as the engine's (:func:`resnet_theory.engine.devices.choose_precision`).
     ``flush_denormal`` (CPU only) flushes subnormal floats to zero during the run, as the training engine does:
     the paper's small initialisation makes many values subnormal, which x86 CPUs process far more slowly."""
-    if threads is not None:
-        validate.positive_int("threads", threads)
+    if threads is not None:  # torch.set_num_threads(100000) crashes the process (a segmentation fault)
+        validate.positive_int("threads", threads, maximum=_most_per_core())
     settings = _settings(
         model=model,
         data=data,
@@ -417,11 +417,12 @@ def _settings(
     warmup = validate.non_negative_int("warmup", warmup)
     batch_size = validate.positive_int("batch_size", batch_size)
     workers = workers if workers is not None else (min(8, os.cpu_count() or 1) if on_gpu else 0)
-    workers = validate.non_negative_int("workers", workers)
+    workers = validate.non_negative_int("workers", workers, maximum=_most_per_core())  # each a process
     default_images = {"digits": 1437, "cifar": 50_000 if on_gpu else 2048}[data]
     images = validate.positive_int("images", images if images is not None else max(default_images, batch_size))
     if images < batch_size:
         raise ValueError(f"images ({images}) must be at least one batch ({batch_size})")
+    _check_memory(model, data, batch_size, images)
     compile_mode = validate.choice("compile_mode", compile_mode, COMPILE_MODES)
     profile_steps = validate.non_negative_int("profile_steps", profile_steps)
     ceiling_size = validate.positive_int(
@@ -446,6 +447,29 @@ def _settings(
         ceiling_size=ceiling_size,
         profile_steps=profile_steps,
     )
+
+
+def _most_per_core() -> int:
+    """The most threads or DataLoader workers a run may ask for: four per core of this machine (at least 8)."""
+    return max(8, 4 * (os.cpu_count() or 1))
+
+
+def _check_memory(model: str, data: str, batch_size: int, images: int) -> None:
+    """Refuse (:class:`~resnet_theory.validate.BudgetError`, naming the option) a run whose images or batches need
+    more memory than this machine allows, before anything is allocated: a batch's activations kept for the
+    backward pass (four float32 tensors per block: the two convolutions' outputs, the ReLU's and the sum's, at
+    each stage's size, every stage after the first halving the side), and the synthetic images as bytes and as
+    floats."""
+    channels, height, width = DATA_SHAPES[data]
+    config = {"widths": (64, 128, 256), "blocks_per_stage": 9} if model == "full" else SMALL_CONFIG
+    per_image = channels * height * width
+    limit = validate.memory_limit_bytes()
+    activations = sum(
+        4 * 4 * config["blocks_per_stage"] * w * -(-height // 2**i) * -(-width // 2**i)
+        for i, w in enumerate(config["widths"])
+    )
+    validate.check_budget("batch_size", batch_size * (activations + 4 * per_image), limit, value=batch_size)
+    validate.check_budget("images", images * per_image * (1 + 4), limit, value=images)
 
 
 def _measure(s: _Settings) -> BenchResult:
