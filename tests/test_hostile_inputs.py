@@ -418,3 +418,26 @@ def test_bench_refuses_what_the_machine_cannot_give_in_one_line(args, words, cap
     assert bench.main(["--device", "cpu", *args]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and words in err and err.count("\n") == 1, err
+
+
+def test_train_refuses_a_pad_larger_than_the_image_before_it_trains(capsys, monkeypatch):
+    """Found by an audit: ``train --dataset digits --augment --augment-pad 100000000`` passed every check and ended
+    in a BudgetError traceback from the first batch's crop."""
+    from resnet_theory.engine import train
+    from resnet_theory.validate import BudgetError
+
+    argv = ["--dataset", "digits", "--steps", "1", "--augment", "--augment-pad", "100000000"]
+    monkeypatch.setattr(train, "_train", lambda *a, **k: pytest.fail("it trained"))
+    assert train.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        "error: augment_pad must be at most 8 (the side of a digits image: a larger pad crops padding alone), "
+        "got 100000000\n"
+    )
+
+    def too_large(*args, **kwargs):  # any size found too large once a run has begun: one line too
+        raise BudgetError("pad=9 needs about 1 PB of memory, more than this machine allows (1 GB)")
+
+    monkeypatch.setattr(train, "_train", too_large)
+    assert train.main([*argv[:-1], "8"]) == 2
+    assert capsys.readouterr().err == "error: pad=9 needs about 1 PB of memory, more than this machine allows (1 GB)\n"

@@ -294,6 +294,12 @@ class TrainConfig:
         if self.out_dir is not None:
             if Path(self.out_dir).exists() and not Path(self.out_dir).is_dir():
                 raise ConfigError(f"out_dir {self.out_dir} exists and is not a folder")
+        side = 8 if self.dataset == "digits" else 32
+        if self.augment_pad is not None and self.augment_pad > side:  # found here, not by the first batch's crop
+            raise ConfigError(
+                f"augment_pad must be at most {side} (the side of a {self.dataset} image: a larger pad crops "
+                f"padding alone), got {self.augment_pad}"
+            )
         blocks = (self.blocks_per_stage,) * len(self.widths)
         weights = _allconv.estimate_model_bytes(
             3, self.stem_channels, self.widths, blocks, self.kernel_size, self.num_classes
@@ -1526,6 +1532,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 3
     except _data.DatasetError as exc:  # a damaged dataset file: the data module's message names it
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except _validate.BudgetError as exc:  # a size found too large only once the run has begun
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM: one line, as the book's executor says it
