@@ -441,3 +441,22 @@ def test_train_refuses_a_pad_larger_than_the_image_before_it_trains(capsys, monk
     monkeypatch.setattr(train, "_train", too_large)
     assert train.main([*argv[:-1], "8"]) == 2
     assert capsys.readouterr().err == "error: pad=9 needs about 1 PB of memory, more than this machine allows (1 GB)\n"
+
+
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["--backend", "torch", "--device", "bogus"], "--device must be 'cpu' or a CUDA device"),
+        (["--device", "cpu"], "--device goes with --backend torch"),
+        (["--classes", "1000000"], "is refused: the network would have"),
+    ],
+)
+def test_the_expressivity_benchmark_refuses_a_device_or_size_in_one_line(args, words, capsys):
+    """Found by an audit: ``--device bogus`` (or cuda where there is none) and ``--classes 1000000`` ended in
+    ValueError tracebacks, and ``--device cpu`` without ``--backend torch`` was silently ignored."""
+    from resnet_theory.benchmarks import expressivity
+
+    with pytest.raises(SystemExit) as stop:
+        expressivity.main(["--sizes", "100", *args])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and err.startswith("error: ") and words in err and err.count("\n") == 1, err

@@ -106,7 +106,11 @@ def main(argv=None) -> list[dict]:
     args = parser.parse_args(argv)
     try:  # refused before anything runs or prints
         check_sizes(args.sizes, args.dim, args.backend, name="--sizes")
-    except validate.BudgetError as exc:
+        if args.device is not None and args.backend != "torch":
+            raise ValueError("--device goes with --backend torch (the numpy backend runs on the CPU)")
+        if args.device is not None:
+            validate.torch_device("--device", args.device)
+    except ValueError as exc:
         parser.error(str(exc))
     print(
         f"# {platform.processor() or platform.machine()}, {os.cpu_count()} cores, numpy {np.__version__}, "
@@ -128,7 +132,10 @@ def main(argv=None) -> list[dict]:
             flush=True,
         )
 
-    rows = time_builds(args.sizes, args.dim, args.classes, args.seed, args.backend, args.device, report)
+    try:
+        rows = time_builds(args.sizes, args.dim, args.classes, args.seed, args.backend, args.device, report)
+    except (ValueError, TypeError) as exc:  # a size the construction refuses (too many weights for --classes)
+        parser.error(str(exc))
     if len(rows) >= 2:
         ns = [r["n"] for r in rows]
         for key, name in (
