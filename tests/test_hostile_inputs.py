@@ -460,3 +460,36 @@ def test_the_expressivity_benchmark_refuses_a_device_or_size_in_one_line(args, w
         expressivity.main(["--sizes", "100", *args])
     err = capsys.readouterr().err
     assert stop.value.code == 2 and err.startswith("error: ") and words in err and err.count("\n") == 1, err
+
+
+def test_gpu_figures_add_reads_no_device_and_no_file_larger_than_a_measurement(tmp_path, capsys):
+    """Found by an audit: ``add /dev/zero`` read without end (a MemoryError traceback, or the machine's memory),
+    and a file of any size was read whole before it was found not to be JSON."""
+    import os
+
+    from resnet_theory.engine import gpu_figures
+
+    large = tmp_path / "large.json"
+    with open(large, "wb") as f:  # sparse: no disk used
+        f.truncate(gpu_figures.MAX_BYTES + 1)
+    if os.path.exists("/dev/zero"):  # in a process of its own, with its memory capped (a regression reads on)
+        import resource
+        import subprocess
+        import sys
+
+        def capped():
+            resource.setrlimit(resource.RLIMIT_AS, (2 * 2**30, 2 * 2**30))
+
+        command = [sys.executable, "-m", "resnet_theory.engine.gpu_figures", "add", "/dev/zero", "--to", "x"]
+        done = subprocess.run(command, cwd=tmp_path, preexec_fn=capped, capture_output=True, text=True, timeout=120)
+        assert (done.returncode, done.stderr) == (
+            2,
+            "error: /dev/zero: not a regular file (a folder, a device or a pipe)\n",
+        )
+    for path, words in ((str(tmp_path), "not a regular file"), (str(large), "larger than a gpu_check JSON can be")):
+        assert gpu_figures.main(["add", path, "--to", str(tmp_path / "gpu")]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"error: {path}: ") and words in err and err.count("\n") == 1, err
+        with pytest.raises(gpu_figures.MeasurementError, match="not a regular file|larger than"):
+            gpu_figures.read_measurement(path)
+    assert not (tmp_path / "gpu").exists()

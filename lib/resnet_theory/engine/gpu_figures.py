@@ -115,11 +115,28 @@ def read_measurement(path) -> dict:
     valid JSON, not of :data:`SCHEMA`, not from a CUDA device, lacks the device's name or the versions, has a step
     that is malformed, or a speed step whose figures are incomplete."""
     path = Path(path)
+    return _validated(_read(path), path)
+
+
+#: The largest measurement file read: a gpu_check JSON is a few kilobytes; a larger one (or /dev/zero) is no run's.
+MAX_BYTES = 16 * 2**20
+
+
+def _read(path: Path) -> bytes:
+    """The bytes of the file at ``path``: a regular file of at most :data:`MAX_BYTES` (read once), else a
+    :class:`MeasurementError`."""
     try:
-        data = path.read_bytes()
+        if path.exists() and not path.is_file():
+            raise MeasurementError(f"{path}: not a regular file (a folder, a device or a pipe)")
+        if path.stat().st_size > MAX_BYTES:
+            raise MeasurementError(f"{path}: {path.stat().st_size:,} bytes, larger than a gpu_check JSON can be")
+        with open(path, "rb") as f:
+            data = f.read(MAX_BYTES + 1)
     except OSError as exc:
         raise MeasurementError(f"{path}: cannot be read ({exc.strerror or exc})") from None
-    return _validated(data, path)
+    if len(data) > MAX_BYTES:  # grown since its size was looked at
+        raise MeasurementError(f"{path}: larger than a gpu_check JSON can be")
+    return data
 
 
 def _validated(data: bytes, path: Path) -> dict:
@@ -311,10 +328,7 @@ def add(path, folder=None) -> Path:
     ``book/data/gpu/``) under :func:`file_name`; the copy is never written over a file already there (the same
     bytes there already: nothing to do). Returns where it is; raises :class:`MeasurementError` in one line."""
     path = Path(path)
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise MeasurementError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    data = _read(path)
     d = _validated(data, path)
     folder = DEFAULT_FOLDER if folder is None else Path(folder)
     if folder.exists() and not folder.is_dir():
