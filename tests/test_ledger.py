@@ -880,3 +880,19 @@ def test_a_long_formula_is_also_cut_after_its_binary_operators():
     assert math_pieces(r"\left( a + b + c + d + e + f + g + h \right)") == [
         r"\left( a + b + c + d + e + f + g + h \right)"
     ]
+
+
+def test_a_check_of_one_value_reads_as_one_comparison_not_a_count_of_cases():
+    """One value against one bound reads "value <= bound? yes" (with value/bound where the bound is not 1), one
+    condition "holds" or "fails": "0 of 1 cases violate value <= bound; tightest case ..." was a count of one."""
+    assert Check.at_most(0.5, 1.0, what="r").summary == r"r: 0.5 $\le$ 1? yes"
+    assert Check.at_least(0.25, 0.5, what="r").summary == r"r: 0.25 $\ge$ 0.5? no (value/bound 0.5)"
+    assert Check.at_most([3.0], 2.0, what="r", rtol=0.6).summary.startswith(
+        r"r: 3 $\le$ 2? yes (value/bound 1.5); slack"
+    )
+    assert (
+        Check.all_of([True], what="c").summary == "c: holds" and Check.all_of([False], what="c").summary == "c: fails"
+    )
+    many = Check.at_most([0.5, 2.0], 1.0, what="r")
+    assert many.summary.startswith(r"r: 1 of 2 cases violate value $\le$ bound; tightest case 2 vs 1")
+    assert Check.all_of([True, False], what="c").summary == "c: 1 of 2 cases hold"

@@ -183,12 +183,18 @@ class Check:
         if np.all(b > 0):
             with np.errstate(divide="ignore", invalid="ignore"):
                 nums[key] = _as_float(extreme(v / b))
-        summary = (
-            f"{what}: {nums['violations']} of {v.size} cases violate value {relation} bound; "
-            f"tightest case {_fmt(nums['worst_value'])} vs {_fmt(nums['worst_bound'])}"
-        )
-        if key in nums:
-            summary += f" ({label} value/bound {_fmt(nums[key])})"
+        if v.size == 1:  # one value against one bound: "0.6719 <= 1? yes", no count of one case
+            summary = f"{what}: {_fmt(nums['worst_value'])} {relation} {_fmt(nums['worst_bound'])}? "
+            summary += "yes" if ok.all() else "no"
+            if key in nums and nums["worst_bound"] != 1:
+                summary += f" (value/bound {_fmt(nums[key])})"
+        else:
+            summary = (
+                f"{what}: {nums['violations']} of {v.size} cases violate value {relation} bound; "
+                f"tightest case {_fmt(nums['worst_value'])} vs {_fmt(nums['worst_bound'])}"
+            )
+            if key in nums:
+                summary += f" ({label} value/bound {_fmt(nums[key])})"
         if rtol or atol:
             summary += f"; slack rtol={rtol:g} \u00d7 |bound| + atol={atol:g}"
         return Check(bool(ok.all()), summary, nums)
@@ -298,9 +304,12 @@ class Check:
             )
         c = raw.astype(bool)
         bad = int((~c).sum())
-        return Check(
-            bad == 0, f"{what}: {c.size - bad} of {c.size} cases hold", {"cases": int(c.size), "violations": bad}
+        summary = (
+            f"{what}: {'holds' if bad == 0 else 'fails'}"
+            if c.size == 1
+            else f"{what}: {c.size - bad} of {c.size} cases hold"
         )
+        return Check(bad == 0, summary, {"cases": int(c.size), "violations": bad})
 
     @staticmethod
     def combine(checks: Sequence[Check], *, what: str) -> Check:
