@@ -556,17 +556,17 @@ def _critical_not_minimal(label, derivative_norm, scale, loss, loss_star, loss_i
             Check.at_most(
                 derivative_norm,
                 CRITICAL_RTOL * scale,
-                what=f"{label}: derivative norm vs {CRITICAL_RTOL:g} x its size nearby",
+                what=f"derivative norm vs {CRITICAL_RTOL:g} × its size nearby",
             ),
             Check.at_least(
                 loss - loss_star,
                 GAP_RTOL * loss_identity,
-                what=f"{label}: loss gap vs {GAP_RTOL:g} x the identity's loss",
+                what=f"loss gap vs {GAP_RTOL:g} × the identity's loss",
             ),
             Check.at_most(
                 deviation,
                 DEVIATION * (1 + 1e-9),
-                what=rf"{label}: certified $\|f - \mathrm{{Id}}\|_L$ vs {DEVIATION:g}",
+                what=rf"certified $\|f - \mathrm{{Id}}\|_L$ vs {DEVIATION:g}",
             ),
         ],
         what=f"critical, not minimal, near the identity: {label}",
