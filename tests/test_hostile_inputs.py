@@ -493,3 +493,25 @@ def test_gpu_figures_add_reads_no_device_and_no_file_larger_than_a_measurement(t
         with pytest.raises(gpu_figures.MeasurementError, match="not a regular file|larger than"):
             gpu_figures.read_measurement(path)
     assert not (tmp_path / "gpu").exists()
+
+
+# --- a ~ the shell did not expand: the path checked is the path written ------------------------------------------
+def test_an_unexpanded_tilde_is_checked_where_the_command_writes(tmp_path, capsys, monkeypatch):
+    """Found by an audit: the output rule expanded ``~`` (to check ``$HOME/../book/x.ipynb``) while the commands
+    wrote the path as given, relative to the working folder, so ``run -o '~/../book/x.ipynb'`` from a book's root
+    passed the check and wrote the notebook, its claims and its lock into the book's sources."""
+    from resnet_theory.engine import train
+    from resnet_theory.outputs import OutputRefused, check_command_output
+
+    root = make_book(tmp_path / "src", {"intro": "# Intro\n", "one": chapter("One", 'profile = "quick"\nseed = 0')})
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # ~/.. is tmp_path: no book's sources there
+    monkeypatch.chdir(root)
+    argv = ["run", "book/one.md", "-o", "~/../book/x.ipynb", "--root", str(root), "--build-dir", str(tmp_path / "b")]
+    assert main(argv) == 2
+    assert "-o ~/../book/x.ipynb: inside the book's sources" in capsys.readouterr().err
+    with pytest.raises(OutputRefused, match="inside the book's sources"):
+        check_command_output(Path("~/../lib/x"), "--out-dir")
+    assert train.main(["--dataset", "digits", "--steps", "1", "--out-dir", "~/../tests/run"]) == 2
+    assert "--out-dir ~/../tests/run: inside the book's sources" in capsys.readouterr().err
+    assert sorted(p.name for p in (root / "book").iterdir()) == ["intro.md", "one.md"]
+    assert not (root / "~").exists() and not (root / "tests").exists()

@@ -3,7 +3,9 @@
 An output is never a chapter source, a file under ``book/``, ``lib/`` or ``tests/``, a file inside a build's
 ``executed/`` or ``cache/`` folder (another chapter's outputs: only the executor writes there, each chapter to
 its own place), nor a build folder inside the source tree other than the default ``_build`` (and folders under
-it, as ``_build/seed-1``). Paths are compared after resolving symbolic links and ``..``.
+it, as ``_build/seed-1``). Paths are compared after resolving symbolic links and ``..``, as the command will write
+them: a ``~`` the shell did not expand is a folder named ``~``, never the home folder (a check of the home folder's
+``~/../book/x`` would pass a write into ``./book/x``).
 
 :func:`check_output` raises :class:`OutputRefused` (a ``ValueError``) with one line naming the option and why;
 :mod:`resnet_theory.book.safety` re-raises it as the book tooling's ``BookError``. This module imports nothing
@@ -35,7 +37,7 @@ def book_roots(*paths: Path) -> list[Path]:
     """Every book root at or above each of ``paths`` (resolved), nearest first, without repeats."""
     found: list[Path] = []
     for given in paths:
-        here = Path(os.path.abspath(Path(given).expanduser())).resolve()
+        here = Path(os.path.abspath(given)).resolve()
         for folder in (here, *here.parents):
             if folder not in found and is_book_root(folder):
                 found.append(folder)
@@ -103,7 +105,7 @@ def check_output(
 
     The rule holds for ``root`` and for every other book at or above ``path`` (another checkout's sources and
     records are as much a source as this one's)."""
-    resolved = Path(os.path.abspath(Path(path).expanduser())).resolve()
+    resolved = Path(os.path.abspath(path)).resolve()
     roots = [Path(root).resolve()]
     roots += [other for other in book_roots(resolved) if other not in roots]
     for each in roots:
@@ -122,7 +124,7 @@ def _check_against(
     build_dirs: tuple[Path, ...],
 ) -> Path:
     given = path
-    path = Path(os.path.abspath(Path(path).expanduser())).resolve()
+    path = Path(os.path.abspath(path)).resolve()
     root = Path(root).resolve()
     builds = tuple(Path(b).resolve() for b in build_dirs)
     if own is not None and path == Path(own).resolve():

@@ -278,7 +278,7 @@ def _beside_its_chapter(target: Path) -> bool:
     """Whether ``target`` is ``book/NAME.ipynb`` of a book whose ``book/NAME.md`` exists (Binder's notebooks)."""
     from ..outputs import book_roots
 
-    resolved = target.expanduser().absolute().resolve()
+    resolved = target.absolute().resolve()  # as written: a ~ the shell left is a folder named ~
     return any(
         resolved.parent == (root / "book").resolve() and (resolved.parent / f"{resolved.stem}.md").is_file()
         for root in book_roots(resolved)
