@@ -515,3 +515,21 @@ def test_an_unexpanded_tilde_is_checked_where_the_command_writes(tmp_path, capsy
     assert "--out-dir ~/../tests/run: inside the book's sources" in capsys.readouterr().err
     assert sorted(p.name for p in (root / "book").iterdir()) == ["intro.md", "one.md"]
     assert not (root / "~").exists() and not (root / "tests").exists()
+
+
+def test_a_claims_file_whose_claim_id_holds_terminal_control_characters_is_refused(tmp_path, capsys):
+    """Found by an audit: ``verdict_diff`` (which compares other builds' claims files) and ``run`` printed claim
+    ids as the file gave them: an id holding ESC sequences cleared or recoloured the reader's terminal."""
+    import json
+
+    from resnet_theory.book import verdict_diff
+    from test_verdict_diff import build
+
+    a = build(tmp_path, "a", {"linear": {"x": 0.5}})
+    path = a / "executed" / "book" / "linear.claims.json"
+    data = json.loads(path.read_text())
+    data["claims"][0]["id"] = "x\x1b[2J\x1b[31mred"
+    path.write_text(json.dumps(data))
+    assert verdict_diff.main([str(path), str(path)]) == 2
+    out, err = capsys.readouterr()
+    assert "\x1b" not in out + err and "holds control characters" in err and err.count("\n") == 1

@@ -54,9 +54,13 @@ def read_claims_file(path: Path) -> tuple[list[Claim], list[dict]]:
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
         raise ClaimsFileError(f"{path}: not a claims file (not JSON: {exc})") from None
     try:
-        return claims_document(data)
+        claims, skipped = claims_document(data)
     except ValueError as exc:
         raise ClaimsFileError(f"{path}: malformed claims file: {exc}") from None
+    for claim in claims:  # printed as they are by run and verdict_diff: no terminal control sequence, no newline
+        if not claim.id.isprintable():
+            raise ClaimsFileError(f"{path}: malformed claims file: the claim id {claim.id!r} holds control characters")
+    return claims, skipped
 
 
 def default_directory() -> Path | None:
