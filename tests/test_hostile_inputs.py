@@ -533,3 +533,18 @@ def test_a_claims_file_whose_claim_id_holds_terminal_control_characters_is_refus
     assert verdict_diff.main([str(path), str(path)]) == 2
     out, err = capsys.readouterr()
     assert "\x1b" not in out + err and "holds control characters" in err and err.count("\n") == 1
+
+
+def test_an_output_inside_a_builds_html_or_scratch_folder_is_refused(tmp_path, capsys):
+    """Found by an audit: ``run -o _build/html/_sources/book/linear.ipynb`` replaced the notebook the built book
+    offers for download with a run of other parameters (unverified, and published by the next deploy of html/),
+    and anything written under html/ or jb/ was deleted by the next HTML build."""
+    root = make_book(tmp_path / "src", {"intro": "# Intro\n", "one": chapter("One", 'profile = "quick"\nseed = 0')})
+    build = root / "_build"
+    (build / "html" / "_sources" / "book").mkdir(parents=True)
+    for output in (build / "html" / "_sources" / "book" / "one.ipynb", build / "jb" / "one.ipynb"):
+        argv = ["run", str(root / "book" / "one.md"), "-o", str(output), "--root", str(root), "--build-dir", str(build)]
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert f"'s {output.parent.name if output.parent.name == 'jb' else 'html'}/, which each HTML build" in err
+        assert not output.exists()

@@ -1,10 +1,11 @@
 """Where the book's commands may write: the one rule shared by the book tooling and the claims command line.
 
 An output is never a chapter source, a file under ``book/``, ``lib/`` or ``tests/``, a file inside a build's
-``executed/`` or ``cache/`` folder (another chapter's outputs: only the executor writes there, each chapter to
-its own place), nor a build folder inside the source tree other than the default ``_build`` (and folders under
-it, as ``_build/seed-1``). Paths are compared after resolving symbolic links and ``..``, as the command will write
-them: a ``~`` the shell did not expand is a folder named ``~``, never the home folder (a check of the home folder's
+``executed/`` or ``cache/`` folder (another chapter's outputs: only the executor writes there, each chapter to its
+own place) or its ``html/`` or ``jb/`` (each HTML build replaces them; ``html/`` is what is published), nor a
+build folder inside the source tree other than the default ``_build`` (and folders under it, as
+``_build/seed-1``). Paths are compared after resolving symbolic links and ``..``, as the command will write them:
+a ``~`` the shell did not expand is a folder named ``~``, never the home folder (a check of the home folder's
 ``~/../book/x`` would pass a write into ``./book/x``).
 
 :func:`check_output` raises :class:`OutputRefused` (a ``ValueError``) with one line naming the option and why;
@@ -22,6 +23,9 @@ SOURCE_FOLDERS = ("book", "lib", "tests")
 
 #: The folders of a build that hold the executor's records of each chapter.
 RECORD_FOLDERS = ("executed", "cache")
+
+#: The folders of a build that each HTML build replaces: the book as published, and Jupyter Book's scratch folder.
+BUILT_FOLDERS = ("html", "jb")
 
 
 class OutputRefused(ValueError):
@@ -146,6 +150,11 @@ def _check_against(
             raise refuse(
                 f"inside the build folder {ancestor.parent}'s {ancestor.name}/, which holds each chapter's "
                 f"executed outputs and records; only the executor writes there"
+            )
+        if ancestor.name in BUILT_FOLDERS and _is_build(ancestor.parent, root, builds):
+            raise refuse(
+                f"inside the build folder {ancestor.parent}'s {ancestor.name}/, which each HTML build replaces "
+                f"(html/ is the book as published): write outputs beside it"
             )
     if folder and _inside(path, root):
         default = (root / "_build").resolve()
