@@ -548,3 +548,19 @@ def test_an_output_inside_a_builds_html_or_scratch_folder_is_refused(tmp_path, c
         err = capsys.readouterr().err
         assert f"'s {output.parent.name if output.parent.name == 'jb' else 'html'}/, which each HTML build" in err
         assert not output.exists()
+
+
+def test_quick_book_refuses_a_report_whose_cpu_seconds_are_not_a_number(tmp_path, capsys):
+    """Found by an audit: a report whose ``cpu_seconds`` is a string passed the report's check and ended in a
+    format error's traceback while the table was printed."""
+    import json
+
+    from resnet_theory.benchmarks import quick_book
+
+    report = tmp_path / "report.json"
+    page = {"chapter": "book/x", "run": "executed", "seconds": 1, "cpu_seconds": "abc"}
+    report.write_text(json.dumps({"chapters": [page]}))
+    with pytest.raises(SystemExit) as stop:
+        quick_book.main(["--report", str(report)])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and "not an execution report" in err and err.count("\n") == 1

@@ -53,11 +53,14 @@ def chapter_rows(report_path: Path) -> list[dict]:
             continue
         notebook = Path(report_path).parent / f"{page['chapter']}.ipynb"
         cells = cell_seconds(notebook) if notebook.is_file() else []
+        cpu = page.get("cpu_seconds")
+        if cpu is not None and (isinstance(cpu, bool) or not isinstance(cpu, (int, float))):
+            raise ValueError(f"{report_path}: {page['chapter']}: cpu_seconds is not a number, got {cpu!r}")
         rows.append(
             {
                 "chapter": page["chapter"],
                 "wall": float(page.get("seconds") or 0.0),
-                "cpu": page.get("cpu_seconds"),
+                "cpu": cpu,
                 "cells": sum(s for s, _ in cells),
                 "slowest": sorted(cells, reverse=True),
             }
