@@ -564,3 +564,15 @@ def test_quick_book_refuses_a_report_whose_cpu_seconds_are_not_a_number(tmp_path
         quick_book.main(["--report", str(report)])
     err = capsys.readouterr().err
     assert stop.value.code == 2 and "not an execution report" in err and err.count("\n") == 1
+
+
+def test_verify_runs_a_seed_given_twice_once(capsys, monkeypatch):
+    """Found by an audit: ``verify ID --seeds 0 0 0`` ran seed 0 three times and said "3 of 3 give the same
+    verdict", an agreement across seeds that no second seed was asked for (``make verdicts-across-seeds`` passes
+    ``--seeds 0 $(SEEDS)``, so SEEDS='0 1' repeats seed 0)."""
+    from resnet_theory.claims import cli
+
+    ran = []
+    monkeypatch.setattr(cli, "_run_all", lambda jobs, profile, seeds, knobs, processes: ran.append(seeds) or [])
+    cli.main(["verify", "shamir/thm-1", "--seeds", "0", "1", "0"])
+    assert ran == [[0, 1]] and "seeds [0, 1]:" in capsys.readouterr().out

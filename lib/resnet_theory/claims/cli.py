@@ -229,6 +229,7 @@ def cmd_verify(args) -> int:
     seeds = args.seeds or [args.seed]
     if any(s < 0 for s in seeds):
         raise UsageError(f"seeds must be integers >= 0, got {seeds}")
+    seeds = list(dict.fromkeys(seeds))  # a seed given twice runs once, and counts once in how many agree
     recorded = recorded_verdicts(args.build_dir)
     results = _run_all(jobs, args.profile, seeds, knobs, args.jobs)
     order = {cid: i for i, cid in enumerate(ids)}
