@@ -576,3 +576,16 @@ def test_verify_runs_a_seed_given_twice_once(capsys, monkeypatch):
     monkeypatch.setattr(cli, "_run_all", lambda jobs, profile, seeds, knobs, processes: ran.append(seeds) or [])
     cli.main(["verify", "shamir/thm-1", "--seeds", "0", "1", "0"])
     assert ran == [[0, 1]] and "seeds [0, 1]:" in capsys.readouterr().out
+
+
+def test_verify_help_says_what_each_option_does_and_the_exit_status(capsys):
+    """Found by an audit: ``verify --help`` listed ID, --profile, --seed and --json without a word, and did not
+    give the exit status a script needs (the module's docstring did)."""
+    from resnet_theory.claims import cli
+
+    with pytest.raises(SystemExit):
+        cli.parser().parse_args(["verify", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    for words in ("Exit 0 when every verdict", "2 on bad input", "claim ids, e.g.", "the seed (default 0)",
+                  "print what was found as JSON"):  # fmt: skip
+        assert words in text, words

@@ -337,17 +337,29 @@ def parser() -> argparse.ArgumentParser:
     p = _Parser(prog="python -m resnet_theory.claims", description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
     ls = sub.add_parser("list", help="every claim id, its location and its recorded verdict")
-    ls.add_argument("--json", action="store_true")
-    ls.add_argument("--build-dir", type=Path, default=Path("_build"))
-    v = sub.add_parser("verify", help="re-check claims on their own")
-    v.add_argument("ids", nargs="*", metavar="ID")
+    ls.add_argument("--json", action="store_true", help="the list as JSON")
+    ls.add_argument("--build-dir", type=Path, default=Path("_build"), help="the build whose verdicts are shown")
+    v = sub.add_parser(
+        "verify",
+        help="re-check claims on their own",
+        description="Re-check claims on their own: each claim's statement, checks, control and verdict. Exit 0 when "
+        "every verdict is the one the build recorded (or none is recorded), 1 when one differs (or differs between "
+        "seeds) or a claim's function fails, 2 on bad input.",
+    )
+    v.add_argument("ids", nargs="*", metavar="ID", help="claim ids, e.g. hardt-ma/thm-2.1 (list shows them)")
     v.add_argument("--all", action="store_true", help="every claim")
-    v.add_argument("--profile", choices=("quick", "full"), default="quick")
-    v.add_argument("--seed", type=_seed, default=0)
+    v.add_argument("--profile", choices=("quick", "full"), default="quick", help="the sizes to run at (default quick)")
+    v.add_argument("--seed", type=_seed, default=0, help="the seed (default 0)")
     v.add_argument("--seeds", type=_seed, nargs="+", help="run at each seed; say how many agree")
-    v.add_argument("--knob", action="append", default=[], metavar="NAME=VALUE", help="override a knob (JSON value)")
+    v.add_argument(
+        "--knob",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="override a knob of the claims' chapter's profile table (a JSON value); claims of one chapter only",
+    )
     v.add_argument("--jobs", type=int, default=2, help="processes (default 2, one a core)")
-    v.add_argument("--json", action="store_true")
+    v.add_argument("--json", action="store_true", help="print what was found as JSON")
     v.add_argument("--record", action="store_true", help=f"write what --seeds found to BUILD/{SEEDS_FILE}")
     v.add_argument("--build-dir", type=Path, default=Path("_build"), help="where the recorded verdicts are")
     return p
