@@ -589,3 +589,22 @@ def test_verify_help_says_what_each_option_does_and_the_exit_status(capsys):
     for words in ("Exit 0 when every verdict", "2 on bad input", "claim ids, e.g.", "the seed (default 0)",
                   "print what was found as JSON"):  # fmt: skip
         assert words in text, words
+
+
+def test_pdf_and_screenshots_refuse_a_file_where_a_folder_must_be(tmp_path, capsys, monkeypatch):
+    """Found by an audit: ``pdf -o FILE/x.pdf`` ended in a FileExistsError traceback and ``browser --screenshots
+    FILE/shots`` in a NotADirectoryError one, after Chromium had started."""
+    from resnet_theory.book import browser, pdf
+
+    monkeypatch.chdir(ROOT)
+    monkeypatch.setattr(pdf, "build_pdf", lambda *a, **k: pytest.fail("it printed"))
+    monkeypatch.setattr(browser, "take_screenshots", lambda *a, **k: pytest.fail("it took screenshots"))
+    (tmp_path / "a-file").write_text("")
+    for command, argv, words in (
+        (pdf.main, ["-o", str(tmp_path / "a-file" / "x.pdf")], f"{tmp_path / 'a-file'} is a file, not a folder"),
+        (browser.main, ["--screenshots", str(tmp_path / "a-file" / "s")], "a-file is a file, not a folder"),
+        (browser.main, ["--screenshots", str(tmp_path / "a-file")], "a-file: not a folder"),
+    ):
+        assert command(argv) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("error: ") and words in err and err.count("\n") == 1, err

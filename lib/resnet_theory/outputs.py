@@ -166,6 +166,16 @@ def _check_against(
     return path
 
 
+def file_in_the_way(path: Path, folder: bool = False) -> str | None:
+    """Why nothing can be written at ``path`` because a file stands where a folder must be (``path`` itself when
+    ``folder``, else one of the folders above it), or None: ``not a folder`` or ``X is a file``."""
+    path = Path(path)
+    for above in (path, *path.parents) if folder else path.parents:
+        if above.exists() and not above.is_dir():
+            return "not a folder" if above == path else f"{above} is a file, not a folder"
+    return None
+
+
 def check_command_output(path: Path, option: str, *, folder: bool = False, suffix: str | None = None) -> Path:
     """:func:`check_output` for a command outside the book tooling (``claims verify --record``, the engine's
     ``train --out-dir``, ``gpu_check OUT``, ``bench --json``), against every book at or above the working

@@ -34,6 +34,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..outputs import file_in_the_way
 from ..validate import OneLineParser
 from .devtools import CHROMIUM_FLAGS, Browser
 
@@ -424,6 +425,9 @@ def main(argv: list[str] | None = None) -> int:
             check_output(args.screenshots, root, "--screenshots", folder=True)
         except BookError as exc:
             print(f"error: {exc}", file=sys.stderr)
+            return 2
+        if blocked := file_in_the_way(args.screenshots, folder=True):
+            print(f"error: --screenshots {args.screenshots}: {blocked}", file=sys.stderr)
             return 2
     chromium = find_chromium()
     if chromium is None:

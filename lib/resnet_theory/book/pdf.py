@@ -44,6 +44,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..outputs import file_in_the_way
 from ..validate import OneLineParser
 from .browser import book_pages, find_chromium
 from .devtools import Browser
@@ -185,6 +186,9 @@ def main(argv: list[str] | None = None) -> int:
     except BookError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    if blocked := file_in_the_way(output):
+        print(f"error: -o {args.output or output}: {blocked}", file=sys.stderr)
+        return 2
     if not html_dir.is_dir():
         print(f"error: no built book at {html_dir} (run `make book` first)", file=sys.stderr)
         return 2
@@ -195,6 +199,9 @@ def main(argv: list[str] | None = None) -> int:
         printed = build_pdf(html_dir, toc_files(root), output, paper=args.paper.lower())
     except (FileNotFoundError, RuntimeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except OSError as exc:  # a full disk, no permission
+        print(f"error: -o {output}: cannot be written ({exc.strerror or exc})", file=sys.stderr)
         return 1
     total = sum(p.pages for p in printed)
     print(f"{output}: {total} pages on {args.paper.upper()} ({', '.join(f'{p.title}: {p.pages}' for p in printed)})")
