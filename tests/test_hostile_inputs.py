@@ -601,10 +601,29 @@ def test_pdf_and_screenshots_refuse_a_file_where_a_folder_must_be(tmp_path, caps
     monkeypatch.setattr(browser, "take_screenshots", lambda *a, **k: pytest.fail("it took screenshots"))
     (tmp_path / "a-file").write_text("")
     for command, argv, words in (
-        (pdf.main, ["-o", str(tmp_path / "a-file" / "x.pdf")], f"{tmp_path / 'a-file'} is a file, not a folder"),
-        (browser.main, ["--screenshots", str(tmp_path / "a-file" / "s")], "a-file is a file, not a folder"),
+        (
+            pdf.main,
+            ["-o", str(tmp_path / "a-file" / "x.pdf")],
+            f"{tmp_path / 'a-file'} is not a folder (a file stands there)",
+        ),
+        (
+            browser.main,
+            ["--screenshots", str(tmp_path / "a-file" / "s")],
+            "a-file is not a folder (a file stands there)",
+        ),
         (browser.main, ["--screenshots", str(tmp_path / "a-file")], "a-file: not a folder"),
     ):
         assert command(argv) == 2
         err = capsys.readouterr().err
         assert err.startswith("error: ") and words in err and err.count("\n") == 1, err
+
+
+def test_run_refuses_an_output_below_a_file_in_one_line(tmp_path, capsys):
+    """Found by an audit: ``run -o FILE/sub/x.ipynb`` (a file two folders up) passed the check of the folder above
+    the notebook and ended in a NotADirectoryError traceback when the lock beside it was made."""
+    root = make_book(tmp_path / "src", {"intro": "# Intro\n", "one": chapter("One", 'profile = "quick"\nseed = 0')})
+    (tmp_path / "a-file").write_text("")
+    output = tmp_path / "a-file" / "sub" / "x.ipynb"
+    assert main(["run", str(root / "book" / "one.md"), "-o", str(output), "--root", str(root)]) == 2
+    err = capsys.readouterr().err
+    assert err == f"error: -o {output}: {tmp_path / 'a-file'} is not a folder (a file stands there)\n"

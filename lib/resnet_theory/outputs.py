@@ -168,11 +168,11 @@ def _check_against(
 
 def file_in_the_way(path: Path, folder: bool = False) -> str | None:
     """Why nothing can be written at ``path`` because a file stands where a folder must be (``path`` itself when
-    ``folder``, else one of the folders above it), or None: ``not a folder`` or ``X is a file``."""
+    ``folder``, else one of the folders above it), or None."""
     path = Path(path)
     for above in (path, *path.parents) if folder else path.parents:
         if above.exists() and not above.is_dir():
-            return "not a folder" if above == path else f"{above} is a file, not a folder"
+            return "not a folder" if above == path else f"{above} is not a folder (a file stands there)"
     return None
 
 

@@ -12,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+from ..outputs import file_in_the_way
 from .build import _attempt, _interrupted_result
 from .cache import cache_components
 from .claims_files import ClaimsFileError, read_claims_file
@@ -49,8 +50,8 @@ def _check_run_output(root: Path, output: Path | None, default: Path, build_dir:
     if output.exists() and not output.is_file():
         what = "a folder" if output.is_dir() else "a device or other special file"
         raise BookError(f"-o {output}: not a regular file ({what} stands there); give the notebook's path")
-    if output.parent.exists() and not output.parent.is_dir():
-        raise BookError(f"-o {output}: {output.parent} is not a folder")
+    if blocked := file_in_the_way(output):  # the folder above it, or one further up, is a file
+        raise BookError(f"-o {output}: {blocked}")
     check_output(output, root, "-o", suffix=".ipynb", own=default, build_dirs=(build_dir,))
     _check_claims_beside(claims_path(output), entry)
 
