@@ -3,10 +3,12 @@ found by an adversarial audit, each refused in one line before anything runs or 
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
+from resnet_theory.book.build import check_html_folder
 from resnet_theory.book.cli import main
 from resnet_theory.book.plan import plan_chapters
 from resnet_theory.book.toc import BookError
@@ -627,3 +629,25 @@ def test_run_refuses_an_output_below_a_file_in_one_line(tmp_path, capsys):
     assert main(["run", str(root / "book" / "one.md"), "-o", str(output), "--root", str(root)]) == 2
     err = capsys.readouterr().err
     assert err == f"error: -o {output}: {tmp_path / 'a-file'} is not a folder (a file stands there)\n"
+
+
+def test_execute_refuses_a_build_dir_that_holds_other_files(tmp_path, capsys):
+    """Found by an audit: ``execute --build-dir SITE`` on an existing folder of the reader's (a site with its own
+    html/) replaced SITE/html with the book's HTML: the reader's files there were deleted."""
+    root = make_book(tmp_path / "src", {"intro": "# Intro\n\nNo code here.\n"})
+    site = tmp_path / "site"
+    (site / "html").mkdir(parents=True)
+    (site / "html" / "index.html").write_text("<p>mine</p>")
+    assert main(["execute", "--root", str(root), "--build-dir", str(site), "--jobs", "1"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: --build-dir {site}: a folder holding other files (html), not a build")
+    assert (site / "html" / "index.html").read_text() == "<p>mine</p>" and os.listdir(site) == ["html"]
+    # a new or empty folder, a build folder, and one that holds only what claims verify --record writes, are builds
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "seeds").mkdir()
+    (tmp_path / "seeds" / "claims-across-seeds.json").write_text("{}")
+    for folder in (tmp_path / "new", tmp_path / "empty", tmp_path / "seeds"):
+        check_html_folder(root, folder)  # no error
+    assert main(["execute", "--root", str(root), "--build-dir", str(site / "b"), "--jobs", "1", "--no-html"]) == 0
+    (site / "b" / "extra.txt").write_text("a note beside the build")
+    check_html_folder(root, site / "b")  # a build folder, whatever else it holds

@@ -43,7 +43,7 @@ from .plan import ChapterPlan, plan_chapters, select_entries
 from .report import ChapterResult, check_report, describe_failure, now, summary_table, write_report
 from .safety import BuildLock
 from .side_by_side import SideBySide, check_jobs, default_jobs
-from .toc import toc_files
+from .toc import BookError, toc_files
 
 
 def reuse_or_execute(
@@ -175,6 +175,8 @@ def execute_book(
     jobs: int | None = None,
 ) -> int:
     with stopped_before_running():
+        if html:
+            check_html_folder(root, build_dir)
         jobs = default_jobs() if jobs is None else check_jobs(jobs)
         all_entries = toc_files(root)
         entries = select_entries(root, all_entries, only, html)
@@ -414,6 +416,28 @@ def _html_failed(run: _BookRun, plans: list[ChapterPlan], results: list[ChapterR
     run.write_report(results, "failed")
     print("[book] the HTML build failed: the status page is rendered again to say so, and the HTML built again")
     _build_html(run.root, run.build_dir)
+
+
+#: What a build folder may hold before its first ``execute``: the lock, and what ``claims verify --record`` writes.
+_BEFORE_A_BUILD = {".lock", "claims-across-seeds.json", "claims-across-seeds.log"}
+
+
+def check_html_folder(root: Path, build_dir: Path) -> None:
+    """Refuse, before anything runs, a ``--build-dir`` that is an existing folder of something else than builds
+    (neither the book's ``_build`` nor a folder with ``executed/`` or ``cache/``, and not empty): its ``html/`` would
+    be deleted and replaced by the HTML build, its other files mixed with the build's."""
+    build_dir = Path(build_dir)
+    if build_dir.resolve() == (root / "_build").resolve() or not build_dir.is_dir():
+        return
+    if (build_dir / "executed").is_dir() or (build_dir / "cache").is_dir():
+        return
+    others = sorted(p.name for p in build_dir.iterdir() if p.name not in _BEFORE_A_BUILD)
+    if others:
+        shown = ", ".join(others[:3]) + (", ..." if len(others) > 3 else "")
+        raise BookError(
+            f"--build-dir {build_dir}: a folder holding other files ({shown}), not a build: the HTML build would "
+            f"replace its html/ and mix its files with the build's; give a new or empty folder"
+        )
 
 
 def _build_html(root: Path, build_dir: Path) -> int:
