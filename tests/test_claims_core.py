@@ -217,6 +217,14 @@ def test_profile_tables_resolve_and_refuse():
     with pytest.raises(ValueError, match="unknown profile"):
         TABLE.resolve("Quick")
     assert [r["knob"] for r in TABLE.rows("quick", {"n": 4})] == ["n", "rates"]
+    # a knob with choices (a method's name) refuses any other value before anything runs, and its own values
+    # must be among them
+    methods = ProfileTable(how=Knob("a", "b", "method", choices=("a", "b", "c")))
+    assert methods.resolve("quick", {"how": "c"}).how == "c"
+    with pytest.raises(ValueError, match="knob 'how': 'd' is not one of 'a', 'b', 'c'"):
+        methods.resolve("quick", {"how": "d"})
+    with pytest.raises(ValueError, match="among its choices"):
+        ProfileTable(how=Knob("a", "z", "method", choices=("a", "b")))
     assert TABLE.rows("quick", {"n": 4})[0]["this run"] == 4
 
 
@@ -317,6 +325,10 @@ def test_verify_json_and_seeds(tmp_path, capsys):
         (["verify", "hardt-ma/claim-2.3", "--knob", "max_depth=1.5"], "knob 'max_depth'"),
         (["verify", "hardt-ma/claim-2.3", "--knob", "max_depth=" + "[" * 100_000], "the value must be JSON"),
         (["verify", "hardt-ma/claim-2.3", "--jobs", "0"], "--jobs"),
+        (
+            ["verify", "bartlett-evans-long/representation-rate", "--knob", 'linear_method="Polar"'],
+            "knob 'linear_method': 'Polar' is not one of 'hardt-ma', 'polar', 'logarithm'",
+        ),
         (["frobnicate"], "invalid choice"),
     ],
 )

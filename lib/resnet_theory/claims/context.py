@@ -32,6 +32,9 @@ class Knob:
     doc: str
     #: The unit tests' size; default: the quick value.
     tiny: Any = None
+    #: The values an override may take (a method's name), refused otherwise before anything runs; None: any value
+    #: of the default's kind.
+    choices: tuple | None = None
 
     def value(self, profile: str) -> Any:
         if profile == "tiny":
@@ -56,6 +59,9 @@ class ProfileTable:
         for name, knob in knobs.items():
             if not isinstance(knob, Knob):
                 raise TypeError(f"knob {name!r} must be a Knob(quick, full, doc), got {knob!r}")
+            outside = [v for v in (knob.quick, knob.full, knob.tiny) if v is not None and knob.choices is not None]
+            if any(v not in knob.choices for v in outside):
+                raise ValueError(f"knob {name!r}: its profiles' values must be among its choices {knob.choices!r}")
         self.knobs = dict(knobs)
 
     def resolve(self, profile: str, overrides: Mapping[str, Any] | None = None) -> SimpleNamespace:
@@ -77,6 +83,10 @@ class ProfileTable:
                     raise TypeError(
                         f"knob {name!r}: expected a value like {default!r} ({type(default).__name__}), "
                         f"got {given!r} ({type(given).__name__})"
+                    )
+                if knob.choices is not None and given not in knob.choices:
+                    raise ValueError(
+                        f"knob {name!r}: {given!r} is not one of {', '.join(repr(c) for c in knob.choices)}"
                     )
                 values[name] = given
             else:

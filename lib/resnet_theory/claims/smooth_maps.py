@@ -32,7 +32,9 @@ PROFILE = ProfileTable(
     certify_points=Knob(20000, 40000, "grid points per certified bound", tiny=5000),
     n_instances=Knob(300, 5000, "gradient-bound instances (the control draws more, the factor below)", tiny=150),
     picture_layers=Knob(5, 5, r"layers in the grid pictures (odd: $h, h^{-1}, \dots, h$ ends on $h$)"),
-    linear_method=Knob("logarithm", "logarithm", "linear split in the nonlinear construction"),
+    linear_method=Knob(
+        "logarithm", "logarithm", "linear split in the nonlinear construction", choices=smooth.LINEAR_METHODS
+    ),
 )
 
 CLAIMS = ClaimSet("smooth_maps", PROFILE)
