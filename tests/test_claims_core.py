@@ -284,6 +284,12 @@ def test_list_shows_every_declared_id_and_the_recorded_verdict(tmp_path, capsys)
     rows = json.loads(capsys.readouterr().out)
     assert [r["id"] for r in rows] == [d.id for d in all_claims()]
     assert {r["id"]: r["recorded"] for r in rows}["hardt-ma/claim-2.3"] == "confirmed"
+    # as text, one line per claim, its verdict in one column whatever the longest id
+    assert claims_cli.main(["list", "--build-dir", str(build)]) == 0
+    lines = capsys.readouterr().out.splitlines()[:-1]
+    assert len(lines) == len(rows)
+    columns = {len(line) - len(line[len(r["id"]) :].lstrip()) for line, r in zip(lines, rows, strict=True)}
+    assert len(columns) == 1, columns
 
 
 def test_verify_exits_0_as_recorded_1_when_it_differs(tmp_path, capsys):

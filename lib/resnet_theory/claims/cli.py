@@ -1,9 +1,9 @@
 """``python -m resnet_theory.claims``: list the book's claims, re-check one (or all) on its own.
 
-- ``list [--json] [--build-dir DIR]``: every claim id in book order, its paper, printed location and the
+- ``list [--json] [--build-dir DIR]``: every claim id in book order, where it is stated and the
   verdict the last build recorded (``-`` when there is no build).
 - ``verify ID... [--profile quick|full] [--seed N] [--knob NAME=VALUE] [--json]``: runs each claim alone
-  (claims of one chapter share one context, so their shared results are computed once), prints the printed
+  (claims of one chapter share one context, so their shared results are computed once), prints the
   statement, each check's summary, the control and the verdict. ``--all`` runs every claim, chapters in
   ``--jobs`` processes (2: one a core). ``--seeds 0 1 2`` runs each claim at every seed and says how many
   seeds give the same verdict; with ``--record`` it writes what it found to ``BUILD/claims-across-seeds.json``
@@ -214,8 +214,9 @@ def cmd_list(args) -> int:
     if args.json:
         print(json.dumps(rows, indent=1))
     else:
+        width = max(len(r["id"]) for r in rows)  # the columns line up whatever the longest id
         for r in rows:
-            print(f"{r['id']:48s} {r['recorded'] or '-':19s} {r['ref']}")
+            print(f"{r['id']:{width}s} {r['recorded'] or '-':19s} {r['ref']}")
         print(f"{len(rows)} claims; re-check one with: {verify_command('ID')}")
     return 0
 
