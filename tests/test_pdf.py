@@ -68,7 +68,7 @@ def test_hidden_inputs_stay_hidden_and_wide_tables_fit_the_page(reader_html, tmp
     # the ledger's <details>, opened (the erratum's evidence is its claim's, printed once, in the claim's card)
     assert "Whatwaschecked" in flat and "Controlinput" in flat
     assert flat.count(WIDE_MARKER) == 3, "a row of the wide table lost its last column"
-    assert "printedin" in flat
+    assert "statedin" in flat  # the card's location label (the ledger column's header)
     # a claim's evidence is printed once, in its card: not again under its erratum (the part "corrected statement")
     assert flat.count("correctedstatement") == 1
     right = float(reader.pages[0].mediabox.width) - MARGIN_IN * 72 + 2
@@ -88,7 +88,7 @@ def test_hidden_inputs_stay_hidden_and_wide_tables_fit_the_page(reader_html, tmp
 def test_the_ledger_prints_compactly_with_all_its_evidence(reader_html, tmp_path):
     """A ledger of 20 claims with their evidence (the small book's page book/printed, tests/reader_book.py): with the
     print layout (cards in 8.5 pt, the evidence as tight tables) it prints on at most 6 A4 pages, where the screen's
-    layout printed 11; every claim and its evidence is still printed, with where it is printed."""
+    layout printed 11; every claim and its evidence is still printed, with where it is stated."""
     from pypdf import PdfReader
 
     printed = build_pdf(reader_html, ["book/printed"], tmp_path / "ledger.pdf", chromium_or_skip(), paper="a4")
@@ -97,7 +97,7 @@ def test_the_ledger_prints_compactly_with_all_its_evidence(reader_html, tmp_path
     flat = re.sub(r"\s+", "", "\n".join(page.extract_text() for page in reader.pages))
     missing = [i for i in range(20) if f"shamir/lemma-{i}" not in flat or f"Lemma{i},Section3" not in flat]
     assert not missing, f"claims not printed whole: {missing}"
-    assert flat.count("Controlinput") == 20 and flat.count("printedin") == 20, "a claim's evidence was not printed"
+    assert flat.count("Controlinput") == 20 and flat.count("statedin") == 20, "a claim's evidence was not printed"
 
 
 @pytest.mark.browser
