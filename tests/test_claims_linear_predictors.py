@@ -20,6 +20,7 @@ from resnet_theory.claims.linear_predictors import CLAIMS, PROFILE, THM3_EPS, in
 from resnet_theory.claims.run import run_claim
 from resnet_theory.claims.spec import Checked, NotCheckable
 from resnet_theory.ledger import VERDICTS
+from resnet_theory.tables import in_words
 
 from conftest import assert_no_ascii_math_shown
 
@@ -230,7 +231,7 @@ def test_sources_say_what_each_statement_was_checked_against():
 
 def test_the_statements_name_the_settings_their_functions_use():
     statement = CLAIMS.claims["shamir/thm-3-approximate"].statement
-    assert ", ".join(f"{e:g}" for e in THM3_EPS) in statement and "b = r = 10" in statement
+    assert in_words(THM3_EPS) in statement and "b = r = 10" in statement
     assert "radius 0.05" in CLAIMS.claims["shamir/thm-4"].control.input
 
 

@@ -17,6 +17,7 @@ from resnet_theory.claims.context import Context
 from resnet_theory.claims.run import run_claim
 from resnet_theory.claims.spec import Checked, NotCheckable
 from resnet_theory.ledger import VERDICTS
+from resnet_theory.tables import in_words
 
 from conftest import assert_no_ascii_math_shown
 
@@ -183,7 +184,7 @@ def test_the_control_draws_outside_the_theorem_at_odd_depths_as_its_text_says():
     low, high = smooth_maps.CONTROL_EPS
     assert 1 <= low < high and all(m % 2 == 1 for m in smooth_maps.CONTROL_DEPTHS)
     text = CLAIMS.claims["bartlett-evans-long/functional-gradient"].control.input
-    assert f"${low:g} < \\epsilon < {high:g}$" in text and ", ".join(map(str, smooth_maps.CONTROL_DEPTHS)) in text
+    assert f"${low:g} < \\epsilon < {high:g}$" in text and in_words(smooth_maps.CONTROL_DEPTHS) in text
 
 
 @pytest.mark.parametrize(

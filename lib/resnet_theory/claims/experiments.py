@@ -927,7 +927,7 @@ def sec4_small_init_best_rate(ctx: Context) -> Evidence:
         "abl_pstd_best": best[PSTD],
         "abl_ident_loss_best": grid.mean((IDENT, best[IDENT]), "training loss"),
         "abl_pstd_loss_best": grid.mean((PSTD, best[PSTD]), "training loss"),
-        "abl_edge": ", ".join(edge) or "none",
+        "abl_edge": in_words(edge) if edge else "none",
     }
     return Evidence(statement=at_best, control=NoUsableControl.unless_decisive(plain), glue=glue)
 
@@ -1187,7 +1187,7 @@ def plain_degradation(ctx: Context) -> Evidence:
     residual = _degradation(sweep, IDENT, f"control: the residual network, lr {p.lr}, as 'deeper trains worse'")
     deep_runs = sweep.runs[(IDENT, p.deep)]
     glue = {
-        "depth_conv_list": ", ".join(str(p.convolutions(d)) for d in p.depths),
+        "depth_conv_list": in_words([p.convolutions(d) for d in p.depths]),
         "depth_shallow": p.convolutions(p.blocks),
         "depth_deep": p.convolutions(p.deep),
         "depth_plain_rate": plain_rate,

@@ -648,7 +648,7 @@ def _thm3_check(found: list[dict], what: str) -> Check:
     return Check.at_most(excess, 0.0, what=what)
 
 
-_THM3_LEVELS = ", ".join(f"{e:g}" for e in THM3_EPS)
+_THM3_LEVELS = in_words(THM3_EPS)
 
 
 @CLAIMS.checked(
@@ -747,7 +747,7 @@ def _spurious(sweep: dict, kind: str) -> tuple[list[float], list[float], str]:
     values = [m["value"] for r in rows for m in r["spurious"]]
     linear = [r["linear_optimum"] for r in rows for m in r["spurious"]]
     where = sorted({r["parameter"] for r in rows if r["spurious"]})
-    return values, linear, ", ".join(f"{p:g}" for p in where) or "none"
+    return values, linear, in_words(where) if where else "none"
 
 
 def _worse_than_linear(values: list[float], linear: list[float]) -> int:

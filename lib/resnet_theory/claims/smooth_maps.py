@@ -21,6 +21,7 @@ import torch
 from .. import smooth
 from ..checks import compare_gradients, compare_hessians, sympy_derivatives
 from ..fits import fit_power_law
+from ..tables import in_words
 from . import Check
 from .context import Context, Knob, ProfileTable
 from .registry import ClaimSet
@@ -272,7 +273,7 @@ def representation_rate_inverse_m(ctx: Context) -> Evidence:
         "smooth_m_max": int(ms[-1]),
         "smooth_m_max_full": int(PROFILE.knobs["rate_depths"].value("full")[-1]),
         "smooth_exact_rtol": f"{EXACT_RTOL:g}",
-        "smooth_exact_depths": ", ".join(map(str, EXACT_DEPTHS)),
+        "smooth_exact_depths": in_words(EXACT_DEPTHS),
         "smooth_ruled_c": f"{RULED_OUT_STRENGTH:g}",
         "smooth_holder_r_max": f"{max(HOLDER_RADII):g}",
         "smooth_holder_r_min": f"{min(HOLDER_RADII):g}",
@@ -430,7 +431,7 @@ _CONTROL_EPS_TEX = rf"${CONTROL_EPS[0]:g} < \epsilon < {CONTROL_EPS[1]:g}$"
     r"every $i$ (norms: $L^2$ of the sample, our reading).",
     control=Control(
         f"Random compositions drawn as for the check but with {_CONTROL_EPS_TEX} "
-        rf"(outside the theorem's $\epsilon < 1$; odd depths {', '.join(map(str, CONTROL_DEPTHS))} so the talk's "
+        rf"(outside the theorem's $\epsilon < 1$; odd depths {in_words(CONTROL_DEPTHS)} so the talk's "
         "factor stays positive), whose layers may have singular Jacobians."
     ),
 )
@@ -486,7 +487,7 @@ def functional_gradient_bound(ctx: Context) -> Evidence:
             "smooth_aligned_scale": f"{ALIGNED_ATOM_SCALE:g}",
             "smooth_control_eps_low": f"{CONTROL_EPS[0]:g}",
             "smooth_control_eps_high": f"{CONTROL_EPS[1]:g}",
-            "smooth_control_depths": ", ".join(map(str, CONTROL_DEPTHS)),
+            "smooth_control_depths": in_words(CONTROL_DEPTHS),
             "smooth_control_violations": int((outside.ratios < 1).sum()),
             "smooth_control_min_ratio": float(outside.ratios.min()),
             "smooth_min_talk_ratio": float(instances.ratios.min()),
