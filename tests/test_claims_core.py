@@ -228,6 +228,41 @@ def test_profile_tables_resolve_and_refuse():
     assert TABLE.rows("quick", {"n": 4})[0]["this run"] == 4
 
 
+def test_a_size_or_count_knob_refuses_numbers_outside_its_range_before_anything_runs():
+    """A knob whose profiles are all positive (a size, a count, a rate) takes only positive finite numbers and
+    non-empty lists; one whose profiles are all non-negative, only non-negative numbers; a knob with a negative
+    value or a name among its profiles is not bounded."""
+    sizes = ProfileTable(
+        n=Knob(10, 100, "points"),
+        rates=Knob([0.1, 0.2], [0.1], "rates"),
+        configs=Knob([[2, 3, 0.5]], [[2, 3, 0.5], [3, 3, 0.7]], "configurations"),
+        warmup=Knob(0, 5, "warm-up steps"),
+        shift=Knob(-1.0, 1.0, "an offset of either sign"),
+        empty=Knob([], [1], "extra depths, none by default"),
+    )
+    ok = sizes.resolve("quick", {"n": 1, "rates": [1e-9], "warmup": 0, "shift": -7.0, "empty": []})
+    assert (ok.n, ok.rates, ok.warmup, ok.shift, ok.empty) == (1, [1e-9], 0, -7.0, [])
+    refused = {
+        "n": (-5, "knob 'n': -5 is not positive"),
+        "rates": ([0.1, 0.0], "knob 'rates': 0.0 is not positive"),
+        "configs": ([[2, -3, 0.5]], "knob 'configs': -3 is not positive"),
+        "warmup": (-1, "knob 'warmup': -1 is negative"),
+    }
+    for name, (value, message) in refused.items():
+        with pytest.raises(ValueError, match=re.escape(message)):
+            sizes.resolve("quick", {name: value})
+    for name, value in (("n", 0), ("rates", []), ("configs", [[]]), ("rates", [float("nan")])):
+        with pytest.raises(ValueError, match=f"knob '{name}'"):
+            sizes.resolve("quick", {name: value})
+    with pytest.raises(ValueError, match="inf is not a finite number"):
+        sizes.resolve("quick", {"shift": float("inf")})
+    # the profiles of every chapter's knobs lie inside their own ranges
+    for chapter in CHAPTER_MODULES:
+        table = chapter_claims(chapter).profile
+        for profile in ("tiny", "quick", "full"):
+            table.resolve(profile, {name: knob.value(profile) for name, knob in table.knobs.items()})
+
+
 def test_context_random_numbers_do_not_depend_on_order_and_shared_results_are_computed_once():
     a, b = Context.for_table(TABLE, "tiny", 3), Context.for_table(TABLE, "tiny", 3)
     a.rng("first").random(5)
@@ -335,6 +370,11 @@ def test_verify_json_and_seeds(tmp_path, capsys):
             ["verify", "bartlett-evans-long/representation-rate", "--knob", 'linear_method="Polar"'],
             "knob 'linear_method': 'Polar' is not one of 'hardt-ma', 'polar', 'logarithm'",
         ),
+        (
+            ["verify", "bartlett-evans-long/representation-rate", "--knob", "rate_points=-5"],
+            "knob 'rate_points': -5 is not positive",
+        ),
+        (["verify", "hardt-ma/claim-2.3", "--knob", "mc_samples=0"], "knob 'mc_samples': 0 is not positive"),
         (["frobnicate"], "invalid choice"),
     ],
 )

@@ -262,6 +262,7 @@ def test_a_damaged_report_is_refused_in_one_line_not_trimmed(two_chapters, tmp_p
         (("seed", "-1"), "-p seed -1: a seed is an integer >= 0"),
         (("knobs", '{"bogus": 1}'), "-p knobs: smooth_maps.md: unknown knob 'bogus'"),
         (("smooth_maps:knobs", '{"grid": "x"}'), "-p knobs: smooth_maps.md: knob 'grid': expected a value like"),
+        (("knobs", '{"rate_points": -5}'), "-p knobs: smooth_maps.md: knob 'rate_points': -5 is not positive"),
     ],
 )
 def test_what_a_chapter_would_refuse_in_its_kernel_is_refused_before_one_starts(override, words):

@@ -4,7 +4,9 @@ Each chapter's knobs live in one :class:`ProfileTable` in its claims module: eve
 in each profile and what it sizes. ``tiny`` is the size the unit tests run every claim at (seconds), ``quick``
 the book's default (a 2-core CPU), ``full`` a GPU-sized build. A reader overrides knobs with a dict
 (``knobs={"max_depth": 200}`` in a chapter's parameters cell, ``--knob max_depth=200`` on the command line);
-an unknown knob, or a value of another type than the table's, is refused in one line.
+an unknown knob, a value of another type than the table's, or a number outside the knob's range (a knob whose
+profiles are all positive, a size or a count, takes only positive finite numbers and non-empty lists; one whose
+profiles are all non-negative, only non-negative ones) is refused in one line, before anything runs.
 """
 
 from __future__ import annotations
@@ -40,6 +42,49 @@ class Knob:
         if profile == "tiny":
             return self.quick if self.tiny is None else self.tiny
         return self.quick if profile == "quick" else self.full
+
+
+def _numbers(value: Any) -> list | None:
+    """Every number in ``value`` (a number, or nested lists and tuples of numbers); None where any part is not a
+    number (a method's name, a bool)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        out = []
+        for v in value:
+            inner = _numbers(v)
+            if inner is None:
+                return None
+            out += inner
+        return out
+    return None
+
+
+def _has_empty(value: Any) -> bool:
+    return isinstance(value, (list, tuple)) and (not value or any(_has_empty(v) for v in value))
+
+
+def _out_of_range(knob: Knob, given: Any) -> str | None:
+    """Why ``given`` lies outside the range the knob's profile values imply (see the module docstring), or None."""
+    profile_numbers = [_numbers(v) for v in (knob.quick, knob.full, knob.tiny) if v is not None]
+    numbers = _numbers(given)
+    if numbers is None or any(n is None for n in profile_numbers):
+        return None
+    defaults = [x for ns in profile_numbers for x in ns]
+    bad = [x for x in numbers if isinstance(x, float) and not np.isfinite(x)]
+    if bad:
+        return f"{bad[0]!r} is not a finite number"
+    if not any(_has_empty(v) for v in (knob.quick, knob.full, knob.tiny) if v is not None) and _has_empty(given):
+        return "an empty list sizes nothing"
+    if defaults and all(x > 0 for x in defaults):
+        low = [x for x in numbers if not x > 0]
+        return f"{low[0]!r} is not positive (it sizes or counts something)" if low else None
+    if defaults and all(x >= 0 for x in defaults):
+        low = [x for x in numbers if not x >= 0]
+        return f"{low[0]!r} is negative" if low else None
+    return None
 
 
 def _same_kind(value: Any, default: Any) -> bool:
@@ -87,6 +132,11 @@ class ProfileTable:
                 if knob.choices is not None and given not in knob.choices:
                     raise ValueError(
                         f"knob {name!r}: {given!r} is not one of {', '.join(repr(c) for c in knob.choices)}"
+                    )
+                why = _out_of_range(knob, given)
+                if why is not None:
+                    raise ValueError(
+                        f"knob {name!r}: {why}; its profiles use {knob.quick!r} (quick), {knob.full!r} (full)"
                     )
                 values[name] = given
             else:
