@@ -651,3 +651,33 @@ def test_execute_refuses_a_build_dir_that_holds_other_files(tmp_path, capsys):
     assert main(["execute", "--root", str(root), "--build-dir", str(site / "b"), "--jobs", "1", "--no-html"]) == 0
     (site / "b" / "extra.txt").write_text("a note beside the build")
     check_html_folder(root, site / "b")  # a build folder, whatever else it holds
+
+
+def test_ctrl_c_while_the_claims_command_imports_is_one_line():
+    """Found by an audit: Ctrl-C in the first half-second of ``python -m resnet_theory.claims`` (numpy being
+    imported by the package) printed a traceback. The package now imports its API on first use, so the import
+    happens inside ``__main__``, which says so in one line (exit 130); here the interrupt is raised by an import
+    hook at the moment the command's module is imported."""
+    import subprocess
+    import sys
+
+    hook = (
+        "import sys, runpy\n"
+        "class Stop:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'resnet_theory.claims.cli':\n"
+        "            raise KeyboardInterrupt\n"
+        "sys.meta_path.insert(0, Stop())\n"
+        "sys.argv = ['resnet_theory.claims', 'list']\n"
+        "runpy.run_module('resnet_theory.claims', run_name='__main__', alter_sys=True)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", hook], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 130 and done.stderr == "error: interrupted (SIGINT)\n", done.stderr
+    # importing the package imports nothing heavy: the interrupt can only come inside __main__'s guard
+    light = subprocess.run(
+        [sys.executable, "-c", "import sys, resnet_theory.claims; print('numpy' in sys.modules)"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert light.stdout == "False\n", light.stderr

@@ -23,10 +23,45 @@ The chapters' claims modules (one per chapter; see ``registry.CHAPTER_MODULES``)
   file ``resnet_theory/data/experiments_pilot.json``.
 """
 
-from ..verdicts import Check, NoUsableControl
-from .context import Context, Knob, ProfileTable
-from .registry import ClaimSet
-from .spec import Control, Correction, Evidence, NotAvailable, ProofStep, Source, StepEvidence
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..verdicts import Check, NoUsableControl
+    from .context import Context, Knob, ProfileTable
+    from .registry import ClaimSet
+    from .spec import Control, Correction, Evidence, NotAvailable, ProofStep, Source, StepEvidence
+
+#: Where each name of the package's API lives. They are imported on first use (PEP 562), so that
+#: ``python -m resnet_theory.claims`` imports numpy only inside its own ``__main__``, where a Ctrl-C in the
+#: command's first half-second is one line, not a traceback of the import.
+_EXPORTS = {
+    "Check": "..verdicts",
+    "NoUsableControl": "..verdicts",
+    "Context": ".context",
+    "Knob": ".context",
+    "ProfileTable": ".context",
+    "ClaimSet": ".registry",
+    **{
+        name: ".spec"
+        for name in ("Control", "Correction", "Evidence", "NotAvailable", "ProofStep", "Source", "StepEvidence")
+    },
+}
+
+
+def __getattr__(name: str):
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(_EXPORTS[name], __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_EXPORTS))
+
 
 __all__ = [
     "Check",
