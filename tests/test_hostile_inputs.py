@@ -156,19 +156,23 @@ def test_the_experiments_pilot_refuses_a_bad_knob_in_one_line(tmp_path, capsys, 
     pilot = str(tmp_path / "pilot.json")
     ran = []
     monkeypatch.setattr(experiments, "run_workload", lambda *a: ran.append(a))
-    for knob, words in (("n_seeds=1.5", "knob 'n_seeds': expected a value like"), ("steps=NaN", "got nan")):
+    for knob, words in (
+        ("n_seeds=1.5", "knob 'n_seeds': expected a value like"),
+        ("steps=NaN", "got nan"),
+        ("steps=-1", "knob 'steps': -1 is not positive"),  # refused by the profile table, before any worker
+    ):
         with pytest.raises(SystemExit) as stop:
             experiments.main(["--pilot", pilot, "--knob", knob])
         err = capsys.readouterr().err
         assert stop.value.code == 2 and err.startswith("error: --knob: ") and words in err and err.count("\n") == 1
     assert ran == []
 
-    def refused(*args):
-        raise ConfigError("steps must be a positive integer (at least 1), got -1 (int)")
+    def refused(*args):  # what the engine refuses that the table lets through: one line, exit 2
+        raise ConfigError("steps must be a positive integer (at least 1), got 3 (int)")
 
     monkeypatch.setattr(experiments, "run_workload", refused)
-    assert experiments.main(["--pilot", pilot, "--knob", "steps=-1"]) == 2
-    assert capsys.readouterr().err == "error: --pilot: steps must be a positive integer (at least 1), got -1 (int)\n"
+    assert experiments.main(["--pilot", pilot, "--knob", "steps=3"]) == 2
+    assert capsys.readouterr().err == "error: --pilot: steps must be a positive integer (at least 1), got 3 (int)\n"
     assert not (tmp_path / "pilot.json").exists()
 
 

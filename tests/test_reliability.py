@@ -968,6 +968,45 @@ def test_the_experiments_benchmark_refuses_its_outputs_before_it_trains(tmp_path
     assert bench.output_problem(str(tmp_path / "pilot.json"), "--pilot") is None
 
 
+def test_a_failed_attempt_is_never_shown_beside_an_earlier_runs_claims(tmp_path, capsys):
+    """Found by an audit: with the executed notebook removed by hand, a failed run moved its attempt into place
+    (there were no earlier outputs) and left the earlier run's claims file beside it, so the ledger and a reader of
+    ``x.claims.json`` saw verdicts the page beside them did not compute. The orphaned claims file goes with the
+    attempt; with an earlier notebook in place, both stay."""
+    from test_executor import chapter, make_book
+
+    body = (
+        "import os\nif fail:\n    raise RuntimeError('the chapter failed')\n"
+        "from resnet_theory.ledger import Ledger\nLedger('good').save()"
+    )
+    root = make_book(
+        tmp_path / "src",
+        {"intro": "# Intro\n", "good": chapter("Good", 'profile = "quick"\nseed = 0\nfail = False', body)},
+    )
+    build = tmp_path / "build"
+    notebook = build / "executed" / "book" / "good.ipynb"
+    claims = notebook.with_name("good.claims.json")
+    for where, argv in (
+        ("build", ["--build-dir", str(build)]),
+        ("-o", ["-o", str(tmp_path / "out" / "good.ipynb")]),
+    ):
+        target = notebook if where == "build" else tmp_path / "out" / "good.ipynb"
+        beside = target.with_name("good.claims.json")
+        run = ["run", "book/good.md", "--root", str(root), *argv]
+        assert executor.main(run) == 0 and json.loads(beside.read_text())["chapter"] == "good"
+        capsys.readouterr()
+        # an earlier notebook in place: the failed run keeps both
+        assert executor.main([*run, "-p", "fail", "True"]) == 1
+        assert json.loads(beside.read_text())["chapter"] == "good" and "keeps" in capsys.readouterr().err
+        # the notebook removed by hand: the attempt is shown, and the orphaned claims are gone with a word
+        target.unlink()
+        assert executor.main([*run, "-p", "fail", "True"]) == 1
+        err = capsys.readouterr().err
+        assert target.is_file() and not beside.exists(), where
+        assert "an earlier run's good.claims.json, left without its notebook, was removed" in err, err
+    assert not claims.exists()
+
+
 def test_a_notebook_cut_short_by_a_full_disk_is_not_moved_into_place(tmp_path, capsys, monkeypatch):
     """Found by a misuse audit: on a full disk with no earlier outputs, the half-written notebook was moved into
     place under its final name (200 KB that do not parse), and the failure was said to be 'before any cell ran'."""

@@ -215,6 +215,39 @@ def test_a_run_to_an_output_file_locks_that_file_not_its_folder(two_chapters, tm
         assert not out.exists()
         assert main([*argv[:-1], str(out.with_name("b.ipynb"))]) == 0
     assert main(argv) == 0 and out.is_file()
+    # the hidden lock files went with their runs: the folder holds the outputs and their claims only
+    assert sorted(p.name for p in out.parent.iterdir() if p.name.endswith(".lock")) == []
+
+
+def test_an_output_lock_opened_before_its_file_was_removed_is_taken_again(tmp_path):
+    """The run holding an output's lock removes the lock file when it ends; a second run that opened the old file
+    before that removal must not count a lock on a file no longer at the path (two runs would then both hold
+    one): it opens the path again."""
+    import fcntl
+
+    out = tmp_path / "a.ipynb"
+    lock = BuildLock(out.parent, output=out)
+    stale = open(lock.path, "a+")  # opened by a run that lost the race
+    lock.path.unlink()
+    fcntl.flock(stale, fcntl.LOCK_EX | fcntl.LOCK_NB)  # it locks the removed file
+    with lock:  # the path's own file, a new one, is free: taken, and no run is refused
+        assert lock.path.is_file() and lock._still_at_path(lock.handle)
+        with pytest.raises(BookError, match="is being written by another run"):
+            with BuildLock(out.parent, output=out):
+                pass
+    stale.close()
+    assert not lock.path.exists()
+    # a handle whose file was replaced at the path is not the lock (the loop in __enter__ opens the path again)
+    handle = open(lock.path, "a+")
+    lock.path.unlink()
+    lock.path.touch()
+    assert not lock._still_at_path(handle)
+    lock.path.unlink()
+    assert not lock._still_at_path(handle)
+    handle.close()
+    with BuildLock(tmp_path):  # a build folder's lock stays where it is, as before
+        pass
+    assert (tmp_path / ".lock").is_file()
 
 
 @pytest.mark.parametrize(

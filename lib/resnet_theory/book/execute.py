@@ -419,21 +419,29 @@ WRITE_ERRORS = frozenset(
 def _keep_previous_outputs(
     result: ChapterResult, output: Path, tmp_nb: Path, tmp_claims: Path, previous_record: dict | None
 ) -> None:
-    """A chapter that failed: the previous outputs stay (or, with none, the failed attempt is shown)."""
+    """A chapter that failed: the previous outputs stay (or, with none, the failed attempt is shown). A claims
+    file left without its notebook (the notebook was removed by hand) is removed with the attempt: the verdicts
+    of an earlier run must not stand beside the failed attempt's page, nor beside no page."""
     result.run = "not run"
     tmp_claims.unlink(missing_ok=True)
     if output.is_file():
         tmp_nb.unlink(missing_ok=True)
         result.outputs = previous_outputs(output, previous_record)
         result.executed_at = (previous_record or {}).get("executed_at")
-    elif tmp_nb.is_file() and read_json_object(tmp_nb) is not None:
+        return
+    orphan = claims_path(output)
+    removed = ""
+    if orphan.is_file() and not orphan.is_symlink():
+        orphan.unlink()
+        removed = f"; an earlier run's {orphan.name}, left without its notebook, was removed"
+    if tmp_nb.is_file() and read_json_object(tmp_nb) is not None:
         os.replace(tmp_nb, output)
-        result.outputs = "the failed attempt (there were no earlier outputs)"
+        result.outputs = f"the failed attempt (there were no earlier outputs{removed})"
     elif tmp_nb.is_file():  # cut short (a full disk): a notebook that does not parse is no page
         tmp_nb.unlink(missing_ok=True)
-        result.outputs = "none (the failed attempt's notebook was incomplete, and was removed)"
+        result.outputs = f"none (the failed attempt's notebook was incomplete, and was removed{removed})"
     else:
-        result.outputs = "none"
+        result.outputs = f"none{f' ({removed[2:]})' if removed else ''}"
 
 
 def source_code_cell(notebook, source: str) -> int | None:

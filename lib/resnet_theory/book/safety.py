@@ -46,7 +46,8 @@ class BuildLock:
     """An exclusive, non-blocking lock on a build folder (``<build>/.lock``) for the length of a run.
 
     A second run on the same build raises :class:`BookError` at once, naming the process that holds it. The
-    lock is the kernel's (``flock``): it goes with the process, so a run killed outright leaves none behind.
+    lock is the kernel's (``flock``): it goes with the process, so a run killed outright leaves none behind. An
+    output's hidden lock file is removed when its run ends (a run killed outright leaves the file, unlocked).
     """
 
     def __init__(self, build_dir: Path, output: Path | None = None):
@@ -58,27 +59,22 @@ class BuildLock:
 
     def __enter__(self):
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        handle = open(self.path, "a+")
         try:
             import fcntl
         except ImportError:  # pragma: no cover - not POSIX
-            self.handle = handle
+            self.handle = open(self.path, "a+")
             return self
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            handle.seek(0)
-            holder = handle.read().strip() or "another process"
+        while True:
+            handle = open(self.path, "a+")
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                self._refuse(handle)
+            # An output's lock file is removed by the run that held it (:meth:`__exit__`): a file opened before
+            # that removal is locked in vain, so the lock counts only while its file is still the one at the path.
+            if self._still_at_path(handle):
+                break
             handle.close()
-            if self.output is not None:
-                raise BookError(
-                    f"-o {self.output} is being written by another run ({holder}); wait for it to finish or give "
-                    f"another -o"
-                ) from None
-            raise BookError(
-                f"the build folder {self.path.parent} is in use by another run ({holder}); wait for it to "
-                f"finish or give another --build-dir"
-            ) from None
         handle.seek(0)
         handle.truncate()
         handle.write(f"pid {os.getpid()}")
@@ -86,7 +82,28 @@ class BuildLock:
         self.handle = handle
         return self
 
+    def _still_at_path(self, handle) -> bool:
+        try:
+            return os.stat(self.path).st_ino == os.fstat(handle.fileno()).st_ino
+        except FileNotFoundError:
+            return False
+
+    def _refuse(self, handle):
+        handle.seek(0)
+        holder = handle.read().strip() or "another process"
+        handle.close()
+        if self.output is not None:
+            raise BookError(
+                f"-o {self.output} is being written by another run ({holder}); wait for it to finish or give another -o"
+            ) from None
+        raise BookError(
+            f"the build folder {self.path.parent} is in use by another run ({holder}); wait for it to "
+            f"finish or give another --build-dir"
+        ) from None
+
     def __exit__(self, *exc):
         if self.handle is not None:
+            if self.output is not None:  # the hidden .FILE.lock beside an -o output goes with the run
+                self.path.unlink(missing_ok=True)
             self.handle.close()
             self.handle = None
