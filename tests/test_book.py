@@ -107,9 +107,10 @@ def test_errata_are_proof_gaps_or_corrections_with_their_evidence(built_book):
     for c in claims:
         if c.verdict == "corrected":
             assert c.corrected_statement and not c.evidence["printed"]["holds"] and c.evidence["corrected"]["holds"]
-        if c.verdict == "proof-gap":
-            assert c.evidence["printed"]["holds"] and not c.evidence["proof_step"]["holds"]
-            assert c.evidence["repair"]["holds"] and c.proof_step and c.repair
+        if c.verdict == "proof-gap":  # some declared step fails; every failing one has its wording and its repair
+            assert c.evidence["printed"]["holds"] and c.failing_steps and c.proof_step and c.repair
+            for s in c.failing_steps:
+                assert not c.evidence[s.keys[0]]["holds"] and c.evidence[s.keys[1]]["holds"] and s.step and s.repair
         if c.verdict in ("corrected", "proof-gap") and c.source != "question":
             assert f">{c.id}</a>" in errata, f"{c.id} missing from the errata list"
         if c.source == "question":

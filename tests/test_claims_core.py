@@ -435,3 +435,130 @@ def test_verify_says_when_a_claim_has_no_usable_control(capsys):
     claims_cli._print_result(result, None)
     out = capsys.readouterr().out
     assert "control (does not decide: no usable control)" in out and "a defect" not in out
+
+
+# --- several proof steps --------------------------------------------------------------------------------------------
+STEP_1 = ProofStep("the projection keeps every distance", "widen the projection")
+STEP_2 = ProofStep("the chain gives the conditions of the lemma", "keep squared lengths")
+
+
+def test_a_claim_declares_one_proof_step_or_a_tuple_of_them_and_holds_them_as_a_tuple():
+    cs, base = claim_set()
+    one = cs.checked("hardt-ma/one", **base, control=CONTROL, proof_step=STEP_1)(lambda ctx: None)
+    two = cs.checked("hardt-ma/two", **base, control=CONTROL, proof_step=(STEP_1, STEP_2))(lambda ctx: None)
+    none = cs.checked("hardt-ma/none", **base, control=CONTROL)(lambda ctx: None)
+    assert one.proof_steps == (STEP_1,) and two.proof_steps == (STEP_1, STEP_2) and none.proof_steps == ()
+    with pytest.raises(ValueError, match="declares no step"):
+        cs.checked("hardt-ma/empty", **base, control=CONTROL, proof_step=())(lambda ctx: None)
+    with pytest.raises(TypeError, match="a tuple of them"):
+        cs.checked("hardt-ma/list", **base, control=CONTROL, proof_step=[STEP_1, STEP_2])(lambda ctx: None)
+    with pytest.raises(TypeError, match="a tuple of them"):
+        cs.checked("hardt-ma/text", **base, control=CONTROL, proof_step=(STEP_1, "a step in words"))(lambda ctx: None)
+    with pytest.raises(ValueError, match="declared twice"):
+        cs.checked("hardt-ma/twice", **base, control=CONTROL, proof_step=(STEP_1, STEP_1))(lambda ctx: None)
+    pair = (StepEvidence(step=fails(), repair=holds()), StepEvidence(step=holds(), repair=holds()))
+    assert Evidence(statement=holds(), control=fails(), proof=pair).proof_steps == pair
+    assert Evidence(statement=holds(), control=fails(), proof=pair[0]).proof_steps == pair[:1]
+    assert Evidence(statement=holds(), control=fails()).proof_steps == ()
+    for bad in ((), (pair[0], fails()), [pair[0]]):
+        with pytest.raises(TypeError, match="one per declared proof step"):
+            Evidence(statement=holds(), control=fails(), proof=bad)
+
+
+def test_the_evidence_must_have_one_step_evidence_per_declared_step():
+    cs, base = claim_set()
+    gap = StepEvidence(step=fails(), repair=holds())
+    short = cs.checked("hardt-ma/short", **base, control=CONTROL, proof_step=(STEP_1, STEP_2))(
+        lambda ctx: Evidence(statement=holds(), control=fails(), proof=gap)
+    )
+    long = cs.checked("hardt-ma/long", **base, control=CONTROL, proof_step=STEP_1)(
+        lambda ctx: Evidence(statement=holds(), control=fails(), proof=(gap, gap))
+    )
+    missing = cs.checked("hardt-ma/missing", **base, control=CONTROL, proof_step=(STEP_1, STEP_2))(
+        lambda ctx: Evidence(statement=holds(), control=fails())
+    )
+    ctx = Context.for_table(TABLE, "tiny", 0)
+    with pytest.raises(EvidenceMismatch, match="declares 2 proof steps but the evidence has 1 StepEvidence"):
+        run_claim(short, ctx)
+    with pytest.raises(EvidenceMismatch, match="declares 1 proof steps but the evidence has 2 StepEvidence"):
+        run_claim(long, ctx)
+    with pytest.raises(EvidenceMismatch, match="declares 2 proof steps but the evidence has no StepEvidence for them"):
+        run_claim(missing, ctx)
+
+
+def _two_steps(cs, base, name, first, second):
+    return cs.checked(f"hardt-ma/{name}", **base, control=CONTROL, proof_step=(STEP_1, STEP_2))(
+        lambda ctx: Evidence(statement=holds(), control=fails(), proof=(first, second))
+    )
+
+
+def test_the_verdict_of_a_claim_with_two_steps_follows_from_every_step():
+    cs, base = claim_set()
+    noisy = Check.statistical(0.51, 0.05, 0.5, what="rate", test="binomial", n=100, above=False)
+    decls = {
+        "gap": _two_steps(cs, base, "gap", StepEvidence(holds(), holds()), StepEvidence(fails(), holds())),
+        "sound": _two_steps(cs, base, "sound", StepEvidence(holds(), fails()), StepEvidence(holds(), holds())),
+        "noisy": _two_steps(cs, base, "noisy", StepEvidence(fails(), holds()), StepEvidence(noisy, holds())),
+    }
+    ctx = Context.for_table(TABLE, "tiny", 0)
+    runs = {name: run_claim(d, ctx) for name, d in decls.items()}
+    assert {name: r.verdict for name, r in runs.items()} == {
+        "gap": "proof-gap",
+        "sound": "confirmed",
+        "noisy": "undecided",
+    }
+    gap = runs["gap"].record
+    assert [(s.number, s.holds) for s in gap.proof_steps] == [(1, True), (2, False)]  # the holding step: recorded so
+    assert (gap.proof_step, gap.repair) == (STEP_1.step, STEP_1.repair)
+    assert gap.further_proof_steps == [{"step": STEP_2.step, "repair": STEP_2.repair}]
+    assert "the check of proof step 2 is within its noise" in runs["noisy"].record.reason
+    broken = _two_steps(cs, base, "broken", StepEvidence(holds(), holds()), StepEvidence(fails(), fails()))
+    with pytest.raises(ValueError, match="the repair of the failing proof step 2 does not hold"):
+        run_claim(broken, ctx)
+
+
+def test_a_chapter_shows_one_step_of_a_claim_where_its_narration_is(monkeypatch):
+    from resnet_theory.claims import chapter as chapter_mod
+
+    cs, base = claim_set()
+    _two_steps(cs, base, "gap", StepEvidence(holds("first"), holds()), StepEvidence(fails("chain"), holds("slack")))
+    monkeypatch.setattr(chapter_mod, "chapter_claims", lambda name: cs)
+    shown = chapter_mod.Chapter("linear", profile="tiny").check("hardt-ma/gap")
+    page = shown.proof_step(2)._repr_html_()
+    assert "proof step 2 of 2, as printed: fails" in page and STEP_2.step in page and STEP_2.repair in page
+    assert "chain" in page and "slack" in page and "its repair: holds" in page and STEP_1.step not in page
+    assert "proof-gap" in page and "ledger.html#claim-hardt-ma-gap" in page
+    assert repr(shown.proof_step(1)) == "hardt-ma/gap: proof step 1"
+    for bad in (0, 3, True):
+        with pytest.raises(ValueError, match="declares 2 proof step"):
+            shown.proof_step(bad)
+    table = shown._repr_html_()  # the claim's evidence names each step's part
+    assert "proof step 1 as printed: holds" in table and "repair of step 2: holds" in table
+
+
+def test_a_retired_claim_id_says_which_claim_it_moved_into():
+    from resnet_theory.claims import registry
+    from resnet_theory.claims.chapter import Chapter
+
+    old = "hardt-ma/thm-3.2-proof-conditions"
+    into, _ = registry.RETIRED[old]
+    assert into == "hardt-ma/thm-3.2" and into in {d.id for d in all_claims()}
+    assert not set(registry.RETIRED) & {d.id for d in all_claims()}  # a retired id is declared nowhere
+    with pytest.raises(KeyError, match=r"merged into hardt-ma/thm-3\.2 \(its proof step 2\)"):
+        registry.find(old)
+    with pytest.raises(KeyError, match="merged into hardt-ma/thm-3.2"):
+        Chapter("expressivity", profile="tiny").check(old)
+    with pytest.raises(KeyError, match="no claim 'hardt-ma/never'"):
+        registry.find("hardt-ma/never")
+    assert registry.retired_message("hardt-ma/thm-3.2") is None
+    message = registry.unknown_claim_message(old)
+    assert "\n" not in message and message.endswith("python -m resnet_theory.claims verify hardt-ma/thm-3.2")
+
+
+def test_verify_with_a_retired_id_names_the_claim_it_moved_into_in_one_line(capsys):
+    assert claims_cli.main(["verify", "hardt-ma/thm-3.2-proof-conditions"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: claim 'hardt-ma/thm-3.2-proof-conditions' was merged into")
+    assert "hardt-ma/thm-3.2 (its proof step 2)" in err and "verify hardt-ma/thm-3.2\n" in err
+    assert claims_cli.main(["verify", "hardt-ma/never"]) == 2
+    assert "no claim 'hardt-ma/never'" in capsys.readouterr().err

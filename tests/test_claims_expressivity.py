@@ -27,7 +27,6 @@ TINY_VERDICTS = {
     "hardt-ma/lemma-b.1": "corrected",
     "hardt-ma/thm-3.2": "proof-gap",
     "hardt-ma/sec3-parameter-count": "corrected",
-    "hardt-ma/thm-3.2-proof-conditions": "proof-gap",
     "hardt-ma/surrogates": "corrected",
     "hardt-ma/output-block": "corrected",
     "hardt-ma/lemma-b.2": "proof-gap",
@@ -39,7 +38,6 @@ TINY_VERDICTS = {
 DATA_KEYS = {
     "hardt-ma/sec3-unit-norm": {"plain gap", "lifted gap", "fit error", "control gap"},
     "hardt-ma/sec3-parameter-count": {"rows"},
-    "hardt-ma/thm-3.2-proof-conditions": {"repair slack"},
     "hardt-ma/lemma-b.1": {"hull"},
     "hardt-ma/thm-3.2": {
         "fits",
@@ -56,6 +54,7 @@ DATA_KEYS = {
         "pair_failure",
         "equidistant",
         "equidistant_cases",
+        "conditions",
     },
     "hardt-ma/surrogates": {"rows"},
     "hardt-ma/output-block": {"skip_message", "skip_defined"},
@@ -87,7 +86,7 @@ def runs():
     return {decl.id: run_claim(decl, tiny_context()) for decl in CLAIMS}
 
 
-def test_the_registry_finds_this_module_and_its_ten_claims_in_chapter_order():
+def test_the_registry_finds_this_module_and_its_nine_claims_in_chapter_order():
     assert chapter_claims("expressivity") is CLAIMS
     assert list(CLAIMS.claims) == list(TINY_VERDICTS)
     checked = re.findall(r'chapter\.check\("([^"]+)"\)', CHAPTER.read_text())
@@ -130,18 +129,21 @@ def test_the_declared_corrections_and_proof_steps_come_with_their_checks(runs):
     for claim_id, run in runs.items():
         decl, ev = run.decl, run.evidence
         assert (decl.correction is None) == (ev.corrected is None), claim_id
-        assert (decl.proof_step is None) == (ev.proof is None), claim_id
+        assert len(decl.proof_steps) == len(ev.proof_steps), claim_id
     lemma = runs["hardt-ma/lemma-b.1"].evidence
     assert not lemma.statement.holds and lemma.corrected.holds
     assert not lemma.proof.step.holds and lemma.proof.repair.holds
     theorem = runs["hardt-ma/thm-3.2"].evidence
-    assert theorem.statement.holds and not theorem.proof.step.holds and theorem.proof.repair.holds
+    projection, conditions = theorem.proof_steps  # two steps of the printed proof, in its order
+    assert theorem.statement.holds and not projection.step.holds and projection.repair.holds
     ev = runs["hardt-ma/sec3-parameter-count"].evidence
     assert not ev.statement.holds and ev.corrected.holds
     norm = runs["hardt-ma/sec3-unit-norm"].evidence  # the lift holds; plain division (no printed step) is data only
     assert norm.statement.holds and norm.proof is None and norm.corrected is None
-    steps = runs["hardt-ma/thm-3.2-proof-conditions"].evidence
-    assert steps.statement.holds and not steps.proof.step.holds and steps.proof.repair.holds
+    # the passage from the projected z_i to Lemma B.2's conditions (it was the claim thm-3.2-proof-conditions)
+    assert not conditions.step.holds and conditions.step.decisive and conditions.repair.holds
+    assert "the printed chain at exact witnesses" in conditions.step.summary and "SymPy" in conditions.repair.summary
+    assert "repair slack" in runs["hardt-ma/thm-3.2"].data["conditions"]
 
 
 def test_the_printed_count_misses_exactly_the_biases(runs):
@@ -288,7 +290,6 @@ def test_the_twin_control_input_quotes_the_distance_the_control_uses():
 
     assert f"squared distance ${tex_number(TWIN_D2)}$" in TWIN_CONTROL
     assert CLAIMS.claims["hardt-ma/thm-3.2"].control.input == TWIN_CONTROL
-    assert CLAIMS.claims["hardt-ma/thm-3.2-proof-conditions"].control.input == TWIN_CONTROL
 
 
 def _chapter_glue_names(text: str) -> tuple[set[str], set[str]]:
@@ -377,7 +378,7 @@ def test_the_output_block_as_printed_is_ill_typed_and_its_correction_holds(runs)
     skip maps every surrogate to its label; the control (the projected inputs) fails."""
     run = runs["hardt-ma/output-block"]
     decl, ev = run.decl, run.evidence
-    assert decl.correction is not None and decl.proof_step is None
+    assert decl.correction is not None and decl.proof_steps == ()
     assert "h_\\ell + T(h_\\ell)" in decl.statement  # the statement is the printed one, with the skip
     assert not ev.statement.holds and ev.corrected.holds and not ev.controls[0].holds
     assert run.data["skip_defined"] and not any(run.data["skip_defined"])
@@ -400,7 +401,7 @@ def test_lemma_b_2_is_a_record_the_statement_holds_the_printed_bound_fails_the_r
 
     run = runs["hardt-ma/lemma-b.2"]
     ev, glue = run.evidence, run.evidence.glue
-    assert run.verdict == "proof-gap" and run.decl.proof_step is not None
+    assert run.verdict == "proof-gap" and len(run.decl.proof_steps) == 1
     assert ev.statement.holds and ev.statement.decisive
     assert not ev.proof.step.holds and ev.proof.step.decisive and ev.proof.repair.holds
     assert not ev.controls[0].holds and ev.controls[0].decisive
@@ -454,7 +455,7 @@ def test_the_projection_step_shows_both_readings_of_log(runs):
     row = run.data["projection_step"][0]
     assert row["paper's k, log2"] > row["paper's k"]
     assert {"printed, log2: kept", "1/k scale, log2: kept"} <= set(row)
-    assert "log2" in run.evidence.proof.step.summary
+    assert "log2" in run.evidence.proof_steps[0].step.summary
     text = CHAPTER.read_text()
     assert "expr_jl_scaled2_min" in text and "what the book's reading shows depends on the base" in text
 
@@ -466,7 +467,7 @@ def test_the_printed_step_is_checked_on_the_printed_step_only_and_the_rescaled_r
     from resnet_theory.claims.expressivity import _outcome_words
 
     run = runs["hardt-ma/thm-3.2"]
-    step = run.evidence.proof.step
+    step = run.evidence.proof_steps[0].step
     parts = step.numbers["parts"]
     assert len(parts) == 2 and not step.holds and step.decisive  # the printed parts alone decide
     assert "N(0, 1/k)" not in step.summary and "reading, an addition" not in step.summary
@@ -479,9 +480,7 @@ def test_the_printed_step_is_checked_on_the_printed_step_only_and_the_rescaled_r
     assert "shown beside the verdict and do not enter it" in text and "expr_jl_scaled_outcome" in text
 
 
-@pytest.mark.parametrize(
-    "claim_id", ["hardt-ma/thm-3.2", "hardt-ma/thm-3.2-proof-conditions", "hardt-ma/lemma-b.1", "hardt-ma/lemma-b.2"]
-)
+@pytest.mark.parametrize("claim_id", ["hardt-ma/thm-3.2", "hardt-ma/lemma-b.1", "hardt-ma/lemma-b.2"])
 def test_a_fit_measurement_that_always_gives_0_makes_the_control_hold(monkeypatch, claim_id):
     """Mutation test: with the torch measurement of the fit replaced by ``return 0.0`` (the module's error and the
     blocks' error), these controls no longer fail, so the claim no longer passes its control. The controls fail
@@ -518,3 +517,22 @@ def test_a_block_error_counts_only_a_missing_block_as_infinite():
     with pytest.raises(ex.ConstructionError, match="refused"):
         _block_error(refuse("activations"), A, A, O)
     assert _block_error(ex.lemma_b_1_block, A, 2 * A, O) <= 1e-12  # a block that exists: its torch error
+
+
+def test_the_lemma_b_1_checks_stay_where_the_prose_says_the_printed_lemma_fails():
+    """The chapter says the printed (unsquared) Lemma B.1 fails for rho' <= 2/9, where the midpoint configuration
+    lives, and that "the checks stay at rho' <= 2/9": every rho' of LEMMA_RHOS is at most 2/9 (exactly, as a
+    fraction), and at each one the midpoint's distance sqrt(2 rho') reaches the printed 3 rho' (hypothesis (b)).
+    A LEMMA_RHOS grown past 2/9 fails here before the prose goes stale."""
+    from fractions import Fraction
+
+    import sympy as sp
+
+    from resnet_theory.claims.expressivity import LEMMA_RHOS
+
+    text = " ".join(CHAPTER.read_text().split())
+    assert "the checks stay at $\\rho' \\le 2/9$" in text and "the lemma is false for $\\rho' \\le 2/9$" in text
+    r = sp.symbols("r", positive=True)
+    assert sp.solve(sp.Eq(9 * r**2, 2 * r), r) == [sp.Rational(2, 9)]  # 9 rho'^2 = 2 rho' at 2/9, as the prose says
+    assert LEMMA_RHOS and all(Fraction(str(rho_p)) <= Fraction(2, 9) for rho_p in LEMMA_RHOS), LEMMA_RHOS
+    assert all(np.sqrt(2 * rho_p) >= 3 * rho_p for rho_p in LEMMA_RHOS)

@@ -221,7 +221,7 @@ def test_the_theorem_2_2_repair_holds_for_every_sigma_singular_included(tiny):
     from resnet_theory import linear
 
     decl = CLAIMS.claims["hardt-ma/thm-2.2"]
-    repair = decl.proof_step.repair
+    repair = decl.proof_steps[0].repair
     assert "every $\\Sigma \\ne 0$" in repair and "invertible $\\Sigma$ a zero" not in repair
     run = run_in(tiny, "hardt-ma/thm-2.2")
     rows = run.data["singular"]

@@ -896,3 +896,159 @@ def test_a_check_of_one_value_reads_as_one_comparison_not_a_count_of_cases():
     many = Check.at_most([0.5, 2.0], 1.0, what="r")
     assert many.summary.startswith(r"r: 1 of 2 cases violate value $\le$ bound; tightest case 2 vs 1")
     assert Check.all_of([True, False], what="c").summary == "c: 1 of 2 cases hold"
+
+
+# --- several proof steps ---------------------------------------------------------------------------------------------
+def _one_step_claim(ledger):
+    return ledger.claim(
+        "hardt-ma/claim-2.3",
+        paper="hardt-ma",
+        ref="Claim 2.3",
+        statement="the loss is the weighted norm",
+        section="linear-e",
+        printed=Check.at_most([0.5], 1.0, what="loss identity"),
+        control_input=CI,
+        control=Check.at_most([0.5], 0.4, what="noise that depends on the input"),
+        proof_step=Check.at_most([1.1], 1.0, what="the constant is a number"),
+        proof_step_statement="the constant C is a number",
+        repair=Check.at_most([0.9], 1.0, what="C depends on the noise"),
+        repair_statement="C is the noise's second moment",
+    )
+
+
+def _two_step_claim(ledger, first: Check, second: Check, *, repairs=None, id="hardt-ma/thm-3.2"):
+    ok = Check.at_most([0.5], 1.0, what="repair holds")
+    return ledger.claim(
+        id,
+        paper="hardt-ma",
+        ref="Theorem 3.2",
+        statement="the networks fit",
+        section="expressivity-a",
+        printed=Check.at_most([0.5], 1.0, what="fit error"),
+        control_input=CI,
+        control=Check.at_most([0.5], 0.4, what="twin point"),
+        proof_step=[first, second],
+        proof_step_statement=["the projection keeps every distance", "the chain gives Lemma B.2's conditions"],
+        repair=list(repairs or (ok, ok)),
+        repair_statement=["widen the projection", "keep squared lengths"],
+    )
+
+
+def test_several_proof_steps_one_failing_make_a_proof_gap_and_each_is_recorded_with_its_own_check():
+    from resnet_theory.verdicts import recorded_step_count, step_keys, undecided_reason, verdict_from_evidence
+
+    ok, bad = Check.equal(1, 1, what="ok"), Check.equal(1, 2, what="bad")
+    assert step_keys(1) == ("proof_step", "repair") and step_keys(2) == ("proof_step_2", "repair_2")
+    assert derive_verdict(ok, proof_step=[ok, bad]) == derive_verdict(ok, proof_step=(bad, ok)) == "proof-gap"
+    assert derive_verdict(ok, proof_step=[ok, ok]) == "confirmed"
+    assert derive_verdict(bad, ok, proof_step=[bad, bad]) == "corrected"  # a counterexample to the statement wins
+    noisy = Check.statistical(0.51, 0.05, 0.5, what="rate", test="binomial", n=100, above=False)  # fails, +0.2 se
+    assert not noisy.holds and not noisy.decisive
+    assert derive_verdict(ok, proof_step=[bad, noisy]) == "undecided"  # a failing step within its noise decides
+    assert "proof step 2" in undecided_reason(ok, None, [bad, noisy])
+    claim = _two_step_claim(Ledger("expressivity"), ok, bad)
+    assert claim.verdict == "proof-gap" and claim.reason is None
+    assert list(claim.evidence) == ["printed", "proof_step", "repair", "proof_step_2", "repair_2"]
+    assert claim.evidence["proof_step"]["holds"] and not claim.evidence["proof_step_2"]["holds"]  # holds: recorded so
+    assert claim.proof_step == "the projection keeps every distance" and claim.repair == "widen the projection"
+    assert claim.further_proof_steps == [
+        {"step": "the chain gives Lemma B.2's conditions", "repair": "keep squared lengths"}
+    ]
+    assert "| proof step 1: " in claim.check and "| repair 2: " in claim.check
+    assert [s.number for s in claim.failing_steps] == [2] and recorded_step_count(claim.evidence) == 2
+    assert verdict_from_evidence(claim.evidence, claim.control) == "proof-gap" and not claim_defects([claim])
+    assert "Lemma B.2's conditions" in claim.erratum and "projection keeps" not in claim.erratum
+    both = _two_step_claim(Ledger("expressivity"), bad, bad)
+    assert both.verdict == "proof-gap" and [s.number for s in both.failing_steps] == [1, 2]
+    assert "2 of the proof's steps fail" in both.erratum and "keep squared lengths" in both.erratum
+    assert _two_step_claim(Ledger("expressivity"), ok, ok).verdict == "confirmed"
+    undecided = _two_step_claim(Ledger("expressivity"), ok, noisy)
+    assert undecided.verdict == "undecided" and "the check of proof step 2 is within its noise" in undecided.reason
+    with pytest.raises(ValueError, match="the repair of the failing proof step 2 does not hold"):
+        _two_step_claim(Ledger("expressivity"), ok, bad, repairs=(Check.at_most([0.5], 1.0, what="r"), bad))
+    with pytest.raises(ValueError, match="1 repair check"):  # one repair for two steps
+        Ledger("expressivity").claim(
+            "hardt-ma/x", paper="hardt-ma", ref="r", statement="s", section="expressivity-a", printed=ok,
+            control_input=CI, control=Check.at_most([0.5], 0.4, what="c"), proof_step=[ok, bad],
+            proof_step_statement=["a step", "another step"], repair=[ok], repair_statement=["a repair", "another"],
+        )  # fmt: skip
+
+
+def test_a_claim_with_several_steps_round_trips_and_a_one_step_record_is_written_as_before(tmp_path):
+    from resnet_theory.record import claim_from_dict
+
+    ok, bad = Check.equal(1, 1, what="ok"), Check.equal(1, 2, what="bad")
+    ledger = _ledger()
+    two = _two_step_claim(ledger, ok, bad)
+    _one_step_claim(ledger)
+    path = ledger.save(tmp_path / "linear.claims.json")
+    data = json.loads(path.read_text())
+    records = {r["id"]: r for r in data["claims"]}
+    assert all("further_proof_steps" not in r for i, r in records.items() if i != two.id)  # one step or none: as before
+    assert records[two.id]["further_proof_steps"] == two.further_proof_steps
+    loaded = {c.id: c for c in load_claims(tmp_path)}
+    assert loaded[two.id] == two and loaded[two.id].proof_steps == two.proof_steps
+    gap = loaded["hardt-ma/claim-2.3"]  # a one-step record: read as one written before several could be declared
+    old = {k: v for k, v in dataclasses.asdict(gap).items() if k != "further_proof_steps"}
+    assert claim_from_dict(old) == gap and [s.number for s in gap.proof_steps] == [1]
+    record = records[two.id]
+    for bad_steps, words in (
+        ([], "non-empty list"),
+        ([{"step": "a step"}], "non-empty list"),
+        ([{"step": "a step", "repair": 3}], "non-empty list"),
+        ("step two", "further_proof_steps must be list or null"),
+    ):
+        with pytest.raises(ValueError, match=words):
+            claim_from_dict({**record, "further_proof_steps": bad_steps})
+    # wording and evidence must agree: a step worded but not checked (or checked but not worded) is a defect
+    unworded = claim_from_dict({**record, "further_proof_steps": None})
+    assert any("1 proof step(s) worded but 2 checked" in d for d in claim_defects([unworded]))
+    extra = [*record["further_proof_steps"], {"step": "a third step", "repair": "a third repair"}]
+    assert any(
+        "3 proof step(s) worded but 2 checked" in d
+        for d in claim_defects([claim_from_dict({**record, "further_proof_steps": extra})])
+    )
+    stray = {**record["evidence"], "repair_3": record["evidence"]["repair"]}
+    assert any("out of order" in d for d in claim_defects([claim_from_dict({**record, "evidence": stray})]))
+    unsafe = [{"step": r"a step $\href{x}{y}$", "repair": "a repair"}]
+    assert any(
+        "further_proof_steps (step 2).step uses \\href" in d
+        for d in claim_defects([claim_from_dict({**record, "further_proof_steps": unsafe})])
+    )
+
+
+def test_the_card_and_the_errata_show_every_step_with_its_own_check_and_repair():
+    from resnet_theory.ledger_html import evidence_part_name, evidence_table_html
+
+    ok, bad = Check.equal(1, 1, what="ok"), Check.at_most([2.0], 1.0, what="chain at the witness")
+    ledger = _ledger()
+    two = _two_step_claim(ledger, bad, bad)
+    row = claims_table_html([two], link=True)  # the claim's row of the ledger, its card inside
+    assert 'id="claim-hardt-ma-thm-3-2"' in row
+    for words in ("Proof step 1 that fails", "Repair of step 1", "Proof step 2 that fails", "Repair of step 2"):
+        assert f"<dt>{words}</dt>" in row, words
+    assert "the projection keeps every distance" in row and "keep squared lengths" in row
+    table = evidence_table_html(two)
+    names = re.findall(r"<tr><th>([^<]*)</th><td>", table)
+    assert names == [
+        "statement as printed", "proof step 1 as printed", "repair of step 1", "proof step 2 as printed",
+        "repair of step 2", "control",
+    ]  # fmt: skip
+    assert evidence_part_name(two, "repair_2") == "repair of step 2"
+    errata = errata_html(ledger.claims, link=False)
+    sentence = errata.split("hardt-ma/thm-3.2", 1)[0].rsplit("<li>", 1)[1]
+    assert "2 steps of the printed proof fail as written" in sentence
+    assert sentence.count("chain at the witness") == 2 and "widen the projection" in sentence
+    assert "keep squared lengths" in sentence
+    # a step that holds is shown as holding; the gap names only the failing one
+    one = _two_step_claim(Ledger("expressivity"), ok, bad)
+    card = claims_table_html([one], link=False)
+    assert "<dt>Proof step 1, holds as printed</dt>" in card and "<dt>Proof step 2 that fails</dt>" in card
+    errata = errata_html([one], link=False)
+    assert "the printed proof&#x27;s step" in errata and "Lemma B.2" in errata
+    assert "projection keeps" not in errata
+    # a claim with one step keeps its rows' names
+    lone = _one_step_claim(ledger)
+    lone_card = claims_table_html([lone], link=False)
+    assert "<dt>Proof step that fails</dt>" in lone_card and "<dt>Repair</dt>" in lone_card
+    assert "step 1" not in lone_card and evidence_part_name(lone, "proof_step") == "proof step as printed"

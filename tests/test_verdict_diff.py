@@ -59,6 +59,19 @@ def test_a_missing_or_renamed_claim_id_is_reported(tmp_path):
     assert not diff.changed
 
 
+def test_a_retired_id_missing_from_a_newer_build_says_where_it_moved(tmp_path):
+    """A build from before a claim was merged into another (its id in resnet_theory.claims.registry.RETIRED) still
+    differs from a newer one (the ids differ), and the report says which claim the old id moved into."""
+    old = "hardt-ma/thm-3.2-proof-conditions"
+    a = build(tmp_path, "a", {"expressivity": {"hardt-ma/thm-3.2": 0.5, old: 0.5}})
+    b = build(tmp_path, "b", {"expressivity": {"hardt-ma/thm-3.2": 0.5}})
+    diff = compare_builds([a, b])
+    assert not diff.agree and diff.missing == {old: [str(b)]}
+    line = next(x for x in diff.report().splitlines() if x.startswith("ID MISSING"))
+    assert line.endswith("(a retired id: merged into hardt-ma/thm-3.2, its proof step 2)")
+    assert "a retired id" not in compare_builds([build(tmp_path, "c", {"linear": {"x": 0.5}}), b]).report()
+
+
 def test_a_control_that_holds_in_one_build_is_reported():
     good = ledger("linear", {"x": 0.5}).claims
     bad = ledger("linear", {"x": 0.0}).claims  # 0 <= 0 / 10: the control holds

@@ -34,14 +34,21 @@ import json
 import os
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
 
 from .ledger_html import claims_table_html
-from .record import PAPERS, SOURCES, Claim, LedgerDefect, claim_defects, is_statistical
-from .verdicts import VERDICTS, Check, NoUsableControl, control_without_power, derive_verdict, undecided_reason
+from .record import PAPERS, SOURCES, Claim, LedgerDefect, claim_defects, claim_to_dict, is_statistical
+from .verdicts import (
+    VERDICTS,
+    Check,
+    NoUsableControl,
+    control_without_power,
+    derive_verdict,
+    step_keys,
+    undecided_reason,
+)
 
 #: The file a chapter's :meth:`Ledger.save` writes its claims to, when the book executor names one.
 CLAIMS_FILE_ENV = "RESNET_THEORY_CLAIMS_FILE"
@@ -85,10 +92,10 @@ class Ledger:
         source: str = "paper",
         corrected: Check | None = None,
         corrected_statement: str | None = None,
-        proof_step: Check | None = None,
-        proof_step_statement: str | None = None,
-        repair: Check | None = None,
-        repair_statement: str | None = None,
+        proof_step: Check | Sequence[Check] | None = None,
+        proof_step_statement: str | Sequence[str] | None = None,
+        repair: Check | Sequence[Check] | None = None,
+        repair_statement: str | Sequence[str] | None = None,
     ) -> Claim:
         """Record a claim checked by computation; the verdict is derived from the checks.
 
@@ -108,8 +115,16 @@ class Ledger:
         - When the statement holds but a step or construction of the printed proof fails as written,
           pass that step's check as ``proof_step`` (it fails) with ``proof_step_statement``, and the
           repaired step as ``repair`` (it holds) with ``repair_statement``: the verdict is ``proof-gap``.
+        - Several such steps: pass each of the four as a sequence, one entry per step in the proof's order. Step 1
+          is recorded as a lone step is; step ``n`` after it under ``proof_step_n``/``repair_n`` (:func:`~resnet_
+          theory.verdicts.step_keys`), its wording in ``further_proof_steps``; a step that holds is recorded so.
         """
-        checks = {"printed": printed, "corrected": corrected, "proof_step": proof_step, "repair": repair}
+        steps, repairs, step_words, repair_words = _proof_steps(
+            proof_step, repair, proof_step_statement, repair_statement
+        )
+        checks = {"printed": printed, "corrected": corrected}
+        for n, (step, fix) in enumerate(zip(steps, repairs), 1):
+            checks.update(dict(zip(step_keys(n), (step, fix))))
         if not all(c is None or isinstance(c, Check) for c in checks.values()) or not isinstance(printed, Check):
             raise TypeError(
                 "printed (and corrected, proof_step, repair when given) must be Check objects built from computed "
@@ -118,20 +133,10 @@ class Ledger:
         tried, unusable = _controls(id, control, control_input)
         if corrected is not None and not corrected_statement:
             raise ValueError("a corrected check needs the corrected statement")
-        if (proof_step is None) != (repair is None) or (
-            proof_step is not None and not (proof_step_statement and repair_statement)
-        ):
-            raise ValueError(
-                "a proof step needs its repair, and both need their wording (proof_step_statement, repair_statement)"
-            )
-        verdict = derive_verdict(printed, corrected, proof_step, control_usable=not unusable)
-        if verdict == "proof-gap" and not repair.holds:
-            raise ValueError(f"claim {id!r}: the repair of the failing proof step does not hold: {repair.summary}")
-        summary = "statement: " + printed.summary
-        if corrected is not None:
-            summary += " | corrected statement: " + corrected.summary
-        if proof_step is not None:
-            summary += " | proof step: " + proof_step.summary + " | repair: " + repair.summary
+        verdict = derive_verdict(printed, corrected, steps, control_usable=not unusable)
+        if verdict == "proof-gap":
+            _repairs_hold(id, steps, repairs)
+        summary = _summary(printed, corrected, steps, repairs)
         evidence = {
             k: {"holds": c.holds, "decisive": c.decisive, "summary": c.summary, **c.numbers}
             for k, c in checks.items()
@@ -145,7 +150,7 @@ class Ledger:
             "input": control_input,
         }
         reason = "; ".join(c.reason for c in unusable) or (
-            undecided_reason(printed, corrected, proof_step) if verdict == "undecided" else None
+            undecided_reason(printed, corrected, steps) if verdict == "undecided" else None
         )
         return self._add(
             Claim(
@@ -162,8 +167,10 @@ class Ledger:
                 reason,
                 source,
                 _jsonable(control_record),
-                proof_step_statement,
-                repair_statement,
+                step_words[0] if step_words else None,
+                repair_words[0] if repair_words else None,
+                further_proof_steps=[{"step": s, "repair": r} for s, r in zip(step_words[1:], repair_words[1:])]
+                or None,
             )
         )
 
@@ -225,7 +232,8 @@ class Ledger:
     # --- output -------------------------------------------------------------------------------
     def to_json(self) -> str:
         return json.dumps(
-            {"chapter": self.chapter, "claims": [asdict(c) for c in self.claims], "skipped": self.skipped}, indent=1
+            {"chapter": self.chapter, "claims": [claim_to_dict(c) for c in self.claims], "skipped": self.skipped},
+            indent=1,
         )
 
     def save(self, path: str | os.PathLike | None = None) -> Path | None:
@@ -285,6 +293,50 @@ class Ledger:
                 "claims that cannot be published (fix the check or its control):\n  " + "\n  ".join(defects)
             )
         return HTML(self.table_html())
+
+
+def _proof_steps(proof_step, repair, step_words, repair_words) -> tuple[tuple, tuple, tuple, tuple]:
+    """:meth:`Ledger.claim`'s proof-step arguments as four tuples of one length (one entry per step); a step without
+    its repair, or a check or wording missing, is refused in one line."""
+    out = tuple(_several(x) for x in (proof_step, repair, step_words, repair_words))
+    if len({len(x) for x in out}) != 1 or not all(isinstance(w, str) and w.strip() for w in (*out[2], *out[3])):
+        raise ValueError(
+            "a proof step needs its repair, and both need their wording (proof_step_statement, repair_statement): "
+            f"got {len(out[0])} step check(s), {len(out[1])} repair check(s), {len(out[2])} step wording(s) "
+            f"and {len(out[3])} repair wording(s)"
+        )
+    if not all(isinstance(c, Check) for c in (*out[0], *out[1])):
+        raise TypeError("proof_step and repair must be Check objects built from computed numbers (one per step)")
+    return out
+
+
+def _repairs_hold(claim_id: str, steps: tuple, repairs: tuple) -> None:
+    """A proof gap's every failing step must have a repair that holds: else a ValueError naming the step."""
+    for n, (step, fix) in enumerate(zip(steps, repairs), 1):
+        if not step.holds and not fix.holds:
+            which = f" {n}" if len(steps) > 1 else ""
+            raise ValueError(
+                f"claim {claim_id!r}: the repair of the failing proof step{which} does not hold: {fix.summary}"
+            )
+
+
+def _summary(printed: Check, corrected: Check | None, steps: tuple, repairs: tuple) -> str:
+    """A claim's one-line check: "statement: ... | corrected statement: ... | proof step: ... | repair: ..." (the
+    steps numbered where there are several)."""
+    summary = "statement: " + printed.summary
+    if corrected is not None:
+        summary += " | corrected statement: " + corrected.summary
+    for n, (step, fix) in enumerate(zip(steps, repairs), 1):
+        which = f" {n}" if len(steps) > 1 else ""
+        summary += f" | proof step{which}: " + step.summary + f" | repair{which}: " + fix.summary
+    return summary
+
+
+def _several(value) -> tuple:
+    """A proof step's argument to :meth:`Ledger.claim` as a tuple: none, one, or one per step."""
+    if value is None:
+        return ()
+    return tuple(value) if isinstance(value, (list, tuple)) else (value,)
 
 
 def _controls(claim_id: str, control, control_input) -> tuple[list[Check], list[NoUsableControl]]:

@@ -19,6 +19,7 @@ from .record import (
     PAPERS,
     Claim,
     LedgerDefect,
+    RecordedStep,
     cited_reviews,
     claim_defects,
     dependents,
@@ -29,7 +30,7 @@ from .record import (
     unsafe_macros,
 )
 from .tables import number_html
-from .verdicts import VERDICTS
+from .verdicts import VERDICTS, recorded_step_count, step_keys
 
 
 class UnsafeText(LedgerDefect, ValueError):
@@ -338,13 +339,32 @@ def _recheck_html(c: Claim, links: ClaimLinks | None) -> str:
     return f'<div class="claim-recheck"><small>{" &middot; ".join(parts)}</small></div>' if parts else ""
 
 
-#: The parts of a claim's evidence, in the order a reader follows them, with their names on the page.
+#: The parts of a claim's evidence, in the order a reader follows them, with their names on the page (a claim with
+#: several proof steps has each step and its repair in the proof's order: :func:`evidence_parts`).
 EVIDENCE_PARTS = (
     ("printed", "statement as printed"),
     ("corrected", "corrected statement"),
     ("proof_step", "proof step as printed"),
     ("repair", "repair"),
 )
+_STEP_KEY = re.compile(r"^(proof_step|repair)(?:_(\d+))?$")
+
+
+def _step_of(key: str) -> tuple[str, int] | None:
+    """``("proof_step", 2)`` for ``"proof_step_2"``, ``("repair", 1)`` for ``"repair"``; None for another part."""
+    m = _STEP_KEY.match(key)
+    if not m or m[2] == "1":
+        return None
+    return m[1], int(m[2] or 1)
+
+
+def evidence_parts(c: Claim) -> list[tuple[str, str]]:
+    """The parts of ``c``'s evidence in a reader's order, ``(key, name)``: the statement, the corrected statement,
+    then each proof step and its repair, in the proof's order (one step: "proof step as printed", "repair"; several:
+    "proof step 1 as printed", "repair of step 1", ...)."""
+    keys = [k for k, _ in EVIDENCE_PARTS[:2]]
+    keys += [k for n in range(1, recorded_step_count(c.evidence) + 1) for k in step_keys(n)]
+    return [(k, evidence_part_name(c, k)) for k in keys if isinstance(c.evidence.get(k), Mapping)]
 
 
 def _clause(text: str | None) -> str:
@@ -376,19 +396,27 @@ def _outcome(part: Mapping, control: bool = False) -> str:
 
 def part_name(c: Claim, key: str, name: str) -> str:
     """A part's name in the evidence table: "statement as printed" only for a statement the paper prints; else
-    "statement, as the abstract states it", "statement (our reconstruction)", "the book's question"."""
-    if c.source == "paper" or key not in ("printed", "proof_step"):
+    "statement, as the abstract states it", "statement (our reconstruction)", "the book's question" (and for a
+    proof step, "proof step 2, as the abstract states it" where the claim has several)."""
+    step = _step_of(key)
+    if c.source == "paper" or not (key == "printed" or (step and step[0] == "proof_step")):
         return name
+    number = f" {step[1]}" if step and recorded_step_count(c.evidence) > 1 else ""
     if c.source == "question":
-        return "the book's question" if key == "printed" else "step of the book's argument"
-    part = "statement" if key == "printed" else "proof step"
+        return "the book's question" if key == "printed" else f"step{number} of the book's argument"
+    part = "statement" if key == "printed" else f"proof step{number}"
     return f"{part} ({c.whose})" if c.source == "reconstruction" else f"{part}, {c.whose}"
 
 
 def evidence_part_name(c: Claim, key: str) -> str:
-    """The name of the part ``key`` of a claim's evidence ("printed", "proof_step", ...) as every page and the
-    command line show it: :func:`part_name` for a part of :data:`EVIDENCE_PARTS`, else the key in words."""
+    """The name of the part ``key`` of a claim's evidence ("printed", "proof_step", "repair_2", ...) as every page
+    and the command line show it: :func:`part_name` for a part of :data:`EVIDENCE_PARTS` or a further proof step
+    (numbered where the claim has several: "proof step 2 as printed", "repair of step 2"), else the key in words."""
     names = dict(EVIDENCE_PARTS)
+    step = _step_of(key)
+    if step and recorded_step_count(c.evidence) > 1:
+        kind, n = step
+        return part_name(c, key, f"proof step {n} as printed" if kind == "proof_step" else f"repair of step {n}")
     return part_name(c, key, names[key]) if key in names else key.replace("_", " ")
 
 
@@ -397,9 +425,7 @@ def evidence_table_html(c: Claim) -> str:
     the corrected statement, the proof step, its repair) and its control, each with its outcome and what was
     computed, the parts of a combined check on lines of their own."""
     rows = [
-        (part_name(c, key, name), _outcome(c.evidence[key]), str(c.evidence[key].get("summary", "")))
-        for key, name in EVIDENCE_PARTS
-        if isinstance(c.evidence.get(key), Mapping)
+        (name, _outcome(c.evidence[key]), str(c.evidence[key].get("summary", ""))) for key, name in evidence_parts(c)
     ]
     if c.control is not None:
         rows.append(("control", _outcome(c.control, control=True), str(c.control.get("summary", ""))))
@@ -411,14 +437,23 @@ def evidence_table_html(c: Claim) -> str:
     return f'<table class="claim-evidence-parts"><thead>{head}</thead><tbody>{body}</tbody></table>'
 
 
+def _step_rows(s: RecordedStep) -> list[tuple[str, str]]:
+    """A declared proof step's rows on a claim's card: the step ("Proof step that fails", or "Proof step 2 that
+    fails" where the claim has several; "..., holds as printed" for a step whose check holds) and its repair."""
+    number = f" {s.number}" if s.of > 1 else ""
+    name = f"Proof step{number} that fails" if not s.holds else f"Proof step{number}, holds as printed"
+    repair = f"Repair of step{number}" if s.of > 1 else "Repair"
+    return [(name, text_html(s.step)), (repair, text_html(s.repair))]
+
+
 def _claim_details(c: Claim, links: ClaimLinks | None = None, by_id: Mapping[str, Claim] | None = None) -> str:
     """What a reader opens to audit a claim: where the statement comes from, what was computed, the control, the
     results its printed proof uses and, across seeds, each build's verdict."""
     rows = [("Checked against", source_html(c))]
     if c.corrected_statement:
         rows.append(("What holds instead", text_html(c.corrected_statement)))
-    if c.proof_step:
-        rows += [("Proof step that fails", text_html(c.proof_step)), ("Repair", text_html(c.repair or ""))]
+    for s in c.proof_steps:
+        rows += _step_rows(s)
     if c.verdict == "not-checkable-here":
         rows.append(("Why not checked", text_html(c.reason or "")))
         if c.needs:
@@ -579,9 +614,9 @@ def erratum_sentence(c: Claim) -> str:
     repair); every quoted text has its math typeset and its own closing punctuation dropped, so that the
     sentence's punctuation is never doubled. Empty for a claim that is no erratum."""
     where = f"<strong>{html.escape(c.paper_name)}, {text_html(_clause(c.ref))}</strong>"
-    found = c.evidence.get("printed" if c.verdict == "corrected" else "proof_step", {})
-    counterexample = _clause(str(found.get("summary", "")) if isinstance(found, Mapping) else "")
-    shown = f' <span class="claims-counterexample">({text_html(counterexample)})</span>' if counterexample else ""
+    failing = c.failing_steps
+    found = c.evidence.get("printed", {}) if c.verdict == "corrected" else (failing[0].step_check if failing else {})
+    shown = _shown(found)
     if c.is_finding:
         return ""
     if c.verdict == "corrected":
@@ -589,15 +624,32 @@ def erratum_sentence(c: Claim) -> str:
             f"{where}: {_whose_statement(c)} {_quoted(c.statement)} fails on a counterexample the book computed"
             f"{shown}; what holds instead is {_quoted(c.corrected_statement)}."
         )
+    if c.verdict == "proof-gap" and len(failing) > 1:
+        proof = "the printed proof" if c.source == "paper" else f"its proof, {c.whose},"
+        steps = "; and ".join(
+            f"step {s.number} {_quoted(s.step)}{_shown(s.step_check)}, repaired by {_quoted(s.repair)}" for s in failing
+        )
+        return (
+            f"{where}: {'the statement' if c.source == 'paper' else _whose_statement(c)} {_quoted(c.statement)} "
+            f"holds, but {len(failing)} steps of {html.escape(proof)} fail as written: {steps}; the book checks "
+            "each repair in its step's place."
+        )
     if c.verdict == "proof-gap":
+        step = failing[0] if failing else None
         proof = "the printed proof's step" if c.source == "paper" else f"the step of its proof, {c.whose},"
         return (
             f"{where}: {'the statement' if c.source == 'paper' else _whose_statement(c)} {_quoted(c.statement)} "
             f"holds, but {html.escape(proof)} "
-            f"{_quoted(c.proof_step)} fails as written{shown}; the book checks the repair {_quoted(c.repair)} "
-            "in its place."
+            f"{_quoted(step.step if step else c.proof_step)} fails as written{shown}; the book checks the repair "
+            f"{_quoted(step.repair if step else c.repair)} in its place."
         )
     return ""
+
+
+def _shown(found: Mapping) -> str:
+    """What a failing check found, in parentheses after the statement or step it refutes (empty when nothing)."""
+    counterexample = _clause(str(found.get("summary", "")) if isinstance(found, Mapping) else "")
+    return f' <span class="claims-counterexample">({text_html(counterexample)})</span>' if counterexample else ""
 
 
 def _whose_statement(c: Claim) -> str:

@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import MISSING, dataclass, fields
+from dataclasses import MISSING, asdict, dataclass, fields
 
 from .tables import in_words
-from .verdicts import VERDICTS, verdict_from_evidence
+from .verdicts import VERDICTS, recorded_step_count, step_keys, verdict_from_evidence
 
 #: Where a claim's statement comes from (the record's ``source``; ``Source.ledger_key`` of a declaration).
 SOURCES = {
@@ -193,7 +193,8 @@ class Claim:
     #: The negative control: ``{"holds": bool, "decisive": bool, "summary": str, "input": str}`` (``input``: what
     #: the control's input is and why the claim rules it out); ``None`` only when not checkable here.
     control: dict | None = None
-    #: For a proof gap: the step of the printed proof that fails, and the repair that holds.
+    #: For a proof gap: the step of the printed proof that fails, and the repair that holds (the first declared step
+    #: where the claim declares several: the others are in ``further_proof_steps``).
     proof_step: str | None = None
     repair: str | None = None
     #: For ``not-checkable-here``: the hardware or data the check needs and this build lacks.
@@ -209,6 +210,11 @@ class Claim:
     source_line: int | None = None
     #: Ids of the printed results whose printed proofs this claim's printed proof uses.
     rests_on: list | None = None
+    #: The wording of the proof steps after the first, where a claim declares several, in the proof's order:
+    #: ``[{"step": ..., "repair": ...}, ...]``; step ``n`` (from 2) has its checks under the evidence keys
+    #: ``proof_step_n`` and ``repair_n`` (:func:`resnet_theory.verdicts.step_keys`). Absent (``None``) for a claim
+    #: with one step or none, whose record is written without it (:func:`claim_to_dict`).
+    further_proof_steps: list | None = None
 
     def __repr__(self) -> str:  # a chapter cell that ends in ledger.claim(...) shows one short line
         return f"Claim {self.id}: {self.verdict}"
@@ -244,6 +250,24 @@ class Claim:
         return source_phrase(self.source, self.source_detail, on_analogue=self.on_analogue)
 
     @property
+    def proof_steps(self) -> list[RecordedStep]:
+        """Every declared proof step, in the proof's order, with its wording, its repair's and their checks."""
+        words = [(self.proof_step, self.repair)] if self.proof_step else []
+        words += [(d.get("step"), d.get("repair")) for d in self.further_proof_steps or [] if isinstance(d, dict)]
+        out = []
+        for n, (step, repair) in enumerate(words, 1):
+            step_key, repair_key = step_keys(n)
+            checks = [self.evidence.get(k) for k in (step_key, repair_key)]
+            step_check, repair_check = (c if isinstance(c, dict) else {} for c in checks)
+            out.append(RecordedStep(n, len(words), str(step or ""), str(repair or ""), step_check, repair_check))
+        return out
+
+    @property
+    def failing_steps(self) -> list[RecordedStep]:
+        """The declared proof steps whose check fails as printed (what a proof gap's erratum names)."""
+        return [s for s in self.proof_steps if not s.holds]
+
+    @property
     def erratum(self) -> str | None:
         """One sentence for the errata list: what is printed, what fails, what holds (else ``None``)."""
         where = f"{self.paper_name}, {self.ref}"
@@ -256,13 +280,46 @@ class Claim:
                 f"what holds: \u201c{self.corrected_statement}\u201d ({corrected.get('summary', '')})."
             )
         if self.verdict == "proof-gap":
-            step, repair = self.evidence.get("proof_step", {}), self.evidence.get("repair", {})
-            return (
-                f"{where}: the statement holds ({self.evidence.get('printed', {}).get('summary', '')}), "
-                f"but the proof's step \u201c{self.proof_step}\u201d fails as written "
-                f"({step.get('summary', '')}); repair: \u201c{self.repair}\u201d ({repair.get('summary', '')})."
+            failing = self.failing_steps
+            holds = f"{where}: the statement holds ({self.evidence.get('printed', {}).get('summary', '')}), "
+            if len(failing) == 1:
+                s = failing[0]
+                return (
+                    holds + f"but the proof's step \u201c{s.step}\u201d fails as written "
+                    f"({s.step_check.get('summary', '')}); repair: \u201c{s.repair}\u201d "
+                    f"({s.repair_check.get('summary', '')})."
+                )
+            steps = "; ".join(
+                f"step {s.number} \u201c{s.step}\u201d fails as written ({s.step_check.get('summary', '')}), repair: "
+                f"\u201c{s.repair}\u201d ({s.repair_check.get('summary', '')})"
+                for s in failing
             )
+            return holds + f"but {len(failing)} of the proof's steps fail as written: {steps}."
         return None
+
+
+@dataclass(frozen=True)
+class RecordedStep:
+    """One declared proof step of a claim record (:attr:`Claim.proof_steps`): its number (from 1) of ``of``, the
+    step's wording and its repair's, and their recorded checks (``{"holds", "decisive", "summary", ...}``; empty
+    where the record lacks them)."""
+
+    number: int
+    of: int
+    step: str
+    repair: str
+    step_check: dict
+    repair_check: dict
+
+    @property
+    def holds(self) -> bool:
+        """Whether the step holds as printed (a step without a recorded check counts as failing, as it is shown)."""
+        return self.step_check.get("holds") is True
+
+    @property
+    def keys(self) -> tuple[str, str]:
+        """The evidence keys of the step's check and its repair's (:func:`resnet_theory.verdicts.step_keys`)."""
+        return step_keys(self.number)
 
 
 def source_line(rec: Claim) -> str:
@@ -316,6 +373,7 @@ def claim_defects(claims: Iterable[Claim]) -> list[str]:
             continue
         if implied != c.verdict:
             out.append(f"{c.id}: verdict {c.verdict!r} does not follow from its evidence (which gives {implied!r})")
+        out.extend(_step_defects(c))
         if not isinstance(c.control, dict) or not isinstance(c.control.get("holds"), bool):
             out.append(f"{c.id}: a checked claim without a negative control")
             continue
@@ -355,6 +413,34 @@ REQUIRED_CLAIM_FIELDS = tuple(
 _LEGACY_ANALOGUE = "the printed statement, tested on the book's analogue"
 
 
+#: Fields written only when they differ from their default, so that a record without them reads as it always has
+#: (a claim with one proof step or none is written as it was before a claim could declare several).
+_WRITTEN_WHEN_GIVEN = ("further_proof_steps",)
+
+
+def claim_to_dict(c: Claim) -> dict:
+    """The JSON record of ``c`` (what :meth:`resnet_theory.ledger.Ledger.save` writes and :func:`claim_from_dict`
+    reads): every field, except those of :data:`_WRITTEN_WHEN_GIVEN` that keep their default."""
+    return {k: v for k, v in asdict(c).items() if not (k in _WRITTEN_WHEN_GIVEN and v is None)}
+
+
+def _further_steps_defect(value) -> str | None:
+    """What is wrong with a record's ``further_proof_steps``, or None."""
+    if value is None:
+        return None
+    ok = (
+        isinstance(value, list)
+        and value
+        and all(
+            isinstance(d, dict)
+            and set(d) == {"step", "repair"}
+            and all(isinstance(v, str) and v.strip() for v in d.values())
+            for d in value
+        )
+    )
+    return None if ok else "further_proof_steps must be a non-empty list of {'step': text, 'repair': text}"
+
+
 def claim_from_dict(d: dict) -> Claim:
     """A :class:`Claim` from its JSON record; a record with unknown or missing keys, a value of the wrong type, an
     unknown verdict, source or paper, or ``on_analogue`` on a statement that is not printed raises
@@ -375,6 +461,11 @@ def claim_from_dict(d: dict) -> Claim:
                 f"{label}: {key} must be {' or '.join('null' if t is type(None) else t.__name__ for t in types)}, "
                 f"got {type(d[key]).__name__}"
             )
+    bad_steps = _further_steps_defect(d.get("further_proof_steps"))
+    if bad_steps:
+        raise ValueError(f"{label}: {bad_steps}")
+    if d.get("further_proof_steps") and not d.get("proof_step"):
+        raise ValueError(f"{label}: further_proof_steps without a first proof_step")
     claim = Claim(**d)
     if "on_analogue" not in d and (claim.source_detail or "").startswith(_LEGACY_ANALOGUE):
         claim.on_analogue = True  # a record written before the field: its detail said so
@@ -443,11 +534,34 @@ def unsafe_macros(text: str | None) -> list[str]:
     return [f"\\{m}" for m in _MACRO.findall(text or "") if m in UNSAFE_TEX]
 
 
+def _step_defects(c: Claim) -> list[str]:
+    """A checked record's proof steps against its evidence: one worded step per recorded step check, each with its
+    repair's check, and no step's keys out of their row (``proof_step_3`` without ``proof_step_2``)."""
+    worded = len(c.proof_steps)
+    recorded = recorded_step_count(c.evidence)
+    if worded != recorded:
+        return [f"{c.id}: {worded} proof step(s) worded but {recorded} checked in its evidence"]
+    stray = [
+        k
+        for k in c.evidence
+        if k.startswith(("proof_step", "repair"))
+        and k not in {key for n in range(1, recorded + 1) for key in step_keys(n)}
+    ]
+    missing = [step_keys(n)[1] for n in range(1, recorded + 1) if step_keys(n)[1] not in c.evidence]
+    if stray or missing:
+        return [f"{c.id}: proof step evidence out of order (stray: {stray}, repairs missing: {missing})"]
+    return []
+
+
 def _texts(c: Claim) -> Iterable[tuple[str, str]]:
     for name in TEXT_FIELDS:
         value = getattr(c, name)
         if isinstance(value, str):
             yield name, value
+    for i, step in enumerate(c.further_proof_steps or [], 2):
+        for key, value in step.items() if isinstance(step, dict) else ():
+            if isinstance(value, str):
+                yield f"further_proof_steps (step {i}).{key}", value
     for part, rec in (c.evidence or {}).items():
         if isinstance(rec, dict) and isinstance(rec.get("summary"), str):
             yield f"evidence.{part}.summary", rec["summary"]

@@ -5,7 +5,8 @@ follows from them (:func:`derive_verdict`), never typed in:
 
 - the statement as printed holds, every proof step checked holds    -> ``confirmed``
 - the statement holds (checked independently of the printed proof),
-  but a step or construction of the printed proof fails as written  -> ``proof-gap`` (step and repair recorded)
+  but a step or construction of the printed proof fails as written  -> ``proof-gap`` (step and repair recorded;
+  a claim may record several steps, each with its repair: one failing step makes the gap)
 - the statement as printed fails on a counterexample,
   a corrected statement holds                                       -> ``corrected`` (an erratum; both recorded)
 - the statement as printed fails and no corrected form holds        -> ``refuted``
@@ -447,18 +448,43 @@ def control_without_power(control: Check) -> str | None:
     return None
 
 
+def step_keys(number: int) -> tuple[str, str]:
+    """The evidence keys of a claim's proof step ``number`` (from 1) and of its repair: ``("proof_step", "repair")``
+    for the first (the keys a claim with one step has always had), ``("proof_step_2", "repair_2")`` for the second,
+    and so on."""
+    if isinstance(number, bool) or not isinstance(number, int) or number < 1:
+        raise ValueError(f"a proof step's number counts from 1, got {number!r}")
+    return ("proof_step", "repair") if number == 1 else (f"proof_step_{number}", f"repair_{number}")
+
+
+def recorded_step_count(evidence: dict) -> int:
+    """How many proof steps a claim's recorded evidence holds: the steps 1, 2, ... whose keys
+    (:func:`step_keys`) are there, in a row."""
+    n = 0
+    while step_keys(n + 1)[0] in evidence:
+        n += 1
+    return n
+
+
+def _step_checks(proof_step: Check | Sequence[Check] | None) -> tuple[Check, ...]:
+    if proof_step is None:
+        return ()
+    return tuple(proof_step) if isinstance(proof_step, (list, tuple)) else (proof_step,)
+
+
 def derive_verdict(
     printed: Check | None,
     corrected: Check | None = None,
-    proof_step: Check | None = None,
+    proof_step: Check | Sequence[Check] | None = None,
     control_usable: bool = True,
 ) -> str:
     """The verdict that follows from the computed checks (see the module docstring).
 
     ``printed`` tests the statement as printed; ``corrected`` a corrected statement; ``proof_step`` a
-    step or construction of the printed proof, only meaningful when the statement itself holds;
-    ``control_usable`` is False for a claim without a usable negative control (:class:`NoUsableControl`),
-    whose verdict is then ``undecided``.
+    step or construction of the printed proof (or several, a sequence of their checks), only meaningful when the
+    statement itself holds: every step holds -> ``confirmed``; some step fails and every failing step fails
+    decisively -> ``proof-gap``; a failing step within its noise -> ``undecided``. ``control_usable`` is False for
+    a claim without a usable negative control (:class:`NoUsableControl`), whose verdict is then ``undecided``.
     """
     if printed is None:
         return "not-checkable-here"
@@ -467,22 +493,28 @@ def derive_verdict(
     if not printed.decisive:
         return "undecided"
     if printed.holds:
-        if proof_step is None or proof_step.holds:
+        failing = [step for step in _step_checks(proof_step) if not step.holds]
+        if not failing:
             return "confirmed"
         # a proof step that fails only within its statistical noise decides nothing about the proof
-        return "proof-gap" if proof_step.decisive else "undecided"
+        return "proof-gap" if all(step.decisive for step in failing) else "undecided"
     if corrected is not None and corrected.holds:
         return "corrected" if corrected.decisive else "undecided"
     return "refuted"
 
 
-def undecided_reason(printed: Check, corrected: Check | None = None, proof_step: Check | None = None) -> str:
-    """Which part of an ``undecided`` claim sits within its noise, with its summary (margin in standard errors)."""
-    for name, check in (
-        ("the statement's check", printed),
-        ("the proof step's check", proof_step),
-        ("the corrected statement's check", corrected),
-    ):
+def undecided_reason(
+    printed: Check, corrected: Check | None = None, proof_step: Check | Sequence[Check] | None = None
+) -> str:
+    """Which part of an ``undecided`` claim sits within its noise, with its summary (margin in standard errors);
+    of several proof steps, the first that fails within its noise, by its number."""
+    steps = _step_checks(proof_step)
+    named = [
+        (f"the check of proof step {i}" if len(steps) > 1 else "the proof step's check", s)
+        for i, s in enumerate(steps, 1)
+        if len(steps) == 1 or not s.holds
+    ]
+    for name, check in (("the statement's check", printed), *named, ("the corrected statement's check", corrected)):
         if check is not None and not check.decisive:
             return f"{name} is within its noise: {check.summary}"
     raise ValueError("undecided_reason: every check is decisive")
@@ -506,4 +538,5 @@ def verdict_from_evidence(evidence: dict, control: dict | None = None) -> str:
         return Check(rec["holds"], str(rec.get("summary", "")), {}, rec.get("decisive", True))
 
     usable = not (isinstance(control, dict) and control.get("usable") is False)
-    return derive_verdict(part("printed"), part("corrected"), part("proof_step"), usable)
+    steps = [part(step_keys(n)[0]) for n in range(1, recorded_step_count(evidence) + 1)]
+    return derive_verdict(part("printed"), part("corrected"), steps, usable)

@@ -7,6 +7,7 @@ evidence (statement, each check, the control, the verdict, and the command that 
     chapter = Chapter("linear", profile=profile, seed=seed, knobs=knobs)
     c23 = chapter.check("hardt-ma/claim-2.3")
     c23                      # the evidence, as a small table
+    c23.proof_step(2)        # one declared proof step of it, where its narration is: the step, its repair, checks
     ...
     chapter.show()           # last cell: the chapter's claims table, its claims file, every verdict glued
 
@@ -24,7 +25,7 @@ from ..ledger import Ledger, glue_numbers
 from ..ledger_html import claim_anchor, evidence_part_name, text_html
 from ..record import source_line
 from .context import Context
-from .registry import ClaimSet, chapter_claims
+from .registry import ClaimSet, chapter_claims, retired_message
 from .run import ClaimRun, run_claim, verify_command
 
 
@@ -52,6 +53,50 @@ def evidence_html(run: ClaimRun) -> str:
     )
 
 
+def step_html(run: ClaimRun, number: int) -> str:
+    """One declared proof step of a claim run as a small HTML table: the step as printed and its check, its repair
+    and the repair's check, and the claim's verdict (which all its steps decide), linked to the claim's card."""
+    rec = run.record
+    steps = rec.proof_steps
+    if isinstance(number, bool) or not isinstance(number, int) or not 1 <= number <= len(steps):
+        raise ValueError(
+            f"claim {rec.id!r} declares {len(steps)} proof step(s): ask for one of 1 to {len(steps)}, not {number!r}"
+        )
+    s = steps[number - 1]
+
+    def mark(check: Mapping) -> str:
+        word = "holds" if check.get("holds") else "fails"
+        return word if check.get("decisive", True) else word + " (not decisive)"
+
+    rows = [
+        (f"proof step {number} of {len(steps)}, as printed: {mark(s.step_check)}", s.step),
+        ("what was computed", str(s.step_check.get("summary", ""))),
+        (f"its repair: {mark(s.repair_check)}", s.repair),
+        ("what was computed", str(s.repair_check.get("summary", ""))),
+        ("verdict of the claim", rec.label + (f" ({rec.reason})" if rec.reason else "")),
+    ]
+    body = "".join(f"<tr><th>{html.escape(k)}</th><td>{text_html(v)}</td></tr>" for k, v in rows)
+    anchor = html.escape(claim_anchor(rec.id))
+    return (
+        f"<table class='claim-evidence claim-step'><caption><a href='ledger.html#{anchor}' title='this claim in the "
+        f"ledger'>{html.escape(rec.id)}</a>, proof step {number}</caption>{body}</table>"
+    )
+
+
+class _StepShown:
+    """One proof step of a claim run, shown in a chapter where its narration is (:meth:`_Shown.proof_step`)."""
+
+    def __init__(self, run: ClaimRun, number: int):
+        self._html = step_html(run, number)
+        self.run, self.number = run, number
+
+    def _repr_html_(self) -> str:
+        return self._html
+
+    def __repr__(self) -> str:
+        return f"{self.run.record.id}: proof step {self.number}"
+
+
 def _in_kernel() -> bool:
     """Whether a Jupyter kernel runs this code (glue has somewhere to go); plain Python and the tests have none."""
     try:
@@ -65,6 +110,11 @@ def _in_kernel() -> bool:
 class _Shown(ClaimRun):
     def _repr_html_(self) -> str:
         return evidence_html(self)
+
+    def proof_step(self, number: int) -> _StepShown:
+        """Declared proof step ``number`` (from 1) of this claim, to show where the chapter narrates it: the step
+        and its check, the repair and its check, the claim's verdict."""
+        return _StepShown(self, number)
 
 
 class Chapter:
@@ -97,7 +147,8 @@ class Chapter:
     def check(self, claim_id: str) -> ClaimRun:
         """Run one claim of this chapter, record it, glue its numbers; the result shows its evidence."""
         if claim_id not in self.claims.claims:
-            raise KeyError(f"claim {claim_id!r} is not declared in chapter {self.claims.chapter!r}")
+            moved = retired_message(claim_id)
+            raise KeyError(moved or f"claim {claim_id!r} is not declared in chapter {self.claims.chapter!r}")
         if claim_id in self.runs:
             raise ValueError(f"claim {claim_id!r} was already checked in this chapter")
         run = run_claim(self.claims.claims[claim_id], self.ctx)

@@ -31,7 +31,7 @@ from ..ledger_html import evidence_part_name
 from ..outputs import check_command_output
 from ..record import claims_document, source_line
 from .context import Context
-from .registry import all_claims, chapter_claims
+from .registry import all_claims, chapter_claims, unknown_claim_message
 from .run import run_claim, verify_command
 
 #: What ``verify --seeds ... --record`` writes into the build folder: the profile, the seeds, and per claim its
@@ -135,7 +135,7 @@ def _jobs_for(ids: Sequence[str], knobs: dict) -> list[tuple[str, list[str]]]:
     known = {d.id: d.chapter for d in all_claims()}
     for cid in ids:
         if cid not in known:
-            raise UsageError(f"no claim {cid!r} (python -m resnet_theory.claims list shows the ids)")
+            raise UsageError(unknown_claim_message(cid))  # a retired id: where it moved
         by_chapter.setdefault(known[cid], []).append(cid)
     if knobs and len(by_chapter) > 1:
         raise UsageError("--knob names one chapter's knobs: verify claims of one chapter with it")

@@ -839,6 +839,64 @@ def _equidistant(ctx: Context) -> dict:
     return dict(equi=equi, rows=rows, glue=glue)
 
 
+# --- Theorem 3.2: from the projection to Lemma B.2's conditions -------------------------------------------------
+#: The exact witnesses of the printed chain: orthonormal inputs (squared distances 2, so Assumption 3.1 holds
+#: with rho = 2), where rho (1 - rho/3) < 2 rho/3; and a small rho, where (1 + rho')^2 leaves window (a) and
+#: (2 rho')^2 falls below rho' (rho' = rho/3).
+WITNESS_ORTHONORMAL, WITNESS_SMALL = sp.Rational(2), sp.Rational(1, 2)
+
+
+def _conditions_arithmetic() -> dict:
+    """The printed chain at exact witnesses, and the repair in SymPy: rho' = rho/3, eps = min(rho, 1)/3."""
+    rho, small = WITNESS_ORTHONORMAL, WITNESS_SMALL
+    r = sp.symbols("rho", positive=True)
+    gaps = {  # the smallest value of (1 - eps) rho - rho/3 on each range of rho
+        "0 < rho <= 1": sp.minimum((1 - r / 3) * r - r / 3, r, sp.Interval.Lopen(0, 1)),
+        "1 < rho <= 4": sp.minimum((1 - sp.Rational(1, 3)) * r - r / 3, r, sp.Interval.Lopen(1, 4)),
+    }
+    return {
+        f"rho(1 - rho/3) at rho = {rho}": rho * (1 - rho / 3),
+        f"2 rho / 3 at rho = {rho}": 2 * rho / 3,
+        f"(1 + rho')^2 at rho' = {small / 3}": (1 + small / 3) ** 2,
+        f"1 + rho' at rho' = {small / 3}": 1 + small / 3,
+        f"(2 rho')^2 at rho = {small}": (2 * small / 3) ** 2,
+        f"rho' at rho = {small}": small / 3,
+        "repair slack": gaps,
+    }
+
+
+def _conditions_step() -> tuple[StepEvidence, dict, dict]:
+    """Theorem 3.2's second proof step: the printed chain at exact witnesses (:data:`WITNESS_ORTHONORMAL`,
+    :data:`WITNESS_SMALL`) and its repair in SymPy, with the arithmetic as data and the chain's numbers as glue."""
+    a = _conditions_arithmetic()
+    rho, small = WITNESS_ORTHONORMAL, WITNESS_SMALL
+    chain = float(a[f"rho(1 - rho/3) at rho = {rho}"])
+    step = Check.combine(
+        [
+            Check.at_least(chain, float(a[f"2 rho / 3 at rho = {rho}"]), what=rf"$\rho = {rho}$"),
+            Check.at_most(
+                float(a[f"(1 + rho')^2 at rho' = {small / 3}"]),
+                float(a[f"1 + rho' at rho' = {small / 3}"]),
+                what="squared norm",
+            ),
+            Check.at_least(
+                float(a[f"(2 rho')^2 at rho = {small}"]), float(a[f"rho' at rho = {small}"]), what="distance"
+            ),
+        ],
+        what="the printed chain at exact witnesses",
+    )
+    slack = a["repair slack"]
+    ranges = {k: k.replace("rho", r"\rho").replace("<=", r"\le") for k in slack}  # typeset: "0 < rho <= 1"
+    repair = Check.all_of(
+        [bool(v.is_nonnegative) for v in slack.values()],
+        what=r"SymPy: smallest $(1 - \varepsilon) \rho - \rho/3$ is "
+        + ", ".join(f"${sp.latex(v)}$ for ${ranges[k]}$" for k, v in slack.items())
+        + " (squared distances of unit vectors are at most 4)",
+    )
+    data = {k: str(v) for k, v in a.items()}
+    return StepEvidence(step=step, repair=repair), data, {"thm32_rho2_chain": chain, "thm32_small_rho": float(small)}
+
+
 # --- Theorem 3.2: the verdict -----------------------------------------------------------------------------------
 def _theorem_3_2_repair(ctx, jl, bracket, mc_rows, equi) -> Check:
     """The wider projection: k_JL keeps every pair, the Chernoff bracket (SymPy), one pair's failure
@@ -894,17 +952,27 @@ def _outcome_words(check: Check) -> str:
     r"blocks $h + V\,\mathrm{relu}(Uh + s)$ of width $k = O(\log n)$ and an output "
     r"layer, with $O(n \log n + r^2)$ parameters, maps every $x_i$ exactly to its "
     r"one-hot label.",
-    proof_step=ProofStep(
-        step=r"At $k = c \log n / \rho^2$ with $c = 10$, a random $A_0$ "
-        r"with standard normal entries keeps every norm and distance of $\{0, x_1, \dots, "
-        r"x_n\}$ within a factor $1 \pm \rho/3$ with high probability "
-        r"(Johnson-Lindenstrauss), so the $z_i = A_0 x_i$ satisfy Lemma B.2.",
-        repair=r"Scale $A_0$ by $1/\sqrt{k}$ and widen it: $k_{\mathrm{JL}} = "
-        r"\lceil 2 \ln(2n(n+1)) / (\varepsilon^2/2 - \varepsilon^3/3) \rceil$, "
-        r"$\varepsilon = \rho/3$, keeps every pair with probability $\ge 1/2$ (Chernoff "
-        r"per pair, union bound); the construction needs only $k_{\mathrm{union}} = "
-        r"\lceil \ln(2n(n-1)) / I(\rho) \rceil$, $I(\rho) = \frac12 \ln(4/(4 - \rho))$. "
-        r"Both are $O(\log n / \rho^2)$.",
+    proof_step=(
+        ProofStep(
+            step=r"At $k = c \log n / \rho^2$ with $c = 10$, a random $A_0$ "
+            r"with standard normal entries keeps every norm and distance of $\{0, x_1, \dots, "
+            r"x_n\}$ within a factor $1 \pm \rho/3$ with high probability "
+            r"(Johnson-Lindenstrauss), so the $z_i = A_0 x_i$ satisfy Lemma B.2.",
+            repair=r"Scale $A_0$ by $1/\sqrt{k}$ and widen it: $k_{\mathrm{JL}} = "
+            r"\lceil 2 \ln(2n(n+1)) / (\varepsilon^2/2 - \varepsilon^3/3) \rceil$, "
+            r"$\varepsilon = \rho/3$, keeps every pair with probability $\ge 1/2$ (Chernoff "
+            r"per pair, union bound); the construction needs only $k_{\mathrm{union}} = "
+            r"\lceil \ln(2n(n-1)) / I(\rho) \rceil$, $I(\rho) = \frac12 \ln(4/(4 - \rho))$. "
+            r"Both are $O(\log n / \rho^2)$.",
+        ),
+        ProofStep(
+            step=r"$\|A_0 x_i - A_0 x_j\| \ge \rho(1 - \rho/3) \ge 2\rho/3$, and with $1 - \rho/3 \le \|z_i\| \le 1 + "
+            r"\rho/3$ the $z_i$ satisfy Lemma B.2 ($1 - \rho' \le \|z_i\|^2 \le 1 + \rho'$, $\|z_i - z_j\|^2 \ge "
+            r"\rho'$) with $\rho' = \rho/3$.",
+            repair=r"Keep squared norms and squared distances within $1 \pm \varepsilon$, $\varepsilon = \min(\rho, "
+            r"1)/3$: squared norms lie in $[1 - \rho', 1 + \rho']$ and $\|z_i - z_j\|^2 \ge (1 - \varepsilon)\rho "
+            r"\ge 2\rho/3 \ge \rho'$.",
+        ),
     ),
     control=Control(TWIN_CONTROL),
     rests_on=("hardt-ma/lemma-b.1", "hardt-ma/lemma-b.2"),
@@ -914,7 +982,8 @@ def theorem_3_2(ctx: Context) -> Evidence:
     ``k_union``, the digits at ``k = D``), each checked by its torch module; the projection step as printed
     (standard normal entries, ``log`` read as ``ln`` and as ``log2``) and its repair; the book's rescaled reading
     (entries of variance ``1/k``) tested the same way but kept out of the step's check (``data`` and glue
-    only); the twin-point control."""
+    only); the proof's second step, from the projected points to Lemma B.2's conditions, and its repair
+    (:func:`_conditions_step`); the twin-point control."""
     cfg = ctx.cfg
     fits, digits, orth = _sphere_fits(ctx), _digits_fit(ctx), _orthonormal_fit(ctx)
     twin = _twin_control(ctx, fits)
@@ -995,12 +1064,13 @@ def theorem_3_2(ctx: Context) -> Evidence:
         "equidistant": equi["rows"],
         "equidistant_cases": equi["equi"],
     }
+    conditions, conditions_data, conditions_glue = _conditions_step()
     return Evidence(
         statement=statement,
-        proof=StepEvidence(step=step, repair=_theorem_3_2_repair(ctx, jl, bracket, mc_rows, equi)),
+        proof=(StepEvidence(step=step, repair=_theorem_3_2_repair(ctx, jl, bracket, mc_rows, equi)), conditions),
         control=control,
-        data=data,
-        glue=glue,
+        data={**data, "conditions": conditions_data},
+        glue={**glue, **conditions_glue},
     )
 
 
@@ -1075,94 +1145,6 @@ def _without_biases(net) -> torch.nn.Module:
             new.weight.copy_(old.weight)
         setattr(owner, name, new)
     return module
-
-
-# --- Theorem 3.2: from the projection to Lemma B.2's conditions -------------------------------------------------
-#: The exact witnesses of the printed chain: orthonormal inputs (squared distances 2, so Assumption 3.1 holds
-#: with rho = 2), where rho (1 - rho/3) < 2 rho/3; and a small rho, where (1 + rho')^2 leaves window (a) and
-#: (2 rho')^2 falls below rho' (rho' = rho/3).
-WITNESS_ORTHONORMAL, WITNESS_SMALL = sp.Rational(2), sp.Rational(1, 2)
-
-
-def _conditions_arithmetic() -> dict:
-    """The printed chain at exact witnesses, and the repair in SymPy: rho' = rho/3, eps = min(rho, 1)/3."""
-    rho, small = WITNESS_ORTHONORMAL, WITNESS_SMALL
-    r = sp.symbols("rho", positive=True)
-    gaps = {  # the smallest value of (1 - eps) rho - rho/3 on each range of rho
-        "0 < rho <= 1": sp.minimum((1 - r / 3) * r - r / 3, r, sp.Interval.Lopen(0, 1)),
-        "1 < rho <= 4": sp.minimum((1 - sp.Rational(1, 3)) * r - r / 3, r, sp.Interval.Lopen(1, 4)),
-    }
-    return {
-        f"rho(1 - rho/3) at rho = {rho}": rho * (1 - rho / 3),
-        f"2 rho / 3 at rho = {rho}": 2 * rho / 3,
-        f"(1 + rho')^2 at rho' = {small / 3}": (1 + small / 3) ** 2,
-        f"1 + rho' at rho' = {small / 3}": 1 + small / 3,
-        f"(2 rho')^2 at rho = {small}": (2 * small / 3) ** 2,
-        f"rho' at rho = {small}": small / 3,
-        "repair slack": gaps,
-    }
-
-
-@CLAIMS.checked(
-    "hardt-ma/thm-3.2-proof-conditions",
-    paper="hardt-ma",
-    ref=r"Appendix B, proof of Theorem 3.2: $\|A_0 x_i - A_0 x_j\| \ge \rho(1 - \rho/3) \ge 2\rho/3$, so the $z_i$ "
-    r"satisfy Lemma B.2 with $\rho' = \rho/3$",
-    source=Source.printed(),
-    section="expressivity-jl-step",
-    statement=r"Theorem 3.2 as the printed proof in Appendix B establishes it, passing from the projected "
-    r"$z_i = A_0 x_i$ to the conditions of Lemma B.2 (sphere sample at the paper's width).",
-    proof_step=ProofStep(
-        step=r"$\|A_0 x_i - A_0 x_j\| \ge \rho(1 - \rho/3) \ge 2\rho/3$, and with $1 - \rho/3 \le \|z_i\| \le 1 + "
-        r"\rho/3$ the $z_i$ satisfy Lemma B.2 ($1 - \rho' \le \|z_i\|^2 \le 1 + \rho'$, $\|z_i - z_j\|^2 \ge "
-        r"\rho'$) with $\rho' = \rho/3$.",
-        repair=r"Keep squared norms and squared distances within $1 \pm \varepsilon$, $\varepsilon = \min(\rho, "
-        r"1)/3$: squared norms lie in $[1 - \rho', 1 + \rho']$ and $\|z_i - z_j\|^2 \ge (1 - \varepsilon)\rho "
-        r"\ge 2\rho/3 \ge \rho'$.",
-    ),
-    control=Control(TWIN_CONTROL),
-    rests_on=("hardt-ma/lemma-b.2",),
-)
-def theorem_3_2_proof_conditions(ctx: Context) -> Evidence:
-    """The printed chain at exact witnesses (:data:`WITNESS_ORTHONORMAL`, :data:`WITNESS_SMALL`), its repair in
-    SymPy; the statement and control are Theorem 3.2's sphere fits and twin point."""
-    fits = _sphere_fits(ctx)
-    twin = _twin_control(ctx, fits)
-    a = _conditions_arithmetic()
-    rho, small = WITNESS_ORTHONORMAL, WITNESS_SMALL
-    chain = float(a[f"rho(1 - rho/3) at rho = {rho}"])
-    step = Check.combine(
-        [
-            Check.at_least(chain, float(a[f"2 rho / 3 at rho = {rho}"]), what=rf"$\rho = {rho}$"),
-            Check.at_most(
-                float(a[f"(1 + rho')^2 at rho' = {small / 3}"]),
-                float(a[f"1 + rho' at rho' = {small / 3}"]),
-                what="squared norm",
-            ),
-            Check.at_least(
-                float(a[f"(2 rho')^2 at rho = {small}"]), float(a[f"rho' at rho = {small}"]), what="distance"
-            ),
-        ],
-        what="the printed chain at exact witnesses",
-    )
-    slack = a["repair slack"]
-    ranges = {k: k.replace("rho", r"\rho").replace("<=", r"\le") for k in slack}  # typeset: "0 < rho <= 1"
-    repair = Check.all_of(
-        [bool(v.is_nonnegative) for v in slack.values()],
-        what=r"SymPy: smallest $(1 - \varepsilon) \rho - \rho/3$ is "
-        + ", ".join(f"${sp.latex(v)}$ for ${ranges[k]}$" for k, v in slack.items())
-        + " (squared distances of unit vectors are at most 4)",
-    )
-    errors = [r["max |f - one-hot| (module)"] for r in fits["rows"]]
-    return Evidence(
-        statement=Check.at_most(errors, ex.FIT_TOLERANCE, what="sphere sample at the paper's width: module error"),
-        control=_fit_control(
-            [twin["err"]], "same recipe (no refusals) and width, plus a twin point: module error", ex.FIT_TOLERANCE
-        ),
-        proof=StepEvidence(step=step, repair=repair),
-        data={k: str(v) for k, v in a.items()},
-        glue={"thm32_rho2_chain": chain, "thm32_small_rho": float(small)},
-    )
 
 
 # --- Surrogate labels: how wide for uncorrelated ones? ---------------------------------------------------------

@@ -56,11 +56,17 @@ class ClaimSet:
         section: str,
         control: Control,
         correction: Correction | None = None,
-        proof_step: ProofStep | None = None,
+        proof_step: ProofStep | tuple[ProofStep, ...] | None = None,
         rests_on: tuple[str, ...] = (),
     ) -> Callable[[Callable[[Context], Evidence]], Checked]:
         """Decorate the function that computes a claim's evidence with its declaration; the name is bound to
-        the :class:`Checked` declaration (call ``decl.evidence(ctx)`` for the evidence alone)."""
+        the :class:`Checked` declaration (call ``decl.evidence(ctx)`` for the evidence alone).
+
+        ``proof_step`` is the step of the printed proof the claim checks, or a tuple of them in the proof's order
+        (the declaration holds them as ``Checked.proof_steps``, always a tuple)."""
+        if isinstance(proof_step, tuple) and not proof_step:
+            raise ValueError(f"claim {id!r}: proof_step=() declares no step: leave it out")
+        steps = () if proof_step is None else proof_step if isinstance(proof_step, tuple) else (proof_step,)
 
         def declare(fn: Callable[[Context], Evidence]) -> Checked:
             return self._add(
@@ -74,7 +80,7 @@ class ClaimSet:
                     chapter=self.chapter,
                     control=control,
                     correction=correction,
-                    proof_step=proof_step,
+                    proof_steps=steps,
                     rests_on=tuple(rests_on),
                     evidence=fn,
                 )
@@ -146,9 +152,35 @@ def all_claims() -> list[Checked | NotCheckable]:
     return out
 
 
+#: Claim ids the book no longer declares, and where what they checked went: old id -> (the claim it moved into, what
+#: of that claim it became). A link or a command with an old id gets one line naming its new place
+#: (:func:`retired_message`), not "no claim".
+RETIRED: dict[str, tuple[str, str]] = {
+    "hardt-ma/thm-3.2-proof-conditions": ("hardt-ma/thm-3.2", "its proof step 2"),
+}
+
+
+def retired_message(claim_id: str) -> str | None:
+    """One line for a retired claim id (:data:`RETIRED`): which claim it moved into and how to re-check that one;
+    None for an id that was never retired."""
+    if claim_id not in RETIRED:
+        return None
+    into, what = RETIRED[claim_id]
+    return (
+        f"claim {claim_id!r} was merged into {into} ({what}); re-check it with: "
+        f"python -m resnet_theory.claims verify {into}"
+    )
+
+
+def unknown_claim_message(claim_id: str) -> str:
+    """Why ``claim_id`` names no claim, in one line: where a retired id moved (:func:`retired_message`), else that
+    no claim has the id."""
+    return retired_message(claim_id) or f"no claim {claim_id!r} (python -m resnet_theory.claims list shows the ids)"
+
+
 def find(claim_id: str) -> Checked | NotCheckable:
-    """The declaration of ``claim_id``; :class:`KeyError` with the known ids' count otherwise."""
+    """The declaration of ``claim_id``; :class:`KeyError` otherwise, saying where a retired id moved."""
     for decl in all_claims():
         if decl.id == claim_id:
             return decl
-    raise KeyError(f"no claim {claim_id!r} (python -m resnet_theory.claims list shows the ids)")
+    raise KeyError(unknown_claim_message(claim_id))

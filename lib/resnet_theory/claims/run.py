@@ -53,14 +53,19 @@ def _match(decl: Checked, ev: Evidence) -> None:
             + ("has no correction but the evidence checks one" if decl.correction is None else "declares a correction")
             + ("" if decl.correction is None else " but the evidence has no check of it")
         )
-    if (decl.proof_step is None) != (ev.proof is None):
+    declared, returned = len(decl.proof_steps), len(ev.proof_steps)
+    if not declared and returned:
+        raise EvidenceMismatch(f"claim {decl.id!r}: the declaration has no proof step but the evidence checks one")
+    if declared and not returned:
+        steps = "a proof step" if declared == 1 else f"{declared} proof steps"
         raise EvidenceMismatch(
-            f"claim {decl.id!r}: the declaration "
-            + (
-                "has no proof step but the evidence checks one"
-                if decl.proof_step is None
-                else "declares a proof step but the evidence has no StepEvidence for it"
-            )
+            f"claim {decl.id!r}: the declaration declares {steps} but the evidence has no StepEvidence for "
+            + ("it" if declared == 1 else "them")
+        )
+    if declared != returned:
+        raise EvidenceMismatch(
+            f"claim {decl.id!r}: the declaration declares {declared} proof steps but the evidence has {returned} "
+            "StepEvidence: one per declared step, in the declaration's order"
         )
 
 
@@ -73,7 +78,6 @@ def _record(decl: Checked | NotCheckable, ev: Evidence | NotAvailable | None) ->
         rec = ledger.not_checkable(decl.id, **common, reason=why.reason, needs=why.needs, source=source)
         extra = {}
     else:
-        step = decl.proof_step
         rec = ledger.claim(
             decl.id,
             **common,
@@ -83,10 +87,10 @@ def _record(decl: Checked | NotCheckable, ev: Evidence | NotAvailable | None) ->
             control_input=decl.control.input,
             corrected=ev.corrected,
             corrected_statement=None if decl.correction is None else decl.correction.statement,
-            proof_step=None if ev.proof is None else ev.proof.step,
-            proof_step_statement=None if step is None else step.step,
-            repair=None if ev.proof is None else ev.proof.repair,
-            repair_statement=None if step is None else step.repair,
+            proof_step=[p.step for p in ev.proof_steps],
+            proof_step_statement=[p.step for p in decl.proof_steps],
+            repair=[p.repair for p in ev.proof_steps],
+            repair_statement=[p.repair for p in decl.proof_steps],
         )
         path, line = decl.source_location
         extra = {"function": decl.function, "source_file": path, "source_line": line}

@@ -16,11 +16,13 @@ A claim is declared once, beside the function that computes its evidence::
 
 The declaration's types make the illegal combinations impossible to write: a checked claim cannot be declared
 without its :class:`Control` (what the control input is and why the claim rules it out), a proof step without
-its repair (:class:`ProofStep` takes both), a correction without the corrected statement
-(:class:`Correction`), a claim that is not checkable here without what it needs (:class:`NotCheckable`), and an
-:class:`Evidence` without the control's check. Whether the evidence a function returns matches its declaration
-(a declared proof step needs its step and repair checks, an undeclared one may not have them) is checked when
-the claim runs (:func:`resnet_theory.claims.run.run_claim`).
+its repair (:class:`ProofStep` takes both; a claim whose printed proof has several steps that fail as written
+declares a tuple of them, and its evidence returns a tuple of :class:`StepEvidence` in the same order), a
+correction without the corrected statement (:class:`Correction`), a claim that is not checkable here without what
+it needs (:class:`NotCheckable`), and an :class:`Evidence` without the control's check. Whether the evidence a
+function returns matches its declaration (a declared proof step needs its step and repair checks, one per declared
+step, an undeclared one may not have them) is checked when the claim runs
+(:func:`resnet_theory.claims.run.run_claim`).
 """
 
 from __future__ import annotations
@@ -148,7 +150,8 @@ class ProofStep:
 
 @dataclass(frozen=True)
 class StepEvidence:
-    """The checks of a declared proof step: the step as printed (``step``) and its repair (``repair``)."""
+    """The checks of a declared proof step: the step as printed (``step``) and its repair (``repair``). A claim that
+    declares several proof steps returns a tuple of them, one per step in the declaration's order."""
 
     step: Check
     repair: Check
@@ -170,7 +173,9 @@ class Evidence:
     #: has no usable control and its verdict is ``undecided``.
     control: Check | NoUsableControl | tuple[Check | NoUsableControl, ...]
     corrected: Check | None = None
-    proof: StepEvidence | None = None
+    #: The checks of the declared proof step (:class:`StepEvidence`), or a tuple of them, one per declared step in
+    #: the declaration's order; :attr:`proof_steps` is always the tuple.
+    proof: StepEvidence | tuple[StepEvidence, ...] | None = None
     data: dict = field(default_factory=dict)
     glue: dict = field(default_factory=dict)
 
@@ -185,8 +190,12 @@ class Evidence:
             )
         if self.corrected is not None and not isinstance(self.corrected, Check):
             raise TypeError("Evidence.corrected must be a Check or None")
-        if self.proof is not None and not isinstance(self.proof, StepEvidence):
-            raise TypeError("Evidence.proof must be a StepEvidence(step=..., repair=...) or None")
+        steps = self.proof if isinstance(self.proof, tuple) else (self.proof,)
+        if self.proof is not None and not (steps and all(isinstance(p, StepEvidence) for p in steps)):
+            raise TypeError(
+                "Evidence.proof must be a StepEvidence(step=..., repair=...), a non-empty tuple of them (one per "
+                "declared proof step), or None"
+            )
         for k, v in self.glue.items():
             if not isinstance(k, str) or not isinstance(v, (bool, int, float, str)):
                 raise TypeError(f"Evidence.glue[{k!r}] must be a plain int, float, bool or str, got {type(v).__name__}")
@@ -194,6 +203,13 @@ class Evidence:
     @property
     def controls(self) -> tuple[Check | NoUsableControl, ...]:
         return self.control if isinstance(self.control, tuple) else (self.control,)
+
+    @property
+    def proof_steps(self) -> tuple[StepEvidence, ...]:
+        """The proof steps' checks as a tuple (empty where the claim declares none)."""
+        if self.proof is None:
+            return ()
+        return self.proof if isinstance(self.proof, tuple) else (self.proof,)
 
 
 @dataclass(frozen=True)
@@ -247,7 +263,9 @@ class Checked(_Declared):
     #: Returns the Evidence, or NotAvailable where this run lacks the hardware or data the check needs.
     evidence: Callable[[Context], Evidence | NotAvailable]
     correction: Correction | None = None
-    proof_step: ProofStep | None = None
+    #: The steps of the printed proof the claim checks, in the proof's order (empty: none). Declared with
+    #: ``ClaimSet.checked(..., proof_step=ProofStep(...))`` or ``proof_step=(ProofStep(...), ProofStep(...))``.
+    proof_steps: tuple[ProofStep, ...] = ()
 
     def __post_init__(self):
         super().__post_init__()
@@ -255,8 +273,12 @@ class Checked(_Declared):
             raise TypeError(f"claim {self.id!r}: control must be a Control(input=...)")
         if self.correction is not None and not isinstance(self.correction, Correction):
             raise TypeError(f"claim {self.id!r}: correction must be a Correction(statement=...)")
-        if self.proof_step is not None and not isinstance(self.proof_step, ProofStep):
-            raise TypeError(f"claim {self.id!r}: proof_step must be a ProofStep(step=..., repair=...)")
+        if not isinstance(self.proof_steps, tuple) or not all(isinstance(p, ProofStep) for p in self.proof_steps):
+            raise TypeError(
+                f"claim {self.id!r}: proof_step must be a ProofStep(step=..., repair=...) or a tuple of them"
+            )
+        if len(set(self.proof_steps)) != len(self.proof_steps):
+            raise ValueError(f"claim {self.id!r}: a proof step is declared twice")
         if not callable(self.evidence):
             raise TypeError(f"claim {self.id!r}: evidence must be a function of a Context")
 
