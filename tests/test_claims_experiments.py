@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 CHAPTER = (ROOT / "book" / "experiments.md").read_text()
 #: Glue keys the chapter's prose quotes that its own cells glue (illustrations, timings, verdicts).
 CHAPTER_GLUE = re.compile(
-    r"^(digits_train_size|plain_.*|imagenet_.*|perf_.*|size_.*|seq_.*|gpu_.*|ledger_summary|verdict_.*|abl_head_reading|schedule_steps)$"
+    r"^(digits_train_size|plain_.*|imagenet_.*|perf_.*|size_.*|seq_.*|gpu_.*|ledger_summary|verdict_.*|abl_head_reading|abl_init_reading|schedule_steps)$"
 )
 
 
@@ -306,6 +306,24 @@ def test_the_fixed_head_sentences_give_a_zero_margin_its_own_case_and_read_the_v
     assert "undecided is not support" in E.head_verdict_sentence("undecided")
     assert "support" not in E.head_verdict_sentence("confirmed") + E.head_verdict_sentence("refuted")
     assert "against the claim" in E.head_verdict_sentence("refuted")
+
+
+def test_the_initialisation_sentence_reads_both_verdicts_and_types_no_result():
+    both = E.init_verdict_sentence("confirmed", "refuted")
+    at_paper, at_best = both.split("; ")
+    assert "small initialisation reaches the lower" in at_paper and "printed standard" in at_best
+    assert (
+        E.init_verdict_sentence("refuted", "confirmed")
+        .split("; ")[0]
+        .endswith("printed standard initialisation reaches the lower mean final training loss")
+    )
+    undecided = E.init_verdict_sentence("undecided", "undecided")
+    assert undecided.count("undecided") == 2 and "lower" not in undecided
+    for bad in ("corrected", "proof-gap", "not-checkable-here", ""):
+        with pytest.raises(ValueError, match="verdict is one of"):
+            E.init_verdict_sentence("confirmed", bad)
+    # the chapter quotes the sentence, never a typed reading of the runs
+    assert "{glue:text}`abl_init_reading`" in CHAPTER and "trains further within the same budget" not in CHAPTER
 
 
 def test_either_reading_holds_when_one_does():

@@ -900,11 +900,13 @@ def sec4_small_init(ctx: Context) -> Evidence:
     **{
         **_INIT_CLAIM,
         "source": Source.question(
-            "the book's question on the digits analogue: the paper tuned only its own initialisation's rate"
+            "the book's question on the digits analogue: the paper reports one rate, 0.05, and does not say at "
+            "which rates the standard initialisation was tried"
         ),
     },
     statement="The same sentence read for two initialisations each at its own best "
-    "learning rate (the book's reading; the paper tuned only its own): on "
+    "learning rate (the book's reading; the paper reports one rate for its network and none for the standard "
+    "initialisation): on "
     "the digits, the small initialisation at its best rate of the grid has a "
     "lower mean final training loss than the printed standard one at its "
     "best rate.",
@@ -1012,6 +1014,27 @@ def head_verdict_sentence(verdict: str) -> str:
     if verdict == "refuted":
         return "Here the difference is decisive, and against the claim:"
     return f"Here the difference is decisive, and the claim is {verdict}:"
+
+
+_INIT_READINGS = {
+    "confirmed": "the small initialisation reaches the lower mean final training loss",
+    "refuted": "the printed standard initialisation reaches the lower mean final training loss",
+    "undecided": "the comparison is undecided",
+}
+
+
+def init_verdict_sentence(at_paper: str, at_best: str) -> str:
+    """The chapter's sentence for what the digits say about the two initialisations, read from the derived
+    verdicts of ``hardt-ma/sec4-small-init`` (``at_paper``) and ``hardt-ma/sec4-small-init-best-rate``
+    (``at_best``), never typed: a verdict is derived at run time."""
+    for name, verdict in (("at_paper", at_paper), ("at_best", at_best)):
+        if verdict not in _INIT_READINGS:
+            known = ", ".join(_INIT_READINGS)
+            raise ValueError(f"{name}: an initialisation claim's verdict is one of {known}, got {verdict!r}")
+    return (
+        f"On the digits, at the paper's rate {_INIT_READINGS[at_paper]}; with each initialisation at its own "
+        f"best rate of the grid, {_INIT_READINGS[at_best]}."
+    )
 
 
 # --- the depth sweep --------------------------------------------------------------------------------------------
@@ -1165,14 +1188,15 @@ def _in_full(text: str) -> str:
 @CLAIMS.checked(
     "he-et-al/plain-degradation",
     paper="he-et-al",
-    ref="Section 4.1 (Plain Networks, Figure 4); Section 4.2 (Figures 1 and 6)",
+    ref="Section 1 (Figure 1); Section 4.1 (Plain Networks, Figure 4); Section 4.2 (Figure 6)",
     source=Source.reconstruction(),
     section="experiments-depth",
     statement="A deeper plain network (no shortcuts) ends training with a higher "
     "training error than a shallower one (34 vs 18 layers on ImageNet, 56 "
     f"vs 20 on CIFAR-10). Digits analogue (the book's): {_QUICK[1]} vs {_QUICK[0]} "
-    f"convolutions{_in_full(f'{_FULL[1]} vs {_FULL[0]}')}, median final training error on "
-    "the whole training set, at the plain network's best rate.",
+    f"convolutions{_in_full(f'{_FULL[1]} vs {_FULL[0]}')}, without batch normalisation (He et al.'s plain "
+    "networks had it), median final training error on the whole training set, at the plain network's best "
+    "rate of the grid at the shallower depth, the same rate at both depths.",
     control=Control(
         "The same depths with identity shortcuts, the residual networks for "
         "which He et al. report that deeper trains better, not worse."
