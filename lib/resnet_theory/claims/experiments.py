@@ -946,8 +946,10 @@ def sec4_small_init_best_rate(ctx: Context) -> Evidence:
     "each head at its own best rate of the grid (both readings must hold).",
     control=Control(
         "The fixed head on the same layers without shortcuts, with the small initialisation, at the sweep's "
-        "shallowest depth: the recipe does not train them, so their fixed head meets features without signal, "
-        "which the claim rules out, and the same comparison with the trained-head network must fail."
+        "shallowest depth: the recipe does not train them, so their fixed head meets features without signal and "
+        "the claim's regularising effect has nothing to act on; the same comparison with the trained-head network "
+        "must fail (these layers also lack the shortcuts, so the control shows that the check can fail, without "
+        "isolating the head)."
     ),
 )
 def sec4_fixed_head(ctx: Context) -> Evidence:
