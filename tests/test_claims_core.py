@@ -528,6 +528,9 @@ def test_a_chapter_shows_one_step_of_a_claim_where_its_narration_is(monkeypatch)
     assert "proof step 2 of 2, as printed: fails" in page and STEP_2.step in page and STEP_2.repair in page
     assert "chain" in page and "slack" in page and "its repair: holds" in page and STEP_1.step not in page
     assert "proof-gap" in page and "ledger.html#claim-hardt-ma-gap" in page
+    rows = re.findall(r"<tr><th>([^<]*)</th>", page)  # print keeps the first row and the last two (book.css)
+    assert rows[0].startswith("proof step 2 of 2") and rows[-2:] == ["verdict of the claim", "re-check alone"]
+    assert "python -m resnet_theory.claims verify hardt-ma/gap" in page
     assert repr(shown.proof_step(1)) == "hardt-ma/gap: proof step 1"
     for bad in (0, 3, True):
         with pytest.raises(ValueError, match="declares 2 proof step"):

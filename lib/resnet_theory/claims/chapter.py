@@ -55,7 +55,8 @@ def evidence_html(run: ClaimRun) -> str:
 
 def step_html(run: ClaimRun, number: int) -> str:
     """One declared proof step of a claim run as a small HTML table: the step as printed and its check, its repair
-    and the repair's check, and the claim's verdict (which all its steps decide), linked to the claim's card."""
+    and the repair's check, the claim's verdict (which all its steps decide) and the command that re-checks it,
+    linked to the claim's card (printed, like :func:`evidence_html`'s table: the step, the verdict, the command)."""
     rec = run.record
     steps = rec.proof_steps
     if isinstance(number, bool) or not isinstance(number, int) or not 1 <= number <= len(steps):
@@ -74,6 +75,7 @@ def step_html(run: ClaimRun, number: int) -> str:
         (f"its repair: {mark(s.repair_check)}", s.repair),
         ("what was computed", str(s.repair_check.get("summary", ""))),
         ("verdict of the claim", rec.label + (f" ({rec.reason})" if rec.reason else "")),
+        ("re-check alone", verify_command(rec.id)),  # last two rows, the step first: what a printed chapter keeps
     ]
     body = "".join(f"<tr><th>{html.escape(k)}</th><td>{text_html(v)}</td></tr>" for k, v in rows)
     anchor = html.escape(claim_anchor(rec.id))
