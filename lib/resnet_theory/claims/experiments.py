@@ -1219,6 +1219,7 @@ def plain_degradation(ctx: Context) -> Evidence:
         "depth_plain_rate": plain_rate,
         "depth_plain_shallow_err": sweep.stats(PLAIN, p.blocks, "training error")["median"],
         "depth_plain_deep_err": sweep.stats(PLAIN, p.deep, "training error")["median"],
+        "depth_chance_err": 1 - 1 / engine.DATASETS[p.base.dataset],  # a guess at random
         "depth_plain_diff": plain.numbers["estimate"],
         "depth_plain_margin": plain.numbers["margin_standard_errors"],
         "depth_res_diff": residual.numbers["estimate"],
