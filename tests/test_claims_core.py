@@ -565,3 +565,70 @@ def test_verify_with_a_retired_id_names_the_claim_it_moved_into_in_one_line(caps
     assert "hardt-ma/thm-3.2 (its proof step 2)" in err and "verify hardt-ma/thm-3.2\n" in err
     assert claims_cli.main(["verify", "hardt-ma/never"]) == 2
     assert "no claim 'hardt-ma/never'" in capsys.readouterr().err
+
+
+# --- where a proof step is printed ----------------------------------------------------------------------------------
+WHERE = r"Appendix A.1, proof of Theorem 2.1: $B_1 = \dots = B_q = \mathrm{Id} - S W S^{-1}$"
+PLACED = ProofStep("the chain gives the conditions of the lemma", "keep squared lengths", where=WHERE)
+
+
+def test_a_proof_step_may_name_its_place_in_the_printed_proof_checked_as_its_other_text_is():
+    assert STEP_1.where == "" and PLACED.where == WHERE
+    assert ProofStep("a step as printed", "its repair holds", "Appendix B, paragraph 16").where
+    for bad, error, words in (
+        (3, TypeError, "ProofStep.where must be text"),
+        ("   ", ValueError, "ProofStep.where"),
+        ("Appendix B", ValueError, "at least 3 words"),
+    ):
+        with pytest.raises(error, match=words):
+            ProofStep("a step as printed", "its repair holds", where=bad)
+    assert PLACED != ProofStep(PLACED.step, PLACED.repair)  # the place is part of the declaration
+
+
+def _placed(cs, base, name):
+    return cs.checked(f"hardt-ma/{name}", **base, control=CONTROL, proof_step=(STEP_1, PLACED))(
+        lambda ctx: Evidence(
+            statement=holds(), control=fails(), proof=(StepEvidence(holds(), holds()), StepEvidence(fails(), holds()))
+        )
+    )
+
+
+def test_a_steps_place_goes_into_the_record_the_chapters_step_table_and_claims_verify(monkeypatch, capsys):
+    from resnet_theory.claims import chapter as chapter_mod
+
+    cs, base = claim_set()
+    _placed(cs, base, "placed")
+    rec = run_claim(cs.claims["hardt-ma/placed"], Context.for_table(TABLE, "tiny", 0)).record
+    assert rec.proof_step_where is None and rec.further_proof_steps[0]["where"] == WHERE  # step 1 names none
+    assert [s.where for s in rec.proof_steps] == ["", WHERE]
+    monkeypatch.setattr(chapter_mod, "chapter_claims", lambda name: cs)
+    shown = chapter_mod.Chapter("linear", profile="tiny").check("hardt-ma/placed")
+    page = shown.proof_step(2)._repr_html_()
+    rows = re.findall(r"<tr><th>([^<]*)</th>", page)
+    assert rows[:2] == ["proof step 2 of 2, as printed: fails", "printed at"] and r"\(B_q =\)" in page
+    assert rows[-2:] == ["verdict of the claim", "re-check alone"]  # what a printed chapter keeps, still last
+    assert "printed at" not in re.findall(r"<tr><th>([^<]*)</th>", shown.proof_step(1)._repr_html_())
+    monkeypatch.setattr(claims_cli, "chapter_claims", lambda name: cs)
+    [result] = claims_cli._chapter_job("linear", ["hardt-ma/placed"], "tiny", 0, {})
+    assert result["checks"]["proof_step_2"]["where"] == WHERE and "where" not in result["checks"]["proof_step"]
+    assert all("where" not in result["checks"][k] for k in ("printed", "repair", "repair_2"))
+    claims_cli._print_result(result, None)
+    lines = capsys.readouterr().out.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("  proof step 2 as printed: fails"))
+    assert lines[at + 1] == f"    printed at: {WHERE}" and lines[at + 2].startswith("  repair of step 2: holds")
+    assert sum("printed at:" in line for line in lines) == 1
+
+
+def test_theorem_2_1s_six_retired_proof_claims_say_which_step_of_the_merged_claim_they_became():
+    from resnet_theory.claims import registry
+
+    merged = registry.find("hardt-ma/thm-2.1-proof")
+    retired = {k: v for k, v in registry.RETIRED.items() if k.startswith("hardt-ma/thm-2.1-proof-")}
+    assert sorted(n for _, n in retired.values()) == [f"its proof step {n}" for n in range(1, 7)]
+    assert len(merged.proof_steps) == 6 and all(into == merged.id for into, _ in retired.values())
+    assert all(s.where.startswith("Appendix A.1, proof of Theorem 2.1: ") for s in merged.proof_steps)
+    with pytest.raises(KeyError, match=r"merged into hardt-ma/thm-2\.1-proof \(its proof step 2\)"):
+        registry.find("hardt-ma/thm-2.1-proof-sign")
+    assert registry.unknown_claim_message("hardt-ma/thm-2.1-proof-rounding").endswith(
+        "python -m resnet_theory.claims verify hardt-ma/thm-2.1-proof"
+    )

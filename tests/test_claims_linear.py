@@ -12,7 +12,7 @@ import pytest
 
 from resnet_theory import linear
 from resnet_theory.claims import Context
-from resnet_theory.claims.linear import CLAIMS, PROFILE
+from resnet_theory.claims.linear import CLAIMS, PROFILE, PROOF_STEP_KEYS
 from resnet_theory.claims.run import run_claim
 from resnet_theory.claims.spec import Checked
 from resnet_theory.ledger import VERDICTS
@@ -26,8 +26,6 @@ DATA_KEYS = {
     "hardt-ma/sec1-nonconvex": {"rows": None, "hessians": None},
     "hardt-ma/claim-2.3": {"rows": None, "E[x x^T]": None},
     "hardt-ma/sec1-psd-root": {"rows": None},
-    "hardt-ma/thm-2.1-proof-rotation-blocks": {"rows": None},
-    "hardt-ma/thm-2.1-proof-scaling": {"rows": None},
     "hardt-ma/sec1-no-bad-critical": {"rows": None},
     "hardt-ma/sec1-plain-zero-critical": {"rows": None},
     "hardt-ma/lemma-2.4": {"reports": ("corrected", "printed", "big", "control")},
@@ -38,14 +36,15 @@ DATA_KEYS = {
         "below": None,
         "misses": ("camera-ready", "review", "3 gamma / l"),
     },
-    "hardt-ma/thm-2.1-proof-layer-count": {
-        "count printed": None,
-        "top slots printed": None,
-        "top index printed": None,
-        "count fixed": None,
-        "slack fixed": None,
+    # one claim, the printed proof's six steps: each step's data under its key
+    "hardt-ma/thm-2.1-proof": {
+        "rotation-blocks": ("rows",),
+        "sign": ("rows",),
+        "rotation-norm": ("rows",),
+        "scaling": ("rows",),
+        "layer-count": ("count printed", "top slots printed", "top index printed", "count fixed", "slack fixed"),
+        "rounding": ("witness",),
     },
-    "hardt-ma/thm-2.1-proof-sign": {"rows": None},
     "hardt-ma/eq-2.3": {"witnesses": None, "boundary": ("tau", "ratio", "ratio outside", "trivial")},
     "hardt-ma/thm-2.2": {"search": None, "per_layer": None},
     "bartlett-helmbold-long/spd": {"runs": None, "random": None, "fits": None, "controls": None},
@@ -193,8 +192,8 @@ def test_the_rounding_witness_exceeds_the_printed_bound_for_every_svd(tiny):
     proof's scheme a largest layer above the printed constant, so no sign choice of numpy's rescues the step."""
     from resnet_theory.claims.linear import ROUNDING_WITNESS, svd_scheme_every_sign
 
-    run = run_in(tiny, "hardt-ma/thm-2.1-proof-rounding")
-    rows = run.data["witness"]
+    run = run_in(tiny, "hardt-ma/thm-2.1-proof")
+    rows = run.data["rounding"]["witness"]
     assert sorted({r["depth"] for r in rows}) == list(ROUNDING_WITNESS["depths"]) == [4, 6]
     for depth in (4, 6):
         mine = [r for r in rows if r["depth"] == depth]
@@ -202,9 +201,10 @@ def test_the_rounding_witness_exceeds_the_printed_bound_for_every_svd(tiny):
         usable = [r for r in mine if r["rotations"]]
         assert len(usable) == 2
         assert all(r["best max ||A_i||"] > r["printed bound"] and r["product error"] < 1e-12 for r in usable)
-    assert not run.evidence.proof.step.holds and run.evidence.proof.step.decisive
-    assert run.evidence.proof.repair.holds and run.verdict == "proof-gap"
-    repair = run.evidence.proof.repair.summary  # its text says both constants on every pair: both are checked
+    rounding = run.evidence.proof_steps[PROOF_STEP_KEYS.index("rounding")]  # step 6 of the printed proof
+    assert not rounding.step.holds and rounding.step.decisive
+    assert rounding.repair.holds and run.verdict == "proof-gap"
+    repair = rounding.repair.summary  # its text says both constants on every pair: both are checked
     assert r"2(\sqrt{\pi}+\sqrt{3\gamma})^2/\ell" in repair and r"(4\pi + 3\gamma)/\ell" in repair
     assert run.evidence.glue["thm21_witness_min_ratio"] > 1.05
     # the same for R^T, whose SVDs are the transposes: the scheme does not hinge on which SVD numpy returns
@@ -251,8 +251,7 @@ WALK_VERDICTS = {
     "hardt-ma/sec1-nonconvex": "confirmed",
     "hardt-ma/claim-2.3": "proof-gap",
     "hardt-ma/sec1-psd-root": "corrected",
-    "hardt-ma/thm-2.1-proof-rotation-blocks": "proof-gap",
-    "hardt-ma/thm-2.1-proof-scaling": "proof-gap",
+    "hardt-ma/thm-2.1-proof": "proof-gap",  # once thm-2.1-proof-rotation-blocks and -scaling (its steps 1 and 4)
     "hardt-ma/sec1-no-bad-critical": "corrected",
     "hardt-ma/sec1-plain-zero-critical": "confirmed",
 }
@@ -294,10 +293,51 @@ def test_the_layer_count_step_reads_the_printed_assignment_not_only_the_garbled_
     assert sp.simplify(c["top index printed"]) == 0 and sp.simplify(c["count fixed"]) == 0
     assert sp.simplify(c["count printed"] + c["top slots printed"]) == 0
     assert c["top slots printed"] != 0 and sp.simplify(c["top slots printed"].subs(gamma, 4 * sp.pi / 3)) == 0
-    run = run_in(tiny, "hardt-ma/thm-2.1-proof-layer-count")
-    step = run.evidence.proof.step
+    run = run_in(tiny, "hardt-ma/thm-2.1-proof")
+    number = PROOF_STEP_KEYS.index("layer-count") + 1  # step 5 of the printed proof
+    step = run.evidence.proof_steps[number - 1].step
     assert not step.holds and step.decisive and "slots" in step.summary
-    assert "A_{2p+q} = B_q" in CLAIMS.claims["hardt-ma/thm-2.1-proof-layer-count"].ref
+    where = CLAIMS.claims["hardt-ma/thm-2.1-proof"].proof_steps[number - 1].where
+    assert "A_{2p+q} = B_q" in where and "(our reading of the converted fractions)" in where
+    assert "(garbled in our copy)" in where  # the honest qualifiers stay with the step's printed place
+
+
+#: Theorem 2.1's printed proof, once six claims (retired ids, resnet_theory.claims.registry.RETIRED): each old id's
+#: step, and words of the old claim's ref that its step's printed place (ProofStep.where) keeps.
+THM21_PROOF_STEPS = {
+    "hardt-ma/thm-2.1-proof-rotation-blocks": (1, r"every block $D_i$ of $U = S D S^{-1}$ is a rotation"),
+    "hardt-ma/thm-2.1-proof-sign": (2, r"$B_1 = \dots = B_q = \mathrm{Id} - S W S^{-1}$"),
+    "hardt-ma/thm-2.1-proof-rotation-norm": (3, r"\max_i |\sin(\theta_i/q)| \le \pi/q$"),
+    "hardt-ma/thm-2.1-proof-scaling": (4, r"when $p \ge \gamma$"),
+    "hardt-ma/thm-2.1-proof-layer-count": (5, "the choice of $p$ and $q$ (our reading of the converted fractions)"),
+    "hardt-ma/thm-2.1-proof-rounding": (6, "p and q used as layer counts"),
+}
+
+
+def test_theorem_2_1s_printed_proof_is_one_claim_whose_six_steps_each_fail_and_are_repaired(tiny):
+    """One claim, the printed proof's six steps in its order, each with its printed place: every step fails as
+    written and decisively, every repair holds (what each of the six claims it replaces recorded), the statement
+    (Theorem 2.1 with det R > 0) holds and its control fails once; each retired id names its step."""
+    from resnet_theory.claims import registry
+
+    decl = CLAIMS.claims["hardt-ma/thm-2.1-proof"]
+    assert decl.ref == "Appendix A.1, proof of Theorem 2.1" and decl.section == "linear-thm-2-1-proof"
+    assert decl.rests_on == ("hardt-ma/claim-c.1",) and len(decl.proof_steps) == len(PROOF_STEP_KEYS) == 6
+    run = run_in(tiny, "hardt-ma/thm-2.1-proof")
+    assert run.verdict == "proof-gap" and run.evidence.statement.holds and not run.evidence.control.holds
+    assert list(run.data) == list(PROOF_STEP_KEYS)
+    for old, (number, words) in THM21_PROOF_STEPS.items():
+        assert registry.RETIRED[old] == ("hardt-ma/thm-2.1-proof", f"its proof step {number}")
+        assert old.removeprefix("hardt-ma/thm-2.1-proof-") == PROOF_STEP_KEYS[number - 1]
+        where = decl.proof_steps[number - 1].where
+        assert where.startswith("Appendix A.1, proof of Theorem 2.1: ") and words in where, (old, where)
+        checks = run.evidence.proof_steps[number - 1]
+        assert not checks.step.holds and checks.step.decisive and checks.repair.holds, old
+        recorded = run.record.proof_steps[number - 1]
+        assert recorded.where == where and recorded.step == decl.proof_steps[number - 1].step
+    # the numbers the chapter quotes: each step's, as its claim glued them
+    assert run.evidence.glue["thm21_sign_error"] > 1 and run.evidence.glue["thm21_norm_ratio"] > 1
+    assert run.evidence.glue["thm21_scaling_below"] > 0 and run.evidence.glue["thm21_witness_choices"] == 4
 
 
 def test_the_non_convexity_hessian_has_three_witnesses_where_sympy_is_affordable(tiny):
@@ -322,7 +362,7 @@ def test_the_plain_zero_claim_states_its_reading_of_bad():
 
 
 def test_every_svd_of_r_with_positive_determinant_has_a_reflection_twin(tiny):
-    rows = run_in(tiny, "hardt-ma/thm-2.1-proof-rotation-blocks").data["rows"]
+    rows = run_in(tiny, "hardt-ma/thm-2.1-proof").data["rotation-blocks"]["rows"]
     numpy, negated = ([r["det U"] for r in rows if r["SVD"] == name] for name in ("numpy", "last columns negated"))
     assert all(np.isclose(a, -b) and abs(abs(a) - 1) < 1e-9 for a, b in zip(numpy, negated))
     # det R > 0 makes det U = det V for every SVD; the repair orients both, and both factors get rotation roots

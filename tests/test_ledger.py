@@ -11,7 +11,7 @@ import pytest
 
 from resnet_theory.book.claims_files import load_claims
 from resnet_theory.ledger import Ledger, verdict_key
-from resnet_theory.ledger_html import claims_table_html, errata_html, render_ledger, verdict_counts
+from resnet_theory.ledger_html import claims_table_html, errata_html, render_ledger, text_html, verdict_counts
 from resnet_theory.record import LedgerDefect, claim_defects
 from resnet_theory.verdicts import VERDICTS, Check, NoUsableControl, derive_verdict
 
@@ -666,7 +666,6 @@ def test_long_formulas_are_cut_after_relations_outside_groups_so_lines_can_break
 
 
 def test_statements_typeset_their_math_and_escape_the_rest():
-    from resnet_theory.ledger_html import text_html
 
     out = text_html(r"a bound $\|A_i\| \le 2/\ell$ for <every> i")
     assert out == (r'<span class="mathjax_process">a bound \(\|A_i\| \le\) \(2/\ell\) for &lt;every&gt; i</span>')
@@ -1052,3 +1051,97 @@ def test_the_card_and_the_errata_show_every_step_with_its_own_check_and_repair()
     lone_card = claims_table_html([lone], link=False)
     assert "<dt>Proof step that fails</dt>" in lone_card and "<dt>Repair</dt>" in lone_card
     assert "step 1" not in lone_card and evidence_part_name(lone, "proof_step") == "proof step as printed"
+
+
+# --- where each proof step is printed ---------------------------------------------------------------------------------
+WHERE_1 = r"Appendix A.1, proof of Theorem 2.1: $B_1 = \dots = B_q$"
+WHERE_2 = "Appendix B, proof of Theorem 3.2: the chain after the projection"
+
+
+def _located_claim(ledger, first: Check, second: Check, wheres=(WHERE_1, WHERE_2)):
+    ok = Check.at_most([0.5], 1.0, what="repair holds")
+    return ledger.claim(
+        "hardt-ma/thm-3.2",
+        paper="hardt-ma",
+        ref="Theorem 3.2",
+        statement="the networks fit",
+        section="expressivity-a",
+        printed=Check.at_most([0.5], 1.0, what="fit error"),
+        control_input=CI,
+        control=Check.at_most([0.5], 0.4, what="twin point"),
+        proof_step=[first, second],
+        proof_step_statement=["the projection keeps every distance", "the chain gives Lemma B.2's conditions"],
+        repair=[ok, ok],
+        repair_statement=["widen the projection", "keep squared lengths"],
+        proof_step_where=list(wheres),
+    )
+
+
+def test_a_proof_steps_printed_place_is_recorded_and_a_record_without_one_is_written_as_before(tmp_path):
+    from resnet_theory.record import claim_from_dict, claim_to_dict
+
+    ok, bad = Check.equal(1, 1, what="ok"), Check.equal(1, 2, what="bad")
+    ledger = _ledger()
+    located = _located_claim(ledger, bad, bad)
+    assert located.proof_step_where == WHERE_1
+    assert located.further_proof_steps == [
+        {"step": "the chain gives Lemma B.2's conditions", "repair": "keep squared lengths", "where": WHERE_2}
+    ]
+    assert [s.where for s in located.proof_steps] == [WHERE_1, WHERE_2]
+    half = _located_claim(Ledger("expressivity"), ok, bad, wheres=("", WHERE_2))  # only step 2 names its place
+    assert half.proof_step_where is None and half.further_proof_steps[0]["where"] == WHERE_2
+    assert "proof_step_where" not in claim_to_dict(half)
+    lone, two = _one_step_claim(ledger), _two_step_claim(Ledger("expressivity"), ok, bad)
+    for unplaced in (lone, two):  # a claim whose steps name no place: its record is written as before
+        assert "proof_step_where" not in claim_to_dict(unplaced) and unplaced.proof_step_where is None
+        assert all("where" not in d for d in unplaced.further_proof_steps or [])
+        assert all(s.where == "" for s in unplaced.proof_steps)
+    path = ledger.save(tmp_path / "linear.claims.json")
+    records = {r["id"]: r for r in json.loads(path.read_text())["claims"]}
+    assert records[located.id]["proof_step_where"] == WHERE_1 and "proof_step_where" not in records[lone.id]
+    loaded = {c.id: c for c in load_claims(tmp_path)}
+    assert loaded[located.id] == located and loaded[located.id].proof_steps == located.proof_steps
+    record = records[located.id]
+    for bad_record, words in (
+        ({**record, "proof_step_where": 3}, "proof_step_where must be str or null"),
+        ({**record, "proof_step_where": "  "}, "the first proof_step's printed place"),
+        ({**record, "proof_step": None, "further_proof_steps": None}, "the first proof_step's printed place"),
+        ({**record, "further_proof_steps": [{**record["further_proof_steps"][0], "where": ""}]}, "'where': text"),
+        ({**record, "further_proof_steps": [{**record["further_proof_steps"][0], "at": "x"}]}, "'where': text"),
+    ):
+        with pytest.raises(ValueError, match=re.escape(words)):
+            claim_from_dict(bad_record)
+    unsafe = {**record, "proof_step_where": r"Appendix $\href{x}{y}$"}
+    assert any("proof_step_where uses \\href" in d for d in claim_defects([claim_from_dict(unsafe)]))
+    unsafe_2 = {**record, "further_proof_steps": [{**record["further_proof_steps"][0], "where": r"$\href{x}{y}$"}]}
+    assert any(
+        "further_proof_steps (step 2).where uses \\href" in d for d in claim_defects([claim_from_dict(unsafe_2)])
+    )
+    for wheres, words in (((WHERE_1,), "one text per step"), ((WHERE_1, 3), "one text per step"), (("", " "), "blank")):
+        with pytest.raises(ValueError, match=words):
+            _located_claim(Ledger("expressivity"), ok, bad, wheres=wheres)
+
+
+def test_the_card_and_the_errata_say_where_each_step_is_printed():
+    ok, bad = Check.equal(1, 1, what="ok"), Check.at_most([2.0], 1.0, what="chain at the witness")
+    both = _located_claim(Ledger("expressivity"), bad, bad)
+    card = claims_table_html([both], link=False)
+    names = re.findall(r"<dt>([^<]*)</dt>", card)
+    at = names.index("Proof step 2 that fails")
+    assert names[at : at + 3] == ["Proof step 2 that fails", "Where step 2 is printed", "Repair of step 2"]
+    assert "Where step 1 is printed" in names and "the chain after the projection" in card
+    assert text_html(WHERE_1) in card and r"\(B_q\)" in card  # the place's math typeset, as a ref's is
+    errata = errata_html([both], link=False)
+    assert f"step 1 (printed at {text_html(WHERE_1)})" in errata
+    assert "step 2 (printed at Appendix B, proof of Theorem 3.2: the chain after the projection)" in errata
+    assert "(printed at Appendix B, proof of Theorem 3.2: the chain after the projection)" in both.erratum
+    one = _located_claim(Ledger("expressivity"), ok, bad)  # one failing step: the erratum names its place
+    errata = errata_html([one], link=False)
+    assert "the printed proof&#x27;s step (printed at Appendix B, proof of Theorem 3.2: the chain" in errata
+    assert "Appendix A.1" not in errata  # the holding step is not the erratum's
+    assert "the proof's step (printed at Appendix B, proof of Theorem 3.2:" in one.erratum
+    assert "Where step 1 is printed" in claims_table_html([one], link=False)  # the card shows every step's place
+    unplaced = _two_step_claim(Ledger("expressivity"), ok, bad)
+    assert "printed" not in re.sub(r"as printed|printed proof", "", errata_html([unplaced], link=False))
+    assert "is printed</dt>" not in claims_table_html([unplaced], link=False)
+    assert "printed at" not in unplaced.erratum

@@ -191,7 +191,7 @@ def test_the_layer_count_shows_sympys_results_typeset():
     now keeps their TeX, which the chapter shows as it is."""
     from resnet_theory.claims.chapter import Chapter
 
-    data = Chapter("linear", profile="tiny", seed=0).check("hardt-ma/thm-2.1-proof-layer-count").data
+    data = Chapter("linear", profile="tiny", seed=0).check("hardt-ma/thm-2.1-proof").data["layer-count"]
     for key in ("count printed", "count fixed", "slack fixed"):
         assert not ASCII_MATH.search(data[key]) and "sqrt(" not in data[key], data[key]
     assert r"\sqrt{\gamma}" in data["count printed"] and data["count fixed"] == "0"

@@ -96,6 +96,7 @@ class Ledger:
         proof_step_statement: str | Sequence[str] | None = None,
         repair: Check | Sequence[Check] | None = None,
         repair_statement: str | Sequence[str] | None = None,
+        proof_step_where: str | Sequence[str] | None = None,
     ) -> Claim:
         """Record a claim checked by computation; the verdict is derived from the checks.
 
@@ -118,10 +119,14 @@ class Ledger:
         - Several such steps: pass each of the four as a sequence, one entry per step in the proof's order. Step 1
           is recorded as a lone step is; step ``n`` after it under ``proof_step_n``/``repair_n`` (:func:`~resnet_
           theory.verdicts.step_keys`), its wording in ``further_proof_steps``; a step that holds is recorded so.
+        - ``proof_step_where`` (optional; one text per step where there are several, ``""`` for a step without one)
+          names each step's place in the printed proof: step 1's is recorded as ``proof_step_where``, a further
+          step's as ``"where"`` in its entry of ``further_proof_steps``.
         """
         steps, repairs, step_words, repair_words = _proof_steps(
             proof_step, repair, proof_step_statement, repair_statement
         )
+        wheres = _step_wheres(proof_step_where, len(steps))
         checks = {"printed": printed, "corrected": corrected}
         for n, (step, fix) in enumerate(zip(steps, repairs), 1):
             checks.update(dict(zip(step_keys(n), (step, fix))))
@@ -167,10 +172,7 @@ class Ledger:
                 reason,
                 source,
                 _jsonable(control_record),
-                step_words[0] if step_words else None,
-                repair_words[0] if repair_words else None,
-                further_proof_steps=[{"step": s, "repair": r} for s, r in zip(step_words[1:], repair_words[1:])]
-                or None,
+                **_step_fields(step_words, repair_words, wheres),
             )
         )
 
@@ -308,6 +310,35 @@ def _proof_steps(proof_step, repair, step_words, repair_words) -> tuple[tuple, t
     if not all(isinstance(c, Check) for c in (*out[0], *out[1])):
         raise TypeError("proof_step and repair must be Check objects built from computed numbers (one per step)")
     return out
+
+
+def _step_fields(step_words: tuple, repair_words: tuple, wheres: tuple) -> dict:
+    """The record's fields for a claim's proof steps: step 1's wording and place (``proof_step``, ``repair``,
+    ``proof_step_where``), and the further steps' in ``further_proof_steps`` (a ``"where"`` only where given)."""
+    further = [
+        {"step": s, "repair": r, **({"where": w} if w else {})}
+        for s, r, w in zip(step_words[1:], repair_words[1:], wheres[1:])
+    ]
+    return {
+        "proof_step": step_words[0] if step_words else None,
+        "repair": repair_words[0] if repair_words else None,
+        "further_proof_steps": further or None,
+        "proof_step_where": wheres[0] if wheres and wheres[0] else None,
+    }
+
+
+def _step_wheres(where, count: int) -> tuple[str, ...]:
+    """:meth:`Ledger.claim`'s ``proof_step_where`` as one text per step (``""`` where a step has none); a count
+    that differs from the steps', or a value that is not text, is refused in one line."""
+    wheres = _several(where) or ("",) * count
+    if len(wheres) != count or not all(isinstance(w, str) for w in wheres):
+        raise ValueError(
+            f"proof_step_where gives the printed place of each proof step, one text per step ('' for none): got "
+            f"{where!r} for {count} step(s)"
+        )
+    if any(w and not w.strip() for w in wheres):
+        raise ValueError("proof_step_where: a step's printed place is blank")
+    return wheres
 
 
 def _repairs_hold(claim_id: str, steps: tuple, repairs: tuple) -> None:

@@ -439,11 +439,13 @@ def evidence_table_html(c: Claim) -> str:
 
 def _step_rows(s: RecordedStep) -> list[tuple[str, str]]:
     """A declared proof step's rows on a claim's card: the step ("Proof step that fails", or "Proof step 2 that
-    fails" where the claim has several; "..., holds as printed" for a step whose check holds) and its repair."""
+    fails" where the claim has several; "..., holds as printed" for a step whose check holds), where it is printed
+    when the declaration names its place ("Where step 2 is printed"), and its repair."""
     number = f" {s.number}" if s.of > 1 else ""
     name = f"Proof step{number} that fails" if not s.holds else f"Proof step{number}, holds as printed"
     repair = f"Repair of step{number}" if s.of > 1 else "Repair"
-    return [(name, text_html(s.step)), (repair, text_html(s.repair))]
+    where = [(f"Where step{number} is printed" if s.of > 1 else "Where the step is printed", text_html(s.where))]
+    return [(name, text_html(s.step)), *(where if s.where else []), (repair, text_html(s.repair))]
 
 
 def _claim_details(c: Claim, links: ClaimLinks | None = None, by_id: Mapping[str, Claim] | None = None) -> str:
@@ -627,7 +629,8 @@ def erratum_sentence(c: Claim) -> str:
     if c.verdict == "proof-gap" and len(failing) > 1:
         proof = "the printed proof" if c.source == "paper" else f"its proof, {c.whose},"
         steps = "; and ".join(
-            f"step {s.number} {_quoted(s.step)}{_shown(s.step_check)}, repaired by {_quoted(s.repair)}" for s in failing
+            f"step {s.number}{_printed_at(s)} {_quoted(s.step)}{_shown(s.step_check)}, repaired by {_quoted(s.repair)}"
+            for s in failing
         )
         return (
             f"{where}: {'the statement' if c.source == 'paper' else _whose_statement(c)} {_quoted(c.statement)} "
@@ -639,11 +642,17 @@ def erratum_sentence(c: Claim) -> str:
         proof = "the printed proof's step" if c.source == "paper" else f"the step of its proof, {c.whose},"
         return (
             f"{where}: {'the statement' if c.source == 'paper' else _whose_statement(c)} {_quoted(c.statement)} "
-            f"holds, but {html.escape(proof)} "
+            f"holds, but {html.escape(proof)}{_printed_at(step) if step else ''} "
             f"{_quoted(step.step if step else c.proof_step)} fails as written{shown}; the book checks the repair "
             f"{_quoted(step.repair if step else c.repair)} in its place."
         )
     return ""
+
+
+def _printed_at(s: RecordedStep) -> str:
+    """ " (printed at WHERE)" after a step's name in an erratum, where the declaration names its place in the printed
+    proof (math typeset, closing punctuation dropped); else empty."""
+    return f" (printed at {text_html(_clause(s.where))})" if s.where else ""
 
 
 def _shown(found: Mapping) -> str:

@@ -215,6 +215,10 @@ class Claim:
     #: ``proof_step_n`` and ``repair_n`` (:func:`resnet_theory.verdicts.step_keys`). Absent (``None``) for a claim
     #: with one step or none, whose record is written without it (:func:`claim_to_dict`).
     further_proof_steps: list | None = None
+    #: Where the first proof step is printed (``resnet_theory.claims.ProofStep.where``: its place in the printed
+    #: proof, as ``ref`` names the statement's); a further step's is ``"where"`` in its entry of
+    #: ``further_proof_steps``. Absent (``None``) where the claim names none, and then not written.
+    proof_step_where: str | None = None
 
     def __repr__(self) -> str:  # a chapter cell that ends in ledger.claim(...) shows one short line
         return f"Claim {self.id}: {self.verdict}"
@@ -252,14 +256,22 @@ class Claim:
     @property
     def proof_steps(self) -> list[RecordedStep]:
         """Every declared proof step, in the proof's order, with its wording, its repair's and their checks."""
-        words = [(self.proof_step, self.repair)] if self.proof_step else []
-        words += [(d.get("step"), d.get("repair")) for d in self.further_proof_steps or [] if isinstance(d, dict)]
+        words = [(self.proof_step, self.repair, self.proof_step_where)] if self.proof_step else []
+        words += [
+            (d.get("step"), d.get("repair"), d.get("where"))
+            for d in self.further_proof_steps or []
+            if isinstance(d, dict)
+        ]
         out = []
-        for n, (step, repair) in enumerate(words, 1):
+        for n, (step, repair, where) in enumerate(words, 1):
             step_key, repair_key = step_keys(n)
             checks = [self.evidence.get(k) for k in (step_key, repair_key)]
             step_check, repair_check = (c if isinstance(c, dict) else {} for c in checks)
-            out.append(RecordedStep(n, len(words), str(step or ""), str(repair or ""), step_check, repair_check))
+            out.append(
+                RecordedStep(
+                    n, len(words), str(step or ""), str(repair or ""), step_check, repair_check, str(where or "")
+                )
+            )
         return out
 
     @property
@@ -285,13 +297,13 @@ class Claim:
             if len(failing) == 1:
                 s = failing[0]
                 return (
-                    holds + f"but the proof's step \u201c{s.step}\u201d fails as written "
+                    holds + f"but the proof's step{_at(s)} \u201c{s.step}\u201d fails as written "
                     f"({s.step_check.get('summary', '')}); repair: \u201c{s.repair}\u201d "
                     f"({s.repair_check.get('summary', '')})."
                 )
             steps = "; ".join(
-                f"step {s.number} \u201c{s.step}\u201d fails as written ({s.step_check.get('summary', '')}), repair: "
-                f"\u201c{s.repair}\u201d ({s.repair_check.get('summary', '')})"
+                f"step {s.number}{_at(s)} \u201c{s.step}\u201d fails as written ({s.step_check.get('summary', '')}), "
+                f"repair: \u201c{s.repair}\u201d ({s.repair_check.get('summary', '')})"
                 for s in failing
             )
             return holds + f"but {len(failing)} of the proof's steps fail as written: {steps}."
@@ -310,6 +322,8 @@ class RecordedStep:
     repair: str
     step_check: dict
     repair_check: dict
+    #: The step's place in the printed proof (``ProofStep.where``); empty where the claim names none.
+    where: str = ""
 
     @property
     def holds(self) -> bool:
@@ -320,6 +334,11 @@ class RecordedStep:
     def keys(self) -> tuple[str, str]:
         """The evidence keys of the step's check and its repair's (:func:`resnet_theory.verdicts.step_keys`)."""
         return step_keys(self.number)
+
+
+def _at(s: RecordedStep) -> str:
+    """ " (printed at WHERE)" after a step's name in an erratum, where the step names its place; else empty."""
+    return f" (printed at {s.where})" if s.where else ""
 
 
 def source_line(rec: Claim) -> str:
@@ -415,7 +434,7 @@ _LEGACY_ANALOGUE = "the printed statement, tested on the book's analogue"
 
 #: Fields written only when they differ from their default, so that a record without them reads as it always has
 #: (a claim with one proof step or none is written as it was before a claim could declare several).
-_WRITTEN_WHEN_GIVEN = ("further_proof_steps",)
+_WRITTEN_WHEN_GIVEN = ("further_proof_steps", "proof_step_where")
 
 
 def claim_to_dict(c: Claim) -> dict:
@@ -433,12 +452,17 @@ def _further_steps_defect(value) -> str | None:
         and value
         and all(
             isinstance(d, dict)
-            and set(d) == {"step", "repair"}
+            and set(d) in ({"step", "repair"}, {"step", "repair", "where"})
             and all(isinstance(v, str) and v.strip() for v in d.values())
             for d in value
         )
     )
-    return None if ok else "further_proof_steps must be a non-empty list of {'step': text, 'repair': text}"
+    return (
+        None
+        if ok
+        else "further_proof_steps must be a non-empty list of {'step': text, 'repair': text} (and 'where': text, "
+        "the step's printed place, where it names one)"
+    )
 
 
 def claim_from_dict(d: dict) -> Claim:
@@ -466,6 +490,8 @@ def claim_from_dict(d: dict) -> Claim:
         raise ValueError(f"{label}: {bad_steps}")
     if d.get("further_proof_steps") and not d.get("proof_step"):
         raise ValueError(f"{label}: further_proof_steps without a first proof_step")
+    if d.get("proof_step_where") is not None and not (d.get("proof_step") and d["proof_step_where"].strip()):
+        raise ValueError(f"{label}: proof_step_where must be the first proof_step's printed place (text)")
     claim = Claim(**d)
     if "on_analogue" not in d and (claim.source_detail or "").startswith(_LEGACY_ANALOGUE):
         claim.on_analogue = True  # a record written before the field: its detail said so
@@ -526,6 +552,7 @@ _FUNCTION = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*:[A-Za-z_][A-Za-z0-9_.<>]*$")
 #: The record's fields that a page shows as text (with their ``$...$`` math typeset).
 TEXT_FIELDS = (
     "statement", "ref", "corrected_statement", "proof_step", "repair", "reason", "needs", "source_detail", "check",
+    "proof_step_where",
 )  # fmt: skip
 
 

@@ -54,9 +54,10 @@ def evidence_html(run: ClaimRun) -> str:
 
 
 def step_html(run: ClaimRun, number: int) -> str:
-    """One declared proof step of a claim run as a small HTML table: the step as printed and its check, its repair
-    and the repair's check, the claim's verdict (which all its steps decide) and the command that re-checks it,
-    linked to the claim's card (printed, like :func:`evidence_html`'s table: the step, the verdict, the command)."""
+    """One declared proof step of a claim run as a small HTML table: the step as printed (and where it is printed,
+    when the declaration names its place) and its check, its repair and the repair's check, the claim's verdict
+    (which all its steps decide) and the command that re-checks it, linked to the claim's card (printed, like
+    :func:`evidence_html`'s table: the step, the verdict, the command)."""
     rec = run.record
     steps = rec.proof_steps
     if isinstance(number, bool) or not isinstance(number, int) or not 1 <= number <= len(steps):
@@ -71,6 +72,7 @@ def step_html(run: ClaimRun, number: int) -> str:
 
     rows = [
         (f"proof step {number} of {len(steps)}, as printed: {mark(s.step_check)}", s.step),
+        *([("printed at", s.where)] if s.where else []),  # the step's place in the printed proof, where declared
         ("what was computed", str(s.step_check.get("summary", ""))),
         (f"its repair: {mark(s.repair_check)}", s.repair),
         ("what was computed", str(s.repair_check.get("summary", ""))),

@@ -105,6 +105,7 @@ def _chapter_job(chapter: str, ids: list[str], profile: str, seed: int, knobs: d
             results.append({"id": cid, "chapter": chapter, "error": f"{type(exc).__name__}: {exc}", "seed": seed})
             continue
         rec = run.record
+        wheres = {s.keys[0]: s.where for s in rec.proof_steps}  # a step's check: where the step is printed
         results.append(
             {
                 "id": cid,
@@ -119,7 +120,12 @@ def _chapter_job(chapter: str, ids: list[str], profile: str, seed: int, knobs: d
                 "source_text": source_line(rec),
                 "reason": rec.reason,
                 "checks": {
-                    k: {"name": evidence_part_name(rec, k), "holds": v["holds"], "summary": v["summary"]}
+                    k: {
+                        "name": evidence_part_name(rec, k),
+                        "holds": v["holds"],
+                        "summary": v["summary"],
+                        **({"where": wheres[k]} if wheres.get(k) else {}),
+                    }
                     for k, v in rec.evidence.items()
                 },
                 "control": rec.control,
@@ -191,6 +197,8 @@ def _print_result(r: dict, recorded: str | None) -> None:
     print(f"  checked against: {r['source_text']}")
     for part in r["checks"].values():
         print(f"  {part['name']}: {'holds' if part['holds'] else 'fails'}: {part['summary']}")
+        if part.get("where"):
+            print(f"    printed at: {part['where']}")
     if r["control"]:
         c = r["control"]
         if c.get("usable", True) is False:

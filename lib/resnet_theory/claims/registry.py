@@ -157,6 +157,13 @@ def all_claims() -> list[Checked | NotCheckable]:
 #: (:func:`retired_message`), not "no claim".
 RETIRED: dict[str, tuple[str, str]] = {
     "hardt-ma/thm-3.2-proof-conditions": ("hardt-ma/thm-3.2", "its proof step 2"),
+    # Theorem 2.1's printed proof, once six claims that each repeated the statement's check: now its six steps
+    "hardt-ma/thm-2.1-proof-rotation-blocks": ("hardt-ma/thm-2.1-proof", "its proof step 1"),
+    "hardt-ma/thm-2.1-proof-sign": ("hardt-ma/thm-2.1-proof", "its proof step 2"),
+    "hardt-ma/thm-2.1-proof-rotation-norm": ("hardt-ma/thm-2.1-proof", "its proof step 3"),
+    "hardt-ma/thm-2.1-proof-scaling": ("hardt-ma/thm-2.1-proof", "its proof step 4"),
+    "hardt-ma/thm-2.1-proof-layer-count": ("hardt-ma/thm-2.1-proof", "its proof step 5"),
+    "hardt-ma/thm-2.1-proof-rounding": ("hardt-ma/thm-2.1-proof", "its proof step 6"),
 }
 
 

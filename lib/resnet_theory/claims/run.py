@@ -91,6 +91,7 @@ def _record(decl: Checked | NotCheckable, ev: Evidence | NotAvailable | None) ->
             proof_step_statement=[p.step for p in decl.proof_steps],
             repair=[p.repair for p in ev.proof_steps],
             repair_statement=[p.repair for p in decl.proof_steps],
+            proof_step_where=[p.where for p in decl.proof_steps],
         )
         path, line = decl.source_location
         extra = {"function": decl.function, "source_file": path, "source_line": line}

@@ -138,14 +138,21 @@ class Correction:
 @dataclass(frozen=True)
 class ProofStep:
     """A step or construction of the printed proof that may fail as written (``step``), with the repair that
-    the book checks in its place (``repair``): both are required."""
+    the book checks in its place (``repair``): both are required. ``where`` is optional: the step's place in the
+    printed proof, as a claim's ``ref`` names the statement's ("Appendix A.1, proof of Theorem 2.1: the choice of
+    $p$ and $q$"); the record, the ledger's card, the errata, ``claims verify`` and a chapter's step table show it."""
 
     step: str
     repair: str
+    where: str = ""
 
     def __post_init__(self):
         _sentence(self.step, "ProofStep.step", words=3)
         _sentence(self.repair, "ProofStep.repair", words=3)
+        if not isinstance(self.where, str):
+            raise TypeError(f"ProofStep.where must be text (the step's place in the printed proof), got {self.where!r}")
+        if self.where:
+            _sentence(self.where, "ProofStep.where (the step's place in the printed proof)", words=3)
 
 
 @dataclass(frozen=True)
