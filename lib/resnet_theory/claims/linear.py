@@ -1203,7 +1203,6 @@ def _step_scaling(ctx: Context) -> tuple[StepEvidence, dict, dict]:
 
 #: The steps of the printed proof in the order it takes them (:func:`theorem_2_1_proof` checks each; its data holds
 #: each step's under the step's key here).
-PROOF_STEP_KEYS = ("rotation-blocks", "sign", "rotation-norm", "scaling", "layer-count", "rounding")
 _PROOF_STEPS = {
     "rotation-blocks": _step_rotation_blocks,
     "sign": _step_sign,
@@ -1212,6 +1211,7 @@ _PROOF_STEPS = {
     "layer-count": _step_layer_count,
     "rounding": _step_rounding,
 }
+PROOF_STEP_KEYS = tuple(_PROOF_STEPS)
 
 
 @CLAIMS.checked(
