@@ -230,6 +230,37 @@ def test_trainable_head_receives_gradient():
     assert count_parameters(model) == count_parameters(small_model()) + 64 * 10
 
 
+def test_the_default_head_is_drawn_as_before_the_rank_option():
+    """``head_rank=None`` draws exactly the matrix the head always drew (``randn(classes, width) / sqrt(width)``
+    from the global generator), so every earlier run's network is unchanged."""
+    torch.manual_seed(3)
+    expected = torch.randn(10, 64) / 64**0.5
+    torch.manual_seed(3)
+    assert torch.equal(RandomProjection(64, 10).weight, expected)
+    torch.manual_seed(3)
+    assert torch.equal(RandomProjection(64, 10, rank=None).weight, expected)
+
+
+@pytest.mark.parametrize("rank", [1, 2, 10])
+def test_a_degenerate_head_has_its_rank_and_the_full_heads_scale(rank):
+    torch.manual_seed(0)
+    weights = torch.stack([RandomProjection(64, 10, rank=rank).weight for _ in range(2000)])
+    assert all(torch.linalg.matrix_rank(w) == rank for w in weights[:5])
+    # each entry has the full-rank head's variance, 1 / width, within 5% (2,000 heads at seed 0)
+    assert weights.var().item() == pytest.approx(1 / 64, rel=0.05)
+    model = small_model(head_rank=rank)
+    assert model.head_rank == rank and "head.weight" in dict(model.named_buffers())
+
+
+def test_bad_head_ranks_are_refused():
+    with pytest.raises(ValueError, match="head_rank must be at most min"):
+        RandomProjection(64, 10, rank=11)
+    with pytest.raises(ValueError, match="head_rank"):
+        RandomProjection(64, 10, rank=0)
+    with pytest.raises(TypeError, match="head_rank"):
+        RandomProjection(64, 10, rank=1.5)
+
+
 def _zero_residual_convs(model):
     with torch.no_grad():
         for conv in model.residual_convs():

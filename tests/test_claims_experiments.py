@@ -339,24 +339,50 @@ def test_one_fixed_head_claim_covers_both_readings(chapter_run):
     same = (glue["abl_ident_acc_best"], glue["abl_head_best"]) == (E.PAPER_LR, E.PAPER_LR)
     assert glue["abl_head_readings"] == ("one comparison" if same else "two comparisons")
     assert "fixed head tests better, at the paper's rate" in run.record.evidence["printed"]["summary"]
-    # the control is the same comparison with the fixed head on layers the recipe does not train
-    assert "a = no shortcuts, small init" in run.record.control["summary"]
+    # the control is the same comparison with a fixed head of rank 1 on the same network: only the head differs
+    assert f"a = {E.RANK1_HEAD} at" in run.record.control["summary"]
+    assert E.VARIANTS[E.RANK1_HEAD] == dict(head_rank=1)
+    assert glue["abl_rank1_seeds"] == min(
+        len(E.training_grid(chapter_run[0]).runs[key]) for key in [(E.RANK1_HEAD, E.PAPER_LR), (E.HEAD, E.PAPER_LR)]
+    )
 
 
 def test_the_fixed_head_control_decides_where_the_runs_do(chapter_run, monkeypatch):
-    # the tiny runs with made-up accuracies: chance for the layers the recipe does not train, 0.9 for the rest
+    # the tiny runs with made-up accuracies: near chance for the rank-1 head's runs, 0.9 for the rest
     ctx, _ = chapter_run
-    grid, lr = E.training_grid(ctx), E.plan(ctx).lr
     spread = np.array([-0.01, 0.01])
-    made_up = {id(grid.runs[(E.PLAIN_SMALL, lr)]): 0.1 + spread}
-    monkeypatch.setattr(E, "_scores", lambda runs, metric: made_up.get(id(runs), 0.9 + spread))
+    rank1 = {"accuracy": 0.15 + spread}
+
+    def made_up(runs, metric):
+        if metric == "accuracy" and all(r.config.head_rank == 1 for r in runs):
+            return rank1["accuracy"][: len(runs)]
+        return (0.9 + spread)[: len(runs)]
+
+    monkeypatch.setattr(E, "_scores", made_up)
     ev = E.CLAIMS.claims["hardt-ma/sec4-fixed-head"].evidence(ctx)
     assert isinstance(ev.control, Check) and ev.control.holds is False
     assert ev.control.numbers["margin_standard_errors"] < -2  # it decides: usable
     # the same control inside its noise is not usable, and the ledger would refuse it
-    made_up[id(grid.runs[(E.PLAIN_SMALL, lr)])] = 0.9 + spread[::-1] * 0.5
+    rank1["accuracy"] = 0.9 + spread[::-1] * 0.5
     ev = E.CLAIMS.claims["hardt-ma/sec4-fixed-head"].evidence(ctx)
     assert isinstance(ev.control, NoUsableControl)
+
+
+def test_the_rank_1_head_predicts_at_most_two_classes():
+    """The control's premise, on the engine's own head: with a fixed head of rank 1 every image's logits lie on
+    one line, so whatever the features, at most two classes are ever predicted (the full-rank head, at the same
+    seed, predicts more)."""
+    from resnet_theory.engine import allconv
+
+    features = torch.randn(4000, 32, generator=torch.Generator().manual_seed(1))
+    predicted = {}
+    for rank in (1, None):
+        torch.manual_seed(0)
+        head = allconv.RandomProjection(32, 10, rank=rank)
+        predicted[rank] = set(head(features).argmax(1).tolist())
+        if rank == 1:
+            assert torch.linalg.matrix_rank(head.weight) == 1
+    assert len(predicted[1]) <= 2 < len(predicted[None])
 
 
 def test_the_best_rate_initialisation_claim_is_the_books_question():

@@ -125,7 +125,7 @@ COMPARISONS = (
     (_BEST, "statement", 0, "the same, each at its best rate", "n_seeds"),
     (_BEST, "control", 0, "the same without shortcuts", "control_seeds"),
     (_HEAD, "statement", 0, "test accuracy, fixed minus trained head", "head_seeds"),
-    (_HEAD, "control", 0, "fixed head on untrained layers", "control_seeds"),
+    (_HEAD, "control", 0, "fixed head of rank 1, same network", "control_seeds"),
     (_DEG, "statement", 0, "training error, deepest minus ablation depth, no shortcuts", "depth_seeds"),
     (_DEG, "control", 0, "the same with shortcuts", "deep_seeds"),
     (_TRAINS, "statement", 0, "median test accuracy minus 0.8, ablation depth", "init_seeds"),
@@ -218,8 +218,10 @@ def pilot_from_record(record, source: str = "(in memory)") -> Pilot:
     out = []
     for i, (row, (claim, role, part, what, knob)) in enumerate(zip(rows, COMPARISONS)):
         _need(isinstance(row, dict), source, f"comparison {i} is not an object")
-        got = tuple(row.get(k) for k in ("claim", "role", "part", "knob"))
-        want = (claim, role, part, knob)
+        # what a comparison compares is part of its identity: a pilot that measured another comparison under the
+        # same claim and role (a control since replaced, say) is refused, not read as this one's effect
+        got = tuple(row.get(k) for k in ("claim", "role", "part", "what", "knob"))
+        want = (claim, role, part, what, knob)
         _need(got == want, source, f"comparison {i} is {got}, expected {want}")
         est = _number(row.get("effect"), source, f"comparison {i} effect")
         se = _number(row.get("standard_error"), source, f"comparison {i} standard_error", minimum=0)

@@ -182,12 +182,27 @@ class RandomProjection(nn.Module):
     """``logits = features @ weight.T`` with a random ``(num_classes, width)`` matrix.
 
     The matrix is a buffer (stored, moved with the model, never trained) unless ``trainable=True``.
+    ``rank=r`` draws a random matrix of rank ``r`` instead (``u @ v`` with Gaussian ``u`` of shape
+    ``(num_classes, r)`` and ``v`` of shape ``(r, width)``, scaled so that each entry has the variance of the
+    full-rank matrix's): a degenerate head, for the ablation's control (with ``r = 1`` every image's logits lie
+    on one line, so at most two classes can ever be predicted). ``None``, the default, is the full-rank matrix,
+    drawn exactly as before the option existed.
     """
 
-    def __init__(self, width: int, num_classes: int, trainable: bool = False):
+    def __init__(self, width: int, num_classes: int, trainable: bool = False, rank: int | None = None):
         super().__init__()
-        weight = torch.randn(_positive_int(num_classes, "num_classes"), _positive_int(width, "width"))
+        num_classes, width = _positive_int(num_classes, "num_classes"), _positive_int(width, "width")
+        if rank is None:
+            weight = torch.randn(num_classes, width)
+        else:
+            rank = _positive_int(rank, "head_rank")
+            if rank > min(num_classes, width):
+                raise ValueError(
+                    f"head_rank must be at most min(num_classes, width) = {min(num_classes, width)}, got {rank}"
+                )
+            weight = torch.randn(num_classes, rank) @ torch.randn(rank, width) / math.sqrt(rank)
         weight /= math.sqrt(width)
+        self.rank = rank
         self.trainable = bool(trainable)
         if self.trainable:
             self.weight = nn.Parameter(weight)
@@ -212,6 +227,8 @@ class AllConvResNet(nn.Module):
         (``1/(k sqrt(c))``, the standard deviation Section 4.1 calls standard).
     skip: ``False`` removes every identity path (a plain network of the same depth).
     trainable_head: make the random projection a trained parameter instead of a fixed buffer.
+    head_rank: ``None`` (the paper's full-rank projection) or the rank of a degenerate random head
+        (:class:`RandomProjection`; the ablation's control).
     kernel_size: of every convolution (odd).
     bias: give every convolution a bias (initialised to zero).
 
@@ -231,6 +248,7 @@ class AllConvResNet(nn.Module):
         trainable_head: bool = False,
         kernel_size: int = 3,
         bias: bool = True,
+        head_rank: int | None = None,
     ):
         super().__init__()
         num_classes = _positive_int(num_classes, "num_classes")
@@ -278,7 +296,8 @@ class AllConvResNet(nn.Module):
                 channels = width
             stages.append(nn.Sequential(*layers))
         self.stages = nn.ModuleList(stages)
-        self.head = RandomProjection(channels, num_classes, trainable=trainable_head)
+        self.head = RandomProjection(channels, num_classes, trainable=trainable_head, rank=head_rank)
+        self.head_rank = self.head.rank
         self.reset_parameters()
 
     def residual_convs(self) -> list[nn.Conv2d]:

@@ -129,6 +129,7 @@ class GroupedResNet(nn.Module):
                 m.kernel_size,
                 m.skip,
                 m.trainable_head,
+                m.head_rank,
                 m.stem.bias is not None,
             )
 

@@ -93,7 +93,7 @@ TENSORFLOW_RECIPE = {"augment": True, "augment_pad": 2, "augment_flip": True, "s
 #: what the code did before the field existed: a checkpoint without the field is read as having that value.
 #: (``standardize``: per-channel standardisation was the only kind before the TensorFlow recipe.)
 #: (``precision``: "auto" is what the code did before on the CPU, float32, and on GPUs with bf16, bf16 autocast.)
-FIELDS_ADDED_LATER = {"standardize": "channel", "precision": "auto", "deterministic": False}
+FIELDS_ADDED_LATER = {"standardize": "channel", "precision": "auto", "deterministic": False, "head_rank": None}
 #: Fields that may differ between a checkpoint and the run that resumes it (they do not change the numbers).
 RESUMABLE_CHANGES = {
     "steps",
@@ -139,7 +139,7 @@ class TrainingDiverged(_validate.DivergenceError, RuntimeError):
 
 
 #: Fields whose ``None`` means "the default" (checked only when set).
-_OPTIONAL_FIELDS = {"augment", "augment_pad", "augment_flip", "max_loss", "data_dir", "out_dir"}
+_OPTIONAL_FIELDS = {"augment", "augment_pad", "augment_flip", "max_loss", "data_dir", "out_dir", "head_rank"}
 
 
 @dataclass
@@ -162,6 +162,7 @@ class TrainConfig:
     init: str = "small"  # "small": the paper's N(0, 1/(k^2 c)); "standard" for the ablation
     skip: bool = True  # False: the same convolutions without the identity shortcuts
     trainable_head: bool = False  # the paper keeps the last layer fixed at random
+    head_rank: int | None = None  # None: the paper's full-rank random head; r: a degenerate head of rank r
     # optimisation
     steps: int = 64_000
     batch_size: int = 128  # global batch, split evenly between processes
@@ -244,6 +245,7 @@ class TrainConfig:
             "kernel_size",
             "eval_batch_size",
             "log_every",
+            "head_rank",
         ):
             check(name, v.positive_int)
         for name in ("eval_every", "checkpoint_every", "seed", "augment_pad"):
@@ -268,6 +270,11 @@ class TrainConfig:
         self.widths = tuple(v.positive_int(f"widths[{i}]", w) for i, w in enumerate(self.widths))
         if self.kernel_size % 2 == 0:
             raise ValueError(f"kernel_size must be odd (same padding), got {self.kernel_size}")
+        if self.head_rank is not None and self.head_rank > min(self.num_classes, self.widths[-1]):
+            raise ConfigError(
+                f"head_rank must be at most min(classes, last width) = {min(self.num_classes, self.widths[-1])}, "
+                f"got {self.head_rank}"
+            )
         check("standardize", v.choice, ("channel", "image"))
         check("init", v.choice, ("small", "standard", "printed-standard"))
         check("on_divergence", v.choice, ("raise", "stop"))
@@ -386,6 +393,7 @@ def build_model(config: TrainConfig, in_channels: int) -> nn.Module:
         skip=config.skip,
         trainable_head=config.trainable_head,
         kernel_size=config.kernel_size,
+        head_rank=config.head_rank,
     )
 
 
@@ -1449,6 +1457,7 @@ _int_option, _float_option, _ints_option = _validate.int_option, _validate.float
 #: Options whose default is None (or that need a range): the parser for each, by field name.
 _OPTION_TYPES = {
     "augment_pad": _int_option(0),
+    "head_rank": _int_option(1),
     "max_loss": _float_option,
     "seed": _int_option(0),
     "eval_every": _int_option(0),
