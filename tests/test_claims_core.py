@@ -608,6 +608,17 @@ def test_a_steps_place_goes_into_the_record_the_chapters_step_table_and_claims_v
     assert rows[:2] == ["proof step 2 of 2, as printed: fails", "printed at"] and r"\(B_q =\)" in page
     assert rows[-2:] == ["verdict of the claim", "re-check alone"]  # what a printed chapter keeps, still last
     assert "printed at" not in re.findall(r"<tr><th>([^<]*)</th>", shown.proof_step(1)._repr_html_())
+    table = re.findall(r"<tr><th>([^<]*)</th>", shown._repr_html_())  # the claim's evidence: the place after the step
+    at = table.index("proof step 2 as printed: fails")
+    assert table[at + 1] == "where step 2 is printed" and sum(row.startswith("where") for row in table) == 1
+    cs.checked("hardt-ma/one-placed", **base, control=CONTROL, proof_step=PLACED)(
+        lambda ctx: Evidence(statement=holds(), control=fails(), proof=StepEvidence(fails(), holds()))
+    )
+    one = re.findall(
+        r"<tr><th>([^<]*)</th>",
+        chapter_mod.Chapter("linear", profile="tiny").check("hardt-ma/one-placed")._repr_html_(),
+    )
+    assert one[[r.startswith("proof step") for r in one].index(True) + 1] == "where the step is printed", one
     monkeypatch.setattr(claims_cli, "chapter_claims", lambda name: cs)
     [result] = claims_cli._chapter_job("linear", ["hardt-ma/placed"], "tiny", 0, {})
     assert result["checks"]["proof_step_2"]["where"] == WHERE and "where" not in result["checks"]["proof_step"]

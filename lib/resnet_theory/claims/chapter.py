@@ -30,14 +30,20 @@ from .run import ClaimRun, run_claim, verify_command
 
 
 def evidence_html(run: ClaimRun) -> str:
-    """The evidence of one claim run as a small HTML table (every field escaped, its ``$...$`` typeset)."""
+    """The evidence of one claim run as a small HTML table (every field escaped, its ``$...$`` typeset): each part's
+    outcome and what was computed, a proof step's place in the printed proof after its check where the declaration
+    names one (read from the record's step fields, so older records, and steps without one, show nothing more)."""
     rec = run.record
+    placed = {s.keys[0]: s for s in rec.proof_steps if s.where}  # a step's check: where the step is printed
     rows = [("statement", rec.statement), ("checked against", source_line(rec))]
     for key, part in rec.evidence.items():
         mark = "holds" if part.get("holds") else "fails"
         if not part.get("decisive", True):
             mark += " (not decisive)"
         rows.append((f"{evidence_part_name(rec, key)}: {mark}", str(part.get("summary", ""))))
+        if key in placed:
+            s = placed[key]
+            rows.append((f"where step {s.number} is printed" if s.of > 1 else "where the step is printed", s.where))
     if rec.control is not None:
         mark = "holds (a defect)" if rec.control.get("holds") else "fails, as it must"
         rows.append((f"control: {mark}", f"{rec.control.get('input', '')} {rec.control.get('summary', '')}"))
