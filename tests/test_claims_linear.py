@@ -12,7 +12,7 @@ import pytest
 
 from resnet_theory import linear
 from resnet_theory.claims import Context
-from resnet_theory.claims.linear import CLAIMS, PROFILE, PROOF_STEP_KEYS
+from resnet_theory.claims.linear import CLAIMS, PROFILE, PROOF_STEP_KEYS, proof_step_number
 from resnet_theory.claims.run import run_claim
 from resnet_theory.claims.spec import Checked
 from resnet_theory.ledger import VERDICTS
@@ -338,6 +338,63 @@ def test_theorem_2_1s_printed_proof_is_one_claim_whose_six_steps_each_fail_and_a
     # the numbers the chapter quotes: each step's, as its claim glued them
     assert run.evidence.glue["thm21_sign_error"] > 1 and run.evidence.glue["thm21_norm_ratio"] > 1
     assert run.evidence.glue["thm21_scaling_below"] > 0 and run.evidence.glue["thm21_witness_choices"] == 4
+
+
+def test_a_proof_steps_number_is_its_place_in_the_declaration():
+    assert [proof_step_number(k) for k in PROOF_STEP_KEYS] == list(range(1, len(PROOF_STEP_KEYS) + 1))
+    assert proof_step_number("rotation-blocks") == 1 and proof_step_number("rounding") == len(PROOF_STEP_KEYS)
+    with pytest.raises(KeyError, match="no proof step 'layer_count'.*layer-count"):
+        proof_step_number("layer_count")
+
+
+def _sections(text: str, *labels: str) -> str:
+    """The prose (code cells left out) of the chapter's sections ``(label)=`` up to the next label."""
+    parts = re.split(r"^\((linear-[a-z0-9-]+)\)=$", text, flags=re.M)
+    chosen = "".join(body for label, body in zip(parts[1::2], parts[2::2]) if label in labels)
+    return re.sub(r"^```\{code-cell\}.*?^```$", "", chosen, flags=re.M | re.S)
+
+
+_COUNTS = "one|two|three|four|five|six|seven|eight|nine|ten|first|second|third|fourth|fifth|sixth|last"
+#: What a hand-typed step number or count of steps looks like: "(step 5)", "steps 2 and 3", "step six", "the
+#: four step tables", "six steps", "the second proof step".
+TYPED_STEP = re.compile(rf"\bsteps? (?:\d|(?:{_COUNTS})\b)|\b(?:{_COUNTS}|\d+) (?:of (?:its|the) )?(?:proof )?steps?\b")
+
+
+def test_the_typed_step_pattern_finds_typed_numbers_and_counts():
+    for typed in ("(step 5)", "steps 2 and 3", "step six", "The four step tables", "its six steps", "first step"):
+        assert TYPED_STEP.search(typed), typed
+    for glued in ("(step {glue:text}`thm21_step_scaling`)", "{glue:text}`thm21_proof_step_count` steps", "a step"):
+        assert not TYPED_STEP.search(glued), glued
+
+
+def test_theorem_2_1s_proof_prose_takes_every_step_number_from_the_declaration():
+    """Each "(step n)" and count of steps in the prose on Theorem 2.1's printed proof is glued from the claim's
+    declaration (:func:`proof_step_number`, one name per step key), and each step table is asked for by its key,
+    so a reordered declaration cannot leave the prose pointing at the wrong step."""
+    text = CHAPTER.read_text()
+    typed = TYPED_STEP.findall(_sections(text, "linear-overview", "linear-thm-2-1-proof"))
+    assert not typed, f"book/linear.md types step numbers by hand: {typed}"
+    assert not re.findall(r"\.proof_step\(\s*\d", text), "a step table asked for by a typed number"
+    glued = dict(re.findall(r"(thm21_step_[a-z_]+)=proof_step_number\(\"([a-z-]+)\"\)", text))
+    assert glued == {f"thm21_step_{k.replace('-', '_')}": k for k in PROOF_STEP_KEYS}
+    quoted = set(re.findall(r"\{glue:text\}`(thm21_step_[a-z_]+)`", text))
+    assert quoted == set(glued), "each step is named in the prose by its glued number"
+    asked = re.findall(r"\.proof_step\(proof_step_number\(\"([a-z-]+)\"\)\)", text)
+    assert sorted(asked) == sorted(PROOF_STEP_KEYS), "each step's table is shown once, asked for by its key"
+
+
+def test_the_proofs_evidence_table_names_each_steps_printed_place_after_its_check(tiny):
+    from resnet_theory.claims.chapter import evidence_html
+
+    run = run_in(tiny, "hardt-ma/thm-2.1-proof")
+    rows = re.findall(r"<tr><th>([^<]*)</th>", evidence_html(run))
+    for number in range(1, len(PROOF_STEP_KEYS) + 1):
+        at = next(i for i, row in enumerate(rows) if row.startswith(f"proof step {number} as printed: "))
+        assert rows[at + 1] == f"where step {number} is printed", rows
+    assert sum(row.startswith("where") for row in rows) == len(PROOF_STEP_KEYS)
+    assert rows[-2:] == ["verdict", "re-check alone"]
+    bare = run_in(tiny, "hardt-ma/claim-2.3")  # a step that names no place: nothing more
+    assert not any(row.startswith("where") for row in re.findall(r"<tr><th>([^<]*)</th>", evidence_html(bare)))
 
 
 def test_the_non_convexity_hessian_has_three_witnesses_where_sympy_is_affordable(tiny):

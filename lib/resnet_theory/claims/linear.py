@@ -1214,6 +1214,15 @@ _PROOF_STEPS = {
 PROOF_STEP_KEYS = tuple(_PROOF_STEPS)
 
 
+def proof_step_number(key: str) -> int:
+    """The number (from 1) of the step ``key`` of :data:`PROOF_STEP_KEYS` in ``hardt-ma/thm-2.1-proof``, the
+    printed proof's order: what ``claim_run.proof_step(n)`` and the chapter's "(step n)" take, so that a reordered
+    declaration moves them with it. A key that names no step is refused, naming the keys."""
+    if key not in PROOF_STEP_KEYS:
+        raise KeyError(f"no proof step {key!r} of hardt-ma/thm-2.1-proof; its steps: {', '.join(PROOF_STEP_KEYS)}")
+    return PROOF_STEP_KEYS.index(key) + 1
+
+
 @CLAIMS.checked(
     "hardt-ma/thm-2.1-proof",
     paper="hardt-ma",
