@@ -199,6 +199,16 @@ def test_the_pdf_keeps_every_page_every_table_and_the_typeset_math(built_book, t
     assert tables >= 10, f"only {tables} tables in the whole book?"
 
 
+def test_no_page_has_a_header_bar_with_a_second_search_field(built_book):
+    """The theme's header bar held only a search field, a second one above the sidebar's (``_config.yml``,
+    ``navbar_persistent``): every page has the sidebar's search field and no header bar."""
+    for page in book_pages(built_book.html, toc_files(ROOT)):
+        source = page.read_text()
+        assert 'id="pst-header"' not in source, page.name
+        sidebar = source.split('class="bd-sidebar-primary', 1)[1].split("</nav>", 1)[0]
+        assert "search-button-field" in sidebar, page.name
+
+
 def test_every_page_has_a_description_and_open_graph_tags_and_no_install_cell(built_book):
     """Search results and link previews get each page's first paragraph (escaped, at most 200 characters); the
     chapters' install cell (for Colab) is in the downloadable notebook but not on the page."""

@@ -125,6 +125,30 @@ def test_config_builds_from_executed_notebooks_and_excludes_non_book_folders():
     assert "resnet_theory.book.offline_mathjax" in config["sphinx"]["extra_extensions"]
 
 
+def test_the_theme_gets_no_header_bar_and_keeps_jupyter_books_options():
+    """pydata-sphinx-theme 0.17 fills a ``navbar_persistent`` it is not given with a search field, which put a
+    header bar with a second search field on every page (the sidebar has one); the configuration says it is empty,
+    merged into the theme options Jupyter Book derives (``recursive_update``), not replacing them, with or
+    without the repository's settings that a build with an address merges in."""
+    from jupyter_book.config import get_final_config
+
+    from resnet_theory.book import repository
+
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    with_repo = repository._merge(
+        yaml.safe_load((ROOT / "_config.yml").read_text()),
+        repository.book_settings(repository.Repository("someone", "book", "main", None, "test")),
+    )
+    for user in (config, with_repo):
+        final, _ = get_final_config(user_yaml=user, cli_config={"latex_individualpages": False}, sourcedir=ROOT)
+        options = final["html_theme_options"]
+        assert options["navbar_persistent"] == []
+        assert options["search_bar_text"] and "launch_buttons" in options  # Jupyter Book's own, kept
+        assert final["bibtex_reference_style"] == "author_year_distinct"
+    assert options["use_repository_button"] is True
+    assert "edit_page_url_template" in final["html_context"]
+
+
 def test_readme_starts_with_the_two_commands_and_ci_calls_make_test():
     readme = (ROOT / "README.md").read_text()
     first_section = readme.split("\n## ", 2)[1]
