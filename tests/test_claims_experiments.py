@@ -368,6 +368,20 @@ def test_the_fixed_head_control_decides_where_the_runs_do(chapter_run, monkeypat
     assert isinstance(ev.control, NoUsableControl)
 
 
+def test_the_claims_run_without_a_pilot_as_the_pilot_command_runs_them(chapter_run, monkeypatch):
+    """The pilot command rewrites a shipped pilot it cannot read (one that measured a replaced comparison, say) by
+    running the claims with none loaded: nothing the claims compute may need the pilot."""
+    from resnet_theory.claims import experiments_sizing as S
+
+    ctx, _ = chapter_run
+    monkeypatch.setattr(S, "PILOT", None)
+    for decl in E.CLAIMS:
+        evidence = decl.evidence(ctx)
+        assert evidence is not None, decl.id
+    glue = E.CLAIMS.claims["hardt-ma/sec4-fixed-head"].evidence(ctx).glue
+    assert glue["abl_head_direction"].startswith("cannot be set beside each other: no pilot is loaded")
+
+
 def test_the_rank_1_head_predicts_at_most_two_classes():
     """The control's premise, on the engine's own head: with a fixed head of rank 1 every image's logits lie on
     one line, so whatever the features, at most two classes are ever predicted (the full-rank head, at the same

@@ -35,6 +35,7 @@ import torch
 
 from .. import validate
 from ..engine import ablation, allconv, ensemble
+from ..engine import data as engine_data
 from ..engine import train as engine
 from ..ledger import Check
 from ..power import EARLY_STOP  # noqa: F401 (chapter)
@@ -989,19 +990,35 @@ def sec4_fixed_head(ctx: Context) -> Evidence:
         "abl_seeds": len(grid.runs[(HEAD, p.lr)]),
         "abl_rank1_acc": grid.mean((HEAD_CONTROL, p.lr), "accuracy"),
         "abl_rank1_seeds": n,
+        "abl_rank1_ceiling": two_class_share(),
         "abl_head_best": best[HEAD],
         "abl_ident_acc_best": best[IDENT],
         "abl_head_readings": "one comparison" if len(parts) == 1 else "two comparisons",
-        "abl_head_direction": head_direction(
-            parts[0].numbers["margin_standard_errors"], sizing_glue()["size_head_margin"]
-        ),
+        "abl_head_direction": head_direction(parts[0].numbers["margin_standard_errors"], _pilot_head_margin()),
     }
     return Evidence(statement=statement, control=NoUsableControl.unless_decisive(control), glue=glue)
 
 
-def head_direction(measured: float, pilot: float) -> str:
+def two_class_share() -> float:
+    """The share of the digits' test set held by its two most common classes: the most a head that can predict
+    only two classes (the fixed head of rank 1, the fixed-head claim's control) can score."""
+    labels = engine_data.load_digits_images()["test"][1]
+    counts = np.sort(np.bincount(labels))
+    return float(counts[-2:].sum() / counts.sum())
+
+
+def _pilot_head_margin() -> float | None:
+    """The pilot's margin for the fixed head's comparison, or None where no pilot is loaded (the pilot command,
+    rewriting a shipped pilot it cannot read, runs the claims without one)."""
+    return None if sizing.PILOT is None else sizing_glue()["size_head_margin"]
+
+
+def head_direction(measured: float, pilot: float | None) -> str:
     """Which way the fixed head's measured margin and the pilot's point (standard errors, positive: the fixed head
-    better, as the claim says; exactly 0: neither way), as the chapter's sentence ends."""
+    better, as the claim says; exactly 0: neither way), as the chapter's sentence ends; ``pilot`` None: no pilot
+    is loaded, so there is nothing to set the measured margin beside."""
+    if pilot is None:
+        return "cannot be set beside each other: no pilot is loaded (the pilot command is writing one)"
 
     def way(margin: float) -> str:
         return "the claim's way" if margin > 0 else ("against the claim" if margin < 0 else "neither way (exactly 0)")
