@@ -75,7 +75,11 @@ def test_the_chapter_finds_its_data_and_glue(chapter_run):
     # the shared results the chapter shows: the grid, the sweep, the timings, the overfitting table
     grid, sweep = E.training_grid(ctx), E.depth_sweep(ctx)
     plan = E.plan(ctx)
-    assert len(grid.rows()) == (len(E.GRID_VARIANTS) + len(E.CONTROL_VARIANTS)) * len(plan.lr_grid)
+    # every variant at every rate, and the fixed head's control at the paper's rate only
+    assert len(grid.rows()) == len(E.RATE_VARIANTS) * len(plan.lr_grid) + 1
+    assert [(r["variant"], r["learning rate"]) for r in grid.rows() if r["variant"] == E.HEAD_CONTROL] == [
+        (E.HEAD_CONTROL, plan.lr)
+    ]
     assert {(r["variant"], r["convolutions"]) for r in sweep.rows()} == {
         (n, plan.convolutions(d)) for n in (E.IDENT, E.PLAIN) for d in plan.depths
     }
