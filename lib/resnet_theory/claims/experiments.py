@@ -957,8 +957,9 @@ def sec4_small_init_best_rate(ctx: Context) -> Evidence:
     control=Control(
         "The paper's network, same layers, shortcuts, initialisation, rate and seeds, with a fixed random head of "
         "rank 1 in place of the full-rank one: every image's logits then lie on one line, so at most two of the "
-        "classes can ever be predicted, and no such head can test better than a trained one; the same comparison "
-        "with the trained-head network must fail. The two networks differ only in their head."
+        "classes can ever be predicted and its test accuracy is at most their share of the test set, which the "
+        "claim rules out; the same comparison with the trained-head network must fail. The two networks differ "
+        "only in their head."
     ),
 )
 def sec4_fixed_head(ctx: Context) -> Evidence:
