@@ -155,6 +155,8 @@ def test_weight_decay_only_on_conv_weights(trainable_head):
         (dict(batch_size=5000), "smaller than one batch of 5000"),
         (dict(precision="fp8"), "precision must be one of 'auto', 'bf16', 'fp16', 'float32', got 'fp8'"),
         (dict(device="cuda:x"), "device must be 'auto', 'cpu' or a CUDA device"),
+        (dict(head_rank=0), "head_rank must be a positive integer (at least 1), got 0"),
+        (dict(head_rank=11), "head_rank must be at most min(classes, last width) = "),
     ],
 )
 def test_bad_configurations_fail_clearly(changes, words):
@@ -178,6 +180,7 @@ def test_bad_configurations_fail_clearly(changes, words):
         (dict(out_dir=5), "out_dir must be a path"),
         (dict(precision=16), "precision must be one of 'auto', 'bf16', 'fp16', 'float32', got 16"),
         (dict(deterministic="yes"), "deterministic must be True or False"),
+        (dict(head_rank=1.5), "head_rank must be a positive integer, got 1.5"),
     ],
 )
 def test_wrong_types_are_type_errors_and_config_errors(changes, words):

@@ -989,7 +989,7 @@ def sec4_fixed_head(ctx: Context) -> Evidence:
         **_comparison_glue("head_best", parts[-1]),
         **_comparison_glue("head_control", control),
         "abl_seeds": len(grid.runs[(HEAD, p.lr)]),
-        "abl_rank1_acc": grid.mean((HEAD_CONTROL, p.lr), "accuracy"),
+        "abl_rank1_acc": float(np.mean(_scores(grid.runs[a][:n], "accuracy"))),  # the control's seeds
         "abl_rank1_seeds": n,
         "abl_rank1_ceiling": two_class_share(),
         "abl_head_best": best[HEAD],
