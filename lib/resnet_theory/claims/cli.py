@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 import time
 from collections import Counter
@@ -154,9 +155,16 @@ def _run_all(jobs, profile, seeds, knobs, processes) -> list[dict]:
     tasks = [(ch, ids, profile, s, knobs) for s in seeds for ch, ids in jobs]
     if processes <= 1 or len(tasks) == 1:
         return [r for t in tasks for r in _chapter_job(*t)]
-    pool = ProcessPoolExecutor(min(processes, len(tasks)), mp_context=get_context("spawn"))
+    pool = ProcessPoolExecutor(min(processes, len(tasks)), mp_context=get_context("spawn"), initializer=_worker_started)
     try:
-        futures = [pool.submit(_chapter_job, *t) for t in tasks]
+        # the workers start (and import torch) with SIGINT blocked, a mask they inherit: a Ctrl-C, which reaches the
+        # whole process group, aborted a worker inside torch's C++ initialisation with "terminate called ..."
+        # lines; a Ctrl-C in the meantime stays pending here and is raised as soon as the mask is restored
+        old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            futures = [pool.submit(_chapter_job, *t) for t in tasks]
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
         results = [r for f in futures for r in f.result()]
     except BrokenProcessPool:
         _stop_pool(pool)
@@ -168,6 +176,15 @@ def _run_all(jobs, profile, seeds, knobs, processes) -> list[dict]:
         raise
     pool.shutdown()
     return results
+
+
+def _worker_started() -> None:
+    """A worker of :func:`_run_all`, started with SIGINT blocked: drop a Ctrl-C that came while it started (this
+    process's parent stops it), then take Ctrl-C again as Python does, so that what it runs, and the processes it
+    starts, behave as in a command run alone."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a pending SIGINT is discarded when its action is to ignore it
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 class WorkerDied(RuntimeError):
