@@ -544,10 +544,12 @@ def test_a_retired_claim_id_says_which_claim_it_moved_into():
     from resnet_theory.claims.chapter import Chapter
 
     old = "hardt-ma/thm-3.2-proof-conditions"
-    into, _ = registry.RETIRED[old]
-    assert into == "hardt-ma/thm-3.2" and into in {d.id for d in all_claims()}
+    into, key = registry.RETIRED[old]
+    assert (into, key) == ("hardt-ma/thm-3.2", "conditions") and into in {d.id for d in all_claims()}
     assert not set(registry.RETIRED) & {d.id for d in all_claims()}  # a retired id is declared nowhere
-    with pytest.raises(KeyError, match=r"merged into hardt-ma/thm-3\.2 \(its proof step 2\)"):
+    for gone, (into, key) in registry.RETIRED.items():  # every retired id names a declared step of its claim
+        assert registry.retired_into(gone) == (into, f"its proof step {registry.find(into).step_number(key)}, {key}")
+    with pytest.raises(KeyError, match=r"merged into hardt-ma/thm-3\.2 \(its proof step 2, conditions\)"):
         registry.find(old)
     with pytest.raises(KeyError, match="merged into hardt-ma/thm-3.2"):
         Chapter("expressivity", profile="tiny").check(old)
@@ -562,7 +564,7 @@ def test_verify_with_a_retired_id_names_the_claim_it_moved_into_in_one_line(caps
     assert claims_cli.main(["verify", "hardt-ma/thm-3.2-proof-conditions"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("error: claim 'hardt-ma/thm-3.2-proof-conditions' was merged into")
-    assert "hardt-ma/thm-3.2 (its proof step 2)" in err and "verify hardt-ma/thm-3.2\n" in err
+    assert "hardt-ma/thm-3.2 (its proof step 2, conditions)" in err and "verify hardt-ma/thm-3.2\n" in err
     assert claims_cli.main(["verify", "hardt-ma/never"]) == 2
     assert "no claim 'hardt-ma/never'" in capsys.readouterr().err
 
@@ -583,6 +585,67 @@ def test_a_proof_step_may_name_its_place_in_the_printed_proof_checked_as_its_oth
         with pytest.raises(error, match=words):
             ProofStep("a step as printed", "its repair holds", where=bad)
     assert PLACED != ProofStep(PLACED.step, PLACED.repair)  # the place is part of the declaration
+
+
+# --- a proof step's key: its number, asked for by name ---------------------------------------------------------------
+KEYED_1 = ProofStep("the projection keeps every distance", "widen the projection", key="projection")
+KEYED_2 = ProofStep("the chain gives the conditions of the lemma", "keep squared lengths", key="conditions")
+
+
+def test_a_proof_steps_key_is_a_short_name_unique_within_its_claim_and_gives_its_number():
+    assert STEP_1.key == "" and KEYED_1 != ProofStep(KEYED_1.step, KEYED_1.repair)  # the key is declared
+    for bad in ("Projection", "two words", "-x", "layer_count", 3):
+        with pytest.raises(ValueError, match="ProofStep.key must be a short name"):
+            ProofStep("a step as printed", "its repair holds", key=bad)
+    cs, base = claim_set()
+    two = cs.checked("hardt-ma/keyed", **base, control=CONTROL, proof_step=(KEYED_1, KEYED_2))(lambda ctx: None)
+    assert two.step_keys == ("projection", "conditions")
+    assert (two.step_number("projection"), two.step_number("conditions")) == (1, 2)
+    swapped = cs.checked("hardt-ma/swapped", **base, control=CONTROL, proof_step=(KEYED_2, KEYED_1))(lambda ctx: None)
+    assert swapped.step_number("conditions") == 1  # the number follows the declaration's order
+    with pytest.raises(KeyError, match="has no proof step 'condition'; its step keys: projection, conditions"):
+        two.step_number("condition")
+    mixed = cs.checked("hardt-ma/mixed", **base, control=CONTROL, proof_step=(STEP_1, KEYED_2))(lambda ctx: None)
+    assert mixed.step_keys == ("", "conditions") and mixed.step_number("conditions") == 2
+    with pytest.raises(KeyError, match="has no proof step ''"):
+        mixed.step_number("")  # a step without a key is not found by the empty name
+    bare = cs.checked("hardt-ma/bare", **base, control=CONTROL, proof_step=STEP_1)(lambda ctx: None)
+    with pytest.raises(KeyError, match="it declares no step keys"):
+        bare.step_number("projection")
+    same = ProofStep("another step as printed", "another repair holds", key="projection")
+    with pytest.raises(ValueError, match="proof step key.s. projection declared twice"):
+        cs.checked("hardt-ma/same", **base, control=CONTROL, proof_step=(KEYED_1, same))(lambda ctx: None)
+
+
+def test_a_chapter_asks_for_a_step_by_its_key_for_its_table_and_its_number(monkeypatch):
+    from resnet_theory.claims import chapter as chapter_mod
+
+    cs, base = claim_set()
+    cs.checked("hardt-ma/keyed", **base, control=CONTROL, proof_step=(KEYED_1, KEYED_2))(
+        lambda ctx: Evidence(
+            statement=holds(), control=fails(), proof=(StepEvidence(holds(), holds()), StepEvidence(fails(), holds()))
+        )
+    )
+    monkeypatch.setattr(chapter_mod, "chapter_claims", lambda name: cs)
+    chapter = chapter_mod.Chapter("linear", profile="tiny")
+    assert chapter.step_number("hardt-ma/keyed", "conditions") == 2  # before the claim runs: prose glues it first
+    shown = chapter.check("hardt-ma/keyed")
+    by_key, by_number = shown.proof_step("conditions"), shown.proof_step(2)
+    assert by_key.number == 2 and by_key._repr_html_() == by_number._repr_html_()
+    assert "proof step 2 of 2, as printed: fails" in by_key._repr_html_()
+    with pytest.raises(KeyError, match="has no proof step 'condition'"):
+        shown.proof_step("condition")
+    with pytest.raises(KeyError, match="not declared in chapter"):
+        chapter.step_number("hardt-ma/other", "conditions")
+
+
+def test_every_declared_claim_with_several_proof_steps_names_each_step_by_a_key():
+    """Prose that says "step n" of a claim with several steps glues n from the step's key: every such step has one."""
+    several = [d for d in all_claims() if isinstance(d, Checked) and len(d.proof_steps) > 1]
+    assert several, "the book declares claims with several proof steps"
+    for decl in several:
+        assert all(decl.step_keys), f"{decl.id}: a proof step without a key"
+        assert [decl.step_number(k) for k in decl.step_keys] == list(range(1, len(decl.proof_steps) + 1))
 
 
 def _placed(cs, base, name):
@@ -635,10 +698,12 @@ def test_theorem_2_1s_six_retired_proof_claims_say_which_step_of_the_merged_clai
 
     merged = registry.find("hardt-ma/thm-2.1-proof")
     retired = {k: v for k, v in registry.RETIRED.items() if k.startswith("hardt-ma/thm-2.1-proof-")}
-    assert sorted(n for _, n in retired.values()) == [f"its proof step {n}" for n in range(1, 7)]
+    assert sorted(key for _, key in retired.values()) == sorted(merged.step_keys)  # each step, once
+    assert all(old == f"{merged.id}-{key}" for old, (_, key) in retired.items())  # each old id named its step
     assert len(merged.proof_steps) == 6 and all(into == merged.id for into, _ in retired.values())
     assert all(s.where.startswith("Appendix A.1, proof of Theorem 2.1: ") for s in merged.proof_steps)
-    with pytest.raises(KeyError, match=r"merged into hardt-ma/thm-2\.1-proof \(its proof step 2\)"):
+    assert merged.step_number("sign") == 2  # the printed proof's order: blocks, then the sign of the rotation layer
+    with pytest.raises(KeyError, match=r"merged into hardt-ma/thm-2\.1-proof \(its proof step 2, sign\)"):
         registry.find("hardt-ma/thm-2.1-proof-sign")
     assert registry.unknown_claim_message("hardt-ma/thm-2.1-proof-rounding").endswith(
         "python -m resnet_theory.claims verify hardt-ma/thm-2.1-proof"

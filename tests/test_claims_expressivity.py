@@ -5,6 +5,7 @@ the chapter uses), and its numbers do not depend on which claims ran before it."
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -536,3 +537,23 @@ def test_the_lemma_b_1_checks_stay_where_the_prose_says_the_printed_lemma_fails(
     assert sp.solve(sp.Eq(9 * r**2, 2 * r), r) == [sp.Rational(2, 9)]  # 9 rho'^2 = 2 rho' at 2/9, as the prose says
     assert LEMMA_RHOS and all(Fraction(str(rho_p)) <= Fraction(2, 9) for rho_p in LEMMA_RHOS), LEMMA_RHOS
     assert all(np.sqrt(2 * rho_p) >= 3 * rho_p for rho_p in LEMMA_RHOS)
+
+
+def test_theorem_3_2s_prose_takes_its_step_numbers_from_the_declaration():
+    """The chapter names the steps of Theorem 3.2's printed proof by numbers glued from the claim's step keys and
+    asks for a step's table by its key, so a reordered or extended declaration cannot leave the prose pointing at
+    the wrong step; no step number or count of steps is typed anywhere in the chapter's prose."""
+    from test_claims_linear import TYPED_STEP
+
+    text = (Path(__file__).resolve().parents[1] / "book" / "expressivity.md").read_text()
+    prose = re.sub(r"^```\{code-cell\}.*?^```$", "", text, flags=re.M | re.S)
+    typed = TYPED_STEP.findall(prose)
+    assert not typed, f"book/expressivity.md types step numbers by hand: {typed}"
+    assert not re.findall(r"\.proof_step\(\s*\d", text), "a step table asked for by a typed number"
+    decl = CLAIMS.claims["hardt-ma/thm-3.2"]
+    keys = re.search(r'for key in \(([^)]*)\):\n    number = chapter\.step_number\("hardt-ma/thm-3\.2", key\)', text)
+    assert keys and 'glue(f"thm32_step_{key}", number' in text, "the step numbers are glued from the declaration"
+    glued = re.findall(r'"([a-z]+)"', keys.group(1))
+    assert sorted(glued) == sorted(decl.step_keys)  # a key with a hyphen would need another glue name
+    assert set(re.findall(r"\{glue:text\}`thm32_step_([a-z_]+)`", prose)) == set(glued)
+    assert re.findall(r'c32\.proof_step\("([a-z-]+)"\)', text) == ["conditions"]

@@ -12,6 +12,7 @@ import pytest
 
 from resnet_theory import linear
 from resnet_theory.claims import Context
+from resnet_theory.claims import linear as linear_claims
 from resnet_theory.claims.linear import CLAIMS, PROFILE, PROOF_STEP_KEYS, proof_step_number
 from resnet_theory.claims.run import run_claim
 from resnet_theory.claims.spec import Checked
@@ -327,7 +328,8 @@ def test_theorem_2_1s_printed_proof_is_one_claim_whose_six_steps_each_fail_and_a
     assert run.verdict == "proof-gap" and run.evidence.statement.holds and not run.evidence.control.holds
     assert list(run.data) == list(PROOF_STEP_KEYS)
     for old, (number, words) in THM21_PROOF_STEPS.items():
-        assert registry.RETIRED[old] == ("hardt-ma/thm-2.1-proof", f"its proof step {number}")
+        assert registry.RETIRED[old] == ("hardt-ma/thm-2.1-proof", PROOF_STEP_KEYS[number - 1])
+        assert registry.retired_into(old)[1] == f"its proof step {number}, {PROOF_STEP_KEYS[number - 1]}"
         assert old.removeprefix("hardt-ma/thm-2.1-proof-") == PROOF_STEP_KEYS[number - 1]
         where = decl.proof_steps[number - 1].where
         assert where.startswith("Appendix A.1, proof of Theorem 2.1: ") and words in where, (old, where)
@@ -345,6 +347,9 @@ def test_a_proof_steps_number_is_its_place_in_the_declaration():
     assert proof_step_number("rotation-blocks") == 1 and proof_step_number("rounding") == len(PROOF_STEP_KEYS)
     with pytest.raises(KeyError, match="no proof step 'layer_count'.*layer-count"):
         proof_step_number("layer_count")
+    decl = CLAIMS.claims["hardt-ma/thm-2.1-proof"]
+    assert PROOF_STEP_KEYS == decl.step_keys  # the keys are the declaration's, paired with each step's wording
+    assert set(linear_claims._PROOF_STEPS) == set(PROOF_STEP_KEYS)  # and each with the function that checks it
 
 
 def _sections(text: str, *labels: str) -> str:
@@ -354,14 +359,15 @@ def _sections(text: str, *labels: str) -> str:
     return re.sub(r"^```\{code-cell\}.*?^```$", "", chosen, flags=re.M | re.S)
 
 
-_COUNTS = "one|two|three|four|five|six|seven|eight|nine|ten|first|second|third|fourth|fifth|sixth|last"
+_COUNTS = "one|two|both|three|four|five|six|seven|eight|nine|ten|first|second|third|fourth|fifth|sixth|last"
 #: What a hand-typed step number or count of steps looks like: "(step 5)", "steps 2 and 3", "step six", "the
 #: four step tables", "six steps", "the second proof step".
 TYPED_STEP = re.compile(rf"\bsteps? (?:\d|(?:{_COUNTS})\b)|\b(?:{_COUNTS}|\d+) (?:of (?:its|the) )?(?:proof )?steps?\b")
 
 
 def test_the_typed_step_pattern_finds_typed_numbers_and_counts():
-    for typed in ("(step 5)", "steps 2 and 3", "step six", "The four step tables", "its six steps", "first step"):
+    for typed in ("(step 5)", "steps 2 and 3", "step six", "The four step tables", "its six steps", "first step",
+                  "both steps", "the proof's second step"):
         assert TYPED_STEP.search(typed), typed
     for glued in ("(step {glue:text}`thm21_step_scaling`)", "{glue:text}`thm21_proof_step_count` steps", "a step"):
         assert not TYPED_STEP.search(glued), glued
@@ -379,7 +385,7 @@ def test_theorem_2_1s_proof_prose_takes_every_step_number_from_the_declaration()
     assert glued == {f"thm21_step_{k.replace('-', '_')}": k for k in PROOF_STEP_KEYS}
     quoted = set(re.findall(r"\{glue:text\}`(thm21_step_[a-z_]+)`", text))
     assert quoted == set(glued), "each step is named in the prose by its glued number"
-    asked = re.findall(r"\.proof_step\(proof_step_number\(\"([a-z-]+)\"\)\)", text)
+    asked = re.findall(r"\.proof_step\(\"([a-z-]+)\"\)", text)
     assert sorted(asked) == sorted(PROOF_STEP_KEYS), "each step's table is shown once, asked for by its key"
 
 

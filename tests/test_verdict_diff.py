@@ -68,7 +68,7 @@ def test_a_retired_id_missing_from_a_newer_build_says_where_it_moved(tmp_path):
     diff = compare_builds([a, b])
     assert not diff.agree and diff.missing == {old: [str(b)]}
     line = next(x for x in diff.report().splitlines() if x.startswith("ID MISSING"))
-    assert line.endswith("(a retired id: merged into hardt-ma/thm-3.2, its proof step 2)")
+    assert line.endswith("(a retired id: merged into hardt-ma/thm-3.2, its proof step 2, conditions)")
     assert "a retired id" not in compare_builds([build(tmp_path, "c", {"linear": {"x": 0.5}}), b]).report()
 
 

@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..claims.registry import RETIRED
+from ..claims.registry import retired_into
 from ..record import Claim, control_holds
 from ..validate import OneLineParser
 from .claims_files import CLAIMS_SUFFIX, load_claims, read_claims_file
@@ -80,7 +80,8 @@ class VerdictDiff:
         for cid, vs in sorted(self.changed.items()):
             lines.append(f"VERDICT DIFFERS  {cid}: " + ", ".join(f"{lab}={v}" for lab, v in zip(self.labels, vs)))
         for cid, labs in sorted(self.missing.items()):
-            moved = f" (a retired id: merged into {RETIRED[cid][0]}, {RETIRED[cid][1]})" if cid in RETIRED else ""
+            into = retired_into(cid)
+            moved = f" (a retired id: merged into {into[0]}, {into[1]})" if into else ""
             lines.append(f"ID MISSING       {cid}: absent from " + ", ".join(labs) + moved)
         for cid, labs in sorted(self.controls_holding.items()):
             lines.append(f"CONTROL HOLDS    {cid}: in " + ", ".join(labs))

@@ -5,9 +5,10 @@ the claim's function, records it in the chapter's ledger, glues the numbers its 
 evidence (statement, each check, the control, the verdict, and the command that re-checks the claim alone)::
 
     chapter = Chapter("linear", profile=profile, seed=seed, knobs=knobs)
-    c23 = chapter.check("hardt-ma/claim-2.3")
-    c23                      # the evidence, as a small table
-    c23.proof_step(2)        # one declared proof step of it, where its narration is: the step, its repair, checks
+    c32 = chapter.check("hardt-ma/thm-3.2")
+    c32                      # the evidence, as a small table
+    c32.proof_step("conditions")  # one declared proof step, by its key, where its narration is: step, repair, checks
+    chapter.step_number("hardt-ma/thm-3.2", "conditions")  # its number, glued where the prose says "step n"
     ...
     chapter.show()           # last cell: the chapter's claims table, its claims file, every verdict glued
 
@@ -121,10 +122,11 @@ class _Shown(ClaimRun):
     def _repr_html_(self) -> str:
         return evidence_html(self)
 
-    def proof_step(self, number: int) -> _StepShown:
-        """Declared proof step ``number`` (from 1) of this claim, to show where the chapter narrates it: the step
-        and its check, the repair and its check, the claim's verdict."""
-        return _StepShown(self, number)
+    def proof_step(self, step: int | str) -> _StepShown:
+        """Declared proof step ``step`` of this claim, to show where the chapter narrates it: the step and its
+        check, the repair and its check, the claim's verdict. ``step`` is the step's key (``"layer-count"``,
+        :meth:`~resnet_theory.claims.spec.Checked.step_number`), or its number (from 1) for a step without one."""
+        return _StepShown(self, self.decl.step_number(step) if isinstance(step, str) else step)
 
 
 class Chapter:
@@ -153,6 +155,16 @@ class Chapter:
     def profile_rows(self) -> list[dict]:
         """The chapter's profile table, with the values this run uses."""
         return self.claims.profile.rows(self.ctx.profile, self.knobs)
+
+    def step_number(self, claim_id: str, key: str) -> int:
+        """The number (from 1) of the proof step ``key`` of this chapter's claim ``claim_id``, from its declaration:
+        what the chapter glues where its prose says "step n", before or after the claim runs."""
+        if claim_id not in self.claims.claims:
+            raise KeyError(f"claim {claim_id!r} is not declared in chapter {self.claims.chapter!r}")
+        decl = self.claims.claims[claim_id]
+        if not hasattr(decl, "step_number"):
+            raise KeyError(f"claim {claim_id!r} is not checked here: it declares no proof steps")
+        return decl.step_number(key)
 
     def check(self, claim_id: str) -> ClaimRun:
         """Run one claim of this chapter, record it, glue its numbers; the result shows its evidence."""

@@ -572,36 +572,36 @@ _APPENDIX_A: tuple[Row, ...] = (
        "hardt-ma/claim-c.1"),
     _c("Appendix A.1, paragraph 7",
        r"$U$ is orthogonal, so every block $D_i$ is a rotation $T(\theta_i)$, $\theta_i \in [-\pi, \pi]$.",
-       "hardt-ma/thm-2.1-proof"),  # its proof step 1 (rotation blocks)
+       "hardt-ma/thm-2.1-proof"),  # its proof step "rotation-blocks"
     _c("Appendix A.1, paragraphs 7-9",
        r"$D_i = T(\theta_i/q)^q$, $W = \operatorname{diag}(T(\theta_i/q))$, $U = (SWS^{-1})^q$; with "
        r"$B_j = I - SWS^{-1}$, $U = (I + B_q)\cdots(I + B_1)$.",
-       "hardt-ma/thm-2.1-proof"),  # its proof step 2 (sign)
+       "hardt-ma/thm-2.1-proof"),  # its proof step "sign"
     _c("Appendix A.1, paragraph 10",
        r"$\|B_j\| = \|I - W\| = \max_i |\sin(\theta_i/q)| \le \pi/q$.",
-       "hardt-ma/thm-2.1-proof"),  # its proof step 3 (rotation norm)
+       "hardt-ma/thm-2.1-proof"),  # its proof step "rotation-norm"
     _c("Appendix A.1, paragraph 11",
        r"Likewise $V^\top = (I + B'_q)\cdots(I + B'_1)$ with $\|B'_j\| \le \pi/q$ (printed $\|C_j\|$).",
-       "hardt-ma/thm-2.1-proof"),  # its proof step 3 (rotation norm)
+       "hardt-ma/thm-2.1-proof"),  # its proof step "rotation-norm"
     _c("Appendix A.1, paragraph 12",
        r"$K = (K')^p$, $K' = \operatorname{diag}(k_i^{1/p})$, and for $p \ge \gamma$, "
        r"$\|K' - I\| \le \max_i |e^{\log k_i/p} - 1| \le 3\gamma/p$.",
-       "hardt-ma/thm-2.1-proof"),  # its proof step 4 (scaling)
+       "hardt-ma/thm-2.1-proof"),  # its proof step "scaling"
     _c("Appendix A.1, paragraph 13",
        r"$p = \ell\sqrt{3\gamma}/(2(\sqrt\pi + \sqrt{3\gamma}))$, $q = \ell\sqrt\pi/(\sqrt\pi + \sqrt{3\gamma})$ "
        r"(a reading of the converted fractions), with $2q + p = \ell$ (the conversion garbles its $\ell$ into a 1).",
-       "hardt-ma/thm-2.1-proof"),  # its proof step 5 (layer count)
+       "hardt-ma/thm-2.1-proof"),  # its proof step "layer-count"
     _c("Appendix A.1, paragraph 13",
        r"Layers $A_{2p+q} = B_q, \dots, A_{p+q+1} = B_1$, $A_{p+q} = B''_p, \dots$, $A_q = B'_q, \dots, "
        r"A_1 = B'_1$ (the top index should read $2q + p$), with product $UKV^\top = R$.",
-       "hardt-ma/thm-2.1-proof"),  # its proof step 5 (layer count)
+       "hardt-ma/thm-2.1-proof"),  # its proof step "layer-count"
     _c("Appendix A.1, paragraph 14",
        r"$|||A||| \le \max\{\|B_j\|, \|B'_j\|, \|B''_j\|\} \le \pi/q + 3\gamma/p \le "
        r"2(\sqrt\pi + \sqrt{3\gamma})^2/\ell$ (as real numbers).",
-       "hardt-ma/thm-2.1-proof"),  # its proof step 5 (layer count)
+       "hardt-ma/thm-2.1-proof"),  # its proof step "layer-count"
     _c("Appendix A.1, paragraph 14",
        r"The same bound with $p$ and $q$ whole numbers of layers.",
-       "hardt-ma/thm-2.1-proof"),  # its proof step 6 (rounding)
+       "hardt-ma/thm-2.1-proof"),  # its proof step "rounding"
     _c("Appendix A.2, paragraph 1",
        r"Taylor expansion: $f(\dots, A_j + \Delta_j, \dots) = f(A) + 2\langle G_j, \Delta_j\rangle + "
        r"O(\|\Delta_j\|_F^2)$ with $G_j = (I + A_\ell^\top)\cdots(I + A_{j+1}^\top)$ $E\Sigma$ "

@@ -964,6 +964,11 @@ def _outcome_words(check: Check) -> str:
             r"per pair, union bound); the construction needs only $k_{\mathrm{union}} = "
             r"\lceil \ln(2n(n-1)) / I(\rho) \rceil$, $I(\rho) = \frac12 \ln(4/(4 - \rho))$. "
             r"Both are $O(\log n / \rho^2)$.",
+            where=r"Appendix B, proof of Theorem 3.2: $k = c(\log n)/\rho^2$ "
+            '("for example, $c = 10$ works"), '
+            r"$A_0$ with standard normal entries preserves every pairwise distance of $\{0, x^{(1)}, \dots, "
+            r"x^{(n)}\}$ up to a factor $1 \pm \rho/3$ with high probability (Johnson-Lindenstrauss)",
+            key="projection",
         ),
         ProofStep(
             step=r"$\|A_0 x_i - A_0 x_j\| \ge \rho(1 - \rho/3) \ge 2\rho/3$, and with $1 - \rho/3 \le \|z_i\| \le 1 + "
@@ -972,6 +977,10 @@ def _outcome_words(check: Check) -> str:
             repair=r"Keep squared norms and squared distances within $1 \pm \varepsilon$, $\varepsilon = \min(\rho, "
             r"1)/3$: squared norms lie in $[1 - \rho', 1 + \rho']$ and $\|z_i - z_j\|^2 \ge (1 - \varepsilon)\rho "
             r"\ge 2\rho/3 \ge \rho'$.",
+            where=r"Appendix B, proof of Theorem 3.2: $1 - \rho/3 \le \|A_0x^{(i)}\| \le 1 + \rho/3$ and "
+            r"$\|A_0x^{(i)} - A_0x^{(j)}\| \ge \rho(1 - \rho/3) \ge 2\rho/3$; with $z^{(i)} = A_0x^{(i)}$ and "
+            r"$\rho' = \rho/3$ the $z^{(i)}$ satisfy the condition of Lemma B.2",
+            key="conditions",
         ),
     ),
     control=Control(TWIN_CONTROL),
@@ -982,7 +991,7 @@ def theorem_3_2(ctx: Context) -> Evidence:
     ``k_union``, the digits at ``k = D``), each checked by its torch module; the projection step as printed
     (standard normal entries, ``log`` read as ``ln`` and as ``log2``) and its repair; the book's rescaled reading
     (entries of variance ``1/k``) tested the same way but kept out of the step's check (``data`` and glue
-    only); the proof's second step, from the projected points to Lemma B.2's conditions, and its repair
+    only); the proof's step "conditions", from the projected points to Lemma B.2's conditions, and its repair
     (:func:`_conditions_step`); the twin-point control."""
     cfg = ctx.cfg
     fits, digits, orth = _sphere_fits(ctx), _digits_fit(ctx), _orthonormal_fit(ctx)

@@ -1201,8 +1201,8 @@ def _step_scaling(ctx: Context) -> tuple[StepEvidence, dict, dict]:
     )
 
 
-#: The steps of the printed proof in the order it takes them (:func:`theorem_2_1_proof` checks each; its data holds
-#: each step's under the step's key here).
+#: The function that checks each step of the printed proof, by the step's declared key (:data:`PROOF_STEP_KEYS`,
+#: the proof's order; :func:`theorem_2_1_proof` checks each; its data holds each step's under the step's key).
 _PROOF_STEPS = {
     "rotation-blocks": _step_rotation_blocks,
     "sign": _step_sign,
@@ -1211,16 +1211,13 @@ _PROOF_STEPS = {
     "layer-count": _step_layer_count,
     "rounding": _step_rounding,
 }
-PROOF_STEP_KEYS = tuple(_PROOF_STEPS)
 
 
 def proof_step_number(key: str) -> int:
-    """The number (from 1) of the step ``key`` of :data:`PROOF_STEP_KEYS` in ``hardt-ma/thm-2.1-proof``, the
-    printed proof's order: what ``claim_run.proof_step(n)`` and the chapter's "(step n)" take, so that a reordered
-    declaration moves them with it. A key that names no step is refused, naming the keys."""
-    if key not in PROOF_STEP_KEYS:
-        raise KeyError(f"no proof step {key!r} of hardt-ma/thm-2.1-proof; its steps: {', '.join(PROOF_STEP_KEYS)}")
-    return PROOF_STEP_KEYS.index(key) + 1
+    """The number (from 1) of the step ``key`` of ``hardt-ma/thm-2.1-proof`` in the printed proof's order, from
+    the claim's declaration (:meth:`~resnet_theory.claims.spec.Checked.step_number`): what the chapter's "(step n)"
+    glues, so that a reordered declaration moves it with it. A key that names no step is refused, naming the keys."""
+    return CLAIMS.claims["hardt-ma/thm-2.1-proof"].step_number(key)
 
 
 @CLAIMS.checked(
@@ -1238,12 +1235,14 @@ def proof_step_number(key: str) -> int:
             r"both gives $\det U = \det V = +1$; then the blocks pair into rotations and $U$ has rotation roots.",
             where=r"Appendix A.1, proof of Theorem 2.1: $U$ orthonormal, so every block $D_i$ of $U = S D S^{-1}$ "
             "is a rotation",
+            key="rotation-blocks",
         ),
         ProofStep(
             step="$q$ layers $I + B$ with $B = I - S W S^{-1}$ multiply to the rotation.",
             repair=r"$B = S W S^\top - I$: $q$ layers multiply to the rotation.",
             where=r"Appendix A.1, proof of Theorem 2.1: $B_1 = \dots = B_q = \mathrm{Id} - S W S^{-1}$, "
             r"$U = (\mathrm{Id} + B_q) \cdots (\mathrm{Id} + B_1)$",
+            key="sign",
         ),
         ProofStep(
             step=r"$\|I - W\| = \max_i |\sin(\theta_i / q)|$.",
@@ -1251,6 +1250,7 @@ def proof_step_number(key: str) -> int:
             r"printed value is wrong, the bound it leads to holds.",
             where=r"Appendix A.1, proof of Theorem 2.1: $\|B_j\| = \|\mathrm{Id} - W\| = \max_i |\sin(\theta_i/q)| "
             r"\le \pi/q$",
+            key="rotation-norm",
         ),
         ProofStep(
             step=r"The bound $\|K^{1/p} - I\| \le 3\gamma/p$ is derived for $p \ge \gamma$ (so that "
@@ -1259,6 +1259,7 @@ def proof_step_number(key: str) -> int:
             r"$p \ge \gamma$ at every whole depth $\ell \ge 3\gamma$, and the bound holds.",
             where=r"Appendix A.1, proof of Theorem 2.1: $K = (K')^p$, $\|K' - \mathrm{Id}\| \le 3\gamma / p$ when "
             r"$p \ge \gamma$",
+            key="scaling",
         ),
         ProofStep(
             step=r"With the printed $p$ and $q$, the printed assignment puts $q$ layers for each rotation and $p$ "
@@ -1273,6 +1274,7 @@ def proof_step_number(key: str) -> int:
             r"fractions), the assignment $A_{2p+q} = B_q, \dots, A_{p+q+1} = B_1$, $A_{p+q} = B''_p, \dots, "
             r"A_{q+1} = B''_1$, $A_q = B'_q, \dots, A_1 = B'_1$, and the count of layers after it (garbled in our "
             "copy)",
+            key="layer-count",
         ),
         ProofStep(
             step=r"With $q$ and $p$ chosen by balancing $\pi/q$ against "
@@ -1282,13 +1284,15 @@ def proof_step_number(key: str) -> int:
             r"q$ layers $P^{1/p}$, best whole-number $q$; it meets both constants on every "
             r"pair checked.",
             where="Appendix A.1, proof of Theorem 2.1: p and q used as layer counts",
+            key="rounding",
         ),
     ),
     control=_PROOF_CONTROL,
     rests_on=("hardt-ma/claim-c.1",),
 )
 def theorem_2_1_proof(ctx: Context) -> Evidence:
-    """The printed proof's six steps, in its order (:data:`PROOF_STEP_KEYS`), each checked as printed and repaired;
+    """The printed proof's steps, in its order (:data:`PROOF_STEP_KEYS`, the declaration's step keys), each checked
+    as printed and repaired by its function in ``_PROOF_STEPS``;
     the statement they establish (Theorem 2.1 with det R > 0) and its control (the same search on det R < 0
     targets, which that statement rules out) are checked once. Each step's data is under its key of ``data``."""
     t = _Theorem21(ctx)
@@ -1302,13 +1306,23 @@ def theorem_2_1_proof(ctx: Context) -> Evidence:
         steps.append(step)
         data[key] = step_data
         glue.update(step_glue)
-    glue["thm21_proof_failing_steps"] = sum(not s.step.holds for s in steps)  # of the six, as printed
+    glue["thm21_proof_failing_steps"] = sum(not s.step.holds for s in steps)  # of the steps, as printed
     return Evidence(
         statement=t.statement_det_positive(),
         control=t.det_negative(),
         proof=tuple(steps),
         data=data,
         glue=glue,
+    )
+
+
+#: The keys of the printed proof's steps, in its order: the declaration's (each ``ProofStep``'s ``key``), so that
+#: a step's wording, its place in the proof and the function that checks it (``_PROOF_STEPS[key]``) are paired by
+#: name, not by position in two lists.
+PROOF_STEP_KEYS = CLAIMS.claims["hardt-ma/thm-2.1-proof"].step_keys
+if set(PROOF_STEP_KEYS) != set(_PROOF_STEPS) or "" in PROOF_STEP_KEYS:
+    raise RuntimeError(
+        f"hardt-ma/thm-2.1-proof declares steps {PROOF_STEP_KEYS} but has check functions for {tuple(_PROOF_STEPS)}"
     )
 
 

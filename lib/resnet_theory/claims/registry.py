@@ -152,27 +152,38 @@ def all_claims() -> list[Checked | NotCheckable]:
     return out
 
 
-#: Claim ids the book no longer declares, and where what they checked went: old id -> (the claim it moved into, what
-#: of that claim it became). A link or a command with an old id gets one line naming its new place
-#: (:func:`retired_message`), not "no claim".
+#: Claim ids the book no longer declares, and where what they checked went: old id -> (the claim it moved into, the
+#: key of the proof step of that claim it became, :attr:`~resnet_theory.claims.spec.ProofStep.key`). A link or a
+#: command with an old id gets one line naming its new place (:func:`retired_message`), not "no claim"; the step's
+#: number comes from the claim's declaration, so a reordered declaration cannot leave it pointing at another step.
 RETIRED: dict[str, tuple[str, str]] = {
-    "hardt-ma/thm-3.2-proof-conditions": ("hardt-ma/thm-3.2", "its proof step 2"),
-    # Theorem 2.1's printed proof, once six claims that each repeated the statement's check: now its six steps
-    "hardt-ma/thm-2.1-proof-rotation-blocks": ("hardt-ma/thm-2.1-proof", "its proof step 1"),
-    "hardt-ma/thm-2.1-proof-sign": ("hardt-ma/thm-2.1-proof", "its proof step 2"),
-    "hardt-ma/thm-2.1-proof-rotation-norm": ("hardt-ma/thm-2.1-proof", "its proof step 3"),
-    "hardt-ma/thm-2.1-proof-scaling": ("hardt-ma/thm-2.1-proof", "its proof step 4"),
-    "hardt-ma/thm-2.1-proof-layer-count": ("hardt-ma/thm-2.1-proof", "its proof step 5"),
-    "hardt-ma/thm-2.1-proof-rounding": ("hardt-ma/thm-2.1-proof", "its proof step 6"),
+    "hardt-ma/thm-3.2-proof-conditions": ("hardt-ma/thm-3.2", "conditions"),
+    # Theorem 2.1's printed proof, once six claims that each repeated the statement's check: now steps of one claim
+    "hardt-ma/thm-2.1-proof-rotation-blocks": ("hardt-ma/thm-2.1-proof", "rotation-blocks"),
+    "hardt-ma/thm-2.1-proof-sign": ("hardt-ma/thm-2.1-proof", "sign"),
+    "hardt-ma/thm-2.1-proof-rotation-norm": ("hardt-ma/thm-2.1-proof", "rotation-norm"),
+    "hardt-ma/thm-2.1-proof-scaling": ("hardt-ma/thm-2.1-proof", "scaling"),
+    "hardt-ma/thm-2.1-proof-layer-count": ("hardt-ma/thm-2.1-proof", "layer-count"),
+    "hardt-ma/thm-2.1-proof-rounding": ("hardt-ma/thm-2.1-proof", "rounding"),
 }
+
+
+def retired_into(claim_id: str) -> tuple[str, str] | None:
+    """For a retired claim id (:data:`RETIRED`): the claim it moved into and what of that claim it became ("its
+    proof step 2, conditions", the number from the declaration); None for an id that was never retired."""
+    if claim_id not in RETIRED:
+        return None
+    into, key = RETIRED[claim_id]
+    return into, f"its proof step {find(into).step_number(key)}, {key}"
 
 
 def retired_message(claim_id: str) -> str | None:
     """One line for a retired claim id (:data:`RETIRED`): which claim it moved into and how to re-check that one;
     None for an id that was never retired."""
-    if claim_id not in RETIRED:
+    moved = retired_into(claim_id)
+    if moved is None:
         return None
-    into, what = RETIRED[claim_id]
+    into, what = moved
     return (
         f"claim {claim_id!r} was merged into {into} ({what}); re-check it with: "
         f"python -m resnet_theory.claims verify {into}"

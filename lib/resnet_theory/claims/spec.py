@@ -140,11 +140,15 @@ class ProofStep:
     """A step or construction of the printed proof that may fail as written (``step``), with the repair that
     the book checks in its place (``repair``): both are required. ``where`` is optional: the step's place in the
     printed proof, as a claim's ``ref`` names the statement's ("Appendix A.1, proof of Theorem 2.1: the choice of
-    $p$ and $q$"); the record, the ledger's card, the errata, ``claims verify`` and a chapter's step table show it."""
+    $p$ and $q$"); the record, the ledger's card, the errata, ``claims verify`` and a chapter's step table show it.
+    ``key`` is optional too: a short name of the step ("layer-count"), unique within its claim, by which a chapter
+    asks for the step's number and its table (:meth:`Checked.step_number`), so that prose which says "step n"
+    follows the declaration's order instead of a number typed by hand."""
 
     step: str
     repair: str
     where: str = ""
+    key: str = ""
 
     def __post_init__(self):
         _sentence(self.step, "ProofStep.step", words=3)
@@ -153,6 +157,10 @@ class ProofStep:
             raise TypeError(f"ProofStep.where must be text (the step's place in the printed proof), got {self.where!r}")
         if self.where:
             _sentence(self.where, "ProofStep.where (the step's place in the printed proof)", words=3)
+        if not isinstance(self.key, str) or (self.key and not _LABEL.match(self.key)):
+            raise ValueError(
+                f"ProofStep.key must be a short name in lower case with hyphens ('layer-count'), got {self.key!r}"
+            )
 
 
 @dataclass(frozen=True)
@@ -286,8 +294,27 @@ class Checked(_Declared):
             )
         if len(set(self.proof_steps)) != len(self.proof_steps):
             raise ValueError(f"claim {self.id!r}: a proof step is declared twice")
+        keys = [p.key for p in self.proof_steps if p.key]
+        if len(set(keys)) != len(keys):
+            twice = sorted({k for k in keys if keys.count(k) > 1})
+            raise ValueError(f"claim {self.id!r}: proof step key(s) {', '.join(twice)} declared twice")
         if not callable(self.evidence):
             raise TypeError(f"claim {self.id!r}: evidence must be a function of a Context")
+
+    @property
+    def step_keys(self) -> tuple[str, ...]:
+        """The declared proof steps' keys, in the proof's order (``""`` for a step declared without one)."""
+        return tuple(p.key for p in self.proof_steps)
+
+    def step_number(self, key: str) -> int:
+        """The number (from 1, the printed proof's order) of the proof step declared with ``key``: what
+        ``claim_run.proof_step`` takes and what a chapter glues where its prose says "step n". A key that names no
+        step of this claim is refused, naming the keys it has."""
+        if isinstance(key, str) and key and key in self.step_keys:
+            return self.step_keys.index(key) + 1
+        named = [k for k in self.step_keys if k]
+        has = f"its step keys: {', '.join(named)}" if named else "it declares no step keys"
+        raise KeyError(f"claim {self.id!r} has no proof step {key!r}; {has}")
 
     @property
     def function(self) -> str:
