@@ -5,15 +5,15 @@ only the shared runs it needs and gets the same numbers as in the chapter's run.
 from __future__ import annotations
 
 import re
+from decimal import Decimal
 from pathlib import Path
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
 import torch
 
 from resnet_theory.claims import experiments as E
-from resnet_theory.claims.context import Context
+from resnet_theory.claims.context import Context, Knob, ProfileTable
 from resnet_theory.claims.run import run_claim
 from resnet_theory.claims.spec import Checked
 from resnet_theory.engine import train as engine
@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 CHAPTER = (ROOT / "book" / "experiments.md").read_text()
 #: Glue keys the chapter's prose quotes that its own cells glue (illustrations, timings, verdicts).
 CHAPTER_GLUE = re.compile(
-    r"^(digits_train_size|plain_.*|imagenet_.*|perf_.*|size_.*|seq_.*|gpu_.*|ledger_summary|verdict_.*|abl_head_reading|abl_init_reading|schedule_steps)$"
+    r"^(digits_train_size|plain_.*|imagenet_.*|perf_.*|size_.*|seq_.*|gpu_.*|ledger_summary|verdict_.*|abl_head_reading|abl_init_reading|schedule_steps|cifar_seeds)$"
 )
 
 
@@ -212,54 +212,172 @@ def test_verify_may_name_the_archives_in_the_environment(monkeypatch, tmp_path):
     assert E.cifar_unavailable(Context.for_table(E.PROFILE, "tiny", 0)) is None
 
 
-def _fake_cifar(final_accuracy: float, start_accuracy: float = 0.1):
+#: Test errors (%) of five fake seeds: well below Table 2's 6.38 (threshold 6.385), well above, and within noise.
+BELOW = (5.9, 6.0, 6.1, 5.95, 6.05)
+ABOVE = (7.0, 7.1, 6.9, 7.05, 6.95)
+AT_THE_FIGURE = (6.2, 6.6, 6.4, 6.3, 6.5)
+#: Ordinary errors at the end of the first rate's part of the schedule, far above the figure.
+BEFORE_DROP = (14.0, 15.0, 13.5, 14.5, 15.5)
+
+
+def _fake_cifar(final_error: float, error_before_drop: float = 15.0, *, drop: int = 30_000, steps: int = 64_000):
+    """A finished run's result: evaluations at step 0, at the first rate drop, just after it (better than the
+    figure: never the control's) and at the end."""
     history = [
         {"kind": "train", "step": 10, "loss": 2.0},
-        {"kind": "eval", "step": 0, "test_accuracy": start_accuracy},
-        {"kind": "eval", "step": 10, "test_accuracy": final_accuracy},
+        {"kind": "eval", "step": 0, "test_accuracy": 0.1},
+        {"kind": "eval", "step": drop, "test_accuracy": 1 - error_before_drop / 100},
+        {"kind": "eval", "step": drop + 2000, "test_accuracy": 0.99},
+        {"kind": "eval", "step": steps, "test_accuracy": 1 - final_error / 100},
     ]
     return engine.TrainResult(
-        config=engine.TrainConfig(), history=history, steps_done=10, final_test_accuracy=final_accuracy,
+        config=engine.TrainConfig(), history=history, steps_done=steps, final_test_accuracy=1 - final_error / 100,
         final_test_loss=0.3, final_train_loss=0.1, diverged=False, message="", checkpoint_path=None,
         wall_seconds=1.0, images_per_second=1.0, trainable_parameters=1,
     )  # fmt: skip
 
 
-@pytest.mark.parametrize("accuracy, holds", [(0.9370, True), (0.9330, True), (0.9320, False)])
-def test_the_cifar_evidence_compares_the_final_error_with_table_2(monkeypatch, accuracy, holds):
-    # the band is 1.645 x sqrt(2) x 0.16 / 6.61 = 5.63%: 6.30% and 6.70% are within it of the printed 6.38%, 6.80%
-    # is not (6.38 x 1.0563 = 6.739)
-    assert E.REPRODUCED_RTOL == pytest.approx(1.645 * 2**0.5 * 0.16 / 6.61)
-    monkeypatch.setattr(E, "cifar_run", lambda ctx, name: _fake_cifar(accuracy))
+def _cifar_claim(monkeypatch, final_errors, errors_before_drop=BEFORE_DROP, name="cifar10", seed=0):
+    """The claim on ``name`` run through ``run_claim`` on fake runs, one per seed; also the seeds it asked for."""
+    asked = []
+
+    def fake_run(ctx, dataset, run_seed):
+        asked.append((dataset, run_seed))
+        k = run_seed - seed * len(final_errors)
+        return _fake_cifar(final_errors[k], errors_before_drop[k])
+
+    monkeypatch.setattr(E, "cifar_run", fake_run)
     monkeypatch.setattr(E, "cifar_unavailable", lambda ctx: None)
-    ev = E.sec4_cifar10_error(tiny_context())
-    assert ev.statement.holds is holds and ev.control.holds is False
-    assert ev.data["error"] == pytest.approx(100 * (1 - accuracy))
-    assert ev.data["test_error"] == ([0, 10], [pytest.approx(90.0), pytest.approx(100 * (1 - accuracy))])
-    run = SimpleNamespace(decl=SimpleNamespace(id="hardt-ma/sec4-cifar10-error"), data=ev.data)
+    ctx = Context.for_table(E.PROFILE, "tiny", seed, {"cifar_seeds": len(final_errors)})
+    return run_claim(E.CLAIMS.claims[f"hardt-ma/sec4-{name}-error"], ctx), asked
+
+
+def _margin(check) -> float:
+    return check.numbers["margin_standard_errors"]
+
+
+def test_a_mean_error_well_below_the_printed_figure_confirms_the_claim(monkeypatch):
+    run, asked = _cifar_claim(monkeypatch, BELOW)
+    assert asked == [("cifar10", s) for s in range(5)]
+    statement = run.evidence.statement
+    assert statement.holds and statement.decisive and _margin(statement) >= 2
+    assert statement.numbers["estimate"] == pytest.approx(np.mean(BELOW))
+    assert statement.numbers["standard_error"] == pytest.approx(np.std(BELOW, ddof=1) / 5**0.5)
+    assert statement.numbers["threshold"] == pytest.approx(6.385) and statement.numbers["n"] == 5
+    assert run.verdict == "confirmed"
+    assert run.record.control["usable"] and run.record.control["holds"] is False
+    data = run.data
+    assert data["errors"] == pytest.approx(list(BELOW)) and data["error"] == pytest.approx(np.mean(BELOW))
+    assert data["errors_before_drop"] == pytest.approx(list(BEFORE_DROP)) and data["first_drop"] == 30_000
+    assert [c["seed"] for c in data["curves"]] == [0, 1, 2, 3, 4] and data["seeds"] == [0, 1, 2, 3, 4]
+    assert data["curves"][1]["test_error"][0] == [0, 30_000, 32_000, 64_000]
+    assert data["curves"][1]["test_error"][1][-1] == pytest.approx(BELOW[1])
     assert E.table_2_rows(run)[-1] == {
-        "method": "this book, 64,000 steps",
-        "CIFAR-10 error %": pytest.approx(100 * (1 - accuracy)),
+        "method": "this book (mean of 5 seeds), 64,000 steps",
+        "CIFAR-10 error %": pytest.approx(np.mean(BELOW)),
         "CIFAR-100 error %": None,
     }
 
 
+def test_a_mean_error_well_above_the_printed_figure_refutes_the_claim(monkeypatch):
+    # CIFAR-100's figure is 24.64: the same spread, shifted above it
+    run, _ = _cifar_claim(monkeypatch, tuple(e + 18.0 for e in ABOVE), tuple(e + 30 for e in BEFORE_DROP), "cifar100")
+    statement = run.evidence.statement
+    assert not statement.holds and statement.decisive and _margin(statement) <= -2
+    assert statement.numbers["threshold"] == pytest.approx(24.645)
+    assert run.verdict == "refuted"
+    run, _ = _cifar_claim(monkeypatch, ABOVE)
+    assert run.verdict == "refuted" and run.evidence.statement.numbers["threshold"] == pytest.approx(6.385)
+
+
+def test_a_mean_error_within_its_noise_of_the_printed_figure_is_undecided(monkeypatch):
+    run, _ = _cifar_claim(monkeypatch, AT_THE_FIGURE)
+    statement = run.evidence.statement
+    assert not statement.decisive and abs(_margin(statement)) < 2
+    assert run.verdict == "undecided" and run.record.reason.startswith("the statement's check is within its noise")
+
+
+def test_the_control_is_the_same_runs_before_the_first_rate_drop(monkeypatch):
+    run, _ = _cifar_claim(monkeypatch, BELOW)
+    control = run.evidence.control
+    assert isinstance(control, Check) and not control.holds and control.decisive and _margin(control) <= -2
+    # the last evaluation at or before the drop, not the better one just after it
+    assert control.numbers["estimate"] == pytest.approx(np.mean(BEFORE_DROP))
+    assert control.numbers["threshold"] == run.evidence.statement.numbers["threshold"]
+    assert "step 30,000" in control.summary and "before the first rate drop" in control.summary
+    # pre-drop errors within their noise of the figure: the control decides nothing, and nothing is confirmed
+    run, _ = _cifar_claim(monkeypatch, BELOW, (6.0, 6.8, 6.3, 6.5, 6.4))
+    assert isinstance(run.evidence.control, NoUsableControl)
+    assert run.verdict == "undecided" and run.record.reason.startswith("no usable negative control")
+
+
+def test_the_first_drop_follows_the_knob_cifar_steps(monkeypatch):
+    ctx = Context.for_table(E.PROFILE, "tiny", 0, {"cifar_steps": 6_400})
+    assert E.cifar_milestones(ctx) == E.scaled_milestones(6_400) == (3_000, 5_000)
+    runs = [_fake_cifar(e, 15.0, drop=3_000, steps=6_400) for e in BELOW]
+    monkeypatch.setattr(E, "cifar_run", lambda ctx, name, seed: runs[seed])
+    monkeypatch.setattr(E, "cifar_unavailable", lambda ctx: None)
+    ev = E.sec4_cifar10_error(ctx)
+    assert ev.data["first_drop"] == 3_000 and ev.data["errors_before_drop"] == pytest.approx([15.0] * 5)
+
+
+def test_a_run_without_an_evaluation_before_the_drop_is_refused(monkeypatch):
+    result = _fake_cifar(6.0)
+    result.history = [r for r in result.history if r["kind"] != "eval" or r["step"] > 30_000]
+    monkeypatch.setattr(E, "cifar_run", lambda ctx, name, seed: result)
+    monkeypatch.setattr(E, "cifar_unavailable", lambda ctx: None)
+    with pytest.raises(ValueError, match="no evaluation at or before step 30,000"):
+        E.sec4_cifar10_error(tiny_context())
+
+
+def test_the_threshold_is_the_printed_figure_plus_half_its_printed_unit():
+    assert E.printed_unit("6.38") == Decimal("0.01") and E.printed_unit("7.3") == Decimal("0.1")
+    assert E.printed_unit("12") == 1
+    assert E.reproduced_threshold("6.38") == 6.385 and E.reproduced_threshold("24.64") == 24.645
+    assert E.reproduced_threshold("7.3") == 7.35 and E.reproduced_threshold("19.250") == 19.2505
+    for method, figures in E.PRINTED_ERRORS.items():
+        assert E.PAPER_ERRORS[method] == tuple(float(f) for f in figures)
+        assert all(E.printed_unit(f) == Decimal("0.01") for f in figures)  # Table 2 prints two decimals
+    for bad in (6.38, "6,38", "-6.38", "", "6.38%"):
+        with pytest.raises(ValueError, match="decimal numeral"):
+            E.printed_unit(bad)
+
+
+def test_the_cifar_seeds_knob_needs_two_seeds():
+    assert E.PROFILE.knobs["cifar_seeds"].quick == E.PROFILE.knobs["cifar_seeds"].full == 5
+    assert "Table 6" in E.PROFILE.knobs["cifar_seeds"].doc
+    with pytest.raises(ValueError, match="knob 'cifar_seeds': 1 is below its minimum 2"):
+        Context.for_table(E.PROFILE, "tiny", 0, {"cifar_seeds": 1})
+    assert E.cifar_seeds(Context.for_table(E.PROFILE, "tiny", 0, {"cifar_seeds": 2})) == (0, 1)
+    assert E.cifar_seeds(Context.for_table(E.PROFILE, "tiny", 3)) == (15, 16, 17, 18, 19)  # seed s: s*n .. s*n+n-1
+    # a knob's minimum, generally: its profiles must respect it, and an override's every number
+    with pytest.raises(ValueError, match="knob 'n': its profiles' values must be numbers, at least 2"):
+        ProfileTable(n=Knob(1, 5, "seeds", minimum=2))
+    with pytest.raises(ValueError, match="knob 'ns': 1 is below its minimum 2"):
+        ProfileTable(ns=Knob((2, 3), (2, 3), "seeds", minimum=2)).resolve("quick", {"ns": (2, 1)})
+
+
 @pytest.mark.parametrize("augmentation, recipe", [("crop4", {}), ("tensorflow", engine.TENSORFLOW_RECIPE)])
-def test_the_cifar_run_is_the_papers_schedule_with_the_chapters_settings(monkeypatch, tmp_path, augmentation, recipe):
+def test_each_seed_is_the_papers_schedule_in_its_own_folder(monkeypatch, tmp_path, augmentation, recipe):
     seen = []
     monkeypatch.setenv(E.CIFAR_DATA_ENV, str(tmp_path / "data"))
-    monkeypatch.setattr(E.engine, "train", lambda config: seen.append(config) or _fake_cifar(0.9))
+    monkeypatch.setattr(E, "cifar_unavailable", lambda ctx: None)
+    monkeypatch.setattr(E.engine, "train", lambda config: seen.append(config) or _fake_cifar(6.0))
     ctx = Context.for_table(E.PROFILE, "quick", 0)
     E.use_settings(ctx, runs_dir=str(tmp_path / "runs"), augmentation=augmentation)
-    (tmp_path / "runs" / "cifar100").mkdir(parents=True)
-    (tmp_path / "runs" / "cifar100" / engine.CHECKPOINT_NAME).write_bytes(b"")
-    E.cifar_run(ctx, "cifar10"), E.cifar_run(ctx, "cifar100")
-    first, second = seen
-    assert (first.dataset, first.data_dir, first.steps) == ("cifar10", str(tmp_path / "data"), 64_000)
-    assert first.out_dir == str(tmp_path / "runs" / "cifar10") and not first.resume
-    assert second.dataset == "cifar100" and second.resume  # a kept checkpoint is resumed
-    assert all(getattr(first, k) == v for k, v in recipe.items())
+    kept = tmp_path / "runs" / "cifar100" / "seed-3"
+    kept.mkdir(parents=True)
+    (kept / engine.CHECKPOINT_NAME).write_bytes(b"")
+    E.sec4_cifar10_error(ctx), E.sec4_cifar100_error(ctx)
+    assert [(c.dataset, c.seed) for c in seen] == [(d, s) for d in ("cifar10", "cifar100") for s in range(5)]
+    assert [c.out_dir for c in seen] == [str(tmp_path / "runs" / c.dataset / f"seed-{c.seed}") for c in seen]
+    assert [c.resume for c in seen] == [False] * 5 + [False, False, False, True, False]  # the kept checkpoint
+    first = seen[0]
+    assert (first.data_dir, first.steps) == (str(tmp_path / "data"), 64_000)
+    assert all(getattr(c, k) == v for c in seen for k, v in recipe.items())
     assert (first.lr, first.lr_milestones, first.batch_size) == (0.05, (30_000, 50_000), 128)
+    with pytest.raises(ValueError, match="seed must be a non-negative integer"):
+        E.cifar_run(ctx, "cifar10", -1)
 
 
 # --- issue 31: the printed precision, one fixed-head claim, the book's question, Table 2's attribution ---------

@@ -6,7 +6,8 @@ the book's default (a 2-core CPU), ``full`` a GPU-sized build. A reader override
 (``knobs={"max_depth": 200}`` in a chapter's parameters cell, ``--knob max_depth=200`` on the command line);
 an unknown knob, a value of another type than the table's, or a number outside the knob's range (a knob whose
 profiles are all positive, a size or a count, takes only positive finite numbers and non-empty lists; one whose
-profiles are all non-negative, only non-negative ones) is refused in one line, before anything runs.
+profiles are all non-negative, only non-negative ones; one with a ``minimum``, no number below it) is refused in
+one line, before anything runs.
 """
 
 from __future__ import annotations
@@ -37,6 +38,9 @@ class Knob:
     #: The values an override may take (a method's name), refused otherwise before anything runs; None: any value
     #: of the default's kind.
     choices: tuple | None = None
+    #: The least value an override may take (every number in it), refused otherwise before anything runs; None:
+    #: the range its profiles imply (see the module docstring). A count of seeds behind a standard error takes 2.
+    minimum: float | None = None
 
     def value(self, profile: str) -> Any:
         if profile == "tiny":
@@ -76,6 +80,10 @@ def _out_of_range(knob: Knob, given: Any) -> str | None:
     bad = [x for x in numbers if isinstance(x, float) and not np.isfinite(x)]
     if bad:
         return f"{bad[0]!r} is not a finite number"
+    if knob.minimum is not None:
+        low = [x for x in numbers if not x >= knob.minimum]
+        if low:
+            return f"{low[0]!r} is below its minimum {knob.minimum!r}"
     if not any(_has_empty(v) for v in (knob.quick, knob.full, knob.tiny) if v is not None) and _has_empty(given):
         return "an empty list sizes nothing"
     if defaults and all(x > 0 for x in defaults):
@@ -107,6 +115,10 @@ class ProfileTable:
             outside = [v for v in (knob.quick, knob.full, knob.tiny) if v is not None and knob.choices is not None]
             if any(v not in knob.choices for v in outside):
                 raise ValueError(f"knob {name!r}: its profiles' values must be among its choices {knob.choices!r}")
+            if knob.minimum is not None:
+                values = [_numbers(v) for v in (knob.quick, knob.full, knob.tiny) if v is not None]
+                if any(ns is None or any(not x >= knob.minimum for x in ns) for ns in values):
+                    raise ValueError(f"knob {name!r}: its profiles' values must be numbers, at least {knob.minimum!r}")
         self.knobs = dict(knobs)
 
     def resolve(self, profile: str, overrides: Mapping[str, Any] | None = None) -> SimpleNamespace:
