@@ -156,6 +156,22 @@ def tiny_workload():
     return {k: E.PROFILE.knobs[k].value("tiny") for k in S.WORKLOAD_KNOBS}
 
 
+def test_the_pilots_cpu_model_is_read_from_cpuinfo_else_from_the_platform(tmp_path, monkeypatch):
+    from resnet_theory.benchmarks import experiments as bench
+
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text(
+        "processor\t: 0\nvendor_id\t: X\nmodel name\t: Example CPU 9000 @ 3.0GHz\n\nmodel name\t: other\n"
+    )
+    assert bench._cpu_model(cpuinfo) == "Example CPU 9000 @ 3.0GHz"  # the first processor's
+    monkeypatch.setattr(bench.platform, "processor", lambda: "x86_64")
+    assert bench._cpu_model(tmp_path / "missing") == "x86_64"
+    cpuinfo.write_text("processor\t: 0\nmodel name\t:\n")  # no name given: the platform's
+    assert bench._cpu_model(cpuinfo) == "x86_64"
+    monkeypatch.setattr(bench.platform, "processor", lambda: "")
+    assert bench._cpu_model(tmp_path / "missing") is None
+
+
 def test_the_pilot_command_writes_a_file_the_module_reads_back_into_the_same_sizing(tiny_pilot):
     from resnet_theory.claims.context import Context
     from resnet_theory.claims.run import run_claim
@@ -163,6 +179,13 @@ def test_the_pilot_command_writes_a_file_the_module_reads_back_into_the_same_siz
     pilot = S.read_pilot(tiny_pilot, workload=tiny_workload())
     assert pilot.provenance["seed"] == 100 and pilot.provenance["commit"] and pilot.provenance["date"]
     assert pilot.provenance["command"].endswith("--profile tiny --seed 100")  # no overrides were given
+    # the CPU it ran on, as separate keys (another CPU's kernels may sum in another order)
+    import torch
+
+    from resnet_theory.benchmarks import experiments as bench
+
+    assert pilot.provenance["cpu_model"] == bench._cpu_model()
+    assert pilot.provenance["torch_cpu_capability"] == torch.backends.cpu.get_cpu_capability()
     assert pilot.sizes == {k: E.PROFILE.knobs[k].value("tiny") for k in S.PILOT_SIZES}
     assert set(pilot.cpu_seconds) == set(bench_cells()) and pilot.cpu_seconds["training grid"] > 0
     # the same claims run here at the same seed give the same comparisons, hence the same sizing

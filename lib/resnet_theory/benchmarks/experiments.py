@@ -218,6 +218,27 @@ def _machine() -> str:
     )
 
 
+def _cpu_model(cpuinfo: str | Path = "/proc/cpuinfo") -> str | None:
+    """The CPU's model name: the first "model name" of ``cpuinfo`` where it is readable, else
+    ``platform.processor()``, else None. Another CPU may run other kernels, hence other floating-point sums."""
+    try:
+        for line in Path(cpuinfo).read_text(errors="replace").splitlines():
+            key, sep, value = line.partition(":")
+            if sep and key.strip() == "model name" and value.strip():
+                return value.strip()
+    except OSError:
+        pass
+    return platform.processor() or None
+
+
+def _torch_cpu_capability() -> str | None:
+    """The instruction set torch's CPU kernels dispatch to on this machine ("AVX2", "AVX512", ...), or None."""
+    try:
+        return str(torch.backends.cpu.get_cpu_capability())
+    except (AttributeError, RuntimeError):
+        return None
+
+
 def run_pilot(path, profile: str = "quick", seed: int = 100, workers: int = 2, knobs: dict | None = None) -> dict:
     """Run the chapter's cells once at the pilot's sizes (the quick profile: :data:`sizing.PILOT_SIZES`; another
     profile: its own seeds), with ``knobs`` overriding any knob (to measure what a smaller workload would
@@ -238,6 +259,8 @@ def run_pilot(path, profile: str = "quick", seed: int = 100, workers: int = 2, k
         "profile": profile,
         "workers": workers,
         "machine": _machine(),
+        "cpu_model": _cpu_model(),
+        "torch_cpu_capability": _torch_cpu_capability(),
         "load_average_at_start": os.getloadavg()[0] if hasattr(os, "getloadavg") else None,
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "command": f"python -m resnet_theory.benchmarks.experiments --pilot PATH --profile {profile} --seed {seed}"

@@ -139,7 +139,8 @@ COMPARISONS = (
 class Pilot:
     """A pilot as its file holds it: the :data:`COMPARISONS` measured (``comparisons``), the seed knobs it
     trained (``sizes``), every knob it ran at (``knobs``), the CPU seconds of each of the chapter's cells
-    (``cpu_seconds``) and where it comes from (``provenance``: commit, seed, machine, date, command)."""
+    (``cpu_seconds``) and where it comes from (``provenance``: commit, seed, machine, date, command; a pilot run
+    since the thirteenth session also names the CPU model and torch's CPU capability, which older pilots lack)."""
 
     comparisons: tuple[PilotComparison, ...]
     sizes: dict
