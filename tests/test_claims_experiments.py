@@ -321,6 +321,30 @@ def test_the_first_drop_follows_the_knob_cifar_steps(monkeypatch):
     assert ev.data["first_drop"] == 3_000 and ev.data["errors_before_drop"] == pytest.approx([15.0] * 5)
 
 
+def _diverged(result, at_step: int):
+    """``result`` as a run that diverged at ``at_step``: its history ends there with the diverged record."""
+    history = [r for r in result.history if r["step"] < at_step]
+    history.append({"kind": "diverged", "step": at_step, "loss": float("nan"), "message": "diverged"})
+    result.history, result.diverged, result.steps_done = history, True, at_step
+    return result
+
+
+@pytest.mark.parametrize("at_step, before", [(40_000, 15.0), (20_000, 90.0)])
+def test_a_diverged_seed_counts_at_chance_error_and_the_others_still_count(monkeypatch, at_step, before):
+    """A seed whose training diverges is scored at chance (90% error on CIFAR-10's ten classes), not left out and
+    not allowed to stop the claim; before the first drop it is at chance only if it had diverged by then."""
+    runs = [_fake_cifar(e) for e in BELOW]
+    runs[2] = _diverged(runs[2], at_step)
+    monkeypatch.setattr(E, "cifar_run", lambda ctx, name, seed: runs[seed])
+    monkeypatch.setattr(E, "cifar_unavailable", lambda ctx: None)
+    run = run_claim(E.CLAIMS.claims["hardt-ma/sec4-cifar10-error"], tiny_context())
+    errors = [*BELOW[:2], 90.0, *BELOW[3:]]
+    assert run.data["errors"] == pytest.approx(errors) and run.data["diverged"] == [2]
+    assert run.evidence.statement.numbers["estimate"] == pytest.approx(np.mean(errors))
+    assert not run.evidence.statement.holds and run.verdict != "confirmed"  # one chance-level seed sinks the mean
+    assert run.data["errors_before_drop"][2] == pytest.approx(before)
+
+
 def test_a_run_without_an_evaluation_before_the_drop_is_refused(monkeypatch):
     result = _fake_cifar(6.0)
     result.history = [r for r in result.history if r["kind"] != "eval" or r["step"] > 30_000]
@@ -357,6 +381,16 @@ def test_the_cifar_seeds_knob_needs_two_seeds():
         ProfileTable(ns=Knob((2, 3), (2, 3), "seeds", minimum=2)).resolve("quick", {"ns": (2, 1)})
 
 
+@pytest.mark.parametrize("knob", E.SEED_KNOBS)
+def test_every_seed_knob_of_the_digits_runs_refuses_one_seed_before_anything_trains(knob):
+    """A standard error needs two runs: an override of one seed is refused when the chapter's context is made,
+    naming the knob, not when the grid's plan is built after other claims have trained."""
+    assert E.PROFILE.knobs[knob].minimum == 2
+    with pytest.raises(ValueError, match=f"knob '{knob}': 1 is below its minimum 2"):
+        Context.for_table(E.PROFILE, "quick", 0, {knob: 1})
+    assert getattr(Context.for_table(E.PROFILE, "tiny", 0, {knob: 2}).cfg, knob) == 2
+
+
 @pytest.mark.parametrize("augmentation, recipe", [("crop4", {}), ("tensorflow", engine.TENSORFLOW_RECIPE)])
 def test_each_seed_is_the_papers_schedule_in_its_own_folder(monkeypatch, tmp_path, augmentation, recipe):
     seen = []
@@ -376,6 +410,7 @@ def test_each_seed_is_the_papers_schedule_in_its_own_folder(monkeypatch, tmp_pat
     assert (first.data_dir, first.steps) == (str(tmp_path / "data"), 64_000)
     assert all(getattr(c, k) == v for c in seen for k, v in recipe.items())
     assert (first.lr, first.lr_milestones, first.batch_size) == (0.05, (30_000, 50_000), 128)
+    assert all(c.on_divergence == "stop" for c in seen)  # a diverged seed is scored, the others still train
     with pytest.raises(ValueError, match="seed must be a non-negative integer"):
         E.cifar_run(ctx, "cifar10", -1)
 

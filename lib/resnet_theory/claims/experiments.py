@@ -72,12 +72,14 @@ if sizing.PILOT is not None and not sizing.rewriting():
 #: The quick profile's seeds per kind of configuration, sized by what each claim must decide.
 SIZED = sized_knobs()
 PROFILE = ProfileTable(
-    n_seeds=Knob(SIZED["n_seeds"], 20, "most seeds of the grid's other configurations", tiny=2),
-    init_seeds=Knob(SIZED["init_seeds"], 40, "most seeds of both initialisations at the paper's rate", tiny=3),
-    head_seeds=Knob(SIZED["head_seeds"], 20, "most seeds of the trained head at the paper's rate", tiny=2),
-    control_seeds=Knob(SIZED["control_seeds"], 20, "most seeds of the controls without shortcuts", tiny=2),
-    depth_seeds=Knob(SIZED["depth_seeds"], 20, "most seeds of the sweep's other depths", tiny=2),
-    deep_seeds=Knob(SIZED["deep_seeds"], 40, "most seeds of the residual network at the deepest", tiny=2),
+    n_seeds=Knob(SIZED["n_seeds"], 20, "most seeds of the grid's other configurations", tiny=2, minimum=2),
+    init_seeds=Knob(
+        SIZED["init_seeds"], 40, "most seeds of both initialisations at the paper's rate", tiny=3, minimum=2
+    ),
+    head_seeds=Knob(SIZED["head_seeds"], 20, "most seeds of the trained head at the paper's rate", tiny=2, minimum=2),
+    control_seeds=Knob(SIZED["control_seeds"], 20, "most seeds of the controls without shortcuts", tiny=2, minimum=2),
+    depth_seeds=Knob(SIZED["depth_seeds"], 20, "most seeds of the sweep's other depths", tiny=2, minimum=2),
+    deep_seeds=Knob(SIZED["deep_seeds"], 40, "most seeds of the residual network at the deepest", tiny=2, minimum=2),
     **WORKLOAD,
     sequential=Knob(True, True, "train seeds in looks, stopping a kind of configuration once its checks decide"),
     cifar_steps=Knob(
@@ -1400,13 +1402,24 @@ def cifar_run(ctx: Context, name: str, seed: int) -> engine.TrainResult:
         resume=resume,
         progress=False,
         eval_every=2000,
+        on_divergence="stop",  # scored at chance (_final_error), with the other seeds still trained
         **recipe,
     )
     return engine.train(config)
 
 
+def _final_error(result: engine.TrainResult) -> float:
+    """Final test error (%), a diverged run at chance (:func:`engine.scored_accuracy`): it learned nothing usable,
+    and leaving it out would keep only the seeds that trained."""
+    return 100 * (1 - engine.scored_accuracy(result))
+
+
 def _error_before(result: engine.TrainResult, step: int, what: str) -> float:
-    """Test error (%) at the last evaluation at or before ``step``."""
+    """Test error (%) at the last evaluation at or before ``step``; at chance for a run that had diverged by
+    then (as :func:`_final_error` scores it)."""
+    diverged_at = [r["step"] for r in result.records("diverged")]
+    if result.diverged and (not diverged_at or diverged_at[0] <= step):
+        return 100 * (1 - 1 / result.config.num_classes)
     evaluations = [r for r in result.records("eval") if r["step"] <= step]
     if not evaluations:
         raise ValueError(f"{what}: the run has no evaluation at or before step {step:,}")
@@ -1431,7 +1444,7 @@ def _cifar_evidence(ctx: Context, name: str) -> Evidence | NotAvailable:
     figure = PRINTED_ERRORS["Hardt & Ma"][index]
     threshold, drop = reproduced_threshold(figure), cifar_milestones(ctx)[0]
     results = [cifar_run(ctx, name, seed) for seed in seeds]
-    errors = np.array([100 * (1 - r.final_test_accuracy) for r in results])
+    errors = np.array([_final_error(r) for r in results])
     before = np.array([_error_before(r, drop, f"{label}, seed {s}") for r, s in zip(results, seeds)])
     n = len(seeds)
     statement = _mean_error_below(
@@ -1462,6 +1475,7 @@ def _cifar_evidence(ctx: Context, name: str) -> Evidence | NotAvailable:
         "steps": int(ctx.cfg.cifar_steps),
         "seeds": list(seeds),
         "errors": errors.tolist(),
+        "diverged": [s for s, r in zip(seeds, results) if r.diverged],
         "error": statement.numbers["estimate"],
         "standard_error": statement.numbers["standard_error"],
         "threshold": threshold,
