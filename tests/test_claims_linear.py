@@ -366,8 +366,16 @@ TYPED_STEP = re.compile(rf"\bsteps? (?:\d|(?:{_COUNTS})\b)|\b(?:{_COUNTS}|\d+) (
 
 
 def test_the_typed_step_pattern_finds_typed_numbers_and_counts():
-    for typed in ("(step 5)", "steps 2 and 3", "step six", "The four step tables", "its six steps", "first step",
-                  "both steps", "the proof's second step"):
+    for typed in (
+        "(step 5)",
+        "steps 2 and 3",
+        "step six",
+        "The four step tables",
+        "its six steps",
+        "first step",
+        "both steps",
+        "the proof's second step",
+    ):
         assert TYPED_STEP.search(typed), typed
     for glued in ("(step {glue:text}`thm21_step_scaling`)", "{glue:text}`thm21_proof_step_count` steps", "a step"):
         assert not TYPED_STEP.search(glued), glued
