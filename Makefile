@@ -91,10 +91,22 @@ verdicts-across-seeds: install
 # with; pytest's collection alone, in each of the three processes: 9.4 -> 4.6 CPU s).
 BYTECODE := PYTHONDONTWRITEBYTECODE= PYTHONPYCACHEPREFIX="$(abspath $(VENV))/pycache"
 
-# The linter and the formatter's check (configured in pyproject.toml), then every test (CI's command: it executes
-# and builds the book once, as a fixture; it installs JupyterLab and jupyterlab-myst for the JupyterLab check).
+# The linter and the formatter's check (configured in pyproject.toml), then every test (CI's command; it installs
+# JupyterLab and jupyterlab-myst for the JupyterLab check), in two runs whose markers split the tests between them:
+# first the fast tier, exactly as make check runs it (processes in parallel, each file in one process), then in one
+# process the tests that execute and build the book or drive Chromium over it, so that the book is executed and
+# built once (the session fixture built_book; each parallel process would execute it again). The slowest tests of
+# each run are listed (--durations), so that a CI log says where its time went. The whole suite ran in one process
+# before (fresh clone, CI=true bash .ci/run on this 2-core machine: pytest 66 min, of a 90-minute CI limit).
+# With PYTEST_ARGS naming some tests (a file, -k ...), a run that none of them falls in says so and is not a failure
+# (pytest's exit status 5, "no tests collected"); without PYTEST_ARGS it stays one.
 test: install jupyter-install lint
-	$(BYTECODE) $(PY) -m pytest $(PYTEST_ARGS)
+	$(call PYTEST_RUN,$(BYTECODE) OMP_NUM_THREADS=1 $(PY) -m pytest -m "not book and not browser" -n $(CHECK_JOBS) \
+	  --dist loadfile --durations=15 $(PYTEST_ARGS))
+	$(call PYTEST_RUN,$(BYTECODE) $(PY) -m pytest -m "book or browser" --durations=15 $(PYTEST_ARGS))
+PYTEST_RUN = status=0; $(1) || status=$$?; \
+  if [ $$status -eq 5 ] && [ -n "$(strip $(PYTEST_ARGS))" ]; then \
+    echo "make test: no test of this run is among those PYTEST_ARGS names"; status=0; fi; exit $$status
 
 # The fast tier: the linter and every test that does not execute the book or drive Chromium over it (under 3 minutes
 # on a quiet 2-core machine), each file's tests in one process (--dist loadfile), so that a module-scoped fixture

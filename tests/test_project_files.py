@@ -51,15 +51,27 @@ def test_make_check_runs_a_process_more_than_cores_and_keeps_bytecode_out_of_the
 
     # with OMP_NUM_THREADS=1, as make check itself sets it (nproc would count 1 core)
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    cores_plus_one = str(len(os.sched_getaffinity(0)) + 1)
+    runs = {}
     for target in ("check", "test"):
         run = subprocess.run(["make", "-n", target], cwd=ROOT, env=env, capture_output=True, text=True, check=True)
-        out = run.stdout
-        line = next(line for line in out.splitlines() if " -m pytest" in line)
-        words = shlex.split(line)
-        # an empty PYTHONDONTWRITEBYTECODE turns it off (Python reads only a non-empty value)
-        assert words[:2] == ["PYTHONDONTWRITEBYTECODE=", f"PYTHONPYCACHEPREFIX={ROOT / '.venv' / 'pycache'}"], line
-        if target == "check":
-            assert words[words.index("-n") + 1] == str(len(os.sched_getaffinity(0)) + 1), line  # cores it may use
+        runs[target] = []
+        for line in (line for line in run.stdout.splitlines() if " -m pytest" in line):
+            words = shlex.split(line)
+            # make test's command runs between "status=0;" and "|| status=$?" (the handling of PYTEST_ARGS)
+            words = words[words.index("PYTHONDONTWRITEBYTECODE=") : words.index("||") if "||" in words else None]
+            # an empty PYTHONDONTWRITEBYTECODE turns it off (Python reads only a non-empty value)
+            assert words[1] == f"PYTHONPYCACHEPREFIX={ROOT / '.venv' / 'pycache'}", line
+            runs[target].append(words)
+    (check,) = runs["check"]
+    assert check[check.index("-n") + 1] == cores_plus_one, check  # cores it may use
+    # make test: the fast tier as make check runs it, in parallel, then the book and browser tests in one process
+    # (each parallel process would execute the book again); the two markers split every test between them
+    fast, slow = runs["test"]
+    assert fast[fast.index("-m", fast.index("pytest")) + 1] == "not book and not browser", fast
+    assert fast[fast.index("-n") + 1] == cores_plus_one and "loadfile" in fast, fast
+    assert slow[slow.index("-m", slow.index("pytest")) + 1] == "book or browser", slow
+    assert "-n" not in slow and not any(w.startswith("--numprocesses") for w in slow), slow
 
 
 def _imported_top_names(source: str) -> set[str]:
