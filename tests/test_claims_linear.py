@@ -13,7 +13,7 @@ import pytest
 from resnet_theory import linear
 from resnet_theory.claims import Context
 from resnet_theory.claims import linear as linear_claims
-from resnet_theory.claims.linear import CLAIMS, PROFILE, PROOF_STEP_KEYS, proof_step_number
+from resnet_theory.claims.linear import CLAIMS, PROFILE, PROOF_STEP_KEYS
 from resnet_theory.claims.run import run_claim
 from resnet_theory.claims.spec import Checked
 from resnet_theory.ledger import VERDICTS
@@ -343,11 +343,11 @@ def test_theorem_2_1s_printed_proof_is_one_claim_whose_six_steps_each_fail_and_a
 
 
 def test_a_proof_steps_number_is_its_place_in_the_declaration():
-    assert [proof_step_number(k) for k in PROOF_STEP_KEYS] == list(range(1, len(PROOF_STEP_KEYS) + 1))
-    assert proof_step_number("rotation-blocks") == 1 and proof_step_number("rounding") == len(PROOF_STEP_KEYS)
-    with pytest.raises(KeyError, match="no proof step 'layer_count'.*layer-count"):
-        proof_step_number("layer_count")
     decl = CLAIMS.claims["hardt-ma/thm-2.1-proof"]
+    assert [decl.step_number(k) for k in PROOF_STEP_KEYS] == list(range(1, len(PROOF_STEP_KEYS) + 1))
+    assert decl.step_number("rotation-blocks") == 1 and decl.step_number("rounding") == len(PROOF_STEP_KEYS)
+    with pytest.raises(KeyError, match="no proof step 'layer_count'.*layer-count"):
+        decl.step_number("layer_count")
     assert PROOF_STEP_KEYS == decl.step_keys  # the keys are the declaration's, paired with each step's wording
     assert set(linear_claims._PROOF_STEPS) == set(PROOF_STEP_KEYS)  # and each with the function that checks it
 
@@ -383,14 +383,21 @@ def test_the_typed_step_pattern_finds_typed_numbers_and_counts():
 
 def test_theorem_2_1s_proof_prose_takes_every_step_number_from_the_declaration():
     """Each "(step n)" and count of steps in the prose on Theorem 2.1's printed proof is glued from the claim's
-    declaration (:func:`proof_step_number`, one name per step key), and each step table is asked for by its key,
+    declaration (``chapter.step_number``, one name per step key), and each step table is asked for by its key,
     so a reordered declaration cannot leave the prose pointing at the wrong step."""
     text = CHAPTER.read_text()
     typed = TYPED_STEP.findall(_sections(text, "linear-overview", "linear-thm-2-1-proof"))
     assert not typed, f"book/linear.md types step numbers by hand: {typed}"
     assert not re.findall(r"\.proof_step\(\s*\d", text), "a step table asked for by a typed number"
-    glued = dict(re.findall(r"(thm21_step_[a-z_]+)=proof_step_number\(\"([a-z-]+)\"\)", text))
-    assert glued == {f"thm21_step_{k.replace('-', '_')}": k for k in PROOF_STEP_KEYS}
+    loop = re.search(
+        r'for key in \(([^)]*)\):\n    name = "thm21_step_" \+ key\.replace\("-", "_"\)\n'
+        r'    glue\(name, chapter\.step_number\("hardt-ma/thm-2\.1-proof", key\), display=False\)',
+        text,
+    )
+    assert loop, "the step numbers are glued in one loop over the keys, each from chapter.step_number"
+    keys = re.findall(r'"([a-z-]+)"', loop.group(1))
+    assert sorted(keys) == sorted(PROOF_STEP_KEYS) and len(keys) == len(set(keys)), keys
+    glued = {f"thm21_step_{k.replace('-', '_')}" for k in keys}
     quoted = set(re.findall(r"\{glue:text\}`(thm21_step_[a-z_]+)`", text))
     assert quoted == set(glued), "each step is named in the prose by its glued number"
     asked = re.findall(r"\.proof_step\(\"([a-z-]+)\"\)", text)

@@ -1213,13 +1213,6 @@ _PROOF_STEPS = {
 }
 
 
-def proof_step_number(key: str) -> int:
-    """The number (from 1) of the step ``key`` of ``hardt-ma/thm-2.1-proof`` in the printed proof's order, from
-    the claim's declaration (:meth:`~resnet_theory.claims.spec.Checked.step_number`): what the chapter's "(step n)"
-    glues, so that a reordered declaration moves it with it. A key that names no step is refused, naming the keys."""
-    return CLAIMS.claims["hardt-ma/thm-2.1-proof"].step_number(key)
-
-
 @CLAIMS.checked(
     "hardt-ma/thm-2.1-proof",
     paper="hardt-ma",
