@@ -693,6 +693,45 @@ def test_a_steps_place_goes_into_the_record_the_chapters_step_table_and_claims_v
     assert sum("printed at:" in line for line in lines) == 1
 
 
+def test_a_steps_key_goes_into_the_record_and_claims_verify_names_the_step_by_it(monkeypatch, capsys):
+    cs, base = claim_set()
+    keyed = ProofStep(PLACED.step, PLACED.repair, where=WHERE, key="conditions")
+    decl = cs.checked("hardt-ma/keyed", **base, control=CONTROL, proof_step=(KEYED_1, keyed))(
+        lambda ctx: Evidence(
+            statement=holds(), control=fails(), proof=(StepEvidence(holds(), holds()), StepEvidence(fails(), holds()))
+        )
+    )
+    rec = run_claim(decl, Context.for_table(TABLE, "tiny", 0)).record
+    assert rec.proof_step_key == "projection" and rec.further_proof_steps[0]["key"] == "conditions"
+    assert [s.key for s in rec.proof_steps] == list(decl.step_keys)  # the step a key numbers is the recorded one
+    assert all(rec.proof_steps[decl.step_number(k) - 1].key == k for k in decl.step_keys)
+    monkeypatch.setattr(claims_cli, "chapter_claims", lambda name: cs)
+    [result] = claims_cli._chapter_job("linear", ["hardt-ma/keyed"], "tiny", 0, {})
+    checks = result["checks"]
+    assert (checks["proof_step"]["key"], checks["proof_step_2"]["key"]) == ("projection", "conditions")
+    assert all("key" not in checks[k] for k in ("printed", "repair", "repair_2"))
+    claims_cli._print_result(result, None)
+    lines = capsys.readouterr().out.splitlines()
+    assert any(line.startswith("  proof step 1 (projection) as printed: holds") for line in lines)
+    at = next(i for i, line in enumerate(lines) if line.startswith("  proof step 2 (conditions) as printed: fails"))
+    assert lines[at + 1] == f"    printed at: {WHERE}" and lines[at + 2].startswith("  repair of step 2: holds")
+
+
+def test_a_retired_ids_step_number_is_the_one_its_merged_claims_record_gives_that_key():
+    """registry.retired_into numbers a retired id's step from the declaration; the record of the claim it moved
+    into carries each step's key in the same order, so both name the same step (no claim is run: its evidence is
+    made up, one failing step with a repair that holds per declared step)."""
+    from resnet_theory.claims import registry
+    from resnet_theory.claims.run import _record
+
+    for old, (into, key) in registry.RETIRED.items():
+        decl = registry.find(into)
+        proof = tuple(StepEvidence(fails(), holds()) for _ in decl.proof_steps)
+        rec = _record(decl, Evidence(statement=holds(), control=fails(), corrected=None, proof=proof))
+        [step] = [s for s in rec.proof_steps if s.key == key]
+        assert registry.retired_into(old) == (into, f"its proof step {step.number}, {key}")
+
+
 def test_theorem_2_1s_six_retired_proof_claims_say_which_step_of_the_merged_claim_they_became():
     from resnet_theory.claims import registry
 

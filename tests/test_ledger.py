@@ -1145,3 +1145,140 @@ def test_the_card_and_the_errata_say_where_each_step_is_printed():
     assert "printed" not in re.sub(r"as printed|printed proof", "", errata_html([unplaced], link=False))
     assert "is printed</dt>" not in claims_table_html([unplaced], link=False)
     assert "printed at" not in unplaced.erratum
+
+
+# --- each proof step's key --------------------------------------------------------------------------------------------
+KEYS = ("projection", "conditions")
+
+
+def _keyed_claim(ledger, first: Check, second: Check, keys=KEYS, wheres=None):
+    ok = Check.at_most([0.5], 1.0, what="repair holds")
+    return ledger.claim(
+        "hardt-ma/thm-3.2",
+        paper="hardt-ma",
+        ref="Theorem 3.2",
+        statement="the networks fit",
+        section="expressivity-a",
+        printed=Check.at_most([0.5], 1.0, what="fit error"),
+        control_input=CI,
+        control=Check.at_most([0.5], 0.4, what="twin point"),
+        proof_step=[first, second],
+        proof_step_statement=["the projection keeps every distance", "the chain gives Lemma B.2's conditions"],
+        repair=[ok, ok],
+        repair_statement=["widen the projection", "keep squared lengths"],
+        proof_step_where=None if wheres is None else list(wheres),
+        proof_step_key=list(keys),
+    )
+
+
+def test_a_proof_steps_key_is_recorded_and_a_record_without_one_loads_as_before(tmp_path):
+    from resnet_theory.record import claim_from_dict, claim_to_dict
+
+    ok, bad = Check.equal(1, 1, what="ok"), Check.equal(1, 2, what="bad")
+    ledger = _ledger()
+    keyed = _keyed_claim(ledger, bad, bad, wheres=(WHERE_1, ""))
+    assert keyed.proof_step_key == "projection" and keyed.proof_step_where == WHERE_1
+    assert keyed.further_proof_steps == [
+        {"step": "the chain gives Lemma B.2's conditions", "repair": "keep squared lengths", "key": "conditions"}
+    ]
+    assert [(s.number, s.key) for s in keyed.proof_steps] == [(1, "projection"), (2, "conditions")]
+    half = _keyed_claim(Ledger("expressivity"), ok, bad, keys=("", "conditions"))  # only step 2 has a key
+    assert half.proof_step_key is None and "proof_step_key" not in claim_to_dict(half)
+    assert [s.key for s in half.proof_steps] == ["", "conditions"]
+    lone = Ledger("linear").claim(**_one_step_args(), proof_step_key="constant")  # one step, keyed: step 1's
+    assert lone.proof_step_key == "constant" and lone.further_proof_steps is None
+    assert [s.key for s in lone.proof_steps] == ["constant"]
+    for unkeyed in (_one_step_claim(Ledger("linear")), _two_step_claim(Ledger("expressivity"), ok, bad)):
+        record = claim_to_dict(unkeyed)  # a claim whose steps have no key: its record is written as before
+        assert "proof_step_key" not in record and all("key" not in d for d in record.get("further_proof_steps") or [])
+        assert all(s.key == "" for s in unkeyed.proof_steps)
+    path = ledger.save(tmp_path / "linear.claims.json")
+    records = {r["id"]: r for r in json.loads(path.read_text())["claims"]}
+    record = records[keyed.id]
+    assert record["proof_step_key"] == "projection" and record["further_proof_steps"][0]["key"] == "conditions"
+    assert all("proof_step_key" not in r for i, r in records.items() if i != keyed.id)
+    loaded = {c.id: c for c in load_claims(tmp_path)}
+    assert loaded[keyed.id] == keyed and loaded[keyed.id].proof_steps == keyed.proof_steps
+    older = {k: v for k, v in record.items() if k != "proof_step_key"}  # as written before records carried keys
+    older["further_proof_steps"] = [{k: v for k, v in d.items() if k != "key"} for d in record["further_proof_steps"]]
+    old = claim_from_dict(older)
+    assert [s.key for s in old.proof_steps] == ["", ""] and not claim_defects([old])
+    assert claim_to_dict(old) == older  # and it is written back unchanged
+    further = record["further_proof_steps"][0]
+    for bad_record, words in (
+        ({**record, "proof_step_key": 3}, "proof_step_key must be str or null"),
+        ({**record, "proof_step_key": "Projection"}, "the key of proof step 1 must be a short name in lower case"),
+        ({**record, "proof_step_key": "a b"}, "got 'a b'"),
+        ({**record, "proof_step_key": ""}, "proof_step_key must be the first proof_step's key"),
+        ({**record, "proof_step": None, "further_proof_steps": None, "proof_step_where": None}, "first proof_step"),
+        ({**record, "further_proof_steps": [{**further, "key": "<b>"}]}, "the key of proof step 2 must be"),
+        ({**record, "further_proof_steps": [{**further, "key": ""}]}, "'key': the step's key"),
+        ({**record, "further_proof_steps": [{**further, "key": "projection"}]}, "'projection' given to two steps"),
+    ):
+        with pytest.raises(ValueError, match=re.escape(words)):
+            claim_from_dict(bad_record)
+    for keys, words in (
+        (("projection",), "one text per step"),
+        (("projection", 3), "one text per step"),
+        (("projection", "Conditions"), "the key of proof step 2 must be a short name"),
+        (("same", "same"), "proof_step_key: proof step key(s) 'same' given to two steps"),
+    ):
+        with pytest.raises(ValueError, match=re.escape(words)):
+            _keyed_claim(Ledger("expressivity"), ok, bad, keys=keys)
+
+
+def _one_step_args() -> dict:
+    return dict(
+        id="hardt-ma/claim-2.3",
+        paper="hardt-ma",
+        ref="Claim 2.3",
+        statement="the loss is the weighted norm",
+        section="linear-e",
+        printed=Check.at_most([0.5], 1.0, what="loss identity"),
+        control_input=CI,
+        control=Check.at_most([0.5], 0.4, what="noise that depends on the input"),
+        proof_step=Check.at_most([1.1], 1.0, what="the constant is a number"),
+        proof_step_statement="the constant C is a number",
+        repair=Check.at_most([0.9], 1.0, what="C depends on the noise"),
+        repair_statement="C is the noise's second moment",
+    )
+
+
+def test_the_card_and_the_errata_name_each_step_by_its_key():
+    import dataclasses
+
+    from resnet_theory.ledger_html import evidence_part_name
+
+    ok, bad = Check.equal(1, 1, what="ok"), Check.at_most([2.0], 1.0, what="chain at the witness")
+    both = _keyed_claim(Ledger("expressivity"), bad, bad, wheres=(WHERE_1, ""))
+    card = claims_table_html([both], link=False)
+    names = re.findall(r"<dt>([^<]*)</dt>", card)
+    at = names.index("Proof step 1 (projection) that fails")
+    assert names[at : at + 3] == ["Proof step 1 (projection) that fails", "Where step 1 is printed", "Repair of step 1"]
+    at = names.index("Proof step 2 (conditions) that fails")
+    assert names[at : at + 2] == ["Proof step 2 (conditions) that fails", "Repair of step 2"]
+    errata = errata_html([both], link=False)
+    assert f"step 1 (projection; printed at {text_html(WHERE_1)}) \u201c" in errata  # key first, then the place
+    assert "step 2 (conditions) \u201cthe chain gives Lemma B.2&#x27;s conditions\u201d" in errata
+    assert (
+        "step 1 (projection; printed at Appendix A.1" in both.erratum and "step 2 (conditions) \u201c" in both.erratum
+    )
+    one = _keyed_claim(Ledger("expressivity"), ok, bad)  # one failing step: the erratum names it by its key
+    assert "the printed proof&#x27;s step (conditions) \u201c" in errata_html([one], link=False)
+    assert "the proof's step (conditions) \u201c" in one.erratum and "projection)" not in one.erratum
+    assert "<dt>Proof step 1 (projection), holds as printed</dt>" in claims_table_html([one], link=False)
+    lone = Ledger("linear").claim(**_one_step_args(), proof_step_key="constant")
+    assert "<dt>Proof step (constant) that fails</dt>" in claims_table_html([lone], link=False)
+    assert "step (constant) \u201c" in errata_html([lone], link=False)
+    # the evidence table keeps its names; claims verify names the step's check with its key
+    assert evidence_part_name(both, "proof_step_2") == "proof step 2 as printed"
+    assert evidence_part_name(both, "proof_step_2", with_step_key=True) == "proof step 2 (conditions) as printed"
+    assert evidence_part_name(both, "repair_2", with_step_key=True) == "repair of step 2"
+    assert evidence_part_name(lone, "proof_step", with_step_key=True) == "proof step (constant) as printed"
+    unkeyed = _two_step_claim(Ledger("expressivity"), ok, bad)
+    assert evidence_part_name(unkeyed, "proof_step_2", with_step_key=True) == "proof step 2 as printed"
+    assert "(conditions)" not in errata_html([unkeyed], link=False) + claims_table_html([unkeyed], link=False)
+    # a key is a slug where it is recorded or loaded, but the card and the errata escape it all the same
+    hostile = dataclasses.replace(both, proof_step_key='<img src=x onerror="alert(1)">')
+    page = claims_table_html([hostile], link=False) + errata_html([hostile], link=False)
+    assert "<img" not in page and "&lt;img src=x onerror=&quot;alert(1)&quot;&gt;" in page

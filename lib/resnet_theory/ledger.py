@@ -39,7 +39,16 @@ from pathlib import Path
 import numpy as np
 
 from .ledger_html import claims_table_html
-from .record import PAPERS, SOURCES, Claim, LedgerDefect, claim_defects, claim_to_dict, is_statistical
+from .record import (
+    PAPERS,
+    SOURCES,
+    Claim,
+    LedgerDefect,
+    claim_defects,
+    claim_to_dict,
+    is_statistical,
+    step_key_defect,
+)
 from .verdicts import (
     VERDICTS,
     Check,
@@ -97,6 +106,7 @@ class Ledger:
         repair: Check | Sequence[Check] | None = None,
         repair_statement: str | Sequence[str] | None = None,
         proof_step_where: str | Sequence[str] | None = None,
+        proof_step_key: str | Sequence[str] | None = None,
     ) -> Claim:
         """Record a claim checked by computation; the verdict is derived from the checks.
 
@@ -122,11 +132,15 @@ class Ledger:
         - ``proof_step_where`` (optional; one text per step where there are several, ``""`` for a step without one)
           names each step's place in the printed proof: step 1's is recorded as ``proof_step_where``, a further
           step's as ``"where"`` in its entry of ``further_proof_steps``.
+        - ``proof_step_key`` (optional, likewise one per step, ``""`` for a step without one) gives each step's key
+          (``ProofStep.key``, "conditions"): a short name in lower case with hyphens, unique within the claim;
+          step 1's is recorded as ``proof_step_key``, a further step's as ``"key"`` in its entry.
         """
         steps, repairs, step_words, repair_words = _proof_steps(
             proof_step, repair, proof_step_statement, repair_statement
         )
         wheres = _step_wheres(proof_step_where, len(steps))
+        keys = _step_keys_given(proof_step_key, len(steps))
         checks = {"printed": printed, "corrected": corrected}
         for n, (step, fix) in enumerate(zip(steps, repairs), 1):
             checks.update(dict(zip(step_keys(n), (step, fix))))
@@ -172,7 +186,7 @@ class Ledger:
                 reason,
                 source,
                 _jsonable(control_record),
-                **_step_fields(step_words, repair_words, wheres),
+                **_step_fields(step_words, repair_words, wheres, keys),
             )
         )
 
@@ -312,19 +326,37 @@ def _proof_steps(proof_step, repair, step_words, repair_words) -> tuple[tuple, t
     return out
 
 
-def _step_fields(step_words: tuple, repair_words: tuple, wheres: tuple) -> dict:
-    """The record's fields for a claim's proof steps: step 1's wording and place (``proof_step``, ``repair``,
-    ``proof_step_where``), and the further steps' in ``further_proof_steps`` (a ``"where"`` only where given)."""
+def _step_fields(step_words: tuple, repair_words: tuple, wheres: tuple, keys: tuple) -> dict:
+    """The record's fields for a claim's proof steps: step 1's wording, place and key (``proof_step``, ``repair``,
+    ``proof_step_where``, ``proof_step_key``), and the further steps' in ``further_proof_steps`` (a ``"where"`` and
+    a ``"key"`` only where given)."""
     further = [
-        {"step": s, "repair": r, **({"where": w} if w else {})}
-        for s, r, w in zip(step_words[1:], repair_words[1:], wheres[1:])
+        {"step": s, "repair": r, **({"where": w} if w else {}), **({"key": k} if k else {})}
+        for s, r, w, k in zip(step_words[1:], repair_words[1:], wheres[1:], keys[1:])
     ]
     return {
         "proof_step": step_words[0] if step_words else None,
         "repair": repair_words[0] if repair_words else None,
         "further_proof_steps": further or None,
         "proof_step_where": wheres[0] if wheres and wheres[0] else None,
+        "proof_step_key": keys[0] if keys and keys[0] else None,
     }
+
+
+def _step_keys_given(key, count: int) -> tuple[str, ...]:
+    """:meth:`Ledger.claim`'s ``proof_step_key`` as one key per step (``""`` where a step has none); a count that
+    differs from the steps', a value that is not text, a key that is not a short name in lower case with hyphens,
+    or one key given to two steps is refused in one line."""
+    keys = _several(key) or ("",) * count
+    if len(keys) != count or not all(isinstance(k, str) for k in keys):
+        raise ValueError(
+            f"proof_step_key gives the key of each proof step, one text per step ('' for none): got {key!r} for "
+            f"{count} step(s)"
+        )
+    defect = step_key_defect(keys)
+    if defect:
+        raise ValueError(f"proof_step_key: {defect}")
+    return keys
 
 
 def _step_wheres(where, count: int) -> tuple[str, ...]:

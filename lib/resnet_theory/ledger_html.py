@@ -394,30 +394,44 @@ def _outcome(part: Mapping, control: bool = False) -> str:
     return word if part.get("decisive", True) else f"{word} (within its noise: not decisive)"
 
 
-def part_name(c: Claim, key: str, name: str) -> str:
+def part_name(c: Claim, key: str, name: str, tag: str = "") -> str:
     """A part's name in the evidence table: "statement as printed" only for a statement the paper prints; else
     "statement, as the abstract states it", "statement (our reconstruction)", "the book's question" (and for a
-    proof step, "proof step 2, as the abstract states it" where the claim has several)."""
+    proof step, "proof step 2, as the abstract states it" where the claim has several; ``tag``, " (conditions)",
+    follows the step's number)."""
     step = _step_of(key)
     if c.source == "paper" or not (key == "printed" or (step and step[0] == "proof_step")):
         return name
     number = f" {step[1]}" if step and recorded_step_count(c.evidence) > 1 else ""
     if c.source == "question":
-        return "the book's question" if key == "printed" else f"step{number} of the book's argument"
-    part = "statement" if key == "printed" else f"proof step{number}"
+        return "the book's question" if key == "printed" else f"step{number}{tag} of the book's argument"
+    part = "statement" if key == "printed" else f"proof step{number}{tag}"
     return f"{part} ({c.whose})" if c.source == "reconstruction" else f"{part}, {c.whose}"
 
 
-def evidence_part_name(c: Claim, key: str) -> str:
+def evidence_part_name(c: Claim, key: str, *, with_step_key: bool = False) -> str:
     """The name of the part ``key`` of a claim's evidence ("printed", "proof_step", "repair_2", ...) as every page
     and the command line show it: :func:`part_name` for a part of :data:`EVIDENCE_PARTS` or a further proof step
-    (numbered where the claim has several: "proof step 2 as printed", "repair of step 2"), else the key in words."""
+    (numbered where the claim has several: "proof step 2 as printed", "repair of step 2"), else the key in words.
+    ``with_step_key``: a step's check is named with the step's recorded key, "proof step 2 (conditions) as printed"
+    (what ``claims verify`` prints), where the record has one."""
     names = dict(EVIDENCE_PARTS)
     step = _step_of(key)
+    tag = _step_tag(c, step[1]) if with_step_key and step and step[0] == "proof_step" else ""
     if step and recorded_step_count(c.evidence) > 1:
         kind, n = step
-        return part_name(c, key, f"proof step {n} as printed" if kind == "proof_step" else f"repair of step {n}")
+        name = f"proof step {n}{tag} as printed" if kind == "proof_step" else f"repair of step {n}"
+        return part_name(c, key, name, tag)
+    if tag and key == "proof_step":
+        return part_name(c, key, f"proof step{tag} as printed", tag)
     return part_name(c, key, names[key]) if key in names else key.replace("_", " ")
+
+
+def _step_tag(c: Claim, number: int) -> str:
+    """ " (KEY)" for a claim's proof step ``number`` whose record carries its key; else empty."""
+    steps = c.proof_steps
+    key = steps[number - 1].key if 1 <= number <= len(steps) else ""
+    return f" ({key})" if key else ""
 
 
 def evidence_table_html(c: Claim) -> str:
@@ -439,10 +453,12 @@ def evidence_table_html(c: Claim) -> str:
 
 def _step_rows(s: RecordedStep) -> list[tuple[str, str]]:
     """A declared proof step's rows on a claim's card: the step ("Proof step that fails", or "Proof step 2 that
-    fails" where the claim has several; "..., holds as printed" for a step whose check holds), where it is printed
-    when the declaration names its place ("Where step 2 is printed"), and its repair."""
+    fails" where the claim has several; "..., holds as printed" for a step whose check holds; its key after its
+    number where the record has one, "Proof step 2 (conditions) that fails"), where it is printed when the
+    declaration names its place ("Where step 2 is printed"), and its repair. The names are escaped by the card."""
     number = f" {s.number}" if s.of > 1 else ""
-    name = f"Proof step{number} that fails" if not s.holds else f"Proof step{number}, holds as printed"
+    named = f"Proof step{number}" + (f" ({s.key})" if s.key else "")
+    name = f"{named} that fails" if not s.holds else f"{named}, holds as printed"
     repair = f"Repair of step{number}" if s.of > 1 else "Repair"
     where = [(f"Where step{number} is printed" if s.of > 1 else "Where the step is printed", text_html(s.where))]
     return [(name, text_html(s.step)), *(where if s.where else []), (repair, text_html(s.repair))]
@@ -650,9 +666,11 @@ def erratum_sentence(c: Claim) -> str:
 
 
 def _printed_at(s: RecordedStep) -> str:
-    """ " (printed at WHERE)" after a step's name in an erratum, where the declaration names its place in the printed
-    proof (math typeset, closing punctuation dropped); else empty."""
-    return f" (printed at {text_html(_clause(s.where))})" if s.where else ""
+    """ " (KEY; printed at WHERE)" after a step's name in an erratum: the step's key (escaped) where the record has
+    one, and its place in the printed proof (math typeset, closing punctuation dropped) where the declaration names
+    one; else empty (as :func:`resnet_theory.record.Claim.erratum` words it in plain text)."""
+    notes = [html.escape(s.key)] * bool(s.key) + [f"printed at {text_html(_clause(s.where))}"] * bool(s.where)
+    return f" ({'; '.join(notes)})" if notes else ""
 
 
 def _shown(found: Mapping) -> str:

@@ -17,7 +17,7 @@ style, a class, an id, data attributes or a raw character through its ``$...$`` 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import MISSING, asdict, dataclass, fields
 
 from .tables import in_words
@@ -219,6 +219,11 @@ class Claim:
     #: proof, as ``ref`` names the statement's); a further step's is ``"where"`` in its entry of
     #: ``further_proof_steps``. Absent (``None``) where the claim names none, and then not written.
     proof_step_where: str | None = None
+    #: The first proof step's key (``resnet_theory.claims.ProofStep.key``: a short name such as ``"conditions"``,
+    #: unique within the claim, by which a chapter and :data:`resnet_theory.claims.registry.RETIRED` name the step);
+    #: a further step's is ``"key"`` in its entry of ``further_proof_steps``. Absent (``None``) where the claim's
+    #: first step has none, and then not written.
+    proof_step_key: str | None = None
 
     def __repr__(self) -> str:  # a chapter cell that ends in ledger.claim(...) shows one short line
         return f"Claim {self.id}: {self.verdict}"
@@ -256,22 +261,19 @@ class Claim:
     @property
     def proof_steps(self) -> list[RecordedStep]:
         """Every declared proof step, in the proof's order, with its wording, its repair's and their checks."""
-        words = [(self.proof_step, self.repair, self.proof_step_where)] if self.proof_step else []
+        words = [(self.proof_step, self.repair, self.proof_step_where, self.proof_step_key)] if self.proof_step else []
         words += [
-            (d.get("step"), d.get("repair"), d.get("where"))
+            (d.get("step"), d.get("repair"), d.get("where"), d.get("key"))
             for d in self.further_proof_steps or []
             if isinstance(d, dict)
         ]
         out = []
-        for n, (step, repair, where) in enumerate(words, 1):
+        for n, (step, repair, where, key) in enumerate(words, 1):
             step_key, repair_key = step_keys(n)
             checks = [self.evidence.get(k) for k in (step_key, repair_key)]
             step_check, repair_check = (c if isinstance(c, dict) else {} for c in checks)
-            out.append(
-                RecordedStep(
-                    n, len(words), str(step or ""), str(repair or ""), step_check, repair_check, str(where or "")
-                )
-            )
+            step, repair, where, key = (str(t or "") for t in (step, repair, where, key))
+            out.append(RecordedStep(n, len(words), step, repair, step_check, repair_check, where, key))
         return out
 
     @property
@@ -324,6 +326,9 @@ class RecordedStep:
     repair_check: dict
     #: The step's place in the printed proof (``ProofStep.where``); empty where the claim names none.
     where: str = ""
+    #: The step's key (``ProofStep.key``, "conditions"); empty where the declaration gives none (and in a record
+    #: written before records carried it).
+    key: str = ""
 
     @property
     def holds(self) -> bool:
@@ -337,8 +342,10 @@ class RecordedStep:
 
 
 def _at(s: RecordedStep) -> str:
-    """ " (printed at WHERE)" after a step's name in an erratum, where the step names its place; else empty."""
-    return f" (printed at {s.where})" if s.where else ""
+    """ " (KEY; printed at WHERE)" after a step's name in an erratum: the step's key and its place, each where the
+    record has it (" (conditions)", " (printed at ...)"); else empty."""
+    notes = [s.key] * bool(s.key) + [f"printed at {s.where}"] * bool(s.where)
+    return f" ({'; '.join(notes)})" if notes else ""
 
 
 def source_line(rec: Claim) -> str:
@@ -434,7 +441,7 @@ _LEGACY_ANALOGUE = "the printed statement, tested on the book's analogue"
 
 #: Fields written only when they differ from their default, so that a record without them reads as it always has
 #: (a claim with one proof step or none is written as it was before a claim could declare several).
-_WRITTEN_WHEN_GIVEN = ("further_proof_steps", "proof_step_where")
+_WRITTEN_WHEN_GIVEN = ("further_proof_steps", "proof_step_where", "proof_step_key")
 
 
 def claim_to_dict(c: Claim) -> dict:
@@ -452,7 +459,7 @@ def _further_steps_defect(value) -> str | None:
         and value
         and all(
             isinstance(d, dict)
-            and set(d) in ({"step", "repair"}, {"step", "repair", "where"})
+            and {"step", "repair"} <= set(d) <= {"step", "repair", "where", "key"}
             and all(isinstance(v, str) and v.strip() for v in d.values())
             for d in value
         )
@@ -461,8 +468,34 @@ def _further_steps_defect(value) -> str | None:
         None
         if ok
         else "further_proof_steps must be a non-empty list of {'step': text, 'repair': text} (and 'where': text, "
-        "the step's printed place, where it names one)"
+        "the step's printed place, and 'key': the step's key, where it has them)"
     )
+
+
+#: A proof step's key (``resnet_theory.claims.ProofStep.key``): a short name in lower case with hyphens.
+STEP_KEY = re.compile(r"^[a-z0-9][a-z0-9-]*$")
+
+
+def step_key_defect(keys: Sequence[str]) -> str | None:
+    """What is wrong with a claim's proof step keys, one per step in the proof's order (``""`` for a step without
+    one), or None: a key that is not a short name in lower case with hyphens, or a key given to two steps."""
+    for n, key in enumerate(keys, 1):
+        if key and not (isinstance(key, str) and STEP_KEY.match(key)):
+            return (
+                f"the key of proof step {n} must be a short name in lower case with hyphens ('layer-count'), "
+                f"got {key!r}"
+            )
+    named = [k for k in keys if k]
+    twice = sorted({k for k in named if named.count(k) > 1})
+    return f"proof step key(s) {', '.join(map(repr, twice))} given to two steps" if twice else None
+
+
+def _record_step_keys_defect(d: dict) -> str | None:
+    """What is wrong with a record's proof step keys (``proof_step_key`` and the further steps' ``"key"``), or None."""
+    first = d.get("proof_step_key")
+    if first is not None and not (d.get("proof_step") and first):
+        return "proof_step_key must be the first proof_step's key (absent where it has none)"
+    return step_key_defect([first or "", *(s.get("key", "") for s in d.get("further_proof_steps") or [])])
 
 
 def claim_from_dict(d: dict) -> Claim:
@@ -492,6 +525,9 @@ def claim_from_dict(d: dict) -> Claim:
         raise ValueError(f"{label}: further_proof_steps without a first proof_step")
     if d.get("proof_step_where") is not None and not (d.get("proof_step") and d["proof_step_where"].strip()):
         raise ValueError(f"{label}: proof_step_where must be the first proof_step's printed place (text)")
+    bad_keys = _record_step_keys_defect(d)
+    if bad_keys:
+        raise ValueError(f"{label}: {bad_keys}")
     claim = Claim(**d)
     if "on_analogue" not in d and (claim.source_detail or "").startswith(_LEGACY_ANALOGUE):
         claim.on_analogue = True  # a record written before the field: its detail said so

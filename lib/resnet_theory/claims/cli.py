@@ -106,7 +106,7 @@ def _chapter_job(chapter: str, ids: list[str], profile: str, seed: int, knobs: d
             results.append({"id": cid, "chapter": chapter, "error": f"{type(exc).__name__}: {exc}", "seed": seed})
             continue
         rec = run.record
-        wheres = {s.keys[0]: s.where for s in rec.proof_steps}  # a step's check: where the step is printed
+        steps = {s.keys[0]: s for s in rec.proof_steps}  # a step's check: the step's key and where it is printed
         results.append(
             {
                 "id": cid,
@@ -122,10 +122,11 @@ def _chapter_job(chapter: str, ids: list[str], profile: str, seed: int, knobs: d
                 "reason": rec.reason,
                 "checks": {
                     k: {
-                        "name": evidence_part_name(rec, k),
+                        "name": evidence_part_name(rec, k, with_step_key=True),
                         "holds": v["holds"],
                         "summary": v["summary"],
-                        **({"where": wheres[k]} if wheres.get(k) else {}),
+                        **({"key": steps[k].key} if k in steps and steps[k].key else {}),
+                        **({"where": steps[k].where} if k in steps and steps[k].where else {}),
                     }
                     for k, v in rec.evidence.items()
                 },

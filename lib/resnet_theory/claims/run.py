@@ -92,6 +92,7 @@ def _record(decl: Checked | NotCheckable, ev: Evidence | NotAvailable | None) ->
             repair=[p.repair for p in ev.proof_steps],
             repair_statement=[p.repair for p in decl.proof_steps],
             proof_step_where=[p.where for p in decl.proof_steps],
+            proof_step_key=list(decl.step_keys),  # what step_number (and registry.RETIRED) counts a key's step by
         )
         path, line = decl.source_location
         extra = {"function": decl.function, "source_file": path, "source_line": line}

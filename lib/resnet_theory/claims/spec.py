@@ -143,7 +143,8 @@ class ProofStep:
     $p$ and $q$"); the record, the ledger's card, the errata, ``claims verify`` and a chapter's step table show it.
     ``key`` is optional too: a short name of the step ("layer-count"), unique within its claim, by which a chapter
     asks for the step's number and its table (:meth:`Checked.step_number`), so that prose which says "step n"
-    follows the declaration's order instead of a number typed by hand."""
+    follows the declaration's order instead of a number typed by hand; the record carries it too, and the ledger's
+    card, the errata and ``claims verify`` name the step by it ("proof step 2 (conditions)")."""
 
     step: str
     repair: str
