@@ -129,12 +129,10 @@ class Ledger:
         - Several such steps: pass each of the four as a sequence, one entry per step in the proof's order. Step 1
           is recorded as a lone step is; step ``n`` after it under ``proof_step_n``/``repair_n`` (:func:`~resnet_
           theory.verdicts.step_keys`), its wording in ``further_proof_steps``; a step that holds is recorded so.
-        - ``proof_step_where`` (optional; one text per step where there are several, ``""`` for a step without one)
-          names each step's place in the printed proof: step 1's is recorded as ``proof_step_where``, a further
-          step's as ``"where"`` in its entry of ``further_proof_steps``.
-        - ``proof_step_key`` (optional, likewise one per step, ``""`` for a step without one) gives each step's key
-          (``ProofStep.key``, "conditions"): a short name in lower case with hyphens, unique within the claim;
-          step 1's is recorded as ``proof_step_key``, a further step's as ``"key"`` in its entry.
+        - ``proof_step_where`` and ``proof_step_key`` (optional; one text per step where there are several, ``""``
+          for a step without one): each step's place in the printed proof and its key (``ProofStep.key``, a short
+          name in lower case with hyphens, unique within the claim); step 1's are recorded as these fields, a
+          further step's as ``"where"`` and ``"key"`` in its entry of ``further_proof_steps``.
         """
         steps, repairs, step_words, repair_words = _proof_steps(
             proof_step, repair, proof_step_statement, repair_statement
