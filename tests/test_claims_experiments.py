@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 CHAPTER = (ROOT / "book" / "experiments.md").read_text()
 #: Glue keys the chapter's prose quotes that its own cells glue (illustrations, timings, verdicts).
 CHAPTER_GLUE = re.compile(
-    r"^(digits_train_size|plain_.*|imagenet_.*|perf_.*|size_.*|seq_.*|gpu_.*|ledger_summary|verdict_.*|abl_head_reading|abl_init_reading|schedule_steps|cifar_seeds)$"
+    r"^(digits_train_size|plain_.*|imagenet_.*|perf_.*|size_.*|seq_.*|gpu_.*|ledger_summary|verdict_.*|abl_head_reading|abl_init_reading|schedule_steps|cifar_seeds|decisive_se)$"
 )
 
 
@@ -365,6 +365,25 @@ def test_the_threshold_is_the_printed_figure_plus_half_its_printed_unit():
     for bad in (6.38, "6,38", "-6.38", "", "6.38%"):
         with pytest.raises(ValueError, match="decimal numeral"):
             E.printed_unit(bad)
+
+
+def test_the_readme_states_the_cifar_knobs_as_the_library_declares_them():
+    """The README cannot glue: its CIFAR paragraph's typed schedule length, default seed count, least seed count
+    and count of full runs are checked against the knob and the engine's schedule here."""
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    said = re.search(
+        r"Each CIFAR claim trains `cifar_seeds` seeds of the whole ([\d,]+)-step schedule \((\d+) by default, at "
+        r"least (\d+)\) and compares their mean error with Table 2, so the chapter trains (\w+) full runs",
+        readme,
+    )
+    assert said, "the README's CIFAR paragraph changed: keep its numbers checked here"
+    knob = E.PROFILE.knobs["cifar_seeds"]
+    assert int(said[1].replace(",", "")) == engine.TrainConfig.steps == E.PROFILE.knobs["cifar_steps"].full
+    assert (int(said[2]), int(said[3])) == (knob.full, knob.minimum)
+    words = {6: "six", 8: "eight", 10: "ten", 12: "twelve", 14: "fourteen"}
+    assert said[4] == words.get(2 * knob.full), f"two data sets of {knob.full} seeds each"
+    schedules = re.findall(r"([\d,]+)-step schedule", readme)  # the GPU check's projection names it too
+    assert len(schedules) >= 3 and {int(n.replace(",", "")) for n in schedules} == {engine.TrainConfig.steps}
 
 
 def test_the_cifar_seeds_knob_needs_two_seeds():

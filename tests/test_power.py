@@ -401,3 +401,23 @@ def test_a_comparison_without_noise_decides_at_its_first_look_and_never_at_no_ef
     (row,) = S.sequential_rows((quiet,))
     assert row["decides, fixed"] == row["decides, sequential"] == 1.0 and row["mean seeds"] == S.MINIMUM
     assert row["decides at no effect, fixed"] == row["decides at no effect, sequential"] == 0.0
+
+
+def test_the_ledger_pages_definition_of_undecided_states_the_rules_margin():
+    """The ledger page defines *undecided* in words and math, which no cell can glue into: its typed margin is
+    checked against the rule's (:data:`resnet_theory.verdicts.DECISIVE_STANDARD_ERRORS`) here. The experiments
+    chapter glues the margin (``decisive_se``) and types none."""
+    import re
+
+    from resnet_theory.verdicts import DECISIVE_STANDARD_ERRORS
+
+    root = Path(__file__).resolve().parents[1]
+    page = " ".join((root / "book" / "ledger.md").read_text().split())
+    words = {1: "one", 2: "two", 3: "three"}[int(DECISIVE_STANDARD_ERRORS)]
+    assert DECISIVE_STANDARD_ERRORS == int(DECISIVE_STANDARD_ERRORS)
+    said = re.search(r"than (\w+) standard errors, \$\|\\hat\\theta - \\theta_0\| < (\d+)\\,\\mathrm\{se\}\$", page)
+    assert said and (said[1], int(said[2])) == (words, DECISIVE_STANDARD_ERRORS), said
+    chapter = (root / "book" / "experiments.md").read_text()
+    prose = re.sub(r"^```\{code-cell\}.*?^```$", "", chapter, flags=re.M | re.S)
+    typed = re.findall(r"\b(?:\d+|one|two|three) standard errors?\b", " ".join(prose.split()))
+    assert not typed, f"book/experiments.md types the margin: {typed}"

@@ -1525,7 +1525,8 @@ def _declare_cifar(name: str, evidence: Callable[[Context], Evidence]) -> None:
         "The same runs evaluated before the schedule's first rate drop (each seed's last evaluation at or before "
         "it), through the same check: Table 2's figure is the network the whole schedule trains, and before the "
         "first drop the paper's schedule is still at its initial rate, the part of training the figure does not "
-        "report, so the claim rules out that this early network already reaches it."
+        "report, so the claim, as this book reads it (the paper prints no error before the first drop), rules out "
+        "that this early network already reaches it."
     )
     CLAIMS.checked(f"hardt-ma/sec4-{name}-error", **common, control=control)(evidence)
 
