@@ -1058,7 +1058,9 @@ WHERE_1 = r"Appendix A.1, proof of Theorem 2.1: $B_1 = \dots = B_q$"
 WHERE_2 = "Appendix B, proof of Theorem 3.2: the chain after the projection"
 
 
-def _located_claim(ledger, first: Check, second: Check, wheres=(WHERE_1, WHERE_2)):
+def _located_claim(ledger, first: Check, second: Check, wheres=(WHERE_1, WHERE_2), keys=None):
+    """Theorem 3.2's two proof steps, each placed in the printed proof (``wheres``, None: no place) and keyed
+    (``keys``, None: no key)."""
     ok = Check.at_most([0.5], 1.0, what="repair holds")
     return ledger.claim(
         "hardt-ma/thm-3.2",
@@ -1073,7 +1075,8 @@ def _located_claim(ledger, first: Check, second: Check, wheres=(WHERE_1, WHERE_2
         proof_step_statement=["the projection keeps every distance", "the chain gives Lemma B.2's conditions"],
         repair=[ok, ok],
         repair_statement=["widen the projection", "keep squared lengths"],
-        proof_step_where=list(wheres),
+        proof_step_where=None if wheres is None else list(wheres),
+        proof_step_key=None if keys is None else list(keys),
     )
 
 
@@ -1152,23 +1155,7 @@ KEYS = ("projection", "conditions")
 
 
 def _keyed_claim(ledger, first: Check, second: Check, keys=KEYS, wheres=None):
-    ok = Check.at_most([0.5], 1.0, what="repair holds")
-    return ledger.claim(
-        "hardt-ma/thm-3.2",
-        paper="hardt-ma",
-        ref="Theorem 3.2",
-        statement="the networks fit",
-        section="expressivity-a",
-        printed=Check.at_most([0.5], 1.0, what="fit error"),
-        control_input=CI,
-        control=Check.at_most([0.5], 0.4, what="twin point"),
-        proof_step=[first, second],
-        proof_step_statement=["the projection keeps every distance", "the chain gives Lemma B.2's conditions"],
-        repair=[ok, ok],
-        repair_statement=["widen the projection", "keep squared lengths"],
-        proof_step_where=None if wheres is None else list(wheres),
-        proof_step_key=list(keys),
-    )
+    return _located_claim(ledger, first, second, wheres=wheres, keys=keys)
 
 
 def test_a_proof_steps_key_is_recorded_and_a_record_without_one_loads_as_before(tmp_path):
