@@ -898,7 +898,8 @@ def test_a_check_of_one_value_reads_as_one_comparison_not_a_count_of_cases():
 
 
 # --- several proof steps ---------------------------------------------------------------------------------------------
-def _one_step_claim(ledger):
+def _one_step_claim(ledger, **more):
+    """Claim 2.3 with one proof step and its repair; ``more`` adds arguments (a step's key)."""
     return ledger.claim(
         "hardt-ma/claim-2.3",
         paper="hardt-ma",
@@ -912,6 +913,7 @@ def _one_step_claim(ledger):
         proof_step_statement="the constant C is a number",
         repair=Check.at_most([0.9], 1.0, what="C depends on the noise"),
         repair_statement="C is the noise's second moment",
+        **more,
     )
 
 
@@ -1172,7 +1174,7 @@ def test_a_proof_steps_key_is_recorded_and_a_record_without_one_loads_as_before(
     half = _keyed_claim(Ledger("expressivity"), ok, bad, keys=("", "conditions"))  # only step 2 has a key
     assert half.proof_step_key is None and "proof_step_key" not in claim_to_dict(half)
     assert [s.key for s in half.proof_steps] == ["", "conditions"]
-    lone = Ledger("linear").claim(**_one_step_args(), proof_step_key="constant")  # one step, keyed: step 1's
+    lone = _one_step_claim(Ledger("linear"), proof_step_key="constant")  # one step, keyed: step 1's
     assert lone.proof_step_key == "constant" and lone.further_proof_steps is None
     assert [s.key for s in lone.proof_steps] == ["constant"]
     for unkeyed in (_one_step_claim(Ledger("linear")), _two_step_claim(Ledger("expressivity"), ok, bad)):
@@ -1214,23 +1216,6 @@ def test_a_proof_steps_key_is_recorded_and_a_record_without_one_loads_as_before(
             _keyed_claim(Ledger("expressivity"), ok, bad, keys=keys)
 
 
-def _one_step_args() -> dict:
-    return dict(
-        id="hardt-ma/claim-2.3",
-        paper="hardt-ma",
-        ref="Claim 2.3",
-        statement="the loss is the weighted norm",
-        section="linear-e",
-        printed=Check.at_most([0.5], 1.0, what="loss identity"),
-        control_input=CI,
-        control=Check.at_most([0.5], 0.4, what="noise that depends on the input"),
-        proof_step=Check.at_most([1.1], 1.0, what="the constant is a number"),
-        proof_step_statement="the constant C is a number",
-        repair=Check.at_most([0.9], 1.0, what="C depends on the noise"),
-        repair_statement="C is the noise's second moment",
-    )
-
-
 def test_the_card_and_the_errata_name_each_step_by_its_key():
     import dataclasses
 
@@ -1254,7 +1239,7 @@ def test_the_card_and_the_errata_name_each_step_by_its_key():
     assert "the printed proof&#x27;s step (conditions) \u201c" in errata_html([one], link=False)
     assert "the proof's step (conditions) \u201c" in one.erratum and "projection)" not in one.erratum
     assert "<dt>Proof step 1 (projection), holds as printed</dt>" in claims_table_html([one], link=False)
-    lone = Ledger("linear").claim(**_one_step_args(), proof_step_key="constant")
+    lone = _one_step_claim(Ledger("linear"), proof_step_key="constant")
     assert "<dt>Proof step (constant) that fails</dt>" in claims_table_html([lone], link=False)
     assert "step (constant) \u201c" in errata_html([lone], link=False)
     # the evidence table keeps its names; claims verify names the step's check with its key
