@@ -428,10 +428,9 @@ def evidence_part_name(c: Claim, key: str, *, with_step_key: bool = False) -> st
 
 
 def _step_tag(c: Claim, number: int) -> str:
-    """ " (KEY)" for a claim's proof step ``number`` whose record carries its key; else empty."""
+    """ " (KEY)" for a claim's proof step ``number`` whose record carries its key (:attr:`RecordedStep.tag`)."""
     steps = c.proof_steps
-    key = steps[number - 1].key if 1 <= number <= len(steps) else ""
-    return f" ({key})" if key else ""
+    return steps[number - 1].tag if 1 <= number <= len(steps) else ""
 
 
 def evidence_table_html(c: Claim) -> str:
@@ -457,7 +456,7 @@ def _step_rows(s: RecordedStep) -> list[tuple[str, str]]:
     number where the record has one, "Proof step 2 (conditions) that fails"), where it is printed when the
     declaration names its place ("Where step 2 is printed"), and its repair. The names are escaped by the card."""
     number = f" {s.number}" if s.of > 1 else ""
-    named = f"Proof step{number}" + (f" ({s.key})" if s.key else "")
+    named = f"Proof step{number}{s.tag}"
     name = f"{named} that fails" if not s.holds else f"{named}, holds as printed"
     repair = f"Repair of step{number}" if s.of > 1 else "Repair"
     where = [(f"Where step{number} is printed" if s.of > 1 else "Where the step is printed", text_html(s.where))]
@@ -666,11 +665,9 @@ def erratum_sentence(c: Claim) -> str:
 
 
 def _printed_at(s: RecordedStep) -> str:
-    """ " (KEY; printed at WHERE)" after a step's name in an erratum: the step's key (escaped) where the record has
-    one, and its place in the printed proof (math typeset, closing punctuation dropped) where the declaration names
-    one; else empty (as :func:`resnet_theory.record.Claim.erratum` words it in plain text)."""
-    notes = [html.escape(s.key)] * bool(s.key) + [f"printed at {text_html(_clause(s.where))}"] * bool(s.where)
-    return f" ({'; '.join(notes)})" if notes else ""
+    """ " (KEY; printed at WHERE)" after a step's name in an erratum (:meth:`RecordedStep.annotation`), the key
+    escaped and the place's math typeset, its closing punctuation dropped; else empty."""
+    return s.annotation(html.escape, lambda where: text_html(_clause(where)))
 
 
 def _shown(found: Mapping) -> str:

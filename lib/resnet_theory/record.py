@@ -17,7 +17,7 @@ style, a class, an id, data attributes or a raw character through its ``$...$`` 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import MISSING, asdict, dataclass, fields
 
 from .tables import in_words
@@ -299,12 +299,13 @@ class Claim:
             if len(failing) == 1:
                 s = failing[0]
                 return (
-                    holds + f"but the proof's step{_at(s)} \u201c{s.step}\u201d fails as written "
+                    holds + f"but the proof's step{s.annotation()} \u201c{s.step}\u201d fails as written "
                     f"({s.step_check.get('summary', '')}); repair: \u201c{s.repair}\u201d "
                     f"({s.repair_check.get('summary', '')})."
                 )
             steps = "; ".join(
-                f"step {s.number}{_at(s)} \u201c{s.step}\u201d fails as written ({s.step_check.get('summary', '')}), "
+                f"step {s.number}{s.annotation()} \u201c{s.step}\u201d fails as written "
+                f"({s.step_check.get('summary', '')}), "
                 f"repair: \u201c{s.repair}\u201d ({s.repair_check.get('summary', '')})"
                 for s in failing
             )
@@ -340,12 +341,18 @@ class RecordedStep:
         """The evidence keys of the step's check and its repair's (:func:`resnet_theory.verdicts.step_keys`)."""
         return step_keys(self.number)
 
+    @property
+    def tag(self) -> str:
+        """ " (KEY)" after the step's name where the record has its key ("Proof step 2 (conditions)"); else empty."""
+        return self.annotation(where=None)
 
-def _at(s: RecordedStep) -> str:
-    """ " (KEY; printed at WHERE)" after a step's name in an erratum: the step's key and its place, each where the
-    record has it (" (conditions)", " (printed at ...)"); else empty."""
-    notes = [s.key] * bool(s.key) + [f"printed at {s.where}"] * bool(s.where)
-    return f" ({'; '.join(notes)})" if notes else ""
+    def annotation(self, key: Callable[[str], str] = str, where: Callable[[str], str] | None = str) -> str:
+        """ " (KEY; printed at WHERE)" after the step's name in an erratum: the step's key and its place, each where
+        the record has it (" (conditions)", " (printed at ...)"), written by ``key`` and ``where`` (the HTML ledger
+        escapes and typesets them; ``where=None`` leaves the place out); else empty."""
+        notes = [key(self.key)] if self.key else []
+        notes += [f"printed at {where(self.where)}"] if where and self.where else []
+        return f" ({'; '.join(notes)})" if notes else ""
 
 
 def source_line(rec: Claim) -> str:
