@@ -68,6 +68,22 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.book)
 
 
+@pytest.fixture(autouse=True)
+def interpreter_hooks_left_as_found():
+    """Each test leaves the interpreter's tracing as it found it: memory tracing (``tracemalloc``), the trace and
+    the profile function. Found in CI: one test left ``tracemalloc`` on (a refused benchmark build), and every
+    later test on that pytest worker ran many times slower; the Shamir claims' fixture took 9 minutes, not one."""
+    import tracemalloc
+
+    def hooks():
+        return {"tracemalloc": tracemalloc.is_tracing(), "trace": sys.gettrace(), "profile": sys.getprofile()}
+
+    before = hooks()
+    yield
+    after = hooks()
+    assert after == before, f"the test changed the interpreter's tracing and left it so: {before} -> {after}"
+
+
 @pytest.fixture
 def one_thread():
     """One torch thread for the test (small training runs on a busy 2-core machine), restored afterwards."""
