@@ -98,7 +98,9 @@ BYTECODE := PYTHONDONTWRITEBYTECODE= PYTHONPYCACHEPREFIX="$(abspath $(VENV))/pyc
 # built once (the session fixture built_book; each parallel process would execute it again). The slowest tests of
 # each run are listed (--durations), so that a CI log says where its time went. Fresh clone, CI=true bash .ci/run on
 # the same 2-core machine, a day apart: the whole suite in one process, pytest 66 min, CI 75 min; the two runs,
-# 21 + 28 min, CI 52 min (of a 90-minute limit). The fast tier's slowest file is test_claims_linear_predictors.py.
+# 21 + 28 min, CI 52 min (of a 90-minute limit); then 10.5 + 28 min once no test left tracemalloc on for the tests
+# after it in its process (the Shamir claims' fixture had taken 553 s there, 70 s since; CI 43 min; tests/conftest.py
+# fails a test that leaves memory tracing, a trace or a profile function on).
 # With PYTEST_ARGS naming some tests (a file, -k ...), a run that none of them falls in says so and is not a failure
 # (pytest's exit status 5, "no tests collected"); without PYTEST_ARGS it stays one.
 test: install jupyter-install lint
@@ -109,8 +111,8 @@ PYTEST_RUN = status=0; $(1) || status=$$?; \
   if [ $$status -eq 5 ] && [ -n "$(strip $(PYTEST_ARGS))" ]; then \
     echo "make test: no test of this run is among those PYTEST_ARGS names"; status=0; fi; exit $$status
 
-# The fast tier: the linter and every test that does not execute the book or drive Chromium over it (under 3 minutes
-# on a quiet 2-core machine), each file's tests in one process (--dist loadfile), so that a module-scoped fixture
+# The fast tier: the linter and every test that does not execute the book or drive Chromium over it (10.5 minutes
+# in a fresh clone on a 2-core machine), each file's tests in one process (--dist loadfile), so that a module-scoped fixture
 # (every claim run once, the GPU check's rehearsal) is computed once, not once per process. make test runs all of
 # them. One process more than the machine has cores (CHECK_JOBS): a test spends part of its time waiting on the
 # kernels, training runs and Sphinx builds it starts, and a third process fills that wait (quiet 2-core machine, one
